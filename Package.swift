@@ -1,0 +1,52 @@
+// swift-tools-version:6.0
+// Concord: an offline-first, file-based sync kit. Layers depend downward only:
+//   concord (CLI) → ConcordKit → ConcordTrust, ConcordGit, ConcordModel → CLibgit2
+import PackageDescription
+
+let package = Package(
+    name: "Concord",
+    platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "ConcordKit", targets: ["ConcordKit"]),
+        .executable(name: "concord", targets: ["concord"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+    ],
+    targets: [
+        // CLibgit2: the system libgit2 (1.5.1 on Debian bookworm) and its sys/merge.h driver API.
+        .systemLibrary(
+            name: "CLibgit2",
+            pkgConfig: "libgit2",
+            providers: [.apt(["libgit2-dev"])]
+        ),
+        // ConcordGit: the only importer of CLibgit2; repositories, objects, trees, refs, signed commits.
+        .target(name: "ConcordGit", dependencies: ["CLibgit2"]),
+        // ConcordModel: pure Swift data model: canonical JSON, ids, kinds, records, HLC, roles.
+        .target(name: "ConcordModel"),
+        // ConcordTrust: Ed25519 identities as OpenSSH keys, SSHSIG signing and verification.
+        .target(name: "ConcordTrust", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // ConcordKit: the engine apps embed: profiles, transactions, reads, history.
+        .target(
+            name: "ConcordKit",
+            dependencies: [
+                "ConcordGit", "ConcordModel", "ConcordTrust",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // concord: the command-line tool; each command parses, calls one engine function, renders.
+        .executableTarget(
+            name: "concord",
+            dependencies: ["ConcordKit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        // concord-bench: the benchmark harness behind `make bench` (concord vs the git CLI, same data).
+        .executableTarget(name: "concord-bench", dependencies: ["ConcordKit"]),
+
+        .testTarget(name: "ConcordModelTests", dependencies: ["ConcordModel"]),
+        .testTarget(name: "ConcordTrustTests", dependencies: ["ConcordTrust"]),
+        .testTarget(name: "ConcordGitTests", dependencies: ["ConcordGit"]),
+        .testTarget(name: "ConcordKitTests", dependencies: ["ConcordKit"]),
+        .testTarget(name: "ConcordCLITests", dependencies: ["ConcordKit"]),
+    ]
+)

@@ -1,0 +1,170 @@
+// This file touches the libgit2 C API.
+internal import CLibgit2
+
+/// Who made a commit and when (git's author/committer line), as a value.
+public struct GitSignature: Sendable, Hashable {
+    public let name: String
+    public let email: String
+    /// Seconds since the Unix epoch.
+    public let time: Int64
+    /// Offset from UTC in minutes.
+    public let offsetMinutes: Int32
+
+    public init(name: String, email: String, time: Int64, offsetMinutes: Int32 = 0) {
+        self.name = name
+        self.email = email
+        self.time = time
+        self.offsetMinutes = offsetMinutes
+    }
+
+    init(_ raw: UnsafePointer<git_signature>) {
+        name = String(cString: raw.pointee.name)
+        email = String(cString: raw.pointee.email)
+        time = raw.pointee.when.time
+        offsetMinutes = raw.pointee.when.offset
+    }
+}
+
+/// A commit, read once into a value.
+public struct Commit: Sendable, Hashable {
+    public let id: ObjectID
+    public let tree: ObjectID
+    public let parents: [ObjectID]
+    public let author: GitSignature
+    public let committer: GitSignature
+    /// The full message, summary line and trailers included.
+    public let message: String
+}
+
+/// A commit's `gpgsig` header and the exact bytes it signs.
+public struct CommitSignature: Sendable {
+    public let signature: String
+    public let signedData: [UInt8]
+}
+
+extension Repository {
+    /// Reads commit `id`.
+    public func commit(_ id: ObjectID) throws -> Commit {
+        var oid = id.raw
+        var commit: OpaquePointer?
+        try check("git_commit_lookup", git_commit_lookup(&commit, handle, &oid))
+        guard let commit else { throw GitError(function: "git_commit_lookup", code: .notFound, message: "commit \(id) not found") }
+        defer { git_commit_free(commit) }
+        var parents = [ObjectID]()
+        for index in 0..<git_commit_parentcount(commit) {
+            if let parent = git_commit_parent_id(commit, index) { parents.append(ObjectID(parent)) }
+        }
+        return Commit(
+            id: id,
+            tree: ObjectID(git_commit_tree_id(commit)),
+            parents: parents,
+            author: GitSignature(git_commit_author(commit)),
+            committer: GitSignature(git_commit_committer(commit)),
+            message: git_commit_message(commit).map { String(cString: $0) } ?? ""
+        )
+    }
+
+    /// Writes a signed commit object (it does not move any reference): the commit text is built by
+    /// libgit2, `sign` returns the armored signature over exactly those bytes, and the result is
+    /// stored with the signature in its `gpgsig` header.
+    public func createSignedCommit(
+        tree: ObjectID,
+        parents: [ObjectID],
+        author: GitSignature,
+        message: String,
+        sign: ([UInt8]) throws -> String
+    ) throws -> ObjectID {
+        let buffer = try commitBuffer(tree: tree, parents: parents, author: author, message: message)
+        let signature = try sign(buffer)
+        var oid = git_oid()
+        let result = buffer.withUnsafeBufferPointer { bytes -> Int32 in
+            // libgit2 wants a C string: the buffer with a terminating NUL.
+            var text = Array(bytes)
+            text.append(0)
+            return text.withUnsafeBufferPointer { pointer in
+                pointer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: pointer.count) {
+                    git_commit_create_with_signature(&oid, handle, $0, signature, nil)
+                }
+            }
+        }
+        try check("git_commit_create_with_signature", result)
+        return ObjectID(oid)
+    }
+
+    /// The unsigned commit text for these fields (what a signature covers).
+    func commitBuffer(tree: ObjectID, parents: [ObjectID], author: GitSignature, message: String) throws -> [UInt8] {
+        var signature: UnsafeMutablePointer<git_signature>?
+        try check("git_signature_new",
+                  git_signature_new(&signature, author.name, author.email, author.time, author.offsetMinutes))
+        defer { git_signature_free(signature) }
+
+        var treeOID = tree.raw
+        var treeHandle: OpaquePointer?
+        try check("git_tree_lookup", git_tree_lookup(&treeHandle, handle, &treeOID))
+        defer { git_tree_free(treeHandle) }
+
+        var parentHandles = [OpaquePointer?]()
+        defer { parentHandles.forEach { git_commit_free($0) } }
+        for parent in parents {
+            var oid = parent.raw
+            var commit: OpaquePointer?
+            try check("git_commit_lookup", git_commit_lookup(&commit, handle, &oid))
+            parentHandles.append(commit)
+        }
+
+        var buffer = git_buf()
+        defer { git_buf_dispose(&buffer) }
+        let result = parentHandles.withUnsafeMutableBufferPointer { pointers in
+            git_commit_create_buffer(&buffer, handle, signature, signature, nil, message, treeHandle,
+                                     parents.count, pointers.baseAddress)
+        }
+        try check("git_commit_create_buffer", result)
+        return Array(UnsafeRawBufferPointer(start: buffer.ptr, count: buffer.size))
+    }
+
+    /// The signature of commit `id` and the bytes it covers, or nil for an unsigned commit.
+    public func signature(ofCommit id: ObjectID) throws -> CommitSignature? {
+        var oid = id.raw
+        var signature = git_buf()
+        var signed = git_buf()
+        defer {
+            git_buf_dispose(&signature)
+            git_buf_dispose(&signed)
+        }
+        let result = git_commit_extract_signature(&signature, &signed, handle, &oid, nil)
+        if result == GIT_ENOTFOUND.rawValue { return nil }
+        try check("git_commit_extract_signature", result)
+        return CommitSignature(
+            signature: String(decoding: UnsafeRawBufferPointer(start: signature.ptr, count: signature.size), as: UTF8.self),
+            signedData: Array(UnsafeRawBufferPointer(start: signed.ptr, count: signed.size))
+        )
+    }
+
+    /// Walks history from `tip` newest first (time order, parents after children), calling `visit`
+    /// for each commit until it returns false.
+    public func walkHistory(from tip: ObjectID, _ visit: (Commit) throws -> Bool) throws {
+        var walker: OpaquePointer?
+        try check("git_revwalk_new", git_revwalk_new(&walker, handle))
+        defer { git_revwalk_free(walker) }
+        try check("git_revwalk_sorting", git_revwalk_sorting(walker, GIT_SORT_TOPOLOGICAL.rawValue | GIT_SORT_TIME.rawValue))
+        var start = tip.raw
+        try check("git_revwalk_push", git_revwalk_push(walker, &start))
+        var oid = git_oid()
+        while true {
+            let result = git_revwalk_next(&oid, walker)
+            if result == GIT_ITEROVER.rawValue { return }
+            try check("git_revwalk_next", result)
+            if try !visit(commit(ObjectID(oid))) { return }
+        }
+    }
+
+    /// True when `ancestor` is `descendant` or one of its ancestors.
+    public func isAncestor(_ ancestor: ObjectID, of descendant: ObjectID) throws -> Bool {
+        if ancestor == descendant { return true }
+        var a = descendant.raw
+        var b = ancestor.raw
+        let result = git_graph_descendant_of(handle, &a, &b)
+        try check("git_graph_descendant_of", result)
+        return result == 1
+    }
+}

@@ -1,0 +1,71 @@
+// This file touches the libgit2 C API.
+internal import CLibgit2
+
+/// A failed libgit2 call: which function failed, its return code and libgit2's own message.
+public struct GitError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What kind of failure this was, for callers that need to react (retry, report, ...).
+    public enum Code: Sendable, Equatable {
+        case notFound, exists, modified, locked, nonFastForward, conflict, unbornBranch, auth, certificate, other(Int32)
+    }
+
+    /// The libgit2 function that failed, e.g. `git_reference_create_matching`.
+    public let function: String
+    public let code: Code
+    /// The raw libgit2 return value.
+    public let rawCode: Int32
+    /// libgit2's `git_error_last()` message at the failing call.
+    public let message: String
+
+    public init(function: String, code: Code, rawCode: Int32 = -1, message: String) {
+        self.function = function
+        self.code = code
+        self.rawCode = rawCode
+        self.message = message
+    }
+
+    public var description: String { "\(function) failed: \(message)" }
+
+    /// Builds the error for `result` returned by `function`, reading `git_error_last()` now (it is per thread).
+    static func last(_ function: String, _ result: Int32) -> GitError {
+        var message = "error \(result)"
+        if let last = git_error_last(), let text = last.pointee.message {
+            message = String(cString: text).trimmingCharacters(in: .newlines)
+        }
+        return GitError(function: function, code: Code(result), rawCode: result, message: message)
+    }
+}
+
+extension GitError.Code {
+    init(_ result: Int32) {
+        switch result {
+        case GIT_ENOTFOUND.rawValue: self = .notFound
+        case GIT_EEXISTS.rawValue: self = .exists
+        case GIT_EMODIFIED.rawValue: self = .modified
+        case GIT_ELOCKED.rawValue: self = .locked
+        case GIT_ENONFASTFORWARD.rawValue: self = .nonFastForward
+        case GIT_ECONFLICT.rawValue, GIT_EMERGECONFLICT.rawValue: self = .conflict
+        case GIT_EUNBORNBRANCH.rawValue: self = .unbornBranch
+        case GIT_EAUTH.rawValue: self = .auth
+        case GIT_ECERTIFICATE.rawValue: self = .certificate
+        default: self = .other(result)
+        }
+    }
+}
+
+/// Throws a `GitError` naming `function` when `result` is negative.
+@inline(__always)
+func check(_ function: String, _ result: Int32) throws {
+    if result < 0 { throw GitError.last(function, result) }
+}
+
+private extension String {
+    func trimmingCharacters(in set: Set<Character>) -> String {
+        var s = Substring(self)
+        while let last = s.last, set.contains(last) { s = s.dropLast() }
+        return String(s)
+    }
+}
+
+private extension Set where Element == Character {
+    static var newlines: Set<Character> { ["\n", "\r"] }
+}

@@ -1,0 +1,19 @@
+// This file touches the libgit2 C API.
+internal import CLibgit2
+
+/// One-time process-wide libgit2 set-up: `git_libgit2_init` and the options Concord relies on.
+enum Libgit2 {
+    private static let initialized: Bool = {
+        git_libgit2_init()
+        // A write acknowledged to the user must be on disk: fsync objects, packs and refs.
+        _ = concord_git_opts_int(Int32(GIT_OPT_ENABLE_FSYNC_GITDIR.rawValue), 1)
+        // Profiles may sit in folders owned by another user (shared folders, USB sticks, tests run as root).
+        _ = concord_git_opts_int(Int32(GIT_OPT_SET_OWNER_VALIDATION.rawValue), 0)
+        return true
+    }()
+
+    /// Call before any other libgit2 function; cheap after the first call.
+    static func ensure() {
+        _ = initialized
+    }
+}

@@ -1,0 +1,139 @@
+// This file touches the libgit2 C API.
+internal import CLibgit2
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One file to bring the working tree and index in line with a new commit.
+public struct WorkingTreeChange: Sendable {
+    public let path: String
+    /// The new content and its blob id, or nil to remove the file.
+    public let content: (bytes: [UInt8], blob: ObjectID)?
+
+    public init(path: String, bytes: [UInt8], blob: ObjectID) {
+        self.path = path
+        self.content = (bytes, blob)
+    }
+
+    public init(removing path: String) {
+        self.path = path
+        self.content = nil
+    }
+}
+
+extension Repository {
+    /// Writes the changed files into the working tree and records them in the index (with their
+    /// stat data, so `git status` stays clean without re-hashing), touching only the given paths.
+    public func applyToWorkingTree(_ changes: [WorkingTreeChange]) throws {
+        guard let root = workdir else { return }
+        var index: OpaquePointer?
+        try check("git_repository_index", git_repository_index(&index, handle))
+        defer { git_index_free(index) }
+        try check("git_index_read", git_index_read(index, 0))
+        for change in changes {
+            let fullPath = root + change.path
+            if let content = change.content {
+                try FileIO.write(content.bytes, to: fullPath)
+                var info = stat()
+                guard stat(fullPath, &info) == 0 else { throw FileIO.Failure(path: fullPath, operation: "stat") }
+                try change.path.withCString { (path) in
+                    var entry = git_index_entry()
+                    entry.ctime.seconds = Int32(truncatingIfNeeded: info.st_ctim.tv_sec)
+                    entry.ctime.nanoseconds = UInt32(truncatingIfNeeded: info.st_ctim.tv_nsec)
+                    entry.mtime.seconds = Int32(truncatingIfNeeded: info.st_mtim.tv_sec)
+                    entry.mtime.nanoseconds = UInt32(truncatingIfNeeded: info.st_mtim.tv_nsec)
+                    entry.dev = UInt32(truncatingIfNeeded: info.st_dev)
+                    entry.ino = UInt32(truncatingIfNeeded: info.st_ino)
+                    entry.mode = GIT_FILEMODE_BLOB.rawValue
+                    entry.uid = info.st_uid
+                    entry.gid = info.st_gid
+                    entry.file_size = UInt32(truncatingIfNeeded: info.st_size)
+                    entry.id = content.blob.raw
+                    entry.path = path
+                    try check("git_index_add", git_index_add(index, &entry))
+                }
+            } else {
+                if unlink(fullPath) != 0 && errno != ENOENT { throw FileIO.Failure(path: fullPath, operation: "remove") }
+                FileIO.removeEmptyParents(of: fullPath, below: root)
+                let result = git_index_remove_bypath(index, change.path)
+                if result != GIT_ENOTFOUND.rawValue { try check("git_index_remove_bypath", result) }
+            }
+        }
+        try check("git_index_write", git_index_write(index))
+    }
+
+    /// Makes the index match `tree` exactly (no working tree files are written): used after bulk
+    /// writes, where `git status` re-hashes each file once and then caches its stat data again.
+    public func resetIndex(to tree: ObjectID) throws {
+        var index: OpaquePointer?
+        try check("git_repository_index", git_repository_index(&index, handle))
+        defer { git_index_free(index) }
+        try withTree(tree) { (tree) in
+            try check("git_index_read_tree", git_index_read_tree(index, tree))
+        }
+        try check("git_index_write", git_index_write(index))
+    }
+}
+
+/// Plain POSIX file writes for the working tree.
+public enum FileIO {
+    public struct Failure: Error, CustomStringConvertible {
+        public let path: String
+        public let operation: String
+        public let code: Int32
+
+        init(path: String, operation: String) {
+            self.path = path
+            self.operation = operation
+            self.code = errno
+        }
+
+        public var description: String { "cannot \(operation) \(path): \(String(cString: strerror(code)))" }
+    }
+
+    /// Writes `bytes` to `path` through a temporary file and a rename, creating parent directories.
+    public static func write(_ bytes: [UInt8], to path: String) throws(Failure) {
+        try makeParents(of: path)
+        let temporary = path + ".concord-tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw Failure(path: temporary, operation: "create") }
+        var written = 0
+        let ok = bytes.withUnsafeBytes { buffer -> Bool in
+            while written < buffer.count {
+                let n = Glibc.write(fd, buffer.baseAddress! + written, buffer.count - written)
+                if n < 0 { if errno == EINTR { continue }; return false }
+                written += n
+            }
+            return true
+        }
+        close(fd)
+        guard ok else { unlink(temporary); throw Failure(path: path, operation: "write") }
+        guard rename(temporary, path) == 0 else { unlink(temporary); throw Failure(path: path, operation: "rename into place") }
+    }
+
+    static func makeParents(of path: String) throws(Failure) {
+        var components = path.split(separator: "/", omittingEmptySubsequences: false).dropLast()
+        var missing = [String]()
+        while !components.isEmpty {
+            let directory = components.joined(separator: "/")
+            if directory.isEmpty || access(directory, F_OK) == 0 { break }
+            missing.append(directory)
+            components = components.dropLast()
+        }
+        for directory in missing.reversed() where mkdir(directory, 0o755) != 0 && errno != EEXIST {
+            throw Failure(path: directory, operation: "create directory")
+        }
+    }
+
+    static func removeEmptyParents(of path: String, below root: String) {
+        var components = path.split(separator: "/", omittingEmptySubsequences: false).dropLast()
+        while !components.isEmpty {
+            let directory = components.joined(separator: "/")
+            if directory.count < root.count || directory + "/" == root { return }
+            if rmdir(directory) != 0 { return }
+            components = components.dropLast()
+        }
+    }
+}

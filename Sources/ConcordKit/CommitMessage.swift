@@ -1,0 +1,79 @@
+import ConcordModel
+import ConcordTrust
+
+/// What a commit did, as recorded in its `Concord-Action` trailer.
+public enum ChangeAction: String, Sendable, Codable {
+    case created, added, updated, deleted, appended, imported, merged
+}
+
+/// A commit message Concord writes: a summary line, then trailers saying who, on which device,
+/// did what, to which records. `git log --format='%(trailers)'` reads them.
+struct CommitMessage {
+    /// Above this many records, a count replaces the per-record trailers.
+    static let maxListedRecords = 50
+
+    var summary: String
+    var actor: String
+    var device: String
+    var action: ChangeAction
+    var stamp: HLC
+    var references: [String]
+
+    init(summary: String, actor: Identity, action: ChangeAction, stamp: HLC, references: [String]) {
+        self.summary = summary
+        self.actor = actor.member
+        self.device = actor.device
+        self.action = action
+        self.stamp = stamp
+        self.references = references
+    }
+
+    var text: String {
+        var lines = [summary, "", "Concord-Actor: \(actor)", "Concord-Device: \(device)",
+                     "Concord-Action: \(action.rawValue)", "Concord-Clock: \(stamp)"]
+        if references.count > Self.maxListedRecords {
+            lines.append("Concord-Record-Count: \(references.count)")
+        } else {
+            lines += references.map { "Concord-Record: \($0)" }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}
+
+/// The trailers of a commit message, read back.
+public struct CommitTrailers: Sendable, Equatable {
+    public var actor: String?
+    public var device: String?
+    public var action: String?
+    public var clock: String?
+    public var records: [String] = []
+    public var recordCount: Int?
+    public var other: [(key: String, value: String)] = []
+
+    public static func == (lhs: CommitTrailers, rhs: CommitTrailers) -> Bool {
+        lhs.actor == rhs.actor && lhs.device == rhs.device && lhs.action == rhs.action && lhs.clock == rhs.clock
+            && lhs.records == rhs.records && lhs.recordCount == rhs.recordCount
+    }
+
+    /// Reads `Key: value` lines of the message's last paragraph.
+    public init(message: String) {
+        let paragraphs = message.split(separator: "\n\n", omittingEmptySubsequences: true)
+        guard paragraphs.count > 1, let last = paragraphs.last else { return }
+        for line in last.split(separator: "\n") {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let key = String(line[..<colon])
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            switch key {
+            case "Concord-Actor": actor = value
+            case "Concord-Device": device = value
+            case "Concord-Action": action = value
+            case "Concord-Clock": clock = value
+            case "Concord-Record": records.append(value)
+            case "Concord-Record-Count": recordCount = Int(value)
+            default: other.append((key, value))
+            }
+        }
+    }
+}
+
+import Foundation

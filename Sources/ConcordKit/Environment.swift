@@ -1,0 +1,40 @@
+import ConcordModel
+import Foundation
+
+/// Where this device keeps its identity and which clock it uses: read once from the process
+/// environment (`CONCORD_HOME`, `CONCORD_CLOCK`) or given explicitly by an embedding app.
+public struct ConcordEnvironment: Sendable {
+    /// The identity directory (`CONCORD_HOME`, default `~/.concord`).
+    public var home: URL
+    /// The wall clock in Unix milliseconds.
+    public var wallClock: @Sendable () -> Int64
+
+    public init(home: URL, wallClock: @escaping @Sendable () -> Int64 = ConcordEnvironment.systemClock) {
+        self.home = home
+        self.wallClock = wallClock
+    }
+
+    /// The environment of this process. `CONCORD_CLOCK` (an ISO-8601 UTC instant such as
+    /// `2026-01-01T10:00:00.001Z`) fixes the clock: a test aid for replaying "10:00 on device A".
+    public static func fromProcess() throws -> ConcordEnvironment {
+        let variables = ProcessInfo.processInfo.environment
+        let home: URL
+        if let path = variables["CONCORD_HOME"], !path.isEmpty {
+            home = URL(fileURLWithPath: path)
+        } else {
+            home = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".concord")
+        }
+        if let fixed = variables["CONCORD_CLOCK"], !fixed.isEmpty {
+            guard let millis = HLClock.parseInstant(fixed) else {
+                throw ConcordError.invalidInput(
+                    "CONCORD_CLOCK=\(fixed) is not an ISO-8601 UTC instant: use e.g. 2026-01-01T10:00:00.001Z or unset it")
+            }
+            return ConcordEnvironment(home: home, wallClock: { millis })
+        }
+        return ConcordEnvironment(home: home)
+    }
+
+    public static let systemClock: @Sendable () -> Int64 = {
+        Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+    }
+}

@@ -1,0 +1,112 @@
+import ConcordModel
+import Foundation
+
+/// One line of `concord ls`: a live record, or one entry of a log kind.
+public struct ListedItem: Sendable, Equatable {
+    public let kind: String
+    public let id: String
+    public var reference: String { "\(kind)/\(id)" }
+}
+
+/// A listing and the files that could not be read while making it.
+public struct Listing: Sendable {
+    public let items: [ListedItem]
+    /// One message per unreadable file: the listing skips it and goes on.
+    public let warnings: [String]
+}
+
+extension Profile {
+    /// Parses `kind/id` into a kind of this profile and a valid id.
+    public func parseReference(_ text: String) throws -> (RecordKind, RecordID) {
+        guard let slash = text.firstIndex(of: "/") else { throw ConcordError.badReference(text) }
+        let kind = try kind(named: String(text[..<slash]))
+        let id = try Transaction.recordID(String(text[text.index(after: slash)...]))
+        return (kind, id)
+    }
+
+    /// The live record `kind/id`; throws `recordNotFound` when it is missing or deleted, and names
+    /// the file when it is not a valid record.
+    public func get(_ kindName: String, _ rawID: String) throws -> Record {
+        let kind = try kind(named: kindName)
+        guard kind.policy != .append else { throw ConcordError.logKindNeedsAppend(kind.name) }
+        let id = try Transaction.recordID(rawID)
+        let path = Transaction.recordPath(kind, id)
+        guard let record = try readRecord(path), !record.isDeleted else {
+            throw ConcordError.recordNotFound("\(kind.name)/\(id)")
+        }
+        return record
+    }
+
+    /// The entries of log kind `kind`, oldest first.
+    public func logEntries(_ kindName: String) throws -> [LogEntry] {
+        let kind = try kind(named: kindName)
+        guard kind.policy == .append else { throw ConcordError.notALogKind(kind.name) }
+        return try readLog(kind, strict: true).entries
+    }
+
+    /// Every live record (and log entry) of `kind`, or of all kinds; unreadable files become warnings.
+    public func list(kind kindName: String? = nil) throws -> Listing {
+        let selected = try kindName.map { [try kind(named: $0)] } ?? kinds.kinds
+        var items = [ListedItem]()
+        var warnings = [String]()
+        for kind in selected {
+            if kind.policy == .append {
+                let log = try readLog(kind, strict: false)
+                items += log.entries.map { ListedItem(kind: kind.name, id: $0.id.rawValue) }
+                warnings += log.warnings
+                continue
+            }
+            for name in fileNames(in: kind.directory, extension: "json") {
+                let path = "\(kind.directory)/\(name)"
+                do {
+                    if let record = try readRecord(path), !record.isDeleted {
+                        items.append(ListedItem(kind: kind.name, id: record.id.rawValue))
+                    }
+                } catch {
+                    warnings.append("skipped \(path): \(error.localizedDescription)")
+                }
+            }
+        }
+        return Listing(items: items, warnings: warnings)
+    }
+
+    /// Reads and decodes the record file at `path` in the working tree; nil if there is none.
+    func readRecord(_ path: String) throws -> Record? {
+        guard let bytes = FileManager.default.contents(atPath: rootPath + path) else { return nil }
+        do {
+            let record = try Record.decode(bytes)
+            guard "\(record.id).json" == (path as NSString).lastPathComponent else {
+                throw ConcordError.corruptRecord(path: path, reason: "its id \"\(record.id)\" does not match the file name")
+            }
+            return record
+        } catch let error as ConcordError {
+            throw error
+        } catch {
+            throw ConcordError.corruptRecord(path: path, reason: error.localizedDescription)
+        }
+    }
+
+    /// The entries of a log kind from all its day files. With `strict`, an unreadable day file is
+    /// an error; otherwise it is skipped and reported as a warning.
+    private func readLog(_ kind: RecordKind, strict: Bool) throws -> (entries: [LogEntry], warnings: [String]) {
+        var entries = [LogEntry]()
+        var warnings = [String]()
+        for name in fileNames(in: kind.directory, extension: "jsonl") {
+            let path = "\(kind.directory)/\(name)"
+            guard let bytes = FileManager.default.contents(atPath: rootPath + path) else { continue }
+            do {
+                entries += try Transaction.parseLog(Array(bytes), path: path)
+            } catch {
+                if strict { throw error }
+                warnings.append("skipped \(path): \(error.localizedDescription)")
+            }
+        }
+        return (entries.sorted(), warnings)
+    }
+
+    /// File names with `extension` directly in `directory` of the working tree, sorted.
+    func fileNames(in directory: String, extension: String) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: rootPath + directory)) ?? []
+        return names.filter { $0.hasSuffix("." + `extension`) }.sorted()
+    }
+}

@@ -1,0 +1,146 @@
+import ConcordGit
+import ConcordModel
+import ConcordTrust
+import Foundation
+
+/// One profile: a git repository of JSON records (a child's board, a screenplay, a recipe source...).
+///
+/// Reads come from the working tree (the files a person sees); every write is one signed commit
+/// made under the profile lock and moved onto the branch by compare-and-swap.
+public final class Profile {
+    /// The profile's working directory.
+    public let root: URL
+    let repository: Repository
+    let environment: ConcordEnvironment
+    public let info: ProfileInfo
+    public let kinds: KindsTable
+
+    private init(root: URL, repository: Repository, environment: ConcordEnvironment, info: ProfileInfo, kinds: KindsTable) {
+        self.root = root
+        self.repository = repository
+        self.environment = environment
+        self.info = info
+        self.kinds = kinds
+    }
+
+    /// The working directory path with a trailing slash.
+    var rootPath: String { root.path.hasSuffix("/") ? root.path : root.path + "/" }
+
+    /// Opens the profile in `directory`, refusing anything that is not one or is of a newer format.
+    public static func open(at directory: URL, environment: ConcordEnvironment) throws -> Profile {
+        let root = directory.standardizedFileURL
+        let profileFile = root.appendingPathComponent(ProfilePaths.profile)
+        guard FileManager.default.fileExists(atPath: root.appendingPathComponent(".git").path),
+              let profileBytes = try? Data(contentsOf: profileFile) else {
+            throw ConcordError.notAProfile(directory.path)
+        }
+        let info = try ProfileInfo.decode(Array(profileBytes))
+        guard info.formatVersion <= concordFormatVersion else {
+            throw ConcordError.newerFormat(found: info.formatVersion, supported: concordFormatVersion)
+        }
+        let kindsBytes = (try? Data(contentsOf: root.appendingPathComponent(ProfilePaths.kinds))).map(Array.init) ?? []
+        let kinds: KindsTable
+        do { kinds = try KindsTable.decode(kindsBytes) } catch {
+            throw ConcordError.corruptRecord(path: ProfilePaths.kinds, reason: error.localizedDescription)
+        }
+        let repository = try gitCall { try Repository.open(root.path) }
+        return Profile(root: root, repository: repository, environment: environment, info: info, kinds: kinds)
+    }
+
+    /// Creates a new profile in `directory` (which must not hold a repository yet) whose first
+    /// member, an admin, is `identity`; writes the first signed commit.
+    public static func create(
+        at directory: URL, name: String, template: Template, identity: Identity, environment: ConcordEnvironment
+    ) throws -> Profile {
+        let root = directory.standardizedFileURL
+        if FileManager.default.fileExists(atPath: root.appendingPathComponent(".git").path) {
+            throw ConcordError.profileExists(directory.path)
+        }
+        guard !name.trimmingCharacters(in: .whitespaces).isEmpty, name.count <= 200 else {
+            throw ConcordError.invalidInput("profile name must be 1–200 characters")
+        }
+        let repository = try gitCall { try Repository.create(at: root.path, bare: false) }
+        let clock = HLClock(wallClock: environment.wallClock)
+        let stamp = clock.next(after: nil)
+        let info = ProfileInfo(id: UUID().uuidString.lowercased(), name: name, formatVersion: concordFormatVersion,
+                               createdAt: HLClock.formatInstant(stamp.wallMillis))
+        let creator = Member(name: identity.member, role: .admin, status: .active,
+                             keys: [Member.Key(device: identity.device, publicKey: identity.key.publicKey)],
+                             addedBy: identity.member, addedAt: info.createdAt)
+        let kinds = template.kinds
+        let files: [(String, [UInt8])] = [
+            (ProfilePaths.profile, info.json.canonicalBytes()),
+            (ProfilePaths.kinds, kinds.canonicalBytes()),
+            (ProfilePaths.member(identity.member), creator.json.canonicalBytes()),
+            (ProfilePaths.gitattributes, Array(kinds.gitattributes().utf8)),
+        ]
+        let profile = Profile(root: root, repository: repository, environment: environment, info: info, kinds: kinds)
+        try profile.configureGit(members: [creator])
+        let writer = CommitWriter(profile: profile, identity: identity)
+        _ = try writer.commit(
+            files: files.map { FileChange(path: $0.0, bytes: $0.1) },
+            message: CommitMessage(summary: "profile \"\(name)\": created", actor: identity, action: .created,
+                                   stamp: stamp, references: []),
+            expectedHead: nil)
+        try profile.saveClock(stamp)
+        return profile
+    }
+
+    /// Writes what plain git needs into `.git/config` and the allowed-signers file generated
+    /// from the members, so `git verify-commit` and `git log --show-signature` work.
+    func configureGit(members: [Member]) throws {
+        let signersPath = repository.gitDirectory + "concord/allowed_signers"
+        let entries = members.filter { $0.status != .revoked }.flatMap { member in
+            member.keys.map { (principal: member.name, key: $0.publicKey) }
+        }
+        try FileManager.default.createDirectory(atPath: repository.gitDirectory + "concord", withIntermediateDirectories: true)
+        try Data(AllowedSigners.render(entries).utf8).write(to: URL(fileURLWithPath: signersPath), options: .atomic)
+        try gitCall {
+            try repository.setConfig("gpg.format", "ssh")
+            try repository.setConfig("gpg.ssh.allowedSignersFile", signersPath)
+        }
+    }
+
+    /// The members of this profile, read from `.concord/members/`.
+    public func members() throws -> [Member] {
+        let directory = root.appendingPathComponent(ProfilePaths.membersDirectory)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return try names.filter { $0.hasSuffix(".json") }.sorted().map { name in
+            let path = ProfilePaths.membersDirectory + "/" + name
+            let bytes = try Array(Data(contentsOf: directory.appendingPathComponent(name)))
+            return try Member.decode(bytes, path: path)
+        }
+    }
+
+    /// The kind named `name`, or an error listing the kinds this profile has.
+    public func kind(named name: String) throws -> RecordKind {
+        guard let kind = kinds.kind(named: name) else {
+            throw ConcordError.unknownKind(name, known: kinds.kinds.map(\.name))
+        }
+        return kind
+    }
+
+    // MARK: The local clock
+
+    private var clockPath: String { repository.gitDirectory + "concord/clock" }
+
+    /// The last HLC this device issued or saw for this profile.
+    func lastClock() -> HLC? {
+        guard let text = try? String(contentsOfFile: clockPath, encoding: .utf8) else { return nil }
+        return HLC(parsing: text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    func saveClock(_ stamp: HLC) throws {
+        if let last = lastClock(), last >= stamp { return }
+        try Data((stamp.description + "\n").utf8).write(to: URL(fileURLWithPath: clockPath), options: .atomic)
+    }
+}
+
+/// Runs a git-layer call, turning its `GitError` into a `ConcordError` with libgit2's message.
+func gitCall<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch let error as GitError {
+        throw ConcordError.git("git: \(error.description)")
+    }
+}

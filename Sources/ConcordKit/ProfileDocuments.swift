@@ -1,0 +1,92 @@
+import ConcordModel
+import ConcordTrust
+import Foundation
+
+/// The data format this build writes and the newest it reads.
+///
+/// History: 1 — first format (records, tombstones, JSON Lines logs, members, kinds).
+public let concordFormatVersion = 1
+
+/// Paths of the files Concord keeps in every profile.
+enum ProfilePaths {
+    static let profile = ".concord/profile.json"
+    static let kinds = KindsTable.path
+    static let membersDirectory = ".concord/members"
+    static let gitattributes = ".gitattributes"
+
+    static func member(_ name: String) -> String { "\(membersDirectory)/\(name).json" }
+}
+
+/// `.concord/profile.json`: what this profile is.
+public struct ProfileInfo: Sendable, Equatable {
+    public let id: String
+    public let name: String
+    public let formatVersion: Int
+    public let createdAt: String
+
+    var json: JSONValue {
+        .object([
+            "id": .string(id), "name": .string(name),
+            "formatVersion": .number(String(formatVersion)), "createdAt": .string(createdAt),
+        ])
+    }
+
+    static func decode(_ bytes: [UInt8]) throws -> ProfileInfo {
+        let value: JSONValue
+        do { value = try JSONValue.parse(bytes) } catch {
+            throw ConcordError.corruptRecord(path: ProfilePaths.profile, reason: error.description)
+        }
+        guard let id = value["id"]?.stringValue, let name = value["name"]?.stringValue,
+              let version = value["formatVersion"]?.intValue else {
+            throw ConcordError.corruptRecord(path: ProfilePaths.profile, reason: "missing id, name or formatVersion")
+        }
+        return ProfileInfo(id: id, name: name, formatVersion: version, createdAt: value["createdAt"]?.stringValue ?? "")
+    }
+}
+
+/// `.concord/members/<name>.json`: one member, their role, status and device keys.
+public struct Member: Sendable, Equatable {
+    public struct Key: Sendable, Equatable {
+        public let device: String
+        public let publicKey: SSHPublicKey
+    }
+
+    public enum Status: String, Sendable { case active, invited, revoked }
+
+    public let name: String
+    public let role: Role
+    public let status: Status
+    public let keys: [Key]
+    public let addedBy: String
+    public let addedAt: String
+
+    var json: JSONValue {
+        .object([
+            "name": .string(name), "role": .string(role.rawValue), "status": .string(status.rawValue),
+            "keys": .array(keys.map { .object(["device": .string($0.device), "publicKey": .string($0.publicKey.line(comment: nil))]) }),
+            "addedBy": .string(addedBy), "addedAt": .string(addedAt),
+        ])
+    }
+
+    static func decode(_ bytes: [UInt8], path: String) throws -> Member {
+        do {
+            let value = try JSONValue.parse(bytes)
+            guard let name = value["name"]?.stringValue,
+                  let role = value["role"]?.stringValue.flatMap(Role.init(parsing:)),
+                  let status = value["status"]?.stringValue.flatMap(Status.init(rawValue:)) else {
+                throw ConcordError.corruptRecord(path: path, reason: "missing name, role or status")
+            }
+            var keys = [Key]()
+            for key in value["keys"]?.arrayValue ?? [] {
+                guard let device = key["device"]?.stringValue, let line = key["publicKey"]?.stringValue else { continue }
+                keys.append(Key(device: device, publicKey: try SSHPublicKey(line: line)))
+            }
+            return Member(name: name, role: role, status: status, keys: keys,
+                          addedBy: value["addedBy"]?.stringValue ?? "", addedAt: value["addedAt"]?.stringValue ?? "")
+        } catch let error as ConcordError {
+            throw error
+        } catch {
+            throw ConcordError.corruptRecord(path: path, reason: "\(error)")
+        }
+    }
+}

@@ -1,0 +1,183 @@
+import ConcordGit
+import ConcordModel
+import ConcordTrust
+import Foundation
+
+/// One change a transaction made, as reported to the caller.
+public struct RecordChange: Sendable, Equatable {
+    public let kind: String
+    public let id: String
+    public let action: ChangeAction
+
+    public var reference: String { "\(kind)/\(id)" }
+}
+
+/// A set of record writes that become ONE signed commit. Obtain one from `Profile.write`.
+/// Reads inside the transaction see the branch it builds on plus its own pending writes.
+public final class Transaction {
+    let profile: Profile
+    let identity: Identity
+    let baseTree: ObjectID?
+    private let clock: HLClock
+    private(set) var lastStamp: HLC?
+    private(set) var pending: [String: [UInt8]?] = [:]
+    private var order: [String] = []
+    public private(set) var changes: [RecordChange] = []
+    /// Directory listings of the base tree, loaded on demand for bulk work.
+    private var listings: [String: [String: ObjectID]] = [:]
+
+    init(profile: Profile, identity: Identity, baseTree: ObjectID?) {
+        self.profile = profile
+        self.identity = identity
+        self.baseTree = baseTree
+        self.clock = HLClock(wallClock: profile.environment.wallClock)
+        self.lastStamp = profile.lastClock()
+    }
+
+    // MARK: Writes
+
+    /// Creates or replaces record `kind/id` with `data`. Writing the data it already has changes nothing.
+    public func put(_ kindName: String, _ rawID: String, data: [String: JSONValue]) throws {
+        let kind = try writableKind(kindName)
+        guard kind.policy != .append else { throw ConcordError.logKindNeedsAppend(kind.name) }
+        let id = try Self.recordID(rawID)
+        let path = Self.recordPath(kind, id)
+        let existing = try record(at: path)
+        if let existing, existing.data == data { return }
+        let stamp = tick(after: existing?.stamp)
+        let record = Record(id: id, kind: kind.name, device: identity.device, member: identity.member,
+                            stamp: stamp, state: .live(data: data))
+        let bytes = record.encoded()
+        guard bytes.count <= maxRecordBytes else {
+            throw ConcordError.recordTooLarge("\(kind.name)/\(id)", size: bytes.count)
+        }
+        let action: ChangeAction = (existing == nil || existing?.isDeleted == true) ? .added : .updated
+        stage(path, bytes, RecordChange(kind: kind.name, id: id.rawValue, action: action))
+    }
+
+    /// Replaces record `kind/id` with a tombstone. Removing a missing or deleted record is an error.
+    public func delete(_ kindName: String, _ rawID: String) throws {
+        let kind = try writableKind(kindName)
+        guard kind.policy != .append else { throw ConcordError.cannotRemoveLogEntries(kind.name) }
+        let id = try Self.recordID(rawID)
+        let path = Self.recordPath(kind, id)
+        guard let existing = try record(at: path), !existing.isDeleted else {
+            throw ConcordError.recordNotFound("\(kind.name)/\(id)")
+        }
+        let record = Record(id: id, kind: kind.name, device: identity.device, member: identity.member,
+                            stamp: tick(after: existing.stamp), state: .deleted)
+        stage(path, record.encoded(), RecordChange(kind: kind.name, id: id.rawValue, action: .deleted))
+    }
+
+    /// Appends an entry to log kind `kind` and returns its id. With `id` given, an entry with that
+    /// id already in the log makes this a no-op (so importing the same entries twice adds nothing).
+    @discardableResult
+    public func append(_ kindName: String, data: [String: JSONValue], id rawID: String? = nil) throws -> RecordID {
+        let kind = try writableKind(kindName)
+        guard kind.policy == .append else { throw ConcordError.notALogKind(kind.name) }
+        let id = try rawID.map(Self.recordID) ?? RecordID(UUID().uuidString.lowercased())
+        if rawID != nil, try logEntryIDs(kind).contains(id) { return id }
+        let stamp = tick(after: nil)
+        let entry = LogEntry(id: id, at: stamp, by: identity.member, device: identity.device, data: data)
+        guard entry.encodedLine().count <= maxRecordBytes else {
+            throw ConcordError.recordTooLarge("\(kind.name)/\(id)", size: entry.encodedLine().count)
+        }
+        let path = "\(kind.directory)/\(LogEntry.dayFileName(for: stamp))"
+        var entries = try currentBytes(path).map { bytes in try Self.parseLog(bytes, path: path) } ?? []
+        entries.append(entry)
+        stage(path, LogEntry.encodeLogFile(entries), RecordChange(kind: kind.name, id: id.rawValue, action: .appended))
+        knownLogIDs[kind.name, default: []].insert(id)
+        return id
+    }
+
+    // MARK: Reads
+
+    /// The record at `kind/id` as this transaction sees it, tombstones included; nil if none.
+    public func record(_ kindName: String, _ rawID: String) throws -> Record? {
+        let kind = try profile.kind(named: kindName)
+        return try record(at: Self.recordPath(kind, Self.recordID(rawID)))
+    }
+
+    // MARK: Internals
+
+    var isEmpty: Bool { pending.isEmpty }
+
+    var files: [FileChange] { order.map { FileChange(path: $0, bytes: pending[$0] ?? nil) } }
+
+    private var knownLogIDs: [String: Set<RecordID>] = [:]
+    private var authorized: Set<String> = []
+
+    private func stage(_ path: String, _ bytes: [UInt8], _ change: RecordChange) {
+        if pending.updateValue(bytes, forKey: path) == nil { order.append(path) }
+        changes.append(change)
+    }
+
+    private func tick(after other: HLC?) -> HLC {
+        let last = [lastStamp, other].compactMap { $0 }.max()
+        let stamp = clock.next(after: last)
+        lastStamp = stamp
+        return stamp
+    }
+
+    private func writableKind(_ name: String) throws -> RecordKind {
+        let kind = try profile.kind(named: name)
+        if authorized.insert(kind.name).inserted {
+            do { try profile.authorize(identity, toWrite: kind) } catch {
+                authorized.remove(kind.name)
+                throw error
+            }
+        }
+        return kind
+    }
+
+    private func record(at path: String) throws -> Record? {
+        guard let bytes = try currentBytes(path) else { return nil }
+        do { return try Record.decode(bytes) } catch {
+            throw ConcordError.corruptRecord(path: path, reason: error.localizedDescription)
+        }
+    }
+
+    /// The bytes of `path` in the base tree with pending writes applied.
+    func currentBytes(_ path: String) throws -> [UInt8]? {
+        if let staged = pending[path] { return staged }
+        guard let baseTree else { return nil }
+        let blob: ObjectID?
+        if let slash = path.lastIndex(of: "/"), let listing = listings[String(path[..<slash])] {
+            blob = listing[String(path[path.index(after: slash)...])]
+        } else {
+            blob = try gitCall { try profile.repository.entry(at: path, inTree: baseTree)?.id }
+        }
+        return try blob.map { id in try gitCall { try profile.repository.blob(id) } }
+    }
+
+    /// Loads the base tree's listing of `directory` once, so thousands of reads in it are cheap.
+    func prefetch(directory: String) throws {
+        guard listings[directory] == nil, let baseTree else { return }
+        let entries = try gitCall { try profile.repository.entries(inDirectory: directory, ofTree: baseTree) }
+        listings[directory] = Dictionary(entries.map { ($0.name, $0.id) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    private func logEntryIDs(_ kind: RecordKind) throws -> Set<RecordID> {
+        if let known = knownLogIDs[kind.name] { return known }
+        try prefetch(directory: kind.directory)
+        var ids = Set<RecordID>()
+        for name in (listings[kind.directory] ?? [:]).keys where name.hasSuffix(".jsonl") {
+            let path = "\(kind.directory)/\(name)"
+            if let bytes = try currentBytes(path) { ids.formUnion(try Self.parseLog(bytes, path: path).map(\.id)) }
+        }
+        knownLogIDs[kind.name] = ids
+        return ids
+    }
+
+    static func parseLog(_ bytes: [UInt8], path: String) throws -> [LogEntry] {
+        do { return try LogEntry.parseLogFile(bytes) } catch {
+            throw ConcordError.corruptRecord(path: path, reason: error.localizedDescription)
+        }
+    }
+
+    static func recordID(_ raw: String) throws -> RecordID {
+        do { return try RecordID(raw) } catch { throw ConcordError.invalidInput(error.localizedDescription) }
+    }
+
+    static func recordPath(_ kind: RecordKind, _ id: RecordID) -> String { "\(kind.directory)/\(id.rawValue).json" }
+}

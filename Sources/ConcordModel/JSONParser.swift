@@ -1,0 +1,232 @@
+extension JSONValue {
+    /// The deepest nesting of arrays and objects ``parse(_:)-(some Collection<UInt8>)`` accepts.
+    public static let maxNestingDepth = 512
+
+    /// Parses one JSON document from UTF-8 bytes, strictly per RFC 8259.
+    ///
+    /// Rejects a byte order mark, trailing data after the value, duplicate object keys, invalid escapes,
+    /// lone surrogates (escaped or encoded), invalid UTF-8, raw control characters in strings, and
+    /// nesting deeper than ``maxNestingDepth``.
+    public static func parse(_ bytes: some Collection<UInt8>) throws(JSONParseError) -> JSONValue {
+        let result = bytes.withContiguousStorageIfAvailable { JSONParser.parse($0) }
+            ?? Array(bytes).withUnsafeBufferPointer { JSONParser.parse($0) }
+        return try result.get()
+    }
+
+    /// Parses one JSON document from a string; see ``parse(_:)-(some Collection<UInt8>)``.
+    public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
+        var text = text
+        return try text.withUTF8 { JSONParser.parse($0) }.get()
+    }
+}
+
+/// A recursive-descent parser over a contiguous UTF-8 buffer.
+struct JSONParser {
+    /// An internal failure at a byte offset; converted to line and column once, at the top.
+    struct Failure: Error {
+        let offset: Int
+        let message: String
+    }
+
+    let bytes: UnsafeBufferPointer<UInt8>
+    var pos = 0
+    var depth = 0
+    var scratch: [UInt8] = []
+
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Result<JSONValue, JSONParseError> {
+        var parser = JSONParser(bytes: bytes)
+        do throws(Failure) {
+            if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF {
+                throw Failure(offset: 0, message: "unexpected byte order mark; save the file as UTF-8 without one")
+            }
+            parser.skipWhitespace()
+            let value = try parser.parseValue()
+            parser.skipWhitespace()
+            if parser.pos < bytes.count {
+                throw Failure(offset: parser.pos, message: "unexpected \(parser.describeCurrent()) after the JSON value")
+            }
+            return .success(value)
+        } catch {
+            return .failure(parser.locate(error))
+        }
+    }
+
+    // MARK: Values
+
+    mutating func parseValue() throws(Failure) -> JSONValue {
+        guard pos < bytes.count else { throw fail("unexpected end of input; expected a value") }
+        switch bytes[pos] {
+        case UInt8(ascii: "{"): return try parseObject()
+        case UInt8(ascii: "["): return try parseArray()
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): return try parseLiteral("true", .bool(true))
+        case UInt8(ascii: "f"): return try parseLiteral("false", .bool(false))
+        case UInt8(ascii: "n"): return try parseLiteral("null", .null)
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
+        default: throw fail("unexpected \(describeCurrent()); expected a value")
+        }
+    }
+
+    mutating func parseObject() throws(Failure) -> JSONValue {
+        try enterContainer()
+        pos += 1
+        var members: [String: JSONValue] = [:]
+        skipWhitespace()
+        if peek() == UInt8(ascii: "}") {
+            pos += 1
+            depth -= 1
+            return .object(members)
+        }
+        while true {
+            guard peek() == UInt8(ascii: "\"") else {
+                throw fail(members.isEmpty ? "expected '\"' to begin an object key, or '}'" : "expected '\"' to begin an object key")
+            }
+            let keyStart = pos
+            let key = try parseString()
+            skipWhitespace()
+            guard peek() == UInt8(ascii: ":") else { throw fail("expected ':' after object key") }
+            pos += 1
+            skipWhitespace()
+            let value = try parseValue()
+            if members.updateValue(value, forKey: key) != nil {
+                throw Failure(offset: keyStart, message: "duplicate key \(quoted(key)) in object")
+            }
+            skipWhitespace()
+            switch peek() {
+            case UInt8(ascii: ","):
+                pos += 1
+                skipWhitespace()
+                if peek() == UInt8(ascii: "}") { throw fail("expected an object key after ','; trailing commas are not allowed") }
+            case UInt8(ascii: "}"):
+                pos += 1
+                depth -= 1
+                return .object(members)
+            default:
+                throw fail("expected ',' or '}' after object member")
+            }
+        }
+    }
+
+    mutating func parseArray() throws(Failure) -> JSONValue {
+        try enterContainer()
+        pos += 1
+        var elements: [JSONValue] = []
+        skipWhitespace()
+        if peek() == UInt8(ascii: "]") {
+            pos += 1
+            depth -= 1
+            return .array(elements)
+        }
+        while true {
+            elements.append(try parseValue())
+            skipWhitespace()
+            switch peek() {
+            case UInt8(ascii: ","):
+                pos += 1
+                skipWhitespace()
+                if peek() == UInt8(ascii: "]") { throw fail("expected a value after ','; trailing commas are not allowed") }
+            case UInt8(ascii: "]"):
+                pos += 1
+                depth -= 1
+                return .array(elements)
+            default:
+                throw fail("expected ',' or ']' after array element")
+            }
+        }
+    }
+
+    mutating func enterContainer() throws(Failure) {
+        depth += 1
+        if depth > JSONValue.maxNestingDepth {
+            throw fail("nesting deeper than \(JSONValue.maxNestingDepth) levels")
+        }
+    }
+
+    mutating func parseLiteral(_ word: StaticString, _ value: JSONValue) throws(Failure) -> JSONValue {
+        let n = word.utf8CodeUnitCount
+        let w = UnsafeBufferPointer(start: word.utf8Start, count: n)
+        guard pos + n <= bytes.count, bytes[pos..<(pos + n)].elementsEqual(w) else {
+            throw fail("unexpected \(describeCurrent()); expected a value")
+        }
+        pos += n
+        return value
+    }
+
+    mutating func parseNumber() throws(Failure) -> JSONValue {
+        let start = pos
+        if peek() == UInt8(ascii: "-") { pos += 1 }
+        switch peek() {
+        case UInt8(ascii: "0"):
+            pos += 1
+            if isDigit(peek()) { throw fail("leading zeros are not allowed in numbers") }
+        case UInt8(ascii: "1")...UInt8(ascii: "9"):
+            skipDigits()
+        default:
+            throw fail("expected a digit in number")
+        }
+        if peek() == UInt8(ascii: ".") {
+            pos += 1
+            guard isDigit(peek()) else { throw fail("expected a digit after '.' in number") }
+            skipDigits()
+        }
+        if peek() == UInt8(ascii: "e") || peek() == UInt8(ascii: "E") {
+            pos += 1
+            if peek() == UInt8(ascii: "+") || peek() == UInt8(ascii: "-") { pos += 1 }
+            guard isDigit(peek()) else { throw fail("expected a digit in number exponent") }
+            skipDigits()
+        }
+        return .number(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<pos]), as: UTF8.self))
+    }
+
+    // MARK: Helpers
+
+    /// The byte at `pos`, or 0 at the end of input (0 is never valid where a lookahead is tested).
+    @inline(__always) func peek() -> UInt8 { pos < bytes.count ? bytes[pos] : 0 }
+
+    @inline(__always) func isDigit(_ b: UInt8) -> Bool { b &- UInt8(ascii: "0") < 10 }
+
+    @inline(__always) mutating func skipDigits() {
+        while pos < bytes.count, isDigit(bytes[pos]) { pos += 1 }
+    }
+
+    @inline(__always) mutating func skipWhitespace() {
+        while pos < bytes.count {
+            switch bytes[pos] {
+            case 0x20, 0x0A, 0x0D, 0x09: pos += 1
+            default: return
+            }
+        }
+    }
+
+    func fail(_ message: String) -> Failure { Failure(offset: pos, message: message) }
+
+    /// Names the byte at `pos` for an error message.
+    func describeCurrent() -> String {
+        guard pos < bytes.count else { return "end of input" }
+        let b = bytes[pos]
+        if b >= 0x21 && b < 0x7F { return "character '\(Character(Unicode.Scalar(b)))'" }
+        return "byte 0x\(hex2(b))"
+    }
+
+    /// Converts a byte offset into a 1-based line and Unicode-scalar column.
+    func locate(_ failure: Failure) -> JSONParseError {
+        var line = 1
+        var column = 1
+        for i in 0..<min(failure.offset, bytes.count) {
+            let b = bytes[i]
+            if b == 0x0A {
+                line += 1
+                column = 1
+            } else if b & 0xC0 != 0x80 {
+                column += 1
+            }
+        }
+        return JSONParseError(line: line, column: column, message: failure.message)
+    }
+}
+
+/// Two lowercase hex digits.
+func hex2(_ b: UInt8) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    return String(decoding: [digits[Int(b >> 4)], digits[Int(b & 0xF)]], as: UTF8.self)
+}

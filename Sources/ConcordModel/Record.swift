@@ -1,0 +1,93 @@
+/// One record file, `<kind directory>/<id>.json`: a live record or a tombstone.
+///
+/// Live: `{"data": {...}, "device", "id", "kind", "updatedAt": "<HLC>", "updatedBy": "<member>"}`.
+/// Tombstone: `{"deleted": true, "deletedAt": "<HLC>", "deletedBy": "<member>", "device", "id", "kind"}`.
+public struct Record: Sendable, Equatable {
+    /// Whether the record holds data or has been deleted.
+    public enum State: Sendable, Equatable {
+        /// A live record and its data.
+        case live(data: [String: JSONValue])
+        /// A tombstone.
+        case deleted
+    }
+
+    /// The record's id (its file name without `.json`).
+    public var id: RecordID
+    /// The name of the record's kind.
+    public var kind: String
+    /// The device that made the last change.
+    public var device: String
+    /// The member who made the last change (`updatedBy` / `deletedBy`).
+    public var member: String
+    /// When the last change was made (`updatedAt` / `deletedAt`).
+    public var stamp: HLC
+    /// Live data or deleted.
+    public var state: State
+
+    /// Creates a record envelope.
+    public init(id: RecordID, kind: String, device: String, member: String, stamp: HLC, state: State) {
+        self.id = id
+        self.kind = kind
+        self.device = device
+        self.member = member
+        self.stamp = stamp
+        self.state = state
+    }
+
+    /// Whether this is a tombstone.
+    public var isDeleted: Bool { state == .deleted }
+
+    /// The data of a live record; `nil` for a tombstone.
+    public var data: [String: JSONValue]? {
+        if case .live(let data) = state { return data }
+        return nil
+    }
+
+    /// The record file's JSON.
+    public var jsonValue: JSONValue {
+        var fields: [String: JSONValue] = [
+            "device": .string(device), "id": .string(id.rawValue), "kind": .string(kind),
+        ]
+        switch state {
+        case .live(let data):
+            fields["data"] = .object(data)
+            fields["updatedAt"] = .string(stamp.description)
+            fields["updatedBy"] = .string(member)
+        case .deleted:
+            fields["deleted"] = .bool(true)
+            fields["deletedAt"] = .string(stamp.description)
+            fields["deletedBy"] = .string(member)
+        }
+        return .object(fields)
+    }
+
+    /// The canonical bytes of the record file.
+    public func encoded() -> [UInt8] {
+        jsonValue.canonicalBytes()
+    }
+
+    static let liveFields: Set<String> = ["data", "device", "id", "kind", "updatedAt", "updatedBy"]
+    static let tombstoneFields: Set<String> = ["deleted", "deletedAt", "deletedBy", "device", "id", "kind"]
+
+    /// Reads a record file strictly: every field present with the right type, no unknown fields, at most
+    /// ``maxRecordBytes``.
+    public static func decode(_ bytes: some Collection<UInt8>) throws(ModelError) -> Record {
+        let fields = RecordFields(fields: try RecordFields.parseObject(bytes, what: "record"), context: "")
+        let id = try fields.id("id")
+        let kind = try fields.kindName("kind")
+        let device = try fields.string("device")
+        if let deleted = fields.fields["deleted"] {
+            guard deleted == .bool(true) else {
+                throw .malformedRecord(what: "field \"deleted\"", why: "must be true (remove it for a live record)")
+            }
+            try fields.requireOnly(tombstoneFields, shape: "a tombstone")
+            return Record(
+                id: id, kind: kind, device: device, member: try fields.string("deletedBy"),
+                stamp: try fields.stamp("deletedAt"), state: .deleted)
+        }
+        try fields.requireOnly(liveFields, shape: "a live record")
+        return Record(
+            id: id, kind: kind, device: device, member: try fields.string("updatedBy"),
+            stamp: try fields.stamp("updatedAt"), state: .live(data: try fields.object("data")))
+    }
+}

@@ -1,0 +1,38 @@
+/// The id of one record: its file name without extension.
+///
+/// 1–128 characters from `A–Z a–z 0–9 . _ -`, and not `.` or `..`, so an id is always a safe file name.
+/// Ids order by their bytes.
+public struct RecordID: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The id as written.
+    public let rawValue: String
+
+    /// Validates `raw` as a record id.
+    public init(_ raw: String) throws(ModelError) {
+        guard Self.isValid(raw) else { throw .invalidRecordID(raw) }
+        rawValue = raw
+    }
+
+    /// Whether `raw` follows the id rules (also used for kind names and directory segments).
+    public static func isValid(_ raw: String) -> Bool {
+        let utf8 = raw.utf8
+        guard (1...128).contains(utf8.count), raw != ".", raw != ".." else { return false }
+        return utf8.allSatisfy(isIDByte)
+    }
+
+    public var description: String { rawValue }
+
+    public static func < (lhs: RecordID, rhs: RecordID) -> Bool {
+        utf8Precedes(lhs.rawValue, rhs.rawValue)
+    }
+}
+
+@inline(__always)
+func isIDByte(_ b: UInt8) -> Bool {
+    switch b {
+    case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+        UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+        return true
+    default:
+        return false
+    }
+}

@@ -1,0 +1,18 @@
+import ArgumentParser
+import ConcordKit
+
+struct Concord: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "concord",
+        abstract: "Offline-first sync of JSON records through git: signed history, merge policies, roles.",
+        discussion: """
+        Each profile is a git repository of JSON records. Every write is one commit signed with this \
+        device's Ed25519 key (CONCORD_HOME, default ~/.concord). Exit codes: 0 success, 1 error, 2 usage error.
+        """,
+        version: "0.1.0",
+        subcommands: [
+            IdentityCommand.self, Init.self, Put.self, Get.self, Remove.self, Append.self, List.self,
+            Import.self, Export.self, Log.self,
+        ]
+    )
+}

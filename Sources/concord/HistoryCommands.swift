@@ -1,0 +1,76 @@
+import ArgumentParser
+import ConcordKit
+import Foundation
+
+struct Import: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Import a dump ({\"records\":[...],\"logs\":[...]}) as one commit; importing it again changes nothing.")
+
+    @OptionGroup var profile: ProfileOption
+    @Option(help: "The dump file.") var file: String
+    @Flag(help: "Print the result as JSON.") var json = false
+
+    func run() throws {
+        let profile = try profile.open()
+        guard let bytes = FileManager.default.contents(atPath: file) else {
+            throw ConcordError.io("cannot read \(file): no such file or not readable")
+        }
+        let dump = try Dump.parse(Array(bytes), source: file)
+        let result = try profile.importDump(dump, as: try loadIdentity())
+        if json {
+            printJSON(.object([
+                "commit": result.commit.map { .string($0) } ?? .null,
+                "records": .number(String(result.changes.filter { $0.action != .appended }.count)),
+                "logEntries": .number(String(result.changes.filter { $0.action == .appended }.count)),
+            ]))
+        } else if let commit = result.commit {
+            print("imported \(result.changes.count) of \(dump.records.count + dump.logs.count) items in commit \(commit.prefix(7))")
+        } else {
+            print("nothing to import: all \(dump.records.count + dump.logs.count) items are already present")
+        }
+    }
+}
+
+struct Export: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print all live records and log entries as a dump.")
+
+    @OptionGroup var profile: ProfileOption
+
+    func run() throws {
+        FileHandle.standardOutput.write(Data(try profile.open().exportDump().canonicalBytes()))
+    }
+}
+
+struct Log: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show the history: who, when, on which device, what, to which records, and whether the signature checks out.")
+
+    @OptionGroup var profile: ProfileOption
+    @Option(help: ArgumentHelp("Only commits that changed this record.", valueName: "kind/id")) var record: String?
+    @Option(help: "Show at most this many commits.") var limit: Int?
+    @Flag(help: "Print the result as JSON.") var json = false
+
+    func validate() throws {
+        if let limit, limit < 1 { throw ValidationError("--limit must be 1 or more") }
+    }
+
+    func run() throws {
+        let entries = try profile.open().history(record: record, limit: limit)
+        if json {
+            printJSON(.array(entries.map { entry in
+                .object([
+                    "commit": .string(entry.commit), "summary": .string(entry.summary), "member": .string(entry.member),
+                    "device": .string(entry.device), "action": .string(entry.action), "time": .string(entry.time),
+                    "clock": entry.clock.map { .string($0) } ?? .null,
+                    "records": .array(entry.records.map { .string($0) }), "recordCount": .number(String(entry.recordCount)),
+                    "parents": .array(entry.parents.map { .string($0) }), "signature": .string(entry.signature.rawValue),
+                ])
+            }))
+            return
+        }
+        for entry in entries {
+            let records = entry.records.isEmpty ? (entry.recordCount > 0 ? "\(entry.recordCount) records" : "") : entry.records.joined(separator: ", ")
+            print("\(entry.commit.prefix(7))  \(entry.time)  \(entry.member)@\(entry.device)  \(entry.action)  \(records)  [signature: \(entry.signature.rawValue)]")
+        }
+    }
+}

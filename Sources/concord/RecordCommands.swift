@@ -1,0 +1,118 @@
+import ArgumentParser
+import ConcordKit
+import Foundation
+
+struct Init: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Create a profile: a git repository of records whose first admin is you.")
+
+    @Argument(help: "The directory to create the profile in.") var directory: String
+    @Option(help: "The profile's display name.") var name: String
+    @Option(help: "Kinds to start with: blank, aac, screenplay, recipes, sessions, personal.") var template = "blank"
+    @Flag(help: "Print the result as JSON.") var json = false
+
+    func validate() throws {
+        guard Template(rawValue: template) != nil else { throw ValidationError(ConcordError.unknownTemplate(template).errorDescription!) }
+    }
+
+    func run() throws {
+        let profile = try Profile.create(
+            at: URL(fileURLWithPath: directory), name: name, template: Template(rawValue: template) ?? .blank,
+            identity: try loadIdentity(), environment: try ConcordEnvironment.fromProcess())
+        if json {
+            printJSON(.object(["path": .string(profile.root.path), "id": .string(profile.info.id), "name": .string(profile.info.name),
+                               "kinds": .array(profile.kinds.kinds.map { .string($0.name) })]))
+        } else {
+            let kinds = profile.kinds.kinds.map(\.name).joined(separator: ", ")
+            print("created profile \"\(profile.info.name)\" in \(profile.root.path)" + (kinds.isEmpty ? "" : " (kinds: \(kinds))"))
+        }
+    }
+}
+
+struct Put: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Create or replace a record: concord put <kind>/<id> --json '{...}'.")
+
+    @OptionGroup var profile: ProfileOption
+    @Argument(help: "The record, as <kind>/<id>.") var reference: String
+    @OptionGroup var data: DataOptions
+
+    func run() throws {
+        let profile = try profile.open()
+        let (kind, id) = try profile.parseReference(reference)
+        let object = try data.object()
+        let result = try profile.write(as: try loadIdentity()) { try $0.put(kind.name, id.rawValue, data: object) }
+        report(result, unchanged: "\(kind.name)/\(id): unchanged")
+    }
+}
+
+struct Get: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print a record's canonical JSON.")
+
+    @OptionGroup var profile: ProfileOption
+    @Argument(help: "The record, as <kind>/<id>.") var reference: String
+
+    func run() throws {
+        let profile = try profile.open()
+        let (kind, id) = try profile.parseReference(reference)
+        FileHandle.standardOutput.write(Data(try profile.get(kind.name, id.rawValue).encoded()))
+    }
+}
+
+struct Remove: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rm", abstract: "Delete a record (it becomes a tombstone; its history stays).")
+
+    @OptionGroup var profile: ProfileOption
+    @Argument(help: "The record, as <kind>/<id>.") var reference: String
+
+    func run() throws {
+        let profile = try profile.open()
+        let (kind, id) = try profile.parseReference(reference)
+        report(try profile.write(as: try loadIdentity()) { try $0.delete(kind.name, id.rawValue) }, unchanged: "")
+    }
+}
+
+struct Append: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Append an entry to a log kind; prints the new entry's id.")
+
+    @OptionGroup var profile: ProfileOption
+    @Argument(help: "The log kind, e.g. logs.") var kind: String
+    @OptionGroup var data: DataOptions
+
+    func run() throws {
+        let profile = try profile.open()
+        let object = try data.object()
+        let result = try profile.write(as: try loadIdentity()) { try $0.append(kind, data: object) }
+        print(result.value.rawValue)
+    }
+}
+
+struct List: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ls", abstract: "List live records (one <kind>/<id> per line); for log kinds, their entries.")
+
+    @OptionGroup var profile: ProfileOption
+    @Argument(help: "Only this kind.") var kind: String?
+    @Flag(help: "Print the result as JSON.") var json = false
+
+    func run() throws {
+        let listing = try profile.open().list(kind: kind)
+        warn(listing.warnings)
+        if json {
+            printJSON(.array(listing.items.map { .object(["kind": .string($0.kind), "id": .string($0.id)]) }))
+        } else {
+            for item in listing.items { print(item.reference) }
+        }
+    }
+}
+
+/// Prints what a write did: one line per change and the commit, or `unchanged`.
+func report<Value>(_ result: WriteResult<Value>, unchanged: String) {
+    guard let commit = result.commit else {
+        if !unchanged.isEmpty { print(unchanged) }
+        return
+    }
+    for change in result.changes.prefix(20) { print("\(change.reference): \(change.action.rawValue)") }
+    if result.changes.count > 20 { print("... and \(result.changes.count - 20) more") }
+    print("commit \(commit.prefix(7))")
+}

@@ -1,0 +1,71 @@
+import ArgumentParser
+import ConcordKit
+import Foundation
+
+/// Exit codes, documented in docs/cli.md.
+enum ExitStatus {
+    static let failure: Int32 = 1
+    static let usage: Int32 = 2
+}
+
+/// One line describing an error for people.
+func describe(_ error: Error) -> String {
+    let text = (error as? LocalizedError)?.errorDescription ?? "\(error)"
+    return text.replacingOccurrences(of: "\n", with: " ")
+}
+
+/// `-C <dir>`: the profile a command works on.
+struct ProfileOption: ParsableArguments {
+    @Option(name: .customShort("C"), help: ArgumentHelp("The profile directory.", valueName: "dir"))
+    var directory: String = "."
+
+    var url: URL { URL(fileURLWithPath: directory) }
+
+    func open() throws -> Profile {
+        try Profile.open(at: url, environment: try ConcordEnvironment.fromProcess())
+    }
+}
+
+/// `--json JSON | --file PATH`: a JSON object given inline or in a file.
+struct DataOptions: ParsableArguments {
+    @Option(name: .customLong("json"), help: ArgumentHelp("The record's data as a JSON object.", valueName: "json"))
+    var inline: String?
+
+    @Option(name: .long, help: ArgumentHelp("A file holding the record's data as a JSON object.", valueName: "path"))
+    var file: String?
+
+    func validate() throws {
+        if (inline == nil) == (file == nil) { throw ValidationError("give the data with exactly one of --json JSON or --file PATH") }
+    }
+
+    /// The parsed object, with errors naming where the JSON came from.
+    func object() throws -> [String: JSONValue] {
+        let (bytes, source): ([UInt8], String)
+        if let inline {
+            (bytes, source) = (Array(inline.utf8), "--json")
+        } else if let file {
+            guard let data = FileManager.default.contents(atPath: file) else {
+                throw ConcordError.io("cannot read \(file): no such file or not readable")
+            }
+            (bytes, source) = (Array(data), file)
+        } else {
+            throw ValidationError("give the data with --json JSON or --file PATH")
+        }
+        return try JSONInput.object(bytes, source: source)
+    }
+}
+
+/// Writes a JSON value (canonical form) to standard output.
+func printJSON(_ value: JSONValue) {
+    FileHandle.standardOutput.write(Data(value.canonicalBytes()))
+}
+
+/// Prints warnings to standard error, one line each.
+func warn(_ lines: [String]) {
+    for line in lines { FileHandle.standardError.write(Data("concord: warning: \(line)\n".utf8)) }
+}
+
+/// The identity of this device, from CONCORD_HOME.
+func loadIdentity() throws -> Identity {
+    try Identity.load(from: try ConcordEnvironment.fromProcess().home)
+}

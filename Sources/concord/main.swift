@@ -1,0 +1,26 @@
+// The entry point: parse, run, and map failures to exit codes (0 ok, 1 error, 2 usage).
+import ArgumentParser
+import ConcordKit
+import Foundation
+
+let command: ParsableCommand
+do {
+    command = try Concord.parseAsRoot()
+} catch {
+    let code = Concord.exitCode(for: error)
+    if code == .success { Concord.exit(withError: error) }
+    FileHandle.standardError.write(Data((Concord.fullMessage(for: error) + "\n").utf8))
+    exit(ExitStatus.usage)
+}
+do {
+    var runnable = command
+    try runnable.run()
+} catch let exit as ExitCode {
+    Foundation.exit(exit.rawValue)
+} catch let error as ValidationError {
+    FileHandle.standardError.write(Data("concord: \(error.message)\n".utf8))
+    exit(ExitStatus.usage)
+} catch {
+    FileHandle.standardError.write(Data("concord: error: \(describe(error))\n".utf8))
+    exit(ExitStatus.failure)
+}

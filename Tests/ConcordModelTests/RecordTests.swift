@@ -1,0 +1,110 @@
+import XCTest
+
+@testable import ConcordModel
+
+final class RecordTests: XCTestCase {
+    let stamp = HLC(wallMillis: 1_767_261_600_001, counter: 0)
+
+    func live() throws -> Record {
+        Record(
+            id: try RecordID("hello"), kind: "vocabulary", device: "laptop", member: "ada", stamp: stamp,
+            state: .live(data: ["label": "Hello", "order": 3]))
+    }
+
+    func testLiveEncoding() throws {
+        XCTAssertEqual(
+            text(try live().encoded()),
+            """
+            {
+              "data": {
+                "label": "Hello",
+                "order": 3
+              },
+              "device": "laptop",
+              "id": "hello",
+              "kind": "vocabulary",
+              "updatedAt": "2026-01-01T10:00:00.001Z-0000",
+              "updatedBy": "ada"
+            }
+
+            """)
+    }
+
+    func testTombstoneEncoding() throws {
+        var record = try live()
+        record.state = .deleted
+        XCTAssertTrue(record.isDeleted)
+        XCTAssertNil(record.data)
+        XCTAssertEqual(
+            text(record.encoded()),
+            """
+            {
+              "deleted": true,
+              "deletedAt": "2026-01-01T10:00:00.001Z-0000",
+              "deletedBy": "ada",
+              "device": "laptop",
+              "id": "hello",
+              "kind": "vocabulary"
+            }
+
+            """)
+    }
+
+    func testRoundTrip() throws {
+        var record = try live()
+        XCTAssertEqual(try Record.decode(record.encoded()), record)
+        XCTAssertEqual(try Record.decode(record.encoded()).data?["label"], "Hello")
+        record.state = .deleted
+        XCTAssertEqual(try Record.decode(record.encoded()), record)
+        // Non-canonical but valid input decodes too.
+        let compact = #"{"kind":"k","id":"x","device":"d","updatedBy":"m","updatedAt":"2026-01-01T10:00:00.001Z-0003","data":{}}"#
+        let decoded = try Record.decode(Array(compact.utf8))
+        XCTAssertEqual(decoded.stamp.counter, 3)
+        XCTAssertEqual(decoded.data, [:])
+    }
+
+    func testDecodeErrors() throws {
+        let good = try JSONValue.parse(try live().encoded()).objectValue ?? [:]
+        func failure(_ edit: (inout [String: JSONValue]) -> Void) -> ModelError? {
+            var fields = good
+            edit(&fields)
+            return modelError { () throws(ModelError) in try Record.decode(JSONValue.object(fields).canonicalBytes()) }
+        }
+        XCTAssertEqual(failure { $0["updatedAt"] = nil }, .malformedRecord(what: #"field "updatedAt""#, why: "is missing"))
+        XCTAssertEqual(failure { $0["device"] = 1 }, .malformedRecord(what: #"field "device""#, why: "must be a string"))
+        XCTAssertEqual(failure { $0["data"] = [] }, .malformedRecord(what: #"field "data""#, why: "must be an object"))
+        XCTAssertEqual(
+            failure { $0["color"] = "red" },
+            .malformedRecord(
+                what: #"field "color""#,
+                why: "is not allowed in a live record (allowed: data, device, id, kind, updatedAt, updatedBy)"))
+        if case .malformedRecord(let what, _) = failure({ $0["id"] = "a/b" }) {
+            XCTAssertEqual(what, #"field "id""#)
+        } else {
+            XCTFail("bad id accepted")
+        }
+        XCTAssertNotNil(failure { $0["updatedAt"] = "yesterday" })
+        XCTAssertNotNil(failure { $0["kind"] = "no such/kind" })
+        XCTAssertEqual(
+            failure { $0["deleted"] = false },
+            .malformedRecord(what: #"field "deleted""#, why: "must be true (remove it for a live record)"))
+        // A tombstone with data is rejected, naming the field.
+        if case .malformedRecord(let what, _) = failure({ $0["deleted"] = true; $0["deletedAt"] = $0["updatedAt"] }) {
+            XCTAssertEqual(what, #"field "data""#)
+        } else {
+            XCTFail("mixed record accepted")
+        }
+    }
+
+    func testDecodeRejectsNonObjectsAndBadJSON() {
+        XCTAssertEqual(modelError { () throws(ModelError) in try Record.decode(Array("[]".utf8)) }, .notAnObject(what: "record"))
+        XCTAssertEqual(
+            modelError { () throws(ModelError) in try Record.decode(Array("{".utf8)) },
+            .invalidJSON(JSONParseError(line: 1, column: 2, message: "expected '\"' to begin an object key, or '}'")))
+    }
+
+    func testSizeLimit() {
+        let big = [UInt8](repeating: 0x20, count: maxRecordBytes + 1)
+        XCTAssertEqual(modelError { () throws(ModelError) in try Record.decode(big) }, .recordTooLarge(size: maxRecordBytes + 1))
+    }
+}
