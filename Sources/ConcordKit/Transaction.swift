@@ -107,7 +107,7 @@ public final class Transaction {
     private var knownLogIDs: [String: Set<RecordID>] = [:]
     private var authorized: Set<String> = []
 
-    private func stage(_ path: String, _ bytes: [UInt8], _ change: RecordChange) {
+    func stage(_ path: String, _ bytes: [UInt8], _ change: RecordChange) {
         if pending.updateValue(bytes, forKey: path) == nil { order.append(path) }
         changes.append(change)
     }

@@ -1,0 +1,45 @@
+# Concord — two commands do all the set-up on a fresh Debian/Ubuntu machine:
+#   make demo   installs what is missing, builds (release), runs a short real scenario
+#   make test   installs what is missing, builds, runs every test
+# and `make bench` runs the benchmark harness (release build) and rewrites docs/benchmarks.md.
+
+SHELL := /bin/bash
+ifneq ($(wildcard /opt/swift/usr/bin/swift),)
+export PATH := /opt/swift/usr/bin:$(PATH)
+endif
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# System packages: libgit2 (with ssh), git and OpenSSH (client for signing checks, server for ssh tests).
+PACKAGES := libgit2-dev pkg-config git openssh-client openssh-server
+RELEASE := .build-release
+SWIFT_TEST_FLAGS ?=
+
+.PHONY: deps build release demo test bench clean
+
+deps:
+	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	@command -v swift >/dev/null || { echo "swift not found: install Swift 6 (https://swift.org) and put it on PATH"; exit 1; }
+
+build: deps
+	swift build
+
+release: deps
+	swift build -c release --scratch-path $(RELEASE) --product concord
+
+demo: release
+	CONCORD=$(RELEASE)/release/concord bash samples/demo.sh
+
+test: deps
+	swift build --build-tests
+	swift test --skip-build $(SWIFT_TEST_FLAGS)
+
+bench: deps
+	swift build -c release --scratch-path $(RELEASE) --product concord
+	swift build -c release --scratch-path $(RELEASE) --product concord-bench
+	$(RELEASE)/release/concord-bench --concord $(RELEASE)/release/concord --output docs/benchmarks.md
+
+clean:
+	rm -rf .build $(RELEASE)
