@@ -18,6 +18,8 @@ struct CommitMessage {
     var action: ChangeAction
     var stamp: HLC
     var references: [String]
+    /// Further `Key: value` trailer lines, e.g. `Concord-Resolved: ...` on merges.
+    var extraTrailers: [String] = []
 
     init(summary: String, actor: Identity, action: ChangeAction, stamp: HLC, references: [String]) {
         self.summary = summary
@@ -36,6 +38,7 @@ struct CommitMessage {
         } else {
             lines += references.map { "Concord-Record: \($0)" }
         }
+        lines += extraTrailers
         return lines.joined(separator: "\n") + "\n"
     }
 }
@@ -48,6 +51,10 @@ public struct CommitTrailers: Sendable, Equatable {
     public var clock: String?
     public var records: [String] = []
     public var recordCount: Int?
+    /// `Concord-Resolved` values: conflicts a merge resolved by policy.
+    public var resolved: [String] = []
+    /// `Concord-Unresolved` values: files a merge could not resolve.
+    public var unresolved: [String] = []
     public var other: [(key: String, value: String)] = []
 
     public static func == (lhs: CommitTrailers, rhs: CommitTrailers) -> Bool {
@@ -70,6 +77,8 @@ public struct CommitTrailers: Sendable, Equatable {
             case "Concord-Clock": clock = value
             case "Concord-Record": records.append(value)
             case "Concord-Record-Count": recordCount = Int(value)
+            case "Concord-Resolved": resolved.append(value)
+            case "Concord-Unresolved": unresolved.append(value)
             default: other.append((key, value))
             }
         }

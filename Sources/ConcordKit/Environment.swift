@@ -8,15 +8,21 @@ public struct ConcordEnvironment: Sendable {
     public var home: URL
     /// The wall clock in Unix milliseconds.
     public var wallClock: @Sendable () -> Int64
+    /// The `concord` executable that plain git should run as the merge driver; nil leaves the
+    /// repository's merge-driver config alone (an embedding app may not ship the CLI).
+    public var driverExecutable: String?
 
-    public init(home: URL, wallClock: @escaping @Sendable () -> Int64 = ConcordEnvironment.systemClock) {
+    public init(home: URL, wallClock: @escaping @Sendable () -> Int64 = ConcordEnvironment.systemClock,
+                driverExecutable: String? = nil) {
         self.home = home
         self.wallClock = wallClock
+        self.driverExecutable = driverExecutable
     }
 
     /// The environment of this process. `CONCORD_CLOCK` (an ISO-8601 UTC instant such as
     /// `2026-01-01T10:00:00.001Z`) fixes the clock: a test aid for replaying "10:00 on device A".
-    public static func fromProcess() throws -> ConcordEnvironment {
+    /// `driverExecutable` is this running program when it is the `concord` CLI.
+    public static func fromProcess(driverExecutable: String? = nil) throws -> ConcordEnvironment {
         let variables = ProcessInfo.processInfo.environment
         let home: URL
         if let path = variables["CONCORD_HOME"], !path.isEmpty {
@@ -29,9 +35,9 @@ public struct ConcordEnvironment: Sendable {
                 throw ConcordError.invalidInput(
                     "CONCORD_CLOCK=\(fixed) is not an ISO-8601 UTC instant: use e.g. 2026-01-01T10:00:00.001Z or unset it")
             }
-            return ConcordEnvironment(home: home, wallClock: { millis })
+            return ConcordEnvironment(home: home, wallClock: { millis }, driverExecutable: driverExecutable)
         }
-        return ConcordEnvironment(home: home)
+        return ConcordEnvironment(home: home, driverExecutable: driverExecutable)
     }
 
     public static let systemClock: @Sendable () -> Int64 = {

@@ -98,6 +98,10 @@ public final class Profile {
         try gitCall {
             try repository.setConfig("gpg.format", "ssh")
             try repository.setConfig("gpg.ssh.allowedSignersFile", signersPath)
+            if let executable = environment.driverExecutable {
+                try repository.setConfig("merge.concord.name", MergeDriverConfig.name)
+                try repository.setConfig("merge.concord.driver", MergeDriverConfig.command(executable: executable))
+            }
         }
     }
 

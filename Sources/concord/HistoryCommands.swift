@@ -74,3 +74,37 @@ struct Log: ParsableCommand {
         }
     }
 }
+
+struct History: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show every version of one record: who changed it, when, on which device (the same as log --record).")
+
+    @OptionGroup var profile: ProfileOption
+    @Argument(help: "The record, as <kind>/<id>.") var reference: String
+    @Flag(help: "Print the result as JSON.") var json = false
+    @Flag(help: "Also print each version's content.") var content = false
+
+    func run() throws {
+        let profile = try profile.open()
+        let entries = try profile.history(record: reference)
+        if json {
+            printJSON(.array(try entries.map { entry in
+                var fields: [String: JSONValue] = [
+                    "commit": .string(entry.commit), "member": .string(entry.member), "device": .string(entry.device),
+                    "action": .string(entry.action), "time": .string(entry.time), "signature": .string(entry.signature.rawValue),
+                ]
+                if let bytes = try profile.recordVersion(reference, atCommit: entry.commit) {
+                    fields["content"] = (try? JSONValue.parse(bytes)) ?? .string(String(decoding: bytes, as: UTF8.self))
+                }
+                return .object(fields)
+            }))
+            return
+        }
+        for entry in entries {
+            print("\(entry.commit.prefix(7))  \(entry.time)  \(entry.member)@\(entry.device)  \(entry.action)  [signature: \(entry.signature.rawValue)]")
+            if content, let bytes = try profile.recordVersion(reference, atCommit: entry.commit) {
+                print(String(decoding: bytes, as: UTF8.self).split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
+            }
+        }
+    }
+}

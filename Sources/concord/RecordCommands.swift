@@ -18,7 +18,7 @@ struct Init: ParsableCommand {
     func run() throws {
         let profile = try Profile.create(
             at: URL(fileURLWithPath: directory), name: name, template: Template(rawValue: template) ?? .blank,
-            identity: try loadIdentity(), environment: try ConcordEnvironment.fromProcess())
+            identity: try loadIdentity(), environment: try processEnvironment())
         if json {
             printJSON(.object(["path": .string(profile.root.path), "id": .string(profile.info.id), "name": .string(profile.info.name),
                                "kinds": .array(profile.kinds.kinds.map { .string($0.name) })]))

@@ -22,7 +22,7 @@ struct ProfileOption: ParsableArguments {
     var url: URL { URL(fileURLWithPath: directory) }
 
     func open() throws -> Profile {
-        try Profile.open(at: url, environment: try ConcordEnvironment.fromProcess())
+        try Profile.open(at: url, environment: try processEnvironment())
     }
 }
 
@@ -68,4 +68,15 @@ func warn(_ lines: [String]) {
 /// The identity of this device, from CONCORD_HOME.
 func loadIdentity() throws -> Identity {
     try Identity.load(from: try ConcordEnvironment.fromProcess().home)
+}
+
+/// This process's environment, with this binary as the merge driver plain git should run.
+func processEnvironment() throws -> ConcordEnvironment {
+    try ConcordEnvironment.fromProcess(driverExecutable: currentExecutable())
+}
+
+/// The absolute path of the running concord binary.
+func currentExecutable() -> String? {
+    if let resolved = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return resolved }
+    return Bundle.main.executablePath
 }

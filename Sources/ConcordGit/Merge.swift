@@ -1,0 +1,155 @@
+// This file touches the libgit2 C API.
+internal import CLibgit2
+
+/// A path the merge left conflicted, with the blob of each side that has one.
+public struct MergeConflict: Sendable, Hashable {
+    public let path: String
+    public let ancestor: ObjectID?
+    public let ours: ObjectID?
+    public let theirs: ObjectID?
+}
+
+/// The in-memory result of merging two commits: an index that may still hold conflicts.
+/// Owns its libgit2 index; nothing touches the working tree or HEAD.
+public final class MergeIndex {
+    private let handle: OpaquePointer
+    private let repository: Repository
+
+    init(handle: OpaquePointer, repository: Repository) {
+        self.handle = handle
+        self.repository = repository
+    }
+
+    deinit {
+        git_index_free(handle)
+    }
+
+    /// The paths still conflicted, sorted by path.
+    public func conflicts() throws -> [MergeConflict] {
+        guard git_index_has_conflicts(handle) == 1 else { return [] }
+        var iterator: OpaquePointer?
+        try check("git_index_conflict_iterator_new", git_index_conflict_iterator_new(&iterator, handle))
+        defer { git_index_conflict_iterator_free(iterator) }
+        var out = [MergeConflict]()
+        var ancestor: UnsafePointer<git_index_entry>?
+        var ours: UnsafePointer<git_index_entry>?
+        var theirs: UnsafePointer<git_index_entry>?
+        while true {
+            let result = git_index_conflict_next(&ancestor, &ours, &theirs, iterator)
+            if result == GIT_ITEROVER.rawValue { break }
+            try check("git_index_conflict_next", result)
+            guard let pathPointer = (ours ?? theirs ?? ancestor)?.pointee.path else { continue }
+            out.append(MergeConflict(path: String(cString: pathPointer), ancestor: ancestor.map { ObjectID($0.pointee.id) },
+                                     ours: ours.map { ObjectID($0.pointee.id) }, theirs: theirs.map { ObjectID($0.pointee.id) }))
+        }
+        return out.sorted { $0.path < $1.path }
+    }
+
+    /// Resolves conflicted `path` to `blob` (nil: the file is absent from the result).
+    public func resolve(_ path: String, to blob: ObjectID?) throws {
+        try check("git_index_conflict_remove", git_index_conflict_remove(handle, path))
+        if let blob { try set(path, to: blob) }
+    }
+
+    /// Adds or replaces a non-conflicted file in the result.
+    public func set(_ path: String, to blob: ObjectID) throws {
+        try path.withCString { pathPointer in
+            var entry = git_index_entry()
+            entry.mode = GIT_FILEMODE_BLOB.rawValue
+            entry.id = blob.raw
+            entry.path = pathPointer
+            try check("git_index_add", git_index_add(handle, &entry))
+        }
+    }
+
+    /// Writes the merged tree; fails while conflicts remain.
+    public func writeTree() throws -> ObjectID {
+        var oid = git_oid()
+        try check("git_index_write_tree_to", git_index_write_tree_to(&oid, handle, repository.handle))
+        return ObjectID(oid)
+    }
+}
+
+extension Repository {
+    /// Merges commit `theirs` into `ours` in memory (no working tree, no MERGING state), with every
+    /// modify/modify and add/add conflict offered to `resolver` through the "concord" merge driver.
+    /// Rename detection is off: records are matched by path.
+    public func mergeCommits(ours: ObjectID, theirs: ObjectID, resolver: @escaping MergeResolver) throws -> MergeIndex {
+        try ConcordMergeDriver.ensureRegistered()
+        var options = git_merge_options()
+        try check("git_merge_options_init", git_merge_options_init(&options, UInt32(GIT_MERGE_OPTIONS_VERSION)))
+        options.flags = 0
+        options.file_favor = GIT_MERGE_FILE_FAVOR_NORMAL
+        let ourCommit = try lookupCommit(ours)
+        defer { git_commit_free(ourCommit) }
+        let theirCommit = try lookupCommit(theirs)
+        defer { git_commit_free(theirCommit) }
+        var index: OpaquePointer?
+        let result = ConcordMergeDriver.withResolver(for: handle, resolver) {
+            ConcordMergeDriver.name.withCString { driverName -> Int32 in
+                options.default_driver = driverName
+                return git_merge_commits(&index, handle, ourCommit, theirCommit, &options)
+            }
+        }
+        try check("git_merge_commits", result)
+        guard let index else { throw GitError(function: "git_merge_commits", code: .other(-1), message: "no index") }
+        return MergeIndex(handle: index, repository: self)
+    }
+
+    /// The best common ancestor of two commits, or nil when they share no history.
+    public func mergeBase(_ a: ObjectID, _ b: ObjectID) throws -> ObjectID? {
+        var out = git_oid()
+        var first = a.raw
+        var second = b.raw
+        let result = git_merge_base(&out, handle, &first, &second)
+        if result == GIT_ENOTFOUND.rawValue { return nil }
+        try check("git_merge_base", result)
+        return ObjectID(out)
+    }
+
+    /// Resolves a revision such as `main`, `refs/remotes/origin/main`, `HEAD~2` or a hex id to a commit.
+    public func resolveRevision(_ revision: String) throws -> ObjectID {
+        var object: OpaquePointer?
+        try check("git_revparse_single", git_revparse_single(&object, handle, revision))
+        defer { git_object_free(object) }
+        var peeled: OpaquePointer?
+        try check("git_object_peel", git_object_peel(&peeled, object, GIT_OBJECT_COMMIT))
+        defer { git_object_free(peeled) }
+        return ObjectID(git_object_id(peeled))
+    }
+
+    /// The files that differ between two trees: each path with its blob in `new` (nil if removed).
+    public func changedFiles(from old: ObjectID?, to new: ObjectID) throws -> [(path: String, blob: ObjectID?)] {
+        var oldTree: OpaquePointer?
+        if let old {
+            var oid = old.raw
+            try check("git_tree_lookup", git_tree_lookup(&oldTree, handle, &oid))
+        }
+        defer { git_tree_free(oldTree) }
+        var newOID = new.raw
+        var newTree: OpaquePointer?
+        try check("git_tree_lookup", git_tree_lookup(&newTree, handle, &newOID))
+        defer { git_tree_free(newTree) }
+        var options = git_diff_options()
+        try check("git_diff_options_init", git_diff_options_init(&options, UInt32(GIT_DIFF_OPTIONS_VERSION)))
+        var diff: OpaquePointer?
+        try check("git_diff_tree_to_tree", git_diff_tree_to_tree(&diff, handle, oldTree, newTree, &options))
+        defer { git_diff_free(diff) }
+        var out = [(path: String, blob: ObjectID?)]()
+        for index in 0..<git_diff_num_deltas(diff) {
+            guard let delta = git_diff_get_delta(diff, index) else { continue }
+            let file = delta.pointee.new_file
+            let removed = delta.pointee.status == GIT_DELTA_DELETED
+            let path = String(cString: (removed ? delta.pointee.old_file.path : file.path))
+            out.append((path, removed ? nil : ObjectID(file.id)))
+        }
+        return out
+    }
+
+    func lookupCommit(_ id: ObjectID) throws -> OpaquePointer? {
+        var oid = id.raw
+        var commit: OpaquePointer?
+        try check("git_commit_lookup", git_commit_lookup(&commit, handle, &oid))
+        return commit
+    }
+}

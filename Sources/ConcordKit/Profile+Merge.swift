@@ -1,0 +1,133 @@
+import ConcordGit
+import ConcordModel
+import ConcordTrust
+import Foundation
+
+/// What merging another line of history did.
+public struct MergeReport: Sendable {
+    public enum Outcome: String, Sendable { case upToDate = "up-to-date", fastForward = "fast-forward", merged }
+
+    public let outcome: Outcome
+    /// The branch tip afterwards.
+    public let head: String
+    /// Files whose content changed in the working tree.
+    public let changedFiles: [String]
+    public let resolved: [ResolvedConflict]
+    public let unresolved: [UnresolvedFile]
+}
+
+extension Profile {
+    /// Merges `revision` (a branch, `refs/remotes/<remote>/main`, a commit id...) into this
+    /// profile's branch: entirely in memory with the per-kind policies, then one signed merge
+    /// commit, a compare-and-swap of the branch and a working-tree update. Never leaves a MERGING
+    /// state. Files the policies cannot resolve keep our version; theirs is saved under
+    /// `.concord/conflicts/` and listed in `unresolved`.
+    public func merge(revision: String, as identity: Identity) throws -> MergeReport {
+        let theirs = try gitCall { try repository.resolveRevision(revision) }
+        return try merge(commit: theirs, as: identity)
+    }
+
+    public func merge(commit theirs: ObjectID, as identity: Identity) throws -> MergeReport {
+        let lock = try ProfileLock(gitDirectory: repository.gitDirectory)
+        defer { withExtendedLifetime(lock) {} }
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try mergeOnce(theirs: theirs, identity: identity)
+            } catch let error as GitError where error.code == .modified && attempt < Self.maxWriteAttempts {
+                continue
+            } catch let error as GitError {
+                throw ConcordError.git("git: \(error.description)")
+            }
+        }
+    }
+
+    private func mergeOnce(theirs: ObjectID, identity: Identity) throws -> MergeReport {
+        let branch = try repository.headBranch()
+        guard let head = try repository.resolveReference("HEAD") else {
+            try repository.updateReference(branch, to: theirs, expected: nil, message: "concord: initial merge")
+            return try finish(.fastForward, from: nil, to: theirs, resolved: [], unresolved: [])
+        }
+        if try repository.isAncestor(theirs, of: head) {
+            return MergeReport(outcome: .upToDate, head: head.hex, changedFiles: [], resolved: [], unresolved: [])
+        }
+        if try repository.isAncestor(head, of: theirs) {
+            try repository.updateReference(branch, to: theirs, expected: head, message: "concord: fast-forward")
+            return try finish(.fastForward, from: head, to: theirs, resolved: [], unresolved: [])
+        }
+        let base = try repository.mergeBase(head, theirs)
+        let kinds = MergePlanner.mergedKinds(
+            base: try base.flatMap { try blob(KindsTable.path, atCommit: $0) },
+            ours: try blob(KindsTable.path, atCommit: head), theirs: try blob(KindsTable.path, atCommit: theirs))
+        let planner = MergePlanner(kinds: kinds)
+        let index = try repository.mergeCommits(ours: head, theirs: theirs, resolver: planner.resolve)
+        var unresolved = [UnresolvedFile]()
+        for conflict in try index.conflicts() {
+            // Keep ours (or theirs when we have none); save the other side so nothing is lost.
+            try index.resolve(conflict.path, to: conflict.ours ?? conflict.theirs)
+            guard conflict.ours != nil else { continue }
+            var savedAs: String?
+            if let theirBlob = conflict.theirs {
+                let copy = MergePlanner.conflictCopyPath(for: conflict.path, theirs: theirs)
+                try index.set(copy, to: theirBlob)
+                savedAs = copy
+            }
+            let reason = planner.failures[conflict.path]
+                ?? (conflict.theirs == nil ? "the other side removed the file outside Concord; ours is kept"
+                                           : "both sides changed it and no Concord policy covers it")
+            unresolved.append(UnresolvedFile(path: conflict.path, savedAs: savedAs, reason: reason))
+        }
+        let tree = try index.writeTree()
+        let stamp = HLClock(wallClock: environment.wallClock).next(after: lastClock())
+        var message = CommitMessage(
+            summary: "merge \(theirs.short) into \(head.short)" + (planner.resolved.isEmpty ? "" : ": \(planner.resolved.count) conflicts resolved"),
+            actor: identity, action: .merged, stamp: stamp, references: [])
+        message.extraTrailers = planner.resolved.map { "Concord-Resolved: \($0.trailerValue)" }
+            + unresolved.map { "Concord-Unresolved: \($0.path)" + ($0.savedAs.map { " saved=\($0)" } ?? "") }
+        let commit = try repository.createSignedCommit(
+            tree: tree, parents: [head, theirs], author: GitSignature(name: identity.member, email: CommitWriter.email(identity), time: stamp.wallMillis / 1000),
+            message: message.text, sign: { identity.sign($0) })
+        try repository.updateReference(branch, to: commit, expected: head, message: "concord: merge")
+        try saveClock(stamp)
+        return try finish(.merged, from: head, to: commit, resolved: planner.resolved, unresolved: unresolved)
+    }
+
+    /// Brings the working tree and index to `new` and refreshes the signers file from the members.
+    private func finish(_ outcome: MergeReport.Outcome, from old: ObjectID?, to new: ObjectID,
+                        resolved: [ResolvedConflict], unresolved: [UnresolvedFile]) throws -> MergeReport {
+        let oldTree = try old.map { try repository.commit($0).tree }
+        let newTree = try repository.commit(new).tree
+        let files = try repository.changedFiles(from: oldTree, to: newTree)
+        var latest: HLC?
+        try repository.applyToWorkingTree(try files.map { file in
+            guard let blob = file.blob else { return WorkingTreeChange(removing: file.path) }
+            let bytes = try repository.blob(blob)
+            if file.path.hasSuffix(".json"), let record = try? Record.decode(bytes), latest.map({ record.stamp > $0 }) ?? true {
+                latest = record.stamp
+            }
+            return WorkingTreeChange(path: file.path, bytes: bytes, blob: blob)
+        })
+        // A received change is an HLC receive event: later local writes must sort after it.
+        if let latest { try saveClock(latest) }
+        if files.contains(where: { $0.path.hasPrefix(ProfilePaths.membersDirectory + "/") }) {
+            try configureGit(members: try members())
+        }
+        return MergeReport(outcome: outcome, head: new.hex, changedFiles: files.map(\.path), resolved: resolved, unresolved: unresolved)
+    }
+
+    /// The bytes of `path` in commit `id`, or nil.
+    func blob(_ path: String, atCommit id: ObjectID) throws -> [UInt8]? {
+        let tree = try repository.commit(id).tree
+        return try repository.entry(at: path, inTree: tree).map { try repository.blob($0.id) }
+    }
+}
+
+extension Profile {
+    /// The bytes of record `reference` (kind/id) as of commit `hex`, or nil if it did not exist then.
+    public func recordVersion(_ reference: String, atCommit hex: String) throws -> [UInt8]? {
+        let (kind, id) = try parseReference(reference)
+        guard let commit = ObjectID(hex: hex) else { throw ConcordError.invalidInput("\(hex) is not a commit id") }
+        return try gitCall { try blob(Transaction.recordPath(kind, id), atCommit: commit) }
+    }
+}

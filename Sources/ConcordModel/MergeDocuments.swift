@@ -1,0 +1,61 @@
+extension RecordMerge {
+    /// Three-way merge of a JSON object document that has no record envelope (`.concord/profile.json`,
+    /// `.concord/members/*.json`).
+    ///
+    /// After the byte-level cases of ``merge(policy:base:ours:theirs:)``, each side must be a JSON object
+    /// (else `.unresolved`, naming the side); a base that is not one counts as no base (an empty object).
+    /// The top-level fields merge as `lww` merges `data`, but with no HLC to order the sides: a field
+    /// changed differently on both sides takes the value whose canonical bytes
+    /// (``JSONValue/canonicalBytes()``) compare greater byte by byte, and a removed field loses to a
+    /// changed one. Values merge whole (no deep merge). The output is the merged object's canonical bytes;
+    /// no conflicts are reported, because a document has no record envelope to name a winner by.
+    public static func mergeDocument(base: [UInt8]?, ours: [UInt8], theirs: [UInt8]) -> FileMergeOutcome {
+        if let trivial = MergeSupport.trivialMerge(base: base, ours: ours, theirs: theirs) { return trivial }
+        return MergeSupport.resolving { () throws(MergeSupport.Unresolvable) in
+            let sides = try MergeSupport.parseSides(ours: ours, theirs: theirs, as: "a JSON object document") {
+                (bytes) throws(ModelError) in try RecordFields.parseObject(bytes, what: "the document")
+            }
+            let baseFields = base.flatMap { try? RecordFields.parseObject($0, what: "the document") } ?? [:]
+            let (fields, _) = MergeSupport.mergeFields(
+                base: baseFields, ours: sides.ours, theirs: sides.theirs, resolve: MergeSupport.greaterValue)
+            return .merged(bytes: JSONValue.object(fields).canonicalBytes(), conflicts: [])
+        }
+    }
+
+    /// Three-way merge of `.concord/kinds.json`.
+    ///
+    /// After the byte-level cases of ``merge(policy:base:ours:theirs:)``, each side must be a valid kinds
+    /// file (``KindsTable/decode(_:)``, so a newer `formatVersion` is refused), else `.unresolved`, naming
+    /// the side; an invalid base counts as no base. The `kinds` arrays merge as maps keyed by kind name:
+    /// each kind, written out in full (`directory`, `name`, `policy`, `writers`), is one value merged three
+    /// ways like a ``mergeDocument(base:ours:theirs:)`` field — added, removed or changed on one side
+    /// wins; changed differently on both sides, the kind whose canonical bytes compare greater wins; removed
+    /// on one side and changed on the other, the change wins. The output is the canonical kinds file
+    /// (``KindsTable/canonicalBytes()``: current `formatVersion`, kinds sorted by name). If the merged kinds
+    /// would share a directory, the result is `.unresolved`. No conflicts are reported.
+    public static func mergeKindsFile(base: [UInt8]?, ours: [UInt8], theirs: [UInt8]) -> FileMergeOutcome {
+        if let trivial = MergeSupport.trivialMerge(base: base, ours: ours, theirs: theirs) { return trivial }
+        return MergeSupport.resolving { () throws(MergeSupport.Unresolvable) in
+            let sides = try MergeSupport.parseSides(ours: ours, theirs: theirs, as: "a valid kinds file") {
+                (bytes) throws(ModelError) in try KindsTable.decode(bytes)
+            }
+            func byName(_ table: KindsTable?) -> [String: JSONValue] {
+                Dictionary((table?.kinds ?? []).map { ($0.name, $0.jsonValue) }, uniquingKeysWith: { first, _ in first })
+            }
+            let (merged, _) = MergeSupport.mergeFields(
+                base: byName(base.flatMap { try? KindsTable.decode($0) }), ours: byName(sides.ours),
+                theirs: byName(sides.theirs), resolve: MergeSupport.greaterValue)
+            let values = merged.sorted { utf8Precedes($0.key, $1.key) }.map(\.value)
+            do throws(ModelError) {
+                var kinds: [RecordKind] = []
+                for (index, value) in values.enumerated() {
+                    kinds.append(try KindsTable.decodeKind(value, index: index))
+                }
+                return .merged(bytes: try KindsTable(kinds).canonicalBytes(), conflicts: [])
+            } catch {
+                let why = error.errorDescription ?? "unreadable"
+                throw .init(reason: "the merged kinds would be invalid (\(why)); merge .concord/kinds.json by hand")
+            }
+        }
+    }
+}

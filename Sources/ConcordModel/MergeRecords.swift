@@ -1,0 +1,135 @@
+/// The merge policies as pure three-way functions `(base?, ours, theirs) → outcome`: no git, no I/O.
+///
+/// These rules are exact; another implementation must produce the same bytes.
+///
+/// **Every merge** first tries, on the raw bytes: `ours == theirs` → ours; then, if there is a base,
+/// `base == ours` → theirs and `base == theirs` → ours. None of these report conflicts or look inside the
+/// files. Otherwise both sides are parsed: an unparseable ours or theirs gives `.unresolved` (the reason
+/// names the side and the parse error); an unparseable base counts as no base. The output of any real
+/// merge is canonical bytes (``Record/encoded()``, ``LogEntry/encodeLogFile(_:)``,
+/// ``JSONValue/canonicalBytes()``), so it never depends on how the inputs were formatted.
+///
+/// **Total order on sides**, used for every "later wins": compare (stamp, member, device)
+/// lexicographically, the HLC by value and the names by their UTF-8 bytes; if all are equal, the side
+/// whose canonical record bytes compare greater byte by byte is later. This makes
+/// `merge(b, x, y) == merge(b, y, x)` byte for byte, conflicts included.
+public enum RecordMerge {
+    /// Three-way merge of one record file (`.json`, policy `lww` or `delete-wins`) or log file
+    /// (`.jsonl`, policy `append`).
+    ///
+    /// - `append`: the union of the entries of ours and theirs, sorted by (`at`, `id`), one per id (if
+    ///   the sides hold different entries with the same id, the earliest by (`at`, `id`) and then by its
+    ///   canonical line's bytes is kept, as ``LogEntry/encodeLogFile(_:)`` does). No other entry is changed
+    ///   or removed, the base is ignored, and no conflicts are reported.
+    /// - `lww`, both sides live: a field-level three-way merge of `data` over the union of the top-level
+    ///   keys of base, ours and theirs (the base's fields are its `data` if the base is a live record,
+    ///   else none). Per key: same on both sides → that (absent on both → absent); ours same as base →
+    ///   theirs; theirs same as base → ours; otherwise (changed differently on both) → the later side's
+    ///   value. Values compare by canonical bytes and are merged whole (no deep merge of objects or
+    ///   arrays). If any key collided, one ``ResolvedConflict`` is reported for the record: winner the
+    ///   later side, loser the other, with the loser's full canonical record bytes. The envelope takes
+    ///   `updatedAt`, `updatedBy` and `device` from the later side (so `updatedAt` is the greatest stamp).
+    /// - `lww`, a tombstone and a live record: whole-record, the later side wins. A conflict is reported
+    ///   (loser content: the losing record) unless the losing record is unchanged from the base.
+    /// - `lww`, two tombstones: the later one; no conflict.
+    /// - `delete-wins`, two tombstones: the *earliest* one by the total order; no conflict.
+    /// - `delete-wins`, a tombstone and a live record: the tombstone. A conflict (winner the delete, loser
+    ///   the edit, with its content) is reported unless the live record is unchanged from the base, since
+    ///   deleting an untouched record is no conflict.
+    /// - `delete-wins`, both live: exactly as `lww`.
+    ///
+    /// "Unchanged from the base" compares canonical record bytes. With no base (add/add) the same rules
+    /// apply with an empty base, so every differing field has changed on both sides. ours and theirs must
+    /// hold the same `id` and `kind`, else `.unresolved`; a base with another `id` or `kind` counts as no
+    /// base. A merged record over ``maxRecordBytes`` is `.unresolved` rather than written unreadable.
+    /// `merge(b, x, x) == x` byte for byte.
+    public static func merge(policy: MergePolicy, base: [UInt8]?, ours: [UInt8], theirs: [UInt8]) -> FileMergeOutcome {
+        if let trivial = MergeSupport.trivialMerge(base: base, ours: ours, theirs: theirs) { return trivial }
+        return MergeSupport.resolving { () throws(MergeSupport.Unresolvable) in
+            switch policy {
+            case .append:
+                return try mergeLogs(ours: ours, theirs: theirs)
+            case .lww, .deleteWins:
+                return try mergeRecords(policy: policy, base: base, ours: ours, theirs: theirs)
+            }
+        }
+    }
+
+    static func mergeLogs(ours: [UInt8], theirs: [UInt8]) throws(MergeSupport.Unresolvable) -> FileMergeOutcome {
+        let sides = try MergeSupport.parseSides(ours: ours, theirs: theirs, as: "a valid log file") {
+            (bytes) throws(ModelError) in try LogEntry.parseLogFile(bytes)
+        }
+        return .merged(bytes: LogEntry.encodeLogFile(sides.ours + sides.theirs), conflicts: [])
+    }
+
+    static func mergeRecords(
+        policy: MergePolicy, base: [UInt8]?, ours: [UInt8], theirs: [UInt8]
+    ) throws(MergeSupport.Unresolvable) -> FileMergeOutcome {
+        let sides = try MergeSupport.parseSides(ours: ours, theirs: theirs, as: "a valid record file") {
+            (bytes) throws(ModelError) in try Record.decode(bytes)
+        }
+        let o = RecordSide(sides.ours), t = RecordSide(sides.theirs)
+        guard o.record.id == t.record.id, o.record.kind == t.record.kind else {
+            throw .init(
+                reason: "ours is record \(o.record.kind)/\(o.record.id) but theirs is \(t.record.kind)/\(t.record.id); "
+                    + "one of them is in the wrong file")
+        }
+        let b = base.flatMap { try? Record.decode($0) }
+            .flatMap { $0.id == o.record.id && $0.kind == o.record.kind ? RecordSide($0) : nil }
+        let oursIsLater = t.precedes(o)
+        let (later, earlier) = oursIsLater ? (o, t) : (t, o)
+
+        switch (o.record.state, t.record.state) {
+        case (.live(let od), .live(let td)):
+            let (data, collided) = MergeSupport.mergeFields(base: b?.record.data ?? [:], ours: od, theirs: td) {
+                oursIsLater ? $0 : $1
+            }
+            let merged = Record(
+                id: later.record.id, kind: later.record.kind, device: later.record.device,
+                member: later.record.member, stamp: later.record.stamp, state: .live(data: data))
+            let bytes = merged.encoded()
+            guard bytes.count <= maxRecordBytes else {
+                throw .init(
+                    reason: "merging ours and theirs would make a record of \(bytes.count) bytes (limit \(maxRecordBytes)); "
+                        + "merge \(merged.kind)/\(merged.id) by hand")
+            }
+            return .merged(bytes: bytes, conflicts: collided ? [conflict(policy, winner: later, loser: earlier)] : [])
+        case (.deleted, .deleted):
+            return .merged(bytes: (policy == .deleteWins ? earlier : later).bytes, conflicts: [])
+        case (.deleted, .live), (.live, .deleted):
+            let (winner, loser) = policy == .deleteWins ? (o.record.isDeleted ? (o, t) : (t, o)) : (later, earlier)
+            let untouched = loser.bytes == b?.bytes
+            return .merged(bytes: winner.bytes, conflicts: untouched ? [] : [conflict(policy, winner: winner, loser: loser)])
+        }
+    }
+
+    static func conflict(_ policy: MergePolicy, winner: RecordSide, loser: RecordSide) -> ResolvedConflict {
+        ResolvedConflict(
+            kind: winner.record.kind, id: winner.record.id.rawValue, policy: policy, winner: MergeSide(winner.record),
+            loser: MergeSide(loser.record), losingContent: loser.bytes)
+    }
+}
+
+/// One side's record with its canonical bytes, ordered by the merge total order.
+struct RecordSide {
+    let record: Record
+    let bytes: [UInt8]
+
+    init(_ record: Record) {
+        self.record = record
+        bytes = record.encoded()
+    }
+
+    /// Whether `self` is earlier than `other`: by stamp, then member and device by UTF-8 bytes, then by
+    /// canonical record bytes.
+    func precedes(_ other: RecordSide) -> Bool {
+        if record.stamp != other.record.stamp { return record.stamp < other.record.stamp }
+        if !record.member.utf8.elementsEqual(other.record.member.utf8) {
+            return utf8Precedes(record.member, other.record.member)
+        }
+        if !record.device.utf8.elementsEqual(other.record.device.utf8) {
+            return utf8Precedes(record.device, other.record.device)
+        }
+        return bytes.lexicographicallyPrecedes(other.bytes)
+    }
+}

@@ -1,0 +1,116 @@
+import ArgumentParser
+import ConcordKit
+import Foundation
+
+struct Merge: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Merge another branch or commit into the profile with the per-kind policies (in memory, one signed merge commit).")
+
+    @OptionGroup var profile: ProfileOption
+    @Argument(help: "What to merge: a branch, refs/remotes/<remote>/main, or a commit id.") var revision: String
+    @Flag(help: "Print the result as JSON.") var json = false
+
+    func run() throws {
+        let report = try profile.open().merge(revision: revision, as: try loadIdentity())
+        if json {
+            printJSON(.object([
+                "outcome": .string(report.outcome.rawValue), "head": .string(report.head),
+                "changedFiles": .array(report.changedFiles.map { .string($0) }),
+                "resolved": .array(report.resolved.map { .string($0.trailerValue) }),
+                "unresolved": .array(report.unresolved.map { .object(["path": .string($0.path), "savedAs": $0.savedAs.map { .string($0) } ?? .null, "reason": .string($0.reason)]) }),
+            ]))
+        } else {
+            print("\(report.outcome.rawValue): \(report.changedFiles.count) files changed, head \(report.head.prefix(7))")
+            for conflict in report.resolved { print("resolved: " + ConflictPhrasing.sentence(conflict)) }
+        }
+        guard report.unresolved.isEmpty else {
+            for file in report.unresolved {
+                let saved = file.savedAs.map { "; the other version is saved in \($0)" } ?? ""
+                FileHandle.standardError.write(Data("concord: unresolved: \(file.path): \(file.reason)\(saved) — fix \(file.path), then commit it with concord put\n".utf8))
+            }
+            throw ExitCode(ExitStatus.failure)
+        }
+    }
+}
+
+struct MergeDriverCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "merge-driver",
+        abstract: "Run by plain git as merge.concord.driver: merge %O %A %B for path %P with Concord's policies.")
+
+    @Argument(help: "%O: the common ancestor's version (empty for add/add).") var ancestor: String
+    @Argument(help: "%A: our version; overwritten with the result.") var ours: String
+    @Argument(help: "%B: their version.") var theirs: String
+    @Argument(help: "%P: the path in the repository.") var path: String
+
+    func run() throws {
+        if let problem = try MergeDriverRun.run(ancestor: ancestor, ours: ours, theirs: theirs, path: path) {
+            FileHandle.standardError.write(Data("concord merge-driver: \(problem)\n".utf8))
+            throw ExitCode(ExitStatus.failure)
+        }
+    }
+}
+
+struct Doctor: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check the git config plain git needs (merge driver, signatures) and repair it with --fix.")
+
+    @OptionGroup var profile: ProfileOption
+    @Flag(help: "Rewrite the merge driver and signing config with this concord binary.") var fix = false
+    @Flag(help: "Print the result as JSON.") var json = false
+
+    func run() throws {
+        let findings = try profile.open().doctor(fix: fix)
+        if json {
+            printJSON(.array(findings.map { .object(["problem": .string($0.problem), "fixed": .bool($0.fixed)]) }))
+        } else if findings.isEmpty {
+            print("all good: merge driver, signing config and .gitattributes are in place")
+        } else {
+            for finding in findings { print((finding.fixed ? "fixed: " : "problem: ") + finding.problem) }
+            if !fix, findings.contains(where: { !$0.fixed }) { print("run 'concord doctor --fix' to repair the git config") }
+        }
+        if findings.contains(where: { !$0.fixed }) { throw ExitCode(ExitStatus.failure) }
+    }
+}
+
+struct Conflicts: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List conflicts that merges resolved by policy, newest first.")
+
+    @OptionGroup var profile: ProfileOption
+    @Flag(help: "Print the result as JSON.") var json = false
+
+    func run() throws {
+        let conflicts = try profile.open().resolvedConflicts()
+        if json {
+            printJSON(.array(conflicts.map { item in
+                let c = item.conflict
+                return .object([
+                    "commit": .string(item.commit), "record": .string("\(c.kind)/\(c.id)"), "policy": .string(c.policy.rawValue),
+                    "winner": side(c.winner), "loser": side(c.loser), "text": .string(ConflictPhrasing.sentence(c)),
+                ])
+            }))
+        } else if conflicts.isEmpty {
+            print("no conflicts have been resolved in this profile's history")
+        } else {
+            for item in conflicts { print(ConflictPhrasing.sentence(item.conflict)) }
+        }
+    }
+
+    private func side(_ side: MergeSide) -> JSONValue {
+        .object(["member": .string(side.member), "device": .string(side.device), "at": .string(side.stamp.description), "change": .string(side.change.rawValue)])
+    }
+}
+
+/// Conflicts phrased for people.
+enum ConflictPhrasing {
+    static func sentence(_ c: ResolvedConflict) -> String {
+        func time(_ side: MergeSide) -> String {
+            let iso = HLClock.formatInstant(side.stamp.wallMillis)
+            return String(iso.dropFirst(11).prefix(5))
+        }
+        func describe(_ side: MergeSide) -> String {
+            "\(side.member)'s \(side.change.rawValue) (\(time(side)), \(side.member)@\(side.device))"
+        }
+        return "\(c.kind)/\(c.id): \(describe(c.loser)) lost to \(describe(c.winner)); the lost version: concord history \(c.kind)/\(c.id)"
+    }
+}

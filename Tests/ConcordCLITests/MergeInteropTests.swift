@@ -1,0 +1,195 @@
+import Foundation
+import XCTest
+
+/// The same two divergent commits merged by concord (libgit2, in process) and by plain
+/// `git merge` running `concord merge-driver` must give identical trees.
+final class MergeInteropTests: CLITestCase {
+    /// A screenplay profile (delete-wins scenes, lww characters, append comments) cloned into
+    /// two devices' directories; returns (ours, theirs).
+    private func divergentPair(
+        base: (URL, Person) throws -> Void,
+        ours: (URL, Person) throws -> Void,
+        theirs: (URL, Person) throws -> Void
+    ) throws -> (URL, URL, Person) {
+        let alice = try makePerson("alice", device: "mac")
+        let origin = sandbox.appendingPathComponent("origin")
+        try concordOK(["init", origin.path, "--name", "Play", "--template", "screenplay"], as: alice, clock: "2026-01-01T08:00:00.000Z")
+        try base(origin, alice)
+        let other = sandbox.appendingPathComponent("other")
+        try gitOK(["clone", "-q", origin.path, other.path], in: sandbox)
+        try concordOK(["doctor", "--fix"], as: alice, in: other)
+        try ours(origin, alice)
+        try theirs(other, alice)
+        try gitOK(["fetch", "-q", other.path, "main:refs/remotes/other/main"], in: origin)
+        return (origin, other, alice)
+    }
+
+    /// Merges refs/remotes/other/main into copies of `ours` with concord and with git; asserts
+    /// equal trees, fsck clean, and returns the concord copy.
+    @discardableResult
+    private func assertSameMerge(_ ours: URL, as person: Person, file: StaticString = #filePath, line: UInt = #line) throws -> URL {
+        let byConcord = sandbox.appendingPathComponent("by-concord-\(UUID().uuidString.prefix(6))")
+        let byGit = sandbox.appendingPathComponent("by-git-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.copyItem(at: ours, to: byConcord)
+        try FileManager.default.copyItem(at: ours, to: byGit)
+        try concordOK(["merge", "refs/remotes/other/main"], as: person, in: byConcord, file: file, line: line)
+        try gitOK(["-c", "user.name=git", "-c", "user.email=git@example.com", "merge", "-q", "--no-edit",
+                   "refs/remotes/other/main"], in: byGit, file: file, line: line)
+        let concordTree = try gitOK(["rev-parse", "HEAD^{tree}"], in: byConcord, file: file, line: line)
+        let gitTree = try gitOK(["rev-parse", "HEAD^{tree}"], in: byGit, file: file, line: line)
+        XCTAssertEqual(concordTree, gitTree, "concord and git merged to different trees", file: file, line: line)
+        XCTAssertEqual(try gitOK(["rev-list", "--count", "--parents", "-1", "HEAD"], in: byConcord).isEmpty, false)
+        XCTAssertEqual(try gitOK(["log", "-1", "--format=%P", "HEAD"], in: byConcord).split(separator: " ").count, 2,
+                       "concord writes a two-parent merge commit", file: file, line: line)
+        try gitOK(["fsck", "--full", "--strict"], in: byConcord, file: file, line: line)
+        try gitOK(["fsck", "--full", "--strict"], in: byGit, file: file, line: line)
+        try gitOK(["verify-commit", "HEAD"], in: byConcord, file: file, line: line)
+        XCTAssertEqual(try gitOK(["status", "--porcelain"], in: byConcord), "", "working tree matches the merge", file: file, line: line)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: byConcord.appendingPathComponent(".git/MERGE_HEAD").path),
+                       "concord never leaves a MERGING state", file: file, line: line)
+        return byConcord
+    }
+
+    private func put(_ reference: String, _ json: String, in profile: URL, as person: Person, at clock: String) throws {
+        try concordOK(["put", reference, "--json", json], as: person, in: profile, clock: clock)
+    }
+
+    func testLWWModifyModifySameFieldLaterWins() throws {
+        let (ours, _, alice) = try divergentPair(
+            base: { try self.put("characters/bob", #"{"name":"biscuit","age":3}"#, in: $0, as: $1, at: "2026-01-01T09:00:00.000Z") },
+            ours: { try self.put("characters/bob", #"{"name":"cookie","age":3}"#, in: $0, as: $1, at: "2026-01-01T10:00:00.000Z") },
+            theirs: { try self.put("characters/bob", #"{"name":"cracker","age":3}"#, in: $0, as: $1, at: "2026-01-01T10:01:00.000Z") })
+        let merged = try assertSameMerge(ours, as: alice)
+        let record = try concordOK(["get", "characters/bob"], as: alice, in: merged).stdout
+        XCTAssertTrue(record.contains(#""name": "cracker""#), record)
+        let trailers = try gitOK(["log", "-1", "--format=%(trailers:key=Concord-Resolved,valueonly)"], in: merged)
+        XCTAssertTrue(trailers.hasPrefix("characters/bob lww winner=alice@mac loser=alice@mac"), trailers)
+        let conflicts = try concordOK(["conflicts"], as: alice, in: merged).stdout
+        XCTAssertTrue(conflicts.contains("characters/bob: alice's edit (10:00, alice@mac) lost to alice's edit (10:01, alice@mac)"), conflicts)
+        // Both edits stay in history.
+        let history = try concordOK(["history", "characters/bob", "--json"], as: alice, in: merged).stdout
+        XCTAssertTrue(history.contains("cookie") && history.contains("cracker"), history)
+    }
+
+    func testLWWDifferentFieldsBothKept() throws {
+        let (ours, _, alice) = try divergentPair(
+            base: { try self.put("characters/bob", #"{"name":"Bob","age":3}"#, in: $0, as: $1, at: "2026-01-01T09:00:00.000Z") },
+            ours: { try self.put("characters/bob", #"{"name":"Robert","age":3}"#, in: $0, as: $1, at: "2026-01-01T10:00:00.000Z") },
+            theirs: { try self.put("characters/bob", #"{"name":"Bob","age":4}"#, in: $0, as: $1, at: "2026-01-01T10:01:00.000Z") })
+        let merged = try assertSameMerge(ours, as: alice)
+        let record = try concordOK(["get", "characters/bob"], as: alice, in: merged).stdout
+        XCTAssertTrue(record.contains(#""name": "Robert""#) && record.contains(#""age": 4"#), record)
+        XCTAssertEqual(try gitOK(["log", "-1", "--format=%(trailers:key=Concord-Resolved,valueonly)"], in: merged), "")
+    }
+
+    func testAddAddGoesThroughThePolicy() throws {
+        let (ours, _, alice) = try divergentPair(
+            base: { _, _ in },
+            ours: { try self.put("characters/eve", #"{"name":"Eve","role":"lead"}"#, in: $0, as: $1, at: "2026-01-01T10:00:00.000Z") },
+            theirs: { try self.put("characters/eve", #"{"name":"Evelyn","mood":"calm"}"#, in: $0, as: $1, at: "2026-01-01T10:01:00.000Z") })
+        let merged = try assertSameMerge(ours, as: alice)
+        let record = try concordOK(["get", "characters/eve"], as: alice, in: merged).stdout
+        XCTAssertTrue(record.contains(#""name": "Evelyn""#), record)
+        XCTAssertTrue(record.contains(#""role": "lead""#) && record.contains(#""mood": "calm""#), record)
+    }
+
+    func testDeleteWinsOverConcurrentEdit() throws {
+        let (ours, _, alice) = try divergentPair(
+            base: { try self.put("scenes/7", #"{"text":"INT. KITCHEN"}"#, in: $0, as: $1, at: "2026-01-01T09:00:00.000Z") },
+            ours: { try self.put("scenes/7", #"{"text":"INT. KITCHEN - NIGHT"}"#, in: $0, as: $1, at: "2026-01-01T10:02:00.000Z") },
+            theirs: { try self.concordOK(["rm", "scenes/7"], as: $1, in: $0, clock: "2026-01-01T10:01:00.000Z") })
+        let merged = try assertSameMerge(ours, as: alice)
+        let result = try concord(["get", "scenes/7"], as: alice, in: merged)
+        XCTAssertEqual(result.status, 1, result.summary)
+        let conflicts = try concordOK(["conflicts", "--json"], as: alice, in: merged).stdout
+        XCTAssertTrue(conflicts.contains("\"policy\": \"delete-wins\""), conflicts)
+        XCTAssertTrue(conflicts.contains("alice's edit (10:02, alice@mac) lost to alice's delete (10:01, alice@mac)"), conflicts)
+        // The lost edit is still reachable in history.
+        let history = try concordOK(["history", "scenes/7", "--content"], as: alice, in: merged).stdout
+        XCTAssertTrue(history.contains("INT. KITCHEN - NIGHT"), history)
+    }
+
+    func testLWWTombstoneVersusEditLaterWins() throws {
+        let (ours, _, alice) = try divergentPair(
+            base: { try self.put("characters/zed", #"{"name":"Zed"}"#, in: $0, as: $1, at: "2026-01-01T09:00:00.000Z") },
+            ours: { try self.concordOK(["rm", "characters/zed"], as: $1, in: $0, clock: "2026-01-01T10:00:00.000Z") },
+            theirs: { try self.put("characters/zed", #"{"name":"Zedd"}"#, in: $0, as: $1, at: "2026-01-01T10:05:00.000Z") })
+        let merged = try assertSameMerge(ours, as: alice)
+        XCTAssertTrue(try concordOK(["get", "characters/zed"], as: alice, in: merged).stdout.contains("Zedd"))
+    }
+
+    func testAppendLogsUnionInOrder() throws {
+        let (ours, _, alice) = try divergentPair(
+            base: { try self.concordOK(["append", "comments", "--json", #"{"text":"first"}"#], as: $1, in: $0, clock: "2026-01-01T09:00:00.000Z") },
+            ours: { try self.concordOK(["append", "comments", "--json", #"{"tap":"A"}"#], as: $1, in: $0, clock: "2026-01-01T10:00:00.000Z") },
+            theirs: { try self.concordOK(["append", "comments", "--json", #"{"tap":"B"}"#], as: $1, in: $0, clock: "2026-01-01T10:00:00.001Z") })
+        let merged = try assertSameMerge(ours, as: alice)
+        let log = try String(contentsOf: merged.appendingPathComponent("comments/2026-01-01.jsonl"), encoding: .utf8)
+        let lines = log.split(separator: "\n")
+        XCTAssertEqual(lines.count, 3, log)
+        XCTAssertTrue(lines[1].contains(#""tap":"A""#) && lines[2].contains(#""tap":"B""#), log)
+    }
+
+    func testEveryPolicyAtOnceAndMergingAgainIsUpToDate() throws {
+        let (ours, _, alice) = try divergentPair(
+            base: { dir, who in
+                try self.put("scenes/1", #"{"text":"one","order":1}"#, in: dir, as: who, at: "2026-01-01T09:00:00.000Z")
+                try self.put("scenes/2", #"{"text":"two","order":2}"#, in: dir, as: who, at: "2026-01-01T09:00:00.000Z")
+                try self.put("characters/ann", #"{"name":"Ann"}"#, in: dir, as: who, at: "2026-01-01T09:00:00.000Z")
+            },
+            ours: { dir, who in
+                try self.put("scenes/1", #"{"text":"one!","order":2}"#, in: dir, as: who, at: "2026-01-01T10:00:00.000Z")
+                try self.concordOK(["rm", "scenes/2"], as: who, in: dir, clock: "2026-01-01T10:00:00.000Z")
+                try self.concordOK(["append", "comments", "--json", #"{"n":1}"#], as: who, in: dir, clock: "2026-01-01T10:00:00.000Z")
+            },
+            theirs: { dir, who in
+                try self.put("scenes/1", #"{"text":"one","order":3}"#, in: dir, as: who, at: "2026-01-01T10:01:00.000Z")
+                try self.put("scenes/2", #"{"text":"two?","order":2}"#, in: dir, as: who, at: "2026-01-01T10:01:00.000Z")
+                try self.put("characters/ann", #"{"name":"Anne"}"#, in: dir, as: who, at: "2026-01-01T10:01:00.000Z")
+                try self.concordOK(["append", "comments", "--json", #"{"n":2}"#], as: who, in: dir, clock: "2026-01-01T10:01:00.000Z")
+            })
+        let merged = try assertSameMerge(ours, as: alice)
+        let scene = try concordOK(["get", "scenes/1"], as: alice, in: merged).stdout
+        XCTAssertTrue(scene.contains(#""text": "one!""#) && scene.contains(#""order": 3"#), scene)
+        XCTAssertEqual(try concord(["get", "scenes/2"], as: alice, in: merged).status, 1)
+        let again = try concordOK(["merge", "refs/remotes/other/main", "--json"], as: alice, in: merged).stdout
+        XCTAssertTrue(again.contains("\"outcome\": \"up-to-date\""), again)
+    }
+
+    func testUnparseableSideIsKeptAsideAndReported() throws {
+        let (ours, other, alice) = try divergentPair(
+            base: { try self.put("characters/bob", #"{"name":"Bob"}"#, in: $0, as: $1, at: "2026-01-01T09:00:00.000Z") },
+            ours: { try self.put("characters/bob", #"{"name":"Bobby"}"#, in: $0, as: $1, at: "2026-01-01T10:00:00.000Z") },
+            theirs: { dir, _ in
+                try Data("{ not json\n".utf8).write(to: dir.appendingPathComponent("characters/bob.json"))
+                try self.gitOK(["-c", "user.name=x", "-c", "user.email=x@y", "commit", "-qam", "hand edit"], in: dir)
+            })
+        _ = other
+        let result = try concord(["merge", "refs/remotes/other/main"], as: alice, in: ours)
+        XCTAssertEqual(result.status, 1, result.summary)
+        XCTAssertTrue(result.stderr.contains("characters/bob.json"), result.stderr)
+        let theirShort = String(try gitOK(["rev-parse", "refs/remotes/other/main"], in: ours).prefix(7))
+        let saved = ours.appendingPathComponent(".concord/conflicts/characters/bob.\(theirShort).json")
+        XCTAssertEqual(try String(contentsOf: saved, encoding: .utf8), "{ not json\n")
+        XCTAssertTrue(try concordOK(["get", "characters/bob"], as: alice, in: ours).stdout.contains("Bobby"))
+        try gitOK(["fsck", "--full"], in: ours)
+        XCTAssertEqual(try gitOK(["status", "--porcelain"], in: ours), "")
+    }
+
+    func testDoctorReportsAndRepairsTheDriverConfig() throws {
+        let alice = try makePerson("alice", device: "mac")
+        let profile = try makeProfile("p", owner: alice, template: "screenplay")
+        XCTAssertEqual(try concord(["doctor"], as: alice, in: profile).status, 0)
+        try gitOK(["config", "merge.concord.driver", "'/nonexistent/concord' merge-driver %O %A %B %P"], in: profile)
+        let broken = try concord(["doctor"], as: alice, in: profile)
+        XCTAssertEqual(broken.status, 1, broken.summary)
+        XCTAssertTrue(broken.stdout.contains("/nonexistent/concord"), broken.stdout)
+        try gitOK(["config", "--unset", "merge.concord.driver"], in: profile)
+        XCTAssertTrue(try concord(["doctor"], as: alice, in: profile).stdout.contains("not set"))
+        try concordOK(["doctor", "--fix"], as: alice, in: profile)
+        let driver = try gitOK(["config", "merge.concord.driver"], in: profile)
+        let binary = try concordBinary()
+        XCTAssertTrue(driver.hasSuffix(" merge-driver %O %A %B %P") && driver.contains(binary), driver)
+        XCTAssertEqual(try concord(["doctor"], as: alice, in: profile).status, 0)
+    }
+}
