@@ -118,6 +118,7 @@ public enum FileMergeOutcome: Sendable, Equatable {
     /// The merged file's bytes, and the conflicts resolved on the way (empty if there were none).
     case merged(bytes: [UInt8], conflicts: [ResolvedConflict])
     /// A side is not a valid record / log file: do not guess. `reason` names the side ("ours"/"theirs")
-    /// and the parse error.
+    /// and the parse error (or, rarely, why valid sides cannot be combined: different records, a merged
+    /// record over ``maxRecordBytes``, merged kinds sharing a directory).
     case unresolved(reason: String)
 }

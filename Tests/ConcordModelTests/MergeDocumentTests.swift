@@ -1,0 +1,153 @@
+import XCTest
+
+@testable import ConcordModel
+
+/// Envelope-less documents (members, profile, kinds) and the `Concord-Resolved` trailer.
+final class MergeDocumentTests: XCTestCase {
+    func json(_ value: JSONValue) -> [UInt8] { value.canonicalBytes() }
+
+    func merged(
+        _ merge: ([UInt8]?, [UInt8], [UInt8]) -> FileMergeOutcome, base: [UInt8]?, ours: [UInt8], theirs: [UInt8],
+        file: StaticString = #filePath, line: UInt = #line
+    ) -> [UInt8]? {
+        let forward = merge(base, ours, theirs)
+        XCTAssertEqual(forward, merge(base, theirs, ours), "not symmetric", file: file, line: line)
+        guard case .merged(let bytes, let conflicts) = forward else {
+            XCTFail("expected a merge, got \(forward)", file: file, line: line)
+            return nil
+        }
+        XCTAssertEqual(conflicts, [], file: file, line: line)
+        return bytes
+    }
+
+    // MARK: Documents
+
+    func testDocumentMergesFieldsAndBreaksTiesByGreaterBytes() throws {
+        let base = json(["name": "ada", "role": "user", "status": "active", "keys": [["device": "tablet"]]])
+        let ours = json(["name": "ada", "role": "editor", "status": "active", "keys": [["device": "tablet"]]])
+        let theirs = json(["name": "ada", "role": "admin", "status": "revoked", "keys": [["device": "phone"]]])
+        let bytes = try XCTUnwrap(merged(RecordMerge.mergeDocument, base: base, ours: ours, theirs: theirs))
+        // role collided: "editor" > "admin" by bytes; status and keys changed on one side only.
+        XCTAssertEqual(bytes, json(["name": "ada", "role": "editor", "status": "revoked", "keys": [["device": "phone"]]]))
+    }
+
+    func testDocumentRemovalLosesToAChange() throws {
+        let base = json(["a": 1, "b": 1])
+        let removed = json(["a": 1])
+        let changed = json(["a": 1, "b": 2])
+        XCTAssertEqual(merged(RecordMerge.mergeDocument, base: base, ours: removed, theirs: changed), changed)
+        // Removed on one side, untouched on the other: removed.
+        let added = json(["a": 1, "b": 1, "c": 3])
+        XCTAssertEqual(merged(RecordMerge.mergeDocument, base: base, ours: removed, theirs: added), json(["a": 1, "c": 3]))
+    }
+
+    func testDocumentAddAddAndBadInput() throws {
+        let ours = json(["id": "p1", "name": "Home"])
+        let theirs = Array(#"{"name":"Family","id":"p1","createdAt":"2026-01-01T10:00:00Z"}"#.utf8)
+        for base in [nil, Array("[1]".utf8), Array("garbage".utf8)] {
+            XCTAssertEqual(
+                merged(RecordMerge.mergeDocument, base: base, ours: ours, theirs: theirs),
+                json(["id": "p1", "name": "Home", "createdAt": "2026-01-01T10:00:00Z"]))
+        }
+        guard case .unresolved(let reason) = RecordMerge.mergeDocument(base: nil, ours: Array("[]".utf8), theirs: theirs) else {
+            return XCTFail("expected unresolved")
+        }
+        XCTAssertTrue(reason.hasPrefix("ours is not a JSON object document: the document is not a JSON object"), reason)
+    }
+
+    // MARK: Kinds
+
+    func kinds(_ specs: [(String, String?, MergePolicy, Role)]) throws -> [UInt8] {
+        try KindsTable(specs.map { try RecordKind(name: $0.0, directory: $0.1, policy: $0.2, writers: $0.3) }).canonicalBytes()
+    }
+
+    func testKindsMergeByName() throws {
+        let base = try kinds([("logs", nil, .append, .user), ("notes", nil, .lww, .editor), ("old", nil, .lww, .editor)])
+        let ours = try kinds([("logs", nil, .append, .user), ("notes", nil, .lww, .admin), ("a-new", nil, .lww, .viewer)])
+        let theirs = try kinds([
+            ("logs", nil, .append, .viewer), ("notes", nil, .deleteWins, .editor), ("old", nil, .lww, .editor),
+            ("z-new", nil, .append, .user),
+        ])
+        let bytes = try XCTUnwrap(merged(RecordMerge.mergeKindsFile, base: base, ours: ours, theirs: theirs))
+        // notes changed on both: whole kinds compare, {"directory":"notes","name":"notes","policy":"lww"...}
+        // > {"...","policy":"delete-wins",...} because "l" > "d". old: removed by ours, untouched by theirs.
+        XCTAssertEqual(
+            bytes,
+            try kinds([
+                ("a-new", nil, .lww, .viewer), ("logs", nil, .append, .viewer), ("notes", nil, .lww, .admin),
+                ("z-new", nil, .append, .user),
+            ]))
+    }
+
+    func testKindsWithADuplicateDirectoryOrNewerFormatAreUnresolved() throws {
+        let ours = try kinds([("a", "shared", .lww, .user)])
+        let theirs = try kinds([("b", "shared", .lww, .user)])
+        guard case .unresolved(let reason) = RecordMerge.mergeKindsFile(base: nil, ours: ours, theirs: theirs) else {
+            return XCTFail("expected unresolved")
+        }
+        XCTAssertEqual(
+            reason,
+            #"the merged kinds would be invalid (malformed .concord/kinds.json: directory "shared" is used by two kinds; "#
+                + "fix the file or restore it from history); merge .concord/kinds.json by hand")
+        let newer = Array(#"{"formatVersion": 2, "kinds": []}"#.utf8)
+        guard case .unresolved(let newerReason) = RecordMerge.mergeKindsFile(base: nil, ours: ours, theirs: newer) else {
+            return XCTFail("expected unresolved")
+        }
+        XCTAssertTrue(newerReason.hasPrefix("theirs is not a valid kinds file:") && newerReason.contains("upgrade concord"), newerReason)
+    }
+
+    func testKindsOutputIsCanonicalEvenWhenInputOmitsDirectories() throws {
+        let ours = Array(#"{"kinds":[{"name":"b","policy":"lww","writers":"Admin"}],"formatVersion":1}"#.utf8)
+        let theirs = try kinds([("a", nil, .append, .user), ("b", nil, .lww, .admin)])
+        XCTAssertEqual(merged(RecordMerge.mergeKindsFile, base: nil, ours: ours, theirs: theirs), theirs)
+    }
+
+    // MARK: Trailer
+
+    func testTrailerRoundTrip() throws {
+        let conflict = ResolvedConflict(
+            kind: "scenes", id: "s-1.a", policy: .deleteWins,
+            winner: MergeSide(member: "bob", device: "ipad", stamp: MergeFixture.hlc("10:01:00.000"), change: .delete),
+            loser: MergeSide(member: "jane", device: "mac-mini", stamp: MergeFixture.hlc("10:02:00.000", counter: 12), change: .edit),
+            losingContent: Array("{}".utf8))
+        XCTAssertEqual(
+            conflict.trailerValue,
+            "scenes/s-1.a delete-wins winner=bob@ipad loser=jane@mac-mini winner-change=delete loser-change=edit "
+                + "winner-at=2026-01-01T10:01:00.000Z-0000 loser-at=2026-01-01T10:02:00.000Z-0012")
+        let parsed = try XCTUnwrap(ResolvedConflict(trailerValue: conflict.trailerValue))
+        XCTAssertEqual(parsed.kind, "scenes")
+        XCTAssertEqual(parsed.id, "s-1.a")
+        XCTAssertEqual(parsed.policy, .deleteWins)
+        XCTAssertEqual(parsed.winner, conflict.winner)
+        XCTAssertEqual(parsed.loser, conflict.loser)
+        XCTAssertEqual(parsed.losingContent, [])
+        XCTAssertEqual(parsed.trailerValue, conflict.trailerValue)
+        for policy in MergePolicy.allCases {
+            let value = conflict.trailerValue.replacingOccurrences(of: " delete-wins ", with: " \(policy.rawValue) ")
+            XCTAssertEqual(ResolvedConflict(trailerValue: value)?.policy, policy)
+        }
+    }
+
+    func testTrailerRejectsOtherShapesAndSanitizesNames() {
+        let good = "k/i lww winner=a@b loser=c@d winner-change=edit loser-change=delete "
+            + "winner-at=2026-01-01T10:01:00.000Z-0000 loser-at=2026-01-01T10:02:00.000Z-0000"
+        XCTAssertNotNil(ResolvedConflict(trailerValue: good))
+        for bad in [
+            "", good + " extra", good.replacingOccurrences(of: "k/i", with: "ki"),
+            good.replacingOccurrences(of: "lww", with: "LWW"), good.replacingOccurrences(of: "a@b", with: "ab"),
+            good.replacingOccurrences(of: "=edit", with: "=change"), good.replacingOccurrences(of: "10:01:00.000Z", with: "10:01:00Z"),
+            good.replacingOccurrences(of: "winner=", with: "loser="), good.replacingOccurrences(of: " loser=", with: "  loser="),
+        ] {
+            XCTAssertNil(ResolvedConflict(trailerValue: bad), bad)
+        }
+        let odd = ResolvedConflict(
+            kind: "k", id: "i", policy: .lww,
+            winner: MergeSide(member: "a b", device: "x\nConcord-Actor: y", stamp: HLC(wallMillis: 0), change: .edit),
+            loser: MergeSide(member: "c", device: "d", stamp: HLC(wallMillis: 0), change: .edit), losingContent: [])
+        XCTAssertEqual(odd.trailerValue.split(separator: " ").count, 8)
+        XCTAssertFalse(odd.trailerValue.contains("\n"))
+        XCTAssertEqual(ResolvedConflict(trailerValue: odd.trailerValue)?.winner.device, "x?Concord-Actor:?y")
+        // kind/id splits at the first "/".
+        XCTAssertEqual(ResolvedConflict(trailerValue: good.replacingOccurrences(of: "k/i", with: "k/i/j"))?.id, "i/j")
+    }
+}

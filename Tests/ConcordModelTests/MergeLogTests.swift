@@ -1,0 +1,77 @@
+import XCTest
+
+@testable import ConcordModel
+
+/// The `append` policy on JSON Lines logs.
+final class MergeLogTests: XCTestCase {
+    func entry(_ id: String, _ time: String, counter: Int = 0, by member: String = "ada", on device: String = "tablet",
+               data: [String: JSONValue] = ["word": "hi"]) throws -> LogEntry {
+        LogEntry(id: try RecordID(id), at: MergeFixture.hlc(time, counter: counter), by: member, device: device, data: data)
+    }
+
+    /// Device A taps at 10:00:00.000, device B at 10:00:00.001: both entries, in that order, either way.
+    func testStoryBothTapsAreKeptInOrder() throws {
+        let earlier = try entry("e0", "09:00:00.000")
+        let a = try entry("tap-a", "10:00:00.000", on: "A", data: ["word": "more"])
+        let b = try entry("tap-b", "10:00:00.001", by: "bob", on: "B", data: ["word": "stop"])
+        let base = LogEntry.encodeLogFile([earlier])
+        let ours = LogEntry.encodeLogFile([earlier, a])
+        let theirs = LogEntry.encodeLogFile([earlier, b])
+        let (bytes, conflicts) = try MergeFixture.mergeBothWays(.append, base: base, ours: ours, theirs: theirs)
+        XCTAssertEqual(
+            text(bytes),
+            #"""
+            {"at":"2026-01-01T09:00:00.000Z-0000","by":"ada","data":{"word":"hi"},"device":"tablet","id":"e0"}
+            {"at":"2026-01-01T10:00:00.000Z-0000","by":"ada","data":{"word":"more"},"device":"A","id":"tap-a"}
+            {"at":"2026-01-01T10:00:00.001Z-0000","by":"bob","data":{"word":"stop"},"device":"B","id":"tap-b"}
+
+            """#)
+        XCTAssertEqual(conflicts, [])
+    }
+
+    func testBaseIsIgnoredAndNothingIsRemoved() throws {
+        let x = try entry("x", "10:00:00.000"), y = try entry("y", "10:00:00.000"), z = try entry("z", "09:00:00.000")
+        // Theirs lacks x (as if removed since base): append never removes, so x stays.
+        let base = LogEntry.encodeLogFile([x])
+        let ours = LogEntry.encodeLogFile([x, y])
+        let theirs = LogEntry.encodeLogFile([z])
+        let (bytes, _) = try MergeFixture.mergeBothWays(.append, base: base, ours: ours, theirs: theirs)
+        XCTAssertEqual(try LogEntry.parseLogFile(bytes), [z, x, y], "sorted by (at, id)")
+        XCTAssertEqual(try MergeFixture.mergeBothWays(.append, base: nil, ours: ours, theirs: theirs).bytes, bytes)
+    }
+
+    func testSameIDDifferentContentKeepsTheEncodeLogFileChoice() throws {
+        let first = try entry("dup", "10:00:00.000", data: ["word": "one"])
+        let twin = try entry("dup", "10:00:00.000", data: ["word": "two"])
+        let later = try entry("dup", "10:00:05.000", data: ["word": "three"])
+        let other = try entry("o", "08:00:00.000")
+        let (bytes, _) = try MergeFixture.mergeBothWays(
+            .append, base: nil, ours: LogEntry.encodeLogFile([first, other]), theirs: LogEntry.encodeLogFile([twin]))
+        XCTAssertEqual(try LogEntry.parseLogFile(bytes), [other, first], "same stamp: the smaller line wins")
+        let (earliest, _) = try MergeFixture.mergeBothWays(
+            .append, base: nil, ours: LogEntry.encodeLogFile([later]), theirs: LogEntry.encodeLogFile([twin, other]))
+        XCTAssertEqual(try LogEntry.parseLogFile(earliest), [other, twin], "the earliest entry of an id wins")
+    }
+
+    func testUnsortedAndBlankLinesComeOutCanonical() throws {
+        let a = try entry("a", "10:00:00.000"), b = try entry("b", "11:00:00.000"), c = try entry("c", "12:00:00.000")
+        let messy = b.encodedLine() + Array("\n\n".utf8) + a.encodedLine()  // unsorted, blank line, no final newline
+        let (bytes, _) = try MergeFixture.mergeBothWays(.append, base: nil, ours: messy, theirs: LogEntry.encodeLogFile([c]))
+        XCTAssertEqual(bytes, LogEntry.encodeLogFile([a, b, c]))
+        // An empty side contributes nothing.
+        XCTAssertEqual(try MergeFixture.mergeBothWays(.append, base: nil, ours: [], theirs: messy).bytes, LogEntry.encodeLogFile([a, b]))
+    }
+
+    func testUnparseableLogIsUnresolved() throws {
+        let good = LogEntry.encodeLogFile([try entry("a", "10:00:00.000")])
+        let bad = good + Array(#"{"at":"yesterday","by":"a","data":{},"device":"d","id":"x"}"#.utf8) + [0x0A]
+        guard case .unresolved(let reason) = RecordMerge.merge(policy: .append, base: nil, ours: good, theirs: bad) else {
+            return XCTFail("expected unresolved")
+        }
+        XCTAssertTrue(reason.hasPrefix(#"theirs is not a valid log file: malformed record: log line 2: field "at""#), reason)
+        guard case .unresolved(let oursReason) = RecordMerge.merge(policy: .append, base: good, ours: Array("{".utf8), theirs: []) else {
+            return XCTFail("expected unresolved")
+        }
+        XCTAssertTrue(oursReason.hasPrefix("ours is not a valid log file: malformed record: log line 1"), oursReason)
+    }
+}
