@@ -48,5 +48,6 @@ let package = Package(
         .testTarget(name: "ConcordGitTests", dependencies: ["ConcordGit"]),
         .testTarget(name: "ConcordKitTests", dependencies: ["ConcordKit"]),
         .testTarget(name: "ConcordCLITests", dependencies: ["ConcordKit"]),
+        .testTarget(name: "ConcordSyncTests", dependencies: ["ConcordKit"]),
     ]
 )

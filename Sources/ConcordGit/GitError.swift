@@ -15,12 +15,22 @@ public struct GitError: Error, Sendable, Equatable, CustomStringConvertible {
     public let rawCode: Int32
     /// libgit2's `git_error_last()` message at the failing call.
     public let message: String
+    /// libgit2's error class (`git_error_t`): where the failure came from (network, ssh, os...).
+    public let errorClass: Int32
 
-    public init(function: String, code: Code, rawCode: Int32 = -1, message: String) {
+    public init(function: String, code: Code, rawCode: Int32 = -1, message: String, errorClass: Int32 = 0) {
         self.function = function
         self.code = code
         self.rawCode = rawCode
         self.message = message
+        self.errorClass = errorClass
+    }
+
+    /// True when the failure is about reaching the other side (network, ssh connection, socket,
+    /// missing repository path), as opposed to a refusal or a local problem.
+    public var isConnectivity: Bool {
+        errorClass == Int32(GIT_ERROR_NET.rawValue) || errorClass == Int32(GIT_ERROR_OS.rawValue)
+            || (errorClass == Int32(GIT_ERROR_SSH.rawValue) && code != .auth && code != .certificate)
     }
 
     public var description: String { "\(function) failed: \(message)" }
@@ -28,10 +38,12 @@ public struct GitError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Builds the error for `result` returned by `function`, reading `git_error_last()` now (it is per thread).
     static func last(_ function: String, _ result: Int32) -> GitError {
         var message = "error \(result)"
-        if let last = git_error_last(), let text = last.pointee.message {
-            message = String(cString: text).trimmingCharacters(in: .newlines)
+        var errorClass: Int32 = 0
+        if let last = git_error_last() {
+            errorClass = last.pointee.klass
+            if let text = last.pointee.message { message = String(cString: text).trimmingCharacters(in: .newlines) }
         }
-        return GitError(function: function, code: Code(result), rawCode: result, message: message)
+        return GitError(function: function, code: Code(result), rawCode: result, message: message, errorClass: errorClass)
     }
 }
 

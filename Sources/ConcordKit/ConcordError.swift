@@ -20,6 +20,16 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     case git(String)
     case busy(String)
     case unknownTemplate(String)
+    /// The remote could not be reached; local commits are kept.
+    case offline(remote: String, reason: String, localCommits: Int)
+    case untrustedHost(remote: String, host: String, fingerprint: String, changed: Bool)
+    case authenticationFailed(remote: String, reason: String)
+    case pushRejected(remote: String, reason: String)
+    case unknownRemote(String)
+    case remoteExists(String)
+    case unsupportedURL(String)
+    case emptyRemote(String)
+    case remoteKeptMoving(remote: String, attempts: Int)
 
     public var errorDescription: String? {
         switch self {
@@ -60,6 +70,28 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
             return "profile \(path) is busy: another concord process has held its lock for too long; try again"
         case .unknownTemplate(let name):
             return "unknown template \"\(name)\": use blank, aac, screenplay, recipes, sessions or personal"
+        case .offline(let remote, let reason, let count):
+            let kept = count == 1 ? "your 1 local commit is kept" : "your \(count) local commits are kept"
+            return "offline: cannot reach \(remote) (\(reason)) — \(kept) and will be sent on the next sync"
+        case .untrustedHost(let remote, let host, let fingerprint, let changed):
+            if changed {
+                return "the host key of \(host) CHANGED (now \(fingerprint)): refusing to connect; if the server really got a new key, remove its line from $CONCORD_HOME/known_hosts and run 'concord remote trust \(remote)'"
+            }
+            return "unknown host key for \(host): \(fingerprint); if that is the server's key, run 'concord remote trust \(remote)' (or clone with --trust-host \(fingerprint))"
+        case .authenticationFailed(let remote, let reason):
+            return "the server of \(remote) refused this device's key (\(reason)): ask its admin to authorize 'concord identity show --public-key'"
+        case .pushRejected(let remote, let reason):
+            return "\(remote) refused the push: \(reason)"
+        case .unknownRemote(let name):
+            return "no remote named \"\(name)\": add one with 'concord remote add \(name) <url>'"
+        case .remoteExists(let name):
+            return "a remote named \"\(name)\" already exists: remove it first or choose another name"
+        case .unsupportedURL(let url):
+            return "\(url) is not a supported remote: use a directory path or ssh://user@host[:port]/path.git"
+        case .emptyRemote(let url):
+            return "\(url) holds no profile yet: create one with 'concord init' and push it with 'concord sync'"
+        case .remoteKeptMoving(let remote, let attempts):
+            return "\(remote) kept changing while syncing (\(attempts) attempts): nothing is lost; run 'concord sync' again"
         }
     }
 }

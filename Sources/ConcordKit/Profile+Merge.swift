@@ -30,6 +30,11 @@ extension Profile {
     public func merge(commit theirs: ObjectID, as identity: Identity) throws -> MergeReport {
         let lock = try ProfileLock(gitDirectory: repository.gitDirectory)
         defer { withExtendedLifetime(lock) {} }
+        return try mergeLocked(theirs, as: identity)
+    }
+
+    /// `merge(commit:as:)` for a caller that already holds the profile lock.
+    func mergeLocked(_ theirs: ObjectID, as identity: Identity) throws -> MergeReport {
         var attempt = 0
         while true {
             attempt += 1

@@ -15,7 +15,7 @@ public final class Profile {
     public let info: ProfileInfo
     public let kinds: KindsTable
 
-    private init(root: URL, repository: Repository, environment: ConcordEnvironment, info: ProfileInfo, kinds: KindsTable) {
+    init(root: URL, repository: Repository, environment: ConcordEnvironment, info: ProfileInfo, kinds: KindsTable) {
         self.root = root
         self.repository = repository
         self.environment = environment
@@ -83,6 +83,7 @@ public final class Profile {
                                    stamp: stamp, references: []),
             expectedHead: nil)
         try profile.saveClock(stamp)
+        try ProfileRegistry(home: environment.home).register(profile)
         return profile
     }
 

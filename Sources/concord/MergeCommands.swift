@@ -23,13 +23,7 @@ struct Merge: ParsableCommand {
             print("\(report.outcome.rawValue): \(report.changedFiles.count) files changed, head \(report.head.prefix(7))")
             for conflict in report.resolved { print("resolved: " + ConflictPhrasing.sentence(conflict)) }
         }
-        guard report.unresolved.isEmpty else {
-            for file in report.unresolved {
-                let saved = file.savedAs.map { "; the other version is saved in \($0)" } ?? ""
-                FileHandle.standardError.write(Data("concord: unresolved: \(file.path): \(file.reason)\(saved) — fix \(file.path), then commit it with concord put\n".utf8))
-            }
-            throw ExitCode(ExitStatus.failure)
-        }
+        try failOnUnresolved(report.unresolved)
     }
 }
 

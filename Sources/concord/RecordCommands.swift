@@ -6,18 +6,26 @@ struct Init: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create a profile: a git repository of records whose first admin is you.")
 
-    @Argument(help: "The directory to create the profile in.") var directory: String
-    @Option(help: "The profile's display name.") var name: String
+    @Argument(help: "The directory to create the profile in (with --bare: the bare repository to create).") var directory: String
+    @Option(help: "The profile's display name.") var name: String?
+    @Flag(help: "Create a bare repository for devices to sync through instead of a profile.") var bare = false
     @Option(help: "Kinds to start with: blank, aac, screenplay, recipes, sessions, personal.") var template = "blank"
     @Flag(help: "Print the result as JSON.") var json = false
 
     func validate() throws {
         guard Template(rawValue: template) != nil else { throw ValidationError(ConcordError.unknownTemplate(template).errorDescription!) }
+        if !bare && name == nil { throw ValidationError("give the profile a name with --name NAME") }
     }
 
     func run() throws {
+        if bare {
+            try Profile.createBareRemote(at: URL(fileURLWithPath: directory))
+            if json { printJSON(.object(["path": .string(URL(fileURLWithPath: directory).standardizedFileURL.path), "bare": .bool(true)])) }
+            else { print("created bare repository \(directory): add it with 'concord remote add origin \(directory)'") }
+            return
+        }
         let profile = try Profile.create(
-            at: URL(fileURLWithPath: directory), name: name, template: Template(rawValue: template) ?? .blank,
+            at: URL(fileURLWithPath: directory), name: name ?? "", template: Template(rawValue: template) ?? .blank,
             identity: try loadIdentity(), environment: try processEnvironment())
         if json {
             printJSON(.object(["path": .string(profile.root.path), "id": .string(profile.info.id), "name": .string(profile.info.name),

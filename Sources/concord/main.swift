@@ -17,6 +17,13 @@ do {
     try runnable.run()
 } catch let exit as ExitCode {
     Foundation.exit(exit.rawValue)
+} catch let error as ConcordError {
+    if case .offline = error {
+        FileHandle.standardError.write(Data("concord: \(describe(error))\n".utf8))
+        exit(offlineExitCode)
+    }
+    FileHandle.standardError.write(Data("concord: error: \(describe(error))\n".utf8))
+    exit(ExitStatus.failure)
 } catch let error as ValidationError {
     FileHandle.standardError.write(Data("concord: \(error.message)\n".utf8))
     exit(ExitStatus.usage)

@@ -1,0 +1,155 @@
+// This file touches the libgit2 C API.
+internal import CLibgit2
+import Foundation
+
+/// An SSH server's host key, as presented during a connection.
+public struct HostKey: Sendable, Hashable {
+    /// The host as the URL names it, with `:port` when not 22, e.g. `[127.0.0.1]:2222` style is built by callers.
+    public let host: String
+    /// The key's wire blob (`string type ‖ key data`), or empty when libssh2 did not give it.
+    public let blob: [UInt8]
+    /// SHA-256 of the wire blob.
+    public let sha256: [UInt8]
+
+    /// `SHA256:` + unpadded base64, exactly as OpenSSH prints fingerprints.
+    public var fingerprint: String {
+        "SHA256:" + Data(sha256).base64EncodedString().replacingOccurrences(of: "=", with: "")
+    }
+
+    /// The key type named inside the blob, e.g. `ssh-ed25519`.
+    public var keyType: String {
+        guard blob.count >= 4 else { return "unknown" }
+        let length = Int(blob[0]) << 24 | Int(blob[1]) << 16 | Int(blob[2]) << 8 | Int(blob[3])
+        guard blob.count >= 4 + length else { return "unknown" }
+        return String(decoding: blob[4..<(4 + length)], as: UTF8.self)
+    }
+}
+
+/// How to authenticate and whom to trust for one fetch or push.
+public struct TransportOptions {
+    /// The OpenSSH private key file for ssh remotes (Concord's identity key).
+    public var sshPrivateKey: String?
+    /// The user name when the URL has none.
+    public var sshUser: String?
+    /// Decides whether to trust an SSH host key; without it every host key is refused.
+    public var trustHostKey: ((HostKey) -> Bool)?
+
+    public init(sshPrivateKey: String? = nil, sshUser: String? = nil, trustHostKey: ((HostKey) -> Bool)? = nil) {
+        self.sshPrivateKey = sshPrivateKey
+        self.sshUser = sshUser
+        self.trustHostKey = trustHostKey
+    }
+}
+
+/// Why a transfer failed in a way the caller must explain precisely.
+public enum TransportFailure: Error, Sendable {
+    /// The server's host key was not trusted.
+    case untrustedHostKey(HostKey)
+    /// The server refused our key.
+    case authenticationFailed(String)
+}
+
+/// What one push did to each ref: nil status means accepted, otherwise the server's reason.
+public struct PushOutcome: Sendable {
+    public let statuses: [String: String?]
+
+    public var rejections: [(ref: String, reason: String)] {
+        statuses.compactMap { ref, status in status.map { (ref, $0) } }.sorted { $0.ref < $1.ref }
+    }
+}
+
+/// State shared with libgit2's C callbacks for the duration of one transfer.
+final class TransportSession {
+    let options: TransportOptions
+    var credentialAttempts = 0
+    var rejectedHostKey: HostKey?
+    var pushStatuses: [String: String?] = [:]
+
+    init(options: TransportOptions) {
+        self.options = options
+    }
+
+    /// Fills libgit2 callbacks pointing back at this session; valid while the session lives.
+    func install(in callbacks: inout git_remote_callbacks) {
+        callbacks.payload = Unmanaged.passUnretained(self).toOpaque()
+        callbacks.credentials = { out, _, usernameFromURL, allowedTypes, payload in
+            guard let payload else { return -1 }
+            let session = Unmanaged<TransportSession>.fromOpaque(payload).takeUnretainedValue()
+            return session.credentials(out, usernameFromURL, allowedTypes)
+        }
+        callbacks.certificate_check = { cert, _, host, payload in
+            guard let payload else { return -1 }
+            let session = Unmanaged<TransportSession>.fromOpaque(payload).takeUnretainedValue()
+            return session.checkCertificate(cert, host)
+        }
+        callbacks.push_update_reference = { refname, status, payload in
+            guard let payload, let refname else { return 0 }
+            let session = Unmanaged<TransportSession>.fromOpaque(payload).takeUnretainedValue()
+            session.pushStatuses[String(cString: refname)] = status.map { String(cString: $0) }
+            return 0
+        }
+    }
+
+    private func credentials(_ out: UnsafeMutablePointer<UnsafeMutablePointer<git_credential>?>?,
+                             _ usernameFromURL: UnsafePointer<CChar>?, _ allowedTypes: UInt32) -> Int32 {
+        let user = usernameFromURL.map { String(cString: $0) } ?? options.sshUser ?? ProcessInfo.processInfo.userName
+        if allowedTypes & GIT_CREDENTIAL_USERNAME.rawValue != 0 {
+            return git_credential_username_new(out, user)
+        }
+        // libgit2 asks again after every refusal: one attempt per key, then give up.
+        guard allowedTypes & GIT_CREDENTIAL_SSH_KEY.rawValue != 0, let key = options.sshPrivateKey, credentialAttempts == 0 else {
+            return GIT_EAUTH.rawValue
+        }
+        credentialAttempts += 1
+        return git_credential_ssh_key_new(out, user, nil, key, nil)
+    }
+
+    private func checkCertificate(_ cert: UnsafeMutablePointer<git_cert>?, _ host: UnsafePointer<CChar>?) -> Int32 {
+        guard let cert, cert.pointee.cert_type == GIT_CERT_HOSTKEY_LIBSSH2 else {
+            return GIT_PASSTHROUGH.rawValue  // not ssh (local paths never call this)
+        }
+        let hostkey = UnsafeRawPointer(cert).assumingMemoryBound(to: git_cert_hostkey.self).pointee
+        var blob = [UInt8]()
+        if hostkey.type.rawValue & GIT_CERT_SSH_RAW.rawValue != 0, let raw = hostkey.hostkey {
+            blob = Array(UnsafeRawBufferPointer(start: raw, count: hostkey.hostkey_len))
+        }
+        var digest = hostkey.hash_sha256
+        let sha256 = withUnsafeBytes(of: &digest) { Array($0) }
+        let key = HostKey(host: host.map { String(cString: $0) } ?? "", blob: blob, sha256: sha256)
+        if options.trustHostKey?(key) == true { return 0 }
+        rejectedHostKey = key
+        return GIT_ECERTIFICATE.rawValue
+    }
+
+    /// Turns a failed transfer into the most precise error available.
+    func failure(_ error: GitError) -> Error {
+        if let key = rejectedHostKey { return TransportFailure.untrustedHostKey(key) }
+        if error.code == .auth || (credentialAttempts > 0 && error.errorClass == Int32(GIT_ERROR_SSH.rawValue)
+                                    && error.message.lowercased().contains("auth")) {
+            return TransportFailure.authenticationFailed(error.message)
+        }
+        return error
+    }
+}
+
+/// A C array of C strings for libgit2, freed by its owner.
+final class StringArray {
+    private var pointers: [UnsafeMutablePointer<CChar>?]
+    var raw: git_strarray
+
+    init(_ strings: [String]) {
+        pointers = strings.map { strdup($0) }
+        raw = git_strarray(strings: nil, count: strings.count)
+    }
+
+    func withRaw<T>(_ body: (UnsafeMutablePointer<git_strarray>) throws -> T) rethrows -> T {
+        try pointers.withUnsafeMutableBufferPointer { buffer in
+            raw.strings = buffer.baseAddress
+            return try body(&raw)
+        }
+    }
+
+    deinit {
+        pointers.forEach { free($0) }
+    }
+}

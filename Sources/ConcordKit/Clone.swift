@@ -1,0 +1,131 @@
+import ConcordGit
+import ConcordModel
+import ConcordTrust
+import Foundation
+
+extension Profile {
+    /// Creates a bare repository at `path` configured to serve Concord profiles: it checks every
+    /// object it receives and refuses non-fast-forward updates and deletions.
+    public static func createBareRemote(at path: URL) throws {
+        if FileManager.default.fileExists(atPath: path.path),
+           !((try? FileManager.default.contentsOfDirectory(atPath: path.path))?.isEmpty ?? true) {
+            throw ConcordError.profileExists(path.path)
+        }
+        let repository = try gitCall { try Repository.create(at: path.path, bare: true) }
+        try gitCall {
+            try repository.setConfig("receive.fsckObjects", true)
+            try repository.setConfig("receive.denyNonFastForwards", true)
+            try repository.setConfig("receive.denyDeletes", true)
+            try repository.setConfig("core.sharedRepository", "group")
+        }
+    }
+
+    /// New-device set-up: fetches the profile at `url` into `directory` (which must be new or
+    /// empty), checks its metadata and format version, checks it out, writes the git config plain
+    /// git needs, and registers it in CONCORD_HOME. With `trustHost` (a `SHA256:…` fingerprint),
+    /// an ssh server presenting exactly that key is trusted and recorded. On failure nothing is left behind.
+    public static func clone(
+        url: String, into directory: URL, identity: Identity, environment: ConcordEnvironment, trustHost: String? = nil
+    ) throws -> Profile {
+        let root = directory.standardizedFileURL
+        let existing = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
+        if !existing.isEmpty { throw ConcordError.profileExists(directory.path) }
+        let location = try RemoteLocation(url: url)
+        let createdDirectory = !FileManager.default.fileExists(atPath: root.path)
+        do {
+            return try cloneInto(root, location: location, identity: identity, environment: environment, trustHost: trustHost)
+        } catch {
+            if createdDirectory {
+                try? FileManager.default.removeItem(at: root)
+            } else {
+                for name in (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? [] {
+                    try? FileManager.default.removeItem(at: root.appendingPathComponent(name))
+                }
+            }
+            throw error
+        }
+    }
+
+    private static func cloneInto(
+        _ root: URL, location: RemoteLocation, identity: Identity, environment: ConcordEnvironment, trustHost: String?
+    ) throws -> Profile {
+        let repository = try gitCall { try Repository.create(at: root.path, bare: false) }
+        try gitCall { try repository.addRemote("origin", url: location.transportURL) }
+        let knownHosts = KnownHosts(home: environment.home)
+        let hostName = location.knownHostsName ?? ""
+        var trusted: HostKey?
+        let options = TransportOptions(sshPrivateKey: identity.privateKeyPath.path, trustHostKey: { key in
+            if knownHosts.verdict(host: hostName, key: key) == true { return true }
+            if let trustHost, knownHosts.verdict(host: hostName, key: key) == nil, key.fingerprint == trustHost {
+                trusted = key
+                return true
+            }
+            return false
+        })
+        // A profile object only to reuse the transport error mapping; replaced below.
+        let provisional = Profile(root: root, repository: repository, environment: environment,
+                                  info: ProfileInfo(id: "", name: "", formatVersion: concordFormatVersion, createdAt: ""), kinds: .empty)
+        if case .path(let path) = location, !FileManager.default.fileExists(atPath: path) {
+            throw ConcordError.offline(remote: "origin", reason: "\(path) does not exist", localCommits: 0)
+        }
+        do {
+            try repository.fetch(remote: "origin", refspecs: ["+refs/heads/main:\(trackingRef("origin"))"], options: options)
+        } catch {
+            throw try provisional.transportError(error, remote: "origin", location: location)
+        }
+        if let trusted { try knownHosts.trust(host: hostName, key: trusted) }
+        guard let tip = try gitCall({ try repository.resolveReference(trackingRef("origin")) }) else {
+            throw ConcordError.emptyRemote(location.transportURL)
+        }
+        guard let profileBytes = try gitCall({ try provisional.blob(ProfilePaths.profile, atCommit: tip) }) else {
+            throw ConcordError.invalidInput("\(location.transportURL) is a git repository but not a Concord profile (no \(ProfilePaths.profile))")
+        }
+        let info = try ProfileInfo.decode(profileBytes)
+        guard info.formatVersion <= concordFormatVersion else {
+            throw ConcordError.newerFormat(found: info.formatVersion, supported: concordFormatVersion)
+        }
+        let kinds = try gitCall { try provisional.blob(KindsTable.path, atCommit: tip) }.flatMap { try? KindsTable.decode($0) } ?? .empty
+        let profile = Profile(root: root, repository: repository, environment: environment, info: info, kinds: kinds)
+        let lock = try ProfileLock(gitDirectory: repository.gitDirectory)
+        _ = try gitCall { try profile.mergeLocked(tip, as: identity) }
+        withExtendedLifetime(lock) {}
+        try profile.configureGit(members: try profile.members())
+        try SyncState(lastSync: HLClock.formatInstant(ConcordEnvironment.systemClock()), lastRemoteHead: tip.hex)
+            .save(repository.gitDirectory, remote: "origin")
+        try ProfileRegistry(home: environment.home).register(profile)
+        return profile
+    }
+}
+
+/// `$CONCORD_HOME/profiles.json`: the profiles this identity has on this device.
+public struct ProfileRegistry {
+    public struct Entry: Sendable, Equatable {
+        public let path: String
+        public let id: String
+        public let name: String
+    }
+
+    let file: URL
+
+    public init(home: URL) {
+        file = home.appendingPathComponent("profiles.json")
+    }
+
+    public func entries() -> [Entry] {
+        guard let data = FileManager.default.contents(atPath: file.path), let value = try? JSONValue.parse(Array(data)) else { return [] }
+        return (value["profiles"]?.arrayValue ?? []).compactMap { item in
+            guard let path = item["path"]?.stringValue, let id = item["id"]?.stringValue, let name = item["name"]?.stringValue else { return nil }
+            return Entry(path: path, id: id, name: name)
+        }
+    }
+
+    func register(_ profile: Profile) throws {
+        var list = entries().filter { $0.path != profile.root.path }
+        list.append(Entry(path: profile.root.path, id: profile.info.id, name: profile.info.name))
+        let json = JSONValue.object(["profiles": .array(list.sorted { $0.path < $1.path }.map {
+            .object(["path": .string($0.path), "id": .string($0.id), "name": .string($0.name)])
+        })])
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(json.canonicalBytes()).write(to: file, options: .atomic)
+    }
+}

@@ -1,0 +1,252 @@
+import ConcordGit
+import ConcordModel
+import ConcordTrust
+import Foundation
+
+/// What one `sync` did.
+public struct SyncReport: Sendable {
+    public let remote: String
+    public let received: Int
+    public let sent: Int
+    public let changedFiles: [String]
+    public let resolved: [ResolvedConflict]
+    public let unresolved: [UnresolvedFile]
+    public let head: String
+    public let attempts: Int
+}
+
+/// Where this profile stands against one remote.
+public struct SyncStatus: Sendable {
+    public let remote: String
+    public let url: String
+    public let ahead: Int
+    public let behind: Int
+    public let lastSync: String?
+}
+
+extension Profile {
+    static let maxSyncAttempts = 10
+
+    /// The remote-tracking ref of `remote`'s main branch.
+    static func trackingRef(_ remote: String) -> String { "refs/remotes/\(remote)/main" }
+
+    /// Fetches `remote`'s main, merges it with the policies (in memory, offline), moves `main` by
+    /// compare-and-swap, and pushes without ever forcing. When the push loses a race with another
+    /// device, fetches, merges and pushes again (bounded, with jitter). Commits nothing implicitly.
+    public func sync(remote: String = "origin", as identity: Identity) throws -> SyncReport {
+        let lock = try ProfileLock(gitDirectory: repository.gitDirectory)
+        defer { withExtendedLifetime(lock) {} }
+        let location = try remoteLocation(remote)
+        let options = transportOptions(for: identity, remote: remote, location: location)
+        var received = 0
+        var sent = 0
+        var changed = [String]()
+        var resolved = [ResolvedConflict]()
+        var unresolved = [UnresolvedFile]()
+        for attempt in 1...Self.maxSyncAttempts {
+            let before = try gitCall { try repository.resolveReference("HEAD") }
+            try fetch(remote: remote, location: location, options: options)
+            let remoteTip = try gitCall { try repository.resolveReference(Self.trackingRef(remote)) }
+            if let remoteTip {
+                if let before { received += try gitCall { try repository.aheadBehind(local: before, upstream: remoteTip).behind } }
+                let report = try mergeLocked(remoteTip, as: identity)
+                changed += report.changedFiles
+                resolved += report.resolved
+                unresolved += report.unresolved
+            }
+            guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else {
+                throw ConcordError.emptyRemote(location.transportURL)
+            }
+            if head == remoteTip {
+                try recordSync(remote: remote, head: head)
+                return SyncReport(remote: remote, received: received, sent: sent, changedFiles: changed, resolved: resolved,
+                                  unresolved: unresolved, head: head.hex, attempts: attempt)
+            }
+            let outgoing = try remoteTip.map { tip in try gitCall { try repository.aheadBehind(local: head, upstream: tip).ahead } }
+                ?? countCommits(head)
+            if try push(head, expected: remoteTip, remote: remote, location: location, options: options) {
+                sent += outgoing
+                try gitCall {
+                    try repository.updateReference(Self.trackingRef(remote), to: head, expected: remoteTip, message: "concord: pushed")
+                }
+                try recordSync(remote: remote, head: head)
+                return SyncReport(remote: remote, received: received, sent: sent, changedFiles: changed, resolved: resolved,
+                                  unresolved: unresolved, head: head.hex, attempts: attempt)
+            }
+            // Another device pushed first: fetch, merge and try again after a little jitter.
+            usleep(useconds_t.random(in: 20_000...(60_000 * useconds_t(attempt))))
+        }
+        throw ConcordError.remoteKeptMoving(remote: remote, attempts: Self.maxSyncAttempts)
+    }
+
+    /// Ahead/behind against the last fetched state of `remote`, and when it last synced.
+    public func status(remote: String = "origin") throws -> SyncStatus {
+        let location = try remoteLocation(remote)
+        let head = try gitCall { try repository.resolveReference("HEAD") }
+        let tracking = try gitCall { try repository.resolveReference(Self.trackingRef(remote)) }
+        var ahead = 0
+        var behind = 0
+        if let head, let tracking {
+            (ahead, behind) = try gitCall { try repository.aheadBehind(local: head, upstream: tracking) }
+        } else if let head {
+            ahead = try countCommits(head)
+        }
+        return SyncStatus(remote: remote, url: location.transportURL, ahead: ahead, behind: behind,
+                          lastSync: SyncState.load(repository.gitDirectory, remote: remote).lastSync)
+    }
+
+    /// True when `remote` has commits this device has not fetched, or this device has commits
+    /// the remote lacks. Reads only the remote's ref list (no objects).
+    public func needsSync(remote: String = "origin", as identity: Identity) throws -> Bool {
+        let location = try remoteLocation(remote)
+        let head = try gitCall { try repository.resolveReference("HEAD") }
+        let tracking = try gitCall { try repository.resolveReference(Self.trackingRef(remote)) }
+        if head != tracking { return true }
+        let heads: [String: ObjectID]
+        do {
+            heads = try repository.remoteHeads(remote: remote, options: transportOptions(for: identity, remote: remote, location: location))
+        } catch {
+            throw try transportError(error, remote: remote, location: location)
+        }
+        return heads["refs/heads/main"] != tracking
+    }
+
+    // MARK: Remotes
+
+    public func remotes() throws -> [(name: String, url: String)] {
+        try gitCall { try repository.remotes() }
+    }
+
+    public func addRemote(_ name: String, url: String) throws {
+        guard RecordID.isValid(name) else { throw ConcordError.invalidInput("invalid remote name \"\(name)\": use letters, digits, . _ -") }
+        guard try gitCall({ try repository.remoteURL(name) }) == nil else { throw ConcordError.remoteExists(name) }
+        let location = try RemoteLocation(url: url)
+        try gitCall { try repository.addRemote(name, url: location.transportURL) }
+    }
+
+    public func removeRemote(_ name: String) throws {
+        guard try gitCall({ try repository.remoteURL(name) }) != nil else { throw ConcordError.unknownRemote(name) }
+        try gitCall { try repository.removeRemote(name) }
+    }
+
+    /// Connects to ssh remote `name`, and records the host key it presents as trusted in
+    /// `$CONCORD_HOME/known_hosts`. Returns the fingerprint.
+    public func trustRemote(_ name: String, identity: Identity) throws -> String {
+        let location = try remoteLocation(name)
+        guard let hostName = location.knownHostsName else {
+            throw ConcordError.invalidInput("\(name) is a path remote: there is no host key to trust")
+        }
+        var seen: HostKey?
+        let options = TransportOptions(sshPrivateKey: identity.privateKeyPath.path, trustHostKey: { key in
+            seen = key
+            return true
+        })
+        do { _ = try repository.remoteHeads(remote: name, options: options) } catch {
+            if seen == nil { throw try transportError(error, remote: name, location: location) }
+        }
+        guard let key = seen else { throw ConcordError.io("\(name) presented no host key") }
+        try KnownHosts(home: environment.home).trust(host: hostName, key: key)
+        return key.fingerprint
+    }
+
+    // MARK: Internals
+
+    func remoteLocation(_ remote: String) throws -> RemoteLocation {
+        guard let url = try gitCall({ try repository.remoteURL(remote) }) else { throw ConcordError.unknownRemote(remote) }
+        return try RemoteLocation(url: url)
+    }
+
+    func transportOptions(for identity: Identity, remote: String, location: RemoteLocation) -> TransportOptions {
+        let knownHosts = KnownHosts(home: environment.home)
+        let hostName = location.knownHostsName ?? ""
+        return TransportOptions(sshPrivateKey: identity.privateKeyPath.path, trustHostKey: { key in
+            knownHosts.verdict(host: hostName, key: key) == true
+        })
+    }
+
+    private func fetch(remote: String, location: RemoteLocation, options: TransportOptions) throws {
+        if case .path(let path) = location, !FileManager.default.fileExists(atPath: path) {
+            throw ConcordError.offline(remote: remote, reason: "\(path) does not exist", localCommits: try localCommits(remote))
+        }
+        do {
+            try repository.fetch(remote: remote, refspecs: ["+refs/heads/main:\(Self.trackingRef(remote))"], options: options)
+        } catch {
+            throw try transportError(error, remote: remote, location: location)
+        }
+    }
+
+    /// Pushes `head`; false when the remote moved since `expected` (the caller retries).
+    private func push(_ head: ObjectID, expected: ObjectID?, remote: String, location: RemoteLocation,
+                      options: TransportOptions) throws -> Bool {
+        switch location {
+        case .path(let path):
+            do {
+                try repository.pushToLocalRepository(at: path, ref: "refs/heads/main", tip: head, expected: expected)
+                return true
+            } catch let error as GitError where [.modified, .exists, .locked].contains(error.code) {
+                return false
+            } catch {
+                throw try transportError(error, remote: remote, location: location)
+            }
+        case .ssh:
+            let outcome: PushOutcome
+            do {
+                outcome = try repository.push(remote: remote, refspec: "refs/heads/main:refs/heads/main", options: options)
+            } catch let error as GitError where error.code == .nonFastForward {
+                return false
+            } catch {
+                throw try transportError(error, remote: remote, location: location)
+            }
+            guard let rejection = outcome.rejections.first else { return true }
+            let reason = rejection.reason.lowercased()
+            if ["fetch first", "non-fast-forward", "stale", "failed to lock", "cannot lock", "failed to update ref"]
+                .contains(where: reason.contains) {
+                return false
+            }
+            throw ConcordError.pushRejected(remote: remote, reason: rejection.reason)
+        }
+    }
+
+    /// Maps a transport failure to the error the user should see.
+    func transportError(_ error: Error, remote: String, location: RemoteLocation) throws -> Error {
+        switch error {
+        case TransportFailure.untrustedHostKey(let key):
+            let host = location.knownHostsName ?? key.host
+            let changed = KnownHosts(home: environment.home).verdict(host: host, key: key) == false
+            return ConcordError.untrustedHost(remote: remote, host: host, fingerprint: key.fingerprint, changed: changed)
+        case TransportFailure.authenticationFailed(let reason):
+            return ConcordError.authenticationFailed(remote: remote, reason: reason)
+        case let error as GitError where error.isConnectivity || isMissingRepository(error, location):
+            return ConcordError.offline(remote: remote, reason: error.message, localCommits: try localCommits(remote))
+        case let error as GitError:
+            return ConcordError.git("\(remote): \(error.message)")
+        default:
+            return error
+        }
+    }
+
+    private func isMissingRepository(_ error: GitError, _ location: RemoteLocation) -> Bool {
+        if case .path = location { return error.code == .notFound || error.message.contains("could not find repository") }
+        return false
+    }
+
+    /// Local commits the remote has not received, as far as the last fetch knows.
+    func localCommits(_ remote: String) throws -> Int {
+        guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else { return 0 }
+        guard let tracking = try gitCall({ try repository.resolveReference(Self.trackingRef(remote)) }) else {
+            return try countCommits(head)
+        }
+        return try gitCall { try repository.aheadBehind(local: head, upstream: tracking).ahead }
+    }
+
+    private func countCommits(_ head: ObjectID) throws -> Int {
+        var count = 0
+        try gitCall { try repository.walkHistory(from: head) { _ in count += 1; return true } }
+        return count
+    }
+
+    private func recordSync(remote: String, head: ObjectID) throws {
+        try SyncState(lastSync: HLClock.formatInstant(ConcordEnvironment.systemClock()), lastRemoteHead: head.hex)
+            .save(repository.gitDirectory, remote: remote)
+    }
+}

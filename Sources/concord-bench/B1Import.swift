@@ -1,0 +1,152 @@
+import Foundation
+
+extension Scenario {
+    /// B1: 10,000 records imported as ONE commit into a fresh profile vs the same files added and
+    /// committed by the git CLI into a fresh repository; `git fast-import` as a near-limit reference.
+    static let importTenThousand = Scenario(
+        id: "B1", title: "import 10,000 records as one commit", targetRatio: 0.2, run: ImportBenchmark.run)
+}
+
+private enum ImportBenchmark {
+    static let recordCount = 10_000
+
+    static func run(_ context: BenchContext) throws -> ScenarioResult {
+        let dump = context.path("dump.json")
+        try VocabularyData.writeDump(count: recordCount, to: dump)
+
+        // One untimed import first: it warms the caches and gives the exact bytes concord writes,
+        // which the git side then commits, so both sides store the same content.
+        context.progress("B1 preparing: seed import of \(Format.count(recordCount)) records")
+        let seedHome = context.path("seed-home"), seed = context.path("seed")
+        try context.concord.makeHome(seedHome)
+        try context.concord.run(["init", seed.path, "--name", "bench", "--template", "aac"], home: seedHome, what: "concord init")
+        try context.concord.run(["import", "-C", seed.path, "--file", dump.path], home: seedHome, what: "seed concord import")
+        let records = try VocabularyData.readFiles(in: seed.appendingPathComponent(VocabularyData.kind))
+        guard records.count == recordCount else {
+            throw BenchError("the seed import wrote \(records.count) record files, expected \(recordCount)")
+        }
+        let setupFiles = try setupFiles(of: seed)
+        let seedTree = try context.git.resolve("HEAD^{tree}", in: seed)
+        let recordBytes = records.reduce(0) { $0 + $1.bytes.count }
+        let stream = context.path("fast-import.stream")
+        try VocabularyData.fastImportStream(records, directory: VocabularyData.kind).write(to: stream)
+
+        var concord = Samples(), gitWrite = Samples(), gitCommit = Samples(), fastImport = Samples()
+        for run in 1...context.runs {
+            let label = "\(run)/\(context.runs)"
+            context.progress("B1 concord run \(label): concord import")
+            concord.append(try concordImport(context, run: run, dump: dump))
+
+            context.progress("B1 git run \(label): write files + git add -A + git commit")
+            let (write, commit) = try gitImport(context, run: run, setup: setupFiles, records: records, expectedTree: seedTree)
+            gitWrite.append(write)
+            gitCommit.append(commit)
+
+            context.progress("B1 git fast-import run \(label)")
+            fastImport.append(try gitFastImport(context, run: run, setup: setupFiles, stream: stream, expectedTree: seedTree))
+        }
+
+        let scenario = Scenario.importTenThousand
+        return ScenarioResult(
+            scenario: scenario,
+            rows: [
+                ResultRow(label: "B1 import 10k records, one commit (git: write files + add -A + commit)",
+                          concord: concord, git: gitWrite + gitCommit, target: scenario.targetRatio),
+                ResultRow(label: "B1 same, git side without writing the files (add -A + commit only)",
+                          concord: concord, git: gitCommit),
+                ResultRow(label: "B1 reference: git fast-import, one pack, no checkout", concord: concord, git: fastImport),
+            ],
+            notes: [
+                "Data: \(Format.count(recordCount)) records of kind `vocabulary` in an `aac` profile, record files of "
+                    + "\(recordBytes / recordCount) bytes on average (\(Format.bytes(recordBytes)) in all), in ONE flat directory.",
+                "concord: `concord import -C p --file dump.json` as one process, timed from launch to exit: parsing the "
+                    + "dump, writing all objects as one pack, the signed commit, the working tree files and the index. "
+                    + "Not timed: `concord identity new` (a fresh `CONCORD_HOME` per run) and `concord init p --template aac`.",
+                "git: a fresh `git init` repository holding the same setup files as concord's first commit (`.concord/…`, "
+                    + "`.gitattributes`), committed before timing. Timed: writing the \(Format.count(recordCount)) record files "
+                    + "(the exact bytes concord wrote in an untimed seed import; in-process writes) and then "
+                    + "`git add -A` and `git commit -q -m import` as two processes. The headline ratio includes the writes, "
+                    + "since concord's time includes writing the same files; the second row leaves them out.",
+                "fast-import: `git fast-import --quiet` reading a ready-made stream with the same files (one commit on top "
+                    + "of the setup commit) into a fresh repository: objects and ref only, no working tree, no index, so it is "
+                    + "a floor rather than a rival.",
+                "Checks after every run: exit status 0, exactly one new commit, and for both git rows a root tree identical "
+                    + "to concord's (same bytes, same tree id).",
+                "Durability differs: concord fsyncs its pack, loose objects and refs (`GIT_OPT_ENABLE_FSYNC_GITDIR`); "
+                    + "git 2.39 by default fsyncs packs (so fast-import's) but not loose objects or refs.",
+                "Runs: concord \(Format.runs(concord)); git write \(Format.runs(gitWrite)); git add+commit "
+                    + "\(Format.runs(gitCommit)); fast-import \(Format.runs(fastImport)).",
+            ])
+    }
+
+    /// The files concord's `init` commits (everything but the kind directories), as (path, bytes).
+    static func setupFiles(of profile: URL) throws -> [(path: String, bytes: Data)] {
+        let listing = try FileManager.default.subpathsOfDirectory(atPath: profile.path)
+        return try listing.filter { path in
+            !path.hasPrefix(".git/") && path != ".git" && !path.hasPrefix(VocabularyData.kind)
+        }.sorted().compactMap { path in
+            var isDirectory: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: profile.appendingPathComponent(path).path, isDirectory: &isDirectory)
+            return !exists || isDirectory.boolValue ? nil : (path, try Data(contentsOf: profile.appendingPathComponent(path)))
+        }
+    }
+
+    static func concordImport(_ context: BenchContext, run: Int, dump: URL) throws -> Double {
+        let home = context.path("concord-home-\(run)"), profile = context.path("concord-\(run)")
+        try context.concord.makeHome(home)
+        try context.concord.run(["init", profile.path, "--name", "bench", "--template", "aac"], home: home, what: "concord init")
+        let before = try context.git.commitCount(profile)
+        let result = try context.concord.run(["import", "-C", profile.path, "--file", dump.path], home: home, what: "concord import")
+        try context.git.expectOneMoreCommit(profile, than: before, after: "concord import")
+        let files = try FileManager.default.contentsOfDirectory(atPath: profile.appendingPathComponent(VocabularyData.kind).path)
+        guard files.count == recordCount else {
+            throw BenchError("concord import left \(files.count) files in vocabulary/, expected \(recordCount)")
+        }
+        return result.seconds
+    }
+
+    /// A fresh repository with `setup` committed; returns its URL.
+    static func freshRepository(_ context: BenchContext, _ name: String, setup: [(path: String, bytes: Data)]) throws -> URL {
+        let repository = context.path(name)
+        try context.git.run(["init", "-q", repository.path], in: nil, what: "git init")
+        for file in setup {
+            let url = repository.appendingPathComponent(file.path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try file.bytes.write(to: url)
+        }
+        try context.git.run(["add", "-A"], in: repository, what: "git add (setup)")
+        try context.git.run(["commit", "-q", "-m", "setup"], in: repository, what: "git commit (setup)")
+        return repository
+    }
+
+    static func gitImport(_ context: BenchContext, run: Int, setup: [(path: String, bytes: Data)],
+                          records: [(name: String, bytes: Data)], expectedTree: String) throws -> (write: Double, commit: Double) {
+        let repository = try freshRepository(context, "git-\(run)", setup: setup)
+        let before = try context.git.commitCount(repository)
+        let write = try measure {
+            try VocabularyData.writeFiles(records, into: repository.appendingPathComponent(VocabularyData.kind))
+        }.seconds
+        let add = try context.git.run(["add", "-A"], in: repository, what: "git add -A")
+        let commit = try context.git.run(["commit", "-q", "-m", "import"], in: repository, what: "git commit")
+        try context.git.expectOneMoreCommit(repository, than: before, after: "git add -A && git commit")
+        try expectTree(context, repository, expectedTree, after: "git add -A && git commit")
+        return (write, add.seconds + commit.seconds)
+    }
+
+    static func gitFastImport(_ context: BenchContext, run: Int, setup: [(path: String, bytes: Data)], stream: URL,
+                              expectedTree: String) throws -> Double {
+        let repository = try freshRepository(context, "fast-import-\(run)", setup: setup)
+        let before = try context.git.commitCount(repository)
+        let result = try context.git.run(["fast-import", "--quiet"], in: repository, input: stream.path, what: "git fast-import")
+        try context.git.expectOneMoreCommit(repository, than: before, after: "git fast-import")
+        try expectTree(context, repository, expectedTree, after: "git fast-import")
+        return result.seconds
+    }
+
+    static func expectTree(_ context: BenchContext, _ repository: URL, _ expected: String, after operation: String) throws {
+        let tree = try context.git.resolve("HEAD^{tree}", in: repository)
+        guard tree == expected else {
+            throw BenchError("after \(operation) the root tree is \(tree), but concord's seed import made \(expected): the two sides do not hold the same content")
+        }
+    }
+}

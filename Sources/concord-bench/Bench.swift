@@ -1,0 +1,57 @@
+import Foundation
+
+/// Runs the chosen scenarios one after another, each in its own temporary directory, then prints
+/// the table and writes the report.
+struct Bench {
+    let options: BenchOptions
+    let scenarios: [Scenario]
+
+    func run() throws {
+        let clock = ContinuousClock()
+        let start = clock.now
+        guard FileManager.default.isExecutableFile(atPath: options.concordPath) else {
+            throw BenchError("no concord binary at \(options.concordPath): build it (swift build -c release --scratch-path .build-release --product concord) or pass --concord PATH")
+        }
+        guard let gitPath = executableInPath("git") else { throw BenchError("git is not in PATH") }
+
+        let root = URL(fileURLWithPath: "/tmp/concord-bench-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: false)
+        var cleaned = false
+        func cleanUp() {
+            guard !cleaned else { return }
+            cleaned = true
+            if options.keepTemporaryFiles {
+                FileHandle.standardError.write(Data("temporary files kept in \(root.path)\n".utf8))
+            } else {
+                FileHandle.standardError.write(Data("removing \(root.path)\n".utf8))
+                try? FileManager.default.removeItem(at: root)
+            }
+        }
+        defer { cleanUp() }
+        let runner = CommandRunner(scratch: root)
+        let concord = ConcordCLI(path: options.concordPath, runner: runner)
+        let git = GitCLI(path: gitPath, runner: runner)
+        let facts = try MachineFacts.collect(concord: concord, git: git, runner: runner, home: root.appendingPathComponent("facts-home"))
+
+        var results = [ScenarioResult]()
+        for scenario in scenarios where options.only?.contains(scenario.id) ?? true {
+            let directory = root.appendingPathComponent(scenario.id)
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let context = BenchContext(concord: concord, git: git, runs: options.runs, directory: directory)
+            let (result, seconds) = try measure { try scenario.run(context) }
+            context.progress("\(scenario.id) done in \(Format.duration(seconds))")
+            results.append(result)
+        }
+
+        cleanUp()
+        let wall = start.duration(to: clock.now).seconds
+        FileHandle.standardError.write(Data("bench wall time: \(Format.duration(wall))\n".utf8))
+        print(Report.table(results))
+        if let output = options.outputPath {
+            let report = Report(facts: facts, results: results, runs: options.runs, wallSeconds: wall,
+                                loadAverageAfter: MachineFacts.currentLoadAverage())
+            try Data(report.markdown.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
+            FileHandle.standardError.write(Data("wrote \(output)\n".utf8))
+        }
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+
+/// The command line: `concord-bench [--concord PATH] [--output PATH] [--runs N] [--only B1,B2] [--keep]`.
+struct BenchOptions {
+    /// A usage error or `--help`: the text to print, then exit 2 (or 0 for help).
+    struct Usage: Error {
+        let text: String
+        var isHelp = false
+    }
+
+    static let help = """
+    usage: concord-bench [--concord PATH] [--output PATH] [--runs N] [--only B1,B2] [--keep]
+
+    Times concord against the git CLI on the same data, prints a markdown table and,
+    with --output, writes the full report (docs/benchmarks.md via `make bench`).
+
+      --concord PATH  the concord binary (default: `concord` next to this binary)
+      --output PATH   write the markdown report here (default: print only)
+      --runs N        timed runs per side and scenario, 1 or more (default 5)
+      --only LIST     comma-separated scenario ids, e.g. B1,B2 (default: all)
+      --keep          keep the temporary directory under /tmp for inspection
+    """
+
+    var concordPath: String
+    var outputPath: String?
+    var runs = 5
+    var only: Set<String>?
+    var keepTemporaryFiles = false
+
+    static func parse(_ arguments: [String]) throws -> BenchOptions {
+        var options = BenchOptions(concordPath: defaultConcordPath())
+        var remaining = arguments[...]
+        func value(for flag: String) throws -> String {
+            guard let next = remaining.popFirst(), !next.hasPrefix("--") else {
+                throw Usage(text: "concord-bench: \(flag) needs a value\n\n\(help)")
+            }
+            return next
+        }
+        while let argument = remaining.popFirst() {
+            switch argument {
+            case "--concord": options.concordPath = try value(for: argument)
+            case "--output": options.outputPath = try value(for: argument)
+            case "--runs":
+                let text = try value(for: argument)
+                guard let runs = Int(text), runs >= 1 else { throw Usage(text: "concord-bench: --runs must be a whole number ≥ 1, not \(text)") }
+                options.runs = runs
+            case "--only":
+                let ids = try value(for: argument).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).uppercased() }
+                let known = Set(Scenario.all.map(\.id))
+                if let unknown = ids.first(where: { !known.contains($0) }) {
+                    throw Usage(text: "concord-bench: unknown scenario \(unknown) (known: \(Scenario.all.map(\.id).joined(separator: ", ")))")
+                }
+                options.only = Set(ids)
+            case "--keep": options.keepTemporaryFiles = true
+            case "--help", "-h": throw Usage(text: help, isHelp: true)
+            default: throw Usage(text: "concord-bench: unknown argument \(argument)\n\n\(help)")
+            }
+        }
+        return options
+    }
+
+    /// `concord` in the directory of this executable (both are built into the same products directory).
+    static func defaultConcordPath() -> String {
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? Bundle.main.executablePath ?? CommandLine.arguments[0]
+        return URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("concord").path
+    }
+}

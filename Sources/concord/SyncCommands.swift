@@ -1,0 +1,149 @@
+import ArgumentParser
+import ConcordKit
+import Foundation
+
+/// Exit code for "the remote could not be reached" (documented in docs/cli.md).
+let offlineExitCode: Int32 = 3
+
+struct RemoteCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "remote", abstract: "Manage the bare repositories this profile syncs with.",
+        subcommands: [Add.self, ListRemotes.self, RemoveRemote.self, Trust.self])
+
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Add a remote: a directory path or ssh://user@host[:port]/path.git.")
+        @OptionGroup var profile: ProfileOption
+        @Argument(help: "The remote's name, e.g. origin.") var name: String
+        @Argument(help: "A path to a bare repository, or ssh://user@host[:port]/path.git.") var url: String
+
+        func run() throws {
+            try profile.open().addRemote(name, url: url)
+            print("added remote \(name)")
+        }
+    }
+
+    struct ListRemotes: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List remotes and their URLs.")
+        @OptionGroup var profile: ProfileOption
+        @Flag(help: "Print the result as JSON.") var json = false
+
+        func run() throws {
+            let remotes = try profile.open().remotes()
+            if json {
+                printJSON(.array(remotes.map { .object(["name": .string($0.name), "url": .string($0.url)]) }))
+            } else {
+                for remote in remotes { print("\(remote.name)  \(remote.url)") }
+            }
+        }
+    }
+
+    struct RemoveRemote: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove a remote (nothing on the server changes).")
+        @OptionGroup var profile: ProfileOption
+        @Argument(help: "The remote's name.") var name: String
+
+        func run() throws {
+            try profile.open().removeRemote(name)
+            print("removed remote \(name)")
+        }
+    }
+
+    struct Trust: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Connect to an ssh remote and trust the host key it presents ($CONCORD_HOME/known_hosts).")
+        @OptionGroup var profile: ProfileOption
+        @Argument(help: "The remote's name.") var name: String
+
+        func run() throws {
+            let fingerprint = try profile.open().trustRemote(name, identity: try loadIdentity())
+            print("trusted the host key of \(name): \(fingerprint)")
+        }
+    }
+}
+
+struct Clone: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Set up a profile on this device from a remote (a path or ssh URL).")
+
+    @Argument(help: "A path to a bare repository, or ssh://user@host[:port]/path.git.") var url: String
+    @Argument(help: "The directory to create.") var directory: String
+    @Option(help: ArgumentHelp("Trust an ssh server presenting this host key fingerprint.", valueName: "SHA256:...")) var trustHost: String?
+    @Flag(help: "Print the result as JSON.") var json = false
+
+    func run() throws {
+        let profile = try Profile.clone(url: url, into: URL(fileURLWithPath: directory), identity: try loadIdentity(),
+                                        environment: try processEnvironment(), trustHost: trustHost)
+        let records = try profile.list().items.count
+        if json {
+            printJSON(.object(["path": .string(profile.root.path), "id": .string(profile.info.id),
+                               "name": .string(profile.info.name), "records": .number(String(records))]))
+        } else {
+            print("cloned \"\(profile.info.name)\" into \(profile.root.path): \(records) records")
+        }
+    }
+}
+
+struct Sync: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Fetch, merge with the policies, and push (never forced). Exit 3 when the remote is unreachable.")
+
+    @OptionGroup var profile: ProfileOption
+    @Option(help: "The remote to sync with.") var remote = "origin"
+    @Flag(help: "Print the result as JSON.") var json = false
+
+    func run() throws {
+        let report = try profile.open().sync(remote: remote, as: try loadIdentity())
+        if json {
+            printJSON(syncJSON(report))
+        } else {
+            print(syncLine(report))
+            for conflict in report.resolved { print("resolved: " + ConflictPhrasing.sentence(conflict)) }
+        }
+        try failOnUnresolved(report.unresolved)
+    }
+}
+
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Ahead/behind a remote (as of the last fetch) and the last successful sync.")
+
+    @OptionGroup var profile: ProfileOption
+    @Option(help: "The remote.") var remote = "origin"
+    @Flag(help: "Print the result as JSON.") var json = false
+
+    func run() throws {
+        let status = try profile.open().status(remote: remote)
+        if json {
+            printJSON(.object([
+                "remote": .string(status.remote), "url": .string(status.url), "ahead": .number(String(status.ahead)),
+                "behind": .number(String(status.behind)), "lastSync": status.lastSync.map { .string($0) } ?? .null,
+            ]))
+        } else {
+            print("remote \(status.remote): \(status.url)")
+            print("ahead \(status.ahead), behind \(status.behind) (as of the last fetch)")
+            print("last sync: \(status.lastSync ?? "never")")
+        }
+    }
+}
+
+func syncJSON(_ report: SyncReport) -> JSONValue {
+    .object([
+        "remote": .string(report.remote), "received": .number(String(report.received)), "sent": .number(String(report.sent)),
+        "changedFiles": .array(report.changedFiles.map { .string($0) }), "head": .string(report.head),
+        "resolved": .array(report.resolved.map { .string(ConflictPhrasing.sentence($0)) }),
+        "unresolved": .array(report.unresolved.map { .string($0.path) }), "attempts": .number(String(report.attempts)),
+    ])
+}
+
+func syncLine(_ report: SyncReport) -> String {
+    "synced with \(report.remote): received \(report.received) commits, sent \(report.sent), "
+        + "\(report.changedFiles.count) files changed, \(report.resolved.count) conflicts resolved"
+}
+
+func failOnUnresolved(_ unresolved: [UnresolvedFile]) throws {
+    guard !unresolved.isEmpty else { return }
+    for file in unresolved {
+        let saved = file.savedAs.map { "; the other version is saved in \($0)" } ?? ""
+        FileHandle.standardError.write(Data("concord: unresolved: \(file.path): \(file.reason)\(saved) — fix \(file.path), then commit it with concord put\n".utf8))
+    }
+    throw ExitCode(ExitStatus.failure)
+}

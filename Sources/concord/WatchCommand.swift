@@ -1,0 +1,72 @@
+import ArgumentParser
+import ConcordKit
+import Dispatch
+import Foundation
+
+struct Watch: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Keep syncing: whenever there are local commits or the remote moved. Stops cleanly on Ctrl-C / SIGTERM.")
+
+    @OptionGroup var profile: ProfileOption
+    @Option(help: "The remote to sync with.") var remote = "origin"
+    @Option(help: "Seconds between checks.") var interval: Double = 2
+    @Flag(help: "Print one JSON object per line per event.") var json = false
+
+    func validate() throws {
+        if !(interval > 0 && interval <= 3600) { throw ValidationError("--interval must be between 0 and 3600 seconds") }
+    }
+
+    func run() throws {
+        let profile = try profile.open()
+        let identity = try loadIdentity()
+        let stop = StopFlag()
+        // Signals only raise the flag: the loop finishes what it is doing, then exits.
+        var sources = [DispatchSourceSignal]()
+        for signalNumber in [SIGINT, SIGTERM] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler { stop.raise() }
+            source.resume()
+            sources.append(source)
+        }
+        profile.watch(remote: remote, interval: interval, as: identity, shouldStop: stop.isRaised) { event in
+            emit(event)
+        }
+        withExtendedLifetime(sources) {}
+    }
+
+    private func emit(_ event: WatchEvent) {
+        let time = HLClock.formatInstant(ConcordEnvironment.systemClock())
+        let (name, text, fields): (String, String, [String: JSONValue]) = {
+            switch event {
+            case .started(let remote, let interval):
+                return ("started", "watching \(remote) every \(interval) s", ["remote": .string(remote)])
+            case .synced(let report):
+                var fields: [String: JSONValue] = syncJSON(report).objectValue ?? [:]
+                fields["remote"] = .string(report.remote)
+                return ("synced", syncLine(report), fields)
+            case .offline(let message): return ("offline", message, ["message": .string(message)])
+            case .online: return ("online", "the remote is reachable again", [:])
+            case .failed(let message): return ("error", message, ["message": .string(message)])
+            case .stopped: return ("stopped", "stopped", [:])
+            }
+        }()
+        if json {
+            var object = fields
+            object["event"] = .string(name)
+            object["time"] = .string(time)
+            FileHandle.standardOutput.write(Data(JSONValue.object(object).canonicalLine() + [0x0A]))
+        } else {
+            FileHandle.standardOutput.write(Data("\(time) \(name): \(text)\n".utf8))
+        }
+    }
+}
+
+/// A flag raised from a signal handler's queue and read by the watch loop.
+final class StopFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var raised = false
+
+    func raise() { lock.lock(); raised = true; lock.unlock() }
+    func isRaised() -> Bool { lock.lock(); defer { lock.unlock() }; return raised }
+}
