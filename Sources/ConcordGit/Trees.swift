@@ -68,6 +68,7 @@ extension Repository {
         try withBuilder(base: nil) { (builder) -> ObjectID in
             var oid = git_oid()
             try check("git_treebuilder_write", git_treebuilder_write(&oid, builder))
+            batchWritten?.append(ObjectID(oid))
             return ObjectID(oid)
         }
     }
@@ -80,9 +81,8 @@ extension Repository {
                     var oid = blob.raw
                     try check("git_treebuilder_insert",
                               git_treebuilder_insert(nil, builder, name, &oid, GIT_FILEMODE_BLOB))
-                } else {
-                    let result = git_treebuilder_remove(builder, name)
-                    if result != GIT_ENOTFOUND.rawValue { try check("git_treebuilder_remove", result) }
+                } else if git_treebuilder_get(builder, name) != nil {
+                    try check("git_treebuilder_remove", git_treebuilder_remove(builder, name))
                 }
             }
             for (name, child) in edits.directories {
@@ -94,15 +94,17 @@ extension Repository {
                     var oid = written.raw
                     try check("git_treebuilder_insert",
                               git_treebuilder_insert(nil, builder, name, &oid, GIT_FILEMODE_TREE))
-                } else {
-                    let result = git_treebuilder_remove(builder, name)
-                    if result != GIT_ENOTFOUND.rawValue { try check("git_treebuilder_remove", result) }
+                } else if existing != nil {
+                    // The subtree became empty; a file of that name (existing == nil) is left alone.
+                    try check("git_treebuilder_remove", git_treebuilder_remove(builder, name))
                 }
             }
             if git_treebuilder_entrycount(builder) == 0 { return nil }
             var oid = git_oid()
             try check("git_treebuilder_write", git_treebuilder_write(&oid, builder))
-            return ObjectID(oid)
+            let id = ObjectID(oid)
+            batchWritten?.append(id)
+            return id
         }
     }
 

@@ -28,7 +28,9 @@ public struct ConcordEnvironment: Sendable {
         if let path = variables["CONCORD_HOME"], !path.isEmpty {
             home = URL(fileURLWithPath: path)
         } else {
-            home = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".concord")
+            let userHome = variables["HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
+                ?? FileManager.default.homeDirectoryForCurrentUser
+            home = userHome.appendingPathComponent(".concord")
         }
         if let fixed = variables["CONCORD_CLOCK"], !fixed.isEmpty {
             guard let millis = HLClock.parseInstant(fixed) else {

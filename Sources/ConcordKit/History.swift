@@ -53,12 +53,31 @@ extension Profile {
 
     private func touches(_ commit: Commit, _ kind: RecordKind, _ id: RecordID) throws -> Bool {
         let trailers = CommitTrailers(message: commit.message)
-        if kind.policy == .append { return trailers.records.contains("\(kind.name)/\(id)") }
+        if kind.policy == .append {
+            if trailers.records.contains("\(kind.name)/\(id)") { return true }
+            // Big commits list a count instead of each record: look for the entry in the day files they changed.
+            guard trailers.recordCount != nil || !commit.parents.isEmpty && trailers.records.isEmpty else { return false }
+            return try addsLogEntry(commit, kind, id)
+        }
         let path = Transaction.recordPath(kind, id)
         let mine = try repository.entry(at: path, inTree: commit.tree)?.id
         guard let parent = commit.parents.first else { return mine != nil }
         let before = try repository.entry(at: path, inTree: repository.commit(parent).tree)?.id
         return mine != before
+    }
+
+    /// True when `commit` added entry `id` to one of `kind`'s day files (compared with its first parent).
+    private func addsLogEntry(_ commit: Commit, _ kind: RecordKind, _ id: RecordID) throws -> Bool {
+        let parentTree = try commit.parents.first.map { try repository.commit($0).tree }
+        for file in try repository.changedFiles(from: parentTree, to: commit.tree)
+        where file.path.hasPrefix(kind.directory + "/") && file.path.hasSuffix(".jsonl") {
+            guard let blob = file.blob, let entries = try? LogEntry.parseLogFile(try repository.blob(blob)),
+                  entries.contains(where: { $0.id == id }) else { continue }
+            let before = try parentTree.flatMap { try repository.entry(at: file.path, inTree: $0) }
+                .flatMap { try? LogEntry.parseLogFile(try repository.blob($0.id)) } ?? []
+            if !before.contains(where: { $0.id == id }) { return true }
+        }
+        return false
     }
 
     private func entry(for commit: Commit, keys: [String: Set<SSHPublicKey>]) throws -> HistoryEntry {

@@ -37,8 +37,7 @@ extension Profile {
 
     /// Refuses `identity` unless it is an active admin.
     func authorizeAdmin(_ identity: Identity) throws {
-        guard let member = try members().first(where: { $0.name == identity.member }),
-              member.status == .active, member.role == .admin else {
+        guard try activeMember(identity).role == .admin else {
             throw ConcordError.invalidInput("only an admin of \"\(info.name)\" can change its members; \(identity.member) is not one")
         }
     }

@@ -52,14 +52,25 @@ extension Profile {
 
     /// Refuses `identity` unless it is an active member whose role may write `kind`.
     func authorize(_ identity: Identity, toWrite kind: RecordKind) throws {
-        guard let member = try members().first(where: { $0.name == identity.member }), member.status == .active else {
-            throw ConcordError.invalidInput(
-                "\(identity.member) is not an active member of profile \"\(info.name)\": ask an admin to share it with you")
-        }
+        let member = try activeMember(identity)
         guard member.role >= kind.writers else {
             throw ConcordError.invalidInput(
                 "\(identity.member) is \(member.role.rawValue) in \"\(info.name)\"; writing \(kind.name) needs \(kind.writers.rawValue) or above")
         }
+    }
+
+    /// The active member `identity` is, checked by name AND device key: a key the member never
+    /// registered (someone else's identity under the same name, or a device not yet added) is refused.
+    func activeMember(_ identity: Identity) throws -> Member {
+        guard let member = try members().first(where: { $0.name == identity.member }), member.status == .active else {
+            throw ConcordError.invalidInput(
+                "\(identity.member) is not an active member of profile \"\(info.name)\": ask an admin to share it with you")
+        }
+        guard member.keys.contains(where: { $0.publicKey == identity.key.publicKey }) else {
+            throw ConcordError.invalidInput(
+                "this device's key (\(identity.key.publicKey.fingerprint)) is not one of \(identity.member)'s keys in \"\(info.name)\": ask an admin to run 'concord members add \(identity.member) --role ROLE --key \"$(concord identity show --public-key)\"'")
+        }
+        return member
     }
 
     static func message(for changes: [RecordChange], action: ChangeAction?, identity: Identity, stamp: HLC) -> CommitMessage {

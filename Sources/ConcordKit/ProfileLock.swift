@@ -3,9 +3,14 @@ import Foundation
 import Glibc
 #endif
 
-/// An exclusive lock on one profile for the duration of a write, held with `flock(2)` on
+/// An exclusive lock on one profile for the duration of a write or sync, held with `flock(2)` on
 /// `.git/concord/lock`. The kernel drops it when the holder exits or is killed, so a crashed
 /// process can never leave a profile locked.
+///
+/// The holder writes its pid into the lock file and clears it on a clean release. A new holder
+/// that finds a pid there knows the previous holder died mid-way, and removes the git `.lock`
+/// files (refs, index, config) that it may have left, which libgit2 would otherwise refuse
+/// forever (`GIT_ELOCKED`).
 final class ProfileLock {
     private let descriptor: Int32
 
@@ -26,25 +31,43 @@ final class ProfileLock {
             }
             usleep(2_000)
         }
-        ProfileLock.clearStaleGitLocks(in: gitDirectory)
+        let previousHolderDied = !readContent().isEmpty
+        writeContent("pid \(getpid())\n")
+        ProfileLock.clearGitLocks(in: gitDirectory, olderThan: previousHolderDied ? 0 : 60)
     }
 
     deinit {
+        writeContent("")
         flock(descriptor, LOCK_UN)
         close(descriptor)
     }
 
-    /// Removes `index.lock` and branch `.lock` files left by a killed process. Only called while
-    /// holding the profile lock, and only for lock files older than a minute, so a plain `git`
-    /// command running right now keeps its lock.
-    static func clearStaleGitLocks(in gitDirectory: String) {
-        let candidates = [gitDirectory + "index.lock", gitDirectory + "HEAD.lock"]
-            + ((try? FileManager.default.contentsOfDirectory(atPath: gitDirectory + "refs/heads")) ?? [])
-                .filter { $0.hasSuffix(".lock") }.map { gitDirectory + "refs/heads/" + $0 }
+    private func readContent() -> String {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = pread(descriptor, &buffer, buffer.count, 0)
+        return count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : ""
+    }
+
+    private func writeContent(_ text: String) {
+        _ = ftruncate(descriptor, 0)
+        let bytes = Array(text.utf8)
+        if !bytes.isEmpty { _ = pwrite(descriptor, bytes, bytes.count, 0) }
+    }
+
+    /// Removes git lock files older than `age` seconds. Only called while holding the profile
+    /// lock; with the default age a plain `git` command running right now keeps its lock.
+    static func clearGitLocks(in gitDirectory: String, olderThan age: Int) {
+        var candidates = ["index.lock", "HEAD.lock", "config.lock", "packed-refs.lock"].map { gitDirectory + $0 }
+        if let walker = FileManager.default.enumerator(atPath: gitDirectory + "refs") {
+            while let relative = walker.nextObject() as? String {
+                if relative.hasSuffix(".lock") { candidates.append(gitDirectory + "refs/" + relative) }
+            }
+        }
+        let now = time(nil)
         for path in candidates {
             var info = stat()
             guard stat(path, &info) == 0 else { continue }
-            if time(nil) - info.st_mtim.tv_sec > 60 { unlink(path) }
+            if now - info.st_mtim.tv_sec >= age { unlink(path) }
         }
     }
 }

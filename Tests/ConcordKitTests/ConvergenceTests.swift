@@ -63,13 +63,18 @@ final class ConvergenceTests: XCTestCase {
         let home = root.appendingPathComponent("home-origin")
         let owner = try Identity.create(member: "alice", device: "origin", in: home)
         let origin = root.appendingPathComponent("origin")
-        _ = try Profile.create(at: origin, name: "Converge", template: .screenplay, identity: owner,
-                               environment: ConcordEnvironment(home: home, wallClock: clock))
-        return try (0..<count).map { index in
+        let originProfile = try Profile.create(at: origin, name: "Converge", template: .screenplay, identity: owner,
+                                               environment: ConcordEnvironment(home: home, wallClock: clock))
+        let identities = try (0..<count).map { index in
+            try Identity.create(member: "alice", device: "device\(index)", in: root.appendingPathComponent("home\(index)"))
+        }
+        for identity in identities {
+            try originProfile.addMember("alice", role: .admin, device: identity.device, key: identity.key.publicKey, as: owner)
+        }
+        return try identities.enumerated().map { index, identity in
             let directory = root.appendingPathComponent("replica\(index)")
             try git(["clone", "-q", origin.path, directory.path], in: root)
-            let replicaHome = root.appendingPathComponent("home\(index)")
-            let identity = try Identity.create(member: "alice", device: "device\(index)", in: replicaHome)
+            let replicaHome = identity.home
             let profile = try Profile.open(at: directory, environment: ConcordEnvironment(home: replicaHome, wallClock: clock))
             return Replica(directory: directory, profile: profile, identity: identity)
         }

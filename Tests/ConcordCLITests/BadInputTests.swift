@@ -1,0 +1,204 @@
+import Foundation
+import XCTest
+
+/// Every refusal: the right exit code, one line on stderr naming the culprit, and nothing changed.
+final class BadInputTests: CLITestCase {
+    private var alice: Person!
+    private var profile: URL!
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        alice = try makePerson("alice")
+        profile = try makeProfile(owner: alice)
+        try concordOK(["put", "vocabulary/puzzle", "--json", #"{"word":"puzzle"}"#], as: alice, in: profile)
+        try concordOK(["append", "logs", "--json", #"{"tapped":"puzzle"}"#], as: alice, in: profile)
+    }
+
+    func testInvalidJSONInline() throws {
+        try assertRefusedWithoutChange(["put", "vocabulary/x", "--json", "{\"a\":\n  tru}"], as: alice, profile: profile,
+                                       mentions: ["--json", "line 2, column 3"])
+        try assertRefusedWithoutChange(["put", "vocabulary/x", "--json", #"{"a":"#], as: alice, profile: profile,
+                                       mentions: ["--json", "line 1, column 6"])
+        try assertRefusedWithoutChange(["append", "logs", "--json", "{,}"], as: alice, profile: profile,
+                                       mentions: ["--json", "line 1, column 2"])
+    }
+
+    func testInvalidJSONInFile() throws {
+        let bad = try writeFile("bad.json", "{\n\"word\": 'single'\n}\n")
+        try assertRefusedWithoutChange(["put", "vocabulary/x", "--file", bad.path], as: alice, profile: profile,
+                                       mentions: [bad.path, "line 2, column 9"])
+    }
+
+    func testJSONThatIsNotAnObject() throws {
+        for text in ["[1,2]", #""just a string""#, "42", "null"] {
+            try assertRefusedWithoutChange(["put", "vocabulary/x", "--json", text], as: alice, profile: profile,
+                                           mentions: ["--json", "object"])
+        }
+        let array = try writeFile("array.json", "[]")
+        try assertRefusedWithoutChange(["put", "vocabulary/x", "--file", array.path], as: alice, profile: profile,
+                                       mentions: [array.path, "object"])
+    }
+
+    func testUnknownKind() throws {
+        try assertRefusedWithoutChange(["put", "recipes/soup", "--json", "{}"], as: alice, profile: profile,
+                                       mentions: [#"unknown kind "recipes""#, "vocabulary"])
+        try assertRefusedWithoutChange(["get", "recipes/soup"], as: alice, profile: profile, mentions: [#""recipes""#])
+        try assertRefusedWithoutChange(["ls", "recipes"], as: alice, profile: profile, mentions: [#""recipes""#])
+        try assertRefusedWithoutChange(["append", "recipes", "--json", "{}"], as: alice, profile: profile, mentions: [#""recipes""#])
+    }
+
+    func testBadRecordIDs() throws {
+        let long = String(repeating: "a", count: 129)
+        for id in ["a b", "..", ".", long, "a/b", "é"] {
+            try assertRefusedWithoutChange(["put", "vocabulary/\(id)", "--json", "{}"], as: alice, profile: profile,
+                                           mentions: ["\"\(id)\""])
+        }
+        // 128 characters is still fine.
+        try concordOK(["put", "vocabulary/\(String(repeating: "b", count: 128))", "--json", "{}"], as: alice, in: profile)
+        try assertRefusedWithoutChange(["put", "puzzle", "--json", "{}"], as: alice, profile: profile,
+                                       mentions: [#""puzzle""#, "<kind>/<id>"])
+    }
+
+    func testOversizedRecord() throws {
+        let big = try writeFile("big.json", #"{"blob":""# + String(repeating: "x", count: 1 << 20) + #""}"#)
+        try assertRefusedWithoutChange(["put", "vocabulary/big", "--file", big.path], as: alice, profile: profile,
+                                       mentions: ["vocabulary/big", "1 MiB"])
+        try assertRefusedWithoutChange(["append", "logs", "--file", big.path], as: alice, profile: profile,
+                                       mentions: ["logs/", "1 MiB"])
+    }
+
+    func testNotAProfileDirectory() throws {
+        let empty = try makeDirectory("empty")
+        for arguments in [["put", "vocabulary/x", "--json", "{}"], ["get", "vocabulary/x"], ["ls"], ["log"], ["export"]] {
+            try assertRefusedWithoutChange(arguments + ["-C", empty.path], as: alice, profile: profile,
+                                           mentions: [empty.path, "not a Concord profile"])
+        }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: empty.path), [], "nothing written into it")
+    }
+
+    func testNoIdentityYet() throws {
+        let nobody = Person(name: "nobody", device: "none", home: try makeDirectory("empty-home"))
+        try assertRefusedWithoutChange(["put", "vocabulary/x", "--json", "{}"], as: nobody, profile: profile,
+                                       mentions: ["no identity", nobody.home.path, "identity new"])
+        let target = sandbox.appendingPathComponent("never")
+        let result = try concord(["init", target.path, "--name", "Never"], as: nobody)
+        assertRefusal(result, mentions: ["no identity", nobody.home.path])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: target.path), "init without identity must not create anything")
+    }
+
+    func testHandEditedRecordFile() throws {
+        try concordOK(["put", "vocabulary/apple", "--json", #"{"word":"apple"}"#], as: alice, in: profile)
+        try Data(#"{"data": {"word": "puzzle"}, "id": "#.utf8).write(to: profile.appendingPathComponent("vocabulary/puzzle.json"))
+
+        try assertRefusedWithoutChange(["get", "vocabulary/puzzle"], as: alice, profile: profile,
+                                       mentions: ["vocabulary/puzzle.json"])
+        let apple = try concordOK(["get", "vocabulary/apple"], as: alice, in: profile)
+        XCTAssertTrue(apple.stdout.contains(#""word": "apple""#))
+
+        let before = try snapshot(profile)
+        let ls = try concord(["ls"], as: alice, in: profile)
+        XCTAssertEqual(ls.status, 0, ls.summary)
+        XCTAssertTrue(ls.stdoutLines.contains("vocabulary/apple"), ls.stdout)
+        XCTAssertFalse(ls.stdoutLines.contains("vocabulary/puzzle"), ls.stdout)
+        XCTAssertEqual(ls.stderrLines.count, 1, ls.stderr)
+        XCTAssertTrue(ls.stderr.hasPrefix("concord: warning: "), ls.stderr)
+        XCTAssertTrue(ls.stderr.contains("vocabulary/puzzle.json"), ls.stderr)
+        XCTAssertEqual(try snapshot(profile), before)
+    }
+
+    func testHandEditedLogFileWarnsInLs() throws {
+        let day = profile.appendingPathComponent("logs/2026-01-01.jsonl")
+        try Data("not json\n".utf8).write(to: day)
+        let ls = try concord(["ls"], as: alice, in: profile)
+        XCTAssertEqual(ls.status, 0, ls.summary)
+        XCTAssertEqual(ls.stdoutLines, ["vocabulary/puzzle"])
+        XCTAssertEqual(ls.stderrLines.count, 1, ls.stderr)
+        XCTAssertTrue(ls.stderr.contains("logs/2026-01-01.jsonl"), ls.stderr)
+    }
+
+    func testNewerFormatVersionIsRefusedByEveryCommand() throws {
+        let path = profile.appendingPathComponent(".concord/profile.json")
+        let text = try String(contentsOf: path, encoding: .utf8)
+        XCTAssertTrue(text.contains(#""formatVersion": 1"#), text)
+        try Data(text.replacingOccurrences(of: #""formatVersion": 1"#, with: #""formatVersion": 99"#).utf8).write(to: path)
+        let dump = try writeFile("dump.json", #"{"records":[{"kind":"vocabulary","id":"d","data":{}}]}"#)
+        let commands: [[String]] = [
+            ["put", "vocabulary/x", "--json", "{}"], ["get", "vocabulary/puzzle"], ["rm", "vocabulary/puzzle"],
+            ["append", "logs", "--json", "{}"], ["ls"], ["import", "--file", dump.path], ["export"], ["log"],
+        ]
+        for arguments in commands {
+            try assertRefusedWithoutChange(arguments, as: alice, profile: profile, mentions: ["99", "upgrade"])
+        }
+        try assertRefusedWithoutChange(["init", profile.path, "--name", "Again"], as: alice, profile: profile,
+                                       mentions: [profile.path])
+    }
+
+    func testDataOptionsUsage() throws {
+        let file = try writeFile("data.json", "{}")
+        for arguments in [["put", "vocabulary/x", "--json", "{}", "--file", file.path], ["put", "vocabulary/x"],
+                          ["append", "logs"], ["append", "logs", "--json", "{}", "--file", file.path]] {
+            let before = try snapshot(profile)
+            let result = try concord(arguments, as: alice, in: profile)
+            XCTAssertEqual(result.status, 2, "usage error: \(result.summary)")
+            let first = result.stderrLines.first ?? ""
+            XCTAssertTrue(first.contains("--json") && first.contains("--file"), "first stderr line names both options: \(result.stderr)")
+            XCTAssertEqual(result.stdout, "")
+            XCTAssertEqual(try snapshot(profile), before)
+        }
+    }
+
+    func testImportWithUnknownKindImportsNothing() throws {
+        let dump = try writeFile("dump.json", """
+            {"records":[{"kind":"vocabulary","id":"fine","data":{"w":1}},{"kind":"recipes","id":"soup","data":{}}],
+             "logs":[{"kind":"logs","data":{"e":1}}]}
+            """)
+        try assertRefusedWithoutChange(["import", "--file", dump.path], as: alice, profile: profile, mentions: [#""recipes""#])
+        let logDump = try writeFile("dump2.json", #"{"logs":[{"kind":"logs","data":{"e":1}},{"kind":"chat","data":{}}]}"#)
+        try assertRefusedWithoutChange(["import", "--file", logDump.path], as: alice, profile: profile, mentions: [#""chat""#])
+        let misplaced = try writeFile("dump3.json", #"{"records":[{"kind":"logs","id":"x","data":{}}]}"#)
+        try assertRefusedWithoutChange(["import", "--file", misplaced.path], as: alice, profile: profile, mentions: [#""logs""#])
+        let badID = try writeFile("dump4.json", #"{"records":[{"kind":"vocabulary","id":"ok","data":{}},{"kind":"vocabulary","id":"a b","data":{}}]}"#)
+        try assertRefusedWithoutChange(["import", "--file", badID.path], as: alice, profile: profile, mentions: [#""a b""#])
+        let extra = try writeFile("dump5.json", #"{"records":[],"extra":[]}"#)
+        try assertRefusedWithoutChange(["import", "--file", extra.path], as: alice, profile: profile, mentions: [extra.path, #""extra""#])
+        let broken = try writeFile("dump6.json", #"{"records":["#)
+        try assertRefusedWithoutChange(["import", "--file", broken.path], as: alice, profile: profile, mentions: [broken.path, "line 1"])
+    }
+
+    func testMissingFile() throws {
+        let missing = sandbox.appendingPathComponent("no-such-file.json").path
+        try assertRefusedWithoutChange(["put", "vocabulary/x", "--file", missing], as: alice, profile: profile, mentions: [missing])
+        try assertRefusedWithoutChange(["import", "--file", missing], as: alice, profile: profile, mentions: [missing])
+    }
+
+    func testLogKindsAndRecordKindsKeepTheirCommands() throws {
+        let entry = try XCTUnwrap(try concordOK(["ls", "logs"], as: alice, in: profile).stdoutLines.first)
+        try assertRefusedWithoutChange(["rm", entry], as: alice, profile: profile, mentions: [#""logs""#, "append-only"])
+        try assertRefusedWithoutChange(["put", "logs/x", "--json", "{}"], as: alice, profile: profile, mentions: [#""logs""#, "append"])
+        try assertRefusedWithoutChange(["append", "vocabulary", "--json", "{}"], as: alice, profile: profile,
+                                       mentions: [#""vocabulary""#, "not a log kind"])
+        try assertRefusedWithoutChange(["rm", "vocabulary/missing"], as: alice, profile: profile, mentions: ["vocabulary/missing"])
+    }
+
+    func testInitIntoExistingProfileAndIdentityTwice() throws {
+        try assertRefusedWithoutChange(["init", profile.path, "--name", "Again", "--template", "recipes"], as: alice,
+                                       profile: profile, mentions: [profile.path])
+        let keyBefore = try Data(contentsOf: alice.home.appendingPathComponent("id_ed25519"))
+        let again = try concord(["identity", "new", "--name", "alice2", "--device", "phone"], as: alice)
+        assertRefusal(again, mentions: [alice.home.path])
+        XCTAssertEqual(try Data(contentsOf: alice.home.appendingPathComponent("id_ed25519")), keyBefore, "the key must not be replaced")
+        let show = try concordOK(["identity", "show", "--json"], as: alice)
+        XCTAssertEqual((parseJSON(show.stdout) as? [String: Any])?["member"] as? String, "alice")
+    }
+
+    func testUnknownTemplateAndBadNames() throws {
+        let target = sandbox.appendingPathComponent("t")
+        let template = try concord(["init", target.path, "--name", "T", "--template", "chess"], as: alice)
+        XCTAssertEqual(template.status, 2, template.summary)
+        XCTAssertTrue(template.stderr.contains("chess"), template.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: target.path))
+        let badName = Person(name: "x", device: "y", home: sandbox.appendingPathComponent("home-bad"))
+        assertRefusal(try concord(["identity", "new", "--name", "a b", "--device", "phone"], as: badName), mentions: [#"a b"#])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: badName.home.appendingPathComponent("identity.json").path))
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import XCTest
+
+/// `concord import`: one commit for a whole dump, and importing it again changes nothing.
+final class ImportTests: CLITestCase {
+    private func bigDump() throws -> URL {
+        var records = [[String: Any]]()
+        for index in 0..<100 {
+            records.append(["kind": "vocabulary", "id": String(format: "word-%03d", index), "data": ["n": index, "word": "w\(index)"]])
+        }
+        var logs = [[String: Any]]()
+        for index in 0..<20 {
+            logs.append(["kind": "logs", "data": ["event": index]])
+        }
+        let data = try JSONSerialization.data(withJSONObject: ["records": records, "logs": logs], options: [.sortedKeys])
+        let url = sandbox.appendingPathComponent("dump.json")
+        try data.write(to: url)
+        return url
+    }
+
+    private func logLineCount(_ profile: URL) throws -> Int {
+        let directory = profile.appendingPathComponent("logs")
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return try names.filter { $0.hasSuffix(".jsonl") }.reduce(0) { total, name in
+            total + RunResult.lines(try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)).count
+        }
+    }
+
+    func testImportIsOneCommitAndIdempotent() throws {
+        let alice = try makePerson("alice")
+        let profile = try makeProfile(owner: alice)
+        try concordOK(["put", "vocabulary/existing", "--json", #"{"word":"existing"}"#], as: alice, in: profile)
+        let before = try gitOK(["rev-parse", "HEAD"], in: profile)
+        let dump = try bigDump()
+
+        let first = try concordOK(["import", "--file", dump.path, "--json"], as: alice, in: profile)
+        let summary = try XCTUnwrap(parseJSON(first.stdout) as? [String: Any])
+        XCTAssertEqual(summary["records"] as? Int, 100)
+        XCTAssertEqual(summary["logEntries"] as? Int, 20)
+        let head = try gitOK(["rev-parse", "HEAD"], in: profile)
+        XCTAssertEqual(summary["commit"] as? String, head)
+        XCTAssertEqual(try gitOK(["rev-parse", "HEAD~1"], in: profile), before, "exactly one new commit")
+        XCTAssertEqual(try gitOK(["rev-list", "--count", "\(before)..HEAD"], in: profile), "1")
+        XCTAssertEqual(try gitOK(["log", "-1", "--format=%(trailers:key=Concord-Action,valueonly)"], in: profile), "imported")
+        XCTAssertEqual(try git(["verify-commit", head], in: profile).status, 0)
+        XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: profile), "")
+        let fsck = try git(["fsck", "--full"], in: profile)
+        XCTAssertEqual(fsck.status, 0, fsck.summary)
+
+        // Everything is there, in the working tree and in git.
+        let listed = try concordOK(["ls", "vocabulary"], as: alice, in: profile).stdoutLines
+        XCTAssertEqual(listed.count, 101)
+        XCTAssertEqual(Set(listed), Set((0..<100).map { String(format: "vocabulary/word-%03d", $0) } + ["vocabulary/existing"]))
+        XCTAssertEqual(try gitOK(["ls-tree", "--name-only", "HEAD", "vocabulary/"], in: profile).split(separator: "\n").count, 101)
+        XCTAssertEqual(try concordOK(["ls", "logs"], as: alice, in: profile).stdoutLines.count, 20)
+        XCTAssertEqual(try logLineCount(profile), 20)
+        let record = try XCTUnwrap(parseJSON(try concordOK(["get", "vocabulary/word-042"], as: alice, in: profile).stdout) as? [String: Any])
+        XCTAssertEqual((record["data"] as? [String: Any])?["word"] as? String, "w42")
+
+        // Again: no commit, no duplicate log line.
+        let second = try concordOK(["import", "--file", dump.path, "--json"], as: alice, in: profile)
+        let again = try XCTUnwrap(parseJSON(second.stdout) as? [String: Any])
+        XCTAssertTrue(again["commit"] is NSNull, second.stdout)
+        XCTAssertEqual(again["records"] as? Int, 0)
+        XCTAssertEqual(again["logEntries"] as? Int, 0)
+        XCTAssertEqual(try gitOK(["rev-parse", "HEAD"], in: profile), head)
+        XCTAssertEqual(try logLineCount(profile), 20)
+        XCTAssertEqual(try concordOK(["ls", "logs"], as: alice, in: profile).stdoutLines.count, 20)
+        let text = try concordOK(["import", "--file", dump.path], as: alice, in: profile)
+        XCTAssertTrue(text.stdout.hasPrefix("nothing to import"), text.stdout)
+    }
+
+    func testReimportAfterEditOnlyTouchesChangedRecords() throws {
+        let alice = try makePerson("alice")
+        let profile = try makeProfile(owner: alice)
+        let dump = try bigDump()
+        try concordOK(["import", "--file", dump.path], as: alice, in: profile)
+        try concordOK(["put", "vocabulary/word-007", "--json", #"{"word":"edited"}"#], as: alice, in: profile)
+        let head = try gitOK(["rev-parse", "HEAD"], in: profile)
+        let result = try concordOK(["import", "--file", dump.path, "--json"], as: alice, in: profile)
+        let summary = try XCTUnwrap(parseJSON(result.stdout) as? [String: Any])
+        XCTAssertEqual(summary["records"] as? Int, 1, "only the edited record differs from the dump")
+        XCTAssertEqual(summary["logEntries"] as? Int, 0)
+        XCTAssertEqual(try gitOK(["rev-parse", "HEAD~1"], in: profile), head)
+        XCTAssertEqual(try gitOK(["diff", "--name-only", "HEAD~1", "HEAD"], in: profile), "vocabulary/word-007.json")
+    }
+}

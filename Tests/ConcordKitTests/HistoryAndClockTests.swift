@@ -1,0 +1,150 @@
+import Foundation
+import XCTest
+
+@testable import ConcordKit
+
+/// History, listings with warnings, and the hybrid logical clock across writes.
+final class HistoryAndClockTests: KitTestCase {
+    func testHistoryNewestFirstWithRecordFilter() throws {
+        let alice = try makeIdentity()
+        let profile = try makeProfile(identity: alice)
+        try profile.write(as: alice) { try $0.put("vocabulary", "a", data: ["v": 1]) }
+        try profile.write(as: alice) { try $0.put("vocabulary", "b", data: ["v": 1]) }
+        try profile.write(as: alice) { try $0.put("vocabulary", "a", data: ["v": 2]) }
+        let entryID = try profile.write(as: alice) { try $0.append("logs", data: ["tap": 1]) }.value
+        try profile.write(as: alice) { try $0.delete("vocabulary", "a") }
+
+        let all = try profile.history()
+        XCTAssertEqual(all.map(\.action), ["deleted", "appended", "updated", "added", "added", "created"])
+        XCTAssertEqual(all.map(\.commit), lines(try gitOK(["rev-list", "HEAD"], in: profile.root)))
+        XCTAssertEqual(Set(all.map(\.signature)), [.good])
+        XCTAssertEqual(Set(all.map(\.member)), ["alice"])
+        XCTAssertEqual(Set(all.map(\.device)), ["laptop"])
+        XCTAssertEqual(all.first?.records, ["vocabulary/a"])
+        XCTAssertEqual(all.last?.parents, [])
+        XCTAssertEqual(all.first?.parents, [all[1].commit])
+
+        let onlyA = try profile.history(record: "vocabulary/a")
+        XCTAssertEqual(onlyA.map(\.action), ["deleted", "updated", "added"])
+        XCTAssertEqual(onlyA.map(\.commit), lines(try gitOK(["log", "--format=%H", "--", "vocabulary/a.json"], in: profile.root)))
+        XCTAssertEqual(try profile.history(record: "logs/\(entryID)").map(\.action), ["appended"])
+        XCTAssertEqual(try profile.history(limit: 2).count, 2)
+        XCTAssertTrue(try profile.history(record: "vocabulary/never").isEmpty)
+    }
+
+    func testHistoryFindsALogEntryWrittenByABigImport() throws {
+        // Above 50 records a commit lists a count instead of each record; the filter must still find it.
+        let alice = try makeIdentity()
+        let profile = try makeProfile(identity: alice)
+        var records = [String]()
+        for index in 0..<60 { records.append(#"{"kind":"vocabulary","id":"r\#(index)","data":{}}"#) }
+        let text = #"{"records":[\#(records.joined(separator: ","))],"logs":[{"kind":"logs","id":"entry-1","data":{"e":1}}]}"#
+        let result = try profile.importDump(try Dump.parse(Array(text.utf8), source: "dump"), as: alice)
+        let importCommit = try XCTUnwrap(result.commit)
+        XCTAssertEqual(try profile.history(record: "vocabulary/r5").map(\.commit), [importCommit])
+        XCTAssertEqual(try profile.history(record: "logs/entry-1").map(\.commit), [importCommit],
+                       "the import commit added logs/entry-1")
+    }
+
+    func testHistoryReportsATamperedCommitAsBad() throws {
+        let alice = try makeIdentity()
+        let profile = try makeProfile(identity: alice)
+        try profile.write(as: alice) { try $0.put("vocabulary", "a", data: ["v": 1]) }
+        let head = try gitOK(["rev-parse", "HEAD"], in: profile.root)
+        let raw = try git(["cat-file", "commit", head], in: profile.root).stdout
+        let tamperedText = raw.replacingOccurrences(of: "Concord-Action: added", with: "Concord-Action: adder")
+        XCTAssertNotEqual(tamperedText, raw)
+        let file = sandbox.appendingPathComponent("commit.txt")
+        try Data(tamperedText.utf8).write(to: file)
+        let tampered = try gitOK(["hash-object", "-t", "commit", "-w", file.path], in: profile.root)
+        try gitOK(["update-ref", "refs/heads/main", tampered, head], in: profile.root)
+        let history = try profile.history()
+        XCTAssertEqual(history.first?.commit, tampered)
+        XCTAssertEqual(history.first?.signature, .bad)
+        XCTAssertEqual(history.last?.signature, .good)
+    }
+
+    func testListWarnsAboutUnreadableFilesAndGoesOn() throws {
+        let alice = try makeIdentity()
+        let profile = try makeProfile(identity: alice)
+        try profile.write(as: alice) { tx in
+            try tx.put("vocabulary", "good", data: ["v": 1])
+            try tx.put("vocabulary", "bad", data: ["v": 1])
+            try tx.put("vocabulary", "renamed", data: ["v": 1])
+            try tx.append("logs", data: ["tap": 1])
+        }
+        try Data("{ nope".utf8).write(to: profile.root.appendingPathComponent("vocabulary/bad.json"))
+        // A valid record whose id does not match its file name is not trusted either.
+        try FileManager.default.moveItem(at: profile.root.appendingPathComponent("vocabulary/renamed.json"),
+                                         to: profile.root.appendingPathComponent("vocabulary/other.json"))
+        try Data("garbage\n".utf8).write(to: profile.root.appendingPathComponent("logs/2020-01-01.jsonl"))
+
+        let listing = try profile.list()
+        XCTAssertEqual(listing.items.map(\.reference).filter { $0.hasPrefix("vocabulary/") }, ["vocabulary/good"])
+        XCTAssertEqual(listing.items.filter { $0.kind == "logs" }.count, 1)
+        XCTAssertEqual(listing.warnings.count, 3, "\(listing.warnings)")
+        for path in ["vocabulary/bad.json", "vocabulary/other.json", "logs/2020-01-01.jsonl"] {
+            XCTAssertTrue(listing.warnings.contains { $0.contains(path) }, "no warning names \(path): \(listing.warnings)")
+        }
+        guard case .corruptRecord(let path, _)? = concordError({ try profile.get("vocabulary", "bad") }) else {
+            return XCTFail("expected corruptRecord")
+        }
+        XCTAssertEqual(path, "vocabulary/bad.json")
+        XCTAssertThrowsError(try profile.logEntries("logs"), "strict log reading refuses the broken day file")
+    }
+
+    func testClockStaysMonotonicWhenTheWallClockGoesBackwards() throws {
+        let alice = try makeIdentity()
+        let clock = ManualClock("2026-01-01T10:00:00.500Z")
+        let profile = try makeProfile(identity: alice, clock: clock)
+        var stamps = [HLC]()
+        for index in 0..<12 {
+            clock.advance(by: -37)   // every write sees an earlier wall time than the one before
+            try profile.write(as: alice) { try $0.put("vocabulary", "r\(index)", data: ["i": JSONValue(index)]) }
+            stamps.append(try profile.get("vocabulary", "r\(index)").stamp)
+            XCTAssertEqual(profile.lastClock(), stamps.last)
+        }
+        for (earlier, later) in zip(stamps, stamps.dropFirst()) {
+            XCTAssertLessThan(earlier, later)
+            XCTAssertLessThan(earlier.description, later.description, "string order must follow HLC order")
+        }
+        XCTAssertEqual(stamps.first?.wallMillis, HLClock.parseInstant("2026-01-01T10:00:00.500Z"))
+
+        // Reopened with a clock a year behind, a log entry still lands after everything before.
+        let behind = ManualClock("2025-01-01T00:00:00Z")
+        let reopened = try Profile.open(at: profile.root, environment: makeEnvironment(alice, clock: behind))
+        try reopened.write(as: alice) { try $0.append("logs", data: ["late": true]) }
+        let entry = try XCTUnwrap(reopened.logEntries("logs").last)
+        XCTAssertGreaterThan(entry.at, try XCTUnwrap(stamps.last))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: profile.root.appendingPathComponent("logs/2026-01-01.jsonl").path))
+
+        // And when the wall clock jumps ahead, stamps follow it with a fresh counter.
+        clock.set(HLClock.parseInstant("2026-02-01T00:00:00Z")!)
+        try profile.write(as: alice) { try $0.put("vocabulary", "ahead", data: [:]) }
+        XCTAssertEqual(try profile.get("vocabulary", "ahead").stamp.description, "2026-02-01T00:00:00.000Z-0000")
+    }
+
+    func testUpdateStampIsAfterTheRecordsOwnStamp() throws {
+        // A record stamped in the future (e.g. written by a device with a fast clock) is still
+        // overwritten with a later stamp.
+        let alice = try makeIdentity()
+        let profile = try makeProfile(identity: alice)
+        let future = #"""
+            {
+              "data": {},
+              "device": "fast",
+              "id": "f",
+              "kind": "vocabulary",
+              "updatedAt": "2030-01-01T00:00:00.000Z-0005",
+              "updatedBy": "alice"
+            }
+
+            """#
+        try FileManager.default.createDirectory(at: profile.root.appendingPathComponent("vocabulary"), withIntermediateDirectories: true)
+        try Data(future.utf8).write(to: profile.root.appendingPathComponent("vocabulary/f.json"))
+        try gitOK(["add", "vocabulary/f.json"], in: profile.root)
+        try gitOK(["-c", "user.name=x", "-c", "user.email=x@y", "commit", "-q", "-m", "future"], in: profile.root)
+        try profile.write(as: alice) { try $0.put("vocabulary", "f", data: ["v": 1]) }
+        XCTAssertEqual(try profile.get("vocabulary", "f").stamp.description, "2030-01-01T00:00:00.000Z-0006")
+    }
+}

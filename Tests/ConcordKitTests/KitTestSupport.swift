@@ -1,0 +1,134 @@
+import Foundation
+import XCTest
+
+@testable import ConcordKit
+
+/// What the real git printed and how it exited.
+struct GitOutput {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+}
+
+/// A wall clock a test can move by hand, backwards included.
+final class ManualClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var millis: Int64
+
+    init(_ iso: String) {
+        millis = HLClock.parseInstant(iso)!
+    }
+
+    var now: Int64 {
+        lock.lock()
+        defer { lock.unlock() }
+        return millis
+    }
+
+    func set(_ value: Int64) {
+        lock.lock()
+        millis = value
+        lock.unlock()
+    }
+
+    func advance(by delta: Int64) { set(now + delta) }
+
+    var environmentClock: @Sendable () -> Int64 { { [self] in now } }
+}
+
+/// Base class of the engine tests: temp dirs, identities, profiles, and the git CLI as judge.
+class KitTestCase: XCTestCase {
+    private(set) var sandbox: URL!
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("concord-kit-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        sandbox = url
+        addTeardownBlock { try? FileManager.default.removeItem(at: url) }
+    }
+
+    /// A new identity in its own home directory.
+    func makeIdentity(_ member: String = "alice", device: String = "laptop") throws -> Identity {
+        try Identity.create(member: member, device: device, in: sandbox.appendingPathComponent("home-\(member)-\(device)"))
+    }
+
+    /// An environment whose wall clock is `clock` (a fixed 2026-01-01T10:00:00.001Z when nil).
+    func makeEnvironment(_ identity: Identity, clock: ManualClock? = nil) -> ConcordEnvironment {
+        let clock = clock ?? ManualClock("2026-01-01T10:00:00.001Z")
+        return ConcordEnvironment(home: identity.home, wallClock: clock.environmentClock)
+    }
+
+    /// A new profile in the sandbox.
+    func makeProfile(_ name: String = "profile", template: Template = .aac, identity: Identity,
+                     clock: ManualClock? = nil) throws -> Profile {
+        try Profile.create(at: sandbox.appendingPathComponent(name), name: "Test \(name)", template: template,
+                           identity: identity, environment: makeEnvironment(identity, clock: clock))
+    }
+
+    /// Runs the real git in `directory`, with no user or system config.
+    @discardableResult
+    func git(_ arguments: [String], in directory: URL) throws -> GitOutput {
+        let scratch = sandbox.appendingPathComponent("git-out-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let outURL = scratch.appendingPathComponent("out"), errURL = scratch.appendingPathComponent("err")
+        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/git")
+        process.arguments = arguments
+        process.environment = ["PATH": "/usr/bin:/bin", "HOME": sandbox.path, "GIT_CONFIG_NOSYSTEM": "1", "LANG": "C.UTF-8"]
+        process.currentDirectoryURL = directory
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        process.waitUntilExit()
+        try out.close()
+        try err.close()
+        return GitOutput(status: process.terminationStatus,
+                         stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
+                         stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+    }
+
+    /// git's trimmed stdout, failing the test unless git exits 0.
+    @discardableResult
+    func gitOK(_ arguments: [String], in directory: URL, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let output = try git(arguments, in: directory)
+        XCTAssertEqual(output.status, 0, "git \(arguments.joined(separator: " ")): \(output.stderr)", file: file, line: line)
+        return output.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    func lines(_ text: String) -> [String] {
+        text.split(separator: "\n").map(String.init)
+    }
+
+    /// The `ConcordError` that `body` throws; fails the test if it throws nothing or something else.
+    func concordError<T>(file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> T) -> ConcordError? {
+        do {
+            let value = try body()
+            XCTFail("expected a ConcordError, got \(value)", file: file, line: line)
+        } catch let error as ConcordError {
+            return error
+        } catch {
+            XCTFail("expected a ConcordError, got \(type(of: error)): \(error)", file: file, line: line)
+        }
+        return nil
+    }
+
+    /// The record's data as a plain object, for compact comparisons.
+    func object(_ json: String, file: StaticString = #filePath, line: UInt = #line) -> [String: JSONValue] {
+        do {
+            guard let object = try JSONValue.parse(json).objectValue else {
+                XCTFail("not an object: \(json)", file: file, line: line)
+                return [:]
+            }
+            return object
+        } catch {
+            XCTFail("bad JSON in test: \(error)", file: file, line: line)
+            return [:]
+        }
+    }
+}
