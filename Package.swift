@@ -22,7 +22,7 @@ let package = Package(
             providers: [.apt(["libgit2-dev"])]
         ),
         // ConcordGit: the only importer of CLibgit2; repositories, objects, trees, refs, signed commits.
-        .target(name: "ConcordGit", dependencies: ["CLibgit2"]),
+        .target(name: "ConcordGit", dependencies: ["CLibgit2", .product(name: "Crypto", package: "swift-crypto")]),
         // ConcordModel: pure Swift data model: canonical JSON, ids, kinds, records, HLC, roles.
         .target(name: "ConcordModel"),
         // ConcordTrust: Ed25519 identities as OpenSSH keys, SSHSIG signing and verification.

@@ -5,9 +5,22 @@
 #include <git2/sys/mempack.h>
 #include <git2/sys/odb_backend.h>
 #include <git2/sys/repository.h>
+#include <zlib.h>
 
 /* git_libgit2_opts is variadic, which Swift cannot call: one typed wrapper per shape used. */
 static inline int concord_git_opts_int(int option, int value) {
     return git_libgit2_opts(option, value);
+}
+
+/* Deflates `length` bytes at `level` into `out` (capacity `*out_length`, updated); Z_OK on success. */
+static inline int concord_deflate(const unsigned char *data, unsigned long length, unsigned char *out,
+                                  unsigned long *out_length, int level) {
+    return compress2(out, out_length, data, length, level);
+}
+static inline unsigned long concord_crc32(unsigned long crc, const unsigned char *data, unsigned int length) {
+    return crc32(crc, data, length);
+}
+static inline unsigned long concord_deflate_bound(unsigned long length) {
+    return compressBound(length);
 }
 #endif

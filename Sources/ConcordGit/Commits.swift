@@ -88,7 +88,6 @@ extension Repository {
             }
         }
         try check("git_commit_create_with_signature", result)
-        batchWritten?.append(ObjectID(oid))
         return ObjectID(oid)
     }
 

@@ -1,55 +1,167 @@
-// This file touches the libgit2 C API.
+// This file touches the libgit2 C API (and zlib through the same module).
 internal import CLibgit2
+import Crypto
+import Foundation
 
-extension Repository {
-    /// Runs `body` with a second handle on this repository whose new objects are collected in memory
-    /// and written as ONE pack file when `body` returns (instead of one loose file per object).
-    /// Use it for bulk writes such as importing thousands of records. The pack holds exactly the
-    /// objects `body` wrote through the handle (blobs, trees, commits), not whole snapshots.
-    /// Objects are visible to this handle once the call returns.
-    public func withPackedWrites<T>(_ body: (Repository) throws -> T) throws -> T {
-        let batch = try Repository.open(gitDirectory)
-        var backend: UnsafeMutablePointer<git_odb_backend>?
-        try check("git_mempack_new", git_mempack_new(&backend))
-        var odb: OpaquePointer?
-        try check("git_repository_odb", git_repository_odb(&odb, batch.handle))
-        defer { git_odb_free(odb) }
-        // The odb owns the backend from here on; highest priority so every write lands in it.
-        try check("git_odb_add_backend", git_odb_add_backend(odb, backend, 1000))
-        batch.batchWritten = []
-        let result = try body(batch)
-        try batch.flushBatch(to: odb)
-        try check("git_mempack_reset", git_mempack_reset(backend))
-        // This handle may have cached the list of packs: make it see the new one.
-        var mine: OpaquePointer?
-        if git_repository_odb(&mine, handle) == 0 {
-            _ = git_odb_refresh(mine)
-            git_odb_free(mine)
-        }
-        return result
+/// Collects new blobs and stores them as ONE pack file with its index, for bulk writes such as
+/// importing thousands of records: no loose file per object, no per-object existence check, no
+/// delta search, no indexer pass. Objects are compressed at zlib level 1. The `.pack` and `.idx`
+/// (version 2) are written to temporary files, fsynced, and renamed into `objects/pack/`, the
+/// `.idx` last, so a reader never sees a pack without its index.
+public struct BlobPack {
+    private var objects: [(id: ObjectID, bytes: [UInt8])] = []
+    private var seen: Set<ObjectID> = []
+
+    public init() {}
+
+    public var count: Int { objects.count }
+
+    /// Adds `bytes` as a blob and returns its id (the pack is written by `write(into:)`).
+    public mutating func add(_ bytes: [UInt8]) throws -> ObjectID {
+        let id = try Repository.blobID(of: bytes)
+        if seen.insert(id).inserted { objects.append((id, bytes)) }
+        return id
     }
 
-    /// Packs every object this batch handle wrote and stores the pack in the repository.
-    private func flushBatch(to odb: OpaquePointer?) throws {
-        guard let written = batchWritten, !written.isEmpty else { return }
-        var builder: OpaquePointer?
-        try check("git_packbuilder_new", git_packbuilder_new(&builder, handle))
-        defer { git_packbuilder_free(builder) }
-        var seen = Set<ObjectID>()
-        for id in written where seen.insert(id).inserted {
-            var oid = id.raw
-            try check("git_packbuilder_insert", git_packbuilder_insert(builder, &oid, nil))
+    /// Writes the pack and its index into `repository`'s object database.
+    public func write(into repository: Repository) throws {
+        guard !objects.isEmpty else { return }
+        var pack = [UInt8]()
+        pack.reserveCapacity(objects.reduce(64) { $0 + $1.bytes.count / 2 + 32 })
+        pack += Array("PACK".utf8)
+        Self.appendUInt32(2, to: &pack)
+        Self.appendUInt32(UInt32(objects.count), to: &pack)
+        var entries = [(id: ObjectID, offset: Int, crc: UInt32)]()
+        entries.reserveCapacity(objects.count)
+        for object in objects {
+            let start = pack.count
+            Self.appendHeader(type: 3 /* OBJ_BLOB */, size: object.bytes.count, to: &pack)
+            try Self.appendDeflated(object.bytes, to: &pack)
+            let crc = pack.withUnsafeBufferPointer { buffer in
+                UInt32(truncatingIfNeeded: concord_crc32(0, buffer.baseAddress! + start, UInt32(pack.count - start)))
+            }
+            entries.append((object.id, start, crc))
         }
-        var pack = git_buf()
-        defer { git_buf_dispose(&pack) }
-        try check("git_packbuilder_write_buf", git_packbuilder_write_buf(&pack, builder))
-        var writer: UnsafeMutablePointer<git_odb_writepack>?
-        try check("git_odb_write_pack", git_odb_write_pack(&writer, odb, nil, nil))
-        guard let writer else { throw GitError(function: "git_odb_write_pack", code: .other(-1), message: "no pack writer") }
-        defer { writer.pointee.free(writer) }
-        var stats = git_indexer_progress()
-        try check("git_odb_writepack_append", writer.pointee.append(writer, pack.ptr, pack.size, &stats))
-        try check("git_odb_writepack_commit", writer.pointee.commit(writer, &stats))
-        batchWritten = nil
+        let packChecksum = Array(Insecure.SHA1.hash(data: pack))
+        pack += packChecksum
+        let index = Self.indexFile(entries: entries, packChecksum: packChecksum)
+
+        let directory = repository.gitDirectory + "objects/pack/"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let name = directory + "pack-" + ObjectIDHex.string(packChecksum)
+        try DurableFile.write(pack, to: name + ".pack")
+        try DurableFile.write(index, to: name + ".idx")
+        try DurableFile.syncDirectory(directory)
+        var odb: OpaquePointer?
+        try check("git_repository_odb", git_repository_odb(&odb, repository.handle))
+        defer { git_odb_free(odb) }
+        try check("git_odb_refresh", git_odb_refresh(odb))
+    }
+
+    /// A version 2 pack index: fan-out table, sorted ids, CRC-32s, offsets, both checksums.
+    private static func indexFile(entries unsorted: [(id: ObjectID, offset: Int, crc: UInt32)], packChecksum: [UInt8]) -> [UInt8] {
+        let entries = unsorted.sorted { $0.id < $1.id }
+        var index: [UInt8] = [0xFF, 0x74, 0x4F, 0x63]
+        appendUInt32(2, to: &index)
+        var fanout = [UInt32](repeating: 0, count: 256)
+        for entry in entries { fanout[Int(entry.id.bytes[0])] += 1 }
+        var running: UInt32 = 0
+        for bucket in 0..<256 {
+            running += fanout[bucket]
+            appendUInt32(running, to: &index)
+        }
+        for entry in entries { index += entry.id.bytes }
+        for entry in entries { appendUInt32(entry.crc, to: &index) }
+        var large = [UInt64]()
+        for entry in entries {
+            if entry.offset < 0x8000_0000 {
+                appendUInt32(UInt32(entry.offset), to: &index)
+            } else {
+                appendUInt32(0x8000_0000 | UInt32(large.count), to: &index)
+                large.append(UInt64(entry.offset))
+            }
+        }
+        for offset in large {
+            appendUInt32(UInt32(offset >> 32), to: &index)
+            appendUInt32(UInt32(offset & 0xFFFF_FFFF), to: &index)
+        }
+        index += packChecksum
+        index += Array(Insecure.SHA1.hash(data: index))
+        return index
+    }
+
+    private static func appendUInt32(_ value: UInt32, to out: inout [UInt8]) {
+        out += [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
+    }
+
+    /// The pack entry header: type in bits 4–6 of the first byte, size in 4 + 7·n bits, little-endian.
+    private static func appendHeader(type: UInt8, size: Int, to out: inout [UInt8]) {
+        var rest = size >> 4
+        var byte = type << 4 | UInt8(size & 0x0F)
+        while rest > 0 {
+            out.append(byte | 0x80)
+            byte = UInt8(rest & 0x7F)
+            rest >>= 7
+        }
+        out.append(byte)
+    }
+
+    private static func appendDeflated(_ bytes: [UInt8], to out: inout [UInt8]) throws {
+        var length = concord_deflate_bound(UInt(bytes.count))
+        let start = out.count
+        out += repeatElement(0, count: Int(length))
+        let result = bytes.withUnsafeBufferPointer { source in
+            out.withUnsafeMutableBufferPointer { target in
+                concord_deflate(source.baseAddress, UInt(bytes.count), target.baseAddress! + start, &length, 1)
+            }
+        }
+        guard result == Z_OK else {
+            throw GitError(function: "compress2", code: .other(result), message: "zlib failed to compress an object")
+        }
+        out.removeLast(out.count - start - Int(length))
+    }
+}
+
+/// Lower-case hex of raw bytes.
+enum ObjectIDHex {
+    static func string(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// Files that must be on disk before anything points at them: temporary file, fsync, rename.
+enum DurableFile {
+    static func write(_ bytes: [UInt8], to path: String) throws {
+        let temporary = path + ".tmp-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o444)
+        guard fd >= 0 else { throw FileIO.Failure(path: temporary, operation: "create") }
+        var written = 0
+        let ok = bytes.withUnsafeBytes { buffer -> Bool in
+            while written < buffer.count {
+                let n = Glibc.write(fd, buffer.baseAddress! + written, buffer.count - written)
+                if n < 0 { if errno == EINTR { continue }; return false }
+                written += n
+            }
+            return fsync(fd) == 0
+        }
+        close(fd)
+        guard ok, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw FileIO.Failure(path: path, operation: "write")
+        }
+    }
+
+    static func syncDirectory(_ path: String) throws {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw FileIO.Failure(path: path, operation: "open directory") }
+        defer { close(fd) }
+        _ = fsync(fd)
     }
 }

@@ -6,9 +6,6 @@ internal import CLibgit2
 /// Use one `Repository` from one thread at a time (libgit2's rule); open another for another thread.
 public final class Repository {
     let handle: OpaquePointer
-    /// While this handle collects objects for one pack (see `withPackedWrites`): every object
-    /// it wrote, in order.
-    var batchWritten: [ObjectID]?
 
     private init(handle: OpaquePointer) {
         self.handle = handle
@@ -161,7 +158,6 @@ public final class Repository {
         var oid = git_oid()
         let result = bytes.withUnsafeBytes { git_blob_create_from_buffer(&oid, handle, $0.baseAddress, $0.count) }
         try check("git_blob_create_from_buffer", result)
-        batchWritten?.append(ObjectID(oid))
         return ObjectID(oid)
     }
 

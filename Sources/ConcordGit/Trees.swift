@@ -68,7 +68,6 @@ extension Repository {
         try withBuilder(base: nil) { (builder) -> ObjectID in
             var oid = git_oid()
             try check("git_treebuilder_write", git_treebuilder_write(&oid, builder))
-            batchWritten?.append(ObjectID(oid))
             return ObjectID(oid)
         }
     }
@@ -102,9 +101,7 @@ extension Repository {
             if git_treebuilder_entrycount(builder) == 0 { return nil }
             var oid = git_oid()
             try check("git_treebuilder_write", git_treebuilder_write(&oid, builder))
-            let id = ObjectID(oid)
-            batchWritten?.append(id)
-            return id
+            return ObjectID(oid)
         }
     }
 

@@ -32,10 +32,14 @@ extension Repository {
         try check("git_repository_index", git_repository_index(&index, handle))
         defer { git_index_free(index) }
         try check("git_index_read", git_index_read(index, 0))
+        var directories = Set<String>()
         for change in changes {
             let fullPath = root + change.path
             if let content = change.content {
-                try FileIO.write(content.bytes, to: fullPath)
+                if let slash = fullPath.lastIndex(of: "/"), directories.insert(String(fullPath[..<slash])).inserted {
+                    try FileIO.makeParents(of: fullPath)
+                }
+                try FileIO.write(content.bytes, to: fullPath, makingParents: false)
                 var info = stat()
                 guard stat(fullPath, &info) == 0 else { throw FileIO.Failure(path: fullPath, operation: "stat") }
                 try change.path.withCString { (path) in
@@ -94,8 +98,8 @@ public enum FileIO {
     }
 
     /// Writes `bytes` to `path` through a temporary file and a rename, creating parent directories.
-    public static func write(_ bytes: [UInt8], to path: String) throws(Failure) {
-        try makeParents(of: path)
+    public static func write(_ bytes: [UInt8], to path: String, makingParents: Bool = true) throws(Failure) {
+        if makingParents { try makeParents(of: path) }
         let temporary = path + ".concord-tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw Failure(path: temporary, operation: "create") }

@@ -12,7 +12,7 @@ struct FileChange {
 /// Turns a set of file changes into one signed commit on the profile's branch, then brings the
 /// working tree and index in line. The caller holds the profile lock.
 struct CommitWriter {
-    /// Above this many files, objects are written as one pack instead of loose files.
+    /// Above this many files, blobs are written as one pack instead of loose files.
     static let packThreshold = 64
 
     let profile: Profile
@@ -27,27 +27,27 @@ struct CommitWriter {
                                   time: message.stamp.wallMillis / 1000)
         let parents = expectedHead.map { [$0] } ?? []
 
+        // Blobs first (one pack for bulk writes, loose objects otherwise), then the trees on the
+        // edited paths, then the signed commit.
+        var pack = BlobPack()
+        var edits = [String: ObjectID?]()
         var changes = [WorkingTreeChange]()
         changes.reserveCapacity(files.count)
-        let write = { (target: Repository) throws -> ObjectID in
-            var edits = [String: ObjectID?]()
-            for file in files {
-                if let bytes = file.bytes {
-                    let blob = try target.writeBlob(bytes)
-                    edits[file.path] = .some(blob)
-                    changes.append(WorkingTreeChange(path: file.path, bytes: bytes, blob: blob))
-                } else {
-                    edits[file.path] = .some(nil)
-                    changes.append(WorkingTreeChange(removing: file.path))
-                }
+        let packed = files.count > Self.packThreshold
+        for file in files {
+            if let bytes = file.bytes {
+                let blob = packed ? try pack.add(bytes) : try repository.writeBlob(bytes)
+                edits[file.path] = .some(blob)
+                changes.append(WorkingTreeChange(path: file.path, bytes: bytes, blob: blob))
+            } else {
+                edits[file.path] = .some(nil)
+                changes.append(WorkingTreeChange(removing: file.path))
             }
-            let tree = try target.writeTree(base: baseTree, edits: edits)
-            return try target.createSignedCommit(tree: tree, parents: parents, author: author,
-                                                 message: message.text, sign: { identity.sign($0) })
         }
-        let commit = files.count > Self.packThreshold
-            ? try repository.withPackedWrites(write)
-            : try write(repository)
+        if packed { try pack.write(into: repository) }
+        let tree = try repository.writeTree(base: baseTree, edits: edits)
+        let commit = try repository.createSignedCommit(tree: tree, parents: parents, author: author,
+                                                       message: message.text, sign: { identity.sign($0) })
         let branch = try repository.headBranch()
         try repository.updateReference(branch, to: commit, expected: expectedHead, message: "concord: \(message.summary)")
         try repository.applyToWorkingTree(changes)

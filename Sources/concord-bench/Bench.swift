@@ -10,11 +10,13 @@ struct Bench {
         let clock = ContinuousClock()
         let start = clock.now
         guard FileManager.default.isExecutableFile(atPath: options.concordPath) else {
-            throw BenchError("no concord binary at \(options.concordPath): build it (swift build -c release --scratch-path .build-release --product concord) or pass --concord PATH")
+            throw BenchError("no concord binary at \(options.concordPath): build it with "
+                + "'swift build -c release --scratch-path .build-release --product concord' or pass --concord PATH")
         }
         guard let gitPath = executableInPath("git") else { throw BenchError("git is not in PATH") }
 
-        let root = URL(fileURLWithPath: "/tmp/concord-bench-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))")
+        let unique = "concord-bench-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))"
+        let root = URL(fileURLWithPath: options.temporaryDirectory).appendingPathComponent(unique)
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: false)
         var cleaned = false
         func cleanUp() {
@@ -31,7 +33,8 @@ struct Bench {
         let runner = CommandRunner(scratch: root)
         let concord = ConcordCLI(path: options.concordPath, runner: runner)
         let git = GitCLI(path: gitPath, runner: runner)
-        let facts = try MachineFacts.collect(concord: concord, git: git, runner: runner, home: root.appendingPathComponent("facts-home"))
+        let facts = try MachineFacts.collect(concord: concord, git: git, runner: runner,
+                                             home: root.appendingPathComponent("facts-home"))
 
         var results = [ScenarioResult]()
         for scenario in scenarios where options.only?.contains(scenario.id) ?? true {
@@ -43,13 +46,15 @@ struct Bench {
             results.append(result)
         }
 
+        let probeAfter = try MachineFacts.probeFileCreation(in: root.appendingPathComponent("probe-end"))
         cleanUp()
         let wall = start.duration(to: clock.now).seconds
         FileHandle.standardError.write(Data("bench wall time: \(Format.duration(wall))\n".utf8))
         print(Report.table(results))
         if let output = options.outputPath {
             let report = Report(facts: facts, results: results, runs: options.runs, wallSeconds: wall,
-                                loadAverageAfter: MachineFacts.currentLoadAverage())
+                                loadAverageAfter: MachineFacts.currentLoadAverage(), fileCreationProbeAfter: probeAfter,
+                                temporaryRoot: options.temporaryDirectory)
             try Data(report.markdown.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
             FileHandle.standardError.write(Data("wrote \(output)\n".utf8))
         }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The command line: `concord-bench [--concord PATH] [--output PATH] [--runs N] [--only B1,B2] [--keep]`.
+/// The command line: `concord-bench [--concord PATH] [--output PATH] [--runs N] [--only B1,B2] [--tmpdir DIR] [--keep]`.
 struct BenchOptions {
     /// A usage error or `--help`: the text to print, then exit 2 (or 0 for help).
     struct Usage: Error {
@@ -9,7 +9,7 @@ struct BenchOptions {
     }
 
     static let help = """
-    usage: concord-bench [--concord PATH] [--output PATH] [--runs N] [--only B1,B2] [--keep]
+    usage: concord-bench [--concord PATH] [--output PATH] [--runs N] [--only B1,B2] [--tmpdir DIR] [--keep]
 
     Times concord against the git CLI on the same data, prints a markdown table and,
     with --output, writes the full report (docs/benchmarks.md via `make bench`).
@@ -18,13 +18,15 @@ struct BenchOptions {
       --output PATH   write the markdown report here (default: print only)
       --runs N        timed runs per side and scenario, 1 or more (default 5)
       --only LIST     comma-separated scenario ids, e.g. B1,B2 (default: all)
-      --keep          keep the temporary directory under /tmp for inspection
+      --tmpdir DIR    where the temporary directories go (default /tmp)
+      --keep          keep the temporary directory for inspection
     """
 
     var concordPath: String
     var outputPath: String?
     var runs = 5
     var only: Set<String>?
+    var temporaryDirectory = "/tmp"
     var keepTemporaryFiles = false
 
     static func parse(_ arguments: [String]) throws -> BenchOptions {
@@ -51,6 +53,7 @@ struct BenchOptions {
                     throw Usage(text: "concord-bench: unknown scenario \(unknown) (known: \(Scenario.all.map(\.id).joined(separator: ", ")))")
                 }
                 options.only = Set(ids)
+            case "--tmpdir": options.temporaryDirectory = try value(for: argument)
             case "--keep": options.keepTemporaryFiles = true
             case "--help", "-h": throw Usage(text: help, isHelp: true)
             default: throw Usage(text: "concord-bench: unknown argument \(argument)\n\n\(help)")

@@ -12,6 +12,9 @@ struct MachineFacts {
     let spawnOverhead: Double
     /// The file system holding the temporary directories, e.g. "ext4 (/dev/vda on /), no journal".
     let temporaryFileSystem: String
+    /// Time to create 2,000 small files in a new directory when the bench started: a gauge of how
+    /// disturbed the file system was (the same probe runs again at the end).
+    let fileCreationProbe: Double
     /// Whether that file system is ext4 without a journal, where file creation right after mass
     /// deletions is slow (see the report).
     let isUnjournaledExt4: Bool
@@ -28,11 +31,24 @@ struct MachineFacts {
         formatter.formatOptions = [.withInternetDateTime]
         try concord.makeHome(home)
         let fileSystem = fileSystem(holding: home.path)
+        let probe = try probeFileCreation(in: home.deletingLastPathComponent().appendingPathComponent("probe-start"))
         return MachineFacts(
             processors: ProcessInfo.processInfo.activeProcessorCount, kernel: kernel, gitVersion: git.version(),
             concordVersion: concord.version(home: home), date: formatter.string(from: Date()),
             loadAverage: currentLoadAverage(), spawnOverhead: spawn.median,
-            temporaryFileSystem: fileSystem.description, isUnjournaledExt4: fileSystem.unjournaledExt4)
+            temporaryFileSystem: fileSystem.description, fileCreationProbe: probe, isUnjournaledExt4: fileSystem.unjournaledExt4)
+    }
+
+    /// Seconds to create 2,000 files of 300 bytes in a new directory `directory` (left in place:
+    /// deleting them would itself slow down later file creation).
+    static func probeFileCreation(in directory: URL) throws -> Double {
+        let bytes = Data(repeating: 0x78, count: 300)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return try measure {
+            for index in 0..<2_000 {
+                try VocabularyData.writeFile(bytes, to: directory.appendingPathComponent("f\(index)").path)
+            }
+        }.seconds
     }
 
     /// The mount holding `path` (longest mount point prefix in /proc/mounts) and, for ext4, whether

@@ -7,6 +7,8 @@ struct Report {
     let runs: Int
     let wallSeconds: Double
     let loadAverageAfter: String
+    let fileCreationProbeAfter: Double
+    let temporaryRoot: String
 
     static let header = "| scenario | concord median | git median | ratio | target | met |"
 
@@ -31,7 +33,7 @@ struct Report {
         """
         if facts.isUnjournaledExt4 {
             text += """
-             On this machine /tmp is ext4 without a journal: there ext4 avoids reusing inodes freed in the last
+             On this machine the temporary directories are on ext4 without a journal: there ext4 avoids reusing inodes freed in the last
             ~60 s and scans the inode table for others, so creating files soon after many files were deleted (by a test
             suite, or by a previous bench's clean-up) becomes several times slower for both sides. The bench therefore
             deletes nothing until all scenarios are done.
@@ -53,9 +55,9 @@ struct Report {
         .build-release/release/concord-bench --concord .build-release/release/concord --output docs/benchmarks.md
         ```
 
-        Options: `--runs N` (timed runs per side, default 5), `--only B1,B2` (some scenarios), `--keep` (keep the
-        temporary directories under /tmp). Every scenario runs concord and the real `git` CLI on the same data in the
-        same run; the table shows medians of \(runs) runs, and ratio = concord median / git median (lower is better
+        Options: `--runs N` (timed runs per side, default 5), `--only B1,B2` (some scenarios), `--tmpdir DIR` (where
+        the temporary directories go, default /tmp), `--keep` (keep them). Every scenario runs concord and the real `git` CLI on the same data in the
+        same run; the table shows medians of \(runs) run\(runs == 1 ? "" : "s"), and ratio = concord median / git median (lower is better
         for concord). Rows without a target are references or variants of the headline row above them.
 
         ## Machine
@@ -66,7 +68,9 @@ struct Report {
         - date: \(facts.date)
         - load average before / after: \(facts.loadAverage) / \(loadAverageAfter)
         - process launch overhead (`/bin/true`, median of 10): \(Format.duration(facts.spawnOverhead))
-        - temporary directories under /tmp on: \(facts.temporaryFileSystem)
+        - temporary directories under \(temporaryRoot) on: \(facts.temporaryFileSystem)
+        - file creation gauge (2,000 files of 300 B in a new directory) at start / end: \(Format.duration(facts.fileCreationProbe)) / \(Format.duration(fileCreationProbeAfter))
+          (an undisturbed disk does this in a few tens of milliseconds)
         - git runs with `GIT_CONFIG_NOSYSTEM=1`, `GIT_CONFIG_GLOBAL=/dev/null`, `-c commit.gpgsign=false`, author and
           committer from `GIT_AUTHOR_*`/`GIT_COMMITTER_*`; concord signs every commit (Ed25519, SSHSIG).
         - whole bench wall time (set-up, all runs, checks and clean-up): \(Format.duration(wallSeconds))
