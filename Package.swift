@@ -21,7 +21,8 @@ let package = Package(
             pkgConfig: "libgit2",
             providers: [.apt(["libgit2-dev"])]
         ),
-        // ConcordGit: the only importer of CLibgit2; repositories, objects, trees, refs, signed commits.
+        // ConcordGit: the only importer of CLibgit2; repositories, objects, trees, refs, signed commits,
+        // blob packs (SHA-1 trailer via swift-crypto), merge driver, remotes, fetch and push.
         .target(name: "ConcordGit", dependencies: ["CLibgit2", .product(name: "Crypto", package: "swift-crypto")]),
         // ConcordModel: pure Swift data model: canonical JSON, ids, kinds, records, HLC, roles.
         .target(name: "ConcordModel"),

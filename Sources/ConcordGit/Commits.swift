@@ -105,12 +105,7 @@ extension Repository {
 
         var parentHandles = [OpaquePointer?]()
         defer { parentHandles.forEach { git_commit_free($0) } }
-        for parent in parents {
-            var oid = parent.raw
-            var commit: OpaquePointer?
-            try check("git_commit_lookup", git_commit_lookup(&commit, handle, &oid))
-            parentHandles.append(commit)
-        }
+        for parent in parents { parentHandles.append(try lookupCommit(parent)) }
 
         var buffer = git_buf()
         defer { git_buf_dispose(&buffer) }

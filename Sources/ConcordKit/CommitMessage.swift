@@ -1,5 +1,6 @@
 import ConcordModel
 import ConcordTrust
+import Foundation
 
 /// What a commit did, as recorded in its `Concord-Action` trailer.
 public enum ChangeAction: String, Sendable, Codable {
@@ -85,4 +86,3 @@ public struct CommitTrailers: Sendable, Equatable {
     }
 }
 
-import Foundation
