@@ -10,6 +10,11 @@ public struct ObjectID: Sendable, Hashable, Comparable, CustomStringConvertible 
         bytes = withUnsafeBytes(of: &copy.id) { Array($0) }
     }
 
+    /// Wraps 20 raw bytes (e.g. a SHA-1 digest).
+    init(bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
     init(_ pointer: UnsafePointer<git_oid>) {
         self.init(pointer.pointee)
     }

@@ -48,10 +48,10 @@ public struct BlobPack {
 
         let directory = repository.gitDirectory + "objects/pack/"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let name = directory + "pack-" + ObjectIDHex.string(packChecksum)
-        try DurableFile.write(pack, to: name + ".pack")
-        try DurableFile.write(index, to: name + ".idx")
-        try DurableFile.syncDirectory(directory)
+        let name = directory + "pack-" + ObjectID(bytes: packChecksum).hex
+        try FileIO.write(pack, to: name + ".pack", makingParents: false, mode: 0o444, durable: true)
+        try FileIO.write(index, to: name + ".idx", makingParents: false, mode: 0o444, durable: true)
+        try FileIO.syncDirectory(directory)
         var odb: OpaquePointer?
         try check("git_repository_odb", git_repository_odb(&odb, repository.handle))
         defer { git_odb_free(odb) }
@@ -122,46 +122,3 @@ public struct BlobPack {
     }
 }
 
-/// Lower-case hex of raw bytes.
-enum ObjectIDHex {
-    static func string(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0xF)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-}
-
-/// Files that must be on disk before anything points at them: temporary file, fsync, rename.
-enum DurableFile {
-    static func write(_ bytes: [UInt8], to path: String) throws {
-        let temporary = path + ".tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o444)
-        guard fd >= 0 else { throw FileIO.Failure(path: temporary, operation: "create") }
-        var written = 0
-        let ok = bytes.withUnsafeBytes { buffer -> Bool in
-            while written < buffer.count {
-                let n = Glibc.write(fd, buffer.baseAddress! + written, buffer.count - written)
-                if n < 0 { if errno == EINTR { continue }; return false }
-                written += n
-            }
-            return fsync(fd) == 0
-        }
-        close(fd)
-        guard ok, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw FileIO.Failure(path: path, operation: "write")
-        }
-    }
-
-    static func syncDirectory(_ path: String) throws {
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw FileIO.Failure(path: path, operation: "open directory") }
-        defer { close(fd) }
-        _ = fsync(fd)
-    }
-}

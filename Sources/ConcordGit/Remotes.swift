@@ -100,7 +100,7 @@ extension Repository {
                 specs.withRaw { git_remote_push(remote, $0, &pushOptions) }
             }
             if result < 0 { throw session.failure(GitError.last("git_remote_push", result)) }
-            return PushOutcome(statuses: session.pushStatuses)
+            return PushOutcome(statuses: session.pushStatuses, serverMessages: session.serverMessages)
         }
     }
 

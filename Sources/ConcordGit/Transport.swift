@@ -52,6 +52,8 @@ public enum TransportFailure: Error, Sendable {
 /// What one push did to each ref: nil status means accepted, otherwise the server's reason.
 public struct PushOutcome: Sendable {
     public let statuses: [String: String?]
+    /// What the server printed for us (hooks' stderr arrives on the sideband), one entry per line.
+    public let serverMessages: [String]
 
     public var rejections: [(ref: String, reason: String)] {
         statuses.compactMap { ref, status in status.map { (ref, $0) } }.sorted { $0.ref < $1.ref }
@@ -64,6 +66,13 @@ final class TransportSession {
     var credentialAttempts = 0
     var rejectedHostKey: HostKey?
     var pushStatuses: [String: String?] = [:]
+    var serverText = ""
+
+    /// The server's sideband text as lines, without git's "remote: " noise or progress meters.
+    var serverMessages: [String] {
+        serverText.split(whereSeparator: { $0 == "\n" || $0 == "\r" }).map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+    }
 
     init(options: TransportOptions) {
         self.options = options
@@ -81,6 +90,13 @@ final class TransportSession {
             guard let payload else { return -1 }
             let session = Unmanaged<TransportSession>.fromOpaque(payload).takeUnretainedValue()
             return session.checkCertificate(cert, host)
+        }
+        callbacks.sideband_progress = { text, length, payload in
+            guard let payload, let text, length > 0 else { return 0 }
+            let session = Unmanaged<TransportSession>.fromOpaque(payload).takeUnretainedValue()
+            let bytes = UnsafeRawBufferPointer(start: text, count: Int(length))
+            if session.serverText.utf8.count < 16_384 { session.serverText += String(decoding: bytes, as: UTF8.self) }
+            return 0
         }
         callbacks.push_update_reference = { refname, status, payload in
             guard let payload, let refname else { return 0 }

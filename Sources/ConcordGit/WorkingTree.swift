@@ -98,10 +98,12 @@ public enum FileIO {
     }
 
     /// Writes `bytes` to `path` through a temporary file and a rename, creating parent directories.
-    public static func write(_ bytes: [UInt8], to path: String, makingParents: Bool = true) throws(Failure) {
+    /// With `durable`, the file is fsynced before the rename (for objects that refs will point at).
+    public static func write(_ bytes: [UInt8], to path: String, makingParents: Bool = true,
+                             mode: UInt32 = 0o644, durable: Bool = false) throws(Failure) {
         if makingParents { try makeParents(of: path) }
-        let temporary = path + ".concord-tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let temporary = path + ".concord-tmp-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode_t(mode))
         guard fd >= 0 else { throw Failure(path: temporary, operation: "create") }
         var written = 0
         let ok = bytes.withUnsafeBytes { buffer -> Bool in
@@ -110,11 +112,19 @@ public enum FileIO {
                 if n < 0 { if errno == EINTR { continue }; return false }
                 written += n
             }
-            return true
+            return !durable || fsync(fd) == 0
         }
         close(fd)
         guard ok else { unlink(temporary); throw Failure(path: path, operation: "write") }
         guard rename(temporary, path) == 0 else { unlink(temporary); throw Failure(path: path, operation: "rename into place") }
+    }
+
+    /// fsyncs a directory, so the names just renamed into it survive a crash.
+    static func syncDirectory(_ path: String) throws(Failure) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw Failure(path: path, operation: "open directory") }
+        defer { close(fd) }
+        _ = fsync(fd)
     }
 
     static func makeParents(of path: String) throws(Failure) {

@@ -66,12 +66,12 @@ extension Profile {
         let provisional = Profile(root: root, repository: repository, environment: environment,
                                   info: ProfileInfo(id: "", name: "", formatVersion: concordFormatVersion, createdAt: ""), kinds: .empty)
         if case .path(let path) = location, !FileManager.default.fileExists(atPath: path) {
-            throw ConcordError.offline(remote: "origin", reason: "\(path) does not exist", localCommits: 0)
+            throw ConcordError.offline(remote: "origin", reason: "\(path) does not exist", localCommits: nil)
         }
         do {
             try repository.fetch(remote: "origin", refspecs: ["+refs/heads/main:\(trackingRef("origin"))"], options: options)
         } catch {
-            throw try provisional.transportError(error, remote: "origin", location: location)
+            throw try provisional.transportError(error, remote: "origin", location: location, cloning: true)
         }
         if let trusted { try knownHosts.trust(host: hostName, key: trusted) }
         guard let tip = try gitCall({ try repository.resolveReference(trackingRef("origin")) }) else {

@@ -21,7 +21,8 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     case busy(String)
     case unknownTemplate(String)
     /// The remote could not be reached; local commits are kept.
-    case offline(remote: String, reason: String, localCommits: Int)
+    /// `localCommits` is nil where there is nothing local to keep (a clone).
+    case offline(remote: String, reason: String, localCommits: Int?)
     case untrustedHost(remote: String, host: String, fingerprint: String, changed: Bool)
     case authenticationFailed(remote: String, reason: String)
     case pushRejected(remote: String, reason: String)
@@ -71,6 +72,7 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
         case .unknownTemplate(let name):
             return "unknown template \"\(name)\": use blank, aac, screenplay, recipes, sessions or personal"
         case .offline(let remote, let reason, let count):
+            guard let count else { return "offline: cannot reach \(remote) (\(reason)) — check the URL and the network, then try again" }
             let kept = count == 1 ? "your 1 local commit is kept" : "your \(count) local commits are kept"
             return "offline: cannot reach \(remote) (\(reason)) — \(kept) and will be sent on the next sync"
         case .untrustedHost(let remote, let host, let fingerprint, let changed):

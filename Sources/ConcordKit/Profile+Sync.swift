@@ -66,8 +66,12 @@ extension Profile {
                 ?? countCommits(head)
             if try push(head, expected: remoteTip, remote: remote, location: location, options: options) {
                 sent += outgoing
-                try gitCall {
-                    try repository.updateReference(Self.trackingRef(remote), to: head, expected: remoteTip, message: "concord: pushed")
+                // An ssh push already moved the tracking ref (libgit2 updates tips); a path push did not.
+                let tracking = try gitCall { try repository.resolveReference(Self.trackingRef(remote)) }
+                if tracking != head {
+                    try gitCall {
+                        try repository.updateReference(Self.trackingRef(remote), to: head, expected: tracking, message: "concord: pushed")
+                    }
                 }
                 try recordSync(remote: remote, head: head)
                 return SyncReport(remote: remote, received: received, sent: sent, changedFiles: changed, resolved: resolved,
@@ -203,12 +207,13 @@ extension Profile {
                 .contains(where: reason.contains) {
                 return false
             }
-            throw ConcordError.pushRejected(remote: remote, reason: rejection.reason)
+            let server = outcome.serverMessages.isEmpty ? "" : " (server says: \(outcome.serverMessages.joined(separator: "; ")))"
+            throw ConcordError.pushRejected(remote: remote, reason: rejection.reason + server)
         }
     }
 
     /// Maps a transport failure to the error the user should see.
-    func transportError(_ error: Error, remote: String, location: RemoteLocation) throws -> Error {
+    func transportError(_ error: Error, remote: String, location: RemoteLocation, cloning: Bool = false) throws -> Error {
         switch error {
         case TransportFailure.untrustedHostKey(let key):
             let host = location.knownHostsName ?? key.host
@@ -217,7 +222,7 @@ extension Profile {
         case TransportFailure.authenticationFailed(let reason):
             return ConcordError.authenticationFailed(remote: remote, reason: reason)
         case let error as GitError where error.isConnectivity || isMissingRepository(error, location):
-            return ConcordError.offline(remote: remote, reason: error.message, localCommits: try localCommits(remote))
+            return ConcordError.offline(remote: remote, reason: error.message, localCommits: cloning ? nil : try localCommits(remote))
         case let error as GitError:
             return ConcordError.git("\(remote): \(error.message)")
         default:

@@ -146,3 +146,89 @@ class SyncTestCase: XCTestCase {
         return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
+
+// MARK: - The concord binary and simulated devices
+
+/// One simulated device: its own CONCORD_HOME with an identity `member@device`.
+struct SyncDevice {
+    let member: String
+    let device: String
+    let home: URL
+    /// `ssh-ed25519 AAAA… member@device`, as `concord identity show --public-key` prints it.
+    let publicKeyLine: String
+}
+
+struct ConcordBinaryMissing: Error, CustomStringConvertible {
+    var description: String { "the concord binary was not found: run swift build first (or set CONCORD_BIN)" }
+}
+
+extension SyncTestCase {
+    /// The `concord` executable: `CONCORD_BIN`, else next to the test bundle (.build/debug), else
+    /// the package's `.build/debug` (the same search as the CLI tests).
+    static let concordPath: String? = {
+        let fileManager = FileManager.default
+        func isExecutableFile(_ path: String) -> Bool {
+            var isDirectory: ObjCBool = false
+            return fileManager.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
+                && fileManager.isExecutableFile(atPath: path)
+        }
+        if let path = ProcessInfo.processInfo.environment["CONCORD_BIN"], !path.isEmpty {
+            return isExecutableFile(path) ? path : nil
+        }
+        var directories = [Bundle.main.bundleURL, Bundle.main.bundleURL.deletingLastPathComponent()]
+        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
+            directories.append(bundle.bundleURL.deletingLastPathComponent())
+        }
+        if let first = CommandLine.arguments.first {
+            directories.append(URL(fileURLWithPath: first).deletingLastPathComponent())
+        }
+        let packageRoot = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        directories.append(packageRoot.appendingPathComponent(".build/debug"))
+        return directories.map { $0.appendingPathComponent("concord").path }.first(where: isExecutableFile)
+    }()
+
+    /// The concord binary, or a test failure saying to build it.
+    func concordBinary(file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        guard let path = Self.concordPath else {
+            XCTFail("concord binary not found next to the test bundle: run swift build first", file: file, line: line)
+            throw ConcordBinaryMissing()
+        }
+        return path
+    }
+
+    /// The environment `device` runs concord with (see `environment(_:)`); `clock` sets CONCORD_CLOCK.
+    func concordEnvironment(_ device: SyncDevice?, clock: String? = nil) -> [String: String] {
+        var extra = [String: String]()
+        if let device { extra["CONCORD_HOME"] = device.home.path }
+        if let clock { extra["CONCORD_CLOCK"] = clock }
+        return environment(extra)
+    }
+
+    /// Runs `concord arguments` as `device` in `directory` (the sandbox when nil).
+    @discardableResult
+    func concord(_ arguments: [String], as device: SyncDevice?, in directory: URL? = nil, clock: String? = nil,
+                 file: StaticString = #filePath, line: UInt = #line) throws -> (status: Int32, stdout: String, stderr: String) {
+        try SyncProcess.run(try concordBinary(file: file, line: line), arguments,
+                            environment: concordEnvironment(device, clock: clock), in: directory ?? sandbox)
+    }
+
+    /// `concord`, failing the test unless it exits 0; returns its trimmed stdout.
+    @discardableResult
+    func concordOK(_ arguments: [String], as device: SyncDevice?, in directory: URL? = nil, clock: String? = nil,
+                   file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let result = try concord(arguments, as: device, in: directory, clock: clock, file: file, line: line)
+        XCTAssertEqual(result.status, 0, "concord \(arguments.joined(separator: " ")) exited \(result.status): \(result.stderr)",
+                       file: file, line: line)
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// A device with a new identity in `<sandbox>/home-<member>-<device>`.
+    func makeDevice(_ member: String, device: String, file: StaticString = #filePath, line: UInt = #line) throws -> SyncDevice {
+        let home = sandbox.appendingPathComponent("home-\(member)-\(device)")
+        let partial = SyncDevice(member: member, device: device, home: home, publicKeyLine: "")
+        try concordOK(["identity", "new", "--name", member, "--device", device], as: partial, file: file, line: line)
+        let key = try concordOK(["identity", "show", "--public-key"], as: partial, file: file, line: line)
+        return SyncDevice(member: member, device: device, home: home, publicKeyLine: key)
+    }
+}

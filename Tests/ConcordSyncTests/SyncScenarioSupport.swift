@@ -1,0 +1,168 @@
+import Foundation
+import XCTest
+
+/// How devices reach the bare repository in a scenario.
+enum SyncTransport: String, CaseIterable {
+    /// A directory path on this machine.
+    case path
+    /// `ssh://user@127.0.0.1:<port>/abs/path.git` through the SSHServer fixture.
+    case ssh
+}
+
+/// A bare repository made by `concord init --bare`, and the URL devices use for it.
+struct SyncRemote {
+    let transport: SyncTransport
+    let bare: URL
+    let url: String
+    /// The sshd serving `bare` (ssh only); stopped when the test ends.
+    let server: SSHServer?
+}
+
+/// A seedable generator (SplitMix64), so a shuffled sync order can be replayed from its seed.
+struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// What one `concord sync --json` reported.
+struct SyncSummary {
+    let received: Int
+    let sent: Int
+    let head: String
+    let attempts: Int
+
+    var movedAnything: Bool { received > 0 || sent > 0 }
+}
+
+extension SyncTestCase {
+    /// A bare repository `<sandbox>/<name>` made with `concord init --bare`; for ssh also a started server
+    /// (one per test) and its URL for the repository.
+    func makeRemote(_ transport: SyncTransport, name: String = "remote.git", server existing: SSHServer? = nil,
+                    file: StaticString = #filePath, line: UInt = #line) throws -> SyncRemote {
+        let bare = sandbox.appendingPathComponent(name)
+        try concordOK(["init", "--bare", bare.path], as: nil, file: file, line: line)
+        switch transport {
+        case .path:
+            return SyncRemote(transport: transport, bare: bare, url: bare.path, server: nil)
+        case .ssh:
+            let server = try existing ?? startSSHServer()
+            return SyncRemote(transport: transport, bare: bare, url: server.url(for: bare), server: server)
+        }
+    }
+
+    /// Lets `device` reach `remote`: over ssh its key is authorized and, unless `trustHost` is false, the
+    /// server's host key is written into its `$CONCORD_HOME/known_hosts` (as `concord remote trust` would).
+    func allow(_ device: SyncDevice, on remote: SyncRemote, trustHost: Bool = true) throws {
+        guard let server = remote.server else { return }
+        try server.authorize(publicKeyLine: device.publicKeyLine)
+        if trustHost {
+            let knownHosts = device.home.appendingPathComponent("known_hosts")
+            let old = (try? String(contentsOf: knownHosts, encoding: .utf8)) ?? ""
+            try Data((old + server.knownHostsLine + "\n").utf8).write(to: knownHosts)
+        }
+    }
+
+    /// `owner` creates an aac profile in `<sandbox>/<directory>`, adds each of `members` (device, role)
+    /// by key, adds `remote` as origin and publishes it with `concord sync`.
+    func publishProfile(owner: SyncDevice, remote: SyncRemote, directory: String = "profile-\(UUID().uuidString.prefix(6))",
+                        members: [(SyncDevice, String)] = [], records: [(String, String)] = [],
+                        file: StaticString = #filePath, line: UInt = #line) throws -> URL {
+        let profile = sandbox.appendingPathComponent(directory)
+        try concordOK(["init", profile.path, "--name", "Shared", "--template", "aac"], as: owner, file: file, line: line)
+        for (device, role) in members {
+            try concordOK(["members", "add", device.member, "--role", role, "--key", device.publicKeyLine, "--device", device.device],
+                          as: owner, in: profile, file: file, line: line)
+        }
+        for (reference, json) in records {
+            try concordOK(["put", reference, "--json", json], as: owner, in: profile, file: file, line: line)
+        }
+        try allow(owner, on: remote)
+        try concordOK(["remote", "add", "origin", remote.url], as: owner, in: profile, file: file, line: line)
+        try concordOK(["sync"], as: owner, in: profile, file: file, line: line)
+        return profile
+    }
+
+    /// `device` clones `remote` into `<sandbox>/<directory>` (trusting the server's key with --trust-host over ssh).
+    func cloneProfile(_ device: SyncDevice, from remote: SyncRemote, into directory: String,
+                      file: StaticString = #filePath, line: UInt = #line) throws -> URL {
+        try allow(device, on: remote, trustHost: false)
+        let target = sandbox.appendingPathComponent(directory)
+        var arguments = ["clone", remote.url, target.path]
+        if let server = remote.server { arguments += ["--trust-host", server.hostKeyFingerprint] }
+        try concordOK(arguments, as: device, file: file, line: line)
+        return target
+    }
+
+    /// `concord sync --json` as `device`, parsed; fails the test unless it exits 0.
+    func syncJSON(_ device: SyncDevice, in profile: URL, file: StaticString = #filePath, line: UInt = #line) throws -> SyncSummary {
+        let result = try concord(["sync", "--json"], as: device, in: profile, file: file, line: line)
+        XCTAssertEqual(result.status, 0, "sync as \(device.member)@\(device.device) exited \(result.status): \(result.stderr)",
+                       file: file, line: line)
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
+                                   "sync --json printed \(result.stdout)", file: file, line: line)
+        return SyncSummary(received: object["received"] as? Int ?? -1, sent: object["sent"] as? Int ?? -1,
+                           head: object["head"] as? String ?? "", attempts: object["attempts"] as? Int ?? -1)
+    }
+
+    /// `concord status --json` as `device`, parsed.
+    func statusJSON(_ device: SyncDevice, in profile: URL, file: StaticString = #filePath, line: UInt = #line) throws -> [String: Any] {
+        let text = try concordOK(["status", "--json"], as: device, in: profile, file: file, line: line)
+        return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+                             "status --json printed \(text)", file: file, line: line)
+    }
+
+    /// `git rev-parse <revision>` in `repository` (a work tree or a bare repository).
+    func revParse(_ revision: String, in repository: URL, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        try gitOK(["rev-parse", "--verify", "--quiet", revision], in: repository, file: file, line: line)
+    }
+
+    /// The bare repository's `refs/heads/main`, or nil when it has none.
+    func remoteMain(_ remote: SyncRemote) throws -> String? {
+        let result = try git(["rev-parse", "--verify", "--quiet", "refs/heads/main"], in: remote.bare)
+        return result.status == 0 ? result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) : nil
+    }
+
+    /// Every file of a work tree (outside `.git`) with its bytes, plus HEAD and `git status`: what a refused
+    /// command must leave alone.
+    func workTreeSnapshot(_ profile: URL) throws -> [String: Data] {
+        var files = ["<HEAD>": Data(try git(["rev-parse", "HEAD"], in: profile).stdout.utf8),
+                     "<status>": Data(try git(["status", "--porcelain", "--untracked-files=all"], in: profile).stdout.utf8)]
+        let enumerator = FileManager.default.enumerator(atPath: profile.path)
+        while let relative = enumerator?.nextObject() as? String {
+            if relative == ".git" { enumerator?.skipDescendants(); continue }
+            let url = profile.appendingPathComponent(relative)
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue {
+                files[relative] = try Data(contentsOf: url)
+            }
+        }
+        return files
+    }
+
+    /// Asserts a refusal: exit `status`, nothing on stdout, exactly one stderr line starting with `prefix`
+    /// and containing each of `mentions`.
+    func assertOneLineRefusal(_ result: (status: Int32, stdout: String, stderr: String), status: Int32 = 1,
+                              prefix: String = "concord: error: ", mentions: [String] = [],
+                              file: StaticString = #filePath, line: UInt = #line) {
+        let summary = "exit \(result.status)\n--- stdout:\n\(result.stdout)--- stderr:\n\(result.stderr)"
+        XCTAssertEqual(result.status, status, "wrong exit status: \(summary)", file: file, line: line)
+        XCTAssertEqual(result.stdout, "", "a refused command prints nothing on stdout: \(summary)", file: file, line: line)
+        XCTAssertTrue(result.stderr.hasSuffix("\n"), "stderr must end with a newline: \(summary)", file: file, line: line)
+        XCTAssertEqual(result.stderr.split(separator: "\n").count, 1, "want exactly one stderr line: \(summary)", file: file, line: line)
+        XCTAssertTrue(result.stderr.hasPrefix(prefix), "stderr must start with \(prefix.debugDescription): \(summary)",
+                      file: file, line: line)
+        for mention in mentions {
+            XCTAssertTrue(result.stderr.contains(mention), "stderr should mention \(mention.debugDescription): \(summary)",
+                          file: file, line: line)
+        }
+    }
+}
