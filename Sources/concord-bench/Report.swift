@@ -32,11 +32,12 @@ struct Report {
         the ratios of one run are what to compare. Per-run times are listed under each scenario.
         """
         if facts.isUnjournaledExt4 {
-            text += """
-             On this machine the temporary directories are on ext4 without a journal: there ext4 avoids reusing inodes freed in the last
-            ~60 s and scans the inode table for others, so creating files soon after many files were deleted (by a test
-            suite, or by a previous bench's clean-up) becomes several times slower for both sides. The bench therefore
-            deletes nothing until all scenarios are done.
+            text += "\n\n" + """
+            On this machine the temporary directories are on ext4 without a journal. There ext4 avoids reusing inodes
+            freed in the last minute or so and scans the inode table for others, so creating files soon after many
+            files were deleted (by a test suite, or by a previous bench's clean-up) becomes several times slower, for
+            both sides; the file creation gauge above shows how disturbed this run was. The bench deletes nothing
+            until all scenarios are done.
             """
         }
         return text
@@ -55,10 +56,12 @@ struct Report {
         .build-release/release/concord-bench --concord .build-release/release/concord --output docs/benchmarks.md
         ```
 
-        Options: `--runs N` (timed runs per side, default 5), `--only B1,B2` (some scenarios), `--tmpdir DIR` (where
-        the temporary directories go, default /tmp), `--keep` (keep them). Every scenario runs concord and the real `git` CLI on the same data in the
-        same run; the table shows medians of \(runs) run\(runs == 1 ? "" : "s"), and ratio = concord median / git median (lower is better
-        for concord). Rows without a target are references or variants of the headline row above them.
+        Options: `--runs N` (timed runs per side, default 5), `--only B1,B2` (some scenarios), `--tmpdir DIR`
+        (where the temporary directories go, default /tmp), `--keep` (keep them).
+
+        Every scenario runs concord and the real `git` CLI on the same data in the same run. The table shows medians
+        of \(runs) run\(runs == 1 ? "" : "s") per side; ratio = concord median / git median (lower is better for
+        concord). Rows without a target are references or variants of the headline row above them.
 
         ## Machine
 
@@ -69,8 +72,9 @@ struct Report {
         - load average before / after: \(facts.loadAverage) / \(loadAverageAfter)
         - process launch overhead (`/bin/true`, median of 10): \(Format.duration(facts.spawnOverhead))
         - temporary directories under \(temporaryRoot) on: \(facts.temporaryFileSystem)
-        - file creation gauge (2,000 files of 300 B in a new directory) at start / end: \(Format.duration(facts.fileCreationProbe)) / \(Format.duration(fileCreationProbeAfter))
-          (an undisturbed disk does this in a few tens of milliseconds)
+        - file creation gauge (2,000 files of 300 B in a new directory) at start / end: \
+        \(Format.duration(facts.fileCreationProbe)) / \(Format.duration(fileCreationProbeAfter)) (an undisturbed disk
+          does this in a few tens of milliseconds)
         - git runs with `GIT_CONFIG_NOSYSTEM=1`, `GIT_CONFIG_GLOBAL=/dev/null`, `-c commit.gpgsign=false`, author and
           committer from `GIT_AUTHOR_*`/`GIT_COMMITTER_*`; concord signs every commit (Ed25519, SSHSIG).
         - whole bench wall time (set-up, all runs, checks and clean-up): \(Format.duration(wallSeconds))
@@ -84,6 +88,11 @@ struct Report {
             out.append("\n## \(result.scenario.id): \(result.scenario.title)\n")
             out.append("What is timed:\n")
             out.append(result.notes.map { "- " + $0 }.joined(separator: "\n"))
+            out.append("\nFastest runs (noise only adds time, so these show the least disturbed ratio):\n")
+            out.append(result.rows.map { row in
+                "- \(row.label): concord \(Format.duration(row.concord.fastest)), git \(Format.duration(row.git.fastest)), "
+                    + "ratio \(Format.ratio(row.concord.fastest / row.git.fastest))"
+            }.joined(separator: "\n"))
             for finding in result.findings { out.append("\n" + finding) }
         }
         return out.joined(separator: "\n") + "\n"

@@ -41,6 +41,9 @@ struct Samples {
 
     mutating func append(_ seconds: Double) { values.append(seconds) }
 
+    /// The fastest run: on a shared machine noise only ever adds time, so this is the least disturbed.
+    var fastest: Double { values.min() ?? .nan }
+
     var median: Double {
         let sorted = values.sorted()
         guard !sorted.isEmpty else { return .nan }
@@ -58,7 +61,7 @@ final class BenchContext {
     let concord: ConcordCLI
     let git: GitCLI
     let runs: Int
-    /// A directory under /tmp for this scenario. Nothing in it is deleted until the whole bench is
+    /// This scenario's own temporary directory. Nothing in it is deleted until the whole bench is
     /// done: on ext4, creating files soon after deleting many is slow (the inode allocator skips
     /// recently freed inodes), so deleting one run's files would slow down the next run.
     let directory: URL
@@ -76,5 +79,4 @@ final class BenchContext {
     func progress(_ line: String) {
         FileHandle.standardError.write(Data("\(line)\n".utf8))
     }
-
 }
