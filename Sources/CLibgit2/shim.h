@@ -12,6 +12,10 @@ static inline int concord_git_opts_int(int option, int value) {
     return git_libgit2_opts(option, value);
 }
 
+static inline int concord_git_opts_cache_limit(int type, size_t limit) {
+    return git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, (git_object_t)type, limit);
+}
+
 /* Deflates `length` bytes at `level` into `out` (capacity `*out_length`, updated); Z_OK on success. */
 static inline int concord_deflate(const unsigned char *data, unsigned long length, unsigned char *out,
                                   unsigned long *out_length, int level) {

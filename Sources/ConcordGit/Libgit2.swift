@@ -9,6 +9,9 @@ enum Libgit2 {
         _ = concord_git_opts_int(Int32(GIT_OPT_ENABLE_FSYNC_GITDIR.rawValue), 1)
         // Profiles may sit in folders owned by another user (shared folders, USB sticks, tests run as root).
         _ = concord_git_opts_int(Int32(GIT_OPT_SET_OWNER_VALIDATION.rawValue), 0)
+        // A record kind is one directory: its tree can hold 100,000 entries (4 MB). libgit2 caches
+        // only trees under 4 KiB by default, so every lookup would inflate and parse it again.
+        _ = concord_git_opts_cache_limit(Int32(GIT_OBJECT_TREE.rawValue), 64 << 20)
         return true
     }()
 

@@ -68,6 +68,17 @@ extension Repository {
         try check("git_index_write", git_index_write(index))
     }
 
+    /// The tree the index describes (written to the object database, as `git write-tree` does).
+    public func indexTree() throws -> ObjectID {
+        var index: OpaquePointer?
+        try check("git_repository_index", git_repository_index(&index, handle))
+        defer { git_index_free(index) }
+        try check("git_index_read", git_index_read(index, 1))
+        var oid = git_oid()
+        try check("git_index_write_tree", git_index_write_tree(&oid, index))
+        return ObjectID(oid)
+    }
+
     /// Makes the index match `tree` exactly (no working tree files are written): used after bulk
     /// writes, where `git status` re-hashes each file once and then caches its stat data again.
     public func resetIndex(to tree: ObjectID) throws {

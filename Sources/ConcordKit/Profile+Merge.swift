@@ -28,7 +28,7 @@ extension Profile {
     }
 
     public func merge(commit theirs: ObjectID, as identity: Identity) throws -> MergeReport {
-        let lock = try ProfileLock(gitDirectory: repository.gitDirectory)
+        let lock = try lock()
         defer { withExtendedLifetime(lock) {} }
         return try mergeLocked(theirs, as: identity)
     }

@@ -26,6 +26,13 @@ public struct SyncStatus: Sendable {
 
 extension Profile {
     static let maxSyncAttempts = 10
+    /// A path remote's branch lock older than this was left by a killed push.
+    static let staleRemoteLockAge: TimeInterval = 60
+
+    static func age(ofFile path: String) -> TimeInterval? {
+        guard let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date else { return nil }
+        return Date().timeIntervalSince(modified)
+    }
 
     /// The remote-tracking ref of `remote`'s main branch.
     static func trackingRef(_ remote: String) -> String { "refs/remotes/\(remote)/main" }
@@ -34,7 +41,7 @@ extension Profile {
     /// compare-and-swap, and pushes without ever forcing. When the push loses a race with another
     /// device, fetches, merges and pushes again (bounded, with jitter). Commits nothing implicitly.
     public func sync(remote: String = "origin", as identity: Identity) throws -> SyncReport {
-        let lock = try ProfileLock(gitDirectory: repository.gitDirectory)
+        let lock = try lock()
         defer { withExtendedLifetime(lock) {} }
         let location = try remoteLocation(remote)
         let options = transportOptions(for: identity, remote: remote, location: location)
@@ -64,7 +71,8 @@ extension Profile {
             }
             let outgoing = try remoteTip.map { tip in try gitCall { try repository.aheadBehind(local: head, upstream: tip).ahead } }
                 ?? countCommits(head)
-            if try push(head, expected: remoteTip, remote: remote, location: location, options: options) {
+            if try push(head, expected: remoteTip, remote: remote, location: location, options: options,
+                        attemptsLeft: Self.maxSyncAttempts - attempt) {
                 sent += outgoing
                 // An ssh push already moved the tracking ref (libgit2 updates tips); a path push did not.
                 let tracking = try gitCall { try repository.resolveReference(Self.trackingRef(remote)) }
@@ -181,13 +189,24 @@ extension Profile {
 
     /// Pushes `head`; false when the remote moved since `expected` (the caller retries).
     private func push(_ head: ObjectID, expected: ObjectID?, remote: String, location: RemoteLocation,
-                      options: TransportOptions) throws -> Bool {
+                      options: TransportOptions, attemptsLeft: Int) throws -> Bool {
         switch location {
         case .path(let path):
             do {
                 try repository.pushToLocalRepository(at: path, ref: "refs/heads/main", tip: head, expected: expected)
                 return true
-            } catch let error as GitError where [.modified, .exists, .locked].contains(error.code) {
+            } catch let error as GitError where [.modified, .exists].contains(error.code) {
+                return false
+            } catch let error as GitError where error.code == .locked {
+                // Another push holds the remote's branch lock right now, or a killed one left it behind.
+                let lockFile = (path as NSString).appendingPathComponent("refs/heads/main.lock")
+                if let age = Self.age(ofFile: lockFile), age > Self.staleRemoteLockAge {
+                    unlink(lockFile)
+                    return false
+                }
+                if (try? FileManager.default.attributesOfItem(atPath: lockFile)) != nil, attemptsLeft <= 1 {
+                    throw ConcordError.io("\(remote)'s branch is locked by \(lockFile) (left by a push that was killed?): it is removed automatically once it is \(Int(Self.staleRemoteLockAge)) s old; run 'concord sync' again then")
+                }
                 return false
             } catch {
                 throw try transportError(error, remote: remote, location: location)

@@ -22,7 +22,7 @@ extension Profile {
     public func write<Value>(
         as identity: Identity, action: ChangeAction? = nil, _ body: (Transaction) throws -> Value
     ) throws -> WriteResult<Value> {
-        let lock = try ProfileLock(gitDirectory: repository.gitDirectory)
+        let lock = try lock()
         defer { withExtendedLifetime(lock) {} }
         var attempt = 0
         while true {

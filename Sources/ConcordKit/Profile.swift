@@ -125,6 +125,37 @@ public final class Profile {
         return kind
     }
 
+    // MARK: The profile lock and crash recovery
+
+    /// Takes the profile lock. If the previous holder was killed, first finishes what it may have
+    /// left half done: the branch moves before the working tree is updated and the index is
+    /// written last, so files whose index entry differs from the branch are brought up to date.
+    func lock() throws -> ProfileLock {
+        let lock = try ProfileLock(gitDirectory: repository.gitDirectory)
+        if lock.previousHolderDied { try gitCall { try repairWorkingTree() } }
+        return lock
+    }
+
+    private func repairWorkingTree() throws {
+        guard let workdir = repository.workdir, let head = try repository.resolveReference("HEAD") else { return }
+        let headTree = try repository.commit(head).tree
+        let indexTree = try repository.indexTree()
+        if indexTree != headTree {
+            let files = try repository.changedFiles(from: indexTree, to: headTree)
+            try repository.applyToWorkingTree(try files.map { file in
+                guard let blob = file.blob else { return WorkingTreeChange(removing: file.path) }
+                return WorkingTreeChange(path: file.path, bytes: try repository.blob(blob), blob: blob)
+            })
+        }
+        // Temporary files of an interrupted working-tree write.
+        if let walker = FileManager.default.enumerator(atPath: workdir) {
+            while let relative = walker.nextObject() as? String {
+                if relative == ".git" { walker.skipDescendants(); continue }
+                if relative.contains(".concord-tmp-") { try? FileManager.default.removeItem(atPath: workdir + relative) }
+            }
+        }
+    }
+
     // MARK: The local clock
 
     private var clockPath: String { repository.gitDirectory + "concord/clock" }

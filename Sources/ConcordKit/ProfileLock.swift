@@ -13,6 +13,8 @@ import Glibc
 /// forever (`GIT_ELOCKED`).
 final class ProfileLock {
     private let descriptor: Int32
+    /// True when the previous holder was killed while holding the lock (it left its pid behind).
+    let previousHolderDied: Bool
 
     /// Waits up to `timeout` seconds for the lock.
     init(gitDirectory: String, timeout: TimeInterval = 60) throws {
@@ -31,7 +33,7 @@ final class ProfileLock {
             }
             usleep(2_000)
         }
-        let previousHolderDied = !readContent().isEmpty
+        previousHolderDied = !Self.readContent(descriptor).isEmpty
         writeContent("pid \(getpid())\n")
         ProfileLock.clearGitLocks(in: gitDirectory, olderThan: previousHolderDied ? 0 : 60)
     }
@@ -42,7 +44,7 @@ final class ProfileLock {
         close(descriptor)
     }
 
-    private func readContent() -> String {
+    private static func readContent(_ descriptor: Int32) -> String {
         var buffer = [UInt8](repeating: 0, count: 64)
         let count = pread(descriptor, &buffer, buffer.count, 0)
         return count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : ""
@@ -58,6 +60,8 @@ final class ProfileLock {
     /// lock; with the default age a plain `git` command running right now keeps its lock.
     static func clearGitLocks(in gitDirectory: String, olderThan age: Int) {
         var candidates = ["index.lock", "HEAD.lock", "config.lock", "packed-refs.lock"].map { gitDirectory + $0 }
+            + ((try? FileManager.default.contentsOfDirectory(atPath: gitDirectory + "objects/pack")) ?? [])
+                .filter { $0.hasSuffix(".lock") || $0.contains(".concord-tmp-") }.map { gitDirectory + "objects/pack/" + $0 }
         if let walker = FileManager.default.enumerator(atPath: gitDirectory + "refs") {
             while let relative = walker.nextObject() as? String {
                 if relative.hasSuffix(".lock") { candidates.append(gitDirectory + "refs/" + relative) }

@@ -28,6 +28,10 @@ do {
     FileHandle.standardError.write(Data("concord: \(error.message)\n".utf8))
     exit(ExitStatus.usage)
 } catch {
+    // Help and version requests surface as errors thrown from run(): let the parser finish them.
+    if Concord.exitCode(for: error) == .success {
+        Concord.exit(withError: error)
+    }
     FileHandle.standardError.write(Data("concord: error: \(describe(error))\n".utf8))
     exit(ExitStatus.failure)
 }

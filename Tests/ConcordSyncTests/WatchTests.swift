@@ -1,0 +1,153 @@
+import Foundation
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `concord watch` on two devices: writes made by other processes reach the other device within
+/// seconds, an outage is reported once and recovered from, and SIGTERM stops it cleanly.
+final class WatchTests: SyncTestCase {
+    func testWatchPropagatesRecoversAndStopsOverAPathRemote() throws {
+        try watchScenario(transport: .path)
+    }
+
+    func testWatchPropagatesRecoversAndStopsOverSSH() throws {
+        let server = try startSSHServer()
+        try watchScenario(transport: .ssh(server))
+    }
+
+    /// A running `concord watch --json` and the file its output goes to.
+    private struct Watcher {
+        let device: RaceKill.Device
+        let child: ChildProcess
+        let log: URL
+
+        /// The JSON events printed so far (other lines, e.g. on stderr, are skipped).
+        func events() -> [[String: Any]] {
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").compactMap { line in
+                (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+            }
+        }
+
+        func names() -> [String] { events().compactMap { $0["event"] as? String } }
+
+        var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+    }
+
+    /// Polls `condition` every 20 ms for up to `seconds`; true as soon as it holds.
+    private func waitUntil(_ seconds: TimeInterval, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try condition() { return true }
+            usleep(20_000)
+        }
+        return try condition()
+    }
+
+    private func watchScenario(transport: RaceKill.Transport) throws {
+        let fleet = try RaceKill.Fleet(in: self, devices: 2, transport: transport)
+        let (a, b) = (fleet.devices[0], fleet.devices[1])
+        let watchers = try [a, b].map { device in
+            let log = fleet.scratch.appendingPathComponent("watch-\(device.name).log")
+            return Watcher(device: device, child: try fleet.spawn(on: device, ["watch", "--interval", "1", "--json"], output: log), log: log)
+        }
+        defer { for watcher in watchers where watcher.child.exitStatus() == nil { watcher.child.signal(SIGKILL) } }
+        for watcher in watchers {
+            XCTAssertTrue(waitUntil(10) { watcher.names().first == "started" }, "\(watcher.device.name): no started event: \(watcher.output)")
+        }
+
+        // A writes five records 0.5 s apart; each must show up on B.
+        let count = 5
+        var written = [String: Date]()
+        var seen = [String: Date]()
+        let start = Date()
+        while seen.count < count {
+            let now = Date()
+            if written.count < count, now >= start.addingTimeInterval(0.5 * Double(written.count)) {
+                let id = "w-\(written.count + 1)"
+                try fleet.concordOK(on: a, ["put", "vocabulary/\(id)", "--json", #"{"term":"\#(id)"}"#])
+                written[id] = Date()
+            }
+            for (id, time) in written where seen[id] == nil {
+                if FileManager.default.fileExists(atPath: b.profile.appendingPathComponent("vocabulary/\(id).json").path) {
+                    seen[id] = Date()
+                } else if now.timeIntervalSince(time) > 10 {
+                    XCTFail("\(id) did not reach B within 10 s\nA: \(watchers[0].output)\nB: \(watchers[1].output)")
+                    seen[id] = .distantFuture
+                }
+            }
+            usleep(20_000)
+        }
+        let propagation = written.compactMap { id, time in seen[id].map { $0.timeIntervalSince(time) } }.filter { $0 < 60 }
+        for id in written.keys.sorted() where seen[id] != .distantFuture {
+            let get = try fleet.concord(on: b, ["get", "vocabulary/\(id)"])
+            XCTAssertEqual(get.status, 0, "B has the file of \(id) but `concord get` fails: \(get.trimmed)")
+        }
+
+        // An outage: the remote disappears while both watch, and A writes meanwhile.
+        let hidden = fleet.bare.deletingLastPathComponent().appendingPathComponent("remote-away.git")
+        switch transport {
+        case .path: try FileManager.default.moveItem(at: fleet.bare, to: hidden)
+        case .ssh(let server): server.stop()
+        }
+        try fleet.concordOK(on: a, ["put", "vocabulary/during-outage", "--json", #"{"term":"offline"}"#])
+        for watcher in watchers {
+            XCTAssertTrue(waitUntil(10) { watcher.names().contains("offline") }, "\(watcher.device.name): no offline event: \(watcher.output)")
+        }
+        usleep(2_500_000) // two more checks: the outage must not be reported again
+        switch transport {
+        case .path: try FileManager.default.moveItem(at: hidden, to: fleet.bare)
+        case .ssh(let server): try server.start()
+        }
+        let back = Date()
+        for watcher in watchers {
+            XCTAssertTrue(waitUntil(10) { watcher.names().contains("online") }, "\(watcher.device.name): no online event: \(watcher.output)")
+        }
+        let arrived = waitUntil(10) {
+            FileManager.default.fileExists(atPath: b.profile.appendingPathComponent("vocabulary/during-outage.json").path)
+        }
+        XCTAssertTrue(arrived, "the record written during the outage did not reach B within 10 s of the remote's return")
+        let recovery = Date().timeIntervalSince(back)
+
+        // SIGTERM: each finishes what it is doing and exits 0, saying so last.
+        for watcher in watchers { watcher.child.signal(SIGTERM) }
+        var stopTimes = [Double]()
+        let terminated = Date()
+        for watcher in watchers {
+            let exited = waitUntil(5) { watcher.child.exitStatus() != nil }
+            XCTAssertTrue(exited, "\(watcher.device.name): still running 5 s after SIGTERM")
+            stopTimes.append(Date().timeIntervalSince(terminated))
+            if !exited { continue }
+            XCTAssertEqual(watcher.child.exitStatus(), 0, "\(watcher.device.name): \(watcher.output)")
+            XCTAssertEqual(watcher.events().last?["event"] as? String, "stopped", "\(watcher.device.name): \(watcher.output)")
+        }
+
+        for watcher in watchers {
+            let names = watcher.names()
+            let name = watcher.device.name
+            XCTAssertEqual(names.filter { $0 == "offline" }.count, 1, "\(name): the outage must be reported exactly once: \(names)")
+            XCTAssertEqual(names.filter { $0 == "online" }.count, 1, "\(name): \(names)")
+            XCTAssertEqual(names.filter { $0 == "started" }.count, 1, "\(name): \(names)")
+            let errors = watcher.events().filter { $0["event"] as? String == "error" }.compactMap { $0["message"] as? String }
+            XCTAssertEqual(errors, [], "\(name) reported errors")
+            if let online = names.firstIndex(of: "online"), let offline = names.firstIndex(of: "offline") {
+                XCTAssertLessThan(offline, online, "\(name): \(names)")
+            }
+        }
+        let aNames = watchers[0].names()
+        if let online = aNames.firstIndex(of: "online") {
+            XCTAssertTrue(aNames[online...].contains("synced"), "A did not sync after the remote came back: \(aNames)")
+        }
+        XCTAssertEqual(try fleet.head(a), try fleet.head(b))
+        XCTAssertEqual(try fleet.bareMain(), try fleet.head(a))
+
+        print("""
+            watch[\(fleet.label)]: \(propagation.count) records A → B, propagation p50 \
+            \(RaceKill.format(RaceKill.quantile(propagation, 0.5))), max \(RaceKill.format(propagation.max() ?? 0)) \
+            (\(propagation.sorted().map { String(format: "%.2f", $0) }.joined(separator: " "))); after the outage the \
+            pending record arrived \(RaceKill.format(recovery)) after the remote returned; stopped \
+            \(stopTimes.map { String(format: "%.2f s", $0) }.joined(separator: ", ")) after SIGTERM
+            """)
+    }
+}
