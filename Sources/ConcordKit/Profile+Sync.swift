@@ -204,7 +204,8 @@ extension Profile {
                     unlink(lockFile)
                     return false
                 }
-                if (try? FileManager.default.attributesOfItem(atPath: lockFile)) != nil, attemptsLeft <= 1 {
+                // A live push holds the lock for milliseconds; one seconds old is most likely abandoned.
+                if attemptsLeft <= 1, let age = Self.age(ofFile: lockFile), age > 5 {
                     throw ConcordError.io("\(remote)'s branch is locked by \(lockFile) (left by a push that was killed?): it is removed automatically once it is \(Int(Self.staleRemoteLockAge)) s old; run 'concord sync' again then")
                 }
                 return false
