@@ -32,9 +32,18 @@ release: deps
 demo: release
 	CONCORD=$(RELEASE)/release/concord bash samples/demo.sh
 
+# The suite is XCTest; the last line is a plain "N passed, N failed" summary of it.
 test: deps
 	swift build --build-tests
-	swift test --skip-build $(SWIFT_TEST_FLAGS)
+	@set -o pipefail; swift test --skip-build --disable-swift-testing $(SWIFT_TEST_FLAGS) 2>&1 | tee .build/test-output.log; \
+	status=$$?; \
+	line=$$(grep -E 'Executed [0-9]+ tests?, with [0-9]+ failures?' .build/test-output.log | tail -n 1); \
+	if [ -n "$$line" ]; then \
+	  total=$$(echo "$$line" | sed -E 's/.*Executed ([0-9]+) tests?.*/\1/'); \
+	  failed=$$(echo "$$line" | sed -E 's/.*with ([0-9]+) failures?.*/\1/'); \
+	  echo "$$((total - failed)) passed, $$failed failed"; \
+	else echo "0 passed, 1 failed"; status=1; fi; \
+	exit $$status
 
 bench: deps
 	swift build -c release --scratch-path $(RELEASE) --product concord
