@@ -15,37 +15,58 @@ public enum WatchEvent: Sendable {
 }
 
 extension Profile {
-    /// Keeps this profile in sync until `shouldStop` returns true: every `interval` seconds it
-    /// checks cheaply whether there are local commits to send or the remote's main moved (reading
-    /// only its ref list) and syncs when either is true. Writes made by other processes meanwhile
-    /// are picked up by that check. Stops only between syncs, never inside a ref update.
+    /// Keeps this profile in sync until `shouldStop` returns true: every 50 ms it looks for local
+    /// commits the remote lacks (two ref reads; writes by other processes are seen the same way),
+    /// and every `interval` seconds it checks cheaply whether the remote's main moved (reading only
+    /// its ref list); either one triggers a sync. Stops only between syncs, never inside a ref update.
     public func watch(remote: String = "origin", interval: Double, as identity: Identity,
                       shouldStop: () -> Bool, onEvent: (WatchEvent) -> Void) {
         onEvent(.started(remote: remote, interval: interval))
         var offline = false
+        // The remote is asked once per interval, counted from the start of the previous check;
+        // local commits (from this or any other process) are looked for every tick.
+        var nextRemoteCheck = Date.distantPast
+        // After a failure, local commits wait for the next remote check instead of retrying every tick.
+        var quietUntil = Date.distantPast
         while !shouldStop() {
-            do {
-                if try needsSync(remote: remote, as: identity) {
-                    let report = try sync(remote: remote, as: identity)
-                    if offline { offline = false; onEvent(.online) }
-                    onEvent(.synced(report))
-                } else if offline {
-                    offline = false
-                    onEvent(.online)
+            let now = Date()
+            let remoteDue = now >= nextRemoteCheck
+            let localWork = now >= quietUntil && (try? hasUnsentCommits(remote: remote)) == true
+            if remoteDue || localWork {
+                if remoteDue { nextRemoteCheck = now.addingTimeInterval(interval) }
+                do {
+                    if try localWork || needsSync(remote: remote, as: identity) {
+                        let report = try sync(remote: remote, as: identity)
+                        if offline { offline = false; onEvent(.online) }
+                        onEvent(.synced(report))
+                    } else if offline {
+                        offline = false
+                        onEvent(.online)
+                    }
+                } catch {
+                    quietUntil = nextRemoteCheck
+                    if case ConcordError.offline = error {
+                        if !offline { onEvent(.offline(error.localizedDescription)) }
+                        offline = true
+                    } else {
+                        onEvent(.failed((error as? LocalizedError)?.errorDescription ?? "\(error)"))
+                    }
                 }
-            } catch let error as ConcordError {
-                if case .offline = error {
-                    if !offline { onEvent(.offline(error.localizedDescription)) }
-                    offline = true
-                } else {
-                    onEvent(.failed(error.localizedDescription))
-                }
-            } catch {
-                onEvent(.failed("\(error)"))
             }
-            let deadline = Date().addingTimeInterval(interval)
-            while Date() < deadline, !shouldStop() { usleep(20_000) }
+            let tickEnd = Date().addingTimeInterval(Self.watchTick)
+            while Date() < tickEnd, !shouldStop() { usleep(10_000) }
         }
         onEvent(.stopped)
+    }
+
+    /// How often `watch` looks for local commits to send.
+    static let watchTick: TimeInterval = 0.05
+
+    /// True when this device has commits `remote` has not received, as far as the last fetch knows.
+    /// Reads two refs: cheap enough to ask every tick.
+    func hasUnsentCommits(remote: String) throws -> Bool {
+        let head = try gitCall { try repository.resolveReference("HEAD") }
+        let tracking = try gitCall { try repository.resolveReference(Self.trackingRef(remote)) }
+        return head != nil && head != tracking
     }
 }
