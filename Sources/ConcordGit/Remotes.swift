@@ -1,5 +1,6 @@
 // This file touches the libgit2 C API.
 internal import CLibgit2
+import Foundation
 
 extension Repository {
     /// The configured remotes, by name, with their URLs.
@@ -154,5 +155,34 @@ extension Repository {
     /// Sets `HEAD` to point at branch `ref` (e.g. `refs/heads/main`) without touching files.
     public func setHead(_ ref: String) throws {
         try check("git_repository_set_head", git_repository_set_head(handle, ref))
+    }
+}
+
+extension Repository {
+    /// Makes every object of the repository at `path` (on this machine) available here by linking
+    /// its pack and loose-object files, as `git clone` does for local paths, instead of packing
+    /// and re-indexing them (files are copied where links are impossible, e.g. across devices).
+    public func linkObjects(fromLocalRepository path: String) throws {
+        let source = try Repository.open(path)
+        let from = source.gitDirectory + "objects/"
+        let to = gitDirectory + "objects/"
+        let manager = FileManager.default
+        for directory in (try? manager.contentsOfDirectory(atPath: from)) ?? [] {
+            let isPack = directory == "pack"
+            guard isPack || (directory.count == 2 && directory.allSatisfy(\.isHexDigit)) else { continue }
+            try manager.createDirectory(atPath: to + directory, withIntermediateDirectories: true)
+            for name in (try? manager.contentsOfDirectory(atPath: from + directory)) ?? [] {
+                if isPack && !(name.hasSuffix(".pack") || name.hasSuffix(".idx")) { continue }
+                let target = to + directory + "/" + name
+                if manager.fileExists(atPath: target) { continue }
+                if link(from + directory + "/" + name, target) != 0 {
+                    try manager.copyItem(atPath: from + directory + "/" + name, toPath: target)
+                }
+            }
+        }
+        var odb: OpaquePointer?
+        try check("git_repository_odb", git_repository_odb(&odb, handle))
+        defer { git_odb_free(odb) }
+        try check("git_odb_refresh", git_odb_refresh(odb))
     }
 }

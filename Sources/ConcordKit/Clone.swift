@@ -69,7 +69,15 @@ extension Profile {
             throw ConcordError.offline(remote: "origin", reason: "\(path) does not exist", localCommits: nil)
         }
         do {
-            try repository.fetch(remote: "origin", refspecs: ["+refs/heads/main:\(trackingRef("origin"))"], options: options)
+            if case .path(let path) = location {
+                // Like `git clone` of a local path: link the object files, then read the branch.
+                try repository.linkObjects(fromLocalRepository: path)
+                if let tip = try Repository.open(path).resolveReference("refs/heads/main") {
+                    try repository.updateReference(trackingRef("origin"), to: tip, expected: nil, message: "concord: clone")
+                }
+            } else {
+                try repository.fetch(remote: "origin", refspecs: ["+refs/heads/main:\(trackingRef("origin"))"], options: options)
+            }
         } catch {
             throw try provisional.transportError(error, remote: "origin", location: location, cloning: true)
         }
