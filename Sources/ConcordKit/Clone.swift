@@ -95,7 +95,7 @@ extension Profile {
         let kinds = try gitCall { try provisional.blob(KindsTable.path, atCommit: tip) }.flatMap { try? KindsTable.decode($0) } ?? .empty
         let profile = Profile(root: root, repository: repository, environment: environment, info: info, kinds: kinds)
         let lock = try profile.lock()
-        _ = try gitCall { try profile.mergeLocked(tip, as: identity) }
+        profile.clonedRecords = try gitCall { try profile.mergeLocked(tip, as: identity) }.liveRecordsWritten
         withExtendedLifetime(lock) {}
         try profile.configureGit(members: try profile.members())
         try SyncState(lastSync: HLClock.formatInstant(ConcordEnvironment.systemClock()), lastRemoteHead: tip.hex)

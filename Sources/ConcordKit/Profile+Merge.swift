@@ -12,6 +12,8 @@ public struct MergeReport: Sendable {
     public let head: String
     /// Files whose content changed in the working tree.
     public let changedFiles: [String]
+    /// How many of those files are now live records (not tombstones, not log files).
+    public var liveRecordsWritten: Int = 0
     public let resolved: [ResolvedConflict]
     public let unresolved: [UnresolvedFile]
 }
@@ -105,11 +107,13 @@ extension Profile {
         let newTree = try repository.commit(new).tree
         let files = try repository.changedFiles(from: oldTree, to: newTree)
         var latest: HLC?
+        var liveRecords = 0
         try repository.applyToWorkingTree(try files.map { file in
             guard let blob = file.blob else { return WorkingTreeChange(removing: file.path) }
             let bytes = try repository.blob(blob)
-            if file.path.hasSuffix(".json"), let record = try? Record.decode(bytes), latest.map({ record.stamp > $0 }) ?? true {
-                latest = record.stamp
+            if file.path.hasSuffix(".json"), !file.path.hasPrefix(".concord/"), let record = try? Record.decode(bytes) {
+                if latest.map({ record.stamp > $0 }) ?? true { latest = record.stamp }
+                if !record.isDeleted { liveRecords += 1 }
             }
             return WorkingTreeChange(path: file.path, bytes: bytes, blob: blob)
         })
@@ -118,7 +122,9 @@ extension Profile {
         if files.contains(where: { $0.path.hasPrefix(ProfilePaths.membersDirectory + "/") }) {
             try configureGit(members: try members())
         }
-        return MergeReport(outcome: outcome, head: new.hex, changedFiles: files.map(\.path), resolved: resolved, unresolved: unresolved)
+        var report = MergeReport(outcome: outcome, head: new.hex, changedFiles: files.map(\.path), resolved: resolved, unresolved: unresolved)
+        report.liveRecordsWritten = liveRecords
+        return report
     }
 
     /// The bytes of `path` in commit `id`, or nil.

@@ -14,6 +14,8 @@ public final class Profile {
     let environment: ConcordEnvironment
     public let info: ProfileInfo
     public let kinds: KindsTable
+    /// For a profile made by `clone`: how many live records it brought.
+    public internal(set) var clonedRecords = 0
 
     init(root: URL, repository: Repository, environment: ConcordEnvironment, info: ProfileInfo, kinds: KindsTable) {
         self.root = root

@@ -73,7 +73,7 @@ struct Clone: ParsableCommand {
     func run() throws {
         let profile = try Profile.clone(url: url, into: URL(fileURLWithPath: directory), identity: try loadIdentity(),
                                         environment: try processEnvironment(), trustHost: trustHost)
-        let records = try profile.list().items.count
+        let records = profile.clonedRecords
         if json {
             printJSON(.object(["path": .string(profile.root.path), "id": .string(profile.info.id),
                                "name": .string(profile.info.name), "records": .number(String(records))]))
