@@ -11,16 +11,11 @@ private enum ImportBenchmark {
     static let recordCount = 10_000
 
     static func run(_ context: BenchContext) throws -> ScenarioResult {
-        let dump = context.path("dump.json")
-        try VocabularyData.writeDump(count: recordCount, to: dump)
-
-        // One untimed import first: it warms the caches and gives the exact bytes concord writes,
-        // which the git side then commits, so both sides store the same content.
-        context.progress("B1 preparing: seed import of \(Format.count(recordCount)) records")
-        let seedHome = context.path("seed-home"), seed = context.path("seed")
-        try context.concord.makeHome(seedHome)
-        try context.concord.run(["init", seed.path, "--name", "bench", "--template", "aac"], home: seedHome, what: "concord init")
-        try context.concord.run(["import", "-C", seed.path, "--file", dump.path], home: seedHome, what: "seed concord import")
+        // The shared 10k profile (one untimed `concord import` of the same dump) warms the caches and
+        // gives the exact bytes concord writes, which the git side then commits, so both sides store
+        // the same content.
+        let shared = try context.shared.profile(records: recordCount) { context.progress("B1 \($0)") }
+        let dump = shared.dump, seed = shared.profile
         let records = try VocabularyData.readFiles(in: seed.appendingPathComponent(VocabularyData.kind))
         guard records.count == recordCount else {
             throw BenchError("the seed import wrote \(records.count) record files, expected \(recordCount)")

@@ -26,7 +26,7 @@ struct Bench {
                 FileHandle.standardError.write(Data("temporary files kept in \(root.path)\n".utf8))
             } else {
                 FileHandle.standardError.write(Data("removing \(root.path)\n".utf8))
-                try? FileManager.default.removeItem(at: root)
+                Self.remove(root)
             }
         }
         defer { cleanUp() }
@@ -36,27 +36,53 @@ struct Bench {
         let facts = try MachineFacts.collect(concord: concord, git: git, runner: runner,
                                              home: root.appendingPathComponent("facts-home"))
 
+        let shared = SharedDatasets(directory: root.appendingPathComponent("shared"), concord: concord, git: git)
         var results = [ScenarioResult]()
+        var durations = [(id: String, seconds: Double)]()
         for scenario in scenarios where options.only?.contains(scenario.id) ?? true {
             let directory = root.appendingPathComponent(scenario.id)
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let context = BenchContext(concord: concord, git: git, runs: options.runs, directory: directory)
+            let context = BenchContext(concord: concord, git: git, runs: options.runs, directory: directory, shared: shared)
             let (result, seconds) = try measure { try scenario.run(context) }
             context.progress("\(scenario.id) done in \(Format.duration(seconds))")
             results.append(result)
+            durations.append((scenario.id, seconds))
         }
 
         let probeAfter = try MachineFacts.probeFileCreation(in: root.appendingPathComponent("probe-end"))
-        cleanUp()
+        let cleanUpSeconds = measure { cleanUp() }.seconds
         let wall = start.duration(to: clock.now).seconds
         FileHandle.standardError.write(Data("bench wall time: \(Format.duration(wall))\n".utf8))
         print(Report.table(results))
         if let output = options.outputPath {
             let report = Report(facts: facts, results: results, runs: options.runs, wallSeconds: wall,
+                                scenarioSeconds: durations, cleanUpSeconds: cleanUpSeconds,
                                 loadAverageAfter: MachineFacts.currentLoadAverage(), fileCreationProbeAfter: probeAfter,
                                 temporaryRoot: options.temporaryDirectory)
             try Data(report.markdown.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
             FileHandle.standardError.write(Data("wrote \(output)\n".utf8))
         }
+    }
+
+    /// Deletes `root` (hundreds of thousands of files): two `rm -rf` processes at a time, each given the
+    /// next directory two levels down (a scenario's repositories), then whatever is left. On this
+    /// machine's ext4 two deleters finish ~20% sooner than one.
+    static func remove(_ root: URL) {
+        let manager = FileManager.default
+        var pending = [URL]()
+        for scenario in (try? manager.contentsOfDirectory(at: root, includingPropertiesForKeys: nil)) ?? [] {
+            pending += (try? manager.contentsOfDirectory(at: scenario, includingPropertiesForKeys: nil)) ?? []
+        }
+        var running = [ChildProcess]()
+        while !pending.isEmpty || !running.isEmpty {
+            running.removeAll { $0.exitStatus() != nil }
+            while running.count < 2, let next = pending.popLast() {
+                guard let child = try? ChildProcess(path: "/bin/rm", arguments: ["-rf", next.path], environment: [:],
+                                                    output: URL(fileURLWithPath: "/dev/null")) else { continue }
+                running.append(child)
+            }
+            usleep(2_000)
+        }
+        try? manager.removeItem(at: root)
     }
 }

@@ -6,6 +6,10 @@ struct Report {
     let results: [ScenarioResult]
     let runs: Int
     let wallSeconds: Double
+    /// Each scenario's own wall time (its set-up, runs and checks), in report order.
+    let scenarioSeconds: [(id: String, seconds: Double)]
+    /// Deleting the temporary directories at the end.
+    let cleanUpSeconds: Double
     let loadAverageAfter: String
     let fileCreationProbeAfter: Double
     let temporaryRoot: String
@@ -16,10 +20,9 @@ struct Report {
     static func table(_ results: [ScenarioResult]) -> String {
         var lines = [header, "|---|---:|---:|---:|---:|:---:|"]
         for row in results.flatMap(\.rows) {
-            let target = row.target.map { "≤ " + Format.ratio($0) } ?? "—"
             let met = row.met.map { $0 ? "yes" : "**no**" } ?? "—"
-            lines.append("| \(row.label) | \(Format.duration(row.concord.median)) | \(Format.duration(row.git.median)) | "
-                         + "\(Format.ratio(row.ratio)) | \(target) | \(met) |")
+            lines.append("| \(row.label) | \(row.concordCell) | \(row.gitCell) | \(Format.ratio(row.ratio)) | "
+                         + "\(row.targetCell ?? "—") | \(met) |")
         }
         return lines.joined(separator: "\n")
     }
@@ -34,10 +37,11 @@ struct Report {
         if facts.isUnjournaledExt4 {
             text += "\n\n" + """
             On this machine the temporary directories are on ext4 without a journal. There ext4 avoids reusing inodes
-            freed in the last minute or so and scans the inode table for others, so creating files soon after many
-            files were deleted (by a test suite, or by a previous bench's clean-up) becomes several times slower, for
-            both sides; the file creation gauge above shows how disturbed this run was. The bench deletes nothing
-            until all scenarios are done.
+            freed in the last minute (up to six while their inode-table blocks are not yet written back) and scans the
+            inode table for others, so creating files soon after many files were deleted (by a test suite, or by a
+            previous bench's clean-up) becomes several to ten times slower, for both sides, and the whole bench can
+            take a minute longer; the file creation gauge above shows how disturbed this run was. The bench deletes
+            nothing until all scenarios are done; run it a few minutes after anything that deleted many files.
             """
         }
         return text
@@ -56,12 +60,16 @@ struct Report {
         .build-release/release/concord-bench --concord .build-release/release/concord --output docs/benchmarks.md
         ```
 
-        Options: `--runs N` (timed runs per side, default 5), `--only B1,B2` (some scenarios), `--tmpdir DIR`
+        Options: `--runs N` (timed runs per side, default 5), `--only B3,B6` (some scenarios), `--tmpdir DIR`
         (where the temporary directories go, default /tmp), `--keep` (keep them).
 
         Every scenario runs concord and the real `git` CLI on the same data in the same run. The table shows medians
-        of \(runs) run\(runs == 1 ? "" : "s") per side; ratio = concord median / git median (lower is better for
-        concord). Rows without a target are references or variants of the headline row above them.
+        of \(runs) run\(runs == 1 ? "" : "s") per side (B3's git side: one run, see B3); ratio = concord median / git
+        median (lower is better for concord). Two scenarios read differently: B4 has no git counterpart (its concord
+        column holds p50 and p95 of 60 latencies, its target is on p95), and B6 compares concord with itself
+        (ratio = median on a 100k-record profile / median on a 1k-record one; its git reference row does the same for
+        `git pull`). Rows without a target are references or variants of the headline row above them. Profiles of
+        1k, 10k and 100k records are each imported once per bench run and shared by the scenarios that use them.
 
         ## Machine
 
@@ -77,7 +85,9 @@ struct Report {
           does this in a few tens of milliseconds)
         - git runs with `GIT_CONFIG_NOSYSTEM=1`, `GIT_CONFIG_GLOBAL=/dev/null`, `-c commit.gpgsign=false`, author and
           committer from `GIT_AUTHOR_*`/`GIT_COMMITTER_*`; concord signs every commit (Ed25519, SSHSIG).
-        - whole bench wall time (set-up, all runs, checks and clean-up): \(Format.duration(wallSeconds))
+        - whole bench wall time (set-up, all runs, checks and clean-up): \(Format.duration(wallSeconds)); per scenario: \
+        \(scenarioSeconds.map { "\($0.id) \(Format.duration($0.seconds))" }.joined(separator: ", ")); deleting the temporary
+          directories: \(Format.duration(cleanUpSeconds))
 
         ## Results
 
@@ -88,11 +98,11 @@ struct Report {
             out.append("\n## \(result.scenario.id): \(result.scenario.title)\n")
             out.append("What is timed:\n")
             out.append(result.notes.map { "- " + $0 }.joined(separator: "\n"))
-            out.append("\nFastest runs (noise only adds time, so these show the least disturbed ratio):\n")
-            out.append(result.rows.map { row in
-                "- \(row.label): concord \(Format.duration(row.concord.fastest)), git \(Format.duration(row.git.fastest)), "
-                    + "ratio \(Format.ratio(row.concord.fastest / row.git.fastest))"
-            }.joined(separator: "\n"))
+            let fastest = result.rows.compactMap { row in row.fastest.map { "- \(row.label): \($0)" } }
+            if !fastest.isEmpty {
+                out.append("\nFastest runs (noise only adds time, so these show the least disturbed ratio):\n")
+                out.append(fastest.joined(separator: "\n"))
+            }
             for finding in result.findings { out.append("\n" + finding) }
         }
         return out.joined(separator: "\n") + "\n"

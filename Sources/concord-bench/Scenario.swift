@@ -5,12 +5,14 @@ import Foundation
 struct Scenario: Sendable {
     let id: String
     let title: String
-    /// The largest acceptable median ratio concord/git.
+    /// The target of the headline row: the largest acceptable ratio (concord/git, or for B6 100k/1k);
+    /// for B4, the largest acceptable p95 latency in seconds.
     let targetRatio: Double
     let run: @Sendable (BenchContext) throws -> ScenarioResult
 
     /// Every scenario, in report order.
-    static let all: [Scenario] = [.importTenThousand, .putIntoHundredThousand]
+    static let all: [Scenario] = [.importTenThousand, .putIntoHundredThousand, .mergeThousandConflicts,
+                                  .propagationOverSSH, .cloneTenThousand, .syncScaling]
 }
 
 /// What a scenario measured: table rows (the first is the headline row with the target) and
@@ -24,15 +26,67 @@ struct ScenarioResult {
     var findings: [String] = []
 }
 
-/// One line of the results table. `target` nil marks an informational or reference row.
+/// One line of the results table, as shown. Most rows compare concord with git on the same work
+/// (`init(label:concord:git:target:)`); `scaling` compares one tool on a small and a large profile,
+/// and `latency` shows concord alone (no git counterpart) as percentiles.
 struct ResultRow {
     let label: String
-    let concord: Samples
-    let git: Samples
-    var target: Double?
+    let concordCell: String
+    let gitCell: String
+    /// The ratio column; NaN shows "—".
+    let ratio: Double
+    /// The target column ("≤ 0.20", "p95 ≤ 2.00 s"); nil marks an informational or reference row.
+    let targetCell: String?
+    let met: Bool?
+    /// The same comparison on the fastest runs, for the report; nil leaves the row out of that list.
+    let fastest: String?
 
-    var ratio: Double { concord.median / git.median }
-    var met: Bool? { target.map { ratio <= $0 } }
+    /// concord against git on the same work: medians, ratio = concord median / git median, met when
+    /// the ratio is at most `target`.
+    init(label: String, concord: Samples, git: Samples, target: Double? = nil) {
+        let ratio = concord.median / git.median
+        self.init(label: label, concordCell: Format.duration(concord.median), gitCell: Format.duration(git.median),
+                  ratio: ratio, targetCell: target.map { "≤ " + Format.ratio($0) }, met: target.map { ratio <= $0 },
+                  fastest: "concord \(Format.duration(concord.fastest)), git \(Format.duration(git.fastest)), "
+                      + "ratio \(Format.ratio(concord.fastest / git.fastest))")
+    }
+
+    init(label: String, concordCell: String, gitCell: String, ratio: Double, targetCell: String?, met: Bool?, fastest: String?) {
+        self.label = label
+        self.concordCell = concordCell
+        self.gitCell = gitCell
+        self.ratio = ratio
+        self.targetCell = targetCell
+        self.met = met
+        self.fastest = fastest
+    }
+
+    /// One tool's medians on a small and a large profile (in that tool's column, the other shows "—");
+    /// ratio = large median / small median, met when at most `target`.
+    static func scaling(label: String, tool: Tool, small: (name: String, samples: Samples),
+                        large: (name: String, samples: Samples), target: Double? = nil) -> ResultRow {
+        let ratio = large.samples.median / small.samples.median
+        let cell = "\(small.name): \(Format.duration(small.samples.median)), \(large.name): \(Format.duration(large.samples.median))"
+        let fastest = "\(tool.rawValue) \(small.name) \(Format.duration(small.samples.fastest)), \(large.name) "
+            + "\(Format.duration(large.samples.fastest)), ratio \(Format.ratio(large.samples.fastest / small.samples.fastest))"
+        return ResultRow(label: label, concordCell: tool == .concord ? cell : "—", gitCell: tool == .git ? cell : "—",
+                         ratio: ratio, targetCell: target.map { "≤ " + Format.ratio($0) }, met: target.map { ratio <= $0 },
+                         fastest: fastest)
+    }
+
+    /// concord alone, with no git counterpart: p50 and p95 of `samples` in the concord column, met
+    /// when p95 is at most `p95Target` seconds.
+    static func latency(label: String, samples: Samples, p95Target: Double) -> ResultRow {
+        let p95 = samples.percentile(95)
+        return ResultRow(label: label,
+                         concordCell: "p50 \(Format.duration(samples.median)), p95 \(Format.duration(p95))",
+                         gitCell: "—", ratio: .nan, targetCell: "p95 ≤ \(Format.duration(p95Target))", met: p95 <= p95Target,
+                         fastest: nil)
+    }
+
+    enum Tool: String {
+        case concord, git
+    }
 }
 
 /// The timings of several runs of one command, in seconds.
@@ -43,6 +97,14 @@ struct Samples {
 
     /// The fastest run: on a shared machine noise only ever adds time, so this is the least disturbed.
     var fastest: Double { values.min() ?? .nan }
+
+    /// The nearest-rank percentile: the smallest value with at least `percent`% of the values at or below it.
+    func percentile(_ percent: Double) -> Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return .nan }
+        let rank = Int((percent / 100 * Double(sorted.count)).rounded(.up))
+        return sorted[min(max(rank, 1), sorted.count) - 1]
+    }
 
     var median: Double {
         let sorted = values.sorted()
@@ -65,15 +127,24 @@ final class BenchContext {
     /// done: on ext4, creating files soon after deleting many is slow (the inode allocator skips
     /// recently freed inodes), so deleting one run's files would slow down the next run.
     let directory: URL
+    /// Profiles built once per bench run and shared by the scenarios that need them.
+    let shared: SharedDatasets
 
-    init(concord: ConcordCLI, git: GitCLI, runs: Int, directory: URL) {
+    init(concord: ConcordCLI, git: GitCLI, runs: Int, directory: URL, shared: SharedDatasets) {
         self.concord = concord
         self.git = git
         self.runs = runs
         self.directory = directory
+        self.shared = shared
     }
 
     func path(_ name: String) -> URL { directory.appendingPathComponent(name) }
+
+    /// `cp -a source destination`: an exact copy of a repository (work tree, index, refs, config).
+    func copy(_ source: URL, to destination: URL) throws {
+        try concord.runner.run("/bin/cp", ["-a", source.path, destination.path], environment: ProcessInfo.processInfo.environment,
+                               what: "cp -a \(source.lastPathComponent) \(destination.lastPathComponent)")
+    }
 
     /// Prints a progress line to standard error.
     func progress(_ line: String) {

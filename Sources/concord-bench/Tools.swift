@@ -5,19 +5,40 @@ struct ConcordCLI {
     let path: String
     let runner: CommandRunner
 
-    /// Creates a fresh `CONCORD_HOME` at `home` holding identity bench/bench.
-    func makeHome(_ home: URL) throws {
+    /// Creates a fresh `CONCORD_HOME` at `home` holding identity `member`/`device` (default bench/bench).
+    func makeHome(_ home: URL, member: String = "bench", device: String = "bench") throws {
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
-        try run(["identity", "new", "--name", "bench", "--device", "bench"], home: home, what: "concord identity new")
+        try run(["identity", "new", "--name", member, "--device", device], home: home, what: "concord identity new")
     }
 
-    /// Runs `concord arguments...` with `CONCORD_HOME=home`; throws unless it exits 0.
+    /// Runs `concord arguments...` with `CONCORD_HOME=home` (and `CONCORD_CLOCK=clock` when given,
+    /// else the real clock); throws unless it exits 0.
     @discardableResult
-    func run(_ arguments: [String], home: URL, what: String) throws -> CommandResult {
+    func run(_ arguments: [String], home: URL, clock: String? = nil, what: String) throws -> CommandResult {
+        try runner.run(path, arguments, environment: environment(home: home, clock: clock), what: what)
+    }
+
+    /// The environment concord runs with: this process's, `CONCORD_HOME=home`, the real clock unless `clock`.
+    func environment(home: URL, clock: String? = nil) -> [String: String] {
         var environment = ProcessInfo.processInfo.environment
         environment["CONCORD_HOME"] = home.path
-        environment["CONCORD_CLOCK"] = nil
-        return try runner.run(path, arguments, environment: environment, what: what)
+        environment["CONCORD_CLOCK"] = clock
+        return environment
+    }
+
+    /// `concord arguments... --json` with `CONCORD_HOME=home`, its standard output parsed as one JSON object.
+    func runJSON(_ arguments: [String], home: URL, what: String) throws -> (result: CommandResult, object: [String: Any]) {
+        let result = try run(arguments + ["--json"], home: home, what: what)
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(result.output.utf8))) as? [String: Any] else {
+            throw BenchError("\(what) --json did not print one JSON object: \(result.output.prefix(500))")
+        }
+        return (result, object)
+    }
+
+    /// This identity's public key line (`ssh-ed25519 AAAA… member@device`).
+    func publicKey(home: URL) throws -> String {
+        try run(["identity", "show", "--public-key"], home: home, what: "concord identity show --public-key")
+            .output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// `concord --version`, for the report.

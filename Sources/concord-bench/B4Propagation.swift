@@ -1,0 +1,266 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Scenario {
+    /// B4: how long a record written on device A takes to reach device B's working tree when both run
+    /// `concord watch --interval 1` against a bare repository served over ssh. No git counterpart.
+    static let propagationOverSSH = Scenario(
+        id: "B4", title: "propagation between two watching devices over ssh", targetRatio: 2.0, run: PropagationBenchmark.run)
+}
+
+private enum PropagationBenchmark {
+    static let recordCount = 60
+    static let gapRange = 0.5...2.0
+    static let seed: UInt64 = 0xB4
+    /// How often B's working tree is checked for the records in flight.
+    static let pollInterval = Duration.milliseconds(20)
+    /// A record that takes longer than this to arrive aborts the scenario.
+    static let timeout = Duration.seconds(20)
+
+    static func run(_ context: BenchContext) throws -> ScenarioResult {
+        let fleet = try Fleet.make(context)
+        defer { fleet.server.stop() }
+        let watchers = try fleet.startWatchers(context)
+        defer { for watcher in watchers { watcher.child.stop(grace: 5) } }
+
+        context.progress("B4 A puts \(recordCount) records with \(gapRange.lowerBound)–\(gapRange.upperBound) s gaps (seed \(seed)); ~75 s")
+        let (latencies, early, putTimes) = try measure(context, fleet: fleet, watchers: watchers)
+
+        // Both watchers stop cleanly on SIGTERM and reported no errors; B's commit holds every record.
+        for watcher in watchers {
+            let status = watcher.child.stop(grace: 10)
+            guard status == 0 else { throw BenchError("concord watch on \(watcher.name) exited \(status) after SIGTERM:\n\(watcher.tail)") }
+            let errors = watcher.events().filter { $0["event"] as? String == "error" }
+            guard errors.isEmpty else { throw BenchError("concord watch on \(watcher.name) reported errors:\n\(watcher.tail)") }
+        }
+        let committed = try context.git.run(["ls-tree", "--name-only", "HEAD", "\(VocabularyData.kind)/"], in: fleet.profileB,
+                                            what: "git ls-tree on B").output.split(separator: "\n").count
+        guard committed == recordCount else {
+            throw BenchError("B's HEAD holds \(committed) \(VocabularyData.kind) records after the run, expected \(recordCount)")
+        }
+        let synced = watchers.map { watcher in watcher.events().filter { $0["event"] as? String == "synced" }.count }
+        let rounds = try measureSyncRounds(context, fleet: fleet)
+
+        let scenario = Scenario.propagationOverSSH
+        let p95 = latencies.percentile(95)
+        return ScenarioResult(
+            scenario: scenario,
+            rows: [
+                .latency(label: "B4 propagation A put → B working tree, \(recordCount) records, both `watch --interval 1`, ssh "
+                            + "(no git counterpart)", samples: latencies, p95Target: scenario.targetRatio),
+            ],
+            notes: [
+                "Set-up (not timed): the sshd fixture on 127.0.0.1 (OpenSSH, its own host key and authorized_keys), a bare "
+                    + "repository made by `concord init --bare` and reached as `ssh://…@127.0.0.1:<port>/…`; device A "
+                    + "(alice@a) and device B (alice@b), each with its own `CONCORD_HOME`, both keys authorized on sshd. A "
+                    + "creates a fresh `aac` profile, adds B's key (`members add alice --role admin --key … --device b`), "
+                    + "`remote add origin`, `remote trust origin` and publishes it with `concord sync`; B runs "
+                    + "`concord clone <url> --trust-host SHA256:…`. Then both run `concord watch --interval 1 --json`.",
+                "Timed, per record: A runs `concord put -C A vocabulary/<id> --json '{...}'` (\(recordCount) records, one at a "
+                    + "time, a random gap of \(gapRange.lowerBound)–\(gapRange.upperBound) s between one put's exit and "
+                    + "the next put, SplitMix64 seed \(seed)); the latency is the time from that put's exit until "
+                    + "`vocabulary/<id>.json` exists in B's working tree, checked every 20 ms (so ±20 ms). Records "
+                    + "are in flight concurrently.",
+                "What a latency contains: A's watch looks for local commits every 50 ms and then syncs (fetch + push "
+                    + "over ssh, two SSH connections); B's watch lists the remote's refs once per interval (1 s, counted "
+                    + "from the start of the previous check; one connection) and, seeing `main` moved, syncs (fetch: "
+                    + "another connection; fast-forward; working tree). So a latency is ≤ 50 ms + A's sync + a wait "
+                    + "of 0–1 s + B's check + B's sync.",
+                "Latencies: min \(Format.duration(latencies.fastest)), p25 \(Format.duration(latencies.percentile(25))), "
+                    + "p50 \(Format.duration(latencies.median)), p75 \(Format.duration(latencies.percentile(75))), p95 "
+                    + "\(Format.duration(p95)), max \(Format.duration(latencies.percentile(100))). \(early) record(s) "
+                    + "reached B before A's put process had exited (counted as 0). `concord put` took "
+                    + "\(Format.duration(putTimes.median)) (median). Watch events: A synced \(synced[0]) times, B \(synced[1]) "
+                    + "times.",
+                "Checks: every put exits 0; every record arrives within \(timeout.components.seconds) s; both watchers exit 0 "
+                    + "on SIGTERM with no `error` event; B's HEAD holds all \(recordCount) records.",
+                "After the watchers stop, for the finding below (not part of the latency): `concord sync` on A right after "
+                    + "a put (fetch + push) \(Format.runs(rounds.push)); `concord sync` on B with nothing new (one fetch) "
+                    + "\(Format.runs(rounds.fetch)). These are whole processes (start-up included), so a little slower "
+                    + "than the same syncs inside a running watch.",
+            ],
+            findings: [
+                "**Where a propagation's time goes.** A's sync after a put takes "
+                    + "\(Format.duration(rounds.push.median)): two SSH connections, a fetch and then the push; a sync with "
+                    + "nothing to fetch takes \(Format.duration(rounds.fetch.median)), nearly all of it the SSH handshake "
+                    + "and sshd starting git-upload-pack, and B pays that twice per record (the ref listing that notices "
+                    + "the change, then the fetch), after waiting up to 1 s for its next check. Measured p50 "
+                    + "\(Format.duration(latencies.median)), p95 \(Format.duration(p95)). Each avoided handshake saves "
+                    + "~\(Format.duration(rounds.fetch.median)) per record: push first and fetch only when the push is "
+                    + "rejected as not a fast-forward (the writer's usual case needs no fetch), and on the reader fetch "
+                    + "directly instead of listing refs first, or keep one SSH session for both; a shorter `--interval` "
+                    + "shortens the wait at the cost of more connections to the server.",
+            ])
+    }
+
+    /// After the run: a few `concord sync`s on A right after a put (fetch + push over ssh) and on B
+    /// with nothing new (one fetch), timed, to put numbers on the parts of a propagation.
+    static func measureSyncRounds(_ context: BenchContext, fleet: Fleet) throws -> (push: Samples, fetch: Samples) {
+        var push = Samples(), fetch = Samples()
+        for round in 0..<3 {
+            let id = "sync-round-\(round)"
+            try context.concord.run(["put", "-C", fleet.profileA.path, "\(VocabularyData.kind)/\(id)", "--json", "{\"label\":\"\(id)\"}"],
+                                    home: fleet.homeA, what: "concord put (A)")
+            push.append(try context.concord.run(["sync", "-C", fleet.profileA.path], home: fleet.homeA, what: "concord sync (A)").seconds)
+        }
+        try context.concord.run(["sync", "-C", fleet.profileB.path], home: fleet.homeB, what: "concord sync (B)")
+        for _ in 0..<3 {
+            fetch.append(try context.concord.run(["sync", "-C", fleet.profileB.path], home: fleet.homeB, what: "concord sync (B)").seconds)
+        }
+        return (push, fetch)
+    }
+
+    /// Puts the records on A (each as a child process, so B is polled while a put runs) and returns the
+    /// latencies, how many arrived before their put exited, and the puts' own durations.
+    static func measure(_ context: BenchContext, fleet: Fleet, watchers: [Watcher]) throws
+        -> (latencies: Samples, early: Int, putTimes: Samples) {
+        var generator = SplitMix64(seed: seed)
+        let gaps = (0..<recordCount).map { _ in Double.random(in: gapRange, using: &generator) }
+        let clock = ContinuousClock()
+        let putLog = context.path("puts.log")
+        var nextPut = clock.now, nextPoll = clock.now
+        var running: (index: Int, child: ChildProcess, started: ContinuousClock.Instant)?
+        var started = 0
+        var returned = [Int: ContinuousClock.Instant](), seen = [Int: ContinuousClock.Instant]()
+        var putTimes = Samples()
+
+        while seen.count < recordCount || returned.count < recordCount {
+            let now = clock.now
+            if let put = running, let status = put.child.exitStatus() {
+                guard status == 0 else {
+                    throw BenchError("concord put of record \(put.index) on A exited \(status):\n\(tail(of: putLog))")
+                }
+                returned[put.index] = now
+                putTimes.append(put.started.duration(to: now).seconds)
+                nextPut = now + .seconds(gaps[put.index])
+                running = nil
+            }
+            if running == nil, started < recordCount, now >= nextPut {
+                let id = recordID(started)
+                let json = "{\"label\":\"\(id)\",\"spoken\":\"I want \(id)\",\"category\":\"propagation\"}"
+                let child = try ChildProcess(path: context.concord.path,
+                                             arguments: ["put", "-C", fleet.profileA.path, "\(VocabularyData.kind)/\(id)", "--json", json],
+                                             environment: context.concord.environment(home: fleet.homeA), output: putLog)
+                running = (started, child, now)
+                started += 1
+            }
+            if now >= nextPoll {
+                nextPoll = now + pollInterval
+                for index in 0..<started where seen[index] == nil {
+                    let file = fleet.profileB.appendingPathComponent("\(VocabularyData.kind)/\(recordID(index)).json")
+                    if access(file.path, F_OK) == 0 { seen[index] = now }
+                }
+                for (index, time) in returned where seen[index] == nil && time.duration(to: now) > timeout {
+                    throw BenchError("record \(recordID(index)) did not reach B within \(timeout.components.seconds) s of its put\n"
+                        + "A's watch:\n\(watchers[0].tail)\nB's watch:\n\(watchers[1].tail)")
+                }
+            }
+            usleep(2_000)
+        }
+
+        var latencies = Samples(), early = 0
+        for index in 0..<recordCount {
+            guard let put = returned[index], let arrived = seen[index] else { continue }
+            let latency = put.duration(to: arrived).seconds
+            if latency < 0 { early += 1 }
+            latencies.append(max(0, latency))
+        }
+        return (latencies, early, putTimes)
+    }
+
+    static func recordID(_ index: Int) -> String { "p\(String(format: "%03d", index))" }
+
+    static func tail(of url: URL) -> String {
+        let text = (try? String(contentsOf: url, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").suffix(20).joined(separator: "\n")
+    }
+
+    /// The sshd, the bare repository behind it, and the two devices' homes and profiles.
+    struct Fleet {
+        let server: SSHServer
+        let homeA: URL, homeB: URL
+        let profileA: URL, profileB: URL
+
+        static func make(_ context: BenchContext) throws -> Fleet {
+            context.progress("B4 preparing: sshd, a bare repository over ssh, devices A and B")
+            let server = try SSHServer(directory: context.path("sshd"), runner: context.concord.runner)
+            try server.start()
+            let concord = context.concord
+            let homeA = context.path("home-a"), homeB = context.path("home-b")
+            try concord.makeHome(homeA, member: "alice", device: "a")
+            try concord.makeHome(homeB, member: "alice", device: "b")
+            let keyA = try concord.publicKey(home: homeA), keyB = try concord.publicKey(home: homeB)
+            try server.authorize(publicKeyLine: keyA)
+            try server.authorize(publicKeyLine: keyB)
+
+            let bare = context.path("remote.git"), url = server.url(for: bare)
+            let profileA = context.path("device-a"), profileB = context.path("device-b")
+            try concord.run(["init", "--bare", bare.path], home: homeA, what: "concord init --bare")
+            try concord.run(["init", profileA.path, "--name", "bench", "--template", "aac"], home: homeA, what: "concord init (A)")
+            try concord.run(["members", "add", "alice", "--role", "admin", "--key", keyB, "--device", "b", "-C", profileA.path],
+                            home: homeA, what: "concord members add (B's key)")
+            try concord.run(["remote", "add", "origin", url, "-C", profileA.path], home: homeA, what: "concord remote add (A)")
+            try concord.run(["remote", "trust", "origin", "-C", profileA.path], home: homeA, what: "concord remote trust (A)")
+            try concord.run(["sync", "-C", profileA.path], home: homeA, what: "concord sync (A publishes)")
+            try concord.run(["clone", url, profileB.path, "--trust-host", server.hostKeyFingerprint], home: homeB,
+                            what: "concord clone (B)")
+            return Fleet(server: server, homeA: homeA, homeB: homeB, profileA: profileA, profileB: profileB)
+        }
+
+        /// `concord watch --interval 1 --json` on A and B, once both have printed their `started` event.
+        func startWatchers(_ context: BenchContext) throws -> [Watcher] {
+            let watchers = try [("A", profileA, homeA), ("B", profileB, homeB)].map { name, profile, home in
+                let log = context.path("watch-\(name).log")
+                let child = try ChildProcess(path: context.concord.path,
+                                             arguments: ["watch", "-C", profile.path, "--interval", "1", "--json"],
+                                             environment: context.concord.environment(home: home), output: log)
+                return Watcher(name: name, child: child, log: log)
+            }
+            let deadline = Date().addingTimeInterval(10)
+            for watcher in watchers {
+                while !watcher.events().contains(where: { $0["event"] as? String == "started" }) {
+                    if let status = watcher.child.exitStatus() {
+                        throw BenchError("concord watch on \(watcher.name) exited \(status) at start:\n\(watcher.tail)")
+                    }
+                    guard Date() < deadline else { throw BenchError("concord watch on \(watcher.name) printed no `started` event in 10 s:\n\(watcher.tail)") }
+                    usleep(20_000)
+                }
+            }
+            return watchers
+        }
+    }
+
+    /// A running `concord watch --json` and the file its output goes to.
+    struct Watcher {
+        let name: String
+        let child: ChildProcess
+        let log: URL
+
+        /// The JSON events printed so far (other lines are skipped).
+        func events() -> [[String: Any]] {
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").compactMap { line in
+                (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+            }
+        }
+
+        var tail: String { PropagationBenchmark.tail(of: log) }
+    }
+}
+
+/// A seedable generator (SplitMix64), so the gaps between B4's puts are the same in every bench run.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,190 @@
+import ConcordKit
+import Foundation
+
+extension Scenario {
+    /// B6: `concord sync` on a device receiving the same small change (10 records in one commit) in a
+    /// 1,000-record and in a 100,000-record profile: its cost should grow with the change, not with the
+    /// profile. `git pull --ff-only` of the same change in plain git clones is the reference.
+    static let syncScaling = Scenario(
+        id: "B6", title: "sync receiving 10 changed records: 1,000 vs 100,000 records", targetRatio: 1.5, run: SyncScalingBenchmark.run)
+}
+
+private enum SyncScalingBenchmark {
+    static let sizes = (small: 1_000, large: 100_000)
+    static let changedRecords = 10
+    static let remoteName = "bench-b6"
+
+    static func run(_ context: BenchContext) throws -> ScenarioResult {
+        let homeB = context.path("home-b")
+        try context.concord.makeHome(homeB, member: "bob", device: "b")
+        let small = try Devices.make(context, records: sizes.small, homeB: homeB)
+        let large = try Devices.make(context, records: sizes.large, homeB: homeB)
+        let (smallConcord, smallGit) = try small.timeSyncs(context)
+        let (largeConcord, largeGit) = try large.timeSyncs(context)
+        let treeSize = try context.git.objectSize("HEAD:\(VocabularyData.kind)", in: large.deviceB)
+        let indexSize = (try? FileManager.default.attributesOfItem(atPath: large.deviceB.appendingPathComponent(".git/index").path)[.size]
+            as? Int) ?? 0
+
+        let scenario = Scenario.syncScaling
+        let smallName = "1k", largeName = "100k"
+        let headline = ResultRow.scaling(
+            label: "B6 sync receiving 10 changed records: 100k-record vs 1k-record profile (ratio = 100k / 1k)", tool: .concord,
+            small: (smallName, smallConcord), large: (largeName, largeConcord), target: scenario.targetRatio)
+        return ScenarioResult(
+            scenario: scenario,
+            rows: [
+                headline,
+                .scaling(label: "B6 reference: git pull --ff-only of the same change, 100k vs 1k (ratio = 100k / 1k)", tool: .git,
+                         small: (smallName, smallGit), large: (largeName, largeGit)),
+                ResultRow(label: "B6 same change in the 100k profile: concord sync vs git pull --ff-only", concord: largeConcord, git: largeGit),
+                ResultRow(label: "B6 same change in the 1k profile: concord sync vs git pull --ff-only", concord: smallConcord, git: smallGit),
+            ],
+            notes: [
+                "Data: the shared \(Format.count(sizes.small))- and \(Format.count(sizes.large))-record `aac` profiles (device A; "
+                    + "the same ones B2 puts into). Set-up per size, not timed: a bare repository made from A's profile with "
+                    + "`git clone --bare` plus the settings `concord init --bare` writes (`receive.fsckObjects`, "
+                    + "`receive.denyNonFastForwards`, `receive.denyDeletes`), A adds it as a remote and runs `concord sync`; "
+                    + "device B (bob@b, its own `CONCORD_HOME`) is a plain `git clone` of the bare repository repaired with "
+                    + "`concord doctor --fix` (the path the CLI documents for existing clones); the git side is the plain "
+                    + "git clone of the profile that B2 committed into, re-pointed at the bare repository and "
+                    + "`git reset --hard` to its `main` (cheaper than a new clone). Both start from the same commit with "
+                    + "a clean working tree.",
+                "Each run, not timed: A changes \(changedRecords) records spread over the profile in ONE commit "
+                    + "(`concord import` of a \(changedRecords)-record dump) and pushes it with `concord sync`. "
+                    + "One commit rather than \(changedRecords) puts: at 100k records every commit carries a new "
+                    + "\(Format.bytes(treeSize)) `\(VocabularyData.kind)` tree (see B2), so \(changedRecords) commits would "
+                    + "measure \(changedRecords) tree transfers, and \(changedRecords) puts at 100k alone cost ~6 s per run.",
+                "Timed: on B, `concord sync -C B --json` (fetch over the path remote, fast-forward, update the working tree "
+                    + "and index for the changed files; nothing to push), one process from launch to exit; on the git side, "
+                    + "`git pull -q --ff-only` in the clone (fetch through git-upload-pack, fast-forward merge, checkout).",
+                "Each side does one untimed warm-up run first (it absorbs one-time work such as the first index refresh "
+                    + "after `git clone`), then \(context.runs) timed runs. Checks after every run: exit status 0; B's sync "
+                    + "reports 1 commit received and \(changedRecords) changed files; both sides end at the bare "
+                    + "repository's `main`; after the last run both have a clean `git status`.",
+                "Runs (1k): concord \(Format.runs(smallConcord)); git \(Format.runs(smallGit)). Runs (100k): concord "
+                    + "\(Format.runs(largeConcord)); git \(Format.runs(largeGit)).",
+            ],
+            findings: [
+                "**Why a 10-record sync grows with the profile.** At \(Format.count(sizes.large)) records the change "
+                    + "still carries a new \(Format.bytes(treeSize)) `\(VocabularyData.kind)` tree (flat directory, see "
+                    + "B2), and the working tree update reads and rewrites the whole \(Format.bytes(indexSize)) index. "
+                    + "git pays the same (its reference ratio above), so this is the layout, not only the engine. A CPU "
+                    + "profile of one 100k sync on B (perf, libgit2 1.5.1; taken when B6 was written, not re-measured "
+                    + "by the bench) splits it roughly: fetch ~53% (libgit2's local transport builds a pack, `deflate` "
+                    + "at zlib's default level alone ~21%, and the receiving indexer inflates and hashes it again), fast-forward ~42% (`git_diff_tree_to_tree` of the old and new 100k-entry trees "
+                    + "~16%, `git_index_read` ~16%, `git_index_write` ~10%). About 16% of all samples are "
+                    + "`git_odb_hash` under `git_odb_read`: libgit2's strict hash verification re-hashes (SHA-1DC) every "
+                    + "object it reads, including both \(Format.bytes(treeSize)) trees; git does not.",
+                "Suggested engine changes, biggest first: a fan-out of kind directories (B2's finding), which makes the "
+                    + "fetched trees and the tree diff proportional to the change; fetching from path remotes by "
+                    + "copying the missing objects as one level-1 pack (the mirror of how Concord already pushes to "
+                    + "them) instead of libgit2's local transport; `GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION` off for "
+                    + "reads (objects were verified when they were indexed). The index read and write stay "
+                    + "proportional to the profile with libgit2, as they do in git.",
+            ])
+    }
+
+    /// Device A (the shared profile), the bare repository, device B and the git clone for one profile size.
+    struct Devices {
+        let records: Int
+        let homeA: URL, homeB: URL
+        let profileA: URL
+        let bare: URL
+        let deviceB: URL
+        let gitClone: URL
+
+        static func make(_ context: BenchContext, records: Int, homeB: URL) throws -> Devices {
+            let shared = try context.shared.profile(records: records) { context.progress("B6 \($0)") }
+            let size = Format.count(records)
+            context.progress("B6 preparing (\(size) records): bare repository, device B, git clone")
+            let bare = context.path("remote-\(records).git")
+            try context.git.run(["clone", "-q", "--bare", shared.profile.path, bare.path], in: nil, what: "git clone --bare (\(size))")
+            for setting in ["receive.fsckObjects", "receive.denyNonFastForwards", "receive.denyDeletes"] {
+                try context.git.run(["config", setting, "true"], in: bare, what: "git config \(setting)")
+            }
+            try context.concord.run(["remote", "add", remoteName, bare.path, "-C", shared.profile.path], home: shared.home,
+                                    what: "concord remote add (A, \(size))")
+            try context.concord.run(["sync", "--remote", remoteName, "-C", shared.profile.path], home: shared.home,
+                                    what: "concord sync (A, \(size))")
+            let deviceB = context.path("device-b-\(records)")
+            try context.git.run(["clone", "-q", bare.path, deviceB.path], in: nil, what: "git clone (device B, \(size))")
+            try context.concord.run(["doctor", "--fix", "-C", deviceB.path], home: homeB, what: "concord doctor --fix (device B, \(size))")
+            // The git side: the shared plain clone of this profile (B2 committed into it), pointed at the
+            // bare repository and reset to its main.
+            let gitClone = try context.shared.gitClone(records: records) { context.progress("B6 \($0)") }.repository
+            try context.git.run(["remote", "set-url", "origin", bare.path], in: gitClone, what: "git remote set-url (git side)")
+            try context.git.run(["fetch", "-q", "origin"], in: gitClone, what: "git fetch (git side)")
+            try context.git.run(["reset", "-q", "--hard", "origin/main"], in: gitClone, what: "git reset --hard (git side)")
+            try context.git.run(["branch", "-q", "--set-upstream-to=origin/main", "main"], in: gitClone, what: "git branch --set-upstream-to")
+            let main = try context.git.resolve("refs/heads/main", in: bare)
+            guard try context.git.resolve("HEAD", in: gitClone) == main, try context.git.status(gitClone).isEmpty else {
+                throw BenchError("the git side (\(size) records) is not clean at the bare repository's main after git reset --hard")
+            }
+            return Devices(records: records, homeA: shared.home, homeB: homeB, profileA: shared.profile, bare: bare,
+                           deviceB: deviceB, gitClone: gitClone)
+        }
+
+        /// One untimed warm-up, then `context.runs` timed syncs on B and pulls on the git side, each
+        /// receiving a new 10-record commit from A.
+        func timeSyncs(_ context: BenchContext) throws -> (concord: Samples, git: Samples) {
+            var concord = Samples(), git = Samples()
+            let size = Format.count(records)
+            for run in 0...context.runs {
+                let step = run == 0 ? "warm-up" : "\(run)/\(context.runs)"
+                let main = try publishChange(context, run: run)
+
+                context.progress("B6 concord run \(step) (\(size) records): concord sync on B")
+                let (sync, report) = try context.concord.runJSON(["sync", "-C", deviceB.path], home: homeB, what: "concord sync (B)")
+                let received = report["received"] as? Int ?? -1
+                let changed = (report["changedFiles"] as? [Any])?.count ?? -1
+                guard received == 1, changed == changedRecords else {
+                    throw BenchError("concord sync on B (\(size) records) received \(received) commits and changed \(changed) files, "
+                        + "expected 1 and \(changedRecords)")
+                }
+                try expectHead(context, deviceB, main, after: "concord sync on B (\(size) records)")
+
+                context.progress("B6 git run \(step) (\(size) records): git pull --ff-only")
+                let pull = try context.git.run(["pull", "-q", "--ff-only"], in: gitClone, what: "git pull --ff-only")
+                try expectHead(context, gitClone, main, after: "git pull --ff-only (\(size) records)")
+                if run > 0 {
+                    concord.append(sync.seconds)
+                    git.append(pull.seconds)
+                }
+            }
+            for (name, repository) in [("device B", deviceB), ("the git clone", gitClone)] {
+                let status = try context.git.status(repository)
+                guard status.isEmpty else {
+                    throw BenchError("git status in \(name) (\(size) records) is not clean after the syncs:\n"
+                        + status.split(separator: "\n").prefix(10).joined(separator: "\n"))
+                }
+            }
+            return (concord, git)
+        }
+
+        /// A changes `changedRecords` records in one commit and pushes it; returns the bare repository's new `main`.
+        func publishChange(_ context: BenchContext, run: Int) throws -> String {
+            let records = (0..<changedRecords).map { k -> JSONValue in
+                let index = (run * 7_919 + k * (self.records / changedRecords) + 13) % self.records
+                return .object(["kind": .string(VocabularyData.kind), "id": .string(VocabularyData.id(index)),
+                                "data": .object(VocabularyData.data(index, revision: 100 + run))])
+            }
+            let dump = context.path("change-\(self.records)-\(run).json")
+            try Data(JSONValue.object(["records": .array(records)]).canonicalLine()).write(to: dump)
+            let before = try context.git.commitCount(profileA)
+            try context.concord.run(["import", "-C", profileA.path, "--file", dump.path], home: homeA, what: "concord import (A's change)")
+            try context.git.expectOneMoreCommit(profileA, than: before, after: "concord import of A's change")
+            let (_, report) = try context.concord.runJSON(["sync", "--remote", remoteName, "-C", profileA.path], home: homeA,
+                                                          what: "concord sync (A pushes)")
+            guard (report["sent"] as? Int ?? 0) >= 1 else { throw BenchError("concord sync on A sent nothing: \(report)") }
+            let main = try context.git.resolve("refs/heads/main", in: bare)
+            let head = try context.git.resolve("HEAD", in: profileA)
+            guard main == head else { throw BenchError("after A's sync the bare repository's main is \(main), A's HEAD \(head)") }
+            return main
+        }
+
+        func expectHead(_ context: BenchContext, _ repository: URL, _ main: String, after operation: String) throws {
+            let head = try context.git.resolve("HEAD", in: repository)
+            guard head == main else { throw BenchError("after \(operation) HEAD is \(head), but the bare repository's main is \(main)") }
+        }
+    }
+}
