@@ -100,11 +100,20 @@ extension Profile {
         return try finish(.merged, from: head, to: commit, resolved: planner.resolved, unresolved: unresolved)
     }
 
-    /// Brings the working tree and index to `new` and refreshes the signers file from the members.
+    /// Brings the working tree and index to `new` and reports the merge.
     private func finish(_ outcome: MergeReport.Outcome, from old: ObjectID?, to new: ObjectID,
                         resolved: [ResolvedConflict], unresolved: [UnresolvedFile]) throws -> MergeReport {
         let oldTree = try old.map { try repository.commit($0).tree }
-        let newTree = try repository.commit(new).tree
+        let (files, liveRecords) = try updateWorkingTree(from: oldTree, to: try repository.commit(new).tree)
+        var report = MergeReport(outcome: outcome, head: new.hex, changedFiles: files, resolved: resolved, unresolved: unresolved)
+        report.liveRecordsWritten = liveRecords
+        return report
+    }
+
+    /// Writes the files that differ between two trees into the working tree and index, advances
+    /// the clock past every record received, and refreshes the signers file when members changed.
+    /// Returns the changed paths and how many of them are now live records.
+    func updateWorkingTree(from oldTree: ObjectID?, to newTree: ObjectID) throws -> (files: [String], liveRecords: Int) {
         let files = try repository.changedFiles(from: oldTree, to: newTree)
         var latest: HLC?
         var liveRecords = 0
@@ -122,9 +131,7 @@ extension Profile {
         if files.contains(where: { $0.path.hasPrefix(ProfilePaths.membersDirectory + "/") }) {
             try configureGit(members: try members())
         }
-        var report = MergeReport(outcome: outcome, head: new.hex, changedFiles: files.map(\.path), resolved: resolved, unresolved: unresolved)
-        report.liveRecordsWritten = liveRecords
-        return report
+        return (files.map(\.path), liveRecords)
     }
 
     /// The bytes of `path` in commit `id`, or nil.

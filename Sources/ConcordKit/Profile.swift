@@ -142,13 +142,7 @@ public final class Profile {
         guard let workdir = repository.workdir, let head = try repository.resolveReference("HEAD") else { return }
         let headTree = try repository.commit(head).tree
         let indexTree = try repository.indexTree()
-        if indexTree != headTree {
-            let files = try repository.changedFiles(from: indexTree, to: headTree)
-            try repository.applyToWorkingTree(try files.map { file in
-                guard let blob = file.blob else { return WorkingTreeChange(removing: file.path) }
-                return WorkingTreeChange(path: file.path, bytes: try repository.blob(blob), blob: blob)
-            })
-        }
+        if indexTree != headTree { _ = try updateWorkingTree(from: indexTree, to: headTree) }
         // Temporary files of an interrupted working-tree write.
         if let walker = FileManager.default.enumerator(atPath: workdir) {
             while let relative = walker.nextObject() as? String {
