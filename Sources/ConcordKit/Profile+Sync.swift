@@ -193,6 +193,10 @@ extension Profile {
         switch location {
         case .path(let path):
             do {
+                // Pushers to one bare repository take its own profile lock: a pusher killed while
+                // git's ref lock was held is then known dead, and the next one clears that lock.
+                let remoteLock = try ProfileLock(gitDirectory: path.hasSuffix("/") ? path : path + "/")
+                defer { withExtendedLifetime(remoteLock) {} }
                 try repository.pushToLocalRepository(at: path, ref: "refs/heads/main", tip: head, expected: expected)
                 return true
             } catch let error as GitError where [.modified, .exists].contains(error.code) {
