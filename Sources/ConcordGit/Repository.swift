@@ -1,5 +1,6 @@
 // This file touches the libgit2 C API.
 internal import CLibgit2
+import Crypto
 
 /// An open git repository. Owns its libgit2 handle and frees it exactly once.
 ///
@@ -162,12 +163,12 @@ public final class Repository {
     }
 
     /// The id `bytes` would have as a blob, without writing anything.
+    /// (SHA-1 in software with the CPU's SHA extensions, several times faster than libgit2's SHA-1DC.)
     public static func blobID(of bytes: [UInt8]) throws -> ObjectID {
-        Libgit2.ensure()
-        var oid = git_oid()
-        let result = bytes.withUnsafeBytes { git_odb_hash(&oid, $0.baseAddress, $0.count, GIT_OBJECT_BLOB) }
-        try check("git_odb_hash", result)
-        return ObjectID(oid)
+        var hasher = Insecure.SHA1()
+        hasher.update(data: Array("blob \(bytes.count)\0".utf8))
+        hasher.update(data: bytes)
+        return ObjectID(bytes: Array(hasher.finalize()))
     }
 
     /// The content of blob `id`.

@@ -21,16 +21,21 @@ extension Repository {
     }
 
     /// The entry at `path` (slash-separated, relative to the tree's root), or nil if there is none.
+    /// Reads raw tree bytes: one lookup in a 100,000-entry kind tree costs a scan, not a parse.
     public func entry(at path: String, inTree tree: ObjectID) throws -> TreeEntry? {
-        try withTree(tree) { (root) -> TreeEntry? in
-            var entry: OpaquePointer?
-            let result = git_tree_entry_bypath(&entry, root, path)
-            if result == GIT_ENOTFOUND.rawValue { return nil }
-            try check("git_tree_entry_bypath", result)
-            guard let entry else { return nil }
-            defer { git_tree_entry_free(entry) }
-            return TreeEntry(entry)
+        let components = path.split(separator: "/", omittingEmptySubsequences: true)
+        var current = tree
+        for (position, component) in components.enumerated() {
+            let raw = try rawTree(current)
+            guard let index = raw.index(of: Array(component.utf8)[...]) else { return nil }
+            let entry = raw.entries[index]
+            if position == components.count - 1 {
+                return TreeEntry(name: String(component), id: raw.id(entry), kind: raw.kind(entry))
+            }
+            guard entry.isTree else { return nil }
+            current = raw.id(entry)
         }
+        return nil
     }
 
     /// The entries directly inside directory `path` ("" for the root), sorted by name; empty if it does not exist.
@@ -61,62 +66,33 @@ extension Repository {
         for (path, blob) in edits {
             root.add(path.split(separator: "/", omittingEmptySubsequences: true).map(String.init), blob)
         }
-        return try write(root, over: base) ?? writeEmptyTree()
+        return try write(root, over: base) ?? writeLooseObject([], type: "tree")
     }
 
-    private func writeEmptyTree() throws -> ObjectID {
-        try withBuilder(base: nil) { (builder) -> ObjectID in
-            var oid = git_oid()
-            try check("git_treebuilder_write", git_treebuilder_write(&oid, builder))
-            return ObjectID(oid)
-        }
-    }
-
-    /// Writes one directory level; returns nil when the directory ends up empty.
+    /// Writes one directory level by splicing its raw bytes; returns nil when it ends up empty.
     private func write(_ edits: DirectoryEdits, over base: ObjectID?) throws -> ObjectID? {
-        try withBuilder(base: base) { (builder) -> ObjectID? in
-            for (name, blob) in edits.files {
-                if let blob {
-                    var oid = blob.raw
-                    try check("git_treebuilder_insert",
-                              git_treebuilder_insert(nil, builder, name, &oid, GIT_FILEMODE_BLOB))
-                } else if git_treebuilder_get(builder, name) != nil {
-                    try check("git_treebuilder_remove", git_treebuilder_remove(builder, name))
-                }
-            }
-            for (name, child) in edits.directories {
-                var existing: ObjectID?
-                if let entry = git_treebuilder_get(builder, name), git_tree_entry_type(entry) == GIT_OBJECT_TREE {
-                    existing = ObjectID(git_tree_entry_id(entry))
-                }
-                if let written = try write(child, over: existing) {
-                    var oid = written.raw
-                    try check("git_treebuilder_insert",
-                              git_treebuilder_insert(nil, builder, name, &oid, GIT_FILEMODE_TREE))
-                } else if existing != nil {
-                    // The subtree became empty; a file of that name (existing == nil) is left alone.
-                    try check("git_treebuilder_remove", git_treebuilder_remove(builder, name))
-                }
-            }
-            if git_treebuilder_entrycount(builder) == 0 { return nil }
-            var oid = git_oid()
-            try check("git_treebuilder_write", git_treebuilder_write(&oid, builder))
-            return ObjectID(oid)
+        let tree = try base.map(rawTree) ?? RawTree([], id: nil)
+        var changes = [RawTree.Edit]()
+        for (name, blob) in edits.files {
+            let bytes = Array(name.utf8)
+            try RawTree.validate(bytes)
+            changes.append(RawTree.Edit(name: bytes, value: blob.map { (isTree: false, id: $0) }))
         }
-    }
-
-    private func withBuilder<T>(base: ObjectID?, _ body: (OpaquePointer) throws -> T) throws -> T {
-        var builder: OpaquePointer?
-        if let base {
-            try withTree(base) { (tree) in
-                try check("git_treebuilder_new", git_treebuilder_new(&builder, handle, tree))
+        for (name, child) in edits.directories {
+            let bytes = Array(name.utf8)
+            try RawTree.validate(bytes)
+            let existing = tree.index(of: bytes[...], isTree: true).map { tree.id(tree.entries[$0]) }
+            if let written = try write(child, over: existing) {
+                changes.append(RawTree.Edit(name: bytes, value: (isTree: true, id: written)))
+            } else if existing != nil {
+                // The subtree became empty; a file of that name (existing == nil) is left alone.
+                changes.append(RawTree.Edit(name: bytes, value: nil))
             }
-        } else {
-            try check("git_treebuilder_new", git_treebuilder_new(&builder, handle, nil))
         }
-        guard let builder else { throw GitError(function: "git_treebuilder_new", code: .other(-1), message: "no builder") }
-        defer { git_treebuilder_free(builder) }
-        return try body(builder)
+        let bytes = tree.applying(changes)
+        if bytes.isEmpty { return nil }
+        if let base, bytes == tree.bytes { return base }
+        return try writeLooseObject(bytes, type: "tree")
     }
 }
 

@@ -28,10 +28,8 @@ extension Repository {
     /// stat data, so `git status` stays clean without re-hashing), touching only the given paths.
     public func applyToWorkingTree(_ changes: [WorkingTreeChange]) throws {
         guard let root = workdir else { return }
-        var index: OpaquePointer?
-        try check("git_repository_index", git_repository_index(&index, handle))
-        defer { git_index_free(index) }
-        try check("git_index_read", git_index_read(index, 0))
+        var updates = [IndexPatch.Update]()
+        updates.reserveCapacity(changes.count)
         var directories = Set<String>()
         for change in changes {
             let fullPath = root + change.path
@@ -39,30 +37,46 @@ extension Repository {
                 if let slash = fullPath.lastIndex(of: "/"), directories.insert(String(fullPath[..<slash])).inserted {
                     try FileIO.makeParents(of: fullPath)
                 }
-                try FileIO.write(content.bytes, to: fullPath, makingParents: false)
-                var info = stat()
-                guard stat(fullPath, &info) == 0 else { throw FileIO.Failure(path: fullPath, operation: "stat") }
-                try change.path.withCString { (path) in
-                    var entry = git_index_entry()
-                    entry.ctime.seconds = Int32(truncatingIfNeeded: info.st_ctim.tv_sec)
-                    entry.ctime.nanoseconds = UInt32(truncatingIfNeeded: info.st_ctim.tv_nsec)
-                    entry.mtime.seconds = Int32(truncatingIfNeeded: info.st_mtim.tv_sec)
-                    entry.mtime.nanoseconds = UInt32(truncatingIfNeeded: info.st_mtim.tv_nsec)
-                    entry.dev = UInt32(truncatingIfNeeded: info.st_dev)
-                    entry.ino = UInt32(truncatingIfNeeded: info.st_ino)
-                    entry.mode = GIT_FILEMODE_BLOB.rawValue
-                    entry.uid = info.st_uid
-                    entry.gid = info.st_gid
-                    entry.file_size = UInt32(truncatingIfNeeded: info.st_size)
-                    entry.id = content.blob.raw
-                    entry.path = path
-                    try check("git_index_add", git_index_add(index, &entry))
-                }
+                let info = try FileIO.writeReturningStat(content.bytes, to: fullPath)
+                updates.append(IndexPatch.Update(path: Array(change.path.utf8), file: (info, content.blob)))
             } else {
                 if unlink(fullPath) != 0 && errno != ENOENT { throw FileIO.Failure(path: fullPath, operation: "remove") }
                 FileIO.removeEmptyParents(of: fullPath, below: root)
-                let result = git_index_remove_bypath(index, change.path)
+                updates.append(IndexPatch.Update(path: Array(change.path.utf8), file: nil))
+            }
+        }
+        if try IndexPatch.apply(updates, indexPath: gitDirectory + "index") == .patched { return }
+        try updateIndexWithLibgit2(updates)
+    }
+
+    /// The same index update through libgit2, for index files `IndexPatch` leaves alone.
+    private func updateIndexWithLibgit2(_ updates: [IndexPatch.Update]) throws {
+        var index: OpaquePointer?
+        try check("git_repository_index", git_repository_index(&index, handle))
+        defer { git_index_free(index) }
+        try check("git_index_read", git_index_read(index, 1))
+        for update in updates {
+            let path = String(decoding: update.path, as: UTF8.self)
+            guard let (info, blob) = update.file else {
+                let result = git_index_remove_bypath(index, path)
                 if result != GIT_ENOTFOUND.rawValue { try check("git_index_remove_bypath", result) }
+                continue
+            }
+            try path.withCString { (cPath) in
+                var entry = git_index_entry()
+                entry.ctime.seconds = Int32(truncatingIfNeeded: info.st_ctim.tv_sec)
+                entry.ctime.nanoseconds = UInt32(truncatingIfNeeded: info.st_ctim.tv_nsec)
+                entry.mtime.seconds = Int32(truncatingIfNeeded: info.st_mtim.tv_sec)
+                entry.mtime.nanoseconds = UInt32(truncatingIfNeeded: info.st_mtim.tv_nsec)
+                entry.dev = UInt32(truncatingIfNeeded: info.st_dev)
+                entry.ino = UInt32(truncatingIfNeeded: info.st_ino)
+                entry.mode = GIT_FILEMODE_BLOB.rawValue
+                entry.uid = info.st_uid
+                entry.gid = info.st_gid
+                entry.file_size = UInt32(truncatingIfNeeded: info.st_size)
+                entry.id = blob.raw
+                entry.path = cPath
+                try check("git_index_add", git_index_add(index, &entry))
             }
         }
         try check("git_index_write", git_index_write(index))
@@ -116,18 +130,44 @@ public enum FileIO {
         let temporary = path + ".concord-tmp-\(getpid())"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode_t(mode))
         guard fd >= 0 else { throw Failure(path: temporary, operation: "create") }
-        var written = 0
-        let ok = bytes.withUnsafeBytes { buffer -> Bool in
+        let ok = writeAll(fd, bytes) && (!durable || fsync(fd) == 0)
+        close(fd)
+        guard ok else { unlink(temporary); throw Failure(path: path, operation: "write") }
+        guard rename(temporary, path) == 0 else { unlink(temporary); throw Failure(path: path, operation: "rename into place") }
+    }
+
+    /// Writes a working-tree file and returns its stat data for the index. A new file is created
+    /// in place (one `open`, as git's checkout does); an existing one is replaced through a
+    /// temporary file and a rename, so a reader never sees it half-written.
+    static func writeReturningStat(_ bytes: [UInt8], to path: String) throws(Failure) -> stat {
+        var info = stat()
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        if fd < 0 {
+            guard errno == EEXIST else { throw Failure(path: path, operation: "create") }
+            try write(bytes, to: path, makingParents: false)
+            guard stat(path, &info) == 0 else { throw Failure(path: path, operation: "stat") }
+            return info
+        }
+        defer { close(fd) }
+        guard writeAll(fd, bytes) else {
+            let failure = Failure(path: path, operation: "write")
+            unlink(path)
+            throw failure
+        }
+        guard fstat(fd, &info) == 0 else { throw Failure(path: path, operation: "stat") }
+        return info
+    }
+
+    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { buffer -> Bool in
+            var written = 0
             while written < buffer.count {
                 let n = Glibc.write(fd, buffer.baseAddress! + written, buffer.count - written)
                 if n < 0 { if errno == EINTR { continue }; return false }
                 written += n
             }
-            return !durable || fsync(fd) == 0
+            return true
         }
-        close(fd)
-        guard ok else { unlink(temporary); throw Failure(path: path, operation: "write") }
-        guard rename(temporary, path) == 0 else { unlink(temporary); throw Failure(path: path, operation: "rename into place") }
     }
 
     /// fsyncs a directory, so the names just renamed into it survive a crash.

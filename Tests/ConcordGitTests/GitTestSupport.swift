@@ -30,7 +30,8 @@ class GitTestCase: XCTestCase {
 
     /// Runs the real git in `directory`, with no user or system config, feeding `input` on stdin.
     @discardableResult
-    func git(_ arguments: [String], in directory: URL, input: Data? = nil) throws -> GitOutput {
+    func git(_ arguments: [String], in directory: URL, input: Data? = nil,
+             environment: [String: String] = [:]) throws -> GitOutput {
         let scratch = sandbox.appendingPathComponent("git-io-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
@@ -45,6 +46,7 @@ class GitTestCase: XCTestCase {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/git")
         process.arguments = arguments
         process.environment = ["PATH": "/usr/bin:/bin", "HOME": sandbox.path, "GIT_CONFIG_NOSYSTEM": "1", "LANG": "C.UTF-8"]
+            .merging(environment) { $1 }
         process.currentDirectoryURL = directory
         process.standardInput = inHandle
         process.standardOutput = out
@@ -60,9 +62,9 @@ class GitTestCase: XCTestCase {
 
     /// git's trimmed stdout, failing the test unless git exits 0.
     @discardableResult
-    func gitOK(_ arguments: [String], in directory: URL, input: Data? = nil,
+    func gitOK(_ arguments: [String], in directory: URL, input: Data? = nil, environment: [String: String] = [:],
                file: StaticString = #filePath, line: UInt = #line) throws -> String {
-        let output = try git(arguments, in: directory, input: input)
+        let output = try git(arguments, in: directory, input: input, environment: environment)
         XCTAssertEqual(output.status, 0, "git \(arguments.joined(separator: " ")): \(output.stderr)", file: file, line: line)
         return output.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }

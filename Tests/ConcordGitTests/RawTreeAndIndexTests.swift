@@ -1,0 +1,151 @@
+import ConcordGit
+import Foundation
+import XCTest
+
+/// Tree splicing and index patching, judged by the real git: `git write-tree` from an index git
+/// builds itself must name the same tree, and `git status` must see nothing to do.
+final class RawTreeAndIndexTests: GitTestCase {
+    /// Names chosen to stress git's tree order: "a" < "a-b" < "a.b" < "a/" (a directory sorts as if
+    /// its name ended in "/"), "a0" after "a/".
+    private static let names = ["a", "a-b", "a.b", "a0", "b", "a.json", "ab", "-", "0"]
+
+    func testSplicedTreesMatchTreesGitBuildsForRandomEdits() throws {
+        let (repository, url) = try makeRepository()
+        var generator = SeededGenerator(seed: 20261122)
+        var files = [String: ObjectID]()
+        var tree: ObjectID?
+        for round in 0..<40 {
+            var edits = [String: ObjectID?]()
+            for _ in 0..<Int.random(in: 1...6, using: &generator) {
+                let path = randomPath(&generator)
+                if Bool.random(using: &generator), let existing = files.keys.sorted().randomElement(using: &generator) {
+                    edits[existing] = ObjectID?.none
+                } else if !clashes(path, with: files, edits: edits) {
+                    edits[path] = .some(try repository.writeBlob(Array("\(round) \(path)\n".utf8)))
+                }
+            }
+            tree = try repository.writeTree(base: tree, edits: edits)
+            for (path, blob) in edits { files[path] = blob ?? nil }
+            XCTAssertEqual(tree?.hex, try treeGitBuilds(files, in: url), "round \(round), edits \(edits.keys.sorted())")
+        }
+        XCTAssertEqual(try git(["fsck", "--full", "--strict"], in: url).status, 0)
+    }
+
+    func testSplicingRefusesNamesGitRefuses() throws {
+        let (repository, _) = try makeRepository()
+        let blob = try repository.writeBlob(Array("x".utf8))
+        for path in ["a/../b", "a/./b", ".git/config", "x/.GIT"] {
+            XCTAssertNotNil(gitError { try repository.writeTree(base: nil, edits: [path: blob]) }, path)
+        }
+    }
+
+    func testPatchedIndexKeepsGitsCacheTreeHonest() throws {
+        let (repository, url) = try makeRepository()
+        // git builds the index (with a cache-tree extension, which `git commit` writes).
+        var files = [String: String]()
+        for directory in ["kind", "kind/sub", "other"] {
+            for number in 0..<5 { files["\(directory)/r\(number).json"] = "\(directory) \(number)\n" }
+        }
+        for (path, text) in files {
+            let file = url.appendingPathComponent(path)
+            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try text.write(to: file, atomically: false, encoding: .utf8)
+        }
+        try gitOK(["add", "-A"], in: url)
+        try gitOK(["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "base"], in: url)
+        let extensions = try Data(contentsOf: url.appendingPathComponent(".git/index"))
+        XCTAssertNotNil(extensions.range(of: Data("TREE".utf8)), "git's index should carry a cache tree")
+
+        // Concord changes one file deep down, adds one, removes one; the index is patched.
+        let head = try XCTUnwrap(try repository.resolveReference("HEAD"))
+        let base = try XCTUnwrap(ObjectID(hex: try gitOK(["rev-parse", "HEAD^{tree}"], in: url)))
+        let changed = Array("changed\n".utf8), added = Array("added\n".utf8)
+        let changedBlob = try repository.writeBlob(changed), addedBlob = try repository.writeBlob(added)
+        let tree = try repository.writeTree(base: base, edits: [
+            "kind/sub/r2.json": changedBlob, "kind/new.json": addedBlob, "other/r4.json": ObjectID?.none,
+        ])
+        try repository.applyToWorkingTree([
+            WorkingTreeChange(path: "kind/sub/r2.json", bytes: changed, blob: changedBlob),
+            WorkingTreeChange(path: "kind/new.json", bytes: added, blob: addedBlob),
+            WorkingTreeChange(removing: "other/r4.json"),
+        ])
+        XCTAssertEqual(try gitOK(["write-tree"], in: url), tree.hex, "a stale cache-tree entry would name the old subtree")
+        let commit = try repository.createSignedCommit(tree: tree, parents: [head], author: Self.author, message: "two\n",
+                                                       sign: { _ in Self.fakeSignature })
+        try repository.updateReference("refs/heads/main", to: commit, expected: head, message: "two")
+        XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: url), "")
+        XCTAssertEqual(try gitOK(["diff-files", "--name-only"], in: url), "", "stat data in the index must match the files")
+    }
+
+    func testIndexVersion4IsLeftToLibgit2() throws {
+        let (repository, url) = try makeRepository()
+        try "one\n".write(to: url.appendingPathComponent("a.txt"), atomically: false, encoding: .utf8)
+        try gitOK(["add", "-A"], in: url)
+        try gitOK(["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "base"], in: url)
+        try gitOK(["update-index", "--index-version", "4"], in: url)
+        let head = try XCTUnwrap(try repository.resolveReference("HEAD"))
+        let bytes = Array("two\n".utf8)
+        let blob = try repository.writeBlob(bytes)
+        let tree = try repository.writeTree(base: nil, edits: ["a.txt": blob, "b.txt": blob])
+        try repository.applyToWorkingTree([WorkingTreeChange(path: "a.txt", bytes: bytes, blob: blob),
+                                           WorkingTreeChange(path: "b.txt", bytes: bytes, blob: blob)])
+        let commit = try repository.createSignedCommit(tree: tree, parents: [head], author: Self.author, message: "two\n",
+                                                       sign: { _ in Self.fakeSignature })
+        try repository.updateReference("refs/heads/main", to: commit, expected: head, message: "two")
+        XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: url), "")
+    }
+
+    func testALeftoverIndexLockIsReportedAndNothingChanges() throws {
+        let (repository, url) = try makeRepository()
+        try "one\n".write(to: url.appendingPathComponent("a.txt"), atomically: false, encoding: .utf8)
+        try gitOK(["add", "-A"], in: url)
+        let before = try Data(contentsOf: url.appendingPathComponent(".git/index"))
+        FileManager.default.createFile(atPath: url.appendingPathComponent(".git/index.lock").path, contents: Data())
+        let bytes = Array("two\n".utf8)
+        let error = gitError {
+            try repository.applyToWorkingTree([WorkingTreeChange(path: "b.txt", bytes: bytes, blob: try repository.writeBlob(bytes))])
+        }
+        XCTAssertEqual(error?.code, .locked)
+        XCTAssertEqual(try Data(contentsOf: url.appendingPathComponent(".git/index")), before)
+    }
+
+    // MARK: Helpers
+
+    private func randomPath(_ generator: inout SeededGenerator) -> String {
+        let depth = Int.random(in: 1...3, using: &generator)
+        return (0..<depth).map { _ in Self.names.randomElement(using: &generator)! }.joined(separator: "/")
+    }
+
+    /// True when adding `path` would put a file where a directory is (or the reverse).
+    private func clashes(_ path: String, with files: [String: ObjectID], edits: [String: ObjectID?]) -> Bool {
+        var all = Set(files.keys)
+        for (edited, blob) in edits { if blob == nil { all.remove(edited) } else { all.insert(edited) } }
+        for other in all {
+            if other.hasPrefix(path + "/") || path.hasPrefix(other + "/") { return true }
+        }
+        return false
+    }
+
+    /// The tree git itself builds for `files`, through a scratch index.
+    private func treeGitBuilds(_ files: [String: ObjectID], in url: URL) throws -> String {
+        let indexFile = sandbox.appendingPathComponent("scratch-index-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: indexFile) }
+        let input = files.map { "100644 \($0.value.hex)\t\($0.key)\n" }.joined()
+        try gitOK(["-c", "core.safecrlf=false", "update-index", "--index-info"], in: url, input: Data(input.utf8),
+                  environment: ["GIT_INDEX_FILE": indexFile])
+        return try gitOK(["write-tree"], in: url, environment: ["GIT_INDEX_FILE": indexFile])
+    }
+}
+
+/// A small deterministic generator (SplitMix64) so a failing case can be replayed.
+struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
