@@ -119,31 +119,54 @@ extension Repository {
     }
 
     /// The files that differ between two trees: each path with its blob in `new` (nil if removed).
+    /// Sorted by path. Walks both trees' raw bytes side by side and skips every subtree whose id
+    /// is unchanged, so the cost follows the changed directories, not the whole profile.
     public func changedFiles(from old: ObjectID?, to new: ObjectID) throws -> [(path: String, blob: ObjectID?)] {
-        var oldTree: OpaquePointer?
-        if let old {
-            var oid = old.raw
-            try check("git_tree_lookup", git_tree_lookup(&oldTree, handle, &oid))
+        var out = [(path: [UInt8], blob: ObjectID?)]()
+        try collectChanges(from: old, to: new, prefix: [], into: &out)
+        out.sort { $0.path.lexicographicallyPrecedes($1.path) }
+        return out.map { (String(decoding: $0.path, as: UTF8.self), $0.blob) }
+    }
+
+    private func collectChanges(from old: ObjectID?, to new: ObjectID?, prefix: [UInt8],
+                                into out: inout [(path: [UInt8], blob: ObjectID?)]) throws {
+        if old == new { return }
+        let before = try old.map(rawTree) ?? RawTree([], id: nil)
+        let after = try new.map(rawTree) ?? RawTree([], id: nil)
+        var i = 0, j = 0
+        while i < before.entries.count || j < after.entries.count {
+            let order: Int
+            if i == before.entries.count {
+                order = 1
+            } else if j == after.entries.count {
+                order = -1
+            } else {
+                let a = before.entries[i], b = after.entries[j]
+                order = RawTree.compare(before.name(a), a.isTree, after.name(b), b.isTree)
+            }
+            if order < 0 {
+                let entry = before.entries[i]
+                let path = prefix + before.name(entry)
+                if entry.isTree { try collectChanges(from: before.id(entry), to: nil, prefix: path + [0x2F], into: &out) }
+                else { out.append((path, nil)) }
+                i += 1
+            } else if order > 0 {
+                let entry = after.entries[j]
+                let path = prefix + after.name(entry)
+                if entry.isTree { try collectChanges(from: nil, to: after.id(entry), prefix: path + [0x2F], into: &out) }
+                else { out.append((path, after.id(entry))) }
+                j += 1
+            } else {
+                let a = before.entries[i], b = after.entries[j]
+                if !before.bytes[a.start..<a.end].elementsEqual(after.bytes[b.start..<b.end]) {
+                    let path = prefix + after.name(b)
+                    if b.isTree { try collectChanges(from: before.id(a), to: after.id(b), prefix: path + [0x2F], into: &out) }
+                    else { out.append((path, after.id(b))) }
+                }
+                i += 1
+                j += 1
+            }
         }
-        defer { git_tree_free(oldTree) }
-        var newOID = new.raw
-        var newTree: OpaquePointer?
-        try check("git_tree_lookup", git_tree_lookup(&newTree, handle, &newOID))
-        defer { git_tree_free(newTree) }
-        var options = git_diff_options()
-        try check("git_diff_options_init", git_diff_options_init(&options, UInt32(GIT_DIFF_OPTIONS_VERSION)))
-        var diff: OpaquePointer?
-        try check("git_diff_tree_to_tree", git_diff_tree_to_tree(&diff, handle, oldTree, newTree, &options))
-        defer { git_diff_free(diff) }
-        var out = [(path: String, blob: ObjectID?)]()
-        for index in 0..<git_diff_num_deltas(diff) {
-            guard let delta = git_diff_get_delta(diff, index) else { continue }
-            let file = delta.pointee.new_file
-            let removed = delta.pointee.status == GIT_DELTA_DELETED
-            let path = String(cString: (removed ? delta.pointee.old_file.path : file.path))
-            out.append((path, removed ? nil : ObjectID(file.id)))
-        }
-        return out
     }
 
     func lookupCommit(_ id: ObjectID) throws -> OpaquePointer? {

@@ -3,24 +3,58 @@ internal import CLibgit2
 import Crypto
 import Foundation
 
-/// Collects new blobs and stores them as ONE pack file with its index, for bulk writes such as
-/// importing thousands of records: no loose file per object, no per-object existence check, no
-/// delta search, no indexer pass. Objects are compressed at zlib level 1. The `.pack` and `.idx`
-/// (version 2) are written to temporary files, fsynced, and renamed into `objects/pack/`, the
-/// `.idx` last, so a reader never sees a pack without its index.
-public struct BlobPack {
-    private var objects: [(id: ObjectID, bytes: [UInt8])] = []
+/// The kinds of git object a pack here holds, with their pack type codes.
+public enum ObjectType: UInt8, Sendable {
+    case commit = 1, tree = 2, blob = 3
+
+    var name: String {
+        switch self {
+        case .commit: "commit"
+        case .tree: "tree"
+        case .blob: "blob"
+        }
+    }
+}
+
+/// Collects new objects and stores them as ONE pack file with its index, for bulk writes such as
+/// importing thousands of records or copying a fetch's objects: no loose file per object, no
+/// per-object existence check, no delta search, no indexer pass. Objects are compressed at zlib
+/// level 1, those over 1 MiB stored (see `writeLooseObject`). The `.pack` and `.idx` (version 2)
+/// are written to temporary files, fsynced, and renamed into `objects/pack/`, the `.idx` last, so
+/// a reader never sees a pack without its index.
+public struct ObjectPack {
+    private var objects: [(id: ObjectID, type: ObjectType, bytes: [UInt8])] = []
     private var seen: Set<ObjectID> = []
 
     public init() {}
 
     public var count: Int { objects.count }
 
+    public func contains(_ id: ObjectID) -> Bool { seen.contains(id) }
+
     /// Adds `bytes` as a blob and returns its id (the pack is written by `write(into:)`).
     public mutating func add(_ bytes: [UInt8]) throws -> ObjectID {
-        let id = try Repository.blobID(of: bytes)
-        if seen.insert(id).inserted { objects.append((id, bytes)) }
+        try add(bytes, type: .blob)
+    }
+
+    /// Adds an object of `type`; with `expected`, refuses bytes whose id is not `expected` (an
+    /// object copied from another repository must be what its name says).
+    @discardableResult
+    public mutating func add(_ bytes: [UInt8], type: ObjectType, expected: ObjectID? = nil) throws -> ObjectID {
+        let id = Self.id(of: bytes, type: type)
+        if let expected, expected != id {
+            throw GitError(function: "object copy", code: .other(-1),
+                           message: "object \(expected) does not match its content (it hashes to \(id)): the repository it came from is damaged or forged")
+        }
+        if seen.insert(id).inserted { objects.append((id, type, bytes)) }
         return id
+    }
+
+    static func id(of bytes: [UInt8], type: ObjectType) -> ObjectID {
+        var hasher = Insecure.SHA1()
+        hasher.update(data: Array("\(type.name) \(bytes.count)\0".utf8))
+        hasher.update(data: bytes)
+        return ObjectID(bytes: Array(hasher.finalize()))
     }
 
     /// Writes the pack and its index into `repository`'s object database.
@@ -35,7 +69,7 @@ public struct BlobPack {
         entries.reserveCapacity(objects.count)
         for object in objects {
             let start = pack.count
-            Self.appendHeader(type: 3 /* OBJ_BLOB */, size: object.bytes.count, to: &pack)
+            Self.appendHeader(type: object.type.rawValue, size: object.bytes.count, to: &pack)
             try Self.appendDeflated(object.bytes, to: &pack)
             let crc = pack.withUnsafeBufferPointer { buffer in
                 UInt32(truncatingIfNeeded: concord_crc32(0, buffer.baseAddress! + start, UInt32(pack.count - start)))
@@ -112,7 +146,8 @@ public struct BlobPack {
         out += repeatElement(0, count: Int(length))
         let result = bytes.withUnsafeBufferPointer { source in
             out.withUnsafeMutableBufferPointer { target in
-                concord_deflate(source.baseAddress, UInt(bytes.count), target.baseAddress! + start, &length, 1)
+                concord_deflate(source.baseAddress, UInt(bytes.count), target.baseAddress! + start, &length,
+                                bytes.count > 1 << 20 ? 0 : 1)
             }
         }
         guard result == Z_OK else {

@@ -106,39 +106,12 @@ extension Repository {
     }
 
     /// Pushes to a bare repository on a local path WITH compare-and-swap: copies the objects
-    /// reachable from `tip` and not from `expected` as one pack, then moves `ref` in the target
+    /// `tip` needs and the target lacks as one pack (`ObjectTransfer`), then moves `ref` in the target
     /// only if it still points at `expected` (libgit2's own local transport would force it).
     /// Throws `GitError` with code `.modified`/`.exists` when another device pushed first.
     public func pushToLocalRepository(at path: String, ref: String, tip: ObjectID, expected: ObjectID?) throws {
         let target = try Repository.open(path)
-        var builder: OpaquePointer?
-        try check("git_packbuilder_new", git_packbuilder_new(&builder, handle))
-        defer { git_packbuilder_free(builder) }
-        var walker: OpaquePointer?
-        try check("git_revwalk_new", git_revwalk_new(&walker, handle))
-        defer { git_revwalk_free(walker) }
-        var start = tip.raw
-        try check("git_revwalk_push", git_revwalk_push(walker, &start))
-        if let expected, contains(expected) {
-            var hide = expected.raw
-            try check("git_revwalk_hide", git_revwalk_hide(walker, &hide))
-        }
-        try check("git_packbuilder_insert_walk", git_packbuilder_insert_walk(builder, walker))
-        if git_packbuilder_object_count(builder) > 0 {
-            var pack = git_buf()
-            defer { git_buf_dispose(&pack) }
-            try check("git_packbuilder_write_buf", git_packbuilder_write_buf(&pack, builder))
-            var odb: OpaquePointer?
-            try check("git_repository_odb", git_repository_odb(&odb, target.handle))
-            defer { git_odb_free(odb) }
-            var writer: UnsafeMutablePointer<git_odb_writepack>?
-            try check("git_odb_write_pack", git_odb_write_pack(&writer, odb, nil, nil))
-            guard let writer else { throw GitError(function: "git_odb_write_pack", code: .other(-1), message: "no pack writer") }
-            defer { writer.pointee.free(writer) }
-            var stats = git_indexer_progress()
-            try check("git_odb_writepack_append", writer.pointee.append(writer, pack.ptr, pack.size, &stats))
-            try check("git_odb_writepack_commit", writer.pointee.commit(writer, &stats))
-        }
+        if !target.contains(tip) { _ = try ObjectTransfer.copy(tip, from: self, to: target) }
         try target.updateReference(ref, to: tip, expected: expected, message: "concord: push")
     }
 

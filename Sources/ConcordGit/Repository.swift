@@ -165,10 +165,7 @@ public final class Repository {
     /// The id `bytes` would have as a blob, without writing anything.
     /// (SHA-1 in software with the CPU's SHA extensions, several times faster than libgit2's SHA-1DC.)
     public static func blobID(of bytes: [UInt8]) throws -> ObjectID {
-        var hasher = Insecure.SHA1()
-        hasher.update(data: Array("blob \(bytes.count)\0".utf8))
-        hasher.update(data: bytes)
-        return ObjectID(bytes: Array(hasher.finalize()))
+        ObjectPack.id(of: bytes, type: .blob)
     }
 
     /// The content of blob `id`.

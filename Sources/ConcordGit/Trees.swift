@@ -66,7 +66,7 @@ extension Repository {
         for (path, blob) in edits {
             root.add(path.split(separator: "/", omittingEmptySubsequences: true).map(String.init), blob)
         }
-        return try write(root, over: base) ?? writeLooseObject([], type: "tree")
+        return try write(root, over: base) ?? writeLooseObject([], type: .tree)
     }
 
     /// Writes one directory level by splicing its raw bytes; returns nil when it ends up empty.
@@ -92,7 +92,7 @@ extension Repository {
         let bytes = tree.applying(changes)
         if bytes.isEmpty { return nil }
         if let base, bytes == tree.bytes { return base }
-        return try writeLooseObject(bytes, type: "tree")
+        return try writeLooseObject(bytes, type: .tree)
     }
 }
 

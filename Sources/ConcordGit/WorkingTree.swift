@@ -124,10 +124,11 @@ public enum FileIO {
 
     /// Writes `bytes` to `path` through a temporary file and a rename, creating parent directories.
     /// With `durable`, the file is fsynced before the rename (for objects that refs will point at).
+    /// `temporary` names the temporary file (default: `path` + `.concord-tmp-<pid>`).
     public static func write(_ bytes: [UInt8], to path: String, makingParents: Bool = true,
-                             mode: UInt32 = 0o644, durable: Bool = false) throws(Failure) {
+                             mode: UInt32 = 0o644, durable: Bool = false, temporary: String? = nil) throws(Failure) {
         if makingParents { try makeParents(of: path) }
-        let temporary = path + ".concord-tmp-\(getpid())"
+        let temporary = temporary ?? path + ".concord-tmp-\(getpid())"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode_t(mode))
         guard fd >= 0 else { throw Failure(path: temporary, operation: "create") }
         let ok = writeAll(fd, bytes) && (!durable || fsync(fd) == 0)

@@ -29,7 +29,7 @@ struct CommitWriter {
 
         // Blobs first (one pack for bulk writes, loose objects otherwise), then the trees on the
         // edited paths, then the signed commit.
-        var pack = BlobPack()
+        var pack = ObjectPack()
         var edits = [String: ObjectID?]()
         var changes = [WorkingTreeChange]()
         changes.reserveCapacity(files.count)

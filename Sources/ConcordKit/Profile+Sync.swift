@@ -181,7 +181,12 @@ extension Profile {
             throw ConcordError.offline(remote: remote, reason: "\(path) does not exist", localCommits: try localCommits(remote))
         }
         do {
-            try repository.fetch(remote: remote, refspecs: ["+refs/heads/main:\(Self.trackingRef(remote))"], options: options)
+            if case .path(let path) = location {
+                // Like a local `git fetch`, minus the pack building: copy just the new objects.
+                try repository.fetchFromLocalRepository(at: path, ref: "refs/heads/main", into: Self.trackingRef(remote))
+            } else {
+                try repository.fetch(remote: remote, refspecs: ["+refs/heads/main:\(Self.trackingRef(remote))"], options: options)
+            }
         } catch {
             throw try transportError(error, remote: remote, location: location)
         }

@@ -2,12 +2,12 @@ import ConcordGit
 import Foundation
 import XCTest
 
-/// `BlobPack`: bulk blob writes land in one pack file instead of loose objects.
+/// `ObjectPack`: bulk blob writes land in one pack file instead of loose objects.
 final class PackedWritesTests: GitTestCase {
-    func testBlobPackMakesOnePackAndNoLooseBlobs() throws {
+    func testObjectPackMakesOnePackAndNoLooseBlobs() throws {
         let (repository, url) = try makeRepository()
         XCTAssertEqual(try looseObjects(url), [])
-        var pack = BlobPack()
+        var pack = ObjectPack()
         var blobs = [Int: ObjectID]()
         var edits = [String: ObjectID?]()
         for index in 0..<200 {
@@ -39,7 +39,7 @@ final class PackedWritesTests: GitTestCase {
 
     func testPackHoldsEachBlobOnce() throws {
         let (repository, url) = try makeRepository()
-        var pack = BlobPack()
+        var pack = ObjectPack()
         let one = try pack.add(Array("one\n".utf8))
         XCTAssertEqual(try pack.add(Array("one\n".utf8)), one, "the same content is the same blob")
         try pack.write(into: repository)
@@ -52,7 +52,7 @@ final class PackedWritesTests: GitTestCase {
 
     func testLargeAndEmptyBlobsRoundTrip() throws {
         let (repository, url) = try makeRepository()
-        var pack = BlobPack()
+        var pack = ObjectPack()
         var big = [UInt8]()
         for index in 0..<300_000 { big.append(UInt8(truncatingIfNeeded: index &* 31 &+ index >> 7)) }
         let bigID = try pack.add(big)
@@ -65,7 +65,7 @@ final class PackedWritesTests: GitTestCase {
 
     func testAnUnwrittenPackLeavesNothing() throws {
         let (repository, url) = try makeRepository()
-        var pack = BlobPack()
+        var pack = ObjectPack()
         let id = try pack.add(Array("discarded\n".utf8))
         XCTAssertFalse(repository.contains(id))
         XCTAssertEqual(try looseObjects(url), [])

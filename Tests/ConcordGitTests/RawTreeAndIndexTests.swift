@@ -24,8 +24,20 @@ final class RawTreeAndIndexTests: GitTestCase {
                     edits[path] = .some(try repository.writeBlob(Array("\(round) \(path)\n".utf8)))
                 }
             }
+            let previous = tree
             tree = try repository.writeTree(base: tree, edits: edits)
             for (path, blob) in edits { files[path] = blob ?? nil }
+            if let previous, let tree {
+                // The raw diff agrees with git's, path for path and blob for blob.
+                let changes = try repository.changedFiles(from: previous, to: tree)
+                let ours = changes.map { "\($0.path) \($0.blob?.hex ?? "-")" }
+                let theirs = try gitOK(["diff-tree", "-r", "--no-renames", "--format=", previous.hex, tree.hex], in: url)
+                    .split(separator: "\n").map { line -> String in
+                        let fields = line.split(separator: "\t"), meta = fields[0].split(separator: " ")
+                        return "\(fields[1]) \(meta[4] == "D" ? "-" : String(meta[3]))"
+                    }
+                XCTAssertEqual(ours, theirs, "round \(round)")
+            }
             XCTAssertEqual(tree?.hex, try treeGitBuilds(files, in: url), "round \(round), edits \(edits.keys.sorted())")
         }
         XCTAssertEqual(try git(["fsck", "--full", "--strict"], in: url).status, 0)
