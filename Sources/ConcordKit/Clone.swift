@@ -92,6 +92,9 @@ extension Profile {
         guard info.formatVersion <= concordFormatVersion else {
             throw ConcordError.newerFormat(found: info.formatVersion, supported: concordFormatVersion)
         }
+        guard info.formatVersion >= oldestReadableFormatVersion else {
+            throw ConcordError.olderFormat(found: info.formatVersion, oldest: oldestReadableFormatVersion)
+        }
         let kinds = try gitCall { try provisional.blob(KindsTable.path, atCommit: tip) }.flatMap { try? KindsTable.decode($0) } ?? .empty
         let profile = Profile(root: root, repository: repository, environment: environment, info: info, kinds: kinds)
         let lock = try profile.lock()

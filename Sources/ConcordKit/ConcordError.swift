@@ -5,6 +5,7 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     case notAProfile(String)
     case profileExists(String)
     case newerFormat(found: Int, supported: Int)
+    case olderFormat(found: Int, oldest: Int)
     case unknownKind(String, known: [String])
     case notALogKind(String)
     case logKindNeedsAppend(String)
@@ -38,6 +39,9 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
             return "\(path) is not a Concord profile (no .concord/profile.json): run 'concord init \(path) --name NAME' or pass -C <profile dir>"
         case .profileExists(let path):
             return "\(path) already holds a git repository or profile: choose an empty or new directory"
+        case .olderFormat(let found, let oldest):
+            return "this profile uses data format \(found), from a Concord pre-release; this concord reads format \(oldest) and "
+                + "later: run `concord export` with the concord that made it and `concord import` the dump into a new profile"
         case .newerFormat(let found, let supported):
             return "this profile uses data format \(found) but this concord understands up to \(supported): upgrade concord to open it"
         case .unknownKind(let kind, let known):

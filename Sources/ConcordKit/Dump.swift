@@ -117,7 +117,7 @@ extension Profile {
         }
         return try write(as: identity, action: .imported) { transaction in
             for kind in Set(dump.records.map(\.kind)) {
-                try transaction.prefetch(directory: try self.kind(named: kind).directory)
+                try transaction.prefetch(kind: try self.kind(named: kind))
             }
             for item in dump.records { try transaction.put(item.kind, item.id, data: item.data) }
             for item in dump.logs { try transaction.append(item.kind, data: item.data, id: item.id) }
@@ -134,8 +134,8 @@ extension Profile {
                     Dump.LogItem(kind: kind.name, id: $0.id.rawValue, data: $0.data, at: $0.at.description, by: $0.by, device: $0.device)
                 }
             } else {
-                for name in fileNames(in: kind.directory, extension: "json") {
-                    if let record = try readRecord("\(kind.directory)/\(name)"), let data = record.data {
+                for path in recordFiles(of: kind) {
+                    if let record = try readRecord(path), let data = record.data {
                         records.append(Dump.RecordItem(kind: kind.name, id: record.id.rawValue, data: data))
                     }
                 }

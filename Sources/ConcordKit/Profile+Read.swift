@@ -56,8 +56,7 @@ extension Profile {
                 warnings += log.warnings
                 continue
             }
-            for name in fileNames(in: kind.directory, extension: "json") {
-                let path = "\(kind.directory)/\(name)"
+            for path in recordFiles(of: kind) {
                 do {
                     if let record = try readRecord(path), !record.isDeleted {
                         items.append(ListedItem(kind: kind.name, id: record.id.rawValue))
@@ -102,6 +101,19 @@ extension Profile {
             }
         }
         return (entries.sorted(), warnings)
+    }
+
+    /// The record files of record kind `kind` in the working tree (every bucket directory), sorted
+    /// by file name, i.e. by record id.
+    func recordFiles(of kind: RecordKind) -> [String] {
+        let buckets = ((try? FileManager.default.contentsOfDirectory(atPath: rootPath + kind.directory)) ?? [])
+            .filter { RecordPaths.isBucket($0) }
+        var files = [(name: String, path: String)]()
+        for bucket in buckets {
+            let directory = "\(kind.directory)/\(bucket)"
+            files += fileNames(in: directory, extension: "json").map { ($0, "\(directory)/\($0)") }
+        }
+        return files.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }.map(\.path)
     }
 
     /// File names with `extension` directly in `directory` of the working tree, sorted.

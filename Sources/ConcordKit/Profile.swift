@@ -40,6 +40,9 @@ public final class Profile {
         guard info.formatVersion <= concordFormatVersion else {
             throw ConcordError.newerFormat(found: info.formatVersion, supported: concordFormatVersion)
         }
+        guard info.formatVersion >= oldestReadableFormatVersion else {
+            throw ConcordError.olderFormat(found: info.formatVersion, oldest: oldestReadableFormatVersion)
+        }
         let kindsBytes = (try? Data(contentsOf: root.appendingPathComponent(ProfilePaths.kinds))).map(Array.init) ?? []
         let kinds: KindsTable
         do { kinds = try KindsTable.decode(kindsBytes) } catch {

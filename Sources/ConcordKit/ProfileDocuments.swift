@@ -4,8 +4,12 @@ import Foundation
 
 /// The data format this build writes and the newest it reads.
 ///
-/// History: 1 — first format (records, tombstones, JSON Lines logs, members, kinds).
-public let concordFormatVersion = 1
+/// History: 1 — first format (records, tombstones, JSON Lines logs, members, kinds), each record
+/// kind one flat directory. 2 — record files in 256 bucket directories per kind (`RecordPaths`),
+/// so a one-record change no longer rewrites a tree of every record of its kind.
+public let concordFormatVersion = 2
+/// The oldest format this build reads.
+public let oldestReadableFormatVersion = 2
 
 /// Paths of the files Concord keeps in every profile.
 enum ProfilePaths {

@@ -150,6 +150,24 @@ public final class Transaction {
         return try blob.map { id in try gitCall { try profile.repository.blob(id) } }
     }
 
+    /// Loads the base tree's listings of a kind once (each bucket directory of a record kind),
+    /// so thousands of reads in it are cheap.
+    func prefetch(kind: RecordKind) throws {
+        guard kind.policy != .append else { return try prefetch(directory: kind.directory) }
+        guard listings[kind.directory] == nil, let baseTree else { return }
+        listings[kind.directory] = [:]
+        let buckets = try gitCall { try profile.repository.entries(inDirectory: kind.directory, ofTree: baseTree) }
+        for bucket in buckets where bucket.kind == .tree && RecordPaths.isBucket(bucket.name) {
+            try prefetch(directory: "\(kind.directory)/\(bucket.name)")
+        }
+        let digits = Array("0123456789abcdef")
+        for high in digits {
+            for low in digits where listings["\(kind.directory)/\(high)\(low)"] == nil {
+                listings["\(kind.directory)/\(high)\(low)"] = [:]   // no such bucket yet: nothing to read
+            }
+        }
+    }
+
     /// Loads the base tree's listing of `directory` once, so thousands of reads in it are cheap.
     func prefetch(directory: String) throws {
         guard listings[directory] == nil, let baseTree else { return }
@@ -179,5 +197,5 @@ public final class Transaction {
         do { return try RecordID(raw) } catch { throw ConcordError.invalidInput(error.localizedDescription) }
     }
 
-    static func recordPath(_ kind: RecordKind, _ id: RecordID) -> String { "\(kind.directory)/\(id.rawValue).json" }
+    static func recordPath(_ kind: RecordKind, _ id: RecordID) -> String { kind.recordPath(id) }
 }

@@ -42,13 +42,21 @@ public struct KindsTable: Sendable, Equatable {
         kinds.first { $0.name == name }
     }
 
-    /// The kind whose directory is exactly the parent directory of `path`, with the path's file name;
-    /// e.g. `"logs/2026-01-01.jsonl"` → (logs, `"2026-01-01.jsonl"`).
+    /// The kind a file belongs to, with the path's file name: a log kind's day file sits directly
+    /// in its directory (`"logs/2026-01-01.jsonl"` → (logs, `"2026-01-01.jsonl"`)), a record kind's
+    /// file in a bucket directory below it (`"vocabulary/3f/puzzle.json"` → (vocabulary, `"puzzle.json"`)).
     public func kind(forPath path: String) -> (RecordKind, fileName: String)? {
         guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return nil }
         let parent = String(path[..<slash])
         let fileName = String(path[path.index(after: slash)...])
-        guard !fileName.isEmpty, let kind = kinds.first(where: { $0.directory == parent }) else { return nil }
+        guard !fileName.isEmpty else { return nil }
+        if let kind = kinds.first(where: { $0.directory == parent && $0.policy == .append }) {
+            return (kind, fileName: fileName)
+        }
+        guard let bucketSlash = parent.utf8.lastIndex(of: UInt8(ascii: "/")),
+              RecordPaths.isBucket(parent[parent.index(after: bucketSlash)...]) else { return nil }
+        let directory = String(parent[..<bucketSlash])
+        guard let kind = kinds.first(where: { $0.directory == directory && $0.policy != .append }) else { return nil }
         return (kind, fileName: fileName)
     }
 

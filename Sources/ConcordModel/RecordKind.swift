@@ -34,8 +34,12 @@ public struct RecordKind: Sendable, Hashable, Codable {
         }
     }
 
-    /// The `.gitattributes` pattern matching this kind's files, e.g. `logs/*.jsonl`.
-    public var filePattern: String { "\(directory)/*.\(policy.fileExtension)" }
+    /// The `.gitattributes` pattern matching this kind's files: `logs/*.jsonl` for a log kind,
+    /// `vocabulary/*/*.json` for a record kind (records sit in bucket directories, see `RecordPaths`).
+    public var filePattern: String { policy == .append ? "\(directory)/*.jsonl" : "\(directory)/*/*.json" }
+
+    /// The path of record `id` of this kind (see `RecordPaths`).
+    public func recordPath(_ id: RecordID) -> String { RecordPaths.file(directory: directory, id: id.rawValue) }
 
     enum CodingKeys: String, CodingKey {
         case name, directory, policy, writers

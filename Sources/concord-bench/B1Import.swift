@@ -1,3 +1,4 @@
+import ConcordKit
 import Foundation
 
 extension Scenario {
@@ -53,7 +54,7 @@ private enum ImportBenchmark {
             ],
             notes: [
                 "Data: \(Format.count(recordCount)) records of kind `vocabulary` in an `aac` profile, record files of "
-                    + "\(recordBytes / recordCount) bytes on average (\(Format.bytes(recordBytes)) in all), in ONE flat directory.",
+                    + "\(recordBytes / recordCount) bytes on average (\(Format.bytes(recordBytes)) in all), in 256 bucket directories (data format 2).",
                 "concord: `concord import -C p --file dump.json` as one process, timed from launch to exit: parsing the "
                     + "dump, writing all objects as one pack, the signed commit, the working tree files and the index. "
                     + "Not timed: `concord identity new` (a fresh `CONCORD_HOME` per run) and `concord init p --template aac`.",
@@ -93,7 +94,7 @@ private enum ImportBenchmark {
         let before = try context.git.commitCount(profile)
         let result = try context.concord.run(["import", "-C", profile.path, "--file", dump.path], home: home, what: "concord import")
         try context.git.expectOneMoreCommit(profile, than: before, after: "concord import")
-        let files = try FileManager.default.contentsOfDirectory(atPath: profile.appendingPathComponent(VocabularyData.kind).path)
+        let files = try VocabularyData.readFiles(in: profile.appendingPathComponent(VocabularyData.kind))
         guard files.count == recordCount else {
             throw BenchError("concord import left \(files.count) files in vocabulary/, expected \(recordCount)")
         }

@@ -1,3 +1,4 @@
+import ConcordKit
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -61,7 +62,7 @@ private enum PropagationBenchmark {
                 "Timed, per record: A runs `concord put -C A vocabulary/<id> --json '{...}'` (\(recordCount) records, one at a "
                     + "time, a random gap of \(gapRange.lowerBound)–\(gapRange.upperBound) s between one put's exit and "
                     + "the next put, SplitMix64 seed \(seed)); the latency is the time from that put's exit until "
-                    + "`vocabulary/<id>.json` exists in B's working tree, checked every 20 ms (so ±20 ms). Records "
+                    + "`vocabulary/<bucket>/<id>.json` exists in B's working tree, checked every 20 ms (so ±20 ms). Records "
                     + "are in flight concurrently.",
                 "What a latency contains: A's watch looks for local commits every 50 ms and then syncs (fetch + push "
                     + "over ssh, two SSH connections); B's watch lists the remote's refs once per interval (1 s, counted "
@@ -149,7 +150,7 @@ private enum PropagationBenchmark {
             if now >= nextPoll {
                 nextPoll = now + pollInterval
                 for index in 0..<started where seen[index] == nil {
-                    let file = fleet.profileB.appendingPathComponent("\(VocabularyData.kind)/\(recordID(index)).json")
+                    let file = fleet.profileB.appendingPathComponent(RecordPaths.file(directory: VocabularyData.kind, id: recordID(index)))
                     if access(file.path, F_OK) == 0 { seen[index] = now }
                 }
                 for (index, time) in returned where seen[index] == nil && time.duration(to: now) > timeout {

@@ -39,16 +39,26 @@ enum VocabularyData {
         try Data(bytes).write(to: url)
     }
 
-    /// The record files in `directory` of a working tree, by file name.
+    /// The record files of a kind `directory` of a working tree (in its bucket directories), by
+    /// path relative to `directory` (e.g. `3f/w000042.json`).
     static func readFiles(in directory: URL) throws -> [(name: String, bytes: Data)] {
-        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".json") }.sorted()
-        return try names.map { ($0, try Data(contentsOf: directory.appendingPathComponent($0))) }
+        var names = [String]()
+        for bucket in try FileManager.default.contentsOfDirectory(atPath: directory.path) where RecordPaths.isBucket(bucket) {
+            names += try FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent(bucket).path)
+                .filter { $0.hasSuffix(".json") }.map { "\(bucket)/\($0)" }
+        }
+        return try names.sorted().map { ($0, try Data(contentsOf: directory.appendingPathComponent($0))) }
     }
 
-    /// Writes `files` into `directory`, creating it.
+    /// Writes `files` into `directory`, creating it and the bucket directories.
     static func writeFiles(_ files: [(name: String, bytes: Data)], into directory: URL) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var made = Set<String>()
         for file in files {
+            if let slash = file.name.lastIndex(of: "/"), made.insert(String(file.name[..<slash])).inserted {
+                try FileManager.default.createDirectory(at: directory.appendingPathComponent(String(file.name[..<slash])),
+                                                        withIntermediateDirectories: true)
+            }
             try writeFile(file.bytes, to: directory.appendingPathComponent(file.name).path)
         }
     }

@@ -1,3 +1,4 @@
+import ConcordKit
 import Foundation
 import XCTest
 
@@ -88,10 +89,12 @@ final class BadInputTests: CLITestCase {
 
     func testHandEditedRecordFile() throws {
         try concordOK(["put", "vocabulary/apple", "--json", #"{"word":"apple"}"#], as: alice, in: profile)
-        try Data(#"{"data": {"word": "puzzle"}, "id": "#.utf8).write(to: profile.appendingPathComponent("vocabulary/puzzle.json"))
+        try FileManager.default.createDirectory(at: profile.appendingPathComponent("vocabulary/\(RecordPaths.bucket("puzzle"))"),
+                                                withIntermediateDirectories: true)
+        try Data(#"{"data": {"word": "puzzle"}, "id": "#.utf8).write(to: profile.appendingPathComponent("\(RecordPaths.file(directory: "vocabulary", id: "puzzle"))"))
 
         try assertRefusedWithoutChange(["get", "vocabulary/puzzle"], as: alice, profile: profile,
-                                       mentions: ["vocabulary/puzzle.json"])
+                                       mentions: ["\(RecordPaths.file(directory: "vocabulary", id: "puzzle"))"])
         let apple = try concordOK(["get", "vocabulary/apple"], as: alice, in: profile)
         XCTAssertTrue(apple.stdout.contains(#""word": "apple""#))
 
@@ -102,7 +105,7 @@ final class BadInputTests: CLITestCase {
         XCTAssertFalse(ls.stdoutLines.contains("vocabulary/puzzle"), ls.stdout)
         XCTAssertEqual(ls.stderrLines.count, 1, ls.stderr)
         XCTAssertTrue(ls.stderr.hasPrefix("concord: warning: "), ls.stderr)
-        XCTAssertTrue(ls.stderr.contains("vocabulary/puzzle.json"), ls.stderr)
+        XCTAssertTrue(ls.stderr.contains("\(RecordPaths.file(directory: "vocabulary", id: "puzzle"))"), ls.stderr)
         XCTAssertEqual(try snapshot(profile), before)
     }
 
@@ -119,8 +122,8 @@ final class BadInputTests: CLITestCase {
     func testNewerFormatVersionIsRefusedByEveryCommand() throws {
         let path = profile.appendingPathComponent(".concord/profile.json")
         let text = try String(contentsOf: path, encoding: .utf8)
-        XCTAssertTrue(text.contains(#""formatVersion": 1"#), text)
-        try Data(text.replacingOccurrences(of: #""formatVersion": 1"#, with: #""formatVersion": 99"#).utf8).write(to: path)
+        XCTAssertTrue(text.contains(#""formatVersion": 2"#), text)
+        try Data(text.replacingOccurrences(of: #""formatVersion": 2"#, with: #""formatVersion": 99"#).utf8).write(to: path)
         let dump = try writeFile("dump.json", #"{"records":[{"kind":"vocabulary","id":"d","data":{}}]}"#)
         let commands: [[String]] = [
             ["put", "vocabulary/x", "--json", "{}"], ["get", "vocabulary/puzzle"], ["rm", "vocabulary/puzzle"],

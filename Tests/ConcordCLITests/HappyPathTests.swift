@@ -1,3 +1,4 @@
+import ConcordKit
 import Foundation
 import XCTest
 
@@ -87,9 +88,9 @@ final class HappyPathTests: CLITestCase {
             """
         XCTAssertEqual(get.stdout, expected)
         // The file in the working tree holds exactly those bytes, and git has the same blob.
-        let onDisk = try Data(contentsOf: profile.appendingPathComponent("vocabulary/puzzle.json"))
+        let onDisk = try Data(contentsOf: profile.appendingPathComponent("\(RecordPaths.file(directory: "vocabulary", id: "puzzle"))"))
         XCTAssertEqual(onDisk, get.stdoutData)
-        XCTAssertEqual(try gitOK(["show", "HEAD:vocabulary/puzzle.json"], in: profile) + "\n", get.stdout)
+        XCTAssertEqual(try gitOK(["show", "HEAD:\(RecordPaths.file(directory: "vocabulary", id: "puzzle"))"], in: profile) + "\n", get.stdout)
 
         // Putting the same data again changes nothing.
         let head = try gitOK(["rev-parse", "HEAD"], in: profile)
@@ -116,7 +117,7 @@ final class HappyPathTests: CLITestCase {
         XCTAssertTrue(rm.stdout.hasPrefix("vocabulary/puzzle: deleted\n"), rm.stdout)
         assertRefusal(try concord(["get", "vocabulary/puzzle"], as: alice, in: profile), mentions: ["no record", "vocabulary/puzzle"])
         XCTAssertEqual(try concordOK(["ls", "vocabulary"], as: alice, in: profile).stdoutLines, ["vocabulary/apple"])
-        let tombstone = try XCTUnwrap(parseJSON(try String(contentsOf: profile.appendingPathComponent("vocabulary/puzzle.json"),
+        let tombstone = try XCTUnwrap(parseJSON(try String(contentsOf: profile.appendingPathComponent("\(RecordPaths.file(directory: "vocabulary", id: "puzzle"))"),
                                                              encoding: .utf8)) as? [String: Any])
         XCTAssertEqual(tombstone["deleted"] as? Bool, true)
         XCTAssertEqual(tombstone["deletedBy"] as? String, "alice")
@@ -156,7 +157,7 @@ final class HappyPathTests: CLITestCase {
         XCTAssertEqual(try concordOK(["log", "--limit", "2"], as: alice, in: profile).stdoutLines.count, 2)
         let filtered = try XCTUnwrap(parseJSON(try concordOK(["log", "--record", "vocabulary/apple", "--json"], as: alice,
                                                                in: profile).stdout) as? [[String: Any]])
-        let gitFiltered = try gitOK(["log", "--format=%H", "--", "vocabulary/apple.json"], in: profile)
+        let gitFiltered = try gitOK(["log", "--format=%H", "--", "\(RecordPaths.file(directory: "vocabulary", id: "apple"))"], in: profile)
         XCTAssertEqual(filtered.compactMap { $0["commit"] as? String }, gitFiltered.split(separator: "\n").map(String.init))
         XCTAssertEqual(filtered.compactMap { $0["action"] as? String }, ["updated", "added"])
         let logFiltered = try XCTUnwrap(parseJSON(try concordOK(["log", "--record", "logs/\(entryID)", "--json"], as: alice,

@@ -1,3 +1,4 @@
+import ConcordKit
 import Foundation
 import XCTest
 
@@ -51,7 +52,7 @@ final class ImportTests: CLITestCase {
         let listed = try concordOK(["ls", "vocabulary"], as: alice, in: profile).stdoutLines
         XCTAssertEqual(listed.count, 101)
         XCTAssertEqual(Set(listed), Set((0..<100).map { String(format: "vocabulary/word-%03d", $0) } + ["vocabulary/existing"]))
-        XCTAssertEqual(try gitOK(["ls-tree", "--name-only", "HEAD", "vocabulary/"], in: profile).split(separator: "\n").count, 101)
+        XCTAssertEqual(try gitOK(["ls-tree", "-r", "--name-only", "HEAD", "vocabulary/"], in: profile).split(separator: "\n").count, 101)
         XCTAssertEqual(try concordOK(["ls", "logs"], as: alice, in: profile).stdoutLines.count, 20)
         XCTAssertEqual(try logLineCount(profile), 20)
         let record = try XCTUnwrap(parseJSON(try concordOK(["get", "vocabulary/word-042"], as: alice, in: profile).stdout) as? [String: Any])
@@ -82,6 +83,6 @@ final class ImportTests: CLITestCase {
         XCTAssertEqual(summary["records"] as? Int, 1, "only the edited record differs from the dump")
         XCTAssertEqual(summary["logEntries"] as? Int, 0)
         XCTAssertEqual(try gitOK(["rev-parse", "HEAD~1"], in: profile), head)
-        XCTAssertEqual(try gitOK(["diff", "--name-only", "HEAD~1", "HEAD"], in: profile), "vocabulary/word-007.json")
+        XCTAssertEqual(try gitOK(["diff", "--name-only", "HEAD~1", "HEAD"], in: profile), "\(RecordPaths.file(directory: "vocabulary", id: "word-007"))")
     }
 }

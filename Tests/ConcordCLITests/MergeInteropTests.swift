@@ -1,3 +1,4 @@
+import ConcordKit
 import Foundation
 import XCTest
 
@@ -161,15 +162,15 @@ final class MergeInteropTests: CLITestCase {
             base: { try self.put("characters/bob", #"{"name":"Bob"}"#, in: $0, as: $1, at: "2026-01-01T09:00:00.000Z") },
             ours: { try self.put("characters/bob", #"{"name":"Bobby"}"#, in: $0, as: $1, at: "2026-01-01T10:00:00.000Z") },
             theirs: { dir, _ in
-                try Data("{ not json\n".utf8).write(to: dir.appendingPathComponent("characters/bob.json"))
+                try Data("{ not json\n".utf8).write(to: dir.appendingPathComponent("\(RecordPaths.file(directory: "characters", id: "bob"))"))
                 try self.gitOK(["-c", "user.name=x", "-c", "user.email=x@y", "commit", "-qam", "hand edit"], in: dir)
             })
         _ = other
         let result = try concord(["merge", "refs/remotes/other/main"], as: alice, in: ours)
         XCTAssertEqual(result.status, 1, result.summary)
-        XCTAssertTrue(result.stderr.contains("characters/bob.json"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("\(RecordPaths.file(directory: "characters", id: "bob"))"), result.stderr)
         let theirShort = String(try gitOK(["rev-parse", "refs/remotes/other/main"], in: ours).prefix(7))
-        let saved = ours.appendingPathComponent(".concord/conflicts/characters/bob.\(theirShort).json")
+        let saved = ours.appendingPathComponent(".concord/conflicts/characters/\(RecordPaths.bucket("bob"))/bob.\(theirShort).json")
         XCTAssertEqual(try String(contentsOf: saved, encoding: .utf8), "{ not json\n")
         XCTAssertTrue(try concordOK(["get", "characters/bob"], as: alice, in: ours).stdout.contains("Bobby"))
         try gitOK(["fsck", "--full"], in: ours)

@@ -26,7 +26,7 @@ final class HistoryAndClockTests: KitTestCase {
 
         let onlyA = try profile.history(record: "vocabulary/a")
         XCTAssertEqual(onlyA.map(\.action), ["deleted", "updated", "added"])
-        XCTAssertEqual(onlyA.map(\.commit), lines(try gitOK(["log", "--format=%H", "--", "vocabulary/a.json"], in: profile.root)))
+        XCTAssertEqual(onlyA.map(\.commit), lines(try gitOK(["log", "--format=%H", "--", "\(RecordPaths.file(directory: "vocabulary", id: "a"))"], in: profile.root)))
         XCTAssertEqual(try profile.history(record: "logs/\(entryID)").map(\.action), ["appended"])
         XCTAssertEqual(try profile.history(limit: 2).count, 2)
         XCTAssertTrue(try profile.history(record: "vocabulary/never").isEmpty)
@@ -73,23 +73,23 @@ final class HistoryAndClockTests: KitTestCase {
             try tx.put("vocabulary", "renamed", data: ["v": 1])
             try tx.append("logs", data: ["tap": 1])
         }
-        try Data("{ nope".utf8).write(to: profile.root.appendingPathComponent("vocabulary/bad.json"))
+        try Data("{ nope".utf8).write(to: profile.root.appendingPathComponent("\(RecordPaths.file(directory: "vocabulary", id: "bad"))"))
         // A valid record whose id does not match its file name is not trusted either.
-        try FileManager.default.moveItem(at: profile.root.appendingPathComponent("vocabulary/renamed.json"),
-                                         to: profile.root.appendingPathComponent("vocabulary/other.json"))
+        try FileManager.default.moveItem(at: profile.root.appendingPathComponent("\(RecordPaths.file(directory: "vocabulary", id: "renamed"))"),
+                                         to: profile.root.appendingPathComponent("vocabulary/\(RecordPaths.bucket("renamed"))/other.json"))
         try Data("garbage\n".utf8).write(to: profile.root.appendingPathComponent("logs/2020-01-01.jsonl"))
 
         let listing = try profile.list()
         XCTAssertEqual(listing.items.map(\.reference).filter { $0.hasPrefix("vocabulary/") }, ["vocabulary/good"])
         XCTAssertEqual(listing.items.filter { $0.kind == "logs" }.count, 1)
         XCTAssertEqual(listing.warnings.count, 3, "\(listing.warnings)")
-        for path in ["vocabulary/bad.json", "vocabulary/other.json", "logs/2020-01-01.jsonl"] {
+        for path in ["\(RecordPaths.file(directory: "vocabulary", id: "bad"))", "vocabulary/\(RecordPaths.bucket("renamed"))/other.json", "logs/2020-01-01.jsonl"] {
             XCTAssertTrue(listing.warnings.contains { $0.contains(path) }, "no warning names \(path): \(listing.warnings)")
         }
         guard case .corruptRecord(let path, _)? = concordError({ try profile.get("vocabulary", "bad") }) else {
             return XCTFail("expected corruptRecord")
         }
-        XCTAssertEqual(path, "vocabulary/bad.json")
+        XCTAssertEqual(path, "\(RecordPaths.file(directory: "vocabulary", id: "bad"))")
         XCTAssertThrowsError(try profile.logEntries("logs"), "strict log reading refuses the broken day file")
     }
 
@@ -140,9 +140,10 @@ final class HistoryAndClockTests: KitTestCase {
             }
 
             """#
-        try FileManager.default.createDirectory(at: profile.root.appendingPathComponent("vocabulary"), withIntermediateDirectories: true)
-        try Data(future.utf8).write(to: profile.root.appendingPathComponent("vocabulary/f.json"))
-        try gitOK(["add", "vocabulary/f.json"], in: profile.root)
+        try FileManager.default.createDirectory(at: profile.root.appendingPathComponent("vocabulary/\(RecordPaths.bucket("f"))"),
+                                                withIntermediateDirectories: true)
+        try Data(future.utf8).write(to: profile.root.appendingPathComponent("\(RecordPaths.file(directory: "vocabulary", id: "f"))"))
+        try gitOK(["add", "\(RecordPaths.file(directory: "vocabulary", id: "f"))"], in: profile.root)
         try gitOK(["-c", "user.name=x", "-c", "user.email=x@y", "commit", "-q", "-m", "future"], in: profile.root)
         try profile.write(as: alice) { try $0.put("vocabulary", "f", data: ["v": 1]) }
         XCTAssertEqual(try profile.get("vocabulary", "f").stamp.description, "2030-01-01T00:00:00.000Z-0006")

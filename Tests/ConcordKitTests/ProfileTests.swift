@@ -43,7 +43,7 @@ final class ProfileTests: KitTestCase {
         let profile = try makeProfile(identity: alice)
         let file = profile.root.appendingPathComponent(".concord/profile.json")
         let text = try String(contentsOf: file, encoding: .utf8)
-        try Data(text.replacingOccurrences(of: #""formatVersion": 1"#, with: #""formatVersion": 99"#).utf8).write(to: file)
+        try Data(text.replacingOccurrences(of: #""formatVersion": 2"#, with: #""formatVersion": 99"#).utf8).write(to: file)
         XCTAssertEqual(concordError { try Profile.open(at: profile.root, environment: makeEnvironment(alice)) },
                        .newerFormat(found: 99, supported: concordFormatVersion))
 
@@ -79,7 +79,7 @@ final class ProfileTests: KitTestCase {
         XCTAssertEqual(try profile.get("settings", "voice").data?["rate"], .number("1.25"))
 
         // The file on disk is the record's canonical encoding.
-        let bytes = try Data(contentsOf: profile.root.appendingPathComponent("vocabulary/w7.json"))
+        let bytes = try Data(contentsOf: profile.root.appendingPathComponent("\(RecordPaths.file(directory: "vocabulary", id: "w7"))"))
         XCTAssertEqual(Array(bytes), try profile.get("vocabulary", "w7").encoded())
     }
 
@@ -107,7 +107,7 @@ final class ProfileTests: KitTestCase {
             throw Stop()
         })
         XCTAssertEqual(try gitOK(["rev-parse", "HEAD"], in: profile.root), head)
-        XCTAssertFalse(FileManager.default.fileExists(atPath: profile.root.appendingPathComponent("vocabulary/half.json").path))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: profile.root.appendingPathComponent("\(RecordPaths.file(directory: "vocabulary", id: "half"))").path))
 
         let empty = try profile.write(as: alice) { _ in 7 }
         XCTAssertNil(empty.commit)

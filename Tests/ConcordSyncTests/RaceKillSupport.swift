@@ -247,7 +247,7 @@ extension RaceKill {
 
         /// The vocabulary record ids in the tree of the device's branch.
         func committedIDs(_ device: Device) throws -> [String] {
-            try gitOK(["-C", device.profile.path, "ls-tree", "--name-only", "HEAD", "vocabulary/"])
+            try gitOK(["-C", device.profile.path, "ls-tree", "-r", "--name-only", "HEAD", "vocabulary/"])
                 .split(separator: "\n").compactMap { path in
                     let name = path.split(separator: "/").last.map(String.init) ?? ""
                     return name.hasSuffix(".json") ? String(name.dropLast(5)) : nil

@@ -1,3 +1,4 @@
+import ConcordKit
 import Foundation
 import XCTest
 
@@ -58,7 +59,8 @@ final class SyncCloneTests: SyncTestCase {
         let listed = try concordOK(["ls"], as: tablet, in: target).split(separator: "\n").map(String.init)
         XCTAssertEqual(listed, records.map(\.0).sorted())
         for (reference, _) in records {
-            let written = try Data(contentsOf: source.appendingPathComponent(reference + ".json"))
+            let parts = reference.split(separator: "/").map(String.init)
+            let written = try Data(contentsOf: source.appendingPathComponent(RecordPaths.file(directory: parts[0], id: parts[1])))
             XCTAssertEqual(Data(try concord(["get", reference], as: tablet, in: target).stdout.utf8), written, "\(reference) differs")
         }
         XCTAssertEqual(try concord(["get", "vocabulary/word-07"], as: laptop, in: source).stdout,

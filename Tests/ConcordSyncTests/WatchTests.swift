@@ -1,3 +1,4 @@
+import ConcordKit
 import Foundation
 import XCTest
 #if canImport(Glibc)
@@ -70,7 +71,7 @@ final class WatchTests: SyncTestCase {
                 written[id] = Date()
             }
             for (id, time) in written where seen[id] == nil {
-                if FileManager.default.fileExists(atPath: b.profile.appendingPathComponent("vocabulary/\(id).json").path) {
+                if FileManager.default.fileExists(atPath: b.profile.appendingPathComponent(RecordPaths.file(directory: "vocabulary", id: id)).path) {
                     seen[id] = Date()
                 } else if now.timeIntervalSince(time) > 10 {
                     XCTFail("\(id) did not reach B within 10 s\nA: \(watchers[0].output)\nB: \(watchers[1].output)")
@@ -105,7 +106,7 @@ final class WatchTests: SyncTestCase {
             XCTAssertTrue(waitUntil(10) { watcher.names().contains("online") }, "\(watcher.device.name): no online event: \(watcher.output)")
         }
         let arrived = waitUntil(10) {
-            FileManager.default.fileExists(atPath: b.profile.appendingPathComponent("vocabulary/during-outage.json").path)
+            FileManager.default.fileExists(atPath: b.profile.appendingPathComponent("\(RecordPaths.file(directory: "vocabulary", id: "during-outage"))").path)
         }
         XCTAssertTrue(arrived, "the record written during the outage did not reach B within 10 s of the remote's return")
         let recovery = Date().timeIntervalSince(back)
