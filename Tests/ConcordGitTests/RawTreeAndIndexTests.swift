@@ -121,6 +121,28 @@ final class RawTreeAndIndexTests: GitTestCase {
         XCTAssertEqual(try Data(contentsOf: url.appendingPathComponent(".git/index")), before)
     }
 
+    func testADamagedIndexIsNotPatchedOver() throws {
+        let (repository, url) = try makeRepository()
+        try "one\n".write(to: url.appendingPathComponent("a.txt"), atomically: false, encoding: .utf8)
+        try gitOK(["add", "-A"], in: url)
+        let bytes = Array("two\n".utf8)
+        let blob = try repository.writeBlob(bytes)
+        try FileManager.default.createDirectory(at: url.appendingPathComponent(".git/concord"), withIntermediateDirectories: true)
+        // The first patch writes the index and remembers it (.git/concord/index-stamp).
+        try repository.applyToWorkingTree([WorkingTreeChange(path: "b.txt", bytes: bytes, blob: blob)])
+        XCTAssertTrue(FileManager.default.fileExists(atPath: url.appendingPathComponent(".git/concord/index-stamp").path))
+        // Damage one byte of an entry's blob id, as a disk error or a stray writer would.
+        let index = url.appendingPathComponent(".git/index")
+        var data = try Data(contentsOf: index)
+        data[12 + 40 + 3] ^= 0xFF
+        try data.write(to: index)
+        let error = gitError {
+            try repository.applyToWorkingTree([WorkingTreeChange(path: "c.txt", bytes: bytes, blob: blob)])
+        }
+        XCTAssertNotNil(error, "a damaged index must not be re-checksummed and kept")
+        XCTAssertEqual(try Data(contentsOf: index), data, "nothing written over it")
+    }
+
     // MARK: Helpers
 
     private func randomPath(_ generator: inout SeededGenerator) -> String {
