@@ -1,5 +1,6 @@
 // This file touches the libgit2 C API.
 internal import CLibgit2
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -26,22 +27,34 @@ public struct WorkingTreeChange: Sendable {
 extension Repository {
     /// Writes the changed files into the working tree and records them in the index (with their
     /// stat data, so `git status` stays clean without re-hashing), touching only the given paths.
+    /// Bulk changes (a clone, an import) are written by one thread per core: creating files is
+    /// mostly kernel work, and different directories can be created into in parallel.
     public func applyToWorkingTree(_ changes: [WorkingTreeChange]) throws {
         guard let root = workdir else { return }
-        var updates = [IndexPatch.Update]()
-        updates.reserveCapacity(changes.count)
         var directories = Set<String>()
+        var writes = [(path: String, bytes: [UInt8])]()
+        writes.reserveCapacity(changes.count)
         for change in changes {
             let fullPath = root + change.path
             if let content = change.content {
                 if let slash = fullPath.lastIndex(of: "/"), directories.insert(String(fullPath[..<slash])).inserted {
                     try FileIO.makeParents(of: fullPath)
                 }
-                let info = try FileIO.writeReturningStat(content.bytes, to: fullPath)
-                updates.append(IndexPatch.Update(path: Array(change.path.utf8), file: (info, content.blob)))
+                writes.append((fullPath, content.bytes))
             } else {
                 if unlink(fullPath) != 0 && errno != ENOENT { throw FileIO.Failure(path: fullPath, operation: "remove") }
                 FileIO.removeEmptyParents(of: fullPath, below: root)
+            }
+        }
+        let written = try FileIO.writeAll(writes)
+        var updates = [IndexPatch.Update]()
+        updates.reserveCapacity(changes.count)
+        var next = 0
+        for change in changes {
+            if let content = change.content {
+                updates.append(IndexPatch.Update(path: Array(change.path.utf8), file: (written[next], content.blob)))
+                next += 1
+            } else {
                 updates.append(IndexPatch.Update(path: Array(change.path.utf8), file: nil))
             }
         }
@@ -106,6 +119,17 @@ extension Repository {
     }
 }
 
+/// Slots that concurrent workers fill at distinct indices (each index written by one worker only).
+private final class SharedSlots<Value>: @unchecked Sendable {
+    private var storage: [Value]
+    init(count: Int, initial: Value) { storage = Array(repeating: initial, count: count) }
+    subscript(index: Int) -> Value {
+        get { storage.withUnsafeBufferPointer { $0[index] } }
+        set { storage.withUnsafeMutableBufferPointer { $0[index] = newValue } }
+    }
+    var values: [Value] { storage }
+}
+
 /// Plain POSIX file writes for the working tree.
 public enum FileIO {
     public struct Failure: Error, CustomStringConvertible {
@@ -135,6 +159,32 @@ public enum FileIO {
         close(fd)
         guard ok else { unlink(temporary); throw Failure(path: path, operation: "write") }
         guard rename(temporary, path) == 0 else { unlink(temporary); throw Failure(path: path, operation: "rename into place") }
+    }
+
+    /// Writes working-tree files (see `writeReturningStat`) and returns their stat data, in order;
+    /// above 256 files, in one contiguous share per core.
+    static func writeAll(_ files: [(path: String, bytes: [UInt8])]) throws(Failure) -> [stat] {
+        let threads = files.count > 256 ? max(1, min(sysconf(Int32(_SC_NPROCESSORS_ONLN)), 8)) : 1
+        if threads == 1 {
+            var out: [stat] = []
+            out.reserveCapacity(files.count)
+            for file in files { out.append(try writeReturningStat(file.bytes, to: file.path)) }
+            return out
+        }
+        let results = SharedSlots<stat>(count: files.count, initial: stat())
+        let failures = SharedSlots<Failure?>(count: threads, initial: nil)
+        let share = (files.count + threads - 1) / threads
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            let start = thread * share, end = min(files.count, start + share)
+            guard start < end else { return }
+            do throws(Failure) {
+                for index in start..<end { results[index] = try writeReturningStat(files[index].bytes, to: files[index].path) }
+            } catch {
+                failures[thread] = error
+            }
+        }
+        if let failure = failures.values.compactMap({ $0 }).first { throw failure }
+        return results.values
     }
 
     /// Writes a working-tree file and returns its stat data for the index. A new file is created

@@ -94,7 +94,7 @@ private enum ImportBenchmark {
         let before = try context.git.commitCount(profile)
         let result = try context.concord.run(["import", "-C", profile.path, "--file", dump.path], home: home, what: "concord import")
         try context.git.expectOneMoreCommit(profile, than: before, after: "concord import")
-        let files = try VocabularyData.readFiles(in: profile.appendingPathComponent(VocabularyData.kind))
+        let files = try VocabularyData.fileNames(in: profile.appendingPathComponent(VocabularyData.kind))
         guard files.count == recordCount else {
             throw BenchError("concord import left \(files.count) files in vocabulary/, expected \(recordCount)")
         }

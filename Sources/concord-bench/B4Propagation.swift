@@ -36,7 +36,7 @@ private enum PropagationBenchmark {
             let errors = watcher.events().filter { $0["event"] as? String == "error" }
             guard errors.isEmpty else { throw BenchError("concord watch on \(watcher.name) reported errors:\n\(watcher.tail)") }
         }
-        let committed = try context.git.run(["ls-tree", "--name-only", "HEAD", "\(VocabularyData.kind)/"], in: fleet.profileB,
+        let committed = try context.git.run(["ls-tree", "-r", "--name-only", "HEAD", "\(VocabularyData.kind)/"], in: fleet.profileB,
                                             what: "git ls-tree on B").output.split(separator: "\n").count
         guard committed == recordCount else {
             throw BenchError("B's HEAD holds \(committed) \(VocabularyData.kind) records after the run, expected \(recordCount)")

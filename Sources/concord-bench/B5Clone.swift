@@ -88,7 +88,7 @@ private enum CloneBenchmark {
     static func expectClone(_ context: BenchContext, _ directory: URL, main: String, after operation: String) throws {
         let head = try context.git.resolve("HEAD", in: directory)
         guard head == main else { throw BenchError("after \(operation) HEAD is \(head), but the bare repository's main is \(main)") }
-        let files = try FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent(VocabularyData.kind).path)
+        let files = try VocabularyData.fileNames(in: directory.appendingPathComponent(VocabularyData.kind))
         guard files.count == recordCount else {
             throw BenchError("after \(operation) \(VocabularyData.kind)/ holds \(files.count) files, expected \(recordCount)")
         }

@@ -42,12 +42,17 @@ enum VocabularyData {
     /// The record files of a kind `directory` of a working tree (in its bucket directories), by
     /// path relative to `directory` (e.g. `3f/w000042.json`).
     static func readFiles(in directory: URL) throws -> [(name: String, bytes: Data)] {
+        try fileNames(in: directory).map { ($0, try Data(contentsOf: directory.appendingPathComponent($0))) }
+    }
+
+    /// The record file paths of a kind `directory`, relative to it and sorted.
+    static func fileNames(in directory: URL) throws -> [String] {
         var names = [String]()
         for bucket in try FileManager.default.contentsOfDirectory(atPath: directory.path) where RecordPaths.isBucket(bucket) {
             names += try FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent(bucket).path)
                 .filter { $0.hasSuffix(".json") }.map { "\(bucket)/\($0)" }
         }
-        return try names.sorted().map { ($0, try Data(contentsOf: directory.appendingPathComponent($0))) }
+        return names.sorted()
     }
 
     /// Writes `files` into `directory`, creating it and the bucket directories.

@@ -68,7 +68,7 @@ final class SharedDatasets {
         progress("preparing the shared \(Format.count(records))-record profile: concord import")
         let seconds = try concord.run(["import", "-C", profile.path, "--file", dump.path], home: home,
                                       what: "concord import (\(Format.count(records)) records)").seconds
-        let files = try VocabularyData.readFiles(in: profile.appendingPathComponent(VocabularyData.kind))
+        let files = try VocabularyData.fileNames(in: profile.appendingPathComponent(VocabularyData.kind))
         guard files.count == records else {
             throw BenchError("concord import of \(Format.count(records)) records left \(files.count) files in \(VocabularyData.kind)/")
         }

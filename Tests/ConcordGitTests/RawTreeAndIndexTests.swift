@@ -143,6 +143,36 @@ final class RawTreeAndIndexTests: GitTestCase {
         XCTAssertEqual(try Data(contentsOf: index), data, "nothing written over it")
     }
 
+    func testBulkWritesInParallelKeepGitStatusCleanAndReportAFailure() throws {
+        let (repository, url) = try makeRepository()
+        var changes = [WorkingTreeChange]()
+        var edits = [String: ObjectID?]()
+        for number in 0..<600 {
+            let path = String(format: "kind/%02x/r%04d.json", number % 256, number)
+            let bytes = Array("record \(number)\n".utf8)
+            let blob = try repository.writeBlob(bytes)
+            changes.append(WorkingTreeChange(path: path, bytes: bytes, blob: blob))
+            edits[path] = .some(blob)
+        }
+        let tree = try repository.writeTree(base: nil, edits: edits)
+        let commit = try repository.createSignedCommit(tree: tree, parents: [], author: Self.author, message: "bulk\n",
+                                                       sign: { _ in Self.fakeSignature })
+        try repository.updateReference("refs/heads/main", to: commit, expected: nil, message: "bulk")
+        try repository.applyToWorkingTree(changes)
+        XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: url), "")
+        XCTAssertEqual(try gitOK(["diff-files", "--name-only"], in: url), "")
+
+        // One file that cannot be written (a directory sits at its path): the error surfaces and
+        // the index is left as it was.
+        let index = try Data(contentsOf: url.appendingPathComponent(".git/index"))
+        try FileManager.default.createDirectory(at: url.appendingPathComponent("kind/07/r0599.json/blocker"),
+                                                withIntermediateDirectories: true)
+        let rewrite = changes.map { WorkingTreeChange(path: $0.path, bytes: Array("again\n".utf8), blob: $0.content!.blob) }
+            + [WorkingTreeChange(path: "kind/07/r0599.json", bytes: Array("x\n".utf8), blob: changes[0].content!.blob)]
+        XCTAssertThrowsError(try repository.applyToWorkingTree(rewrite))
+        XCTAssertEqual(try Data(contentsOf: url.appendingPathComponent(".git/index")), index)
+    }
+
     // MARK: Helpers
 
     private func randomPath(_ generator: inout SeededGenerator) -> String {
