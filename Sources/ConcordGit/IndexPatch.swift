@@ -49,7 +49,10 @@ enum IndexPatch {
         let sorted = latest.values.sorted { $0.path.lexicographicallyPrecedes($1.path) }
         let stampPath = String(indexPath.dropLast("index".count)) + "concord/index-stamp"
 
-        guard let old = MappedFile(indexPath) else { return .unsupported }
+        // No index yet (a new clone): patch an empty one, as git would create it.
+        guard let old = MappedFile(indexPath) ?? (access(indexPath, F_OK) != 0 ? MappedFile(emptyIndex: ()) : nil) else {
+            return .unsupported
+        }
         let trusted = IndexStamp.read(stampPath).map { $0.matches(old.info, checksum: old.bytes.suffix(20)) } ?? false
         guard let plan = IndexPlan(old.bytes, updates: sorted, verifyChecksum: !trusted) else { return .unsupported }
         var hasher = Insecure.SHA1()
@@ -101,9 +104,26 @@ private final class MappedFile {
         else { return nil }
         bytes = UnsafeRawBufferPointer(start: base, count: Int(info.st_size))
         self.info = info
+        mapped = true
     }
 
-    deinit { munmap(UnsafeMutableRawPointer(mutating: bytes.baseAddress), bytes.count) }
+    private let mapped: Bool
+
+    /// An empty version 2 index: header, no entries, checksum.
+    init(emptyIndex: Void) {
+        var header: [UInt8] = Array("DIRC".utf8) + [0, 0, 0, 2, 0, 0, 0, 0]
+        header += Array(Insecure.SHA1.hash(data: header))
+        let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: header.count, alignment: 1)
+        copy.copyBytes(from: header)
+        bytes = UnsafeRawBufferPointer(copy)
+        info = stat()
+        mapped = false
+    }
+
+    deinit {
+        if mapped { munmap(UnsafeMutableRawPointer(mutating: bytes.baseAddress), bytes.count) }
+        else { UnsafeMutableRawBufferPointer(mutating: bytes).deallocate() }
+    }
 }
 
 /// What identifies the index file this code last wrote.

@@ -120,9 +120,10 @@ extension Profile {
         try repository.applyToWorkingTree(try files.map { file in
             guard let blob = file.blob else { return WorkingTreeChange(removing: file.path) }
             let bytes = try repository.blob(blob)
-            if file.path.hasSuffix(".json"), !file.path.hasPrefix(".concord/"), let record = try? Record.decode(bytes) {
+            if file.path.hasSuffix(".json"), !file.path.hasPrefix(".concord/"),
+               let record = Record.peekStamp(bytes) ?? (try? Record.decode(bytes)).map({ ($0.stamp, $0.isDeleted) }) {
                 if latest.map({ record.stamp > $0 }) ?? true { latest = record.stamp }
-                if !record.isDeleted { liveRecords += 1 }
+                if !record.deleted { liveRecords += 1 }
             }
             return WorkingTreeChange(path: file.path, bytes: bytes, blob: blob)
         })

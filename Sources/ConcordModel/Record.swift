@@ -91,3 +91,22 @@ public struct Record: Sendable, Equatable {
             stamp: try fields.stamp("updatedAt"), state: .live(data: try fields.object("data")))
     }
 }
+
+extension Record {
+    /// The stamp of a record file and whether it is a tombstone, read without parsing the whole
+    /// document when the file is canonical (top-level keys sit on lines indented by exactly two
+    /// spaces; a raw newline cannot occur inside a canonical string). nil when the file does not
+    /// look canonical, in which case callers decode it.
+    public static func peekStamp(_ bytes: [UInt8]) -> (stamp: HLC, deleted: Bool)? {
+        func value(after key: String) -> String? {
+            let needle = Array("\n  \"\(key)\": \"".utf8)
+            guard let start = bytes.firstRange(of: needle)?.upperBound,
+                  let end = bytes[start...].firstIndex(of: UInt8(ascii: "\"")) else { return nil }
+            return String(decoding: bytes[start..<end], as: UTF8.self)
+        }
+        guard bytes.first == UInt8(ascii: "{"), bytes.last == 0x0A else { return nil }
+        let deleted = bytes.firstRange(of: Array("\n  \"deleted\": true".utf8)) != nil
+        guard let text = value(after: deleted ? "deletedAt" : "updatedAt"), let stamp = HLC(parsing: text) else { return nil }
+        return (stamp, deleted)
+    }
+}

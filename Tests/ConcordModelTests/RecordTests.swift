@@ -30,6 +30,21 @@ final class RecordTests: XCTestCase {
             """)
     }
 
+    func testPeekStampReadsCanonicalFilesAndDeclinesOthers() throws {
+        var record = try live()
+        // Nested data with the same key names at a deeper indent must not be mistaken for the envelope.
+        record.state = .live(data: ["updatedAt": "1999-01-01T00:00:00.000Z-0000", "deleted": true])
+        let peeked = try XCTUnwrap(Record.peekStamp(record.encoded()))
+        XCTAssertEqual(peeked.stamp, stamp)
+        XCTAssertFalse(peeked.deleted)
+        record.state = .deleted
+        XCTAssertEqual(Record.peekStamp(record.encoded())?.deleted, true)
+        XCTAssertEqual(Record.peekStamp(record.encoded())?.stamp, stamp)
+        // Not canonical (one line): nil, so the caller decodes.
+        XCTAssertNil(Record.peekStamp(Array(#"{"id":"hello","updatedAt":"2026-01-01T10:00:00.001Z-0000"}"#.utf8)))
+        XCTAssertNil(Record.peekStamp(Array("{ nope\n".utf8)))
+    }
+
     func testTombstoneEncoding() throws {
         var record = try live()
         record.state = .deleted
