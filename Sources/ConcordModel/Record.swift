@@ -98,15 +98,36 @@ extension Record {
     /// spaces; a raw newline cannot occur inside a canonical string). nil when the file does not
     /// look canonical, in which case callers decode it.
     public static func peekStamp(_ bytes: [UInt8]) -> (stamp: HLC, deleted: Bool)? {
-        func value(after key: String) -> String? {
-            let needle = Array("\n  \"\(key)\": \"".utf8)
-            guard let start = bytes.firstRange(of: needle)?.upperBound,
-                  let end = bytes[start...].firstIndex(of: UInt8(ascii: "\"")) else { return nil }
-            return String(decoding: bytes[start..<end], as: UTF8.self)
-        }
         guard bytes.first == UInt8(ascii: "{"), bytes.last == 0x0A else { return nil }
-        let deleted = bytes.firstRange(of: Array("\n  \"deleted\": true".utf8)) != nil
-        guard let text = value(after: deleted ? "deletedAt" : "updatedAt"), let stamp = HLC(parsing: text) else { return nil }
+        let deleted = find(Self.deletedLine, in: bytes) != nil
+        let needle = deleted ? Self.deletedAtLine : Self.updatedAtLine
+        guard let start = find(needle, in: bytes).map({ $0 + needle.count }),
+              let end = bytes[start...].firstIndex(of: UInt8(ascii: "\"")),
+              let stamp = HLC(parsing: String(decoding: bytes[start..<end], as: UTF8.self)) else { return nil }
         return (stamp, deleted)
+    }
+
+    private static let deletedLine = Array("\n  \"deleted\": true".utf8)
+    private static let deletedAtLine = Array("\n  \"deletedAt\": \"".utf8)
+    private static let updatedAtLine = Array("\n  \"updatedAt\": \"".utf8)
+
+    /// The offset of the first occurrence of `needle` in `haystack` (a plain scan on the first byte).
+    private static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
+        guard let first = needle.first, haystack.count >= needle.count else { return nil }
+        return haystack.withUnsafeBufferPointer { hay -> Int? in
+            needle.withUnsafeBufferPointer { pin -> Int? in
+                var index = 0
+                let last = hay.count - pin.count
+                while index <= last {
+                    if hay[index] == first {
+                        var matched = 1
+                        while matched < pin.count && hay[index + matched] == pin[matched] { matched += 1 }
+                        if matched == pin.count { return index }
+                    }
+                    index += 1
+                }
+                return nil
+            }
+        }
     }
 }
