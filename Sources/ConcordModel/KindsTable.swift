@@ -25,6 +25,14 @@ public struct KindsTable: Sendable, Equatable {
                 throw .malformedKindsFile("directory \(quoted(kind.directory)) is used by two kinds")
             }
         }
+        // A kind's files (and a record kind's bucket directories) live below its directory, so no
+        // kind may sit inside another's.
+        for inner in kinds {
+            if let outer = kinds.first(where: { inner.directory.hasPrefix($0.directory + "/") }) {
+                throw .malformedKindsFile("directory \(quoted(inner.directory)) of kind \(quoted(inner.name)) lies inside "
+                                          + "\(quoted(outer.directory)) of kind \(quoted(outer.name))")
+            }
+        }
         self.init(unchecked: kinds)
     }
 

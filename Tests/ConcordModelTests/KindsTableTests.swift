@@ -106,6 +106,16 @@ final class KindsTableTests: XCTestCase {
         XCTAssertNil(table.kind(named: "nope"))
     }
 
+    func testNestedKindDirectoriesAreRefused() {
+        let error = modelError { () throws(ModelError) in
+            _ = try KindsTable([
+                RecordKind(name: "vocabulary", policy: .lww, writers: .editor),
+                RecordKind(name: "sneaky", directory: "vocabulary/3f", policy: .lww, writers: .editor),
+            ])
+        }
+        XCTAssertTrue("\(String(describing: error))".contains("lies inside"), "\(String(describing: error))")
+    }
+
     func testAdding() throws {
         let table = try Template.recipes.kinds.adding(RecordKind(name: "menus", policy: .lww, writers: .editor))
         XCTAssertEqual(table.kinds.map(\.name), ["categories", "menus", "recipes"])
