@@ -6,6 +6,7 @@
 #include <git2/sys/odb_backend.h>
 #include <git2/sys/repository.h>
 #include <zlib.h>
+#include <stdlib.h>
 
 /* git_libgit2_opts is variadic, which Swift cannot call: one typed wrapper per shape used. */
 static inline int concord_git_opts_int(int option, int value) {
@@ -26,5 +27,34 @@ static inline unsigned long concord_crc32(unsigned long crc, const unsigned char
 }
 static inline unsigned long concord_deflate_bound(unsigned long length) {
     return compressBound(length);
+}
+
+/* One deflate stream reused for many small objects: compress2 sets up (and frees) ~256 KiB of
+   state per call, which costs more than compressing a 300-byte record. */
+typedef struct { z_stream stream; } concord_deflater;
+
+static inline concord_deflater *concord_deflater_new(int level) {
+    concord_deflater *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    if (deflateInit(&d->stream, level) != Z_OK) { free(d); return NULL; }
+    return d;
+}
+
+/* Deflates `length` bytes into `out` (capacity `*out_length`, updated); Z_OK on success. */
+static inline int concord_deflater_run(concord_deflater *d, const unsigned char *data, unsigned long length,
+                                       unsigned char *out, unsigned long *out_length) {
+    if (deflateReset(&d->stream) != Z_OK) return Z_STREAM_ERROR;
+    d->stream.next_in = (Bytef *)data;
+    d->stream.avail_in = (uInt)length;
+    d->stream.next_out = out;
+    d->stream.avail_out = (uInt)*out_length;
+    int result = deflate(&d->stream, Z_FINISH);
+    if (result != Z_STREAM_END) return result == Z_OK ? Z_BUF_ERROR : result;
+    *out_length -= d->stream.avail_out;
+    return Z_OK;
+}
+
+static inline void concord_deflater_free(concord_deflater *d) {
+    if (d) { deflateEnd(&d->stream); free(d); }
 }
 #endif

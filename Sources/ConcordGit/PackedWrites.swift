@@ -67,10 +67,14 @@ public struct ObjectPack {
         Self.appendUInt32(UInt32(objects.count), to: &pack)
         var entries = [(id: ObjectID, offset: Int, crc: UInt32)]()
         entries.reserveCapacity(objects.count)
+        guard let deflater = concord_deflater_new(1) else {
+            throw GitError(function: "deflateInit", code: .other(-1), message: "zlib could not set up a compressor")
+        }
+        defer { concord_deflater_free(deflater) }
         for object in objects {
             let start = pack.count
             Self.appendHeader(type: object.type.rawValue, size: object.bytes.count, to: &pack)
-            try Self.appendDeflated(object.bytes, to: &pack)
+            try Self.appendDeflated(object.bytes, to: &pack, with: deflater)
             let crc = pack.withUnsafeBufferPointer { buffer in
                 UInt32(truncatingIfNeeded: concord_crc32(0, buffer.baseAddress! + start, UInt32(pack.count - start)))
             }
@@ -140,14 +144,17 @@ public struct ObjectPack {
         out.append(byte)
     }
 
-    private static func appendDeflated(_ bytes: [UInt8], to out: inout [UInt8]) throws {
+    /// Objects over 1 MiB are stored (level 0, see `writeLooseObject`); the rest go through `deflater` (level 1).
+    private static func appendDeflated(_ bytes: [UInt8], to out: inout [UInt8],
+                                       with deflater: UnsafeMutablePointer<concord_deflater>) throws {
         var length = concord_deflate_bound(UInt(bytes.count))
         let start = out.count
         out += repeatElement(0, count: Int(length))
         let result = bytes.withUnsafeBufferPointer { source in
             out.withUnsafeMutableBufferPointer { target in
-                concord_deflate(source.baseAddress, UInt(bytes.count), target.baseAddress! + start, &length,
-                                bytes.count > 1 << 20 ? 0 : 1)
+                bytes.count > 1 << 20
+                    ? concord_deflate(source.baseAddress, UInt(bytes.count), target.baseAddress! + start, &length, 0)
+                    : concord_deflater_run(deflater, source.baseAddress, UInt(bytes.count), target.baseAddress! + start, &length)
             }
         }
         guard result == Z_OK else {
