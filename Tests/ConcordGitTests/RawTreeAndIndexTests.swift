@@ -112,7 +112,7 @@ final class RawTreeAndIndexTests: GitTestCase {
         try "one\n".write(to: url.appendingPathComponent("a.txt"), atomically: false, encoding: .utf8)
         try gitOK(["add", "-A"], in: url)
         let before = try Data(contentsOf: url.appendingPathComponent(".git/index"))
-        FileManager.default.createFile(atPath: url.appendingPathComponent(".git/index.lock").path, contents: Data())
+        _ = FileManager.default.createFile(atPath: url.appendingPathComponent(".git/index.lock").path, contents: Data())
         let bytes = Array("two\n".utf8)
         let error = gitError {
             try repository.applyToWorkingTree([WorkingTreeChange(path: "b.txt", bytes: bytes, blob: try repository.writeBlob(bytes))])
