@@ -68,13 +68,13 @@ enum IndexPatch {
             if task == 1 || !large {
                 var writeFailed = false
                 plan.write(from: source.value) { bytes in
-                    if !writeFailed && !bytes.isEmpty { writeFailed = !writeAll(lock, bytes) }
+                    if !writeFailed && !bytes.isEmpty { writeFailed = !FileIO.writeAll(lock, bytes) }
                 }
                 failed.value = writeFailed
             }
         }
         let checksum = digest.value
-        if !failed.value { failed.value = !checksum.withUnsafeBytes { writeAll(lock, $0) } }
+        if !failed.value { failed.value = !checksum.withUnsafeBytes { FileIO.writeAll(lock, $0) } }
         var info = stat()
         guard !failed.value, fstat(lock, &info) == 0 else {
             throw GitError(function: "index write", code: .other(-1), message: "cannot write \(lockPath): \(String(cString: strerror(errno)))")
@@ -85,17 +85,6 @@ enum IndexPatch {
         renamed = true
         IndexStamp(info, checksum: checksum).write(stampPath)
         return .patched
-    }
-
-    private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        var done = 0
-        while done < bytes.count {
-            let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return false }
-            done += n
-        }
-        return true
     }
 }
 
@@ -300,8 +289,8 @@ private struct IndexPlan {
 
     /// Emits the new index (without its trailing checksum) in order.
     func write(from old: UnsafeRawBufferPointer, emit: (UnsafeRawBufferPointer) -> Void) {
-        var header = Array(old[0..<12])
-        Self.putUInt32(UInt32(count), at: 8, in: &header)
+        var header = Array(old[0..<8])
+        header.appendBigEndian(UInt32(count))
         header.withUnsafeBytes(emit)
         for piece in pieces {
             switch piece {
@@ -311,7 +300,7 @@ private struct IndexPlan {
         }
         for (signature, payload) in extensions {
             var head = signature
-            Self.appendUInt32(UInt32(payload.count), to: &head)
+            head.appendBigEndian(UInt32(payload.count))
             head.withUnsafeBytes(emit)
             payload.withUnsafeBytes(emit)
         }
@@ -326,7 +315,7 @@ private struct IndexPlan {
             0o100644, info.st_uid, info.st_gid, UInt32(truncatingIfNeeded: info.st_size),
         ]
         let start = out.count
-        for field in fields { appendUInt32(field, to: &out) }
+        for field in fields { out.appendBigEndian(field) }
         out += blob.bytes
         let flags = min(path.count, 0xFFF)
         out += [UInt8(flags >> 8), UInt8(flags & 0xFF)]
@@ -349,16 +338,6 @@ private struct IndexPlan {
         UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8 | UInt32(bytes[offset + 3])
     }
 
-    static func appendUInt32(_ value: UInt32, to out: inout [UInt8]) {
-        out += [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
-    }
-
-    static func putUInt32(_ value: UInt32, at offset: Int, in out: inout [UInt8]) {
-        out[offset] = UInt8(value >> 24)
-        out[offset + 1] = UInt8(value >> 16 & 0xFF)
-        out[offset + 2] = UInt8(value >> 8 & 0xFF)
-        out[offset + 3] = UInt8(value & 0xFF)
-    }
 }
 
 /// The index's cache-tree extension ("TREE"): per directory, in pre-order, `name NUL count SP

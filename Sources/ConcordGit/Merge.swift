@@ -133,38 +133,12 @@ extension Repository {
         if old == new { return }
         let before = try old.map(rawTree) ?? RawTree([], id: nil)
         let after = try new.map(rawTree) ?? RawTree([], id: nil)
-        var i = 0, j = 0
-        while i < before.entries.count || j < after.entries.count {
-            let order: Int
-            if i == before.entries.count {
-                order = 1
-            } else if j == after.entries.count {
-                order = -1
+        try RawTree.forEachDifference(from: before, to: after) { removed, added in
+            let path = prefix + (added.map(after.name) ?? before.name(removed!))
+            if removed?.isTree ?? added!.isTree {   // a pair is always two trees or two files
+                try collectChanges(from: removed.map(before.id), to: added.map(after.id), prefix: path + [0x2F], into: &out)
             } else {
-                let a = before.entries[i], b = after.entries[j]
-                order = RawTree.compare(before.name(a), a.isTree, after.name(b), b.isTree)
-            }
-            if order < 0 {
-                let entry = before.entries[i]
-                let path = prefix + before.name(entry)
-                if entry.isTree { try collectChanges(from: before.id(entry), to: nil, prefix: path + [0x2F], into: &out) }
-                else { out.append((path, nil)) }
-                i += 1
-            } else if order > 0 {
-                let entry = after.entries[j]
-                let path = prefix + after.name(entry)
-                if entry.isTree { try collectChanges(from: nil, to: after.id(entry), prefix: path + [0x2F], into: &out) }
-                else { out.append((path, after.id(entry))) }
-                j += 1
-            } else {
-                let a = before.entries[i], b = after.entries[j]
-                if !before.bytes[a.start..<a.end].elementsEqual(after.bytes[b.start..<b.end]) {
-                    let path = prefix + after.name(b)
-                    if b.isTree { try collectChanges(from: before.id(a), to: after.id(b), prefix: path + [0x2F], into: &out) }
-                    else { out.append((path, after.id(b))) }
-                }
-                i += 1
-                j += 1
+                out.append((path, added.map(after.id)))
             }
         }
     }

@@ -51,17 +51,8 @@ struct ObjectTransfer {
         if has(id) { return }
         let tree = try source.rawTree(id)
         let old = try base.map(source.rawTree) ?? RawTree([], id: nil)
-        var j = 0
-        for entry in tree.entries {
-            while j < old.entries.count,
-                  RawTree.compare(old.name(old.entries[j]), old.entries[j].isTree, tree.name(entry), entry.isTree) < 0 {
-                j += 1
-            }
-            var baseEntry: RawTree.Entry?
-            if j < old.entries.count, old.entries[j].isTree == entry.isTree, old.name(old.entries[j]).elementsEqual(tree.name(entry)) {
-                baseEntry = old.entries[j]
-                if old.bytes[old.entries[j].start..<old.entries[j].end].elementsEqual(tree.bytes[entry.start..<entry.end]) { continue }
-            }
+        try RawTree.forEachDifference(from: old, to: tree) { baseEntry, entry in
+            guard let entry else { return }   // removed: nothing to copy
             let child = tree.id(entry)
             switch tree.kind(entry) {
             case .tree: try copyTree(child, base: baseEntry.map(old.id))

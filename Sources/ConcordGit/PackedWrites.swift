@@ -63,8 +63,8 @@ public struct ObjectPack {
         var pack = [UInt8]()
         pack.reserveCapacity(objects.reduce(64) { $0 + $1.bytes.count / 2 + 32 })
         pack += Array("PACK".utf8)
-        Self.appendUInt32(2, to: &pack)
-        Self.appendUInt32(UInt32(objects.count), to: &pack)
+        pack.appendBigEndian(2)
+        pack.appendBigEndian(UInt32(objects.count))
         var entries = [(id: ObjectID, offset: Int, crc: UInt32)]()
         entries.reserveCapacity(objects.count)
         guard let deflater = concord_deflater_new(1) else {
@@ -100,37 +100,34 @@ public struct ObjectPack {
     private static func indexFile(entries unsorted: [(id: ObjectID, offset: Int, crc: UInt32)], packChecksum: [UInt8]) -> [UInt8] {
         let entries = unsorted.sorted { $0.id < $1.id }
         var index: [UInt8] = [0xFF, 0x74, 0x4F, 0x63]
-        appendUInt32(2, to: &index)
+        index.appendBigEndian(2)
         var fanout = [UInt32](repeating: 0, count: 256)
         for entry in entries { fanout[Int(entry.id.bytes[0])] += 1 }
         var running: UInt32 = 0
         for bucket in 0..<256 {
             running += fanout[bucket]
-            appendUInt32(running, to: &index)
+            index.appendBigEndian(running)
         }
         for entry in entries { index += entry.id.bytes }
-        for entry in entries { appendUInt32(entry.crc, to: &index) }
+        for entry in entries { index.appendBigEndian(entry.crc) }
         var large = [UInt64]()
         for entry in entries {
             if entry.offset < 0x8000_0000 {
-                appendUInt32(UInt32(entry.offset), to: &index)
+                index.appendBigEndian(UInt32(entry.offset))
             } else {
-                appendUInt32(0x8000_0000 | UInt32(large.count), to: &index)
+                index.appendBigEndian(0x8000_0000 | UInt32(large.count))
                 large.append(UInt64(entry.offset))
             }
         }
         for offset in large {
-            appendUInt32(UInt32(offset >> 32), to: &index)
-            appendUInt32(UInt32(offset & 0xFFFF_FFFF), to: &index)
+            index.appendBigEndian(UInt32(offset >> 32))
+            index.appendBigEndian(UInt32(offset & 0xFFFF_FFFF))
         }
         index += packChecksum
         index += Array(Insecure.SHA1.hash(data: index))
         return index
     }
 
-    private static func appendUInt32(_ value: UInt32, to out: inout [UInt8]) {
-        out += [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
-    }
 
     /// The pack entry header: type in bits 4–6 of the first byte, size in 4 + 7·n bits, little-endian.
     private static func appendHeader(type: UInt8, size: Int, to out: inout [UInt8]) {
@@ -164,3 +161,10 @@ public struct ObjectPack {
     }
 }
 
+
+extension Array where Element == UInt8 {
+    /// Appends `value` in network byte order, as pack, pack index and index files store integers.
+    mutating func appendBigEndian(_ value: UInt32) {
+        self += [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
+    }
+}

@@ -106,6 +106,37 @@ struct RawTree {
         return next(a, i, aIsTree) - next(b, j, bIsTree)
     }
 
+    /// Walks `old` and `new` side by side in git's order and calls `body` for every entry that is
+    /// not byte-identical in both: (old, nil) removed, (nil, new) added, (old, new) changed. Two
+    /// entries pair up when they have the same name and are both trees or both not.
+    static func forEachDifference(from old: RawTree, to new: RawTree,
+                                  _ body: (Entry?, Entry?) throws -> Void) rethrows {
+        var i = 0, j = 0
+        while i < old.entries.count || j < new.entries.count {
+            let order: Int
+            if i == old.entries.count {
+                order = 1
+            } else if j == new.entries.count {
+                order = -1
+            } else {
+                let a = old.entries[i], b = new.entries[j]
+                order = compare(old.name(a), a.isTree, new.name(b), b.isTree)
+            }
+            if order < 0 {
+                try body(old.entries[i], nil)
+                i += 1
+            } else if order > 0 {
+                try body(nil, new.entries[j])
+                j += 1
+            } else {
+                let a = old.entries[i], b = new.entries[j]
+                if !old.bytes[a.start..<a.end].elementsEqual(new.bytes[b.start..<b.end]) { try body(a, b) }
+                i += 1
+                j += 1
+            }
+        }
+    }
+
     /// A new entry for a tree: mode digits, name and id.
     struct Edit {
         let name: [UInt8]

@@ -210,15 +210,19 @@ public enum FileIO {
     }
 
     private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { buffer -> Bool in
-            var written = 0
-            while written < buffer.count {
-                let n = Glibc.write(fd, buffer.baseAddress! + written, buffer.count - written)
-                if n < 0 { if errno == EINTR { continue }; return false }
-                written += n
-            }
-            return true
+        bytes.withUnsafeBytes { writeAll(fd, $0) }
+    }
+
+    /// Writes all of `bytes` to `fd`, retrying short writes and EINTR.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        var written = 0
+        while written < bytes.count {
+            let n = Glibc.write(fd, bytes.baseAddress! + written, bytes.count - written)
+            if n < 0 { if errno == EINTR { continue }; return false }
+            if n == 0 { return false }
+            written += n
         }
+        return true
     }
 
     /// fsyncs a directory, so the names just renamed into it survive a crash.
