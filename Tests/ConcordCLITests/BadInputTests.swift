@@ -136,6 +136,15 @@ final class BadInputTests: CLITestCase {
                                        mentions: [profile.path])
     }
 
+    func testOlderFormatVersionIsRefusedWithHowToCarryTheDataOver() throws {
+        let path = profile.appendingPathComponent(".concord/profile.json")
+        let text = try String(contentsOf: path, encoding: .utf8)
+        try Data(text.replacingOccurrences(of: #""formatVersion": 2"#, with: #""formatVersion": 1"#).utf8).write(to: path)
+        for arguments in [["put", "vocabulary/x", "--json", "{}"], ["ls"], ["export"], ["log"]] {
+            try assertRefusedWithoutChange(arguments, as: alice, profile: profile, mentions: ["format 1", "concord export", "import"])
+        }
+    }
+
     func testDataOptionsUsage() throws {
         let file = try writeFile("data.json", "{}")
         for arguments in [["put", "vocabulary/x", "--json", "{}", "--file", file.path], ["put", "vocabulary/x"],
