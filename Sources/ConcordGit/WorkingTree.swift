@@ -120,14 +120,24 @@ extension Repository {
 }
 
 /// Slots that concurrent workers fill at distinct indices (each index written by one worker only).
+/// The storage is allocated once and written through a pointer: a Swift array's mutating access
+/// (even `withUnsafeMutableBufferPointer`) moves its buffer out for the duration, which corrupts
+/// the heap when two threads do it at once.
 private final class SharedSlots<Value>: @unchecked Sendable {
-    private var storage: [Value]
-    init(count: Int, initial: Value) { storage = Array(repeating: initial, count: count) }
-    subscript(index: Int) -> Value {
-        get { storage.withUnsafeBufferPointer { $0[index] } }
-        set { storage.withUnsafeMutableBufferPointer { $0[index] = newValue } }
+    private let storage: UnsafeMutableBufferPointer<Value>
+    init(count: Int, initial: Value) {
+        storage = .allocate(capacity: count)
+        storage.initialize(repeating: initial)
     }
-    var values: [Value] { storage }
+    deinit {
+        storage.deinitialize()
+        storage.deallocate()
+    }
+    subscript(index: Int) -> Value {
+        get { storage[index] }
+        set { storage[index] = newValue }
+    }
+    var values: [Value] { Array(storage) }
 }
 
 /// Plain POSIX file writes for the working tree.
