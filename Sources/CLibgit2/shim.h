@@ -7,6 +7,12 @@
 #include <git2/sys/repository.h>
 #include <zlib.h>
 #include <stdlib.h>
+#include <errno.h>
+#include <fcntl.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 /* git_libgit2_opts is variadic, which Swift cannot call: one typed wrapper per shape used. */
 static inline int concord_git_opts_int(int option, int value) {
@@ -15,6 +21,17 @@ static inline int concord_git_opts_int(int option, int value) {
 
 static inline int concord_git_opts_cache_limit(int type, size_t limit) {
     return git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, (git_object_t)type, limit);
+}
+
+/* Swaps two existing paths in one step (Linux renameat2 with RENAME_EXCHANGE, which glibc's
+   headers hide behind _GNU_SOURCE); -1 with errno set where the system or file system lacks it. */
+static inline int concord_rename_exchange(const char *from, const char *to) {
+#if defined(__linux__) && defined(SYS_renameat2)
+    return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, 2 /* RENAME_EXCHANGE */);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
 }
 
 /* Deflates `length` bytes at `level` into `out` (capacity `*out_length`, updated); Z_OK on success. */

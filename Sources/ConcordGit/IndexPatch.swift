@@ -14,9 +14,10 @@ import Darwin
 /// and writes it back through SHA-1DC: ~80 ms for one changed file. Here the file is mapped,
 /// walked once (entry lengths only, comparing paths with the sorted updates), and the new index
 /// written as the unchanged runs straight from the mapping with the changed entries in between,
-/// hashed as it is written. Locking follows git: `index.lock` created exclusively, renamed over
-/// `index`. The old file's checksum is verified, as git does, unless it is the very file this
-/// code last wrote (same inode, size, mtime and checksum, recorded in `.git/concord/index-stamp`).
+/// hashed as it is written. Locking follows git: `index.lock` created exclusively, then swapped
+/// with `index` (or renamed over it where the file system cannot swap). The old file's checksum
+/// is verified, as git does, unless it is the very file this code last wrote (same inode, size,
+/// mtime and checksum, recorded in `.git/concord/index-stamp`).
 ///
 /// Anything this does not handle — no index yet, version 4 (prefix-compressed paths), a split
 /// index, an unknown required extension, a file/directory clash on a changed path — is reported
@@ -28,7 +29,9 @@ enum IndexPatch {
         let file: (info: stat, blob: ObjectID)?
     }
 
-    enum Outcome { case patched, unsupported }
+    /// `damaged`: the file is not a readable index (truncated, wrong signature, wrong checksum,
+    /// entries running past its end), as a crash of the machine can leave it: nothing was written.
+    enum Outcome { case patched, unsupported, damaged }
 
     static func apply(_ updates: [Update], indexPath: String) throws -> Outcome {
         let lockPath = indexPath + ".lock"
@@ -51,11 +54,24 @@ enum IndexPatch {
         let stampPath = String(indexPath.dropLast("index".count)) + "concord/index-stamp"
 
         // No index yet (a new clone): patch an empty one, as git would create it.
-        guard let old = MappedFile(indexPath) ?? (access(indexPath, F_OK) != 0 ? MappedFile(emptyIndex: ()) : nil) else {
-            return .unsupported
+        var existing = stat()
+        let old: MappedFile
+        if stat(indexPath, &existing) != 0 && errno == ENOENT {
+            old = MappedFile(emptyIndex: ())
+        } else if existing.st_size < 32 {
+            return .damaged   // shorter than a header and a checksum
+        } else if let mapped = MappedFile(indexPath) {
+            old = mapped
+        } else {
+            return .unsupported   // unreadable: libgit2 reports why
         }
         let trusted = IndexStamp.read(stampPath).map { $0.matches(old.info, checksum: old.bytes.suffix(20)) } ?? false
-        guard let plan = IndexPlan(old.bytes, updates: sorted, verifyChecksum: !trusted) else { return .unsupported }
+        let plan: IndexPlan
+        do {
+            plan = try IndexPlan(old.bytes, updates: sorted, verifyChecksum: !trusted)
+        } catch {
+            return error == .damaged ? .damaged : .unsupported
+        }
         // Hash and write side by side: for a large index each is several milliseconds of the sync.
         let source = UncheckedBox(old.bytes), digest = UncheckedBox([UInt8]()), failed = UncheckedBox(false)
         let large = old.bytes.count > 1 << 20
@@ -79,10 +95,20 @@ enum IndexPatch {
         guard !failed.value, fstat(lock, &info) == 0 else {
             throw GitError(function: "index write", code: .other(-1), message: "cannot write \(lockPath): \(String(cString: strerror(errno)))")
         }
-        guard rename(lockPath, indexPath) == 0 else {
-            throw GitError(function: "index write", code: .other(-1), message: "cannot rename \(lockPath): \(String(cString: strerror(errno)))")
+        // Swap the new index in. Renaming over an existing file makes ext4 (auto_da_alloc) push the
+        // new file to the disk before rename returns: ~13 ms for a 9.6 MB index, the largest cost of
+        // a small sync in a 100,000-record profile. Exchanging the two names does not. The old index
+        // then sits under the lock's name, so git's lock is held until it is removed; a crash in
+        // between leaves a stale `index.lock`, which the next concord command clears (ProfileLock).
+        if FileIO.exchange(lockPath, indexPath) {
+            renamed = true
+            unlink(lockPath)
+        } else {
+            guard rename(lockPath, indexPath) == 0 else {
+                throw GitError(function: "index write", code: .other(-1), message: "cannot rename \(lockPath): \(String(cString: strerror(errno)))")
+            }
+            renamed = true
         }
-        renamed = true
         IndexStamp(info, checksum: checksum).write(stampPath)
         return .patched
     }
@@ -183,17 +209,20 @@ private struct IndexPlan {
     /// Kept extensions: signature and payload (the cache tree rewritten, others as they were).
     var extensions = [(signature: [UInt8], payload: [UInt8])]()
 
-    /// nil when the bytes are not an index this patches, are damaged (the checksum must match
-    /// when `verifyChecksum`), or an update would clash a file with a directory.
-    init?(_ bytes: UnsafeRawBufferPointer, updates: [IndexPatch.Update], verifyChecksum: Bool) {
-        guard bytes.count >= 32, bytes[0] == 0x44, bytes[1] == 0x49, bytes[2] == 0x52, bytes[3] == 0x43 else { return nil }   // "DIRC"
+    enum Rejection: Error { case unsupported, damaged }
+
+    /// Throws `damaged` when the bytes are not a readable index (the checksum must match when
+    /// `verifyChecksum`), `unsupported` when they are an index this does not patch or an update
+    /// would clash a file with a directory.
+    init(_ bytes: UnsafeRawBufferPointer, updates: [IndexPatch.Update], verifyChecksum: Bool) throws(Rejection) {
+        guard bytes.count >= 32, bytes[0] == 0x44, bytes[1] == 0x49, bytes[2] == 0x52, bytes[3] == 0x43 else { throw .damaged }   // "DIRC"
         version = Self.uint32(bytes, 4)
-        guard version == 2 || version == 3 else { return nil }
+        guard version == 2 || version == 3 else { throw .unsupported }
         let body = bytes.count - 20
         if verifyChecksum {
             var hasher = Insecure.SHA1()
             hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: bytes[0..<body]))
-            guard Array(hasher.finalize()).elementsEqual(bytes[body...]) else { return nil }
+            guard Array(hasher.finalize()).elementsEqual(bytes[body...]) else { throw .damaged }
         }
         // Paths a new file must not clash with: its parent directories (as files) and the files
         // themselves (as directories of other entries). Checked by length first: cheap per entry.
@@ -230,22 +259,22 @@ private struct IndexPlan {
             count += 1
         }
         for _ in 0..<entryCount {
-            guard offset + 62 <= body else { return nil }
+            guard offset + 62 <= body else { throw .damaged }
             let flags = Int(bytes[offset + 60]) << 8 | Int(bytes[offset + 61])
             let extended = flags & 0x4000 != 0
-            if extended && version < 3 { return nil }
+            if extended && version < 3 { throw .damaged }
             let nameStart = offset + (extended ? 64 : 62)
             var nameLength = flags & 0xFFF
             if nameLength == 0xFFF {
-                guard let nul = bytes[nameStart..<body].firstIndex(of: 0) else { return nil }
+                guard let nul = bytes[nameStart..<body].firstIndex(of: 0) else { throw .damaged }
                 nameLength = nul - nameStart
             }
             let end = offset + ((nameStart - offset + nameLength + 8) & ~7)
-            guard end <= body else { return nil }
+            guard end <= body else { throw .damaged }
             let name = UnsafeRawBufferPointer(rebasing: bytes[nameStart..<(nameStart + nameLength)])
-            if nameLength <= 4096, isDirectoryLength[nameLength], directories.contains(Array(name)) { return nil }
+            if nameLength <= 4096, isDirectoryLength[nameLength], directories.contains(Array(name)) { throw .unsupported }
             for length in upsertLengths where length < nameLength && name[length] == 0x2F {
-                if upserts.contains(Array(name[..<length])) { return nil }
+                if upserts.contains(Array(name[..<length])) { throw .unsupported }
             }
             // Updates sorting before this entry go in here; an update for this very path replaces it.
             while let next = pending.first, Self.compare(next.path, name) < 0 {
@@ -267,13 +296,13 @@ private struct IndexPlan {
         for update in pending { emit(update) }
 
         while offset < body {
-            guard offset + 8 <= body else { return nil }
+            guard offset + 8 <= body else { throw .damaged }
             let signature = Array(bytes[offset..<(offset + 4)])
             let length = Int(Self.uint32(bytes, offset + 4))
             let data = (offset + 8)..<(offset + 8 + length)
-            guard data.upperBound <= body else { return nil }
+            guard data.upperBound <= body else { throw .damaged }
             let optional = signature[0] >= UInt8(ascii: "A") && signature[0] <= UInt8(ascii: "Z")
-            if !optional { return nil }   // e.g. a split index ("link") or sparse directories ("sdir")
+            if !optional { throw .unsupported }   // e.g. a split index ("link") or sparse directories ("sdir")
             // Keep the cache tree (invalidated on the changed paths) and resolve-undo data; drop
             // other caches (untracked cache, fsmonitor, offset tables), which git rebuilds.
             if signature.elementsEqual("TREE".utf8) {

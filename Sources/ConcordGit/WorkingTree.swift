@@ -29,7 +29,12 @@ extension Repository {
     /// stat data, so `git status` stays clean without re-hashing), touching only the given paths.
     /// Bulk changes (a clone, an import) are written by one thread per core: creating files is
     /// mostly kernel work, and different directories can be created into in parallel.
-    public func applyToWorkingTree(_ changes: [WorkingTreeChange]) throws {
+    ///
+    /// The index is derived data: if it is damaged (a machine crash can leave it truncated or
+    /// half-written), it is set aside as `.git/index.damaged` and rebuilt from `tree`, the tree
+    /// these changes bring the working tree to, before the changes are recorded. Without `tree`
+    /// a damaged index is an error.
+    public func applyToWorkingTree(_ changes: [WorkingTreeChange], rebuildingDamagedIndexFrom tree: ObjectID? = nil) throws {
         guard let root = workdir else { return }
         var directories = Set<String>()
         var writes = [(path: String, bytes: [UInt8])]()
@@ -58,8 +63,21 @@ extension Repository {
                 updates.append(IndexPatch.Update(path: Array(change.path.utf8), file: nil))
             }
         }
-        if try IndexPatch.apply(updates, indexPath: gitDirectory + "index") == .patched { return }
-        try updateIndexWithLibgit2(updates)
+        let indexPath = gitDirectory + "index"
+        switch try IndexPatch.apply(updates, indexPath: indexPath) {
+        case .patched:
+            return
+        case .unsupported:
+            try updateIndexWithLibgit2(updates)
+        case .damaged:
+            guard let tree else {
+                throw GitError(function: "index read", code: .other(-1),
+                               message: "\(indexPath) is damaged: remove it and run `git reset` to rebuild it from HEAD")
+            }
+            guard rename(indexPath, indexPath + ".damaged") == 0 else { throw FileIO.Failure(path: indexPath, operation: "set aside") }
+            try resetIndex(to: tree)
+            if try IndexPatch.apply(updates, indexPath: indexPath) != .patched { try updateIndexWithLibgit2(updates) }
+        }
     }
 
     /// The same index update through libgit2, for index files `IndexPatch` leaves alone.
@@ -236,6 +254,12 @@ public enum FileIO {
     }
 
     /// fsyncs a directory, so the names just renamed into it survive a crash.
+    /// Swaps two existing paths in one step (Linux `renameat2(RENAME_EXCHANGE)`); false, with
+    /// nothing changed, where the system or the file system cannot.
+    static func exchange(_ path: String, _ other: String) -> Bool {
+        concord_rename_exchange(path, other) == 0
+    }
+
     static func syncDirectory(_ path: String) throws(Failure) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw Failure(path: path, operation: "open directory") }

@@ -50,7 +50,7 @@ struct CommitWriter {
                                                        message: message.text, sign: { identity.sign($0) })
         let branch = try repository.headBranch()
         try repository.updateReference(branch, to: commit, expected: expectedHead, message: "concord: \(message.summary)")
-        try repository.applyToWorkingTree(changes)
+        try repository.applyToWorkingTree(changes, rebuildingDamagedIndexFrom: tree)
         return commit
     }
 

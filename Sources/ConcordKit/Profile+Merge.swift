@@ -126,7 +126,7 @@ extension Profile {
                 if !record.deleted { liveRecords += 1 }
             }
             return WorkingTreeChange(path: file.path, bytes: bytes, blob: blob)
-        })
+        }, rebuildingDamagedIndexFrom: newTree)
         // A received change is an HLC receive event: later local writes must sort after it.
         if let latest { try saveClock(latest) }
         if files.contains(where: { $0.path.hasPrefix(ProfilePaths.membersDirectory + "/") }) {

@@ -109,6 +109,19 @@ final class BadInputTests: CLITestCase {
         XCTAssertEqual(try snapshot(profile), before)
     }
 
+    /// A crash of the machine can leave `.git/index` truncated (git, and concord, swap it in
+    /// without an fsync). It is derived data: the next write sets it aside and rebuilds it from
+    /// the new commit, and the write succeeds with `git status` clean.
+    func testATruncatedIndexIsRebuiltByTheNextWrite() throws {
+        let index = profile.appendingPathComponent(".git/index")
+        try Data().write(to: index)
+        try concordOK(["put", "vocabulary/apple", "--json", #"{"word":"apple"}"#], as: alice, in: profile)
+        XCTAssertEqual(try gitOK(["status", "--porcelain"], in: profile), "")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: profile.appendingPathComponent(".git/index.damaged").path))
+        let listed = try concordOK(["ls", "vocabulary"], as: alice, in: profile)
+        XCTAssertEqual(listed.stdoutLines, ["vocabulary/apple", "vocabulary/puzzle"])
+    }
+
     func testHandEditedLogFileWarnsInLs() throws {
         let day = profile.appendingPathComponent("logs/2026-01-01.jsonl")
         try Data("not json\n".utf8).write(to: day)

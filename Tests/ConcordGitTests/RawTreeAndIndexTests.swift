@@ -143,6 +143,49 @@ final class RawTreeAndIndexTests: GitTestCase {
         XCTAssertEqual(try Data(contentsOf: index), data, "nothing written over it")
     }
 
+    /// A machine crash can leave the index truncated or half-written (it is swapped in without an
+    /// fsync, as git does). Given the tree the working tree is moving to, the damaged file is set
+    /// aside and the index rebuilt from that tree, and the changes land in it.
+    func testADamagedIndexIsRebuiltFromTheTreeWhenOneIsGiven() throws {
+        let damages: [(String, (Data) -> Data)] = [
+            ("empty", { _ in Data() }),
+            ("truncated", { $0.prefix(40) }),
+            ("not an index", { _ in Data((0..<100).map { UInt8(truncatingIfNeeded: $0 &* 37) }) }),
+            ("checksum", { data in var copy = data; copy[copy.count - 1] ^= 0xFF; return copy }),
+        ]
+        for (number, (label, damage)) in damages.enumerated() {
+            let (repository, url) = try makeRepository("repo-\(number)")
+            var edits = [String: ObjectID?]()
+            var changes = [WorkingTreeChange]()
+            for name in ["a.txt", "dir/b.txt"] {
+                let bytes = Array("\(name)\n".utf8)
+                let blob = try repository.writeBlob(bytes)
+                edits[name] = .some(blob)
+                changes.append(WorkingTreeChange(path: name, bytes: bytes, blob: blob))
+            }
+            let first = try repository.writeTree(base: nil, edits: edits)
+            try repository.applyToWorkingTree(changes, rebuildingDamagedIndexFrom: first)
+            let index = url.appendingPathComponent(".git/index")
+            // Damaged without a stamp, so the checksum is verified as git would.
+            try? FileManager.default.removeItem(at: url.appendingPathComponent(".git/concord/index-stamp"))
+            let damaged = damage(try Data(contentsOf: index))
+            try damaged.write(to: index)
+
+            let bytes = Array("c \(label)\n".utf8)
+            let blob = try repository.writeBlob(bytes)
+            let second = try repository.writeTree(base: first, edits: ["dir/c.txt": blob])
+            let commit = try repository.createSignedCommit(tree: second, parents: [], author: Self.author, message: "c\n",
+                                                           sign: { _ in Self.fakeSignature })
+            try repository.updateReference("refs/heads/main", to: commit, expected: nil, message: "c")
+            try repository.applyToWorkingTree([WorkingTreeChange(path: "dir/c.txt", bytes: bytes, blob: blob)],
+                                              rebuildingDamagedIndexFrom: second)
+            XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: url), "", label)
+            XCTAssertEqual(try gitOK(["write-tree"], in: url), second.hex, label)
+            XCTAssertEqual(try Data(contentsOf: url.appendingPathComponent(".git/index.damaged")), damaged, "\(label): the damaged file is kept")
+            XCTAssertFalse(FileManager.default.fileExists(atPath: url.appendingPathComponent(".git/index.lock").path), label)
+        }
+    }
+
     func testBulkWritesInParallelKeepGitStatusCleanAndReportAFailure() throws {
         let (repository, url) = try makeRepository()
         var changes = [WorkingTreeChange]()
