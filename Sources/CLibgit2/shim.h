@@ -42,6 +42,9 @@ static inline int concord_deflate(const unsigned char *data, unsigned long lengt
 static inline unsigned long concord_crc32(unsigned long crc, const unsigned char *data, unsigned int length) {
     return crc32(crc, data, length);
 }
+static inline unsigned long concord_adler32(unsigned long adler, const unsigned char *data, unsigned int length) {
+    return adler32(adler, data, length);
+}
 static inline unsigned long concord_deflate_bound(unsigned long length) {
     return compressBound(length);
 }

@@ -18,8 +18,9 @@ public enum ObjectType: UInt8, Sendable {
 
 /// Collects new objects and stores them as ONE pack file with its index, for bulk writes such as
 /// importing thousands of records or copying a fetch's objects: no loose file per object, no
-/// per-object existence check, no delta search, no indexer pass. Objects are compressed at zlib
-/// level 1, those over 1 MiB stored (see `writeLooseObject`). The `.pack` and `.idx` (version 2)
+/// per-object existence check, no delta search, no indexer pass. Objects up to 32 KiB are
+/// compressed by `SmallDeflater`, larger ones at zlib level 1, those over 1 MiB stored (see
+/// `writeLooseObject`). The `.pack` and `.idx` (version 2)
 /// are written to temporary files, fsynced, and renamed into `objects/pack/`, the `.idx` last, so
 /// a reader never sees a pack without its index.
 public struct ObjectPack {
@@ -71,10 +72,15 @@ public struct ObjectPack {
             throw GitError(function: "deflateInit", code: .other(-1), message: "zlib could not set up a compressor")
         }
         defer { concord_deflater_free(deflater) }
+        var small = SmallDeflater()
         for object in objects {
             let start = pack.count
             Self.appendHeader(type: object.type.rawValue, size: object.bytes.count, to: &pack)
-            try Self.appendDeflated(object.bytes, to: &pack, with: deflater)
+            if object.bytes.count <= SmallDeflater.maximumInput {
+                object.bytes.withUnsafeBytes { small.append($0, to: &pack) }
+            } else {
+                try Self.appendDeflated(object.bytes, to: &pack, with: deflater)
+            }
             let crc = pack.withUnsafeBufferPointer { buffer in
                 UInt32(truncatingIfNeeded: concord_crc32(0, buffer.baseAddress! + start, UInt32(pack.count - start)))
             }
@@ -142,6 +148,7 @@ public struct ObjectPack {
     }
 
     /// Objects over 1 MiB are stored (level 0, see `writeLooseObject`); the rest go through `deflater` (level 1).
+    /// (Objects up to 32 KiB, most of them, go through `SmallDeflater` instead.)
     private static func appendDeflated(_ bytes: [UInt8], to out: inout [UInt8],
                                        with deflater: UnsafeMutablePointer<concord_deflater>) throws {
         var length = concord_deflate_bound(UInt(bytes.count))

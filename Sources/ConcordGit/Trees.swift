@@ -62,15 +62,25 @@ extension Repository {
     /// slash-separated file path to a blob id, or to nil to remove the file. Only the subtrees on the
     /// edited paths are rewritten; every other subtree is reused by id. Directories left empty vanish.
     public func writeTree(base: ObjectID?, edits: [String: ObjectID?]) throws -> ObjectID {
+        try writeTree(base: base, edits: edits) { try writeLooseObject($0, type: .tree) }
+    }
+
+    /// The same, with the new trees added to `pack` (written by the caller) instead of loose
+    /// objects: a bulk write then makes one file, not one fsynced file per directory.
+    public func writeTree(base: ObjectID?, edits: [String: ObjectID?], into pack: inout ObjectPack) throws -> ObjectID {
+        try writeTree(base: base, edits: edits) { try pack.add($0, type: .tree) }
+    }
+
+    private func writeTree(base: ObjectID?, edits: [String: ObjectID?], store: ([UInt8]) throws -> ObjectID) throws -> ObjectID {
         var root = DirectoryEdits()
         for (path, blob) in edits {
             root.add(path.split(separator: "/", omittingEmptySubsequences: true).map(String.init), blob)
         }
-        return try write(root, over: base) ?? writeLooseObject([], type: .tree)
+        return try write(root, over: base, store: store) ?? store([])
     }
 
     /// Writes one directory level by splicing its raw bytes; returns nil when it ends up empty.
-    private func write(_ edits: DirectoryEdits, over base: ObjectID?) throws -> ObjectID? {
+    private func write(_ edits: DirectoryEdits, over base: ObjectID?, store: ([UInt8]) throws -> ObjectID) throws -> ObjectID? {
         let tree = try base.map(rawTree) ?? RawTree([], id: nil)
         var changes = [RawTree.Edit]()
         for (name, blob) in edits.files {
@@ -82,7 +92,7 @@ extension Repository {
             let bytes = Array(name.utf8)
             try RawTree.validate(bytes)
             let existing = tree.index(of: bytes[...], isTree: true).map { tree.id(tree.entries[$0]) }
-            if let written = try write(child, over: existing) {
+            if let written = try write(child, over: existing, store: store) {
                 changes.append(RawTree.Edit(name: bytes, value: (isTree: true, id: written)))
             } else if existing != nil {
                 // The subtree became empty; a file of that name (existing == nil) is left alone.
@@ -92,7 +102,7 @@ extension Repository {
         let bytes = tree.applying(changes)
         if bytes.isEmpty { return nil }
         if let base, bytes == tree.bytes { return base }
-        return try writeLooseObject(bytes, type: .tree)
+        return try store(bytes)
     }
 }
 

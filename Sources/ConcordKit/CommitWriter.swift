@@ -27,8 +27,8 @@ struct CommitWriter {
                                   time: message.stamp.wallMillis / 1000)
         let parents = expectedHead.map { [$0] } ?? []
 
-        // Blobs first (one pack for bulk writes, loose objects otherwise), then the trees on the
-        // edited paths, then the signed commit.
+        // Blobs, then the trees on the edited paths (one pack for bulk writes, loose objects
+        // otherwise), then the signed commit.
         var pack = ObjectPack()
         var edits = [String: ObjectID?]()
         var changes = [WorkingTreeChange]()
@@ -44,8 +44,13 @@ struct CommitWriter {
                 changes.append(WorkingTreeChange(removing: file.path))
             }
         }
-        if packed { try pack.write(into: repository) }
-        let tree = try repository.writeTree(base: baseTree, edits: edits)
+        let tree: ObjectID
+        if packed {
+            tree = try repository.writeTree(base: baseTree, edits: edits, into: &pack)
+            try pack.write(into: repository)
+        } else {
+            tree = try repository.writeTree(base: baseTree, edits: edits)
+        }
         let commit = try repository.createSignedCommit(tree: tree, parents: parents, author: author,
                                                        message: message.text, sign: { identity.sign($0) })
         let branch = try repository.headBranch()
