@@ -48,9 +48,7 @@ enum IndexPatch {
             close(lock)
             if !renamed { unlink(lockPath) }
         }
-        var latest = [[UInt8]: Update]()
-        for update in updates { latest[update.path] = update }
-        let sorted = latest.values.sorted { $0.path.lexicographicallyPrecedes($1.path) }
+        let sorted = Self.sortedLatest(updates)
         let stampPath = String(indexPath.dropLast("index".count)) + "concord/index-stamp"
 
         // No index yet (a new clone): patch an empty one, as git would create it.
@@ -111,6 +109,27 @@ enum IndexPatch {
         }
         IndexStamp(info, checksum: checksum).write(stampPath)
         return .patched
+    }
+}
+
+extension IndexPatch {
+    /// The updates in index order, the last one of each path winning.
+    static func sortedLatest(_ updates: [Update]) -> [Update] {
+        var order = Array(updates.indices)
+        order.sort { first, second in
+            let order = updates[first].path.withUnsafeBytes { IndexPlan.compare(updates[second].path, $0) }
+            return order != 0 ? order > 0 : first < second
+        }
+        var result = [Update]()
+        result.reserveCapacity(updates.count)
+        for index in order {
+            if let last = result.last, last.path == updates[index].path {
+                result[result.count - 1] = updates[index]
+            } else {
+                result.append(updates[index])
+            }
+        }
+        return result
     }
 }
 
@@ -200,11 +219,13 @@ private struct IndexStamp {
 private struct IndexPlan {
     enum Piece {
         case old(Range<Int>)
-        case new([UInt8])
+        case new(Range<Int>)   // in `newEntries`
     }
 
     let version: UInt32
     var pieces = [Piece]()
+    /// The new and changed entries, back to back.
+    var newEntries = [UInt8]()
     var count = 0
     /// Kept extensions: signature and payload (the cache tree rewritten, others as they were).
     var extensions = [(signature: [UInt8], payload: [UInt8])]()
@@ -226,17 +247,29 @@ private struct IndexPlan {
         }
         // Paths a new file must not clash with: its parent directories (as files) and the files
         // themselves (as directories of other entries). Checked by length first: cheap per entry.
+        // The updates are sorted, so a run of them in one directory adds its ancestors once.
         var upserts = Set<[UInt8]>(), directories = Set<[UInt8]>(), invalidated = Set<[UInt8]>([[]])
+        var lastInvalidated: ArraySlice<UInt8>?, lastDirectory: ArraySlice<UInt8>?
+        func addAncestors(of parent: ArraySlice<UInt8>, to set: inout Set<[UInt8]>) {
+            for index in parent.indices where parent[index] == 0x2F { set.insert(Array(parent[..<index])) }
+            set.insert(Array(parent))
+        }
         for update in updates {
-            if update.file != nil { upserts.insert(update.path) }
-            var index = 0
-            for byte in update.path {
-                if byte == 0x2F {
-                    let directory = Array(update.path[..<index])
-                    invalidated.insert(directory)
-                    if update.file != nil { directories.insert(directory) }
+            guard let slash = update.path.lastIndex(of: 0x2F) else {
+                if update.file != nil { upserts.insert(update.path) }
+                continue
+            }
+            let parent = update.path[..<slash]
+            if lastInvalidated != parent {
+                addAncestors(of: parent, to: &invalidated)
+                lastInvalidated = parent
+            }
+            if update.file != nil {
+                upserts.insert(update.path)
+                if lastDirectory != parent {
+                    addAncestors(of: parent, to: &directories)
+                    lastDirectory = parent
                 }
-                index += 1
             }
         }
         // Path lengths (paths are under 4096 bytes) that can clash: a table lookup per entry.
@@ -244,6 +277,7 @@ private struct IndexPlan {
         for directory in directories where directory.count <= 4096 { isDirectoryLength[directory.count] = true }
         let upsertLengths = Array(Set(upserts.map(\.count))).sorted()
 
+        newEntries.reserveCapacity(updates.reduce(0) { $0 + (($1.path.count + 70) & ~7) })
         let entryCount = Int(Self.uint32(bytes, 8))
         var pending = updates[...]
         var runStart = 12
@@ -253,9 +287,13 @@ private struct IndexPlan {
         }
         func emit(_ update: IndexPatch.Update) {
             guard let file = update.file else { return }
-            var entry = [UInt8]()
-            Self.appendEntry(path: update.path, info: file.info, blob: file.blob, to: &entry)
-            pieces.append(.new(entry))
+            let start = newEntries.count
+            Self.appendEntry(path: update.path, info: file.info, blob: file.blob, to: &newEntries)
+            if case .new(let previous)? = pieces.last, previous.upperBound == start {
+                pieces[pieces.count - 1] = .new(previous.lowerBound..<newEntries.count)
+            } else {
+                pieces.append(.new(start..<newEntries.count))
+            }
             count += 1
         }
         for _ in 0..<entryCount {
@@ -324,7 +362,7 @@ private struct IndexPlan {
         for piece in pieces {
             switch piece {
             case .old(let range): emit(UnsafeRawBufferPointer(rebasing: old[range]))
-            case .new(let bytes): bytes.withUnsafeBytes(emit)
+            case .new(let range): newEntries.withUnsafeBytes { emit(UnsafeRawBufferPointer(rebasing: $0[range])) }
             }
         }
         for (signature, payload) in extensions {
@@ -337,20 +375,24 @@ private struct IndexPlan {
 
     /// A version 2 entry (no extended flags, stage 0), padded with NULs to a multiple of 8 bytes.
     static func appendEntry(path: [UInt8], info: stat, blob: ObjectID, to out: inout [UInt8]) {
-        let fields: [UInt32] = [
-            UInt32(truncatingIfNeeded: info.st_ctim.tv_sec), UInt32(truncatingIfNeeded: info.st_ctim.tv_nsec),
-            UInt32(truncatingIfNeeded: info.st_mtim.tv_sec), UInt32(truncatingIfNeeded: info.st_mtim.tv_nsec),
-            UInt32(truncatingIfNeeded: info.st_dev), UInt32(truncatingIfNeeded: info.st_ino),
-            0o100644, info.st_uid, info.st_gid, UInt32(truncatingIfNeeded: info.st_size),
-        ]
         let start = out.count
-        for field in fields { out.appendBigEndian(field) }
-        out += blob.bytes
+        out.appendBigEndian(UInt32(truncatingIfNeeded: info.st_ctim.tv_sec))
+        out.appendBigEndian(UInt32(truncatingIfNeeded: info.st_ctim.tv_nsec))
+        out.appendBigEndian(UInt32(truncatingIfNeeded: info.st_mtim.tv_sec))
+        out.appendBigEndian(UInt32(truncatingIfNeeded: info.st_mtim.tv_nsec))
+        out.appendBigEndian(UInt32(truncatingIfNeeded: info.st_dev))
+        out.appendBigEndian(UInt32(truncatingIfNeeded: info.st_ino))
+        out.appendBigEndian(0o100644)
+        out.appendBigEndian(info.st_uid)
+        out.appendBigEndian(info.st_gid)
+        out.appendBigEndian(UInt32(truncatingIfNeeded: info.st_size))
+        out.append(contentsOf: blob.bytes)
         let flags = min(path.count, 0xFFF)
-        out += [UInt8(flags >> 8), UInt8(flags & 0xFF)]
-        out += path
+        out.append(UInt8(flags >> 8))
+        out.append(UInt8(flags & 0xFF))
+        out.append(contentsOf: path)
         let length = (62 + path.count + 8) & ~7
-        out += repeatElement(0, count: start + length - out.count)
+        out.append(contentsOf: repeatElement(0, count: start + length - out.count))
     }
 
     /// Byte order of two paths (git's index order for stage-0 entries), with `memcmp`.

@@ -172,6 +172,9 @@ public struct ObjectPack {
 extension Array where Element == UInt8 {
     /// Appends `value` in network byte order, as pack, pack index and index files store integers.
     mutating func appendBigEndian(_ value: UInt32) {
-        self += [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
+        append(UInt8(value >> 24))
+        append(UInt8(value >> 16 & 0xFF))
+        append(UInt8(value >> 8 & 0xFF))
+        append(UInt8(value & 0xFF))
     }
 }

@@ -36,6 +36,36 @@ extension Repository {
     /// a damaged index is an error.
     public func applyToWorkingTree(_ changes: [WorkingTreeChange], rebuildingDamagedIndexFrom tree: ObjectID? = nil) throws {
         guard let root = workdir else { return }
+        try recordInIndex(changes, stats: try Self.writeFiles(changes, root: root), rebuildingDamagedIndexFrom: tree)
+    }
+
+    /// Starts writing `changes`' files on other threads and returns at once, so a bulk write can
+    /// build and store its objects meanwhile. `finishWorkingTreeWrite` waits for the files and
+    /// records them in the index; `waitForWorkingTreeWrite` only waits (when the commit failed).
+    public func startWorkingTreeWrite(_ changes: [WorkingTreeChange]) -> WorkingTreeWrite {
+        let write = WorkingTreeWrite(changes)
+        guard let root = workdir else {
+            write.result = .success([])
+            return write
+        }
+        DispatchQueue.global().async(group: write.group) {
+            write.result = Result { () throws(FileIO.Failure) -> [stat] in try Self.writeFiles(changes, root: root) }
+        }
+        return write
+    }
+
+    public func finishWorkingTreeWrite(_ write: WorkingTreeWrite, rebuildingDamagedIndexFrom tree: ObjectID?) throws {
+        let stats = try write.wait()
+        guard workdir != nil else { return }
+        try recordInIndex(write.changes, stats: stats, rebuildingDamagedIndexFrom: tree)
+    }
+
+    public func waitForWorkingTreeWrite(_ write: WorkingTreeWrite) throws {
+        _ = try write.wait()
+    }
+
+    /// Writes the files and removes the removed ones; returns the written files' stat data in order.
+    private static func writeFiles(_ changes: [WorkingTreeChange], root: String) throws(FileIO.Failure) -> [stat] {
         var directories = Set<String>()
         var writes = [(path: String, bytes: [UInt8])]()
         writes.reserveCapacity(changes.count)
@@ -51,7 +81,11 @@ extension Repository {
                 FileIO.removeEmptyParents(of: fullPath, below: root)
             }
         }
-        let written = try FileIO.writeAll(writes)
+        return try FileIO.writeAll(writes)
+    }
+
+    /// Records written files (with their stat data, in order) and removals in the index.
+    private func recordInIndex(_ changes: [WorkingTreeChange], stats written: [stat], rebuildingDamagedIndexFrom tree: ObjectID?) throws {
         var updates = [IndexPatch.Update]()
         updates.reserveCapacity(changes.count)
         var next = 0
@@ -134,6 +168,21 @@ extension Repository {
             try check("git_index_read_tree", git_index_read_tree(index, tree))
         }
         try check("git_index_write", git_index_write(index))
+    }
+}
+
+/// A working-tree write running on other threads (see `Repository.startWorkingTreeWrite`). The
+/// result is written by the worker before the group is left and read only after waiting on it.
+public final class WorkingTreeWrite: @unchecked Sendable {
+    let changes: [WorkingTreeChange]
+    let group = DispatchGroup()
+    var result: Result<[stat], FileIO.Failure>?
+
+    init(_ changes: [WorkingTreeChange]) { self.changes = changes }
+
+    func wait() throws -> [stat] {
+        group.wait()
+        return try result?.get() ?? []
     }
 }
 

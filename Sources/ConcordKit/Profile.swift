@@ -133,10 +133,13 @@ public final class Profile {
     // MARK: The profile lock and crash recovery
 
     /// Takes the profile lock. If the previous holder was killed, first finishes what it may have
-    /// left half done: the branch moves before the working tree is updated and the index is
-    /// written last, so files whose index entry differs from the branch are brought up to date.
+    /// left half done: a bulk write journals the files it writes before its branch moves, and
+    /// those are put back as the branch has them (`restoreJournaledPaths`); otherwise the branch
+    /// moves before the working tree is updated and the index is written last, so files whose
+    /// index entry differs from the branch are brought up to date.
     func lock() throws -> ProfileLock {
         let lock = try ProfileLock(gitDirectory: repository.gitDirectory)
+        try restoreJournaledPaths()
         if lock.previousHolderDied { try gitCall { try repairWorkingTree() } }
         return lock
     }

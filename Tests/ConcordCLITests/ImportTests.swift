@@ -27,6 +27,25 @@ final class ImportTests: CLITestCase {
         }
     }
 
+    /// A bulk import writes its files while its commit is made; when the commit then fails (here
+    /// git's lock on the branch is held), the files are taken back: nothing changed.
+    func testAFailedBulkImportTakesItsFilesBack() throws {
+        let alice = try makePerson("alice")
+        let profile = try makeProfile(owner: alice)
+        try concordOK(["put", "vocabulary/word-007", "--json", #"{"word":"before"}"#], as: alice, in: profile)
+        let before = try snapshot(profile)
+        let lock = profile.appendingPathComponent(".git/refs/heads/main.lock")
+        XCTAssertTrue(FileManager.default.createFile(atPath: lock.path, contents: Data()))
+        let result = try concord(["import", "--file", try bigDump().path], as: alice, in: profile)
+        XCTAssertEqual(result.status, 1, result.summary)
+        XCTAssertEqual(result.stderrLines.count, 1, result.stderr)
+        try FileManager.default.removeItem(at: lock)
+        XCTAssertEqual(try snapshot(profile), before, "the import's files were left behind")
+        XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: profile), "")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: profile.appendingPathComponent(".git/concord/checkout-journal").path))
+        XCTAssertTrue(try concordOK(["get", "vocabulary/word-007"], as: alice, in: profile).stdout.contains("before"))
+    }
+
     func testImportIsOneCommitAndIdempotent() throws {
         let alice = try makePerson("alice")
         let profile = try makeProfile(owner: alice)

@@ -104,6 +104,38 @@ final class KillTests: SyncTestCase {
         XCTAssertEqual(changes.count, 0, "git status after the next put: \(changes.count) tracked files differ, e.g. \(changes.prefix(3))")
     }
 
+    /// A bulk write creates its files while its commit is being made, after journaling their paths
+    /// (`.git/concord/checkout-journal`). Killed in that window, before `main` moves, it leaves
+    /// files the branch does not have: the next write must put them back as the branch has them,
+    /// so the working tree matches the branch again, untracked files included. Killed a little
+    /// later, the import has committed and the next write completes its files instead.
+    func testImportKilledWhileItsFilesAreWrittenAheadOfItsCommit() throws {
+        let fleet = try RaceKill.Fleet(in: self, devices: 1, transport: .path)
+        let device = fleet.devices[0]
+        var random = RaceKill.SeededGenerator(seed: RaceKill.seed(default: 0x4B11_0005))
+        let journal = device.profile.appendingPathComponent(".git/concord/checkout-journal").path
+        var caughtBeforeCommit = 0
+        for trial in 1...5 {
+            let before = try fleet.head(device)
+            let child = try fleet.spawn(on: device, ["import", "--file", try writeDump(count: 3000, prefix: "bulk\(trial)")],
+                                        output: fleet.scratch.appendingPathComponent("import-\(trial).log"))
+            while child.exitStatus() == nil && access(journal, F_OK) != 0 {}
+            usleep(useconds_t(Double.random(in: 0...0.03, using: &random) * 1_000_000))
+            child.signal(SIGKILL)
+            child.wait()
+            let committed = try fleet.head(device) != before
+            if !committed { caughtBeforeCommit += 1 }
+
+            try fleet.concordOK(on: device, ["put", "vocabulary/after-\(trial)", "--json", #"{"term":"after"}"#])
+            XCTAssertFalse(FileManager.default.fileExists(atPath: journal), "trial \(trial): the journal is left")
+            let status = try fleet.gitOK(["-C", device.profile.path, "status", "--porcelain", "--untracked-files=all"])
+            XCTAssertEqual(status, "", "trial \(trial) (committed: \(committed)): the working tree differs from the branch")
+            XCTAssertEqual(Set(try fleet.listedIDs(device)), Set(try fleet.committedIDs(device)), "trial \(trial)")
+            XCTAssertNil(try fleet.fsckProblems(device.profile), "trial \(trial)")
+        }
+        print("kill import: 5 trials, \(caughtBeforeCommit) killed before main moved")
+    }
+
     /// The path-remote push killed while it holds the bare repository's `refs/heads/main.lock`
     /// (libgit2 writes and fsyncs it, then renames it over the ref). The lock is left behind; a later
     /// sync, of this device or any other, must still complete (docs/sync.md: "killed at any point").
