@@ -119,7 +119,7 @@ extension Profile {
             for kind in Set(dump.records.map(\.kind)) {
                 try transaction.prefetch(kind: try self.kind(named: kind))
             }
-            for item in dump.records { try transaction.put(item.kind, item.id, data: item.data) }
+            try transaction.put(dump.records.map { ($0.kind, $0.id, $0.data) })
             for item in dump.logs { try transaction.append(item.kind, data: item.data, id: item.id) }
         }
     }

@@ -55,6 +55,42 @@ public final class Transaction {
         stage(path, bytes, RecordChange(kind: kind.name, id: id.rawValue, action: action))
     }
 
+    /// Creates or replaces many records, as `put` one by one would (same stamps, same bytes; an
+    /// error names the offending item). The records' canonical JSON is encoded on every core,
+    /// which is most of the cost of a large import's records.
+    public func put(_ items: [(kind: String, id: String, data: [String: JSONValue])]) throws {
+        var seen = Set<String>()
+        var planned = [(path: String, record: Record, change: RecordChange)]()
+        planned.reserveCapacity(items.count)
+        for (index, item) in items.enumerated() {
+            let kind = try writableKind(item.kind)
+            guard kind.policy != .append else { throw ConcordError.logKindNeedsAppend(kind.name) }
+            let id = try Self.recordID(item.id)
+            let path = Self.recordPath(kind, id)
+            guard seen.insert(path).inserted else {
+                // A record written twice reads its first version: encode what is planned, go one by one.
+                try stage(planned)
+                return try items[index...].forEach { try put($0.kind, $0.id, data: $0.data) }
+            }
+            let existing = try record(at: path)
+            if let existing, existing.data == item.data { continue }
+            let record = Record(id: id, kind: kind.name, device: identity.device, member: identity.member,
+                                stamp: tick(after: existing?.stamp), state: .live(data: item.data))
+            let action: ChangeAction = (existing == nil || existing?.isDeleted == true) ? .added : .updated
+            planned.append((path, record, RecordChange(kind: kind.name, id: id.rawValue, action: action)))
+        }
+        try stage(planned)
+    }
+
+    private func stage(_ planned: [(path: String, record: Record, change: RecordChange)]) throws {
+        let records = planned.map(\.record)
+        let encoded = ParallelMap.map(records) { $0.encoded() }
+        for ((path, _, change), bytes) in zip(planned, encoded) {
+            guard bytes.count <= maxRecordBytes else { throw ConcordError.recordTooLarge(change.reference, size: bytes.count) }
+            stage(path, bytes, change)
+        }
+    }
+
     /// Replaces record `kind/id` with a tombstone. Removing a missing or deleted record is an error.
     public func delete(_ kindName: String, _ rawID: String) throws {
         let kind = try writableKind(kindName)

@@ -48,14 +48,18 @@ struct ConcordCLI {
 }
 
 /// The real git command line, isolated from the user's and the system's configuration so the
-/// numbers do not depend on whoever runs the bench; commits are unsigned.
+/// numbers do not depend on whoever runs the bench; commits are unsigned. Automatic gc is off:
+/// after `git add` of 10,000 files, `git commit` would start a detached `git gc --auto` that
+/// packs and deletes the 10,000 loose objects while the next timed run (of either tool) creates
+/// files, and this machine's ext4 creates files several times slower right after mass deletions.
 struct GitCLI {
     let path: String
     let runner: CommandRunner
 
     static let identity = ["GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@bench",
                            "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@bench"]
-    static let settings = ["-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"]
+    static let settings = ["-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main", "-c", "gc.auto=0",
+                           "-c", "maintenance.auto=false"]
 
     var environment: [String: String] {
         var environment = ProcessInfo.processInfo.environment

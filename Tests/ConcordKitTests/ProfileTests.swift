@@ -83,6 +83,39 @@ final class ProfileTests: KitTestCase {
         XCTAssertEqual(Array(bytes), try profile.get("vocabulary", "w7").encoded())
     }
 
+    /// The batch `put` (records encoded on every core) writes exactly what one `put` per record
+    /// writes: same stamps, same bytes, same changes, with unchanged, updated and repeated records.
+    func testBatchPutWritesWhatSinglePutsWrite() throws {
+        let alice = try makeIdentity()
+        var items = [(kind: String, id: String, data: [String: JSONValue])]()
+        for index in 0..<600 { items.append(("vocabulary", "w\(index)", ["n": JSONValue(index)])) }
+        items.append(("vocabulary", "seed-3", ["n": JSONValue(3)]))          // unchanged
+        items.append(("vocabulary", "seed-4", ["n": JSONValue(-4)]))         // updated
+        items.append(("settings", "voice", ["rate": .number("1.25")]))
+        items.append(("vocabulary", "w7", ["n": JSONValue(700)]))           // repeated: the last one wins
+        items.append(("vocabulary", "w8", ["n": JSONValue(800)]))
+
+        var trees = [String]()
+        var changes = [[RecordChange]]()
+        for (name, batch) in [("batch", true), ("single", false)] {
+            let profile = try makeProfile(name, identity: alice, clock: ManualClock("2026-01-01T10:00:00.001Z"))
+            try profile.write(as: alice) { tx in
+                for index in 0..<10 { try tx.put("vocabulary", "seed-\(index)", data: ["n": JSONValue(index)]) }
+            }
+            let result = try profile.write(as: alice) { tx in
+                if batch { try tx.put(items) } else { for item in items { try tx.put(item.kind, item.id, data: item.data) } }
+            }
+            changes.append(result.changes)
+            trees.append(try gitOK(["rev-parse", "HEAD:vocabulary"], in: profile.root) + " " + (try gitOK(["rev-parse", "HEAD:settings"], in: profile.root)))
+            XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: profile.root), "", name)
+            XCTAssertEqual(try profile.get("vocabulary", "w7").data, ["n": JSONValue(700)], name)
+        }
+        XCTAssertEqual(trees[0], trees[1])
+        XCTAssertEqual(changes[0], changes[1])
+        XCTAssertEqual(changes[0].count, 600 + 2 + 2, "600 new, seed-4, voice, and w7 and w8 again")
+        XCTAssertFalse(changes[0].contains { $0.id == "seed-3" }, "an unchanged record is not a change")
+    }
+
     func testReadsInsideATransactionSeePendingWrites() throws {
         let alice = try makeIdentity()
         let profile = try makeProfile(identity: alice)
