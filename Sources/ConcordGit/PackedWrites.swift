@@ -38,6 +38,13 @@ public struct ObjectPack {
         try add(bytes, type: .blob)
     }
 
+    /// Adds many blobs, hashing them on every core; returns their ids in order.
+    public mutating func addBlobs(_ blobs: [[UInt8]]) -> [ObjectID] {
+        let ids = Parallel.map(blobs) { Self.id(of: $0, type: .blob) }
+        for (id, bytes) in zip(ids, blobs) where seen.insert(id).inserted { objects.append((id, .blob, bytes)) }
+        return ids
+    }
+
     /// Adds an object of `type`; with `expected`, refuses bytes whose id is not `expected` (an
     /// object copied from another repository must be what its name says).
     @discardableResult
@@ -53,9 +60,30 @@ public struct ObjectPack {
 
     static func id(of bytes: [UInt8], type: ObjectType) -> ObjectID {
         var hasher = Insecure.SHA1()
-        hasher.update(data: Array("\(type.name) \(bytes.count)\0".utf8))
+        hasher.update(data: header(type: type, size: bytes.count))
         hasher.update(data: bytes)
         return ObjectID(bytes: Array(hasher.finalize()))
+    }
+
+    /// git's object header: `<type> <decimal size>\0`.
+    static func header(type: ObjectType, size: Int) -> [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity(24)
+        switch type {
+        case .commit: out += [0x63, 0x6F, 0x6D, 0x6D, 0x69, 0x74]   // "commit"
+        case .tree: out += [0x74, 0x72, 0x65, 0x65]                 // "tree"
+        case .blob: out += [0x62, 0x6C, 0x6F, 0x62]                 // "blob"
+        }
+        out.append(0x20)
+        var digits = [UInt8]()
+        var rest = size
+        repeat {
+            digits.append(UInt8(ascii: "0") + UInt8(rest % 10))
+            rest /= 10
+        } while rest > 0
+        out += digits.reversed()
+        out.append(0)
+        return out
     }
 
     /// Writes the pack and its index into `repository`'s object database.

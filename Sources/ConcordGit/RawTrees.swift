@@ -230,7 +230,7 @@ extension Repository {
     /// zlib's uncompressed blocks: level 1 manages only ~50 MB/s on tree bytes (80 ms for 4 MB) to
     /// save a third of the size, and `git gc` later packs successive versions as small deltas.
     func writeLooseObject(_ bytes: [UInt8], type: ObjectType) throws -> ObjectID {
-        let header = Array("\(type.name) \(bytes.count)\0".utf8)
+        let header = ObjectPack.header(type: type, size: bytes.count)
         let id = ObjectPack.id(of: bytes, type: type)
         if contains(id) { return id }
         let full = header + bytes

@@ -74,7 +74,7 @@ extension Repository {
     private func writeTree(base: ObjectID?, edits: [String: ObjectID?], store: ([UInt8]) throws -> ObjectID) throws -> ObjectID {
         var root = DirectoryEdits()
         for (path, blob) in edits {
-            root.add(path.split(separator: "/", omittingEmptySubsequences: true).map(String.init), blob)
+            root.add(path.utf8.split(separator: UInt8(ascii: "/")).map { String(decoding: $0, as: UTF8.self) }, blob)
         }
         return try write(root, over: base, store: store) ?? store([])
     }

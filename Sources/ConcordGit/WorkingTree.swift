@@ -186,27 +186,6 @@ public final class WorkingTreeWrite: @unchecked Sendable {
     }
 }
 
-/// Slots that concurrent workers fill at distinct indices (each index written by one worker only).
-/// The storage is allocated once and written through a pointer: a Swift array's mutating access
-/// (even `withUnsafeMutableBufferPointer`) moves its buffer out for the duration, which corrupts
-/// the heap when two threads do it at once.
-private final class SharedSlots<Value>: @unchecked Sendable {
-    private let storage: UnsafeMutableBufferPointer<Value>
-    init(count: Int, initial: Value) {
-        storage = .allocate(capacity: count)
-        storage.initialize(repeating: initial)
-    }
-    deinit {
-        storage.deinitialize()
-        storage.deallocate()
-    }
-    subscript(index: Int) -> Value {
-        get { storage[index] }
-        set { storage[index] = newValue }
-    }
-    var values: [Value] { Array(storage) }
-}
-
 /// Plain POSIX file writes for the working tree.
 public enum FileIO {
     public struct Failure: Error, CustomStringConvertible {
@@ -239,29 +218,15 @@ public enum FileIO {
     }
 
     /// Writes working-tree files (see `writeReturningStat`) and returns their stat data, in order;
-    /// above 256 files, in one contiguous share per core.
+    /// in one contiguous share per core (of at least 256 files).
     static func writeAll(_ files: [(path: String, bytes: [UInt8])]) throws(Failure) -> [stat] {
-        let threads = files.count > 256 ? max(1, min(sysconf(Int32(_SC_NPROCESSORS_ONLN)), 8)) : 1
-        if threads == 1 {
-            var out: [stat] = []
-            out.reserveCapacity(files.count)
-            for file in files { out.append(try writeReturningStat(file.bytes, to: file.path)) }
-            return out
+        let parts = Parallel.shares(of: files.count) { range in
+            Result { () throws(Failure) -> [stat] in try range.map { index throws(Failure) in try writeReturningStat(files[index].bytes, to: files[index].path) } }
         }
-        let results = SharedSlots<stat>(count: files.count, initial: stat())
-        let failures = SharedSlots<Failure?>(count: threads, initial: nil)
-        let share = (files.count + threads - 1) / threads
-        DispatchQueue.concurrentPerform(iterations: threads) { thread in
-            let start = thread * share, end = min(files.count, start + share)
-            guard start < end else { return }
-            do throws(Failure) {
-                for index in start..<end { results[index] = try writeReturningStat(files[index].bytes, to: files[index].path) }
-            } catch {
-                failures[thread] = error
-            }
-        }
-        if let failure = failures.values.compactMap({ $0 }).first { throw failure }
-        return results.values
+        var out: [stat] = []
+        out.reserveCapacity(files.count)
+        for part in parts { out += try part.get() }
+        return out
     }
 
     /// Writes a working-tree file and returns its stat data for the index. A new file is created

@@ -34,9 +34,10 @@ struct CommitWriter {
         var changes = [WorkingTreeChange]()
         changes.reserveCapacity(files.count)
         let packed = files.count > Self.packThreshold
+        var blobs = (packed ? pack.addBlobs(files.compactMap(\.bytes)) : [])[...]
         for file in files {
             if let bytes = file.bytes {
-                let blob = packed ? try pack.add(bytes) : try repository.writeBlob(bytes)
+                let blob = packed ? blobs.removeFirst() : try repository.writeBlob(bytes)
                 edits[file.path] = .some(blob)
                 changes.append(WorkingTreeChange(path: file.path, bytes: bytes, blob: blob))
             } else {

@@ -84,7 +84,7 @@ public final class Transaction {
 
     private func stage(_ planned: [(path: String, record: Record, change: RecordChange)]) throws {
         let records = planned.map(\.record)
-        let encoded = ParallelMap.map(records) { $0.encoded() }
+        let encoded = Parallel.map(records) { $0.encoded() }
         for ((path, _, change), bytes) in zip(planned, encoded) {
             guard bytes.count <= maxRecordBytes else { throw ConcordError.recordTooLarge(change.reference, size: bytes.count) }
             stage(path, bytes, change)

@@ -61,9 +61,50 @@ public struct Record: Sendable, Equatable {
         return .object(fields)
     }
 
-    /// The canonical bytes of the record file.
+    /// The canonical bytes of the record file: `jsonValue.canonicalBytes()`, written straight from
+    /// the fields (their keys in canonical order) rather than through a dictionary to sort.
     public func encoded() -> [UInt8] {
-        jsonValue.canonicalBytes()
+        var writer = CanonicalWriter(pretty: true)
+        writer.out.reserveCapacity(384)
+        writer.out.append(UInt8(ascii: "{"))
+        func key(_ name: StaticString, first: Bool = false) {
+            if !first { writer.out.append(UInt8(ascii: ",")) }
+            writer.newline(1)
+            writer.out.append(UInt8(ascii: "\""))
+            writer.out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+            writer.out.append(contentsOf: "\": ".utf8)
+        }
+        switch state {
+        case .live(let data):
+            key("data", first: true)
+            writer.write(.object(data), indent: 1)
+            key("device")
+            writer.writeString(device)
+            key("id")
+            writer.writeString(id.rawValue)
+            key("kind")
+            writer.writeString(kind)
+            key("updatedAt")
+            writer.writeString(stamp.description)
+            key("updatedBy")
+            writer.writeString(member)
+        case .deleted:
+            key("deleted", first: true)
+            writer.out.append(contentsOf: "true".utf8)
+            key("deletedAt")
+            writer.writeString(stamp.description)
+            key("deletedBy")
+            writer.writeString(member)
+            key("device")
+            writer.writeString(device)
+            key("id")
+            writer.writeString(id.rawValue)
+            key("kind")
+            writer.writeString(kind)
+        }
+        writer.newline(0)
+        writer.out.append(contentsOf: "}\n".utf8)
+        return writer.out
     }
 
     static let liveFields: Set<String> = ["data", "device", "id", "kind", "updatedAt", "updatedBy"]

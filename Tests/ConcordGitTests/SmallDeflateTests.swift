@@ -84,6 +84,14 @@ final class SmallDeflateTests: GitTestCase {
         XCTAssertEqual(Array(out.prefix(2)), [0x78, 0x01])
     }
 
+    func testObjectHeaders() {
+        for (type, name) in [(ObjectType.blob, "blob"), (.tree, "tree"), (.commit, "commit")] {
+            for size in [0, 1, 9, 10, 99, 100, 123_456, 1 << 31] {
+                XCTAssertEqual(ObjectPack.header(type: type, size: size), Array("\(name) \(size)\0".utf8))
+            }
+        }
+    }
+
     private func assertGitReads(_ cases: [(label: String, bytes: [UInt8])], ids: [ObjectID], in url: URL) throws {
         let request = Data(ids.map { $0.hex + "\n" }.joined().utf8)
         let output = try git(["cat-file", "--batch"], in: url, input: request)

@@ -30,6 +30,24 @@ final class RecordTests: XCTestCase {
             """)
     }
 
+    /// `encoded()` writes the envelope directly; it must stay byte for byte the canonical form of
+    /// `jsonValue`, for live records with any data and for tombstones.
+    func testEncodedIsTheCanonicalFormOfTheJSONValue() throws {
+        let datas: [[String: JSONValue]] = [
+            [:], ["label": "Hello", "order": 3],
+            ["nested": .object(["z": .array([.null, .bool(true), .number("-1.5e3"), .object([:]), .array([])]), "a": "é 漢字 \u{1F600}"])],
+            ["quote\"back\\slash": "tab\tnew\nline\u{01}", "": "empty key", "Zed": "upper sorts first", "zed": 1],
+        ]
+        var records = datas.map { data in
+            Record(id: try! RecordID("r-1.x_y"), kind: "vocabulary", device: "dev \"1\"", member: "ada", stamp: stamp, state: .live(data: data))
+        }
+        records.append(Record(id: try RecordID("gone"), kind: "scenes", device: "laptop", member: "bob", stamp: stamp, state: .deleted))
+        for record in records {
+            XCTAssertEqual(text(record.encoded()), text(record.jsonValue.canonicalBytes()))
+            XCTAssertEqual(try Record.decode(record.encoded()), record)
+        }
+    }
+
     func testPeekStampReadsCanonicalFilesAndDeclinesOthers() throws {
         var record = try live()
         // Nested data with the same key names at a deeper indent must not be mistaken for the envelope.
