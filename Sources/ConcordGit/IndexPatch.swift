@@ -35,14 +35,7 @@ enum IndexPatch {
 
     static func apply(_ updates: [Update], indexPath: String) throws -> Outcome {
         let lockPath = indexPath + ".lock"
-        let lock = open(lockPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard lock >= 0 else {
-            if errno == EEXIST {
-                throw GitError(function: "index lock", code: .locked,
-                               message: "\(lockPath) exists: another git process is running, or one crashed — remove the file if none is")
-            }
-            throw GitError(function: "index lock", code: .other(-1), message: "cannot create \(lockPath): \(String(cString: strerror(errno)))")
-        }
+        let lock = try takeLock(lockPath)
         var renamed = false
         defer {
             close(lock)
@@ -54,7 +47,8 @@ enum IndexPatch {
         // No index yet (a new clone): patch an empty one, as git would create it.
         var existing = stat()
         let old: MappedFile
-        if stat(indexPath, &existing) != 0 && errno == ENOENT {
+        if stat(indexPath, &existing) != 0 {
+            guard errno == ENOENT else { return .unsupported }   // unreadable: libgit2 reports why
             old = MappedFile(emptyIndex: ())
         } else if existing.st_size < 32 {
             return .damaged   // shorter than a header and a checksum
@@ -113,6 +107,34 @@ enum IndexPatch {
 }
 
 extension IndexPatch {
+    /// Creates git's `index.lock` exclusively and returns it open for writing.
+    static func takeLock(_ lockPath: String) throws -> Int32 {
+        let lock = open(lockPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard lock >= 0 else {
+            if errno == EEXIST {
+                throw GitError(function: "index lock", code: .locked,
+                               message: "\(lockPath) exists: another git process is running, or one crashed — remove the file if none is")
+            }
+            throw GitError(function: "index lock", code: .other(-1), message: "cannot create \(lockPath): \(String(cString: strerror(errno)))")
+        }
+        return lock
+    }
+
+    /// What `apply` would find the index to be, without writing anything: `.patched` for an
+    /// index it can patch, `.damaged` or `.unsupported` as `apply` reports them.
+    static func inspect(indexPath: String) -> Outcome {
+        var existing = stat()
+        if stat(indexPath, &existing) != 0 { return errno == ENOENT ? .patched : .unsupported }
+        if existing.st_size < 32 { return .damaged }
+        guard let mapped = MappedFile(indexPath) else { return .unsupported }
+        do {
+            _ = try IndexPlan(mapped.bytes, updates: [], verifyChecksum: true)
+            return .patched
+        } catch {
+            return error == .damaged ? .damaged : .unsupported
+        }
+    }
+
     /// The updates in index order, the last one of each path winning.
     static func sortedLatest(_ updates: [Update]) -> [Update] {
         var order = Array(updates.indices)
@@ -240,7 +262,9 @@ private struct IndexPlan {
         version = Self.uint32(bytes, 4)
         guard version == 2 || version == 3 else { throw .unsupported }
         let body = bytes.count - 20
-        if verifyChecksum {
+        // git 2.40+ with `index.skipHash` writes a null trailer, which git then does not check.
+        let nullTrailer = !bytes[body...].contains { $0 != 0 }
+        if verifyChecksum && !nullTrailer {
             var hasher = Insecure.SHA1()
             hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: bytes[0..<body]))
             guard Array(hasher.finalize()).elementsEqual(bytes[body...]) else { throw .damaged }

@@ -108,10 +108,30 @@ extension Repository {
                 throw GitError(function: "index read", code: .other(-1),
                                message: "\(indexPath) is damaged: remove it and run `git reset` to rebuild it from HEAD")
             }
-            guard rename(indexPath, indexPath + ".damaged") == 0 else { throw FileIO.Failure(path: indexPath, operation: "set aside") }
-            try resetIndex(to: tree)
+            try rebuildDamagedIndex(from: tree)
             if try IndexPatch.apply(updates, indexPath: indexPath) != .patched { try updateIndexWithLibgit2(updates) }
         }
+    }
+
+    /// If the index is damaged (see `IndexPatch.Outcome.damaged`), sets it aside as
+    /// `.git/index.damaged` and rebuilds it from `tree`; returns whether it did.
+    @discardableResult
+    public func repairIndexIfDamaged(from tree: ObjectID) throws -> Bool {
+        guard IndexPatch.inspect(indexPath: gitDirectory + "index") == .damaged else { return false }
+        try rebuildDamagedIndex(from: tree)
+        return true
+    }
+
+    /// Sets the damaged index aside under git's `index.lock` (a git process running now keeps
+    /// it), then writes a new one from `tree`.
+    private func rebuildDamagedIndex(from tree: ObjectID) throws {
+        let indexPath = gitDirectory + "index", lockPath = indexPath + ".lock"
+        let lock = try IndexPatch.takeLock(lockPath)
+        let moved = rename(indexPath, indexPath + ".damaged") == 0
+        close(lock)
+        unlink(lockPath)
+        guard moved else { throw FileIO.Failure(path: indexPath, operation: "set aside") }
+        try resetIndex(to: tree)
     }
 
     /// The same index update through libgit2, for index files `IndexPatch` leaves alone.
@@ -267,14 +287,14 @@ public enum FileIO {
         return true
     }
 
-    /// fsyncs a directory, so the names just renamed into it survive a crash.
     /// Swaps two existing paths in one step (Linux `renameat2(RENAME_EXCHANGE)`); false, with
     /// nothing changed, where the system or the file system cannot.
     static func exchange(_ path: String, _ other: String) -> Bool {
         concord_rename_exchange(path, other) == 0
     }
 
-    static func syncDirectory(_ path: String) throws(Failure) {
+    /// fsyncs a directory, so the names just renamed into it survive a crash.
+    public static func syncDirectory(_ path: String) throws(Failure) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw Failure(path: path, operation: "open directory") }
         defer { close(fd) }

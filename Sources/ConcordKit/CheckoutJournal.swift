@@ -25,6 +25,7 @@ struct CheckoutJournal {
         }
         do {
             try FileIO.write(bytes, to: path, makingParents: true, durable: true)
+            try FileIO.syncDirectory((path as NSString).deletingLastPathComponent)
         } catch {
             throw ConcordError.io("cannot write \(path): \(error)")
         }

@@ -139,14 +139,22 @@ public final class Profile {
     /// index entry differs from the branch are brought up to date.
     func lock() throws -> ProfileLock {
         let lock = try ProfileLock(gitDirectory: repository.gitDirectory)
-        try restoreJournaledPaths()
-        if lock.previousHolderDied { try gitCall { try repairWorkingTree() } }
+        do {
+            try restoreJournaledPaths()
+            if lock.previousHolderDied { try gitCall { try repairWorkingTree() } }
+        } catch {
+            // Unfinished: the next holder must see this one as having died, and repair again.
+            lock.keepMarkedAsDied()
+            throw error
+        }
         return lock
     }
 
     private func repairWorkingTree() throws {
         guard let workdir = repository.workdir, let head = try repository.resolveReference("HEAD") else { return }
         let headTree = try repository.commit(head).tree
+        // A machine crash can leave the index damaged (it is never fsynced): rebuild it first.
+        try repository.repairIndexIfDamaged(from: headTree)
         let indexTree = try repository.indexTree()
         if indexTree != headTree { _ = try updateWorkingTree(from: indexTree, to: headTree) }
         // Temporary files of an interrupted working-tree write.

@@ -38,8 +38,16 @@ final class ProfileLock {
         ProfileLock.clearGitLocks(in: gitDirectory, olderThan: previousHolderDied ? 0 : 60)
     }
 
+    private var clearOnRelease = true
+
+    /// Leaves the pid in the lock file on release, as a killed holder would: for a holder that
+    /// could not finish repairing what the previous one left.
+    func keepMarkedAsDied() {
+        clearOnRelease = false
+    }
+
     deinit {
-        writeContent("")
+        if clearOnRelease { writeContent("") }
         flock(descriptor, LOCK_UN)
         close(descriptor)
     }

@@ -63,9 +63,16 @@ public final class Transaction {
         var planned = [(path: String, record: Record, change: RecordChange)]()
         planned.reserveCapacity(items.count)
         for (index, item) in items.enumerated() {
-            let kind = try writableKind(item.kind)
-            guard kind.policy != .append else { throw ConcordError.logKindNeedsAppend(kind.name) }
-            let id = try Self.recordID(item.id)
+            // On a bad item, what came before it is staged, as one `put` each would have.
+            let kind: RecordKind, id: RecordID
+            do {
+                kind = try writableKind(item.kind)
+                guard kind.policy != .append else { throw ConcordError.logKindNeedsAppend(kind.name) }
+                id = try Self.recordID(item.id)
+            } catch {
+                try stage(planned)
+                throw error
+            }
             let path = Self.recordPath(kind, id)
             guard seen.insert(path).inserted else {
                 // A record written twice reads its first version: encode what is planned, go one by one.

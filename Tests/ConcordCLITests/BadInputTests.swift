@@ -122,6 +122,43 @@ final class BadInputTests: CLITestCase {
         XCTAssertEqual(listed.stdoutLines, ["vocabulary/apple", "vocabulary/puzzle"])
     }
 
+    /// The same after a crash of concord itself (its pid left in the lock file): the recovery that
+    /// compares the index with the branch must not trip over the damaged index.
+    func testATruncatedIndexLeftByACrashedWriterIsRebuilt() throws {
+        try Data("pid 999999\n".utf8).write(to: profile.appendingPathComponent(".git/concord/lock"))
+        try Data("DIRC".utf8).write(to: profile.appendingPathComponent(".git/index"))
+        try concordOK(["put", "vocabulary/apple", "--json", #"{"word":"apple"}"#], as: alice, in: profile)
+        XCTAssertEqual(try gitOK(["status", "--porcelain"], in: profile), "")
+        XCTAssertEqual(try concordOK(["ls", "vocabulary"], as: alice, in: profile).stdoutLines, ["vocabulary/apple", "vocabulary/puzzle"])
+    }
+
+    /// A journal of a killed bulk write that cannot be replayed yet (a git process holds
+    /// `index.lock`): the command fails with one line, and the profile stays marked for repair,
+    /// so the next command replays the journal and runs the crash repair.
+    func testAJournalThatCannotBeReplayedYetIsReplayedByTheNextCommand() throws {
+        let stray = RecordPaths.file(directory: "vocabulary", id: "stray")
+        try FileManager.default.createDirectory(at: profile.appendingPathComponent(stray).deletingLastPathComponent(),
+                                                withIntermediateDirectories: true)
+        try Data(#"{"half": "written"}"#.utf8).write(to: profile.appendingPathComponent(stray))
+        try Data((stray + "\u{0}").utf8).write(to: profile.appendingPathComponent(".git/concord/checkout-journal"))
+        let indexLock = profile.appendingPathComponent(".git/index.lock")
+        XCTAssertTrue(FileManager.default.createFile(atPath: indexLock.path, contents: Data()))
+
+        let blocked = try concord(["put", "vocabulary/apple", "--json", #"{"word":"apple"}"#], as: alice, in: profile)
+        XCTAssertEqual(blocked.status, 1, blocked.summary)
+        XCTAssertEqual(blocked.stderrLines.count, 1, blocked.stderr)
+        XCTAssertTrue(blocked.stderr.contains("index.lock"), blocked.stderr)
+        let marker = try String(contentsOf: profile.appendingPathComponent(".git/concord/lock"), encoding: .utf8)
+        XCTAssertTrue(marker.hasPrefix("pid "), "the profile must stay marked for repair: \(marker)")
+
+        // The git process is gone but left its lock; the next command clears it (the previous
+        // holder died) and replays the journal.
+        try concordOK(["put", "vocabulary/apple", "--json", #"{"word":"apple"}"#], as: alice, in: profile)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: profile.appendingPathComponent(stray).path))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: profile.appendingPathComponent(".git/concord/checkout-journal").path))
+        XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: profile), "")
+    }
+
     func testHandEditedLogFileWarnsInLs() throws {
         let day = profile.appendingPathComponent("logs/2026-01-01.jsonl")
         try Data("not json\n".utf8).write(to: day)

@@ -186,6 +186,26 @@ final class RawTreeAndIndexTests: GitTestCase {
         }
     }
 
+    /// git 2.40+ with `index.skipHash=true` ends the index with 20 zero bytes and does not check
+    /// them. Such an index is patched (what git staged kept), not taken for damaged.
+    func testAnIndexWithANullTrailerIsPatchedNotRebuilt() throws {
+        let (repository, url) = try makeRepository()
+        try "one\n".write(to: url.appendingPathComponent("a.txt"), atomically: false, encoding: .utf8)
+        try "staged\n".write(to: url.appendingPathComponent("notes.txt"), atomically: false, encoding: .utf8)
+        try gitOK(["add", "-A"], in: url)
+        let index = url.appendingPathComponent(".git/index")
+        var data = try Data(contentsOf: index)
+        data.replaceSubrange((data.count - 20)..., with: Data(count: 20))
+        try data.write(to: index)
+        let bytes = Array("two\n".utf8)
+        let blob = try repository.writeBlob(bytes)
+        let tree = try repository.writeTree(base: nil, edits: ["b.txt": blob])
+        try repository.applyToWorkingTree([WorkingTreeChange(path: "b.txt", bytes: bytes, blob: blob)], rebuildingDamagedIndexFrom: tree)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: url.appendingPathComponent(".git/index.damaged").path))
+        XCTAssertEqual(try gitOK(["ls-files"], in: url), "a.txt\nb.txt\nnotes.txt")
+        XCTAssertEqual(try gitOK(["status", "--porcelain"], in: url), "A  a.txt\nA  b.txt\nA  notes.txt")
+    }
+
     func testBulkWritesInParallelKeepGitStatusCleanAndReportAFailure() throws {
         let (repository, url) = try makeRepository()
         var changes = [WorkingTreeChange]()
