@@ -45,24 +45,18 @@ enum IndexPatch {
         let stampPath = String(indexPath.dropLast("index".count)) + "concord/index-stamp"
 
         // No index yet (a new clone): patch an empty one, as git would create it.
-        var existing = stat()
         let old: MappedFile
-        if stat(indexPath, &existing) != 0 {
-            guard errno == ENOENT else { return .unsupported }   // unreadable: libgit2 reports why
-            old = MappedFile(emptyIndex: ())
-        } else if existing.st_size < 32 {
-            return .damaged   // shorter than a header and a checksum
-        } else if let mapped = MappedFile(indexPath) {
-            old = mapped
-        } else {
-            return .unsupported   // unreadable: libgit2 reports why
+        switch load(indexPath) {
+        case .found(let mapped): old = mapped
+        case .missing: old = MappedFile(emptyIndex: ())
+        case .rejected(let outcome): return outcome
         }
         let trusted = IndexStamp.read(stampPath).map { $0.matches(old.info, checksum: old.bytes.suffix(20)) } ?? false
         let plan: IndexPlan
         do {
             plan = try IndexPlan(old.bytes, updates: sorted, verifyChecksum: !trusted)
         } catch {
-            return error == .damaged ? .damaged : .unsupported
+            return error.outcome
         }
         // Hash and write side by side: for a large index each is several milliseconds of the sync.
         let source = UncheckedBox(old.bytes), digest = UncheckedBox([UInt8]()), failed = UncheckedBox(false)
@@ -123,16 +117,30 @@ extension IndexPatch {
     /// What `apply` would find the index to be, without writing anything: `.patched` for an
     /// index it can patch, `.damaged` or `.unsupported` as `apply` reports them.
     static func inspect(indexPath: String) -> Outcome {
-        var existing = stat()
-        if stat(indexPath, &existing) != 0 { return errno == ENOENT ? .patched : .unsupported }
-        if existing.st_size < 32 { return .damaged }
-        guard let mapped = MappedFile(indexPath) else { return .unsupported }
-        do {
-            _ = try IndexPlan(mapped.bytes, updates: [], verifyChecksum: true)
-            return .patched
-        } catch {
-            return error == .damaged ? .damaged : .unsupported
+        switch load(indexPath) {
+        case .missing: return .patched
+        case .rejected(let outcome): return outcome
+        case .found(let mapped):
+            do {
+                _ = try IndexPlan(mapped.bytes, updates: [], verifyChecksum: true)
+                return .patched
+            } catch {
+                return error.outcome
+            }
         }
+    }
+
+    private enum Loaded {
+        case found(MappedFile), missing, rejected(Outcome)
+    }
+
+    /// The index file mapped, or why not: missing, damaged (shorter than a header and a
+    /// checksum), or unreadable (`.unsupported`: libgit2 then reports why).
+    private static func load(_ indexPath: String) -> Loaded {
+        var existing = stat()
+        if stat(indexPath, &existing) != 0 { return errno == ENOENT ? .missing : .rejected(.unsupported) }
+        if existing.st_size < 32 { return .rejected(.damaged) }
+        return MappedFile(indexPath).map(Loaded.found) ?? .rejected(.unsupported)
     }
 
     /// The updates in index order, the last one of each path winning.
@@ -252,7 +260,11 @@ private struct IndexPlan {
     /// Kept extensions: signature and payload (the cache tree rewritten, others as they were).
     var extensions = [(signature: [UInt8], payload: [UInt8])]()
 
-    enum Rejection: Error { case unsupported, damaged }
+    enum Rejection: Error {
+        case unsupported, damaged
+
+        var outcome: IndexPatch.Outcome { self == .damaged ? .damaged : .unsupported }
+    }
 
     /// Throws `damaged` when the bytes are not a readable index (the checksum must match when
     /// `verifyChecksum`), `unsupported` when they are an index this does not patch or an update

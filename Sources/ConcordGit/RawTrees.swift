@@ -1,4 +1,4 @@
-// This file touches the libgit2 C API (and zlib through the same module).
+// This file touches the libgit2 C API.
 internal import CLibgit2
 import Crypto
 #if canImport(Glibc)
@@ -225,32 +225,13 @@ extension Repository {
     }
 
     /// Writes `bytes` as a loose object of `type` unless the database already has it: SHA-1 in
-    /// software with the CPU's SHA extensions, fsynced file and directory. Objects up to 32 KiB are
-    /// compressed by `SmallDeflater`, up to 1 MiB at zlib level 1; larger ones (a kind tree of ~25,000 entries and up) are stored in
-    /// zlib's uncompressed blocks: level 1 manages only ~50 MB/s on tree bytes (80 ms for 4 MB) to
-    /// save a third of the size, and `git gc` later packs successive versions as small deltas.
+    /// software with the CPU's SHA extensions, compressed as `ObjectCompressor` says, fsynced file
+    /// and directory.
     func writeLooseObject(_ bytes: [UInt8], type: ObjectType) throws -> ObjectID {
-        let header = ObjectPack.header(type: type, size: bytes.count)
         let id = ObjectPack.id(of: bytes, type: type)
         if contains(id) { return id }
-        let full = header + bytes
         var deflated = [UInt8]()
-        if full.count <= SmallDeflater.maximumInput {
-            var deflater = SmallDeflater()
-            full.withUnsafeBytes { deflater.append($0, to: &deflated) }
-        } else {
-            var length = concord_deflate_bound(UInt(full.count))
-            deflated = [UInt8](repeating: 0, count: Int(length))
-            let result = full.withUnsafeBufferPointer { source in
-                deflated.withUnsafeMutableBufferPointer { target in
-                    concord_deflate(source.baseAddress, UInt(full.count), target.baseAddress, &length, full.count > 1 << 20 ? 0 : 1)
-                }
-            }
-            guard result == Z_OK else {
-                throw GitError(function: "compress2", code: .other(result), message: "zlib failed to compress an object")
-            }
-            deflated.removeLast(deflated.count - Int(length))
-        }
+        try ObjectCompressor().append(ObjectPack.header(type: type, size: bytes.count) + bytes, to: &deflated)
         let hex = id.hex
         let directory = gitDirectory + "objects/" + hex.prefix(2)
         if mkdir(directory, 0o755) != 0 && errno != EEXIST {

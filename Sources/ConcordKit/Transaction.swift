@@ -38,25 +38,11 @@ public final class Transaction {
 
     /// Creates or replaces record `kind/id` with `data`. Writing the data it already has changes nothing.
     public func put(_ kindName: String, _ rawID: String, data: [String: JSONValue]) throws {
-        let kind = try writableKind(kindName)
-        guard kind.policy != .append else { throw ConcordError.logKindNeedsAppend(kind.name) }
-        let id = try Self.recordID(rawID)
-        let path = Self.recordPath(kind, id)
-        let existing = try record(at: path)
-        if let existing, existing.data == data { return }
-        let stamp = tick(after: existing?.stamp)
-        let record = Record(id: id, kind: kind.name, device: identity.device, member: identity.member,
-                            stamp: stamp, state: .live(data: data))
-        let bytes = record.encoded()
-        guard bytes.count <= maxRecordBytes else {
-            throw ConcordError.recordTooLarge("\(kind.name)/\(id)", size: bytes.count)
-        }
-        let action: ChangeAction = (existing == nil || existing?.isDeleted == true) ? .added : .updated
-        stage(path, bytes, RecordChange(kind: kind.name, id: id.rawValue, action: action))
+        try put([(kindName, rawID, data)])
     }
 
     /// Creates or replaces many records, as `put` one by one would (same stamps, same bytes; an
-    /// error names the offending item). The records' canonical JSON is encoded on every core,
+    /// error names the offending item, and what came before it is staged). The records' canonical JSON is encoded on every core,
     /// which is most of the cost of a large import's records.
     public func put(_ items: [(kind: String, id: String, data: [String: JSONValue])]) throws {
         var seen = Set<String>()
@@ -203,11 +189,8 @@ public final class Transaction {
         for bucket in buckets where bucket.kind == .tree && RecordPaths.isBucket(bucket.name) {
             try prefetch(directory: "\(kind.directory)/\(bucket.name)")
         }
-        let digits = Array("0123456789abcdef")
-        for high in digits {
-            for low in digits where listings["\(kind.directory)/\(high)\(low)"] == nil {
-                listings["\(kind.directory)/\(high)\(low)"] = [:]   // no such bucket yet: nothing to read
-            }
+        for bucket in RecordPaths.buckets where listings["\(kind.directory)/\(bucket)"] == nil {
+            listings["\(kind.directory)/\(bucket)"] = [:]   // no such bucket yet: nothing to read
         }
     }
 

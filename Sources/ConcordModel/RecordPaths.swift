@@ -15,9 +15,13 @@ public enum RecordPaths {
             hash ^= UInt32(byte)
             hash = hash &* 0x0100_0193
         }
+        return buckets[Int(hash & 0xFF)]
+    }
+
+    /// All 256 bucket directory names, "00" to "ff".
+    public static let buckets: [String] = (0..<256).map { value in
         let digits = Array("0123456789abcdef".utf8)
-        let low = Int(hash & 0xFF)
-        return String(decoding: [digits[low >> 4], digits[low & 0xF]], as: UTF8.self)
+        return String(decoding: [digits[value >> 4], digits[value & 0xF]], as: UTF8.self)
     }
 
     /// The path of record `id` in `directory`, e.g. `vocabulary/3f/puzzle.json`.
