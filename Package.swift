@@ -46,7 +46,7 @@ let package = Package(
 
         .testTarget(name: "ConcordModelTests", dependencies: ["ConcordModel"]),
         .testTarget(name: "ConcordTrustTests", dependencies: ["ConcordTrust"]),
-        .testTarget(name: "ConcordGitTests", dependencies: ["ConcordGit"]),
+        .testTarget(name: "ConcordGitTests", dependencies: ["ConcordGit", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "ConcordKitTests", dependencies: ["ConcordKit"]),
         .testTarget(name: "ConcordCLITests", dependencies: ["ConcordKit"]),
         .testTarget(name: "ConcordSyncTests", dependencies: ["ConcordKit"]),

@@ -19,6 +19,8 @@ import Darwin
 /// is verified, as git does, unless it is the very file this code last wrote (same inode, size,
 /// mtime and checksum, recorded in `.git/concord/index-stamp`).
 ///
+/// A large index may end with 20 zero bytes instead of its SHA-1 (see `Checksum`).
+///
 /// Anything this does not handle — no index yet, version 4 (prefix-compressed paths), a split
 /// index, an unknown required extension, a file/directory clash on a changed path — is reported
 /// as `.unsupported` with nothing written, and the caller uses libgit2.
@@ -33,7 +35,27 @@ enum IndexPatch {
     /// entries running past its end), as a crash of the machine can leave it: nothing was written.
     enum Outcome { case patched, unsupported, damaged }
 
-    static func apply(_ updates: [Update], indexPath: String) throws -> Outcome {
+    /// How the new index ends. Its SHA-1 covers the whole file: ~8 ms of every small sync or put
+    /// in a 100,000-record profile (a 9.6 MB index), the one cost left that grows with the
+    /// profile rather than the change. git's `index.skipHash` (2.40+, and on with
+    /// `feature.manyFiles`) ends the index with 20 zero bytes instead, which git reads without
+    /// checking (2.39 included, `git fsck` too). libgit2 1.5 refuses such an index, so before
+    /// concord hands the index to libgit2 it restores the checksum (`restoreChecksum`).
+    enum Checksum: Equatable {
+        case written, skipped
+        /// Skipped when the new index is larger than this many bytes.
+        case skippedAbove(Int)
+
+        func skips(size: Int) -> Bool {
+            switch self {
+            case .written: return false
+            case .skipped: return true
+            case .skippedAbove(let limit): return size > limit
+            }
+        }
+    }
+
+    static func apply(_ updates: [Update], indexPath: String, checksum policy: Checksum) throws -> Outcome {
         let lockPath = indexPath + ".lock"
         let lock = try takeLock(lockPath)
         var renamed = false
@@ -58,16 +80,32 @@ enum IndexPatch {
         } catch {
             return error.outcome
         }
+        let checksum = try write(plan, from: old.bytes, to: lock, lockPath: lockPath,
+                                 skippingChecksum: policy.skips(size: plan.size(from: old.bytes) + 20))
+        var info = stat()
+        guard fstat(lock, &info) == 0 else {
+            throw GitError(function: "index write", code: .other(-1), message: "cannot write \(lockPath): \(String(cString: strerror(errno)))")
+        }
+        try install(lockPath, as: indexPath)
+        renamed = true
+        IndexStamp(info, checksum: checksum).write(stampPath)
+        return .patched
+    }
+
+    /// Writes the planned index to `lock`, then its checksum (or 20 zero bytes); returns what
+    /// ends the file.
+    private static func write(_ plan: IndexPlan, from old: UnsafeRawBufferPointer, to lock: Int32, lockPath: String,
+                              skippingChecksum: Bool) throws -> [UInt8] {
         // Hash and write side by side: for a large index each is several milliseconds of the sync.
-        let source = UncheckedBox(old.bytes), digest = UncheckedBox([UInt8]()), failed = UncheckedBox(false)
-        let large = old.bytes.count > 1 << 20
-        DispatchQueue.concurrentPerform(iterations: large ? 2 : 1) { task in
-            if task == 0 {
+        let source = UncheckedBox(old), digest = UncheckedBox([UInt8](repeating: 0, count: 20)), failed = UncheckedBox(false)
+        let parallel = !skippingChecksum && old.count > 1 << 20
+        DispatchQueue.concurrentPerform(iterations: parallel ? 2 : 1) { task in
+            if task == 0 && !skippingChecksum {
                 var hasher = Insecure.SHA1()
                 plan.write(from: source.value) { hasher.update(bufferPointer: $0) }
                 digest.value = Array(hasher.finalize())
             }
-            if task == 1 || !large {
+            if task == 1 || !parallel {
                 var writeFailed = false
                 plan.write(from: source.value) { bytes in
                     if !writeFailed && !bytes.isEmpty { writeFailed = !FileIO.writeAll(lock, bytes) }
@@ -75,28 +113,58 @@ enum IndexPatch {
                 failed.value = writeFailed
             }
         }
-        let checksum = digest.value
-        if !failed.value { failed.value = !checksum.withUnsafeBytes { FileIO.writeAll(lock, $0) } }
-        var info = stat()
-        guard !failed.value, fstat(lock, &info) == 0 else {
+        let trailer = digest.value
+        guard !failed.value, trailer.withUnsafeBytes({ FileIO.writeAll(lock, $0) }) else {
             throw GitError(function: "index write", code: .other(-1), message: "cannot write \(lockPath): \(String(cString: strerror(errno)))")
         }
-        // Swap the new index in. Renaming over an existing file makes ext4 (auto_da_alloc) push the
-        // new file to the disk before rename returns: ~13 ms for a 9.6 MB index, the largest cost of
-        // a small sync in a 100,000-record profile. Exchanging the two names does not. The old index
-        // then sits under the lock's name, so git's lock is held until it is removed; a crash in
-        // between leaves a stale `index.lock`, which the next concord command clears (ProfileLock).
+        return trailer
+    }
+
+    /// Puts the written `index.lock` in place of the index. Renaming over an existing file makes
+    /// ext4 (auto_da_alloc) push the new file to the disk before rename returns: ~13 ms for a
+    /// 9.6 MB index, the largest cost of a small sync in a 100,000-record profile. Exchanging the
+    /// two names does not. The old index then sits under the lock's name, so git's lock is held
+    /// until it is removed; a crash in between leaves a stale `index.lock`, which the next
+    /// concord command clears (ProfileLock).
+    private static func install(_ lockPath: String, as indexPath: String) throws {
         if FileIO.exchange(lockPath, indexPath) {
-            renamed = true
             unlink(lockPath)
-        } else {
-            guard rename(lockPath, indexPath) == 0 else {
-                throw GitError(function: "index write", code: .other(-1), message: "cannot rename \(lockPath): \(String(cString: strerror(errno)))")
-            }
-            renamed = true
+            return
         }
-        IndexStamp(info, checksum: checksum).write(stampPath)
-        return .patched
+        guard rename(lockPath, indexPath) == 0 else {
+            throw GitError(function: "index write", code: .other(-1), message: "cannot rename \(lockPath): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Gives an index that ends with a null trailer (`Checksum.skipped`, or git's
+    /// `index.skipHash`) its real SHA-1, under `index.lock`, so libgit2 1.5 can read it. Any
+    /// other index, or none, is left alone; so is one this code cannot read through (a crash can
+    /// leave zeros at the end of a file), which must not be passed off as sound. An index of a
+    /// version it does not read (4) is taken as git wrote it.
+    static func restoreChecksum(indexPath: String) throws {
+        guard case .found(let old) = load(indexPath), !old.bytes.suffix(20).contains(where: { $0 != 0 }) else { return }
+        do {
+            _ = try IndexPlan(old.bytes, updates: [], verifyChecksum: true)
+        } catch {
+            let version = IndexPlan.uint32(old.bytes, 4)
+            if error == .damaged || version == 2 || version == 3 { return }
+        }
+        let lockPath = indexPath + ".lock"
+        let lock = try takeLock(lockPath)
+        var installed = false
+        defer {
+            close(lock)
+            if !installed { unlink(lockPath) }
+        }
+        let body = UnsafeRawBufferPointer(rebasing: old.bytes.dropLast(20))
+        var hasher = Insecure.SHA1()
+        hasher.update(bufferPointer: body)
+        let trailer = Array(hasher.finalize())
+        guard FileIO.writeAll(lock, body), trailer.withUnsafeBytes({ FileIO.writeAll(lock, $0) }) else {
+            throw GitError(function: "index write", code: .other(-1), message: "cannot write \(lockPath): \(String(cString: strerror(errno)))")
+        }
+        try install(lockPath, as: indexPath)
+        installed = true
     }
 }
 
@@ -343,6 +411,8 @@ private struct IndexPlan {
                 guard let nul = bytes[nameStart..<body].firstIndex(of: 0) else { throw .damaged }
                 nameLength = nul - nameStart
             }
+            // A split index's replaced entries have no name; so do zeros a crash left in the file.
+            if nameLength == 0 { throw .unsupported }
             let end = offset + ((nameStart - offset + nameLength + 8) & ~7)
             guard end <= body else { throw .damaged }
             let name = UnsafeRawBufferPointer(rebasing: bytes[nameStart..<(nameStart + nameLength)])
@@ -351,13 +421,14 @@ private struct IndexPlan {
                 if upserts.contains(Array(name[..<length])) { throw .unsupported }
             }
             // Updates sorting before this entry go in here; an update for this very path replaces it.
-            while let next = pending.first, Self.compare(next.path, name) < 0 {
+            var order = pending.first.map { Self.compare($0.path, name) } ?? 1
+            while order < 0 {
                 flush(upTo: offset)
                 runStart = offset
-                emit(next)
-                pending.removeFirst()
+                emit(pending.removeFirst())
+                order = pending.first.map { Self.compare($0.path, name) } ?? 1
             }
-            if let next = pending.first, Self.compare(next.path, name) == 0 {
+            if order == 0 {
                 flush(upTo: offset)
                 runStart = end
             } else {
@@ -375,6 +446,7 @@ private struct IndexPlan {
             let length = Int(Self.uint32(bytes, offset + 4))
             let data = (offset + 8)..<(offset + 8 + length)
             guard data.upperBound <= body else { throw .damaged }
+            guard signature.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { throw .damaged }
             let optional = signature[0] >= UInt8(ascii: "A") && signature[0] <= UInt8(ascii: "Z")
             if !optional { throw .unsupported }   // e.g. a split index ("link") or sparse directories ("sdir")
             // Keep the cache tree (invalidated on the changed paths) and resolve-undo data; drop
@@ -388,6 +460,13 @@ private struct IndexPlan {
             }
             offset = data.upperBound
         }
+    }
+
+    /// The new index's length in bytes, without its trailing checksum.
+    func size(from old: UnsafeRawBufferPointer) -> Int {
+        var total = 0
+        write(from: old) { total += $0.count }
+        return total
     }
 
     /// Emits the new index (without its trailing checksum) in order.

@@ -15,6 +15,11 @@ struct ObjectTransfer {
     let source: Repository
     let destination: Repository
     private var pack = ObjectPack()
+    /// The trees read from the source whose bytes hash to their ids, up to `treesKept` bytes,
+    /// handed to the destination (which finds the changed files with them next).
+    private var trees = [ObjectID: RawTree]()
+    private var treeBytes = 0
+    private static let treesKept = 16 << 20
 
     init(from source: Repository, to destination: Repository) {
         self.source = source
@@ -26,7 +31,18 @@ struct ObjectTransfer {
         var transfer = ObjectTransfer(from: source, to: destination)
         try transfer.copyCommits(from: tip)
         try transfer.pack.write(into: destination)
+        destination.fetchedTrees = transfer.trees
         return transfer.pack.count
+    }
+
+    private mutating func readTree(_ id: ObjectID) throws -> RawTree {
+        if let tree = trees[id] { return tree }
+        let tree = try source.rawTree(id)
+        if treeBytes + tree.bytes.count <= Self.treesKept, ObjectPack.id(of: tree.bytes, type: .tree) == id {
+            trees[id] = tree
+            treeBytes += tree.bytes.count
+        }
+        return tree
     }
 
     private func has(_ id: ObjectID) -> Bool { pack.contains(id) || destination.contains(id) }
@@ -49,8 +65,8 @@ struct ObjectTransfer {
     /// full, or will once this transfer is written) and is missing there.
     private mutating func copyTree(_ id: ObjectID, base: ObjectID?) throws {
         if has(id) { return }
-        let tree = try source.rawTree(id)
-        let old = try base.map(source.rawTree) ?? RawTree([], id: nil)
+        let tree = try readTree(id)
+        let old = try base.map { try readTree($0) } ?? RawTree([], id: nil)
         try RawTree.forEachDifference(from: old, to: tree) { baseEntry, entry in
             guard let entry else { return }   // removed: nothing to copy
             let child = tree.id(entry)

@@ -220,8 +220,12 @@ extension Repository {
         return Array(UnsafeRawBufferPointer(start: data, count: size))
     }
 
+    /// The tree `id`. A sync reads the trees a fetch just compared (the new ones and their
+    /// parents') once more to find the changed files: those come from `fetchedTrees`. Ids name
+    /// content, so a tree read from another repository is the same tree.
     func rawTree(_ id: ObjectID) throws -> RawTree {
-        try RawTree(rawObject(id, type: GIT_OBJECT_TREE), id: id)
+        if let tree = fetchedTrees[id] { return tree }
+        return try RawTree(rawObject(id, type: GIT_OBJECT_TREE), id: id)
     }
 
     /// Writes `bytes` as a loose object of `type` unless the database already has it: SHA-1 in

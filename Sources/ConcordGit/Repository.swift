@@ -7,6 +7,8 @@ import Crypto
 /// Use one `Repository` from one thread at a time (libgit2's rule); open another for another thread.
 public final class Repository {
     let handle: OpaquePointer
+    /// Trees a fetch from a path remote just read, by id (see `rawTree`).
+    var fetchedTrees = [ObjectID: RawTree]()
 
     private init(handle: OpaquePointer) {
         self.handle = handle
@@ -81,6 +83,16 @@ public final class Repository {
             try check("git_config_get_string_buf", result)
             return String(cString: buffer.ptr)
         }
+    }
+
+    /// Reads a boolean `key` from the whole config (repository, global and system files), or nil
+    /// when it is not set or not a boolean.
+    public func configBool(_ key: String) -> Bool? {
+        var config: OpaquePointer?
+        guard git_repository_config_snapshot(&config, handle) == 0, let config else { return nil }
+        defer { git_config_free(config) }
+        var value: Int32 = 0
+        return git_config_get_bool(&value, config, key) == 0 ? value != 0 : nil
     }
 
     /// Removes `key` from the repository's config; missing keys are not an error.

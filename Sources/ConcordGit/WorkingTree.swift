@@ -97,8 +97,8 @@ extension Repository {
                 updates.append(IndexPatch.Update(path: Array(change.path.utf8), file: nil))
             }
         }
-        let indexPath = gitDirectory + "index"
-        switch try IndexPatch.apply(updates, indexPath: indexPath) {
+        let indexPath = gitDirectory + "index", checksum = indexChecksum
+        switch try IndexPatch.apply(updates, indexPath: indexPath, checksum: checksum) {
         case .patched:
             return
         case .unsupported:
@@ -109,8 +109,22 @@ extension Repository {
                                message: "\(indexPath) is damaged: remove it and run `git reset` to rebuild it from HEAD")
             }
             try rebuildDamagedIndex(from: tree)
-            if try IndexPatch.apply(updates, indexPath: indexPath) != .patched { try updateIndexWithLibgit2(updates) }
+            if try IndexPatch.apply(updates, indexPath: indexPath, checksum: checksum) != .patched { try updateIndexWithLibgit2(updates) }
         }
+    }
+
+    /// Whether a patched index ends with its SHA-1 (see `IndexPatch.Checksum`): as git's
+    /// `index.skipHash` (or `feature.manyFiles`) says when set; otherwise skipped for an index
+    /// over 2 MiB (about 20,000 records), where hashing it would cost more than a millisecond.
+    var indexChecksum: IndexPatch.Checksum {
+        if let skip = configBool("index.skipHash") { return skip ? .skipped : .written }
+        if configBool("feature.manyFiles") == true { return .skipped }
+        return .skippedAbove(2 << 20)
+    }
+
+    /// libgit2 1.5 refuses an index that ends with a null trailer: restores its checksum first.
+    private func prepareIndexForLibgit2() throws {
+        try IndexPatch.restoreChecksum(indexPath: gitDirectory + "index")
     }
 
     /// If the index is damaged (see `IndexPatch.Outcome.damaged`), sets it aside as
@@ -136,6 +150,7 @@ extension Repository {
 
     /// The same index update through libgit2, for index files `IndexPatch` leaves alone.
     private func updateIndexWithLibgit2(_ updates: [IndexPatch.Update]) throws {
+        try prepareIndexForLibgit2()
         var index: OpaquePointer?
         try check("git_repository_index", git_repository_index(&index, handle))
         defer { git_index_free(index) }
@@ -169,6 +184,7 @@ extension Repository {
 
     /// The tree the index describes (written to the object database, as `git write-tree` does).
     public func indexTree() throws -> ObjectID {
+        try prepareIndexForLibgit2()
         var index: OpaquePointer?
         try check("git_repository_index", git_repository_index(&index, handle))
         defer { git_index_free(index) }
@@ -181,6 +197,7 @@ extension Repository {
     /// Makes the index match `tree` exactly (no working tree files are written): used after bulk
     /// writes, where `git status` re-hashes each file once and then caches its stat data again.
     public func resetIndex(to tree: ObjectID) throws {
+        try prepareIndexForLibgit2()
         var index: OpaquePointer?
         try check("git_repository_index", git_repository_index(&index, handle))
         defer { git_index_free(index) }

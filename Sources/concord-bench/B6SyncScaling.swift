@@ -12,6 +12,9 @@ extension Scenario {
 private enum SyncScalingBenchmark {
     static let sizes = (small: 1_000, large: 100_000)
     static let changedRecords = 10
+    /// Each run is ~0.1 s of timed work, so more of them than elsewhere: the ratio compares two
+    /// small numbers, and medians of more runs wobble less.
+    static let minimumRuns = 11
     static let remoteName = "bench-b6"
 
     static func run(_ context: BenchContext) throws -> ScenarioResult {
@@ -19,8 +22,22 @@ private enum SyncScalingBenchmark {
         try context.concord.makeHome(homeB, member: "bob", device: "b")
         let small = try Devices.make(context, records: sizes.small, homeB: homeB)
         let large = try Devices.make(context, records: sizes.large, homeB: homeB)
-        let (smallConcord, smallGit) = try small.timeSyncs(context)
-        let (largeConcord, largeGit) = try large.timeSyncs(context)
+        // The set-up wrote ~200,000 files; write them back now, not under the timed runs.
+        sync()
+        let runs = max(context.runs, minimumRuns)
+        var smallConcord = Samples(), smallGit = Samples(), largeConcord = Samples(), largeGit = Samples()
+        for run in 0...runs {
+            // Interleaved, so both sizes meet the same state of the machine.
+            let smallRun = try small.timeSync(context, run: run, of: runs)
+            let largeRun = try large.timeSync(context, run: run, of: runs)
+            guard run > 0 else { continue }
+            smallConcord.append(smallRun.concord)
+            smallGit.append(smallRun.git)
+            largeConcord.append(largeRun.concord)
+            largeGit.append(largeRun.git)
+        }
+        try small.expectCleanStatus(context)
+        try large.expectCleanStatus(context)
         let treeSize = try context.git.objectSize("HEAD:\(VocabularyData.kind)", in: large.deviceB)
         let indexSize = (try? FileManager.default.attributesOfItem(atPath: large.deviceB.appendingPathComponent(".git/index").path)[.size]
             as? Int) ?? 0
@@ -55,8 +72,11 @@ private enum SyncScalingBenchmark {
                 "Timed: on B, `concord sync -C B --json` (fetch over the path remote, fast-forward, update the working tree "
                     + "and index for the changed files; nothing to push), one process from launch to exit; on the git side, "
                     + "`git pull -q --ff-only` in the clone (fetch through git-upload-pack, fast-forward merge, checkout).",
-                "Each side does one untimed warm-up run first (it absorbs one-time work such as the first index refresh "
-                    + "after `git clone`), then \(context.runs) timed runs. Checks after every run: exit status 0; B's sync "
+                "After the set-up the harness calls sync(2), so writing back the ~200,000 files it created does not "
+                    + "land in the timed runs. Each side does one untimed warm-up run first (it absorbs one-time work such "
+                    + "as the first index refresh after `git clone`), then \(runs) timed runs (more than elsewhere: a "
+                    + "run is ~0.1 s, and the ratio of two small medians wobbles). The two sizes take turns, run by run, "
+                    + "so both meet the same state of the machine. Checks after every run: exit status 0; B's sync "
                     + "reports 1 commit received and \(changedRecords) changed files; both sides end at the bare "
                     + "repository's `main`; after the last run both have a clean `git status`.",
                 "Runs (1k): concord \(Format.runs(smallConcord)); git \(Format.runs(smallGit)). Runs (100k): concord "
@@ -121,33 +141,31 @@ private enum SyncScalingBenchmark {
                            deviceB: deviceB, gitClone: gitClone)
         }
 
-        /// One untimed warm-up, then `context.runs` timed syncs on B and pulls on the git side, each
-        /// receiving a new 10-record commit from A.
-        func timeSyncs(_ context: BenchContext) throws -> (concord: Samples, git: Samples) {
-            var concord = Samples(), git = Samples()
+        /// One sync on B and one pull on the git side (run 0 is the untimed warm-up), each receiving
+        /// a new 10-record commit from A; returns their times in seconds.
+        func timeSync(_ context: BenchContext, run: Int, of runs: Int) throws -> (concord: Double, git: Double) {
             let size = Format.count(records)
-            for run in 0...context.runs {
-                let step = run == 0 ? "warm-up" : "\(run)/\(context.runs)"
-                let main = try publishChange(context, run: run)
+            let step = run == 0 ? "warm-up" : "\(run)/\(runs)"
+            let main = try publishChange(context, run: run)
 
-                context.progress("B6 concord run \(step) (\(size) records): concord sync on B")
-                let (sync, report) = try context.concord.runJSON(["sync", "-C", deviceB.path], home: homeB, what: "concord sync (B)")
-                let received = report["received"] as? Int ?? -1
-                let changed = (report["changedFiles"] as? [Any])?.count ?? -1
-                guard received == 1, changed == changedRecords else {
-                    throw BenchError("concord sync on B (\(size) records) received \(received) commits and changed \(changed) files, "
-                        + "expected 1 and \(changedRecords)")
-                }
-                try expectHead(context, deviceB, main, after: "concord sync on B (\(size) records)")
-
-                context.progress("B6 git run \(step) (\(size) records): git pull --ff-only")
-                let pull = try context.git.run(["pull", "-q", "--ff-only"], in: gitClone, what: "git pull --ff-only")
-                try expectHead(context, gitClone, main, after: "git pull --ff-only (\(size) records)")
-                if run > 0 {
-                    concord.append(sync.seconds)
-                    git.append(pull.seconds)
-                }
+            context.progress("B6 concord run \(step) (\(size) records): concord sync on B")
+            let (sync, report) = try context.concord.runJSON(["sync", "-C", deviceB.path], home: homeB, what: "concord sync (B)")
+            let received = report["received"] as? Int ?? -1
+            let changed = (report["changedFiles"] as? [Any])?.count ?? -1
+            guard received == 1, changed == changedRecords else {
+                throw BenchError("concord sync on B (\(size) records) received \(received) commits and changed \(changed) files, "
+                    + "expected 1 and \(changedRecords)")
             }
+            try expectHead(context, deviceB, main, after: "concord sync on B (\(size) records)")
+
+            context.progress("B6 git run \(step) (\(size) records): git pull --ff-only")
+            let pull = try context.git.run(["pull", "-q", "--ff-only"], in: gitClone, what: "git pull --ff-only")
+            try expectHead(context, gitClone, main, after: "git pull --ff-only (\(size) records)")
+            return (sync.seconds, pull.seconds)
+        }
+
+        func expectCleanStatus(_ context: BenchContext) throws {
+            let size = Format.count(records)
             for (name, repository) in [("device B", deviceB), ("the git clone", gitClone)] {
                 let status = try context.git.status(repository)
                 guard status.isEmpty else {
@@ -155,7 +173,6 @@ private enum SyncScalingBenchmark {
                         + status.split(separator: "\n").prefix(10).joined(separator: "\n"))
                 }
             }
-            return (concord, git)
         }
 
         /// A changes `changedRecords` records in one commit and pushes it; returns the bare repository's new `main`.

@@ -1,4 +1,5 @@
 import ConcordGit
+import Crypto
 import Foundation
 import XCTest
 
@@ -204,6 +205,73 @@ final class RawTreeAndIndexTests: GitTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: url.appendingPathComponent(".git/index.damaged").path))
         XCTAssertEqual(try gitOK(["ls-files"], in: url), "a.txt\nb.txt\nnotes.txt")
         XCTAssertEqual(try gitOK(["status", "--porcelain"], in: url), "A  a.txt\nA  b.txt\nA  notes.txt")
+    }
+
+    /// A large index is written without its SHA-1 (git's `index.skipHash`: 20 zero bytes), which
+    /// git reads, checks with `fsck` and keeps patching. Before libgit2 1.5 (which refuses such a
+    /// trailer) reads it, its checksum is restored; `index.skipHash=false` keeps checksums.
+    func testASkippedIndexChecksumIsReadByGitAndRestoredForLibgit2() throws {
+        let (repository, url) = try makeRepository()
+        // Stands in for a profile past the size limit (2 MiB, ~20,000 records).
+        try gitOK(["config", "index.skipHash", "true"], in: url)
+        var edits = [String: ObjectID?]()
+        var changes = [WorkingTreeChange]()
+        for number in 0..<40 {
+            let path = "kind/\(number % 4)/r\(number).json", bytes = Array("record \(number)\n".utf8)
+            let blob = try repository.writeBlob(bytes)
+            edits[path] = .some(blob)
+            changes.append(WorkingTreeChange(path: path, bytes: bytes, blob: blob))
+        }
+        let tree = try repository.writeTree(base: nil, edits: edits)
+        let commit = try repository.createSignedCommit(tree: tree, parents: [], author: Self.author, message: "records\n",
+                                                       sign: { _ in Self.fakeSignature })
+        try repository.updateReference("refs/heads/main", to: commit, expected: nil, message: "records")
+        try repository.applyToWorkingTree(changes, rebuildingDamagedIndexFrom: tree)
+        let index = url.appendingPathComponent(".git/index")
+        XCTAssertEqual(try Data(contentsOf: index).suffix(20), Data(count: 20), "no checksum")
+        XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: url), "")
+        XCTAssertEqual(try gitOK(["write-tree"], in: url), tree.hex)
+        XCTAssertEqual(try git(["fsck", "--full"], in: url).status, 0)
+
+        // Patched again (not taken for damaged): still no checksum, still clean.
+        let bytes = Array("changed\n".utf8)
+        let blob = try repository.writeBlob(bytes)
+        let second = try repository.writeTree(base: tree, edits: ["kind/0/r0.json": blob])
+        try repository.applyToWorkingTree([WorkingTreeChange(path: "kind/0/r0.json", bytes: bytes, blob: blob)],
+                                          rebuildingDamagedIndexFrom: second)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: url.appendingPathComponent(".git/index.damaged").path))
+        XCTAssertEqual(try Data(contentsOf: index).suffix(20), Data(count: 20))
+        XCTAssertEqual(try gitOK(["write-tree"], in: url), second.hex)
+
+        // libgit2 reads it (the crash repair asks for the index's tree): the checksum comes back first.
+        XCTAssertEqual(try repository.indexTree(), second)
+        let restored = try Data(contentsOf: index)
+        XCTAssertEqual(Data(Insecure.SHA1.hash(data: restored.dropLast(20))), restored.suffix(20))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: url.appendingPathComponent(".git/index.lock").path))
+
+        // index.skipHash=false: checksums again.
+        try gitOK(["config", "index.skipHash", "false"], in: url)
+        try repository.applyToWorkingTree([WorkingTreeChange(path: "kind/0/r0.json", bytes: bytes, blob: blob)],
+                                          rebuildingDamagedIndexFrom: second)
+        let checked = try Data(contentsOf: index)
+        XCTAssertEqual(Data(Insecure.SHA1.hash(data: checked.dropLast(20))), checked.suffix(20))
+        XCTAssertEqual(try gitOK(["write-tree"], in: url), second.hex)
+        XCTAssertEqual(try gitOK(["diff-files", "--name-only"], in: url), "")
+    }
+
+    /// A crash can leave zeros at the end of the index. Such a file is not given a checksum (which
+    /// would pass it off as sound); libgit2 reports it instead.
+    func testADamagedIndexWithANullTrailerIsNotGivenAChecksum() throws {
+        let (repository, url) = try makeRepository()
+        try "one\n".write(to: url.appendingPathComponent("a.txt"), atomically: false, encoding: .utf8)
+        try gitOK(["add", "-A"], in: url)
+        let index = url.appendingPathComponent(".git/index")
+        var data = try Data(contentsOf: index)
+        data.replaceSubrange(40..., with: Data(count: data.count - 40))   // the entry runs into zeros
+        data.append(Data(count: 8))
+        try data.write(to: index)
+        XCTAssertNotNil(gitError { try repository.indexTree() })
+        XCTAssertEqual(try Data(contentsOf: index), data, "left as it was")
     }
 
     func testBulkWritesInParallelKeepGitStatusCleanAndReportAFailure() throws {
