@@ -89,9 +89,11 @@ private enum SyncScalingBenchmark {
                     + "from a path remote by copying just those objects (walking the new commits and comparing each new tree "
                     + "with its parent's, re-hashing everything copied) into one pack, finds the changed files by walking "
                     + "both trees' raw bytes and skipping unchanged subtrees, and patches the index in place. What still "
-                    + "grows with the profile is the \(Format.bytes(indexSize)) index: mapped, spliced and written back "
-                    + "with one SHA-1 (~10 ms here; its checksum is verified only when git, not concord, wrote it last), "
-                    + "as git reads and writes its whole index too; and the ~15 KB bucket trees the change touches.",
+                    + "grows with the profile is the \(Format.bytes(indexSize)) index: mapped, walked, spliced and written "
+                    + "back, as git reads and writes its whole index too; and the ~15 KB bucket trees the change touches. "
+                    + "An index this large ends with git's `index.skipHash` null trailer instead of its SHA-1 (which cost "
+                    + "~8 ms of each sync here; docs/architecture.md has the trade-offs). The trees the fetch compared "
+                    + "serve the changed-files walk, which compares the same ones.",
                 "The new index is swapped in with `renameat2(RENAME_EXCHANGE)` and the old one removed: renaming it "
                     + "over the old index made ext4 (`auto_da_alloc`) push the 9.6 MB file to disk before `rename` "
                     + "returned, 12–15 ms of every 100k-record sync.",

@@ -71,4 +71,30 @@ final class ObjectTransferTests: GitTestCase {
         XCTAssertNil(try destination.resolveReference("refs/remotes/origin/main"))
         XCTAssertEqual(try packFiles(destinationURL), [])
     }
+
+    /// The trees a fetch reads are kept for the changed-files walk that follows, but only those
+    /// whose bytes hash to their ids: a forged copy of a tree the destination already has (read
+    /// from the source only to compare) must not stand in for the destination's own.
+    func testAForgedBaseTreeInTheSourceDoesNotSkewTheChangedFiles() throws {
+        let (source, sourceURL) = try makeRepository("source")
+        let (destination, _) = try makeRepository("destination")
+        let first = try commit(source, files: ["kind/a.json": "a\n", "kind/b.json": "b\n"])
+        try source.updateReference("refs/heads/main", to: first, expected: nil, message: "one")
+        try destination.fetchFromLocalRepository(at: sourceURL.path, ref: "refs/heads/main", into: "refs/remotes/origin/main")
+        let second = try commit(source, files: ["kind/c.json": "c\n"], base: try source.commit(first).tree, parents: [first])
+        try source.updateReference("refs/heads/main", to: second, expected: first, message: "two")
+
+        // In the source, `kind` of the first commit now holds another tree's bytes (just a.json).
+        let kindTree = try XCTUnwrap(try source.entry(at: "kind", inTree: try source.commit(first).tree)).id
+        let aBlob = try XCTUnwrap(try source.entry(at: "kind/a.json", inTree: try source.commit(first).tree)).id
+        let other = try gitOK(["mktree"], in: sourceURL, input: Data("100644 blob \(aBlob.hex)\ta.json\n".utf8))
+        let objects = sourceURL.appendingPathComponent(".git/objects")
+        let treeFile = objects.appendingPathComponent("\(kindTree.hex.prefix(2))/\(kindTree.hex.dropFirst(2))")
+        try FileManager.default.removeItem(at: treeFile)
+        try FileManager.default.copyItem(at: objects.appendingPathComponent("\(other.prefix(2))/\(other.dropFirst(2))"), to: treeFile)
+
+        try destination.fetchFromLocalRepository(at: sourceURL.path, ref: "refs/heads/main", into: "refs/remotes/origin/main")
+        let changes = try destination.changedFiles(from: try destination.commit(first).tree, to: try destination.commit(second).tree)
+        XCTAssertEqual(changes.map(\.path), ["kind/c.json"])
+    }
 }
