@@ -142,19 +142,21 @@ enum IndexPatch {
     /// leave zeros at the end of a file), which must not be passed off as sound. An index of a
     /// version it does not read (4) is taken as git wrote it.
     static func restoreChecksum(indexPath: String) throws {
-        guard case .found(let old) = load(indexPath), !old.bytes.suffix(20).contains(where: { $0 != 0 }) else { return }
-        do {
-            _ = try IndexPlan(old.bytes, updates: [], verifyChecksum: true)
-        } catch {
-            let version = IndexPlan.uint32(old.bytes, 4)
-            if error == .damaged || version == 2 || version == 3 { return }
-        }
+        guard endsWithNullTrailer(indexPath) else { return }
+        // Under the lock, so a git process cannot swap in a new index while this one is copied.
         let lockPath = indexPath + ".lock"
         let lock = try takeLock(lockPath)
         var installed = false
         defer {
             close(lock)
             if !installed { unlink(lockPath) }
+        }
+        guard case .found(let old) = load(indexPath), !old.bytes.suffix(20).contains(where: { $0 != 0 }) else { return }
+        do {
+            _ = try IndexPlan(old.bytes, updates: [], verifyChecksum: true)
+        } catch {
+            let version = IndexPlan.uint32(old.bytes, 4)
+            if error == .damaged || version == 2 || version == 3 { return }
         }
         let body = UnsafeRawBufferPointer(rebasing: old.bytes.dropLast(20))
         var hasher = Insecure.SHA1()
@@ -165,6 +167,18 @@ enum IndexPatch {
         }
         try install(lockPath, as: indexPath)
         installed = true
+    }
+
+    /// Whether the index file's last 20 bytes are zeros: a cheap look before taking the lock.
+    private static func endsWithNullTrailer(_ indexPath: String) -> Bool {
+        let fd = open(indexPath, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_size >= 32 else { return false }
+        var trailer = [UInt8](repeating: 0xFF, count: 20)
+        let read = trailer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 20, off_t(info.st_size) - 20) }
+        return read == 20 && !trailer.contains { $0 != 0 }
     }
 }
 
@@ -384,6 +398,10 @@ private struct IndexPlan {
         newEntries.reserveCapacity(updates.reduce(0) { $0 + (($1.path.count + 70) & ~7) })
         let entryCount = Int(Self.uint32(bytes, 8))
         var pending = updates[...]
+        var namelessEntries = false   // damage, unless a split index's "link" extension follows
+        // Without a checksum to verify, damage shows as entries out of git's order (name, then stage).
+        let checkOrder = verifyChecksum && nullTrailer
+        var previous: (name: UnsafeRawBufferPointer, stage: Int)?
         var runStart = 12
         var offset = 12
         func flush(upTo end: Int) {
@@ -412,10 +430,18 @@ private struct IndexPlan {
                 nameLength = nul - nameStart
             }
             // A split index's replaced entries have no name; so do zeros a crash left in the file.
-            if nameLength == 0 { throw .unsupported }
+            if nameLength == 0 { namelessEntries = true }
             let end = offset + ((nameStart - offset + nameLength + 8) & ~7)
             guard end <= body else { throw .damaged }
             let name = UnsafeRawBufferPointer(rebasing: bytes[nameStart..<(nameStart + nameLength)])
+            if checkOrder {
+                let stage = (flags >> 12) & 3
+                if let previous {
+                    let order = Self.compare(previous.name, name)
+                    if order > 0 || (order == 0 && previous.stage >= stage) { throw .damaged }
+                }
+                previous = (name, stage)
+            }
             if nameLength <= 4096, isDirectoryLength[nameLength], directories.contains(Array(name)) { throw .unsupported }
             for length in upsertLengths where length < nameLength && name[length] == 0x2F {
                 if upserts.contains(Array(name[..<length])) { throw .unsupported }
@@ -460,6 +486,7 @@ private struct IndexPlan {
             }
             offset = data.upperBound
         }
+        if namelessEntries { throw .damaged }
     }
 
     /// The new index's length in bytes, without its trailing checksum.
@@ -518,6 +545,12 @@ private struct IndexPlan {
             let order = common > 0 ? memcmp(bytes.baseAddress!, name.baseAddress!, common) : 0
             return order != 0 ? Int(order) : bytes.count - name.count
         }
+    }
+
+    static func compare(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> Int {
+        let common = min(first.count, second.count)
+        let order = common > 0 ? memcmp(first.baseAddress!, second.baseAddress!, common) : 0
+        return order != 0 ? Int(order) : first.count - second.count
     }
 
     static func uint32(_ bytes: UnsafeRawBufferPointer, _ offset: Int) -> UInt32 {

@@ -76,6 +76,8 @@ extension Repository {
     /// Rename detection is off: records are matched by path.
     public func mergeCommits(ours: ObjectID, theirs: ObjectID, resolver: @escaping MergeResolver) throws -> MergeIndex {
         try ConcordMergeDriver.ensureRegistered()
+        // Looking up each conflicting file's `merge=` attribute makes libgit2 read the index.
+        try prepareIndexForLibgit2()
         var options = git_merge_options()
         try check("git_merge_options_init", git_merge_options_init(&options, UInt32(GIT_MERGE_OPTIONS_VERSION)))
         options.flags = 0
@@ -122,6 +124,8 @@ extension Repository {
     /// Sorted by path. Walks both trees' raw bytes side by side and skips every subtree whose id
     /// is unchanged, so the cost follows the changed directories, not the whole profile.
     public func changedFiles(from old: ObjectID?, to new: ObjectID) throws -> [(path: String, blob: ObjectID?)] {
+        // The trees a fetch kept serve this walk (the one that follows it) and are let go after.
+        defer { fetchedTrees = [:] }
         var out = [(path: [UInt8], blob: ObjectID?)]()
         try collectChanges(from: old, to: new, prefix: [], into: &out)
         out.sort { $0.path.lexicographicallyPrecedes($1.path) }

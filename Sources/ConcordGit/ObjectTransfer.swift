@@ -38,9 +38,10 @@ struct ObjectTransfer {
     private mutating func readTree(_ id: ObjectID) throws -> RawTree {
         if let tree = trees[id] { return tree }
         let tree = try source.rawTree(id)
-        if treeBytes + tree.bytes.count <= Self.treesKept, ObjectPack.id(of: tree.bytes, type: .tree) == id {
+        let size = tree.bytes.count + tree.entries.count * MemoryLayout<RawTree.Entry>.stride
+        if treeBytes + size <= Self.treesKept, ObjectPack.id(of: tree.bytes, type: .tree) == id {
             trees[id] = tree
-            treeBytes += tree.bytes.count
+            treeBytes += size
         }
         return tree
     }

@@ -123,7 +123,9 @@ extension Repository {
     }
 
     /// libgit2 1.5 refuses an index that ends with a null trailer: restores its checksum first.
-    private func prepareIndexForLibgit2() throws {
+    /// Every libgit2 call that reads the repository's index goes through here.
+    func prepareIndexForLibgit2() throws {
+        guard workdir != nil else { return }
         try IndexPatch.restoreChecksum(indexPath: gitDirectory + "index")
     }
 

@@ -274,6 +274,77 @@ final class RawTreeAndIndexTests: GitTestCase {
         XCTAssertEqual(try Data(contentsOf: index), data, "left as it was")
     }
 
+    /// Without a checksum, damage must show in the structure: zeros a crash left in the second
+    /// half of the file, or zeros inside one entry's name (entries then fall out of git's order).
+    /// Either way the index is set aside and rebuilt, not refused on every later command.
+    func testCrashDamageToAnIndexWithoutAChecksumIsFoundAndRebuilt() throws {
+        let damages: [(String, (Data, Int) -> Data)] = [
+            ("second half zeroed", { data, _ in
+                var copy = data
+                copy.replaceSubrange((data.count / 2)..., with: Data(count: data.count - data.count / 2))
+                return copy
+            }),
+            ("zeros inside a name", { data, offset in
+                var copy = data
+                copy.replaceSubrange((offset + 2)..<(offset + 5), with: Data(count: 3))
+                return copy
+            }),
+        ]
+        for (number, (label, damage)) in damages.enumerated() {
+            let (repository, url) = try makeRepository("repo-\(number)")
+            try gitOK(["config", "index.skipHash", "true"], in: url)
+            var edits = [String: ObjectID?](), changes = [WorkingTreeChange]()
+            for record in 0..<50 {
+                let path = "k/r\(record + 10).json", bytes = Array("r\(record)\n".utf8)
+                let blob = try repository.writeBlob(bytes)
+                edits[path] = .some(blob)
+                changes.append(WorkingTreeChange(path: path, bytes: bytes, blob: blob))
+            }
+            let tree = try repository.writeTree(base: nil, edits: edits)
+            try repository.applyToWorkingTree(changes, rebuildingDamagedIndexFrom: tree)
+            let index = url.appendingPathComponent(".git/index")
+            let data = try Data(contentsOf: index)
+            XCTAssertEqual(data.suffix(20), Data(count: 20), label)
+            // The 26th entry's name starts at 12 + 25 * 80 + 62 ("k/rNN.json": 80-byte entries).
+            let damaged = damage(data, 12 + 25 * 80 + 62)
+            try damaged.write(to: index)
+            try? FileManager.default.removeItem(at: url.appendingPathComponent(".git/concord/index-stamp"))
+
+            XCTAssertTrue(try repository.repairIndexIfDamaged(from: tree), label)
+            XCTAssertEqual(try Data(contentsOf: url.appendingPathComponent(".git/index.damaged")), damaged, label)
+            XCTAssertEqual(try gitOK(["write-tree"], in: url), tree.hex, label)
+            try git(["update-index", "-q", "--refresh"], in: url)
+            XCTAssertEqual(try gitOK(["diff-files", "--name-only"], in: url), "", "\(label): the files match the rebuilt index")
+        }
+    }
+
+    /// A merge makes libgit2 read the index (each conflicting file's `merge=` attribute): a
+    /// fresh handle on a profile whose index has no checksum still merges, through the driver.
+    func testAMergeWorksWhenTheIndexHasNoChecksum() throws {
+        let (repository, url) = try makeRepository()
+        try gitOK(["config", "index.skipHash", "true"], in: url)
+        let base = try commit(repository, files: ["a.json": "a\n", "b.json": "b\n"])
+        try repository.updateReference("refs/heads/main", to: base, expected: nil, message: "base")
+        let baseTree = try repository.commit(base).tree
+        try repository.applyToWorkingTree(try ["a.json", "b.json"].map { path in
+            let bytes = Array("\(path.prefix(1))\n".utf8)
+            return WorkingTreeChange(path: path, bytes: bytes, blob: try repository.writeBlob(bytes))
+        }, rebuildingDamagedIndexFrom: baseTree)
+        XCTAssertEqual(try Data(contentsOf: url.appendingPathComponent(".git/index")).suffix(20), Data(count: 20))
+        let ours = try commit(repository, files: ["a.json": "ours\n"], base: baseTree, parents: [base])
+        let theirs = try commit(repository, files: ["a.json": "theirs\n"], base: baseTree, parents: [base])
+
+        let fresh = try Repository.open(url.path)
+        var resolved = [String]()
+        let merged = try fresh.mergeCommits(ours: ours, theirs: theirs) { input in
+            resolved.append(input.path)
+            return .merged(Array("merged\n".utf8))
+        }
+        XCTAssertEqual(resolved, ["a.json"])
+        XCTAssertEqual(try merged.conflicts().count, 0)
+        XCTAssertEqual(try gitOK(["write-tree"], in: url), baseTree.hex, "the index itself is kept")
+    }
+
     func testBulkWritesInParallelKeepGitStatusCleanAndReportAFailure() throws {
         let (repository, url) = try makeRepository()
         var changes = [WorkingTreeChange]()
