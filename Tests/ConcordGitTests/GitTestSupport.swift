@@ -105,6 +105,20 @@ class GitTestCase: XCTestCase {
     static let fakeSignature = "-----BEGIN SSH SIGNATURE-----\nU0lHTkFUVVJF\n-----END SSH SIGNATURE-----"
 
     /// Writes files (path → text) as blobs and a tree over `base`, then a commit on `parents`.
+    /// Writes a blob for each of `files` (path → text); returns them as tree edits and as the
+    /// working-tree changes that write the files (in path order).
+    func blobs(_ repository: Repository, files: [String: String]) throws -> (edits: [String: ObjectID?], changes: [WorkingTreeChange]) {
+        var edits = [String: ObjectID?]()
+        var changes = [WorkingTreeChange]()
+        for (path, text) in files.sorted(by: { $0.key < $1.key }) {
+            let bytes = Array(text.utf8)
+            let blob = try repository.writeBlob(bytes)
+            edits[path] = .some(blob)
+            changes.append(WorkingTreeChange(path: path, bytes: bytes, blob: blob))
+        }
+        return (edits, changes)
+    }
+
     func commit(_ repository: Repository, files: [String: String?], base: ObjectID? = nil, parents: [ObjectID] = [],
                 message: String = "test\n", time: Int64 = 1_767_261_600) throws -> ObjectID {
         var edits = [String: ObjectID?]()

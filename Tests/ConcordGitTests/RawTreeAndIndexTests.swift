@@ -214,14 +214,9 @@ final class RawTreeAndIndexTests: GitTestCase {
         let (repository, url) = try makeRepository()
         // Stands in for a profile past the size limit (2 MiB, ~20,000 records).
         try gitOK(["config", "index.skipHash", "true"], in: url)
-        var edits = [String: ObjectID?]()
-        var changes = [WorkingTreeChange]()
-        for number in 0..<40 {
-            let path = "kind/\(number % 4)/r\(number).json", bytes = Array("record \(number)\n".utf8)
-            let blob = try repository.writeBlob(bytes)
-            edits[path] = .some(blob)
-            changes.append(WorkingTreeChange(path: path, bytes: bytes, blob: blob))
-        }
+        let (edits, changes) = try blobs(repository, files: Dictionary(uniqueKeysWithValues: (0..<40).map {
+            ("kind/\($0 % 4)/r\($0).json", "record \($0)\n")
+        }))
         let tree = try repository.writeTree(base: nil, edits: edits)
         let commit = try repository.createSignedCommit(tree: tree, parents: [], author: Self.author, message: "records\n",
                                                        sign: { _ in Self.fakeSignature })
@@ -293,13 +288,9 @@ final class RawTreeAndIndexTests: GitTestCase {
         for (number, (label, damage)) in damages.enumerated() {
             let (repository, url) = try makeRepository("repo-\(number)")
             try gitOK(["config", "index.skipHash", "true"], in: url)
-            var edits = [String: ObjectID?](), changes = [WorkingTreeChange]()
-            for record in 0..<50 {
-                let path = "k/r\(record + 10).json", bytes = Array("r\(record)\n".utf8)
-                let blob = try repository.writeBlob(bytes)
-                edits[path] = .some(blob)
-                changes.append(WorkingTreeChange(path: path, bytes: bytes, blob: blob))
-            }
+            let (edits, changes) = try blobs(repository, files: Dictionary(uniqueKeysWithValues: (10..<60).map {
+                ("k/r\($0).json", "r\($0)\n")
+            }))
             let tree = try repository.writeTree(base: nil, edits: edits)
             try repository.applyToWorkingTree(changes, rebuildingDamagedIndexFrom: tree)
             let index = url.appendingPathComponent(".git/index")

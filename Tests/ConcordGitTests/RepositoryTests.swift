@@ -126,14 +126,7 @@ final class RepositoryTests: GitTestCase {
     func testApplyToWorkingTreeKeepsGitStatusClean() throws {
         let (repository, url) = try makeRepository()
         let files = ["notes/a.json": "{}\n", "notes/deep/b.json": "[]\n", "top.txt": "top\n"]
-        var changes = [WorkingTreeChange]()
-        var edits = [String: ObjectID?]()
-        for (path, text) in files {
-            let bytes = Array(text.utf8)
-            let blob = try repository.writeBlob(bytes)
-            edits[path] = .some(blob)
-            changes.append(WorkingTreeChange(path: path, bytes: bytes, blob: blob))
-        }
+        let (edits, changes) = try blobs(repository, files: files)
         let tree = try repository.writeTree(base: nil, edits: edits)
         let first = try repository.createSignedCommit(tree: tree, parents: [], author: Self.author, message: "one\n",
                                                       sign: { _ in Self.fakeSignature })
