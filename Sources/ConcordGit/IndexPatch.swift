@@ -537,16 +537,13 @@ private struct IndexPlan {
         out.append(contentsOf: repeatElement(0, count: start + length - out.count))
     }
 
-    /// Byte order of two paths (git's index order for stage-0 entries), with `memcmp`.
     @inline(__always)
     static func compare(_ path: [UInt8], _ name: UnsafeRawBufferPointer) -> Int {
-        path.withUnsafeBytes { bytes -> Int in
-            let common = min(bytes.count, name.count)
-            let order = common > 0 ? memcmp(bytes.baseAddress!, name.baseAddress!, common) : 0
-            return order != 0 ? Int(order) : bytes.count - name.count
-        }
+        path.withUnsafeBytes { compare($0, name) }
     }
 
+    /// Byte order of two paths (git's index order for stage-0 entries), with `memcmp`.
+    @inline(__always)
     static func compare(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> Int {
         let common = min(first.count, second.count)
         let order = common > 0 ? memcmp(first.baseAddress!, second.baseAddress!, common) : 0
