@@ -56,14 +56,33 @@ enum IndexPatch {
     }
 
     static func apply(_ updates: [Update], indexPath: String, checksum policy: Checksum) throws -> Outcome {
+        switch try prepare(sortedLatest(updates), indexPath: indexPath, checksum: policy) {
+        case .prepared(let patch):
+            try patch.finish()
+            return .patched
+        case .rejected(let outcome):
+            return outcome
+        }
+    }
+
+    enum Preparation {
+        case prepared(Prepared)
+        case rejected(Outcome)
+    }
+
+    /// Plans the patch of `sorted` (updates in index order, each path once) under git's
+    /// `index.lock`, without writing it yet. A bulk write plans it while its files are still
+    /// being written, with placeholder stat data that `Prepared.finish(stats:)` then fills in.
+    static func prepare(_ sorted: [Update], indexPath: String, checksum policy: Checksum) throws -> Preparation {
         let lockPath = indexPath + ".lock"
         let lock = try takeLock(lockPath)
-        var renamed = false
+        var handedOver = false
         defer {
-            close(lock)
-            if !renamed { unlink(lockPath) }
+            if !handedOver {
+                close(lock)
+                unlink(lockPath)
+            }
         }
-        let sorted = Self.sortedLatest(updates)
         let stampPath = String(indexPath.dropLast("index".count)) + "concord/index-stamp"
 
         // No index yet (a new clone): patch an empty one, as git would create it.
@@ -71,30 +90,74 @@ enum IndexPatch {
         switch load(indexPath) {
         case .found(let mapped): old = mapped
         case .missing: old = MappedFile(emptyIndex: ())
-        case .rejected(let outcome): return outcome
+        case .rejected(let outcome): return .rejected(outcome)
         }
         let trusted = IndexStamp.read(stampPath).map { $0.matches(old.info, checksum: old.bytes.suffix(20)) } ?? false
         let plan: IndexPlan
         do {
             plan = try IndexPlan(old.bytes, updates: sorted, verifyChecksum: !trusted)
         } catch {
-            return error.outcome
+            return .rejected(error.outcome)
         }
-        let checksum = try write(plan, from: old.bytes, to: lock, lockPath: lockPath,
-                                 skippingChecksum: policy.skips(size: plan.size(from: old.bytes) + 20))
-        var info = stat()
-        guard fstat(lock, &info) == 0 else {
-            throw GitError(function: "index write", code: .other(-1), message: "cannot write \(lockPath): \(String(cString: strerror(errno)))")
+        handedOver = true
+        return .prepared(Prepared(lock: lock, lockPath: lockPath, indexPath: indexPath, stampPath: stampPath,
+                                  old: old, plan: plan, policy: policy))
+    }
+
+    /// A planned index patch holding `index.lock`; released unfinished, it writes nothing and
+    /// releases the lock.
+    final class Prepared {
+        private let lock: Int32
+        private let lockPath: String, indexPath: String, stampPath: String
+        private let old: MappedFile
+        private var plan: IndexPlan
+        private let policy: Checksum
+        private var renamed = false
+
+        fileprivate init(lock: Int32, lockPath: String, indexPath: String, stampPath: String, old: MappedFile,
+                         plan: IndexPlan, policy: Checksum) {
+            self.lock = lock
+            self.lockPath = lockPath
+            self.indexPath = indexPath
+            self.stampPath = stampPath
+            self.old = old
+            self.plan = plan
+            self.policy = policy
         }
-        try install(lockPath, as: indexPath)
-        renamed = true
-        IndexStamp(info, checksum: checksum).write(stampPath)
-        return .patched
+
+        deinit {
+            close(lock)
+            if !renamed { unlink(lockPath) }
+        }
+
+        /// How many entries the patch writes (the updates that are not removals).
+        var writtenEntries: Int { plan.entryOffsets.count }
+
+        /// Writes the index and puts it in place. `stats`, when given, replace the planned entries'
+        /// stat data, in the order of the updates (one per update that is not a removal).
+        func finish(stats: [stat]? = nil) throws {
+            if let stats {
+                guard stats.count == plan.entryOffsets.count else {
+                    throw GitError(function: "index write", code: .other(-1),
+                                   message: "internal error: \(stats.count) files' stat data for \(plan.entryOffsets.count) index entries")
+                }
+                plan.setStats(stats)
+            }
+            let checksum = try IndexPatch.write(plan, from: old.bytes, to: lock, lockPath: lockPath,
+                                                skippingChecksum: policy.skips(size: plan.size(from: old.bytes) + 20))
+            var info = stat()
+            guard fstat(lock, &info) == 0 else {
+                throw GitError(function: "index write", code: .other(-1), message: "cannot write \(lockPath): \(String(cString: strerror(errno)))")
+            }
+            try IndexPatch.install(lockPath, as: indexPath)
+            renamed = true
+            IndexStamp(info, checksum: checksum).write(stampPath)
+        }
     }
 
     /// Writes the planned index to `lock`, then its checksum (or 20 zero bytes); returns what
     /// ends the file.
-    private static func write(_ plan: IndexPlan, from old: UnsafeRawBufferPointer, to lock: Int32, lockPath: String,
+    fileprivate static func write(_ plan: IndexPlan, from old: UnsafeRawBufferPointer, to lock: Int32, lockPath: String,
                               skippingChecksum: Bool) throws -> [UInt8] {
         // Hash and write side by side: for a large index each is several milliseconds of the sync.
         let source = UncheckedBox(old), digest = UncheckedBox([UInt8](repeating: 0, count: 20)), failed = UncheckedBox(false)
@@ -126,7 +189,7 @@ enum IndexPatch {
     /// two names does not. The old index then sits under the lock's name, so git's lock is held
     /// until it is removed; a crash in between leaves a stale `index.lock`, which the next
     /// concord command clears (ProfileLock).
-    private static func install(_ lockPath: String, as indexPath: String) throws {
+    fileprivate static func install(_ lockPath: String, as indexPath: String) throws {
         if FileIO.exchange(lockPath, indexPath) {
             unlink(lockPath)
             return
@@ -225,8 +288,24 @@ extension IndexPatch {
         return MappedFile(indexPath).map(Loaded.found) ?? .rejected(.unsupported)
     }
 
+    /// The paths' bytes, and their positions in index order (by bytes; equal paths in their
+    /// given order).
+    static func order(_ paths: [String]) -> (positions: [Int], bytes: [[UInt8]]) {
+        let bytes = paths.map { Array($0.utf8) }
+        var order = Array(bytes.indices)
+        order.sort { first, second in
+            let order = bytes[first].withUnsafeBytes { IndexPlan.compare(bytes[second], $0) }
+            return order != 0 ? order > 0 : first < second
+        }
+        return (order, bytes)
+    }
+
     /// The updates in index order, the last one of each path winning.
     static func sortedLatest(_ updates: [Update]) -> [Update] {
+        let alreadySorted = updates.indices.dropFirst().allSatisfy { index in
+            updates[index].path.withUnsafeBytes { IndexPlan.compare(updates[index - 1].path, $0) < 0 }
+        }
+        if alreadySorted { return updates }
         var order = Array(updates.indices)
         order.sort { first, second in
             let order = updates[first].path.withUnsafeBytes { IndexPlan.compare(updates[second].path, $0) }
@@ -338,6 +417,8 @@ private struct IndexPlan {
     var pieces = [Piece]()
     /// The new and changed entries, back to back.
     var newEntries = [UInt8]()
+    /// Where each written update's entry starts in `newEntries`, in the updates' order.
+    var entryOffsets = [Int]()
     var count = 0
     /// Kept extensions: signature and payload (the cache tree rewritten, others as they were).
     var extensions = [(signature: [UInt8], payload: [UInt8])]()
@@ -364,36 +445,29 @@ private struct IndexPlan {
             guard Array(hasher.finalize()).elementsEqual(bytes[body...]) else { throw .damaged }
         }
         // Paths a new file must not clash with: its parent directories (as files) and the files
-        // themselves (as directories of other entries). Checked by length first: cheap per entry.
-        // The updates are sorted, so a run of them in one directory adds its ancestors once.
-        var upserts = Set<[UInt8]>(), directories = Set<[UInt8]>(), invalidated = Set<[UInt8]>([[]])
+        // themselves (as directories of other entries). Filtered by length first (a table lookup
+        // per entry), then looked up in the sorted updates. The updates are sorted, so a run of
+        // them in one directory is looked at once.
+        var invalidated = Set<[UInt8]>([[]])
+        var isDirectoryLength = [Bool](repeating: false, count: 4097), isUpsertLength = isDirectoryLength
         var lastInvalidated: ArraySlice<UInt8>?, lastDirectory: ArraySlice<UInt8>?
-        func addAncestors(of parent: ArraySlice<UInt8>, to set: inout Set<[UInt8]>) {
-            for index in parent.indices where parent[index] == 0x2F { set.insert(Array(parent[..<index])) }
-            set.insert(Array(parent))
-        }
-        for update in updates {
-            guard let slash = update.path.lastIndex(of: 0x2F) else {
-                if update.file != nil { upserts.insert(update.path) }
-                continue
-            }
-            let parent = update.path[..<slash]
+        for index in updates.indices {
+            let path = updates[index].path, upsert = updates[index].file != nil
+            if upsert && path.count <= 4096 { isUpsertLength[path.count] = true }
+            guard let slash = path.lastIndex(of: 0x2F) else { continue }
+            let parent = path[..<slash]
             if lastInvalidated != parent {
-                addAncestors(of: parent, to: &invalidated)
+                for index in parent.indices where parent[index] == 0x2F { invalidated.insert(Array(parent[..<index])) }
+                invalidated.insert(Array(parent))
                 lastInvalidated = parent
             }
-            if update.file != nil {
-                upserts.insert(update.path)
-                if lastDirectory != parent {
-                    addAncestors(of: parent, to: &directories)
-                    lastDirectory = parent
-                }
+            if upsert && lastDirectory != parent {
+                for index in parent.indices where parent[index] == 0x2F && index <= 4096 { isDirectoryLength[index] = true }
+                if parent.count <= 4096 { isDirectoryLength[parent.count] = true }
+                lastDirectory = parent
             }
         }
-        // Path lengths (paths are under 4096 bytes) that can clash: a table lookup per entry.
-        var isDirectoryLength = [Bool](repeating: false, count: 4097)
-        for directory in directories where directory.count <= 4096 { isDirectoryLength[directory.count] = true }
-        let upsertLengths = Array(Set(upserts.map(\.count))).sorted()
+        let upsertLengths = isUpsertLength.indices.filter { isUpsertLength[$0] }
 
         newEntries.reserveCapacity(updates.reduce(0) { $0 + (($1.path.count + 70) & ~7) })
         let entryCount = Int(Self.uint32(bytes, 8))
@@ -410,6 +484,7 @@ private struct IndexPlan {
         func emit(_ update: IndexPatch.Update) {
             guard let file = update.file else { return }
             let start = newEntries.count
+            entryOffsets.append(start)
             Self.appendEntry(path: update.path, info: file.info, blob: file.blob, to: &newEntries)
             if case .new(let previous)? = pieces.last, previous.upperBound == start {
                 pieces[pieces.count - 1] = .new(previous.lowerBound..<newEntries.count)
@@ -442,9 +517,9 @@ private struct IndexPlan {
                 }
                 previous = (name, stage)
             }
-            if nameLength <= 4096, isDirectoryLength[nameLength], directories.contains(Array(name)) { throw .unsupported }
+            if nameLength <= 4096, isDirectoryLength[nameLength], Self.hasUpsert(under: name, in: updates) { throw .unsupported }
             for length in upsertLengths where length < nameLength && name[length] == 0x2F {
-                if upserts.contains(Array(name[..<length])) { throw .unsupported }
+                if Self.hasUpsert(at: UnsafeRawBufferPointer(rebasing: name[..<length]), in: updates) { throw .unsupported }
             }
             // Updates sorting before this entry go in here; an update for this very path replaces it.
             var order = pending.first.map { Self.compare($0.path, name) } ?? 1
@@ -515,9 +590,20 @@ private struct IndexPlan {
         }
     }
 
-    /// A version 2 entry (no extended flags, stage 0), padded with NULs to a multiple of 8 bytes.
-    static func appendEntry(path: [UInt8], info: stat, blob: ObjectID, to out: inout [UInt8]) {
-        let start = out.count
+    /// Replaces the written entries' stat data (the first 40 bytes of each, as `appendEntry`
+    /// lays them out) with `stats`, in the updates' order.
+    mutating func setStats(_ stats: [stat]) {
+        var fields = [UInt8]()
+        fields.reserveCapacity(40)
+        for (offset, info) in zip(entryOffsets, stats) {
+            fields.removeAll(keepingCapacity: true)
+            Self.appendStat(info, to: &fields)
+            newEntries.replaceSubrange(offset..<(offset + 40), with: fields)
+        }
+    }
+
+    /// The 40 bytes of stat data an entry starts with: ctime, mtime, dev, ino, mode, uid, gid, size.
+    static func appendStat(_ info: stat, to out: inout [UInt8]) {
         out.appendBigEndian(UInt32(truncatingIfNeeded: info.st_ctim.tv_sec))
         out.appendBigEndian(UInt32(truncatingIfNeeded: info.st_ctim.tv_nsec))
         out.appendBigEndian(UInt32(truncatingIfNeeded: info.st_mtim.tv_sec))
@@ -528,6 +614,12 @@ private struct IndexPlan {
         out.appendBigEndian(info.st_uid)
         out.appendBigEndian(info.st_gid)
         out.appendBigEndian(UInt32(truncatingIfNeeded: info.st_size))
+    }
+
+    /// A version 2 entry (no extended flags, stage 0), padded with NULs to a multiple of 8 bytes.
+    static func appendEntry(path: [UInt8], info: stat, blob: ObjectID, to out: inout [UInt8]) {
+        let start = out.count
+        appendStat(info, to: &out)
         out.append(contentsOf: blob.bytes)
         let flags = min(path.count, 0xFFF)
         out.append(UInt8(flags >> 8))
@@ -535,6 +627,35 @@ private struct IndexPlan {
         out.append(contentsOf: path)
         let length = (62 + path.count + 8) & ~7
         out.append(contentsOf: repeatElement(0, count: start + length - out.count))
+    }
+
+    /// The first of the sorted `updates` whose path is not below `key` in byte order.
+    static func lowerBound(_ key: UnsafeRawBufferPointer, in updates: [IndexPatch.Update]) -> Int {
+        var low = 0, high = updates.count
+        while low < high {
+            let middle = (low + high) / 2
+            if compare(updates[middle].path, key) < 0 { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
+    /// Whether the sorted `updates` write a file at exactly `path`.
+    static func hasUpsert(at path: UnsafeRawBufferPointer, in updates: [IndexPatch.Update]) -> Bool {
+        let index = lowerBound(path, in: updates)
+        return index < updates.count && compare(updates[index].path, path) == 0 && updates[index].file != nil
+    }
+
+    /// Whether the sorted `updates` write a file below directory `directory`.
+    static func hasUpsert(under directory: UnsafeRawBufferPointer, in updates: [IndexPatch.Update]) -> Bool {
+        let prefix = Array(directory) + [0x2F]
+        return prefix.withUnsafeBytes { prefix in
+            var index = lowerBound(prefix, in: updates)
+            while index < updates.count, updates[index].path.starts(with: prefix) {
+                if updates[index].file != nil { return true }
+                index += 1
+            }
+            return false
+        }
     }
 
     @inline(__always)

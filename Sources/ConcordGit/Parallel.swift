@@ -25,10 +25,22 @@ public enum Parallel {
         return parts.values.map { $0! }
     }
 
-    /// `items.map(transform)`, computed in shares.
+    /// `items.map(transform)`, computed in shares. Inlinable, so that it is specialized for the
+    /// caller's types: called generically, the per-item work costs several times more.
+    @inlinable
     public static func map<Element: Sendable, Result: Sendable>(_ items: [Element], minimumPerShare: Int = 256,
                                                                 _ transform: @Sendable (Element) -> Result) -> [Result] {
-        Array(shares(of: items.count, minimumPerShare: minimumPerShare) { range in items[range].map(transform) }.joined())
+        let parts = shares(of: items.count, minimumPerShare: minimumPerShare) { range in
+            var part = [Result]()
+            part.reserveCapacity(range.count)
+            for index in range { part.append(transform(items[index])) }
+            return part
+        }
+        guard parts.count > 1 else { return parts.first ?? [] }
+        var results = [Result]()
+        results.reserveCapacity(items.count)
+        for part in parts { results.append(contentsOf: part) }
+        return results
     }
 }
 

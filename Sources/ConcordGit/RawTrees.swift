@@ -193,8 +193,8 @@ struct RawTree {
 
     /// Refuses names git would refuse in a tree: empty, ".", "..", ".git", or holding "/" or NUL.
     static func validate(_ name: [UInt8]) throws {
-        let lowered = name.map { $0 | 0x20 }
-        guard !name.isEmpty, name != [0x2E], name != [0x2E, 0x2E], lowered != Array(".git".utf8),
+        let isDotGit = name.count == 4 && name[0] == 0x2E && name[1] | 0x20 == 0x67 && name[2] | 0x20 == 0x69 && name[3] | 0x20 == 0x74
+        guard !name.isEmpty, name != [0x2E], name != [0x2E, 0x2E], !isDotGit,
               !name.contains(0x2F), !name.contains(0) else {
             throw GitError(function: "tree edit", code: .other(-1),
                            message: "invalid path component '\(String(decoding: name, as: UTF8.self))'")

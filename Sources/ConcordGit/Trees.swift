@@ -1,5 +1,8 @@
 // This file touches the libgit2 C API.
 internal import CLibgit2
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One entry of a tree, as a value.
 public struct TreeEntry: Sendable, Hashable {
@@ -72,57 +75,62 @@ extension Repository {
     }
 
     private func writeTree(base: ObjectID?, edits: [String: ObjectID?], store: ([UInt8]) throws -> ObjectID) throws -> ObjectID {
-        var root = DirectoryEdits()
-        for (path, blob) in edits {
-            root.add(path.utf8.split(separator: UInt8(ascii: "/")).map { String(decoding: $0, as: UTF8.self) }, blob)
-        }
-        return try write(root, over: base, store: store) ?? store([])
+        // The edits as byte paths in byte order: the edits under one directory are then one run.
+        var sorted = edits.map { PathEdit(path: Array($0.key.utf8), blob: $0.value) }
+        sorted.sort { a, b in a.path.withUnsafeBytes { first in b.path.withUnsafeBytes { second in Self.bytesPrecede(first, second) } } }
+        return try write(sorted[...], prefix: 0, over: base, store: store) ?? store([])
     }
 
     /// Writes one directory level by splicing its raw bytes; returns nil when it ends up empty.
-    private func write(_ edits: DirectoryEdits, over base: ObjectID?, store: ([UInt8]) throws -> ObjectID) throws -> ObjectID? {
+    /// `edits` are the sorted edits under the directory, whose path (with its slash) is the first
+    /// `prefix` bytes of each.
+    private func write(_ edits: ArraySlice<PathEdit>, prefix: Int, over base: ObjectID?,
+                       store: ([UInt8]) throws -> ObjectID) throws -> ObjectID? {
         let tree = try base.map(rawTree) ?? RawTree([], id: nil)
-        var changes = [RawTree.Edit]()
-        for (name, blob) in edits.files {
-            let bytes = Array(name.utf8)
-            try RawTree.validate(bytes)
-            changes.append(RawTree.Edit(name: bytes, value: blob.map { (isTree: false, id: $0) }))
-        }
-        for (name, child) in edits.directories {
-            let bytes = Array(name.utf8)
-            try RawTree.validate(bytes)
-            let existing = tree.index(of: bytes[...], isTree: true).map { tree.id(tree.entries[$0]) }
-            if let written = try write(child, over: existing, store: store) {
-                changes.append(RawTree.Edit(name: bytes, value: (isTree: true, id: written)))
+        var files = [RawTree.Edit](), directories = [RawTree.Edit]()
+        var index = edits.startIndex
+        while index < edits.endIndex {
+            let path = edits[index].path
+            guard let slash = path[prefix...].firstIndex(of: 0x2F) else {
+                let name = Array(path[prefix...])
+                try RawTree.validate(name)
+                files.append(RawTree.Edit(name: name, value: edits[index].blob.map { (isTree: false, id: $0) }))
+                index += 1
+                continue
+            }
+            let name = Array(path[prefix..<slash])
+            try RawTree.validate(name)
+            var end = index + 1
+            while end < edits.endIndex, edits[end].path.count > slash, edits[end].path[slash] == 0x2F,
+                  edits[end].path[prefix..<slash].elementsEqual(name) {
+                end += 1
+            }
+            let existing = tree.index(of: name[...], isTree: true).map { tree.id(tree.entries[$0]) }
+            if let written = try write(edits[index..<end], prefix: slash + 1, over: existing, store: store) {
+                directories.append(RawTree.Edit(name: name, value: (isTree: true, id: written)))
             } else if existing != nil {
                 // The subtree became empty; a file of that name (existing == nil) is left alone.
-                changes.append(RawTree.Edit(name: bytes, value: nil))
+                directories.append(RawTree.Edit(name: name, value: nil))
             }
+            index = end
         }
-        let bytes = tree.applying(changes)
+        let bytes = tree.applying(files + directories)
         if bytes.isEmpty { return nil }
         if let base, bytes == tree.bytes { return base }
         return try store(bytes)
     }
+
+    private static func bytesPrecede(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> Bool {
+        let common = min(first.count, second.count)
+        let order = common > 0 ? memcmp(first.baseAddress!, second.baseAddress!, common) : 0
+        return order != 0 ? order < 0 : first.count < second.count
+    }
 }
 
-/// The edits under one directory: files by name and subdirectories by name.
-private struct DirectoryEdits {
-    var files: [String: ObjectID?] = [:]
-    var directories: [String: DirectoryEdits] = [:]
-
-    mutating func add(_ components: [String], _ blob: ObjectID?) {
-        add(components[...], blob)
-    }
-
-    private mutating func add(_ components: ArraySlice<String>, _ blob: ObjectID?) {
-        guard let first = components.first else { return }
-        if components.count == 1 {
-            files[first] = .some(blob)
-        } else {
-            directories[first, default: DirectoryEdits()].add(components.dropFirst(), blob)
-        }
-    }
+/// One edit of `writeTree`: a file path's bytes and its new blob, or nil to remove the file.
+private struct PathEdit {
+    let path: [UInt8]
+    let blob: ObjectID?
 }
 
 extension TreeEntry {

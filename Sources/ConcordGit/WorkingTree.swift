@@ -36,28 +36,59 @@ extension Repository {
     /// a damaged index is an error.
     public func applyToWorkingTree(_ changes: [WorkingTreeChange], rebuildingDamagedIndexFrom tree: ObjectID? = nil) throws {
         guard let root = workdir else { return }
-        try recordInIndex(changes, stats: try Self.writeFiles(changes, root: root), rebuildingDamagedIndexFrom: tree)
+        let stats = try Self.writeFiles(changes.map { ($0.path, $0.content?.bytes) }, root: root)
+        try recordInIndex(changes, stats: stats, order: IndexPatch.order(changes.map(\.path)), rebuildingDamagedIndexFrom: tree)
     }
 
-    /// Starts writing `changes`' files on other threads and returns at once, so a bulk write can
-    /// build and store its objects meanwhile. `finishWorkingTreeWrite` waits for the files and
-    /// records them in the index; `waitForWorkingTreeWrite` only waits (when the commit failed).
-    public func startWorkingTreeWrite(_ changes: [WorkingTreeChange]) -> WorkingTreeWrite {
-        let write = WorkingTreeWrite(changes)
+    /// Starts writing `files` (new content, or nil to remove the file) on other threads and
+    /// returns at once, so a bulk write can hash and store its objects meanwhile.
+    /// `finishWorkingTreeWrite` waits for the files and records them in the index with their blob
+    /// ids; `waitForWorkingTreeWrite` only waits (when the commit failed).
+    public func startWorkingTreeWrite(_ files: [(path: String, bytes: [UInt8]?)]) -> WorkingTreeWrite {
+        let write = WorkingTreeWrite(files)
         guard let root = workdir else {
             write.result = .success([])
             return write
         }
         DispatchQueue.global().async(group: write.group) {
-            write.result = Result { () throws(FileIO.Failure) -> [stat] in try Self.writeFiles(changes, root: root) }
+            write.result = Result { () throws(FileIO.Failure) -> [stat] in try Self.writeFiles(files, root: root) }
         }
         return write
     }
 
-    public func finishWorkingTreeWrite(_ write: WorkingTreeWrite, rebuildingDamagedIndexFrom tree: ObjectID?) throws {
+    /// `blobs` are the files' blob ids, in the order the files were given (nil for removals).
+    /// The index order is worked out while the files are still being written.
+    /// The index patch is planned (under git's `index.lock`) while the files are still being
+    /// written, with their stat data filled in once they are.
+    public func finishWorkingTreeWrite(_ write: WorkingTreeWrite, blobs: [ObjectID?], rebuildingDamagedIndexFrom tree: ObjectID?) throws {
+        guard workdir != nil else { return try waitForWorkingTreeWrite(write) }
+        let order = IndexPatch.order(write.files.map(\.path))
+        let changes = zip(write.files, blobs).map { file, blob in
+            if let bytes = file.bytes, let blob { WorkingTreeChange(path: file.path, bytes: bytes, blob: blob) } else { WorkingTreeChange(removing: file.path) }
+        }
+        // Each path once (a path given twice takes the slower way below), in index order.
+        let placeholder = stat()
+        let planned = order.positions.indices.dropFirst().allSatisfy { order.bytes[order.positions[$0 - 1]] != order.bytes[order.positions[$0]] }
+            ? order.positions.map { IndexPatch.Update(path: order.bytes[$0], file: changes[$0].content.map { (placeholder, $0.blob) }) }
+            : nil
+        let preparation = try planned.map { try IndexPatch.prepare($0, indexPath: gitDirectory + "index", checksum: indexChecksum) }
         let stats = try write.wait()
-        guard workdir != nil else { return }
-        try recordInIndex(write.changes, stats: stats, rebuildingDamagedIndexFrom: tree)
+        PerformanceTrace.step("files written")
+        guard case .prepared(let patch)? = preparation else {
+            return try recordInIndex(changes, stats: stats, order: order, rebuildingDamagedIndexFrom: tree)
+        }
+        try patch.finish(stats: Self.statsInIndexOrder(changes, stats: stats, order: order.positions).compactMap { $0 })
+    }
+
+    /// For each change in index order (`order`), the stat data of its written file (`stats`, in
+    /// the order the files were written), or nil for a removal.
+    private static func statsInIndexOrder(_ changes: [WorkingTreeChange], stats: [stat], order: [Int]) -> [stat?] {
+        var statIndex = [Int](repeating: -1, count: changes.count), next = 0
+        for (index, change) in changes.enumerated() where change.content != nil {
+            statIndex[index] = next
+            next += 1
+        }
+        return order.map { changes[$0].content == nil ? nil : stats[statIndex[$0]] }
     }
 
     public func waitForWorkingTreeWrite(_ write: WorkingTreeWrite) throws {
@@ -65,17 +96,17 @@ extension Repository {
     }
 
     /// Writes the files and removes the removed ones; returns the written files' stat data in order.
-    private static func writeFiles(_ changes: [WorkingTreeChange], root: String) throws(FileIO.Failure) -> [stat] {
+    private static func writeFiles(_ files: [(path: String, bytes: [UInt8]?)], root: String) throws(FileIO.Failure) -> [stat] {
         var directories = Set<String>()
         var writes = [(path: String, bytes: [UInt8])]()
-        writes.reserveCapacity(changes.count)
-        for change in changes {
-            let fullPath = root + change.path
-            if let content = change.content {
+        writes.reserveCapacity(files.count)
+        for file in files {
+            let fullPath = root + file.path
+            if let bytes = file.bytes {
                 if let slash = fullPath.lastIndex(of: "/"), directories.insert(String(fullPath[..<slash])).inserted {
                     try FileIO.makeParents(of: fullPath)
                 }
-                writes.append((fullPath, content.bytes))
+                writes.append((fullPath, bytes))
             } else {
                 if unlink(fullPath) != 0 && errno != ENOENT { throw FileIO.Failure(path: fullPath, operation: "remove") }
                 FileIO.removeEmptyParents(of: fullPath, below: root)
@@ -84,18 +115,13 @@ extension Repository {
         return try FileIO.writeAll(writes)
     }
 
-    /// Records written files (with their stat data, in order) and removals in the index.
-    private func recordInIndex(_ changes: [WorkingTreeChange], stats written: [stat], rebuildingDamagedIndexFrom tree: ObjectID?) throws {
-        var updates = [IndexPatch.Update]()
-        updates.reserveCapacity(changes.count)
-        var next = 0
-        for change in changes {
-            if let content = change.content {
-                updates.append(IndexPatch.Update(path: Array(change.path.utf8), file: (written[next], content.blob)))
-                next += 1
-            } else {
-                updates.append(IndexPatch.Update(path: Array(change.path.utf8), file: nil))
-            }
+    /// Records written files and removals in the index: `stats` are the written files' stat data
+    /// in `changes` order, `order` the changes' paths as bytes and their positions in index order.
+    private func recordInIndex(_ changes: [WorkingTreeChange], stats written: [stat], order: (positions: [Int], bytes: [[UInt8]]),
+                               rebuildingDamagedIndexFrom tree: ObjectID?) throws {
+        let stats = Self.statsInIndexOrder(changes, stats: written, order: order.positions)
+        let updates = zip(order.positions, stats).map { index, info in
+            IndexPatch.Update(path: order.bytes[index], file: changes[index].content.flatMap { content in info.map { ($0, content.blob) } })
         }
         let indexPath = gitDirectory + "index", checksum = indexChecksum
         switch try IndexPatch.apply(updates, indexPath: indexPath, checksum: checksum) {
@@ -213,11 +239,11 @@ extension Repository {
 /// A working-tree write running on other threads (see `Repository.startWorkingTreeWrite`). The
 /// result is written by the worker before the group is left and read only after waiting on it.
 public final class WorkingTreeWrite: @unchecked Sendable {
-    let changes: [WorkingTreeChange]
+    let files: [(path: String, bytes: [UInt8]?)]
     let group = DispatchGroup()
     var result: Result<[stat], FileIO.Failure>?
 
-    init(_ changes: [WorkingTreeChange]) { self.changes = changes }
+    init(_ files: [(path: String, bytes: [UInt8]?)]) { self.files = files }
 
     func wait() throws -> [stat] {
         group.wait()

@@ -18,24 +18,28 @@ struct CommitMessage {
     var device: String
     var action: ChangeAction
     var stamp: HLC
+    /// The records changed, listed when there are at most `maxListedRecords` of them.
     var references: [String]
+    /// How many records changed.
+    var recordCount: Int
     /// Further `Key: value` trailer lines, e.g. `Concord-Resolved: ...` on merges.
     var extraTrailers: [String] = []
 
-    init(summary: String, actor: Identity, action: ChangeAction, stamp: HLC, references: [String]) {
+    init(summary: String, actor: Identity, action: ChangeAction, stamp: HLC, references: [String], recordCount: Int? = nil) {
         self.summary = summary
         self.actor = actor.member
         self.device = actor.device
         self.action = action
         self.stamp = stamp
         self.references = references
+        self.recordCount = recordCount ?? references.count
     }
 
     var text: String {
         var lines = [summary, "", "Concord-Actor: \(actor)", "Concord-Device: \(device)",
                      "Concord-Action: \(action.rawValue)", "Concord-Clock: \(stamp)"]
-        if references.count > Self.maxListedRecords {
-            lines.append("Concord-Record-Count: \(references.count)")
+        if recordCount > Self.maxListedRecords {
+            lines.append("Concord-Record-Count: \(recordCount)")
         } else {
             lines += references.map { "Concord-Record: \($0)" }
         }

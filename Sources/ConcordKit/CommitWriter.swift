@@ -27,57 +27,66 @@ struct CommitWriter {
                                   time: message.stamp.wallMillis / 1000)
         let parents = expectedHead.map { [$0] } ?? []
 
-        // Blobs, then the trees on the edited paths (one pack for bulk writes, loose objects
-        // otherwise), then the signed commit.
-        var pack = ObjectPack()
-        var edits = [String: ObjectID?]()
-        var changes = [WorkingTreeChange]()
-        changes.reserveCapacity(files.count)
-        let packed = files.count > Self.packThreshold
-        var blobs = (packed ? pack.addBlobs(files.compactMap(\.bytes)) : [])[...]
-        for file in files {
-            if let bytes = file.bytes {
-                let blob = packed ? blobs.removeFirst() : try repository.writeBlob(bytes)
-                edits[file.path] = .some(blob)
-                changes.append(WorkingTreeChange(path: file.path, bytes: bytes, blob: blob))
-            } else {
-                edits[file.path] = .some(nil)
-                changes.append(WorkingTreeChange(removing: file.path))
-            }
-        }
-        func store() throws -> (tree: ObjectID, commit: ObjectID) {
-            let tree = packed ? try repository.writeTree(base: baseTree, edits: edits, into: &pack)
-                              : try repository.writeTree(base: baseTree, edits: edits)
-            if packed { try pack.write(into: repository) }
+        /// Signs the commit of `tree` and moves the branch to it.
+        func commit(tree: ObjectID) throws -> ObjectID {
             let commit = try repository.createSignedCommit(tree: tree, parents: parents, author: author,
                                                            message: message.text, sign: { identity.sign($0) })
             let branch = try repository.headBranch()
             try repository.updateReference(branch, to: commit, expected: expectedHead, message: "concord: \(message.summary)")
-            return (tree, commit)
+            return commit
         }
+
+        let packed = files.count > Self.packThreshold
         guard packed else {
-            let (tree, commit) = try store()
+            // Blobs and trees as loose objects, the signed commit, then the files and the index.
+            var edits = [String: ObjectID?]()
+            var changes = [WorkingTreeChange]()
+            for file in files {
+                if let bytes = file.bytes {
+                    let blob = try repository.writeBlob(bytes)
+                    edits[file.path] = .some(blob)
+                    changes.append(WorkingTreeChange(path: file.path, bytes: bytes, blob: blob))
+                } else {
+                    edits[file.path] = .some(nil)
+                    changes.append(WorkingTreeChange(removing: file.path))
+                }
+            }
+            let tree = try repository.writeTree(base: baseTree, edits: edits)
+            let commit = try commit(tree: tree)
             try repository.applyToWorkingTree(changes, rebuildingDamagedIndexFrom: tree)
             return commit
         }
-        // A bulk write creates its files while the trees, pack and commit are made: file creation
-        // is kernel work that would otherwise follow them (about a third of a 10,000-record
-        // import). The paths are journaled first, so a failure or a kill before the branch moves
-        // puts them back as the branch has them.
+
+        // A bulk write creates its files while the blobs, trees, pack and commit are made: file
+        // creation is kernel work that would otherwise follow them (about a third of a
+        // 10,000-record import). The paths are journaled first, so a failure or a kill before
+        // the branch moves puts them back as the branch has them.
         let journal = CheckoutJournal(gitDirectory: repository.gitDirectory)
-        try journal.record(changes.map(\.path))
-        let write = repository.startWorkingTreeWrite(changes)
-        let stored: (tree: ObjectID, commit: ObjectID)
+        try journal.record(files.map(\.path))
+        let write = repository.startWorkingTreeWrite(files.map { ($0.path, $0.bytes) })
+        PerformanceTrace.step("paths journaled, file writes started")
+        let blobs: [ObjectID?], tree: ObjectID, commitID: ObjectID
         do {
-            stored = try store()
+            var pack = ObjectPack()
+            var added = pack.addBlobs(files.compactMap(\.bytes))[...]
+            blobs = files.map { $0.bytes == nil ? nil : added.removeFirst() }
+            PerformanceTrace.step("blobs hashed")
+            let edits = Dictionary(zip(files.map(\.path), blobs), uniquingKeysWith: { _, last in last })
+            tree = try repository.writeTree(base: baseTree, edits: edits, into: &pack)
+            PerformanceTrace.step("trees built")
+            try pack.write(into: repository)
+            PerformanceTrace.step("pack written")
+            commitID = try commit(tree: tree)
+            PerformanceTrace.step("commit signed, branch moved")
         } catch {
             try? repository.waitForWorkingTreeWrite(write)
             try? profile.restoreJournaledPaths()
             throw error
         }
-        try repository.finishWorkingTreeWrite(write, rebuildingDamagedIndexFrom: stored.tree)
+        try repository.finishWorkingTreeWrite(write, blobs: blobs, rebuildingDamagedIndexFrom: tree)
         journal.remove()
-        return stored.commit
+        PerformanceTrace.step("index updated")
+        return commitID
     }
 
     /// `member@device`, with anything git would choke on in an e-mail removed.

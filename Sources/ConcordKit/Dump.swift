@@ -8,7 +8,24 @@ public struct Dump: Sendable, Equatable {
     public struct RecordItem: Sendable, Equatable {
         public let kind: String
         public let id: String
-        public let data: [String: JSONValue]
+        /// The record's data in canonical form, as its file holds it (`Record.canonicalData`):
+        /// read straight from a dump's text, so a large import never builds the values.
+        public let canonicalData: [UInt8]
+
+        public init(kind: String, id: String, data: [String: JSONValue]) {
+            self.init(kind: kind, id: id, canonicalData: Record.canonicalData(data))
+        }
+
+        init(kind: String, id: String, canonicalData: [UInt8]) {
+            self.kind = kind
+            self.id = id
+            self.canonicalData = canonicalData
+        }
+
+        /// The record's data as values.
+        public var data: [String: JSONValue] {
+            (try? JSONValue.parse(canonicalData))?.objectValue ?? [:]
+        }
     }
 
     public struct LogItem: Sendable, Equatable {
@@ -26,52 +43,49 @@ public struct Dump: Sendable, Equatable {
     public var records: [RecordItem]
     public var logs: [LogItem]
 
-    /// Parses a dump, naming the file and the entry at fault in every error.
+    /// Parses a dump, naming the file and the entry at fault in every error. Each record's data
+    /// is read straight into its canonical form; log entries are read as values.
     public static func parse(_ bytes: [UInt8], source: String) throws -> Dump {
-        let value: JSONValue
-        do { value = try JSONValue.parse(bytes) } catch {
+        var dump = Dump(records: [], logs: [])
+        do {
+            try JSONReader.read(bytes) { reader in
+                try reader.expect(.object, else: ConcordError.notAnObject(source: source))
+                try reader.readObject { key, reader in
+                    switch key {
+                    case "records":
+                        try items(key, &reader, source: source) { place, reader in
+                            let item = try DumpItem(place, &reader, source: source, canonicalData: true)
+                            dump.records.append(RecordItem(kind: try item.string("kind", item.kind), id: try item.string("id", item.id),
+                                                           canonicalData: try item.recordData()))
+                        }
+                    case "logs":
+                        try items(key, &reader, source: source) { place, reader in
+                            let item = try DumpItem(place, &reader, source: source, canonicalData: false)
+                            let kind = try item.string("kind", item.kind), data = try item.values()
+                            let id = try item.id == nil ? derivedID(kind: kind, data: data) : item.string("id", item.id)
+                            dump.logs.append(LogItem(kind: kind, id: id, data: data, at: item.at?.stringValue,
+                                                     by: item.by?.stringValue, device: item.device?.stringValue))
+                        }
+                    default:
+                        throw ConcordError.invalidInput("\(source): unknown top-level field \"\(key)\": a dump has only \"records\" and \"logs\"")
+                    }
+                }
+            }
+        } catch let error as JSONParseError {
             throw ConcordError.invalidJSON(source: source, detail: error.description)
         }
-        guard let object = value.objectValue else { throw ConcordError.notAnObject(source: source) }
-        let known: Set<String> = ["records", "logs"]
-        if let extra = object.keys.sorted().first(where: { !known.contains($0) }) {
-            throw ConcordError.invalidInput("\(source): unknown top-level field \"\(extra)\": a dump has only \"records\" and \"logs\"")
+        return dump
+    }
+
+    /// Reads the array under `key`, each element an object.
+    private static func items(_ key: String, _ reader: inout JSONReader, source: String,
+                              _ item: (String, inout JSONReader) throws -> Void) throws {
+        try reader.expect(.array, else: ConcordError.invalidInput("\(source): \"\(key)\" must be an array"))
+        try reader.readArray { index, reader in
+            let place = "\(key)[\(index)]"
+            try reader.expect(.object, else: ConcordError.invalidInput("\(source): \(place) must be an object"))
+            try item(place, &reader)
         }
-        func items(_ key: String) throws -> [[String: JSONValue]] {
-            guard let list = object[key] else { return [] }
-            guard let array = list.arrayValue else { throw ConcordError.invalidInput("\(source): \"\(key)\" must be an array") }
-            return try array.enumerated().map { index, item in
-                guard let fields = item.objectValue else {
-                    throw ConcordError.invalidInput("\(source): \(key)[\(index)] must be an object")
-                }
-                return fields
-            }
-        }
-        func field(_ item: [String: JSONValue], _ name: String, _ place: String) throws -> String {
-            guard let text = item[name]?.stringValue else {
-                throw ConcordError.invalidInput("\(source): \(place) needs a string \"\(name)\"")
-            }
-            return text
-        }
-        func data(_ item: [String: JSONValue], _ place: String) throws -> [String: JSONValue] {
-            guard let data = item["data"]?.objectValue else {
-                throw ConcordError.invalidInput("\(source): \(place) needs an object \"data\"")
-            }
-            return data
-        }
-        let records = try items("records").enumerated().map { index, item in
-            let place = "records[\(index)]"
-            return RecordItem(kind: try field(item, "kind", place), id: try field(item, "id", place), data: try data(item, place))
-        }
-        let logs = try items("logs").enumerated().map { index, item in
-            let place = "logs[\(index)]"
-            let kind = try field(item, "kind", place)
-            let data = try data(item, place)
-            let id = try item["id"] == nil ? derivedID(kind: kind, data: data) : field(item, "id", place)
-            return LogItem(kind: kind, id: id, data: data, at: item["at"]?.stringValue,
-                           by: item["by"]?.stringValue, device: item["device"]?.stringValue)
-        }
-        return Dump(records: records, logs: logs)
     }
 
     /// The id of a log entry given without one: a hash of its kind and canonical data.
@@ -93,6 +107,62 @@ public struct Dump: Sendable, Equatable {
                     .merging(optional("device", item.device)) { a, _ in a })
             }),
         ]).canonicalBytes()
+    }
+}
+
+/// One entry of a dump's `records` or `logs`: the fields a dump entry has (others are skipped),
+/// with `data` kept either as canonical bytes (records) or as values (log entries).
+private struct DumpItem {
+    var place: String
+    var source: String
+    var kind, id, at, by, device: JSONValue?
+    var data: JSONValue?
+    var canonicalData: [UInt8]?
+
+    init(_ place: String, _ reader: inout JSONReader, source: String, canonicalData wantsBytes: Bool) throws {
+        self.place = place
+        self.source = source
+        var item = self
+        try reader.readObject { key, reader in
+            switch key {
+            case "data" where wantsBytes && reader.nextType == .object: item.canonicalData = try reader.readCanonical(indent: 1)
+            case "data": item.data = try reader.readValue()
+            case "kind": item.kind = try reader.readValue()
+            case "id": item.id = try reader.readValue()
+            case "at": item.at = try reader.readValue()
+            case "by": item.by = try reader.readValue()
+            case "device": item.device = try reader.readValue()
+            default: break
+            }
+        }
+        self = item
+    }
+
+    func string(_ name: String, _ value: JSONValue?) throws -> String {
+        guard let text = value?.stringValue else {
+            throw ConcordError.invalidInput("\(source): \(place) needs a string \"\(name)\"")
+        }
+        return text
+    }
+
+    func recordData() throws -> [UInt8] {
+        guard let canonicalData else { throw ConcordError.invalidInput("\(source): \(place) needs an object \"data\"") }
+        return canonicalData
+    }
+
+    func values() throws -> [String: JSONValue] {
+        guard let data = data?.objectValue else { throw ConcordError.invalidInput("\(source): \(place) needs an object \"data\"") }
+        return data
+    }
+}
+
+extension JSONReader {
+    /// Throws `error` unless a value of `type` comes next; a value of another type is read
+    /// first, so a syntax error in it (a file cut short) is what gets reported.
+    mutating func expect(_ type: ValueType, else error: @autoclosure () -> Error) throws {
+        guard nextType != type else { return }
+        try skipValue()
+        throw error()
     }
 }
 
@@ -119,7 +189,7 @@ extension Profile {
             for kind in Set(dump.records.map(\.kind)) {
                 try transaction.prefetch(kind: try self.kind(named: kind))
             }
-            try transaction.put(dump.records.map { ($0.kind, $0.id, $0.data) })
+            try transaction.put(canonical: dump.records.map { ($0.kind, $0.id, $0.canonicalData) })
             for item in dump.logs { try transaction.append(item.kind, data: item.data, id: item.id) }
         }
     }

@@ -31,6 +31,7 @@ extension Profile {
             let baseTree = try head.map { id in try gitCall { try repository.commit(id).tree } }
             let transaction = Transaction(profile: self, identity: identity, baseTree: baseTree)
             let value = try body(transaction)
+            PerformanceTrace.step("changes staged")
             guard !transaction.isEmpty, let stamp = transaction.lastStamp else {
                 return WriteResult(value: value, commit: nil, changes: [])
             }
@@ -82,8 +83,18 @@ extension Profile {
         } else {
             summary = "\(changes.count) records: \(chosen.rawValue)"
         }
-        var seen = Set<String>()
-        let references = changes.map(\.reference).filter { seen.insert($0).inserted }
-        return CommitMessage(summary: summary, actor: identity, action: chosen, stamp: stamp, references: references)
+        // Each record once; past `maxListedRecords` only their number is written.
+        var seen = Set<RecordKey>(), references = [String]()
+        for change in changes where seen.insert(RecordKey(kind: change.kind, id: change.id)).inserted {
+            if references.count <= CommitMessage.maxListedRecords { references.append(change.reference) }
+        }
+        return CommitMessage(summary: summary, actor: identity, action: chosen, stamp: stamp,
+                             references: seen.count > CommitMessage.maxListedRecords ? [] : references, recordCount: seen.count)
     }
+}
+
+/// A record named by kind and id, as a set member.
+private struct RecordKey: Hashable {
+    let kind: String
+    let id: String
 }

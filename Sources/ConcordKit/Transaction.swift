@@ -20,8 +20,10 @@ public final class Transaction {
     let baseTree: ObjectID?
     private let clock: HLClock
     private(set) var lastStamp: HLC?
-    private(set) var pending: [String: [UInt8]?] = [:]
-    private var order: [String] = []
+    /// The files written so far, each path once, in the order first written; `pendingIndex`
+    /// finds a path's place.
+    private var pending: [FileChange] = []
+    private var pendingIndex: [String: Int] = [:]
     public private(set) var changes: [RecordChange] = []
     /// Directory listings of the base tree, loaded on demand for bulk work.
     private var listings: [String: [String: ObjectID]] = [:]
@@ -42,11 +44,19 @@ public final class Transaction {
     }
 
     /// Creates or replaces many records, as `put` one by one would (same stamps, same bytes; an
-    /// error names the offending item, and what came before it is staged). The records' canonical JSON is encoded on every core,
-    /// which is most of the cost of a large import's records.
+    /// error names the offending item, and what came before it is staged).
     public func put(_ items: [(kind: String, id: String, data: [String: JSONValue])]) throws {
+        let canonical = Parallel.map(items) { Record.canonicalData($0.data) }
+        try put(canonical: zip(items, canonical).map { ($0.kind, $0.id, $1) })
+    }
+
+    /// `put` of many records whose data is given in canonical form (`Record.canonicalData`), as a
+    /// dump's records are read. Writing the data a record already has changes nothing. The record
+    /// files are encoded on every core.
+    func put(canonical items: [(kind: String, id: String, data: [UInt8])]) throws {
         var seen = Set<String>()
-        var planned = [(path: String, record: Record, change: RecordChange)]()
+        seen.reserveCapacity(items.count)
+        var planned = [PlannedRecord]()
         planned.reserveCapacity(items.count)
         for (index, item) in items.enumerated() {
             // On a bad item, what came before it is staged, as one `put` each would have.
@@ -59,28 +69,40 @@ public final class Transaction {
                 try stage(planned)
                 throw error
             }
-            let path = Self.recordPath(kind, id)
+            let directory = kind.directory + "/" + RecordPaths.bucket(id.rawValue), name = id.rawValue + ".json"
+            let path = directory + "/" + name
             guard seen.insert(path).inserted else {
                 // A record written twice reads its first version: encode what is planned, go one by one.
                 try stage(planned)
-                return try items[index...].forEach { try put($0.kind, $0.id, data: $0.data) }
+                return try items[index...].forEach { try put(canonical: [$0]) }
             }
-            let existing = try record(at: path)
-            if let existing, existing.data == item.data { continue }
-            let record = Record(id: id, kind: kind.name, device: identity.device, member: identity.member,
-                                stamp: tick(after: existing?.stamp), state: .live(data: item.data))
+            let existing = try record(at: path, directory: directory, name: name)
+            if let data = existing?.data, Record.canonicalData(data) == item.data { continue }
             let action: ChangeAction = (existing == nil || existing?.isDeleted == true) ? .added : .updated
-            planned.append((path, record, RecordChange(kind: kind.name, id: id.rawValue, action: action)))
+            planned.append(PlannedRecord(path: path, id: id, kind: kind.name, stamp: tick(after: existing?.stamp),
+                                         data: item.data, change: RecordChange(kind: kind.name, id: id.rawValue, action: action)))
         }
         try stage(planned)
     }
 
-    private func stage(_ planned: [(path: String, record: Record, change: RecordChange)]) throws {
-        let records = planned.map(\.record)
-        let encoded = Parallel.map(records) { $0.encoded() }
-        for ((path, _, change), bytes) in zip(planned, encoded) {
-            guard bytes.count <= maxRecordBytes else { throw ConcordError.recordTooLarge(change.reference, size: bytes.count) }
-            stage(path, bytes, change)
+    private struct PlannedRecord {
+        let path: String
+        let id: RecordID
+        let kind: String
+        let stamp: HLC
+        let data: [UInt8]
+        let change: RecordChange
+    }
+
+    private func stage(_ planned: [PlannedRecord]) throws {
+        let encoder = Record.LiveEncoder(device: identity.device, member: identity.member)
+        let encoded = Parallel.map(planned) { encoder.encode(id: $0.id, kind: $0.kind, stamp: $0.stamp, canonicalData: $0.data) }
+        pending.reserveCapacity(pending.count + planned.count)
+        pendingIndex.reserveCapacity(pendingIndex.count + planned.count)
+        changes.reserveCapacity(changes.count + planned.count)
+        for (record, bytes) in zip(planned, encoded) {
+            guard bytes.count <= maxRecordBytes else { throw ConcordError.recordTooLarge(record.change.reference, size: bytes.count) }
+            stage(record.path, bytes, record.change)
         }
     }
 
@@ -131,13 +153,18 @@ public final class Transaction {
 
     var isEmpty: Bool { pending.isEmpty }
 
-    var files: [FileChange] { order.map { FileChange(path: $0, bytes: pending[$0] ?? nil) } }
+    var files: [FileChange] { pending }
 
     private var knownLogIDs: [String: Set<RecordID>] = [:]
     private var authorized: Set<String> = []
 
     func stage(_ path: String, _ bytes: [UInt8], _ change: RecordChange) {
-        if pending.updateValue(bytes, forKey: path) == nil { order.append(path) }
+        if let index = pendingIndex[path] {
+            pending[index].bytes = bytes
+        } else {
+            pendingIndex[path] = pending.count
+            pending.append(FileChange(path: path, bytes: bytes))
+        }
         changes.append(change)
     }
 
@@ -159,20 +186,23 @@ public final class Transaction {
         return kind
     }
 
-    private func record(at path: String) throws -> Record? {
-        guard let bytes = try currentBytes(path) else { return nil }
+    /// The record at `path` (in `directory`, named `name`, when the caller has them split already).
+    private func record(at path: String, directory: String? = nil, name: String? = nil) throws -> Record? {
+        guard let bytes = try currentBytes(path, directory: directory, name: name) else { return nil }
         do { return try Record.decode(bytes) } catch {
             throw ConcordError.corruptRecord(path: path, reason: error.localizedDescription)
         }
     }
 
     /// The bytes of `path` in the base tree with pending writes applied.
-    func currentBytes(_ path: String) throws -> [UInt8]? {
-        if let staged = pending[path] { return staged }
+    func currentBytes(_ path: String, directory: String? = nil, name: String? = nil) throws -> [UInt8]? {
+        if !pending.isEmpty, let index = pendingIndex[path] { return pending[index].bytes }
         guard let baseTree else { return nil }
+        let slash = directory == nil ? path.lastIndex(of: "/") : nil
+        let directory = directory ?? slash.map { String(path[..<$0]) }
         let blob: ObjectID?
-        if let slash = path.lastIndex(of: "/"), let listing = listings[String(path[..<slash])] {
-            blob = listing[String(path[path.index(after: slash)...])]
+        if let directory, let listing = listings[directory] {
+            blob = listing.isEmpty ? nil : listing[name ?? slash.map { String(path[path.index(after: $0)...]) } ?? path]
         } else {
             blob = try gitCall { try profile.repository.entry(at: path, inTree: baseTree)?.id }
         }

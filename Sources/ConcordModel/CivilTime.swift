@@ -45,7 +45,7 @@ enum CivilTime {
     /// Appends `value` as exactly `width` zero-padded decimal digits.
     static func appendDigits(_ value: Int64, width: Int, to out: inout [UInt8]) {
         let end = out.count + width
-        out.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: width))
+        for _ in 0..<width { out.append(UInt8(ascii: "0")) }
         var v = value
         var i = end - 1
         while v > 0, i >= end - width {

@@ -46,10 +46,15 @@ public struct HLC: Sendable, Hashable, Comparable, CustomStringConvertible {
     public var description: String {
         var out: [UInt8] = []
         out.reserveCapacity(29)
+        append(to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends ``description``'s bytes to `out`.
+    func append(to out: inout [UInt8]) {
         CivilTime.appendInstant(wallMillis, to: &out)
         out.append(UInt8(ascii: "-"))
         CivilTime.appendDigits(Int64(counter), width: 4, to: &out)
-        return String(decoding: out, as: UTF8.self)
     }
 
     public static func < (lhs: HLC, rhs: HLC) -> Bool {

@@ -102,28 +102,44 @@ struct CanonicalWriter {
 
     @inline(__always) mutating func newline(_ indent: Int) {
         guard pretty else { return }
-        out.append(0x0A)
-        out.append(contentsOf: repeatElement(0x20, count: indent * 2))
+        Self.appendNewline(indent, to: &out)
     }
+
+    /// A newline and `indent` levels of 2-space indentation (copied from a run of spaces, which is
+    /// much faster than appending spaces one by one).
+    @inline(__always) static func appendNewline(_ indent: Int, to out: inout [UInt8]) {
+        out.append(0x0A)
+        var spaces = indent * 2
+        while spaces > 0 {
+            let run = min(spaces, Self.spaces.count)
+            Self.spaces.withUnsafeBufferPointer { out.append(contentsOf: UnsafeBufferPointer(rebasing: $0[..<run])) }
+            spaces -= run
+        }
+    }
+
+    private static let spaces = [UInt8](repeating: 0x20, count: 64)
 
     mutating func writeString(_ string: String) {
-        out.append(UInt8(ascii: "\""))
         var string = string
-        string.withUTF8 { utf8 in
-            var runStart = 0
-            for i in 0..<utf8.count {
-                let b = utf8[i]
-                if b >= 0x20 && b != UInt8(ascii: "\"") && b != UInt8(ascii: "\\") { continue }
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i]))
-                appendEscape(b)
-                runStart = i + 1
-            }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+        string.withUTF8 { Self.appendQuoted($0, to: &out) }
+    }
+
+    /// Appends `utf8` as a canonical JSON string: quoted, escaping only `"`, `\\` and control characters.
+    static func appendQuoted(_ utf8: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var runStart = 0
+        for i in 0..<utf8.count {
+            let b = utf8[i]
+            if b >= 0x20 && b != UInt8(ascii: "\"") && b != UInt8(ascii: "\\") { continue }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i]))
+            appendEscape(b, to: &out)
+            runStart = i + 1
         }
+        out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
         out.append(UInt8(ascii: "\""))
     }
 
-    mutating func appendEscape(_ b: UInt8) {
+    static func appendEscape(_ b: UInt8, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\\"))
         switch b {
         case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(b)

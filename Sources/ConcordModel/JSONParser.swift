@@ -32,22 +32,34 @@ struct JSONParser {
     var pos = 0
     var depth = 0
     var scratch: [UInt8] = []
+    /// Used by the transcoder only (see `transcodeObject`).
+    var keyArena: [UInt8] = []
+    var memberStack: [TranscodedMember] = []
 
     static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Result<JSONValue, JSONParseError> {
         var parser = JSONParser(bytes: bytes)
         do throws(Failure) {
-            if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF {
-                throw Failure(offset: 0, message: "unexpected byte order mark; save the file as UTF-8 without one")
-            }
+            try parser.rejectByteOrderMark()
             parser.skipWhitespace()
             let value = try parser.parseValue()
-            parser.skipWhitespace()
-            if parser.pos < bytes.count {
-                throw Failure(offset: parser.pos, message: "unexpected \(parser.describeCurrent()) after the JSON value")
-            }
+            try parser.expectEnd()
             return .success(value)
         } catch {
             return .failure(parser.locate(error))
+        }
+    }
+
+    func rejectByteOrderMark() throws(Failure) {
+        if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF {
+            throw Failure(offset: 0, message: "unexpected byte order mark; save the file as UTF-8 without one")
+        }
+    }
+
+    /// Checks that only whitespace follows the document's value.
+    mutating func expectEnd() throws(Failure) {
+        skipWhitespace()
+        if pos < bytes.count {
+            throw Failure(offset: pos, message: "unexpected \(describeCurrent()) after the JSON value")
         }
     }
 
@@ -72,11 +84,7 @@ struct JSONParser {
         pos += 1
         var members: [String: JSONValue] = [:]
         skipWhitespace()
-        if peek() == UInt8(ascii: "}") {
-            pos += 1
-            depth -= 1
-            return .object(members)
-        }
+        if closeIfEmpty(UInt8(ascii: "}")) { return .object(members) }
         while true {
             guard peek() == UInt8(ascii: "\"") else {
                 throw fail(members.isEmpty ? "expected '\"' to begin an object key, or '}'" : "expected '\"' to begin an object key")
@@ -91,19 +99,7 @@ struct JSONParser {
             if members.updateValue(value, forKey: key) != nil {
                 throw Failure(offset: keyStart, message: "duplicate key \(quoted(key)) in object")
             }
-            skipWhitespace()
-            switch peek() {
-            case UInt8(ascii: ","):
-                pos += 1
-                skipWhitespace()
-                if peek() == UInt8(ascii: "}") { throw fail("expected an object key after ','; trailing commas are not allowed") }
-            case UInt8(ascii: "}"):
-                pos += 1
-                depth -= 1
-                return .object(members)
-            default:
-                throw fail("expected ',' or '}' after object member")
-            }
+            if try nextMember(closing: UInt8(ascii: "}")) { return .object(members) }
         }
     }
 
@@ -112,26 +108,10 @@ struct JSONParser {
         pos += 1
         var elements: [JSONValue] = []
         skipWhitespace()
-        if peek() == UInt8(ascii: "]") {
-            pos += 1
-            depth -= 1
-            return .array(elements)
-        }
+        if closeIfEmpty(UInt8(ascii: "]")) { return .array(elements) }
         while true {
             elements.append(try parseValue())
-            skipWhitespace()
-            switch peek() {
-            case UInt8(ascii: ","):
-                pos += 1
-                skipWhitespace()
-                if peek() == UInt8(ascii: "]") { throw fail("expected a value after ','; trailing commas are not allowed") }
-            case UInt8(ascii: "]"):
-                pos += 1
-                depth -= 1
-                return .array(elements)
-            default:
-                throw fail("expected ',' or ']' after array element")
-            }
+            if try nextMember(closing: UInt8(ascii: "]")) { return .array(elements) }
         }
     }
 
@@ -153,6 +133,12 @@ struct JSONParser {
     }
 
     mutating func parseNumber() throws(Failure) -> JSONValue {
+        let lexeme = try scanNumber()
+        return .number(String(decoding: UnsafeBufferPointer(rebasing: bytes[lexeme]), as: UTF8.self))
+    }
+
+    /// Skips a number at `pos`, validating it; returns where its lexeme lies.
+    mutating func scanNumber() throws(Failure) -> Range<Int> {
         let start = pos
         if peek() == UInt8(ascii: "-") { pos += 1 }
         switch peek() {
@@ -175,7 +161,7 @@ struct JSONParser {
             guard isDigit(peek()) else { throw fail("expected a digit in number exponent") }
             skipDigits()
         }
-        return .number(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<pos]), as: UTF8.self))
+        return start..<pos
     }
 
     // MARK: Helpers

@@ -1,37 +1,24 @@
 extension JSONParser {
     /// Parses a string starting at the opening quote at `pos`; validates UTF-8 and escapes.
     mutating func parseString() throws(Failure) -> String {
-        let quote = pos
-        pos += 1
-        let contentStart = pos
-        while pos < bytes.count {
-            let b = bytes[pos]
-            if b == UInt8(ascii: "\"") {
-                let s = String(decoding: UnsafeBufferPointer(rebasing: bytes[contentStart..<pos]), as: UTF8.self)
-                pos += 1
-                return s
-            } else if b == UInt8(ascii: "\\") {
-                scratch.removeAll(keepingCapacity: true)
-                scratch.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[contentStart..<pos]))
-                return try parseEscapedRest(quote: quote)
-            } else if b < 0x20 {
-                throw controlCharacter(b)
-            } else if b < 0x80 {
-                pos += 1
-            } else {
-                try skipUTF8Sequence()
-            }
+        let quote = pos, start = pos + 1
+        if try skipPlainString() {
+            return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<(pos - 1)]), as: UTF8.self)
         }
-        throw Failure(offset: quote, message: "unterminated string")
+        try decodeEscapedRest(quote: quote, contentStart: start)
+        return String(decoding: scratch, as: UTF8.self)
     }
 
-    /// Continues a string that contains escapes, collecting its bytes in `scratch`.
-    mutating func parseEscapedRest(quote: Int) throws(Failure) -> String {
+    /// Decodes a string whose first escape is at `pos` into `scratch`, from its content start to
+    /// past its closing quote.
+    mutating func decodeEscapedRest(quote: Int, contentStart: Int) throws(Failure) {
+        scratch.removeAll(keepingCapacity: true)
+        scratch.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[contentStart..<pos]))
         while pos < bytes.count {
             let b = bytes[pos]
             if b == UInt8(ascii: "\"") {
                 pos += 1
-                return String(decoding: scratch, as: UTF8.self)
+                return
             } else if b == UInt8(ascii: "\\") {
                 try parseEscape()
             } else if b < 0x20 {

@@ -64,38 +64,97 @@ public struct Record: Sendable, Equatable {
     /// The canonical bytes of the record file: `jsonValue.canonicalBytes()`, written straight from
     /// the fields (their keys in canonical order) rather than through a dictionary to sort.
     public func encoded() -> [UInt8] {
-        var writer = CanonicalWriter(pretty: true)
-        writer.out.reserveCapacity(384)
-        writer.out.append(UInt8(ascii: "{"))
-        func key(_ name: StaticString, first: Bool = false) {
-            if !first { writer.out.append(UInt8(ascii: ",")) }
-            writer.newline(1)
-            writer.out.append(UInt8(ascii: "\""))
-            writer.out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
-            writer.out.append(contentsOf: "\": ".utf8)
-        }
-        func string(_ name: StaticString, _ value: String) {
-            key(name)
-            writer.writeString(value)
-        }
         switch state {
         case .live(let data):
-            key("data", first: true)
-            writer.write(.object(data), indent: 1)
-            string("device", device)
-            string("id", id.rawValue)
-            string("kind", kind)
-            string("updatedAt", stamp.description)
-            string("updatedBy", member)
+            return Self.encodeLive(id: id, kind: kind, device: device, member: member, stamp: stamp,
+                                   canonicalData: Self.canonicalData(data))
         case .deleted:
-            key("deleted", first: true)
+            var writer = Self.envelopeWriter(first: "deleted")
             writer.out.append(contentsOf: "true".utf8)
-            string("deletedAt", stamp.description)
-            string("deletedBy", member)
-            string("device", device)
-            string("id", id.rawValue)
-            string("kind", kind)
+            Self.field("deletedAt", stamp.description, &writer)
+            Self.field("deletedBy", member, &writer)
+            Self.field("device", device, &writer)
+            Self.field("id", id.rawValue, &writer)
+            Self.field("kind", kind, &writer)
+            return Self.closeEnvelope(&writer)
         }
+    }
+
+    /// A live record's data in the canonical form its file holds (one level deep, no final
+    /// newline), which is what `JSONReader.readCanonical(indent: 1)` reads from any JSON text.
+    public static func canonicalData(_ data: [String: JSONValue]) -> [UInt8] {
+        var writer = CanonicalWriter(pretty: true)
+        writer.out.reserveCapacity(256)
+        writer.write(.object(data), indent: 1)
+        return writer.out
+    }
+
+    /// The file bytes of a live record whose data is given in canonical form (``canonicalData(_:)``):
+    /// what ``encoded()`` gives for the same record.
+    public static func encodeLive(id: RecordID, kind: String, device: String, member: String, stamp: HLC,
+                                  canonicalData: [UInt8]) -> [UInt8] {
+        LiveEncoder(device: device, member: member).encode(id: id, kind: kind, stamp: stamp, canonicalData: canonicalData)
+    }
+
+    /// Encodes many live records written by one member on one device (an import): the envelope
+    /// parts they share are made once. Gives the bytes ``encodeLive(id:kind:device:member:stamp:canonicalData:)`` gives.
+    public struct LiveEncoder: Sendable {
+        /// `,\n  "device": "<device>",\n  "id": `
+        private let afterData: [UInt8]
+        /// `"\n}\n` preceded by `",\n  "updatedBy": "<member>`; written after the stamp.
+        private let afterStamp: [UInt8]
+
+        public init(device: String, member: String) {
+            var writer = CanonicalWriter(pretty: true)
+            key("device", &writer)
+            writer.writeString(device)
+            key("id", &writer)
+            afterData = writer.out
+            writer = CanonicalWriter(pretty: true)
+            writer.out.append(UInt8(ascii: "\""))
+            field("updatedBy", member, &writer)
+            afterStamp = closeEnvelope(&writer)
+        }
+
+        public func encode(id: RecordID, kind: String, stamp: HLC, canonicalData: [UInt8]) -> [UInt8] {
+            var writer = CanonicalWriter(pretty: true)
+            writer.out.reserveCapacity(canonicalData.count + afterData.count + afterStamp.count + id.rawValue.utf8.count + kind.utf8.count + 64)
+            writer.out.append(UInt8(ascii: "{"))
+            key("data", &writer, first: true)
+            writer.out.append(contentsOf: canonicalData)
+            writer.out.append(contentsOf: afterData)
+            writer.writeString(id.rawValue)
+            field("kind", kind, &writer)
+            key("updatedAt", &writer)
+            writer.out.append(UInt8(ascii: "\""))
+            stamp.append(to: &writer.out)
+            writer.out.append(contentsOf: afterStamp)
+            return writer.out
+        }
+    }
+
+    private static func envelopeWriter(first: StaticString, capacity: Int = 256) -> CanonicalWriter {
+        var writer = CanonicalWriter(pretty: true)
+        writer.out.reserveCapacity(capacity)
+        writer.out.append(UInt8(ascii: "{"))
+        key(first, &writer, first: true)
+        return writer
+    }
+
+    fileprivate static func key(_ name: StaticString, _ writer: inout CanonicalWriter, first: Bool = false) {
+        if !first { writer.out.append(UInt8(ascii: ",")) }
+        writer.newline(1)
+        writer.out.append(UInt8(ascii: "\""))
+        writer.out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        writer.out.append(contentsOf: "\": ".utf8)
+    }
+
+    fileprivate static func field(_ name: StaticString, _ value: String, _ writer: inout CanonicalWriter) {
+        key(name, &writer)
+        writer.writeString(value)
+    }
+
+    fileprivate static func closeEnvelope(_ writer: inout CanonicalWriter) -> [UInt8] {
         writer.newline(0)
         writer.out.append(contentsOf: "}\n".utf8)
         return writer.out

@@ -11,11 +11,15 @@ struct Import: ParsableCommand {
     @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
+        PerformanceTrace.start()
         let profile = try profile.open()
+        PerformanceTrace.step("profile opened")
         guard let bytes = FileManager.default.contents(atPath: file) else {
             throw ConcordError.io("cannot read \(file): no such file or not readable")
         }
+        PerformanceTrace.step("dump read")
         let dump = try Dump.parse(Array(bytes), source: file)
+        PerformanceTrace.step("dump parsed")
         let result = try profile.importDump(dump, as: try loadIdentity())
         if json {
             printJSON(.object([

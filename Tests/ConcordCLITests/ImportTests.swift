@@ -90,6 +90,31 @@ final class ImportTests: CLITestCase {
         XCTAssertTrue(text.stdout.hasPrefix("nothing to import"), text.stdout)
     }
 
+    /// `CONCORD_TRACE_PERF=1` prints each step of a bulk import on stderr, and changes nothing else.
+    func testTracePerfPrintsTheStepsOfAnImportOnStderr() throws {
+        let alice = try makePerson("alice")
+        let profile = try makeProfile(owner: alice)
+        var environment = environment(for: alice)
+        environment["CONCORD_TRACE_PERF"] = "1"
+        let result = try ProcessRunner.run(try concordBinary(), ["import", "--file", try bigDump().path, "--json"],
+                                           environment: environment, in: profile)
+        XCTAssertEqual(result.status, 0, result.summary)
+        XCTAssertEqual((try parseJSON(result.stdout) as? [String: Any])?["records"] as? Int, 100)
+        let steps = result.stderrLines.map { line -> String in
+            XCTAssertNotNil(line.range(of: #"^concord perf: [0-9]+\.[0-9] ms \(cpu [0-9]+\.[0-9] ms\) "#, options: .regularExpression), line)
+            return line.components(separatedBy: ") ").dropFirst().joined(separator: ") ")
+        }
+        XCTAssertEqual(steps, ["profile opened", "dump read", "dump parsed", "changes staged", "paths journaled, file writes started",
+                               "blobs hashed", "trees built", "pack written", "commit signed, branch moved", "files written", "index updated"])
+        XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: profile), "")
+
+        // Without the variable (or with it set to 0), stderr stays empty.
+        environment["CONCORD_TRACE_PERF"] = "0"
+        let quiet = try ProcessRunner.run(try concordBinary(), ["import", "--file", try bigDump().path], environment: environment, in: profile)
+        XCTAssertEqual(quiet.status, 0, quiet.summary)
+        XCTAssertEqual(quiet.stderr, "")
+    }
+
     func testReimportAfterEditOnlyTouchesChangedRecords() throws {
         let alice = try makePerson("alice")
         let profile = try makeProfile(owner: alice)

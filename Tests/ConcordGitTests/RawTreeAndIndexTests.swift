@@ -90,6 +90,38 @@ final class RawTreeAndIndexTests: GitTestCase {
         XCTAssertEqual(try gitOK(["diff-files", "--name-only"], in: url), "", "stat data in the index must match the files")
     }
 
+    /// A file replaced by a directory of the same name, and a directory by a file, in one change:
+    /// the index must end with only the new entries (git's write-tree refuses an index with both).
+    func testAFileAndADirectorySwappingNamesLeaveAnIndexGitAccepts() throws {
+        let (repository, url) = try makeRepository()
+        var files = ["notes/x": "file\n", "cards/y/z.json": "deep\n"]
+        for number in 0..<40 { files["cards/w\(number).json"] = "\(number)\n" }
+        for (path, text) in files {
+            let file = url.appendingPathComponent(path)
+            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try text.write(to: file, atomically: false, encoding: .utf8)
+        }
+        try gitOK(["add", "-A"], in: url)
+        try gitOK(["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "base"], in: url)
+        let head = try XCTUnwrap(try repository.resolveReference("HEAD"))
+        let base = try XCTUnwrap(ObjectID(hex: try gitOK(["rev-parse", "HEAD^{tree}"], in: url)))
+
+        let bytes = Array("swapped\n".utf8)
+        let blob = try repository.writeBlob(bytes)
+        let tree = try repository.writeTree(base: base, edits: [
+            "notes/x": ObjectID?.none, "notes/x/inner.json": blob, "cards/y/z.json": ObjectID?.none, "cards/y": blob,
+        ])
+        try repository.applyToWorkingTree([
+            WorkingTreeChange(removing: "notes/x"), WorkingTreeChange(path: "notes/x/inner.json", bytes: bytes, blob: blob),
+            WorkingTreeChange(removing: "cards/y/z.json"), WorkingTreeChange(path: "cards/y", bytes: bytes, blob: blob),
+        ])
+        XCTAssertEqual(try gitOK(["write-tree"], in: url), tree.hex)
+        let commit = try repository.createSignedCommit(tree: tree, parents: [head], author: Self.author, message: "swap\n",
+                                                       sign: { _ in Self.fakeSignature })
+        try repository.updateReference("refs/heads/main", to: commit, expected: head, message: "swap")
+        XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: url), "")
+    }
+
     func testIndexVersion4IsLeftToLibgit2() throws {
         let (repository, url) = try makeRepository()
         try "one\n".write(to: url.appendingPathComponent("a.txt"), atomically: false, encoding: .utf8)

@@ -146,4 +146,27 @@ final class JSONParserTests: XCTestCase {
         // Generous bound for debug builds on slow machines; catches accidental quadratic behaviour.
         XCTAssertLessThan(Date().timeIntervalSince(start), 20)
     }
+
+    /// Strings are scanned eight bytes at a time: a special byte at any offset of a long string
+    /// is still found (raw control characters refused where they are, others decoded).
+    func testSpecialBytesAtEveryOffsetOfALongString() throws {
+        for offset in 0..<24 {
+            func string(_ inserted: [UInt8]) -> [UInt8] {
+                var body = [UInt8](repeating: UInt8(ascii: "a"), count: 24)
+                body.replaceSubrange(offset..<(offset + 1), with: inserted)
+                return [UInt8(ascii: "\"")] + body + [UInt8(ascii: "\"")]
+            }
+            for control: UInt8 in [0x01, 0x0A, 0x1F] {
+                XCTAssertThrowsError(try JSONValue.parse(string([control]))) { error in
+                    XCTAssertEqual((error as? JSONParseError)?.column, offset + 2)
+                }
+            }
+            let expected = String(repeating: "a", count: offset)
+            XCTAssertEqual(try JSONValue.parse(string([0x7F])), .string(expected + "\u{7F}" + String(repeating: "a", count: 23 - offset)))
+            XCTAssertEqual(try JSONValue.parse(string([0xC3, 0xA9])), .string(expected + "é" + String(repeating: "a", count: 23 - offset)))
+            XCTAssertEqual(try JSONValue.parse(string(Array(#"\""#.utf8))), .string(expected + "\"" + String(repeating: "a", count: 23 - offset)))
+            XCTAssertThrowsError(try JSONValue.parse(string([0xC3])), "a truncated UTF-8 sequence at offset \(offset)")
+            XCTAssertEqual(try JSONValue.canonicalize(string([0x20]), pretty: false), string([0x20]))
+        }
+    }
 }

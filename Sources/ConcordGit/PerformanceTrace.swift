@@ -1,0 +1,42 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// With `CONCORD_TRACE_PERF=1` in the environment, the steps of `concord import` (and of any write
+/// of many records) are printed to stderr as they end, each with the wall time and this thread's CPU time since
+/// the step before, e.g. `concord perf: 21.4 ms (cpu 21.0 ms) dump read`. For finding where a slow
+/// command spends its time, as git's `GIT_TRACE_PERFORMANCE` is. Without the variable a step
+/// costs one load and a branch.
+public enum PerformanceTrace {
+    private static let enabled: Bool = getenv("CONCORD_TRACE_PERF").map { String(cString: $0) }.map { !$0.isEmpty && $0 != "0" } ?? false
+    nonisolated(unsafe) private static var last: (wall: Double, cpu: Double)?
+
+    /// Reports that step `name` has just ended (on the thread that runs the command).
+    public static func step(_ name: @autoclosure () -> String) {
+        guard enabled else { return }
+        let now = (wall: clock(CLOCK_MONOTONIC), cpu: clock(CLOCK_THREAD_CPUTIME_ID))
+        let previous = last ?? (now.wall, now.cpu)
+        last = now
+        let line = "concord perf: \(milliseconds(now.wall - previous.wall)) (cpu \(milliseconds(now.cpu - previous.cpu))) \(name())\n"
+        _ = line.withCString { write(2, $0, strlen($0)) }
+    }
+
+    /// Starts the clock: the next step is timed from here.
+    public static func start() {
+        guard enabled else { return }
+        last = (clock(CLOCK_MONOTONIC), clock(CLOCK_THREAD_CPUTIME_ID))
+    }
+
+    private static func clock(_ id: clockid_t) -> Double {
+        var time = timespec()
+        clock_gettime(id, &time)
+        return Double(time.tv_sec) * 1000 + Double(time.tv_nsec) / 1_000_000
+    }
+
+    private static func milliseconds(_ value: Double) -> String {
+        let tenths = Int((value * 10).rounded())
+        return "\(tenths / 10).\(tenths % 10) ms"
+    }
+}

@@ -1,0 +1,191 @@
+/// Reads one JSON document front to back without building it first: objects member by member,
+/// arrays element by element, and each value as a `JSONValue`, as canonical bytes, or skipped.
+/// For bulk input (a dump of thousands of records) whose values are mostly written out again.
+/// The document is checked as strictly as by ``JSONValue/parse(_:)-(some Collection<UInt8>)``,
+/// and syntax errors are the same ``JSONParseError``s; a read of the wrong type throws one too.
+public struct JSONReader: ~Copyable {
+    /// What the next value is.
+    public enum ValueType: Sendable {
+        case object, array, string, number, bool, null
+    }
+
+    var parser: JSONParser
+
+    private init(_ buffer: UnsafeBufferPointer<UInt8>) { parser = JSONParser(bytes: buffer) }
+
+    /// Runs `body` on a reader positioned at the document's value, then checks that nothing but
+    /// whitespace follows it.
+    public static func read<T>(_ bytes: [UInt8], _ body: (inout JSONReader) throws -> T) throws -> T {
+        try bytes.withUnsafeBufferPointer { buffer in
+            var reader = JSONReader(buffer)
+            try reader.run { (parser) throws(JSONParser.Failure) in
+                try parser.rejectByteOrderMark()
+                parser.skipWhitespace()
+            }
+            let value = try body(&reader)
+            try reader.run { (parser) throws(JSONParser.Failure) in try parser.expectEnd() }
+            return value
+        }
+    }
+
+    /// The type of the value at the reading position; nil if none starts there (reading it throws).
+    public var nextType: ValueType? {
+        switch parser.peek() {
+        case UInt8(ascii: "{"): .object
+        case UInt8(ascii: "["): .array
+        case UInt8(ascii: "\""): .string
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): .bool
+        case UInt8(ascii: "n"): .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): .number
+        default: nil
+        }
+    }
+
+    /// Reads an object, calling `member` with each key and the reader at that key's value. A value
+    /// `member` leaves unread is skipped (and still checked). Duplicate keys are an error.
+    public mutating func readObject(_ member: (String, inout JSONReader) throws -> Void) throws {
+        try expect(.object)
+        try run { (parser) throws(JSONParser.Failure) in
+            try parser.enterContainer()
+            parser.pos += 1
+            parser.skipWhitespace()
+        }
+        var keys = [String](), keySet: Set<String>? = nil
+        if try run({ (parser) throws(JSONParser.Failure) in parser.closeIfEmpty(UInt8(ascii: "}")) }) { return }
+        while true {
+            let (key, keyOffset) = try run { (parser) throws(JSONParser.Failure) in
+                guard parser.peek() == UInt8(ascii: "\"") else {
+                    throw parser.fail(keys.isEmpty ? "expected '\"' to begin an object key, or '}'" : "expected '\"' to begin an object key")
+                }
+                let offset = parser.pos
+                let key = try parser.parseString()
+                parser.skipWhitespace()
+                guard parser.peek() == UInt8(ascii: ":") else { throw parser.fail("expected ':' after object key") }
+                parser.pos += 1
+                parser.skipWhitespace()
+                return (key, offset)
+            }
+            try readOne { reader in try member(key, &reader) }
+            if keys.count >= 16, keySet == nil { keySet = Set(keys) }
+            let repeated = keySet != nil ? !keySet!.insert(key).inserted : keys.contains(key)
+            if repeated {
+                throw parser.locate(JSONParser.Failure(offset: keyOffset, message: "duplicate key \(quoted(key)) in object"))
+            }
+            keys.append(key)
+            if try run({ (parser) throws(JSONParser.Failure) in try parser.nextMember(closing: UInt8(ascii: "}")) }) { return }
+        }
+    }
+
+    /// Reads an array, calling `element` with each index and the reader at that element. An element
+    /// `element` leaves unread is skipped (and still checked).
+    public mutating func readArray(_ element: (Int, inout JSONReader) throws -> Void) throws {
+        try expect(.array)
+        try run { (parser) throws(JSONParser.Failure) in
+            try parser.enterContainer()
+            parser.pos += 1
+            parser.skipWhitespace()
+        }
+        if try run({ (parser) throws(JSONParser.Failure) in parser.closeIfEmpty(UInt8(ascii: "]")) }) { return }
+        var index = 0
+        while true {
+            try readOne { reader in try element(index, &reader) }
+            index += 1
+            if try run({ (parser) throws(JSONParser.Failure) in try parser.nextMember(closing: UInt8(ascii: "]")) }) { return }
+        }
+    }
+
+    /// Reads a string.
+    public mutating func readString() throws -> String {
+        try expect(.string)
+        return try run { (parser) throws(JSONParser.Failure) in try parser.parseString() }
+    }
+
+    /// Reads any value as a `JSONValue`.
+    public mutating func readValue() throws -> JSONValue {
+        try run { (parser) throws(JSONParser.Failure) in try parser.parseValue() }
+    }
+
+    /// Reads any value straight into its canonical form, as `canonicalBytes()` (without the final
+    /// newline) writes it `indent` levels deep, or as `canonicalLine()` when `pretty` is false.
+    public mutating func readCanonical(indent: Int = 0, pretty: Bool = true) throws -> [UInt8] {
+        try run { (parser) throws(JSONParser.Failure) in
+            var out = [UInt8]()
+            out.reserveCapacity(512)
+            try parser.transcodeValue(indent: indent, pretty: pretty, into: &out)
+            return out
+        }
+    }
+
+    /// Skips any value, checking it.
+    public mutating func skipValue() throws {
+        var discarded = [UInt8]()
+        try run { (parser) throws(JSONParser.Failure) in try parser.transcodeValue(indent: 0, pretty: false, into: &discarded) }
+    }
+
+    /// Describes the value at the reading position for an error message: `an object`, `a string`, ….
+    public var nextTypeDescription: String {
+        switch nextType {
+        case .object: "an object"
+        case .array: "an array"
+        case .string: "a string"
+        case .number: "a number"
+        case .bool: "a boolean"
+        case .null: "null"
+        case nil: "no value"
+        }
+    }
+
+    // MARK: Internals
+
+    private mutating func readOne(_ body: (inout JSONReader) throws -> Void) throws {
+        let start = parser.pos
+        try body(&self)
+        if parser.pos == start { try skipValue() }
+    }
+
+    private mutating func expect(_ type: ValueType) throws {
+        guard nextType == type else {
+            // Let the parser name what is wrong (bad syntax), else say which type was expected.
+            if nextType == nil { _ = try readValue() }
+            throw parser.locate(parser.fail("expected \(type == .object ? "an object" : type == .array ? "an array" : "a string"), found \(nextTypeDescription)"))
+        }
+    }
+
+    /// Runs a parser step, turning its failure into a located `JSONParseError`.
+    private mutating func run<T>(_ step: (inout JSONParser) throws(JSONParser.Failure) -> T) throws(JSONParseError) -> T {
+        do throws(JSONParser.Failure) { return try step(&parser) } catch { throw parser.locate(error) }
+    }
+}
+
+extension JSONParser {
+    /// At a container's first token: consumes `closing` and returns true if the container is empty.
+    mutating func closeIfEmpty(_ closing: UInt8) -> Bool {
+        guard peek() == closing else { return false }
+        pos += 1
+        depth -= 1
+        return true
+    }
+
+    /// After a member or element: consumes `,` (returning false) or the container's `closing`
+    /// bracket (returning true).
+    mutating func nextMember(closing: UInt8) throws(Failure) -> Bool {
+        skipWhitespace()
+        let object = closing == UInt8(ascii: "}")
+        switch peek() {
+        case UInt8(ascii: ","):
+            pos += 1
+            skipWhitespace()
+            if peek() == closing {
+                throw fail(object ? "expected an object key after ','; trailing commas are not allowed"
+                                  : "expected a value after ','; trailing commas are not allowed")
+            }
+            return false
+        case closing:
+            pos += 1
+            depth -= 1
+            return true
+        default:
+            throw fail(object ? "expected ',' or '}' after object member" : "expected ',' or ']' after array element")
+        }
+    }
+}
