@@ -45,7 +45,7 @@ struct SmallDeflater {
                                into target: UnsafeMutableRawPointer) -> Int {
         target.storeBytes(of: 0x78, toByteOffset: 0, as: UInt8.self)   // deflate, 32 KiB window
         target.storeBytes(of: 0x01, toByteOffset: 1, as: UInt8.self)   // fastest; (0x7801 % 31 == 0)
-        var writer = BitWriter(target + 2)
+        var writer = BitWriter(target + 2, literals: FixedCodes.literalTable, lengths: FixedCodes.lengthTable)
         writer.put(0b011, 3)   // BFINAL = 1, BTYPE = 01 (fixed Huffman)
         let count = input.count
         if let bytes = input.baseAddress, count > 0 {
@@ -58,13 +58,7 @@ struct SmallDeflater {
                     let candidate = Int(table[slot]) - 1
                     table[slot] = Int32(position + 1)
                     if candidate >= 0, bytes.loadUnaligned(fromByteOffset: candidate, as: UInt32.self) == word {
-                        var length = 4
-                        let longest = min(258, count - position)
-                        while length < longest,
-                              bytes.load(fromByteOffset: candidate + length, as: UInt8.self)
-                                == bytes.load(fromByteOffset: position + length, as: UInt8.self) {
-                            length += 1
-                        }
+                        let length = matchLength(bytes, candidate, position, longest: min(258, count - position))
                         writer.putMatch(length: length, distance: position - candidate)
                         position += length
                     } else {
@@ -89,15 +83,41 @@ struct SmallDeflater {
         return length
     }
 
+    /// How many bytes from `position` repeat those from `candidate` (at least the 4 already
+    /// known to), up to `longest`: eight bytes at a time, then the first differing byte.
+    @inline(__always)
+    private static func matchLength(_ bytes: UnsafeRawPointer, _ candidate: Int, _ position: Int, longest: Int) -> Int {
+        var length = 4
+        while length + 8 <= longest {
+            let difference = bytes.loadUnaligned(fromByteOffset: candidate + length, as: UInt64.self).littleEndian
+                ^ bytes.loadUnaligned(fromByteOffset: position + length, as: UInt64.self).littleEndian
+            if difference != 0 { return length + difference.trailingZeroBitCount / 8 }
+            length += 8
+        }
+        while length < longest,
+              bytes.load(fromByteOffset: candidate + length, as: UInt8.self) == bytes.load(fromByteOffset: position + length, as: UInt8.self) {
+            length += 1
+        }
+        return length
+    }
+
     /// Deflate's bit order: values least significant bit first; Huffman codes are stored
     /// bit-reversed in the tables below so they can be written the same way.
     private struct BitWriter {
         let base: UnsafeMutableRawPointer
+        /// `FixedCodes.literals` and `FixedCodes.lengths`, read without a check per symbol.
+        let literals: UnsafePointer<(bits: UInt16, count: UInt8)>
+        let lengths: UnsafePointer<(bits: UInt32, count: UInt8)>
         var offset = 0
         var bits: UInt64 = 0
         var filled = 0
 
-        init(_ base: UnsafeMutableRawPointer) { self.base = base }
+        init(_ base: UnsafeMutableRawPointer, literals: UnsafePointer<(bits: UInt16, count: UInt8)>,
+             lengths: UnsafePointer<(bits: UInt32, count: UInt8)>) {
+            self.base = base
+            self.literals = literals
+            self.lengths = lengths
+        }
 
         @inline(__always)
         mutating func put(_ value: UInt32, _ count: Int) {
@@ -113,13 +133,13 @@ struct SmallDeflater {
 
         @inline(__always)
         mutating func putLiteral(_ byte: UInt8) {
-            let code = FixedCodes.literals[Int(byte)]
+            let code = literals[Int(byte)]
             put(UInt32(code.bits), Int(code.count))
         }
 
         @inline(__always)
         mutating func putMatch(length: Int, distance: Int) {
-            let lengthCode = FixedCodes.lengths[length]
+            let lengthCode = lengths[length]
             put(lengthCode.bits, Int(lengthCode.count))
             // Distance: 5-bit code (reversed), then its extra bits.
             let x = distance - 1
@@ -189,4 +209,15 @@ private enum FixedCodes {
     }
 
     static let reversedFive: [UInt8] = (0..<32).map { UInt8(reversed(UInt32($0), 5)) }
+
+    /// `literals` and `lengths` copied once into memory that lives as long as the process, so
+    /// the encoder reads them through plain pointers (never written after, so safe to share).
+    nonisolated(unsafe) static let literalTable: UnsafePointer<(bits: UInt16, count: UInt8)> = permanentCopy(literals)
+    nonisolated(unsafe) static let lengthTable: UnsafePointer<(bits: UInt32, count: UInt8)> = permanentCopy(lengths)
+
+    private static func permanentCopy<T>(_ values: [T]) -> UnsafePointer<T> {
+        let storage = UnsafeMutablePointer<T>.allocate(capacity: values.count)
+        storage.initialize(from: values, count: values.count)
+        return UnsafePointer(storage)
+    }
 }
