@@ -84,7 +84,7 @@ extension Profile {
             summary = "\(changes.count) records: \(chosen.rawValue)"
         }
         // Each record once; past `maxListedRecords` only their number is written.
-        var seen = Set<RecordKey>(), references = [String]()
+        var seen = Set<RecordKey>(minimumCapacity: changes.count), references = [String]()
         for change in changes where seen.insert(RecordKey(kind: change.kind, id: change.id)).inserted {
             if references.count <= CommitMessage.maxListedRecords { references.append(change.reference) }
         }

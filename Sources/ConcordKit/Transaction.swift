@@ -58,11 +58,13 @@ public final class Transaction {
         seen.reserveCapacity(items.count)
         var planned = [PlannedRecord]()
         planned.reserveCapacity(items.count)
+        var lastKind: RecordKind?
         for (index, item) in items.enumerated() {
             // On a bad item, what came before it is staged, as one `put` each would have.
             let kind: RecordKind, id: RecordID
             do {
-                kind = try writableKind(item.kind)
+                kind = try lastKind.flatMap { $0.name == item.kind ? $0 : nil } ?? writableKind(item.kind)
+                lastKind = kind
                 guard kind.policy != .append else { throw ConcordError.logKindNeedsAppend(kind.name) }
                 id = try Self.recordID(item.id)
             } catch {
@@ -95,8 +97,18 @@ public final class Transaction {
     }
 
     private func stage(_ planned: [PlannedRecord]) throws {
-        let encoder = Record.LiveEncoder(device: identity.device, member: identity.member)
-        let encoded = Parallel.map(planned) { encoder.encode(id: $0.id, kind: $0.kind, stamp: $0.stamp, canonicalData: $0.data) }
+        var encoders = [String: Record.LiveEncoder]()
+        var lastKind: String?
+        for record in planned where record.kind != lastKind {
+            lastKind = record.kind
+            if encoders[record.kind] == nil {
+                encoders[record.kind] = Record.LiveEncoder(device: identity.device, member: identity.member, kind: record.kind)
+            }
+        }
+        let kindEncoders = encoders
+        let encoded = Parallel.map(planned) { record in
+            kindEncoders[record.kind].map { $0.encode(id: record.id, stamp: record.stamp, canonicalData: record.data) } ?? []
+        }
         pending.reserveCapacity(pending.count + planned.count)
         pendingIndex.reserveCapacity(pendingIndex.count + planned.count)
         changes.reserveCapacity(changes.count + planned.count)
@@ -159,17 +171,20 @@ public final class Transaction {
     private var authorized: Set<String> = []
 
     func stage(_ path: String, _ bytes: [UInt8], _ change: RecordChange) {
-        if let index = pendingIndex[path] {
+        if let index = pendingIndex.updateValue(pending.count, forKey: path) {
+            pendingIndex[path] = index
             pending[index].bytes = bytes
         } else {
-            pendingIndex[path] = pending.count
             pending.append(FileChange(path: path, bytes: bytes))
         }
         changes.append(change)
     }
 
     private func tick(after other: HLC?) -> HLC {
-        let last = [lastStamp, other].compactMap { $0 }.max()
+        let last = switch (lastStamp, other) {
+        case let (mine?, theirs?): max(mine, theirs)
+        case let (mine, theirs): mine ?? theirs
+        }
         let stamp = clock.next(after: last)
         lastStamp = stamp
         return stamp

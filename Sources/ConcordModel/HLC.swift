@@ -50,6 +50,17 @@ public struct HLC: Sendable, Hashable, Comparable, CustomStringConvertible {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// The length of ``description``: always 29 bytes, as the values are clamped into range.
+    static let textLength = 29
+
+    /// Writes ``description``'s 29 bytes at `target`.
+    func write(to target: UnsafeMutablePointer<UInt8>) {
+        var text = [UInt8]()
+        text.reserveCapacity(Self.textLength)
+        append(to: &text)
+        text.withUnsafeBufferPointer { target.update(from: $0.baseAddress!, count: Self.textLength) }
+    }
+
     /// Appends ``description``'s bytes to `out`.
     func append(to out: inout [UInt8]) {
         CivilTime.appendInstant(wallMillis, to: &out)

@@ -93,43 +93,65 @@ public struct Record: Sendable, Equatable {
     /// what ``encoded()`` gives for the same record.
     public static func encodeLive(id: RecordID, kind: String, device: String, member: String, stamp: HLC,
                                   canonicalData: [UInt8]) -> [UInt8] {
-        LiveEncoder(device: device, member: member).encode(id: id, kind: kind, stamp: stamp, canonicalData: canonicalData)
+        LiveEncoder(device: device, member: member, kind: kind).encode(id: id, stamp: stamp, canonicalData: canonicalData)
     }
 
-    /// Encodes many live records written by one member on one device (an import): the envelope
-    /// parts they share are made once. Gives the bytes ``encodeLive(id:kind:device:member:stamp:canonicalData:)`` gives.
+    /// Encodes many live records of one kind written by one member on one device (an import):
+    /// the envelope around the data, id and stamp is made once, and each record is copied into
+    /// an array of its exact size. Gives the bytes ``encodeLive(id:kind:device:member:stamp:canonicalData:)`` gives.
     public struct LiveEncoder: Sendable {
-        /// `,\n  "device": "<device>",\n  "id": `
+        /// `{\n  "data": `
+        private let head: [UInt8]
+        /// `,\n  "device": "<device>",\n  "id": "`
         private let afterData: [UInt8]
-        /// `"\n}\n` preceded by `",\n  "updatedBy": "<member>`; written after the stamp.
+        /// `",\n  "kind": "<kind>",\n  "updatedAt": "`
+        private let afterID: [UInt8]
+        /// `",\n  "updatedBy": "<member>"\n}\n`
         private let afterStamp: [UInt8]
 
-        public init(device: String, member: String) {
-            var writer = CanonicalWriter(pretty: true)
-            key("device", &writer)
-            writer.writeString(device)
+        public init(device: String, member: String, kind: String) {
+            var writer = envelopeWriter(first: "data")
+            head = writer.out
+            writer = CanonicalWriter(pretty: true)
+            field("device", device, &writer)
             key("id", &writer)
+            writer.out.append(UInt8(ascii: "\""))
             afterData = writer.out
+            writer = CanonicalWriter(pretty: true)
+            writer.out.append(UInt8(ascii: "\""))
+            field("kind", kind, &writer)
+            key("updatedAt", &writer)
+            writer.out.append(UInt8(ascii: "\""))
+            afterID = writer.out
             writer = CanonicalWriter(pretty: true)
             writer.out.append(UInt8(ascii: "\""))
             field("updatedBy", member, &writer)
             afterStamp = closeEnvelope(&writer)
         }
 
-        public func encode(id: RecordID, kind: String, stamp: HLC, canonicalData: [UInt8]) -> [UInt8] {
-            var writer = CanonicalWriter(pretty: true)
-            writer.out.reserveCapacity(canonicalData.count + afterData.count + afterStamp.count + id.rawValue.utf8.count + kind.utf8.count + 64)
-            writer.out.append(UInt8(ascii: "{"))
-            key("data", &writer, first: true)
-            writer.out.append(contentsOf: canonicalData)
-            writer.out.append(contentsOf: afterData)
-            writer.writeString(id.rawValue)
-            field("kind", kind, &writer)
-            key("updatedAt", &writer)
-            writer.out.append(UInt8(ascii: "\""))
-            stamp.append(to: &writer.out)
-            writer.out.append(contentsOf: afterStamp)
-            return writer.out
+        /// A record id needs no escaping in JSON: its characters are `[A-Za-z0-9._-]`.
+        public func encode(id: RecordID, stamp: HLC, canonicalData: [UInt8]) -> [UInt8] {
+            var identifier = id.rawValue
+            return identifier.withUTF8 { id in
+                let count = head.count + canonicalData.count + afterData.count + id.count + afterID.count + HLC.textLength + afterStamp.count
+                return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+                    var cursor = buffer.baseAddress!
+                    func copy(_ bytes: UnsafeBufferPointer<UInt8>) {
+                        guard let base = bytes.baseAddress else { return }
+                        cursor.update(from: base, count: bytes.count)
+                        cursor += bytes.count
+                    }
+                    head.withUnsafeBufferPointer(copy)
+                    canonicalData.withUnsafeBufferPointer(copy)
+                    afterData.withUnsafeBufferPointer(copy)
+                    copy(id)
+                    afterID.withUnsafeBufferPointer(copy)
+                    stamp.write(to: cursor)
+                    cursor += HLC.textLength
+                    afterStamp.withUnsafeBufferPointer(copy)
+                    initialized = count
+                }
+            }
         }
     }
 
