@@ -105,19 +105,12 @@ struct CanonicalWriter {
         Self.appendNewline(indent, to: &out)
     }
 
-    /// A newline and `indent` levels of 2-space indentation (copied from a run of spaces, which is
-    /// much faster than appending spaces one by one).
+    /// A newline and `indent` levels of 2-space indentation, appended byte by byte (a generic
+    /// `repeatElement` append costs several times more per record).
     @inline(__always) static func appendNewline(_ indent: Int, to out: inout [UInt8]) {
         out.append(0x0A)
-        var spaces = indent * 2
-        while spaces > 0 {
-            let run = min(spaces, Self.spaces.count)
-            Self.spaces.withUnsafeBufferPointer { out.append(contentsOf: UnsafeBufferPointer(rebasing: $0[..<run])) }
-            spaces -= run
-        }
+        for _ in 0..<(indent * 2) { out.append(0x20) }
     }
-
-    private static let spaces = [UInt8](repeating: 0x20, count: 64)
 
     mutating func writeString(_ string: String) {
         var string = string

@@ -10,6 +10,7 @@ public struct JSONReader: ~Copyable {
     }
 
     var parser: JSONParser
+    private var keyStack: [String] = []
 
     private init(_ buffer: UnsafeBufferPointer<UInt8>) { parser = JSONParser(bytes: buffer) }
 
@@ -50,12 +51,17 @@ public struct JSONReader: ~Copyable {
             parser.pos += 1
             parser.skipWhitespace()
         }
-        var keys = [String](), keySet: Set<String>? = nil
+        // The keys read so far sit on `keyStack` above `base` (objects read inside a member's
+        // value push theirs above and take them off again), so reading an object allocates nothing.
+        let base = keyStack.count
+        defer { keyStack.removeSubrange(base...) }
+        var keySet: Set<String>? = nil
         if try run({ (parser) throws(JSONParser.Failure) in parser.closeIfEmpty(UInt8(ascii: "}")) }) { return }
         while true {
+            let first = keyStack.count == base
             let (key, keyOffset) = try run { (parser) throws(JSONParser.Failure) in
                 guard parser.peek() == UInt8(ascii: "\"") else {
-                    throw parser.fail(keys.isEmpty ? "expected '\"' to begin an object key, or '}'" : "expected '\"' to begin an object key")
+                    throw parser.fail(first ? "expected '\"' to begin an object key, or '}'" : "expected '\"' to begin an object key")
                 }
                 let offset = parser.pos
                 let key = try parser.parseString()
@@ -66,12 +72,12 @@ public struct JSONReader: ~Copyable {
                 return (key, offset)
             }
             try readOne { reader in try member(key, &reader) }
-            if keys.count >= 16, keySet == nil { keySet = Set(keys) }
-            let repeated = keySet != nil ? !keySet!.insert(key).inserted : keys.contains(key)
+            if keyStack.count - base >= 16, keySet == nil { keySet = Set(keyStack[base...]) }
+            let repeated = keySet != nil ? !keySet!.insert(key).inserted : keyStack[base...].contains(key)
             if repeated {
                 throw parser.locate(JSONParser.Failure(offset: keyOffset, message: "duplicate key \(quoted(key)) in object"))
             }
-            keys.append(key)
+            keyStack.append(key)
             if try run({ (parser) throws(JSONParser.Failure) in try parser.nextMember(closing: UInt8(ascii: "}")) }) { return }
         }
     }
@@ -110,7 +116,7 @@ public struct JSONReader: ~Copyable {
     public mutating func readCanonical(indent: Int = 0, pretty: Bool = true) throws -> [UInt8] {
         try run { (parser) throws(JSONParser.Failure) in
             var out = [UInt8]()
-            out.reserveCapacity(512)
+            out.reserveCapacity(256)
             try parser.transcodeValue(indent: indent, pretty: pretty, into: &out)
             return out
         }

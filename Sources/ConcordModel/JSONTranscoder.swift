@@ -106,7 +106,8 @@ extension JSONParser {
             }
             let keyOffset = pos
             let keyStart = keyArena.count
-            try decodeKey()
+            let plainKey = try decodeKey()
+            let keyEnd = pos
             let key = keyStart..<keyArena.count
             if asciiKeys { asciiKeys = keyArena.withUnsafeBufferPointer { arena in arena[key].allSatisfy { $0 < 0x80 } } }
             skipWhitespace()
@@ -116,8 +117,13 @@ extension JSONParser {
             if memberStack.count > membersBase { out.append(UInt8(ascii: ",")) }
             Self.newline(indent + 1, pretty: pretty, into: &out)
             let textStart = out.count
-            keyArena.withUnsafeBufferPointer { arena in
-                CanonicalWriter.appendQuoted(UnsafeBufferPointer(rebasing: arena[key]), to: &out)
+            if plainKey {
+                // Without escapes, control characters or quotes, the key's text is its canonical form.
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[keyOffset..<keyEnd]))
+            } else {
+                keyArena.withUnsafeBufferPointer { arena in
+                    CanonicalWriter.appendQuoted(UnsafeBufferPointer(rebasing: arena[key]), to: &out)
+                }
             }
             out.append(UInt8(ascii: ":"))
             if pretty { out.append(0x20) }
@@ -135,11 +141,12 @@ extension JSONParser {
     }
 
     /// Appends the decoded key at `pos` to `keyArena` (moved out meanwhile, as `decodeString` mutates the parser).
-    private mutating func decodeKey() throws(Failure) {
+    /// Returns whether the key had no escapes.
+    private mutating func decodeKey() throws(Failure) -> Bool {
         var arena = [UInt8]()
         swap(&arena, &keyArena)
         defer { swap(&arena, &keyArena) }
-        try decodeString(into: &arena)
+        return try decodeString(into: &arena)
     }
 
     /// Rewrites the object begun at `objectStart` with its members in key order.
@@ -240,14 +247,17 @@ extension JSONParser {
     }
 
     /// Appends the decoded bytes of the string at `pos` to `target`.
-    mutating func decodeString(into target: inout [UInt8]) throws(Failure) {
+    /// Returns whether the string had no escapes (so its text, quotes included, is canonical).
+    @discardableResult
+    mutating func decodeString(into target: inout [UInt8]) throws(Failure) -> Bool {
         let quote = pos, start = pos + 1
         if try skipPlainString() {
             target.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<(pos - 1)]))
-        } else {
-            try decodeEscapedRest(quote: quote, contentStart: start)
-            target.append(contentsOf: scratch)
+            return true
         }
+        try decodeEscapedRest(quote: quote, contentStart: start)
+        target.append(contentsOf: scratch)
+        return false
     }
 
     @inline(__always) static func newline(_ indent: Int, pretty: Bool, into out: inout [UInt8]) {
