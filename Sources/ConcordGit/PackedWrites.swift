@@ -40,6 +40,8 @@ public struct ObjectPack {
     /// Adds many blobs, hashing them on every core; returns their ids in order.
     public mutating func addBlobs(_ blobs: [[UInt8]]) -> [ObjectID] {
         let ids = Parallel.map(blobs) { Self.id(of: $0, type: .blob) }
+        seen.reserveCapacity(seen.count + ids.count)
+        objects.reserveCapacity(objects.count + ids.count)
         for (id, bytes) in zip(ids, blobs) where seen.insert(id).inserted { objects.append((id, .blob, bytes)) }
         return ids
     }

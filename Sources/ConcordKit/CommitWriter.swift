@@ -71,8 +71,7 @@ struct CommitWriter {
             var added = pack.addBlobs(files.compactMap(\.bytes))[...]
             blobs = files.map { $0.bytes == nil ? nil : added.removeFirst() }
             PerformanceTrace.step("blobs hashed")
-            let edits = Dictionary(zip(files.map(\.path), blobs), uniquingKeysWith: { _, last in last })
-            tree = try repository.writeTree(base: baseTree, edits: edits, into: &pack)
+            tree = try repository.writeTree(base: baseTree, edits: Array(zip(files.map(\.path), blobs)), into: &pack)
             PerformanceTrace.step("trees built")
             try pack.write(into: repository)
             PerformanceTrace.step("pack written")
