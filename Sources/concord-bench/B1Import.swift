@@ -69,6 +69,8 @@ private enum ImportBenchmark {
                 "fast-import: `git fast-import --quiet` reading a ready-made stream with the same files (one commit on top "
                     + "of the setup commit) into a fresh repository: objects and ref only, no working tree, no index, so it is "
                     + "a floor rather than a rival.",
+                "Every timed run (concord, git, fast-import) starts after `sync(2)`, untimed: each run creates 10,000–20,000 "
+                    + "files, and the kernel writing those back slows file creation in whichever run comes next.",
                 "Checks after every run: exit status 0, exactly one new commit, and for both git rows a root tree identical "
                     + "to concord's (same bytes, same tree id).",
                 "Durability differs: concord fsyncs its pack, loose objects and refs (`GIT_OPT_ENABLE_FSYNC_GITDIR`); "
@@ -117,6 +119,7 @@ private enum ImportBenchmark {
         try context.concord.makeHome(home)
         try context.concord.run(["init", profile.path, "--name", "bench", "--template", "aac"], home: home, what: "concord init")
         let before = try context.git.commitCount(profile)
+        sync()   // no run pays for writing back the files of the run before (see the notes)
         let result = try context.concord.run(["import", "-C", profile.path, "--file", dump.path], home: home, what: "concord import")
         try context.git.expectOneMoreCommit(profile, than: before, after: "concord import")
         let files = try VocabularyData.fileNames(in: profile.appendingPathComponent(VocabularyData.kind))
@@ -144,6 +147,7 @@ private enum ImportBenchmark {
                           records: [(name: String, bytes: Data)], expectedTree: String) throws -> (write: Double, commit: Double) {
         let repository = try freshRepository(context, "git-\(run)", setup: setup)
         let before = try context.git.commitCount(repository)
+        sync()
         let write = try measure {
             try VocabularyData.writeFiles(records, into: repository.appendingPathComponent(VocabularyData.kind))
         }.seconds
@@ -158,6 +162,7 @@ private enum ImportBenchmark {
                               expectedTree: String) throws -> Double {
         let repository = try freshRepository(context, "fast-import-\(run)", setup: setup)
         let before = try context.git.commitCount(repository)
+        sync()
         let result = try context.git.run(["fast-import", "--quiet"], in: repository, input: stream.path, what: "git fast-import")
         try context.git.expectOneMoreCommit(repository, than: before, after: "git fast-import")
         try expectTree(context, repository, expectedTree, after: "git fast-import")
