@@ -53,14 +53,20 @@ public struct Dump: Sendable, Equatable {
                 try reader.readObject { key, reader in
                     switch key {
                     case "records":
-                        try items(key, &reader, source: source) { place, reader in
-                            let item = try DumpItem(place, &reader, source: source, canonicalData: true)
-                            dump.records.append(RecordItem(kind: try item.string("kind", item.kind), id: try item.string("id", item.id),
-                                                           canonicalData: try item.recordData()))
+                        // A large dump's records are read on two cores; on any error, again in order.
+                        let halves = [RecordItems(), RecordItems()]
+                        if reader.readArrayInHalves({ half, index, reader in
+                            halves[half].items.append(try recordItem(key, index, &reader, source: source))
+                        }) {
+                            dump.records = halves[0].items + halves[1].items
+                        } else {
+                            try items(key, &reader, source: source) { index, reader in
+                                dump.records.append(try recordItem(key, index, &reader, source: source))
+                            }
                         }
                     case "logs":
-                        try items(key, &reader, source: source) { place, reader in
-                            let item = try DumpItem(place, &reader, source: source, canonicalData: false)
+                        try items(key, &reader, source: source) { index, reader in
+                            let item = try DumpItem(key, index, &reader, source: source, canonicalData: false)
                             let kind = try item.string("kind", item.kind), data = try item.values()
                             let id = try item.id == nil ? derivedID(kind: kind, data: data) : item.string("id", item.id)
                             dump.logs.append(LogItem(kind: kind, id: id, data: data, at: item.at?.stringValue,
@@ -77,14 +83,26 @@ public struct Dump: Sendable, Equatable {
         return dump
     }
 
+    /// One element of `records`: an object with a string `kind` and `id` and an object `data`.
+    private static func recordItem(_ key: String, _ index: Int, _ reader: inout JSONReader, source: String) throws -> RecordItem {
+        try reader.expect(.object, else: ConcordError.invalidInput("\(source): \(key)[\(index)] must be an object"))
+        let item = try DumpItem(key, index, &reader, source: source, canonicalData: true)
+        return RecordItem(kind: try item.string("kind", item.kind), id: try item.string("id", item.id),
+                          canonicalData: try item.recordData())
+    }
+
+    /// The records one half of a large dump's `records` array holds, filled by one thread.
+    private final class RecordItems: @unchecked Sendable {
+        var items: [RecordItem] = []
+    }
+
     /// Reads the array under `key`, each element an object.
     private static func items(_ key: String, _ reader: inout JSONReader, source: String,
-                              _ item: (String, inout JSONReader) throws -> Void) throws {
+                              _ item: (Int, inout JSONReader) throws -> Void) throws {
         try reader.expect(.array, else: ConcordError.invalidInput("\(source): \"\(key)\" must be an array"))
         try reader.readArray { index, reader in
-            let place = "\(key)[\(index)]"
-            try reader.expect(.object, else: ConcordError.invalidInput("\(source): \(place) must be an object"))
-            try item(place, &reader)
+            try reader.expect(.object, else: ConcordError.invalidInput("\(source): \(key)[\(index)] must be an object"))
+            try item(index, &reader)
         }
     }
 
@@ -113,14 +131,18 @@ public struct Dump: Sendable, Equatable {
 /// One entry of a dump's `records` or `logs`: the fields a dump entry has (others are skipped),
 /// with `data` kept either as canonical bytes (records) or as values (log entries).
 private struct DumpItem {
-    var place: String
+    var key: String
+    var index: Int
+    /// Where the entry is, for error messages: `records[3]`.
+    var place: String { "\(key)[\(index)]" }
     var source: String
     var kind, id, at, by, device: JSONValue?
     var data: JSONValue?
     var canonicalData: [UInt8]?
 
-    init(_ place: String, _ reader: inout JSONReader, source: String, canonicalData wantsBytes: Bool) throws {
-        self.place = place
+    init(_ key: String, _ index: Int, _ reader: inout JSONReader, source: String, canonicalData wantsBytes: Bool) throws {
+        self.key = key
+        self.index = index
         self.source = source
         var item = self
         try reader.readObject { key, reader in

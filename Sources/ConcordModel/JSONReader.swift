@@ -1,3 +1,6 @@
+import Dispatch
+import Foundation
+
 /// Reads one JSON document front to back without building it first: objects member by member,
 /// arrays element by element, and each value as a `JSONValue`, as canonical bytes, or skipped.
 /// For bulk input (a dump of thousands of records) whose values are mostly written out again.
@@ -100,6 +103,82 @@ public struct JSONReader: ~Copyable {
         }
     }
 
+    /// Reads a large array (from `minimumBytes` of text on) as two halves on two threads, split at
+    /// an element boundary near its middle: `element` is called with the half (0 or 1), the
+    /// element's index and the reader at it, from both threads at once, so it may only touch
+    /// state of its own half. Returns false, with nothing consumed, when the array is small or a
+    /// half fails; the caller then discards what the halves made and reads the array with
+    /// `readArray`, which reports any error exactly.
+    public mutating func readArrayInHalves(minimumBytes: Int = 256 << 10,
+                                           _ element: (_ half: Int, _ index: Int, inout JSONReader) throws -> Void) -> Bool {
+        let start = parser.pos, bytes = parser.bytes
+        guard nextType == .array, bytes.count - start >= minimumBytes,
+              let (split, firstCount) = Self.middleBoundary(of: bytes, arrayAt: start) else { return false }
+        let depth = parser.depth + 1
+        let ends = UncheckedBox<[Int?]>([nil, nil])
+        withoutActuallyEscaping(element) { element in
+            let work = UncheckedBox(element), text = UncheckedBox(bytes)
+            DispatchQueue.concurrentPerform(iterations: 2) { half in
+                var reader = JSONReader(text.value)
+                reader.parser.depth = depth
+                reader.parser.pos = half == 0 ? start + 1 : split + 1
+                var index = half == 0 ? 0 : firstCount
+                do {
+                    while true {
+                        try reader.run { (parser) throws(JSONParser.Failure) in parser.skipWhitespace() }
+                        try reader.readOne { reader in try work.value(half, index, &reader) }
+                        index += 1
+                        try reader.run { (parser) throws(JSONParser.Failure) in parser.skipWhitespace() }
+                        if half == 0 && reader.parser.pos >= split { break }
+                        if try reader.run({ (parser) throws(JSONParser.Failure) in try parser.nextMember(closing: UInt8(ascii: "]")) }) { break }
+                    }
+                } catch {
+                    return   // read again in order, for the exact error
+                }
+                ends.set(half, reader.parser.pos)
+            }
+        }
+        guard ends.value[0] == split, let end = ends.value[1] else { return false }
+        parser.pos = end
+        return true
+    }
+
+    /// The comma between two elements of the array at `start` nearest to the middle of the array,
+    /// and how many elements come before it; nil if the array has fewer than two elements, or the
+    /// scan (which follows strings and nesting only) finds no end to it.
+    static func middleBoundary(of bytes: UnsafeBufferPointer<UInt8>, arrayAt start: Int) -> (comma: Int, count: Int)? {
+        var depth = 0, index = start
+        var commas = [Int]()
+        while index < bytes.count {
+            switch bytes[index] {
+            case UInt8(ascii: "\""):
+                index += 1
+                while index < bytes.count && bytes[index] != UInt8(ascii: "\"") {
+                    index += bytes[index] == UInt8(ascii: "\\") ? 2 : 1
+                }
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+            case UInt8(ascii: "]"), UInt8(ascii: "}"):
+                depth -= 1
+                if depth == 0 {
+                    let middle = start + (index - start) / 2
+                    var low = 0, high = commas.count   // the first comma at or after the middle
+                    while low < high {
+                        let probe = (low + high) / 2
+                        if commas[probe] < middle { low = probe + 1 } else { high = probe }
+                    }
+                    return commas.isEmpty ? nil : (commas[min(low, commas.count - 1)], min(low, commas.count - 1) + 1)
+                }
+            case UInt8(ascii: ",") where depth == 1:
+                commas.append(index)
+            default:
+                break
+            }
+            index += 1
+        }
+        return nil
+    }
+
     /// Reads a string.
     public mutating func readString() throws -> String {
         try expect(.string)
@@ -160,6 +239,17 @@ public struct JSONReader: ~Copyable {
     /// Runs a parser step, turning its failure into a located `JSONParseError`.
     private mutating func run<T>(_ step: (inout JSONParser) throws(JSONParser.Failure) -> T) throws(JSONParseError) -> T {
         do throws(JSONParser.Failure) { return try step(&parser) } catch { throw parser.locate(error) }
+    }
+}
+
+/// A value two workers share: read-only, or written at distinct indices under a lock.
+private final class UncheckedBox<Value>: @unchecked Sendable {
+    private(set) var value: Value
+    private let lock = NSLock()
+    init(_ value: Value) { self.value = value }
+
+    func set<Element>(_ index: Int, _ element: Element) where Value == [Element] {
+        lock.withLock { value[index] = element }
     }
 }
 

@@ -66,6 +66,80 @@ final class JSONReaderTests: XCTestCase {
         XCTAssertEqual(text(data), "{\n    \"a\": {\n      \"x\": \"é\",\n      \"y\": null\n    },\n    \"b\": [\n      1\n    ]\n  }")
     }
 
+    /// What reading `{"items": [...], "after": ...}` gives: each element's canonical line, or the
+    /// error. In halves, as a caller does it: the halves' results when they succeed, else the
+    /// array read in order.
+    private func read(_ document: [UInt8], inHalves: Bool) -> (lines: Result<[String], JSONParseError>, usedHalves: Bool) {
+        var usedHalves = false
+        final class Half: @unchecked Sendable { var lines = [String]() }
+        do {
+            let lines = try JSONReader.read(document) { reader -> [String] in
+                var lines = [String]()
+                try reader.readObject { key, reader in
+                    guard key == "items" else { return }
+                    let halves = [Half(), Half()]
+                    if inHalves, reader.readArrayInHalves(minimumBytes: 0, { half, index, reader in
+                        halves[half].lines.append("\(index): " + text(try reader.readCanonical(pretty: false)))
+                    }) {
+                        usedHalves = true
+                        lines = halves[0].lines + halves[1].lines
+                        return
+                    }
+                    try reader.readArray { index, reader in lines.append("\(index): " + text(try reader.readCanonical(pretty: false))) }
+                }
+                return lines
+            }
+            return (.success(lines), usedHalves)
+        } catch let error as JSONParseError {
+            return (.failure(error), usedHalves)
+        } catch {
+            XCTFail("unexpected \(error)")
+            return (.success([]), usedHalves)
+        }
+    }
+
+    /// Reading an array in two halves on two threads gives what reading it in order gives, for
+    /// valid documents and for every cut or changed byte (a failed half falls back to in order).
+    func testAnArrayReadInHalvesMatchesOneReadInOrder() {
+        var random = SplitMix64(seed: 7)
+        var halved = 0
+        for _ in 0..<60 {
+            let elements = (0..<Int.random(in: 0..<12, using: &random)).map { _ in JSONTranscoderTests.randomText(depth: 0, using: &random) }
+            let document = Array(("{\"items\": [" + elements.joined(separator: ", ") + "], \"after\": [1, {\"x\": \"]\"}]}").utf8)
+            var variants = [document]
+            for _ in 0..<8 {
+                var changed = document
+                changed[Int.random(in: 0..<changed.count, using: &random)] = Array(#"{}[]",:\ax0"#.utf8).randomElement(using: &random)!
+                variants.append(changed)
+                variants.append(Array(document.prefix(Int.random(in: 0..<document.count, using: &random))))
+            }
+            for (number, variant) in variants.enumerated() {
+                let inOrder = read(variant, inHalves: false).lines, (inHalves, used) = read(variant, inHalves: true)
+                if used { halved += 1 }
+                if number == 0, (try? inOrder.get()) != nil {
+                    XCTAssertEqual(used, elements.count >= 2, "a valid array of two or more elements is read in halves")
+                }
+                switch (inOrder, inHalves) {
+                case (.success(let a), .success(let b)): XCTAssertEqual(b, a, text(variant))
+                case (.failure(let a), .failure(let b)): XCTAssertEqual(b, a, text(variant))
+                default: XCTFail("\(text(variant)): in order \(inOrder), in halves \(inHalves)")
+                }
+            }
+        }
+        XCTAssertGreaterThan(halved, 60)
+    }
+
+    func testTheMiddleBoundarySkipsCommasInStringsAndNestedValues() {
+        // The middle byte falls inside the string; the commas there and in [1, 2] are not boundaries.
+        let document = Array(#"[1, {"a": "x,\",y,z,w,v,u", "b": [1, 2]}, 3] , 4"#.utf8)
+        document.withUnsafeBufferPointer { bytes in
+            let found = JSONReader.middleBoundary(of: bytes, arrayAt: 0)
+            XCTAssertEqual(found?.comma, 40)
+            XCTAssertEqual(found?.count, 2)
+            XCTAssertNil(JSONReader.middleBoundary(of: bytes, arrayAt: 43), "one element: nothing to split")
+        }
+    }
+
     func testReadsOfTheWrongTypeNameWhatWasFound() {
         XCTAssertThrowsError(try JSONReader.read(Array(#"{"a": 1}"#.utf8)) { reader in try reader.readArray { _, _ in } }) { error in
             XCTAssertEqual((error as? JSONParseError)?.description, "line 1, column 1: expected an array, found an object")
