@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Foundation
 
 /// With `CONCORD_TRACE_PERF=1` in the environment, the steps of `concord import` (and of any write
 /// of many records) are printed to stderr as they end, each with the wall time and this thread's CPU time since
@@ -12,13 +8,16 @@ import Darwin
 public enum PerformanceTrace {
     private static let enabled: Bool = getenv("CONCORD_TRACE_PERF").map { String(cString: $0) }.map { !$0.isEmpty && $0 != "0" } ?? false
     nonisolated(unsafe) private static var last: (wall: Double, cpu: Double)?
+    private static let lock = NSLock()
 
     /// Reports that step `name` has just ended (on the thread that runs the command).
     public static func step(_ name: @autoclosure () -> String) {
         guard enabled else { return }
         let now = (wall: clock(CLOCK_MONOTONIC), cpu: clock(CLOCK_THREAD_CPUTIME_ID))
-        let previous = last ?? (now.wall, now.cpu)
-        last = now
+        let previous = lock.withLock {
+            defer { last = now }
+            return last ?? (now.wall, now.cpu)
+        }
         let line = "concord perf: \(milliseconds(now.wall - previous.wall)) (cpu \(milliseconds(now.cpu - previous.cpu))) \(name())\n"
         _ = line.withCString { write(2, $0, strlen($0)) }
     }
@@ -26,7 +25,8 @@ public enum PerformanceTrace {
     /// Starts the clock: the next step is timed from here.
     public static func start() {
         guard enabled else { return }
-        last = (clock(CLOCK_MONOTONIC), clock(CLOCK_THREAD_CPUTIME_ID))
+        let now = (wall: clock(CLOCK_MONOTONIC), cpu: clock(CLOCK_THREAD_CPUTIME_ID))
+        lock.withLock { last = now }
     }
 
     private static func clock(_ id: clockid_t) -> Double {

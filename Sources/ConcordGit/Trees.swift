@@ -87,6 +87,10 @@ extension Repository {
         // The edits as byte paths in byte order: the edits under one directory are then one run.
         var sorted = edits.map { PathEdit(path: Array($0.path.utf8), blob: $0.blob) }
         sorted.sort { a, b in a.path.withUnsafeBytes { first in b.path.withUnsafeBytes { second in Self.bytesPrecede(first, second) } } }
+        if let repeated = sorted.indices.dropFirst().first(where: { sorted[$0].path == sorted[$0 - 1].path }) {
+            throw GitError(function: "tree edit", code: .other(-1),
+                           message: "internal error: path '\(String(decoding: sorted[repeated].path, as: UTF8.self))' edited twice in one tree write")
+        }
         return try write(sorted[...], prefix: 0, over: base, store: store) ?? store([])
     }
 

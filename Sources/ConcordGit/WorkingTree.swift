@@ -58,8 +58,9 @@ extension Repository {
 
     /// `blobs` are the files' blob ids, in the order the files were given (nil for removals).
     /// The index order is worked out while the files are still being written.
-    /// The index patch is planned (under git's `index.lock`) while the files are still being
-    /// written, with their stat data filled in once they are.
+    /// The index patch is planned (under git's `index.lock`, so a git command that needs the index
+    /// meanwhile waits or fails as it would during any index write) while the files are still
+    /// being written, with their stat data filled in once they are.
     public func finishWorkingTreeWrite(_ write: WorkingTreeWrite, blobs: [ObjectID?], rebuildingDamagedIndexFrom tree: ObjectID?) throws {
         guard workdir != nil else { return try waitForWorkingTreeWrite(write) }
         let order = IndexPatch.order(write.files.map(\.path))
@@ -71,7 +72,13 @@ extension Repository {
         let planned = order.positions.indices.dropFirst().allSatisfy { order.bytes[order.positions[$0 - 1]] != order.bytes[order.positions[$0]] }
             ? order.positions.map { IndexPatch.Update(path: order.bytes[$0], file: changes[$0].content.map { (placeholder, $0.blob) }) }
             : nil
-        let preparation = try planned.map { try IndexPatch.prepare($0, indexPath: gitDirectory + "index", checksum: indexChecksum) }
+        let preparation: IndexPatch.Preparation?
+        do {
+            preparation = try planned.map { try IndexPatch.prepare($0, indexPath: gitDirectory + "index", checksum: indexChecksum) }
+        } catch {
+            try? write.wait()   // never return while files are still being written
+            throw error
+        }
         let stats = try write.wait()
         PerformanceTrace.step("files written")
         guard case .prepared(let patch)? = preparation else {

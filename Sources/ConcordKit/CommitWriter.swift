@@ -53,7 +53,13 @@ struct CommitWriter {
             }
             let tree = try repository.writeTree(base: baseTree, edits: edits)
             let commit = try commit(tree: tree)
-            try repository.applyToWorkingTree(changes, rebuildingDamagedIndexFrom: tree)
+            do {
+                try repository.applyToWorkingTree(changes, rebuildingDamagedIndexFrom: tree)
+            } catch {
+                // Journaled now, so the next write or sync (which takes the profile lock) finishes the job.
+                try? CheckoutJournal(gitDirectory: repository.gitDirectory).record(changes.map(\.path))
+                throw Self.unfinished(commit, error)
+            }
             return commit
         }
 
@@ -82,10 +88,22 @@ struct CommitWriter {
             try? profile.restoreJournaledPaths()
             throw error
         }
-        try repository.finishWorkingTreeWrite(write, blobs: blobs, rebuildingDamagedIndexFrom: tree)
+        do {
+            try repository.finishWorkingTreeWrite(write, blobs: blobs, rebuildingDamagedIndexFrom: tree)
+        } catch {
+            throw Self.unfinished(commitID, error)   // the journal stays for the next command
+        }
         journal.remove()
         PerformanceTrace.step("index updated")
         return commitID
+    }
+
+    /// The error for a commit that is made (and stays: the branch has moved) whose files or index
+    /// could not be brought up to date, e.g. while git holds `index.lock`. Not a `GitError`, so
+    /// the write is not retried as if the branch had moved under it.
+    static func unfinished(_ commit: ObjectID, _ error: Error) -> ConcordError {
+        ConcordError.io("commit \(commit.hex.prefix(7)) is made, but the working tree and index could not be updated (\(error)); "
+            + "the next concord write or sync in this profile finishes the update")
     }
 
     /// `member@device`, with anything git would choke on in an e-mail removed.

@@ -79,6 +79,13 @@ public struct Dump: Sendable, Equatable {
             }
         } catch let error as JSONParseError {
             throw ConcordError.invalidJSON(source: source, detail: error.description)
+        } catch {
+            // The dump is read front to back, so a wrong entry can be met before a syntax error
+            // further on; the syntax error is what to report (a file cut short, say).
+            do { try JSONReader.read(bytes) { reader in try reader.skipValue() } } catch let syntax as JSONParseError {
+                throw ConcordError.invalidJSON(source: source, detail: syntax.description)
+            }
+            throw error
         }
         return dump
     }

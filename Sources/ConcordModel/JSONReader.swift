@@ -103,7 +103,8 @@ public struct JSONReader: ~Copyable {
         }
     }
 
-    /// Reads a large array (from `minimumBytes` of text on) as two halves on two threads, split at
+    /// Reads a large array (`minimumBytes` or more of text from its start to the document's end)
+    /// as two halves on two threads, split at
     /// an element boundary near its middle: `element` is called with the half (0 or 1), the
     /// element's index and the reader at it, from both threads at once, so it may only touch
     /// state of its own half. Returns false, with nothing consumed, when the array is small or a

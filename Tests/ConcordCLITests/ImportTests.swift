@@ -90,6 +90,42 @@ final class ImportTests: CLITestCase {
         XCTAssertTrue(text.stdout.hasPrefix("nothing to import"), text.stdout)
     }
 
+    /// git holding `index.lock` during an import: the commit is made but the index cannot be
+    /// updated, so concord says so and exits 1 (after its file writes are done, and without
+    /// retrying the write as if the branch had moved); the next write, once the lock is gone,
+    /// finishes the job from the journal first. The same for a one-record write.
+    func testAWriteWhileGitHoldsTheIndexLockIsFinishedByTheNextWrite() throws {
+        let alice = try makePerson("alice")
+        let profile = try makeProfile(owner: alice)
+        let lock = profile.appendingPathComponent(".git/index.lock")
+        let journal = profile.appendingPathComponent(".git/concord/checkout-journal")
+        func expectUnfinished(_ arguments: [String]) throws {
+            XCTAssertTrue(FileManager.default.createFile(atPath: lock.path, contents: Data()))
+            let result = try concord(arguments, as: alice, in: profile)
+            XCTAssertEqual(result.status, 1, result.summary)
+            XCTAssertTrue(result.stderr.contains("is made") && result.stderr.contains("index.lock"), result.stderr)
+            XCTAssertTrue(FileManager.default.fileExists(atPath: journal.path))
+            try FileManager.default.removeItem(at: lock)
+        }
+        func expectFinished(commits: Int) throws {
+            XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: profile), "")
+            XCTAssertFalse(FileManager.default.fileExists(atPath: journal.path))
+            XCTAssertEqual(try gitOK(["rev-list", "--count", "HEAD"], in: profile), "\(commits)", "each write once, none retried")
+        }
+
+        try expectUnfinished(["import", "--file", try bigDump().path])
+        try concordOK(["put", "vocabulary/next", "--json", #"{"word":"next"}"#], as: alice, in: profile)
+        try expectFinished(commits: 3)
+        XCTAssertEqual(try concordOK(["ls", "vocabulary"], as: alice, in: profile).stdoutLines.count, 101)
+
+        try expectUnfinished(["put", "vocabulary/late", "--json", #"{"word":"late"}"#])
+        try concordOK(["put", "vocabulary/after", "--json", #"{"word":"after"}"#], as: alice, in: profile)
+        try expectFinished(commits: 5)
+        try concordOK(["get", "vocabulary/late"], as: alice, in: profile)
+        let fsck = try git(["fsck", "--full"], in: profile)
+        XCTAssertEqual(fsck.status, 0, fsck.summary)
+    }
+
     /// `CONCORD_TRACE_PERF=1` prints each step of a bulk import on stderr, and changes nothing else.
     func testTracePerfPrintsTheStepsOfAnImportOnStderr() throws {
         let alice = try makePerson("alice")

@@ -122,6 +122,14 @@ final class RawTreeAndIndexTests: GitTestCase {
         XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: url), "")
     }
 
+    func testATreeWriteRefusesAPathEditedTwice() throws {
+        let (repository, _) = try makeRepository()
+        let blob = try repository.writeBlob(Array("x\n".utf8))
+        var pack = ObjectPack()
+        XCTAssertThrowsError(try repository.writeTree(base: nil, edits: [("kind/a.json", blob), ("kind/a.json", nil)], into: &pack))
+        XCTAssertNoThrow(try repository.writeTree(base: nil, edits: [("kind/a.json", blob), ("kind/b.json", blob)], into: &pack))
+    }
+
     func testIndexVersion4IsLeftToLibgit2() throws {
         let (repository, url) = try makeRepository()
         try "one\n".write(to: url.appendingPathComponent("a.txt"), atomically: false, encoding: .utf8)

@@ -47,6 +47,33 @@ final class DumpTests: KitTestCase {
         XCTAssertTrue(message("[]").contains("dump.json"))
         XCTAssertTrue(message("{").contains("dump.json"))
         for text in [#"{"records":[1]}"#, "{"] { XCTAssertTrue(message(text).contains("dump.json")) }
+
+        // A dump is read front to back, but a syntax error anywhere (a file cut short) is what is
+        // reported, not a wrong entry met before it.
+        let cutShort = #"{"records":[{"kind":5,"id":"a","data":{}},{"kind":"vocabulary","id":"b","data":{"#
+        XCTAssertTrue(message(cutShort).contains("invalid JSON") && message(cutShort).contains("line 1"), message(cutShort))
+        XCTAssertTrue(message(#"{"records":[{"kind":5,"id":"a","data":{}}]}"#).contains(#"records[0] needs a string "kind""#))
+        XCTAssertTrue(message("[1] x").contains("unexpected character 'x'"), message("[1] x"))
+        XCTAssertTrue(message(#"{"extra":1,"records":["#).contains("invalid JSON"), message(#"{"extra":1,"records":["#))
+    }
+
+    /// A large `records` array is read in two halves on two threads; what it reads, and the errors
+    /// it reports (with the entry's place), are those of reading it in order.
+    func testALargeDumpReadInHalvesGivesTheSameRecordsAndErrors() throws {
+        let items = (0..<4_000).map { #"{"kind":"vocabulary","id":"r\#($0)","data":{"label":"word \#($0)","n":\#($0)}}"# }
+        let text = #"{"records":["# + items.joined(separator: ",") + "]}"
+        XCTAssertGreaterThan(text.utf8.count, 256 << 10, "large enough to be read in halves")
+        let dump = try Dump.parse(Array(text.utf8), source: "big.json")
+        XCTAssertEqual(dump.records.map(\.id), (0..<4_000).map { "r\($0)" })
+        XCTAssertEqual(dump.records[2_500].data, ["label": "word 2500", "n": 2500])
+        XCTAssertEqual(dump.records[2_500].canonicalData, Record.canonicalData(["label": "word 2500", "n": 2500]))
+
+        var broken = items
+        broken[2_000] = #"{"kind":"vocabulary","data":{}}"#
+        XCTAssertThrowsError(try Dump.parse(Array((#"{"records":["# + broken.joined(separator: ",") + "]}").utf8), source: "big.json")) { error in
+            let text = (error as? LocalizedError)?.errorDescription ?? ""
+            XCTAssertTrue(text.contains(#"records[2000] needs a string "id""#), text)
+        }
     }
 
     func testImportIsOneCommitAndIdempotent() throws {
