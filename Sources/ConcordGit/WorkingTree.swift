@@ -76,7 +76,7 @@ extension Repository {
         do {
             preparation = try planned.map { try IndexPatch.prepare($0, indexPath: gitDirectory + "index", checksum: indexChecksum) }
         } catch {
-            try? write.wait()   // never return while files are still being written
+            _ = try? write.wait()   // never return while files are still being written
             throw error
         }
         let stats = try write.wait()
