@@ -11,6 +11,10 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # System packages: libgit2 (with ssh), git and OpenSSH (client for signing checks, server for ssh tests).
 PACKAGES := libgit2-dev pkg-config git openssh-client openssh-server
 RELEASE := .build-release
+# The release binary links the Swift runtime and Foundation statically: it runs where no Swift
+# toolchain is installed (a server that only has git, ssh and libgit2), and every command starts
+# faster (no dynamic loading and relocation of the Swift libraries; ~7 ms of `concord --version`).
+RELEASE_BUILD := swift build -c release --static-swift-stdlib --scratch-path $(RELEASE)
 SWIFT_TEST_FLAGS ?=
 
 .PHONY: deps build release demo test bench clean
@@ -27,7 +31,7 @@ build: deps
 	swift build
 
 release: deps
-	swift build -c release --scratch-path $(RELEASE) --product concord
+	$(RELEASE_BUILD) --product concord
 
 demo: release
 	CONCORD=$(RELEASE)/release/concord bash samples/demo.sh
@@ -46,8 +50,8 @@ test: deps
 	exit $$status
 
 bench: deps
-	swift build -c release --scratch-path $(RELEASE) --product concord
-	swift build -c release --scratch-path $(RELEASE) --product concord-bench
+	$(RELEASE_BUILD) --product concord
+	$(RELEASE_BUILD) --product concord-bench
 	$(RELEASE)/release/concord-bench --concord $(RELEASE)/release/concord --output docs/benchmarks.md
 
 clean:
