@@ -69,6 +69,18 @@ class GitTestCase: XCTestCase {
         return output.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// Writes `files` (path → text) into the working tree at `url` and, with `commit`, has the git
+    /// CLI add and commit them (git then builds the index, cache tree included).
+    func writeWithGit(_ files: [String: String], in url: URL, commit: Bool = true) throws {
+        for (path, text) in files {
+            let file = url.appendingPathComponent(path)
+            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try text.write(to: file, atomically: false, encoding: .utf8)
+        }
+        try gitOK(["add", "-A"], in: url)
+        if commit { try gitOK(["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "base"], in: url) }
+    }
+
     /// The `GitError` that `body` throws; fails the test if it throws nothing or something else.
     func gitError<T>(file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> T) -> GitError? {
         do {

@@ -9,12 +9,7 @@ final class IndexPatchClashTests: GitTestCase {
         let (repository, url) = try makeRepository()
         var files = ["notes/x": "file\n", "cards/y/z.json": "deep\n"]
         for number in 0..<40 { files["cards/w\(number).json"] = "\(number)\n" }
-        for (path, text) in files {
-            let file = url.appendingPathComponent(path)
-            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try text.write(to: file, atomically: false, encoding: .utf8)
-        }
-        try gitOK(["add", "-A"], in: url)
+        try writeWithGit(files, in: url, commit: false)
         let indexPath = url.appendingPathComponent(".git/index").path
         let before = try Data(contentsOf: URL(fileURLWithPath: indexPath))
         let blob = try repository.writeBlob(Array("new\n".utf8))

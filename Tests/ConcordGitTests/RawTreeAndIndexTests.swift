@@ -59,13 +59,7 @@ final class RawTreeAndIndexTests: GitTestCase {
         for directory in ["kind", "kind/sub", "other"] {
             for number in 0..<5 { files["\(directory)/r\(number).json"] = "\(directory) \(number)\n" }
         }
-        for (path, text) in files {
-            let file = url.appendingPathComponent(path)
-            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try text.write(to: file, atomically: false, encoding: .utf8)
-        }
-        try gitOK(["add", "-A"], in: url)
-        try gitOK(["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "base"], in: url)
+        try writeWithGit(files, in: url)
         let extensions = try Data(contentsOf: url.appendingPathComponent(".git/index"))
         XCTAssertNotNil(extensions.range(of: Data("TREE".utf8)), "git's index should carry a cache tree")
 
@@ -96,13 +90,7 @@ final class RawTreeAndIndexTests: GitTestCase {
         let (repository, url) = try makeRepository()
         var files = ["notes/x": "file\n", "cards/y/z.json": "deep\n"]
         for number in 0..<40 { files["cards/w\(number).json"] = "\(number)\n" }
-        for (path, text) in files {
-            let file = url.appendingPathComponent(path)
-            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try text.write(to: file, atomically: false, encoding: .utf8)
-        }
-        try gitOK(["add", "-A"], in: url)
-        try gitOK(["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "base"], in: url)
+        try writeWithGit(files, in: url)
         let head = try XCTUnwrap(try repository.resolveReference("HEAD"))
         let base = try XCTUnwrap(ObjectID(hex: try gitOK(["rev-parse", "HEAD^{tree}"], in: url)))
 
