@@ -292,12 +292,17 @@ extension IndexPatch {
     /// given order).
     static func order(_ paths: [String]) -> (positions: [Int], bytes: [[UInt8]]) {
         let bytes = paths.map { Array($0.utf8) }
-        var order = Array(bytes.indices)
+        return (positions(inIndexOrder: bytes), bytes)
+    }
+
+    /// The positions of `paths` in index order: by bytes, equal paths in their given order.
+    private static func positions(inIndexOrder paths: [[UInt8]]) -> [Int] {
+        var order = Array(paths.indices)
         order.sort { first, second in
-            let order = bytes[first].withUnsafeBytes { IndexPlan.compare(bytes[second], $0) }
+            let order = paths[first].withUnsafeBytes { IndexPlan.compare(paths[second], $0) }
             return order != 0 ? order > 0 : first < second
         }
-        return (order, bytes)
+        return order
     }
 
     /// The updates in index order, the last one of each path winning.
@@ -306,11 +311,7 @@ extension IndexPatch {
             updates[index].path.withUnsafeBytes { IndexPlan.compare(updates[index - 1].path, $0) < 0 }
         }
         if alreadySorted { return updates }
-        var order = Array(updates.indices)
-        order.sort { first, second in
-            let order = updates[first].path.withUnsafeBytes { IndexPlan.compare(updates[second].path, $0) }
-            return order != 0 ? order > 0 : first < second
-        }
+        let order = positions(inIndexOrder: updates.map(\.path))
         var result = [Update]()
         result.reserveCapacity(updates.count)
         for index in order {

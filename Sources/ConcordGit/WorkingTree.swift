@@ -57,10 +57,9 @@ extension Repository {
     }
 
     /// `blobs` are the files' blob ids, in the order the files were given (nil for removals).
-    /// The index order is worked out while the files are still being written.
-    /// The index patch is planned (under git's `index.lock`, so a git command that needs the index
-    /// meanwhile waits or fails as it would during any index write) while the files are still
-    /// being written, with their stat data filled in once they are.
+    /// The index patch is planned while the files are still being written (under git's
+    /// `index.lock`, so a git command that needs the index meanwhile waits or fails as it would
+    /// during any index write), and their stat data is filled in once they are.
     public func finishWorkingTreeWrite(_ write: WorkingTreeWrite, blobs: [ObjectID?], rebuildingDamagedIndexFrom tree: ObjectID?) throws {
         guard workdir != nil else { return try waitForWorkingTreeWrite(write) }
         let order = IndexPatch.order(write.files.map(\.path))
@@ -68,9 +67,8 @@ extension Repository {
             if let bytes = file.bytes, let blob { WorkingTreeChange(path: file.path, bytes: bytes, blob: blob) } else { WorkingTreeChange(removing: file.path) }
         }
         // Each path once (a path given twice takes the slower way below), in index order.
-        let placeholder = stat()
         let planned = order.positions.indices.dropFirst().allSatisfy { order.bytes[order.positions[$0 - 1]] != order.bytes[order.positions[$0]] }
-            ? order.positions.map { IndexPatch.Update(path: order.bytes[$0], file: changes[$0].content.map { (placeholder, $0.blob) }) }
+            ? Self.indexUpdates(changes, order: order, stats: nil)
             : nil
         let preparation: IndexPatch.Preparation?
         do {
@@ -85,6 +83,16 @@ extension Repository {
             return try recordInIndex(changes, stats: stats, order: order, rebuildingDamagedIndexFrom: tree)
         }
         try patch.finish(stats: Self.statsInIndexOrder(changes, stats: stats, order: order.positions).compactMap { $0 })
+    }
+
+    /// The changes as index updates, in index order (`order`), with their files' stat data
+    /// (`stats`, in index order, as `statsInIndexOrder` gives it) or, while the files are still
+    /// being written, placeholder stat data.
+    private static func indexUpdates(_ changes: [WorkingTreeChange], order: (positions: [Int], bytes: [[UInt8]]),
+                                     stats: [stat?]?) -> [IndexPatch.Update] {
+        order.positions.enumerated().map { rank, index in
+            IndexPatch.Update(path: order.bytes[index], file: changes[index].content.map { (stats?[rank] ?? stat(), $0.blob) })
+        }
     }
 
     /// For each change in index order (`order`), the stat data of its written file (`stats`, in
@@ -126,10 +134,7 @@ extension Repository {
     /// in `changes` order, `order` the changes' paths as bytes and their positions in index order.
     private func recordInIndex(_ changes: [WorkingTreeChange], stats written: [stat], order: (positions: [Int], bytes: [[UInt8]]),
                                rebuildingDamagedIndexFrom tree: ObjectID?) throws {
-        let stats = Self.statsInIndexOrder(changes, stats: written, order: order.positions)
-        let updates = zip(order.positions, stats).map { index, info in
-            IndexPatch.Update(path: order.bytes[index], file: changes[index].content.flatMap { content in info.map { ($0, content.blob) } })
-        }
+        let updates = Self.indexUpdates(changes, order: order, stats: Self.statsInIndexOrder(changes, stats: written, order: order.positions))
         let indexPath = gitDirectory + "index", checksum = indexChecksum
         switch try IndexPatch.apply(updates, indexPath: indexPath, checksum: checksum) {
         case .patched:

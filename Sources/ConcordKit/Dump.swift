@@ -185,16 +185,6 @@ private struct DumpItem {
     }
 }
 
-extension JSONReader {
-    /// Throws `error` unless a value of `type` comes next; a value of another type is read
-    /// first, so a syntax error in it (a file cut short) is what gets reported.
-    mutating func expect(_ type: ValueType, else error: @autoclosure () -> Error) throws {
-        guard nextType != type else { return }
-        try skipValue()
-        throw error()
-    }
-}
-
 extension Profile {
     /// Writes every record and log entry of `dump` as ONE commit. Records already holding the same
     /// data and log entries already present are skipped, so importing a dump twice changes nothing.

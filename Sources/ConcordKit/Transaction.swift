@@ -71,7 +71,7 @@ public final class Transaction {
                 try stage(planned)
                 throw error
             }
-            let directory = kind.directory + "/" + RecordPaths.bucket(id.rawValue), name = id.rawValue + ".json"
+            let (directory, name) = RecordPaths.location(directory: kind.directory, id: id.rawValue)
             let path = directory + "/" + name
             guard seen.insert(path).inserted else {
                 // A record written twice reads its first version: encode what is planned, go one by one.
@@ -201,23 +201,36 @@ public final class Transaction {
         return kind
     }
 
-    /// The record at `path` (in `directory`, named `name`, when the caller has them split already).
-    private func record(at path: String, directory: String? = nil, name: String? = nil) throws -> Record? {
-        guard let bytes = try currentBytes(path, directory: directory, name: name) else { return nil }
+    private func record(at path: String) throws -> Record? {
+        try decodeRecord(currentBytes(path), at: path)
+    }
+
+    /// The record at `path`, which is `name` in `directory` (split already by the caller).
+    private func record(at path: String, directory: String, name: String) throws -> Record? {
+        try decodeRecord(currentBytes(path, directory: directory, name: name), at: path)
+    }
+
+    private func decodeRecord(_ bytes: [UInt8]?, at path: String) throws -> Record? {
+        guard let bytes else { return nil }
         do { return try Record.decode(bytes) } catch {
             throw ConcordError.corruptRecord(path: path, reason: error.localizedDescription)
         }
     }
 
     /// The bytes of `path` in the base tree with pending writes applied.
-    func currentBytes(_ path: String, directory: String? = nil, name: String? = nil) throws -> [UInt8]? {
+    func currentBytes(_ path: String) throws -> [UInt8]? {
+        let slash = path.lastIndex(of: "/")
+        return try currentBytes(path, directory: slash.map { String(path[..<$0]) } ?? "",
+                                name: slash.map { String(path[path.index(after: $0)...]) } ?? path)
+    }
+
+    /// The same, for `path` split by the caller into its `directory` and file `name`.
+    private func currentBytes(_ path: String, directory: String, name: String) throws -> [UInt8]? {
         if !pending.isEmpty, let index = pendingIndex[path] { return pending[index].bytes }
         guard let baseTree else { return nil }
-        let slash = directory == nil ? path.lastIndex(of: "/") : nil
-        let directory = directory ?? slash.map { String(path[..<$0]) }
         let blob: ObjectID?
-        if let directory, let listing = listings[directory] {
-            blob = listing.isEmpty ? nil : listing[name ?? slash.map { String(path[path.index(after: $0)...]) } ?? path]
+        if let listing = listings[directory] {
+            blob = listing.isEmpty ? nil : listing[name]
         } else {
             blob = try gitCall { try profile.repository.entry(at: path, inTree: baseTree)?.id }
         }

@@ -80,21 +80,13 @@ struct JSONParser {
     }
 
     mutating func parseObject() throws(Failure) -> JSONValue {
-        try enterContainer()
-        pos += 1
         var members: [String: JSONValue] = [:]
-        skipWhitespace()
-        if closeIfEmpty(UInt8(ascii: "}")) { return .object(members) }
+        if try openContainer(closing: UInt8(ascii: "}")) { return .object(members) }
         while true {
-            guard peek() == UInt8(ascii: "\"") else {
-                throw fail(members.isEmpty ? "expected '\"' to begin an object key, or '}'" : "expected '\"' to begin an object key")
-            }
+            try expectKey(first: members.isEmpty)
             let keyStart = pos
             let key = try parseString()
-            skipWhitespace()
-            guard peek() == UInt8(ascii: ":") else { throw fail("expected ':' after object key") }
-            pos += 1
-            skipWhitespace()
+            try expectColon()
             let value = try parseValue()
             if members.updateValue(value, forKey: key) != nil {
                 throw Failure(offset: keyStart, message: "duplicate key \(quoted(key)) in object")
@@ -104,18 +96,67 @@ struct JSONParser {
     }
 
     mutating func parseArray() throws(Failure) -> JSONValue {
-        try enterContainer()
-        pos += 1
         var elements: [JSONValue] = []
-        skipWhitespace()
-        if closeIfEmpty(UInt8(ascii: "]")) { return .array(elements) }
+        if try openContainer(closing: UInt8(ascii: "]")) { return .array(elements) }
         while true {
             elements.append(try parseValue())
             if try nextMember(closing: UInt8(ascii: "]")) { return .array(elements) }
         }
     }
 
-    mutating func enterContainer() throws(Failure) {
+    // MARK: Containers (shared by the parser, the transcoder and `JSONReader`)
+
+    /// Enters the object or array whose opening bracket is at `pos`; returns true if it is empty,
+    /// with its `closing` bracket consumed too.
+    mutating func openContainer(closing: UInt8) throws(Failure) -> Bool {
+        try enterContainer()
+        pos += 1
+        skipWhitespace()
+        guard peek() == closing else { return false }
+        pos += 1
+        depth -= 1
+        return true
+    }
+
+    /// Checks that an object key starts at `pos`.
+    func expectKey(first: Bool) throws(Failure) {
+        guard peek() == UInt8(ascii: "\"") else {
+            throw fail(first ? "expected '\"' to begin an object key, or '}'" : "expected '\"' to begin an object key")
+        }
+    }
+
+    /// Consumes the `:` after an object key, and the whitespace around it.
+    mutating func expectColon() throws(Failure) {
+        skipWhitespace()
+        guard peek() == UInt8(ascii: ":") else { throw fail("expected ':' after object key") }
+        pos += 1
+        skipWhitespace()
+    }
+
+    /// After a member or element: consumes `,` (returning false) or the container's `closing`
+    /// bracket (returning true).
+    mutating func nextMember(closing: UInt8) throws(Failure) -> Bool {
+        skipWhitespace()
+        let object = closing == UInt8(ascii: "}")
+        switch peek() {
+        case UInt8(ascii: ","):
+            pos += 1
+            skipWhitespace()
+            if peek() == closing {
+                throw fail(object ? "expected an object key after ','; trailing commas are not allowed"
+                                  : "expected a value after ','; trailing commas are not allowed")
+            }
+            return false
+        case closing:
+            pos += 1
+            depth -= 1
+            return true
+        default:
+            throw fail(object ? "expected ',' or '}' after object member" : "expected ',' or ']' after array element")
+        }
+    }
+
+    private mutating func enterContainer() throws(Failure) {
         depth += 1
         if depth > JSONValue.maxNestingDepth {
             throw fail("nesting deeper than \(JSONValue.maxNestingDepth) levels")

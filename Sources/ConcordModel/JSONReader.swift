@@ -49,29 +49,19 @@ public struct JSONReader: ~Copyable {
     /// `member` leaves unread is skipped (and still checked). Duplicate keys are an error.
     public mutating func readObject(_ member: (String, inout JSONReader) throws -> Void) throws {
         try expect(.object)
-        try run { (parser) throws(JSONParser.Failure) in
-            try parser.enterContainer()
-            parser.pos += 1
-            parser.skipWhitespace()
-        }
+        if try run({ (parser) throws(JSONParser.Failure) in try parser.openContainer(closing: UInt8(ascii: "}")) }) { return }
         // The keys read so far sit on `keyStack` above `base` (objects read inside a member's
         // value push theirs above and take them off again), so reading an object allocates nothing.
         let base = keyStack.count
         defer { keyStack.removeSubrange(base...) }
         var keySet: Set<String>? = nil
-        if try run({ (parser) throws(JSONParser.Failure) in parser.closeIfEmpty(UInt8(ascii: "}")) }) { return }
         while true {
             let first = keyStack.count == base
             let (key, keyOffset) = try run { (parser) throws(JSONParser.Failure) in
-                guard parser.peek() == UInt8(ascii: "\"") else {
-                    throw parser.fail(first ? "expected '\"' to begin an object key, or '}'" : "expected '\"' to begin an object key")
-                }
+                try parser.expectKey(first: first)
                 let offset = parser.pos
                 let key = try parser.parseString()
-                parser.skipWhitespace()
-                guard parser.peek() == UInt8(ascii: ":") else { throw parser.fail("expected ':' after object key") }
-                parser.pos += 1
-                parser.skipWhitespace()
+                try parser.expectColon()
                 return (key, offset)
             }
             try readOne { reader in try member(key, &reader) }
@@ -89,12 +79,7 @@ public struct JSONReader: ~Copyable {
     /// `element` leaves unread is skipped (and still checked).
     public mutating func readArray(_ element: (Int, inout JSONReader) throws -> Void) throws {
         try expect(.array)
-        try run { (parser) throws(JSONParser.Failure) in
-            try parser.enterContainer()
-            parser.pos += 1
-            parser.skipWhitespace()
-        }
-        if try run({ (parser) throws(JSONParser.Failure) in parser.closeIfEmpty(UInt8(ascii: "]")) }) { return }
+        if try run({ (parser) throws(JSONParser.Failure) in try parser.openContainer(closing: UInt8(ascii: "]")) }) { return }
         var index = 0
         while true {
             try readOne { reader in try element(index, &reader) }
@@ -163,12 +148,13 @@ public struct JSONReader: ~Copyable {
                 depth -= 1
                 if depth == 0 {
                     let middle = start + (index - start) / 2
-                    var low = 0, high = commas.count   // the first comma at or after the middle
+                    guard !commas.isEmpty else { return nil }
+                    var low = 0, high = commas.count - 1   // the first comma at or after the middle, else the last
                     while low < high {
                         let probe = (low + high) / 2
                         if commas[probe] < middle { low = probe + 1 } else { high = probe }
                     }
-                    return commas.isEmpty ? nil : (commas[min(low, commas.count - 1)], min(low, commas.count - 1) + 1)
+                    return (commas[low], low + 1)
                 }
             case UInt8(ascii: ",") where depth == 1:
                 commas.append(index)
@@ -209,16 +195,14 @@ public struct JSONReader: ~Copyable {
     }
 
     /// Describes the value at the reading position for an error message: `an object`, `a string`, ….
-    public var nextTypeDescription: String {
-        switch nextType {
-        case .object: "an object"
-        case .array: "an array"
-        case .string: "a string"
-        case .number: "a number"
-        case .bool: "a boolean"
-        case .null: "null"
-        case nil: "no value"
-        }
+    public var nextTypeDescription: String { Self.describe(nextType) }
+
+    /// Throws `error` unless a value of `type` comes next; a value of another type is read
+    /// first, so a syntax error in it (a file cut short) is what gets reported.
+    public mutating func expect(_ type: ValueType, else error: @autoclosure () -> Error) throws {
+        guard nextType != type else { return }
+        try skipValue()
+        throw error()
     }
 
     // MARK: Internals
@@ -233,7 +217,19 @@ public struct JSONReader: ~Copyable {
         guard nextType == type else {
             // Let the parser name what is wrong (bad syntax), else say which type was expected.
             if nextType == nil { _ = try readValue() }
-            throw parser.locate(parser.fail("expected \(type == .object ? "an object" : type == .array ? "an array" : "a string"), found \(nextTypeDescription)"))
+            throw parser.locate(parser.fail("expected \(Self.describe(type)), found \(nextTypeDescription)"))
+        }
+    }
+
+    private static func describe(_ type: ValueType?) -> String {
+        switch type {
+        case .object: "an object"
+        case .array: "an array"
+        case .string: "a string"
+        case .number: "a number"
+        case .bool: "a boolean"
+        case .null: "null"
+        case nil: "no value"
         }
     }
 
@@ -251,38 +247,5 @@ private final class UncheckedBox<Value>: @unchecked Sendable {
 
     func set<Element>(_ index: Int, _ element: Element) where Value == [Element] {
         lock.withLock { value[index] = element }
-    }
-}
-
-extension JSONParser {
-    /// At a container's first token: consumes `closing` and returns true if the container is empty.
-    mutating func closeIfEmpty(_ closing: UInt8) -> Bool {
-        guard peek() == closing else { return false }
-        pos += 1
-        depth -= 1
-        return true
-    }
-
-    /// After a member or element: consumes `,` (returning false) or the container's `closing`
-    /// bracket (returning true).
-    mutating func nextMember(closing: UInt8) throws(Failure) -> Bool {
-        skipWhitespace()
-        let object = closing == UInt8(ascii: "}")
-        switch peek() {
-        case UInt8(ascii: ","):
-            pos += 1
-            skipWhitespace()
-            if peek() == closing {
-                throw fail(object ? "expected an object key after ','; trailing commas are not allowed"
-                                  : "expected a value after ','; trailing commas are not allowed")
-            }
-            return false
-        case closing:
-            pos += 1
-            depth -= 1
-            return true
-        default:
-            throw fail(object ? "expected ',' or '}' after object member" : "expected ',' or ']' after array element")
-        }
     }
 }

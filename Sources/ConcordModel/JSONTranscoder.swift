@@ -60,10 +60,7 @@ extension JSONParser {
     }
 
     mutating func transcodeArray(indent: Int, pretty: Bool, into out: inout [UInt8]) throws(Failure) {
-        try enterContainer()
-        pos += 1
-        skipWhitespace()
-        if closeIfEmpty(UInt8(ascii: "]")) {
+        if try openContainer(closing: UInt8(ascii: "]")) {
             out.append(contentsOf: "[]".utf8)
             return
         }
@@ -82,10 +79,7 @@ extension JSONParser {
     /// canonical order, the members' texts are then put in order. Keys are decoded into
     /// `keyArena` and members listed in `memberStack`, both used as stacks by nested objects.
     mutating func transcodeObject(indent: Int, pretty: Bool, into out: inout [UInt8]) throws(Failure) {
-        try enterContainer()
-        pos += 1
-        skipWhitespace()
-        if closeIfEmpty(UInt8(ascii: "}")) {
+        if try openContainer(closing: UInt8(ascii: "}")) {
             out.append(contentsOf: "{}".utf8)
             return
         }
@@ -101,19 +95,14 @@ extension JSONParser {
         // byte comparison gives the same answer while every key is ASCII.
         var keySet: Set<String>? = nil, asciiKeys = true
         while true {
-            guard peek() == UInt8(ascii: "\"") else {
-                throw fail(memberStack.count == membersBase ? "expected '\"' to begin an object key, or '}'" : "expected '\"' to begin an object key")
-            }
+            try expectKey(first: memberStack.count == membersBase)
             let keyOffset = pos
             let keyStart = keyArena.count
             let plainKey = try decodeKey()
             let keyEnd = pos
             let key = keyStart..<keyArena.count
             if asciiKeys { asciiKeys = keyArena.withUnsafeBufferPointer { arena in arena[key].allSatisfy { $0 < 0x80 } } }
-            skipWhitespace()
-            guard peek() == UInt8(ascii: ":") else { throw fail("expected ':' after object key") }
-            pos += 1
-            skipWhitespace()
+            try expectColon()
             if memberStack.count > membersBase { out.append(UInt8(ascii: ",")) }
             Self.newline(indent + 1, pretty: pretty, into: &out)
             let textStart = out.count

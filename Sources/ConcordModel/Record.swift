@@ -155,9 +155,9 @@ public struct Record: Sendable, Equatable {
         }
     }
 
-    private static func envelopeWriter(first: StaticString, capacity: Int = 256) -> CanonicalWriter {
+    private static func envelopeWriter(first: StaticString) -> CanonicalWriter {
         var writer = CanonicalWriter(pretty: true)
-        writer.out.reserveCapacity(capacity)
+        writer.out.reserveCapacity(256)
         writer.out.append(UInt8(ascii: "{"))
         key(first, &writer, first: true)
         return writer

@@ -26,7 +26,13 @@ public enum RecordPaths {
 
     /// The path of record `id` in `directory`, e.g. `vocabulary/3f/puzzle.json`.
     public static func file(directory: String, id: String) -> String {
-        "\(directory)/\(bucket(id))/\(id).json"
+        let (bucketDirectory, name) = location(directory: directory, id: id)
+        return bucketDirectory + "/" + name
+    }
+
+    /// The same path as its directory and file name, e.g. (`vocabulary/3f`, `puzzle.json`).
+    public static func location(directory: String, id: String) -> (directory: String, name: String) {
+        (directory + "/" + bucket(id), id + ".json")
     }
 
     /// Whether `name` has a bucket's shape: two lower-case hex digits.
