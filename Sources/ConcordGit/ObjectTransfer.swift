@@ -10,9 +10,11 @@ internal import CLibgit2
 /// back from the tip until commits the destination has, and each new tree is compared with its
 /// first parent's tree entry by entry, so only the entries that changed are looked at. Everything
 /// copied is re-hashed and must match its id, so a damaged or forged source cannot slip content in
-/// under another object's name. The objects land as one pack (see `ObjectPack`).
+/// under another object's name; a remote's files are read by `SourceObjects`, never by libgit2's
+/// loose-object code. The objects land as one pack (see `ObjectPack`). (Kept over libgit2's local
+/// transport for safety as much as speed: that transport reads the remote with libgit2.)
 struct ObjectTransfer {
-    let source: Repository
+    let source: ObjectSource
     let destination: Repository
     private var pack = ObjectPack()
     /// The trees read from the source whose bytes hash to their ids, up to `treesKept` bytes,
@@ -21,13 +23,13 @@ struct ObjectTransfer {
     private var treeBytes = 0
     private static let treesKept = 16 << 20
 
-    init(from source: Repository, to destination: Repository) {
+    init(from source: ObjectSource, to destination: Repository) {
         self.source = source
         self.destination = destination
     }
 
     /// Copies what `tip` needs and the destination lacks; returns how many objects were copied.
-    static func copy(_ tip: ObjectID, from source: Repository, to destination: Repository) throws -> Int {
+    static func copy(_ tip: ObjectID, from source: ObjectSource, to destination: Repository) throws -> Int {
         var transfer = ObjectTransfer(from: source, to: destination)
         try transfer.copyCommits(from: tip)
         try transfer.pack.write(into: destination)
@@ -37,7 +39,9 @@ struct ObjectTransfer {
 
     private mutating func readTree(_ id: ObjectID) throws -> RawTree {
         if let tree = trees[id] { return tree }
-        let tree = try source.rawTree(id)
+        // A base tree the destination has is read there: the source's copy could be forged.
+        let bytes = destination.contains(id) ? try destination.object(id, type: .tree) : try source.object(id, type: .tree)
+        let tree = try RawTree(bytes, id: id)
         let size = tree.bytes.count + tree.entries.count * MemoryLayout<RawTree.Entry>.stride
         if treeBytes + size <= Self.treesKept, ObjectPack.id(of: tree.bytes, type: .tree) == id {
             trees[id] = tree
@@ -48,22 +52,36 @@ struct ObjectTransfer {
 
     private func has(_ id: ObjectID) -> Bool { pack.contains(id) || destination.contains(id) }
 
+    /// Finds the commits the destination lacks, then copies them parents first: each commit's tree
+    /// is copied as far as it differs from its first parent's, so that parent's tree must already
+    /// be complete in the destination or in this pack. (Copying a child first, against a parent
+    /// tree not copied yet, and then skipping that parent's tree as "already queued" lost the
+    /// parent's changed subtrees: a remote left missing a tree.)
     private mutating func copyCommits(from tip: ObjectID) throws {
-        var stack = [tip]
-        var visited = Set<ObjectID>()
-        while let id = stack.popLast() {
-            guard visited.insert(id).inserted, !has(id) else { continue }
-            let raw = try source.rawObject(id, type: GIT_OBJECT_COMMIT)
+        var commits = [ObjectID: (raw: [UInt8], header: RawCommit)]()
+        var order = [ObjectID]()
+        var stack = [(id: tip, parentsDone: false)]
+        while let (id, parentsDone) = stack.popLast() {
+            if parentsDone { order.append(id); continue }
+            guard commits[id] == nil, !destination.contains(id) else { continue }
+            let raw = try source.object(id, type: .commit)
             let header = try RawCommit(raw, id: id)
-            let baseTree = try header.parents.first.map { try RawCommit(source.rawObject($0, type: GIT_OBJECT_COMMIT), id: $0).tree }
+            commits[id] = (raw, header)
+            stack.append((id, true))
+            stack += header.parents.reversed().map { ($0, false) }
+        }
+        for id in order {
+            guard let (raw, header) = commits[id] else { continue }
+            let baseTree = try header.parents.first.map { parent in
+                try commits[parent]?.header.tree ?? RawCommit(destination.rawObject(parent, type: GIT_OBJECT_COMMIT), id: parent).tree
+            }
             try copyTree(header.tree, base: baseTree)
             try pack.add(raw, type: .commit, expected: id)
-            stack += header.parents
         }
     }
 
     /// Copies tree `id` and whatever under it differs from `base` (a tree the destination has in
-    /// full, or will once this transfer is written) and is missing there.
+    /// full, or this pack holds in full) and is missing there.
     private mutating func copyTree(_ id: ObjectID, base: ObjectID?) throws {
         if has(id) { return }
         let tree = try readTree(id)
@@ -72,8 +90,8 @@ struct ObjectTransfer {
             guard let entry else { return }   // removed: nothing to copy
             let child = tree.id(entry)
             switch tree.kind(entry) {
-            case .tree: try copyTree(child, base: baseEntry.map(old.id))
-            case .blob where !has(child): try pack.add(source.rawObject(child, type: GIT_OBJECT_BLOB), type: .blob, expected: child)
+            case .tree: try copyTree(child, base: baseEntry.flatMap { $0.isTree ? old.id($0) : nil })
+            case .blob where !has(child): try pack.add(source.object(child, type: .blob), type: .blob, expected: child)
             default: break   // a blob already there, or a submodule link (no object to copy)
             }
         }
@@ -110,8 +128,8 @@ extension Repository {
     /// tip, or nil when the remote has no such branch yet.
     @discardableResult
     public func fetchFromLocalRepository(at path: String, ref: String, into trackingRef: String) throws -> ObjectID? {
-        let source = try Repository.open(path)
-        guard let tip = try source.resolveReference(ref) else { return nil }
+        let source = try SourceObjects(repositoryAt: path)
+        guard let tip = try source.reference(ref) else { return nil }
         if !contains(tip) { _ = try ObjectTransfer.copy(tip, from: source, to: self) }
         let current = try resolveReference(trackingRef)
         if current != tip {

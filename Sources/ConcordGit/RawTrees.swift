@@ -191,11 +191,9 @@ struct RawTree {
         return out
     }
 
-    /// Refuses names git would refuse in a tree: empty, ".", "..", ".git", or holding "/" or NUL.
+    /// Refuses names git would refuse in a tree (`GitPath.isSafeName`).
     static func validate(_ name: [UInt8]) throws {
-        let isDotGit = name.count == 4 && name[0] == 0x2E && name[1] | 0x20 == 0x67 && name[2] | 0x20 == 0x69 && name[3] | 0x20 == 0x74
-        guard !name.isEmpty, name != [0x2E], name != [0x2E, 0x2E], !isDotGit,
-              !name.contains(0x2F), !name.contains(0) else {
+        guard GitPath.isSafeName(name) else {
             throw GitError(function: "tree edit", code: .other(-1),
                            message: "invalid path component '\(String(decoding: name, as: UTF8.self))'")
         }

@@ -45,21 +45,25 @@ extension Repository {
         return try body(remote)
     }
 
-    /// Fetches `refspecs` from remote `name` (objects and the listed refs only; nothing is merged).
-    public func fetch(remote name: String, refspecs: [String], options: TransportOptions) throws {
-        try withRemote(name) { remote in
-            let session = TransportSession(options: options)
-            var fetchOptions = git_fetch_options()
-            try check("git_fetch_options_init", git_fetch_options_init(&fetchOptions, UInt32(GIT_FETCH_OPTIONS_VERSION)))
-            session.install(in: &fetchOptions.callbacks)
-            fetchOptions.prune = GIT_FETCH_NO_PRUNE
-            fetchOptions.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE
-            let specs = StringArray(refspecs)
-            let result = withExtendedLifetime(session) {
-                specs.withRaw { git_remote_fetch(remote, $0, &fetchOptions, "concord: fetch") }
-            }
-            if result < 0 { throw session.failure(GitError.last("git_remote_fetch", result)) }
+    /// Fetches `refspecs` from `url` (objects and the listed refs only; nothing is merged). The
+    /// remote is anonymous, so no configured refspec moves a remote-tracking ref on the side
+    /// (libgit2 updates those "opportunistically" for a named remote): only `refspecs`' refs move.
+    public func fetch(url: String, refspecs: [String], options: TransportOptions) throws {
+        var remote: OpaquePointer?
+        try check("git_remote_create_anonymous", git_remote_create_anonymous(&remote, handle, url))
+        defer { git_remote_free(remote) }
+        let session = TransportSession(options: options)
+        var fetchOptions = git_fetch_options()
+        try check("git_fetch_options_init", git_fetch_options_init(&fetchOptions, UInt32(GIT_FETCH_OPTIONS_VERSION)))
+        session.install(in: &fetchOptions.callbacks)
+        fetchOptions.prune = GIT_FETCH_NO_PRUNE
+        fetchOptions.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE
+        fetchOptions.update_fetchhead = 0
+        let specs = StringArray(refspecs)
+        let result = withExtendedLifetime(session) {
+            specs.withRaw { git_remote_fetch(remote, $0, &fetchOptions, "concord: fetch") }
         }
+        if result < 0 { throw session.failure(GitError.last("git_remote_fetch", result)) }
     }
 
     /// The remote's branch heads, read without downloading any objects: a cheap "did it move?".
@@ -128,34 +132,5 @@ extension Repository {
     /// Sets `HEAD` to point at branch `ref` (e.g. `refs/heads/main`) without touching files.
     public func setHead(_ ref: String) throws {
         try check("git_repository_set_head", git_repository_set_head(handle, ref))
-    }
-}
-
-extension Repository {
-    /// Makes every object of the repository at `path` (on this machine) available here by linking
-    /// its pack and loose-object files, as `git clone` does for local paths, instead of packing
-    /// and re-indexing them (files are copied where links are impossible, e.g. across devices).
-    public func linkObjects(fromLocalRepository path: String) throws {
-        let source = try Repository.open(path)
-        let from = source.gitDirectory + "objects/"
-        let to = gitDirectory + "objects/"
-        let manager = FileManager.default
-        for directory in (try? manager.contentsOfDirectory(atPath: from)) ?? [] {
-            let isPack = directory == "pack"
-            guard isPack || (directory.count == 2 && directory.allSatisfy(\.isHexDigit)) else { continue }
-            try manager.createDirectory(atPath: to + directory, withIntermediateDirectories: true)
-            for name in (try? manager.contentsOfDirectory(atPath: from + directory)) ?? [] {
-                if isPack && !(name.hasSuffix(".pack") || name.hasSuffix(".idx")) { continue }
-                let target = to + directory + "/" + name
-                if manager.fileExists(atPath: target) { continue }
-                if link(from + directory + "/" + name, target) != 0 {
-                    try manager.copyItem(atPath: from + directory + "/" + name, toPath: target)
-                }
-            }
-        }
-        var odb: OpaquePointer?
-        try check("git_repository_odb", git_repository_odb(&odb, handle))
-        defer { git_odb_free(odb) }
-        try check("git_odb_refresh", git_odb_refresh(odb))
     }
 }

@@ -47,6 +47,9 @@ public enum TransportFailure: Error, Sendable {
     case untrustedHostKey(HostKey)
     /// The server refused our key.
     case authenticationFailed(String)
+    /// The server accepted the connection and our key, then turned us away before any git
+    /// exchange with a message of its own (gitolite's "W … DENIED", a forced command's refusal).
+    case refused(String)
 }
 
 /// What one push did to each ref: nil status means accepted, otherwise the server's reason.
@@ -143,6 +146,12 @@ final class TransportSession {
         if error.code == .auth || (credentialAttempts > 0 && error.errorClass == Int32(GIT_ERROR_SSH.rawValue)
                                     && error.message.lowercased().contains("auth")) {
             return TransportFailure.authenticationFailed(error.message)
+        }
+        // libgit2 reads the server's stderr when its stdout ended before any git data and reports
+        // it as an ssh error with GIT_EEOF: the server spoke, so it was reached and said no.
+        if credentialAttempts > 0, error.errorClass == Int32(GIT_ERROR_SSH.rawValue), error.rawCode == GIT_EEOF.rawValue,
+           !error.message.isEmpty {
+            return TransportFailure.refused(error.message)
         }
         return error
     }

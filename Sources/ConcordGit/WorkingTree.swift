@@ -113,9 +113,11 @@ extension Repository {
     /// Writes the files and removes the removed ones; returns the written files' stat data in order.
     private static func writeFiles(_ files: [(path: String, bytes: [UInt8]?)], root: String) throws(FileIO.Failure) -> [stat] {
         var directories = Set<String>()
+        var checked = Set<Substring>()
         var writes = [(path: String, bytes: [UInt8])]()
         writes.reserveCapacity(files.count)
         for file in files {
+            try FileIO.checkInside(file.path, root: root, checked: &checked)
             let fullPath = root + file.path
             if let bytes = file.bytes {
                 if let slash = fullPath.lastIndex(of: "/"), directories.insert(String(fullPath[..<slash])).inserted {
@@ -270,10 +272,10 @@ public enum FileIO {
         public let operation: String
         public let code: Int32
 
-        init(path: String, operation: String) {
+        init(path: String, operation: String, code: Int32 = errno) {
             self.path = path
             self.operation = operation
-            self.code = errno
+            self.code = code
         }
 
         public var description: String { "cannot \(operation) \(path): \(String(cString: strerror(code)))" }
@@ -356,6 +358,28 @@ public enum FileIO {
         guard fd >= 0 else { throw Failure(path: path, operation: "open directory") }
         defer { close(fd) }
         _ = fsync(fd)
+    }
+
+    /// Refuses relative `path` unless writing it stays inside the working tree `root`: every name
+    /// safe by git's rules (`GitPath`), so no `..` and nothing in `.git`, and no directory on the
+    /// way a symbolic link or a file (a link would lead the write anywhere). The second line of
+    /// defence behind the check of every fetched commit. `checked` remembers the directories seen.
+    static func checkInside(_ path: String, root: String, checked: inout Set<Substring>) throws(Failure) {
+        guard GitPath.isSafe(path.utf8) else { throw Failure(path: root + path, operation: "write outside the profile or into .git:", code: EPERM) }
+        var end = path.startIndex
+        while let slash = path[end...].firstIndex(of: "/") {
+            let directory = path[..<slash]
+            end = path.index(after: slash)
+            guard checked.insert(directory).inserted else { continue }
+            var info = stat()
+            if lstat(root + directory, &info) == 0 {
+                guard (info.st_mode & S_IFMT) == S_IFDIR else {
+                    throw Failure(path: root + directory, operation: "write through (not a plain directory)", code: ENOTDIR)
+                }
+            } else if errno != ENOENT {
+                throw Failure(path: root + directory, operation: "inspect")
+            }
+        }
     }
 
     static func makeParents(of path: String) throws(Failure) {

@@ -15,8 +15,9 @@ struct CheckoutJournal {
 
     var exists: Bool { FileManager.default.fileExists(atPath: path) }
 
-    /// Written and fsynced before the first file is.
-    func record(_ paths: [String]) throws {
+    /// Written (and with `durable`, fsynced) before the first file is. A merge's journal need not
+    /// survive a machine crash: after one, the crash repair compares the index with the branch.
+    func record(_ paths: [String], durable: Bool = true) throws {
         var bytes = [UInt8]()
         bytes.reserveCapacity(paths.reduce(0) { $0 + $1.utf8.count + 1 })
         for path in paths {
@@ -24,8 +25,8 @@ struct CheckoutJournal {
             bytes.append(0)
         }
         do {
-            try FileIO.write(bytes, to: path, makingParents: true, durable: true)
-            try FileIO.syncDirectory((path as NSString).deletingLastPathComponent)
+            try FileIO.write(bytes, to: path, makingParents: true, durable: durable)
+            if durable { try FileIO.syncDirectory((path as NSString).deletingLastPathComponent) }
         } catch {
             throw ConcordError.io("cannot write \(path): \(error)")
         }

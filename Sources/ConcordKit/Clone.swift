@@ -65,36 +65,26 @@ extension Profile {
         // A profile object only to reuse the transport error mapping; replaced below.
         let provisional = Profile(root: root, repository: repository, environment: environment,
                                   info: ProfileInfo(id: "", name: "", formatVersion: concordFormatVersion, createdAt: ""), kinds: .empty)
-        if case .path(let path) = location, !FileManager.default.fileExists(atPath: path) {
-            throw ConcordError.offline(remote: "origin", reason: "\(path) does not exist", localCommits: nil)
-        }
-        do {
-            if case .path(let path) = location {
-                // Like `git clone` of a local path: link the object files, then read the branch.
-                try repository.linkObjects(fromLocalRepository: path)
-                if let tip = try Repository.open(path).resolveReference("refs/heads/main") {
-                    try repository.updateReference(trackingRef("origin"), to: tip, expected: nil, message: "concord: clone")
-                }
-            } else {
-                try repository.fetch(remote: "origin", refspecs: ["+refs/heads/main:\(trackingRef("origin"))"], options: options)
+        // Every commit is checked (IncomingCheck) before the tracking ref moves or anything is
+        // checked out; the tip's profile.json is read first, so another format is named as such.
+        var info: ProfileInfo?
+        let fetched = try provisional.fetchVerified(remote: "origin", location: location, options: options, cloning: true) { tip, fetched in
+            let entry = try gitCall { try fetched.entry(at: ProfilePaths.profile, inTree: try fetched.commit(tip).tree) }
+            guard let entry, entry.kind == .blob,
+                  try gitCall({ try fetched.objectHeader(entry.id).size }) <= ProfilePathRules.maxDocumentBytes else {
+                throw ConcordError.invalidInput("\(location.transportURL) is a git repository but not a Concord profile (no \(ProfilePaths.profile))")
             }
-        } catch {
-            throw try provisional.transportError(error, remote: "origin", location: location, cloning: true)
+            let found = try ProfileInfo.decode(try gitCall { try fetched.blob(entry.id) })
+            guard found.formatVersion <= concordFormatVersion else {
+                throw ConcordError.newerFormat(found: found.formatVersion, supported: concordFormatVersion)
+            }
+            guard found.formatVersion >= oldestReadableFormatVersion else {
+                throw ConcordError.olderFormat(found: found.formatVersion, oldest: oldestReadableFormatVersion)
+            }
+            info = found
         }
+        guard let tip = fetched, let info else { throw ConcordError.emptyRemote(location.transportURL) }
         if let trusted { try knownHosts.trust(host: hostName, key: trusted) }
-        guard let tip = try gitCall({ try repository.resolveReference(trackingRef("origin")) }) else {
-            throw ConcordError.emptyRemote(location.transportURL)
-        }
-        guard let profileBytes = try gitCall({ try provisional.blob(ProfilePaths.profile, atCommit: tip) }) else {
-            throw ConcordError.invalidInput("\(location.transportURL) is a git repository but not a Concord profile (no \(ProfilePaths.profile))")
-        }
-        let info = try ProfileInfo.decode(profileBytes)
-        guard info.formatVersion <= concordFormatVersion else {
-            throw ConcordError.newerFormat(found: info.formatVersion, supported: concordFormatVersion)
-        }
-        guard info.formatVersion >= oldestReadableFormatVersion else {
-            throw ConcordError.olderFormat(found: info.formatVersion, oldest: oldestReadableFormatVersion)
-        }
         let kinds = try gitCall { try provisional.blob(KindsTable.path, atCommit: tip) }.flatMap { try? KindsTable.decode($0) } ?? .empty
         let profile = Profile(root: root, repository: repository, environment: environment, info: info, kinds: kinds)
         let lock = try profile.lock()

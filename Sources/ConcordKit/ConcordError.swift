@@ -27,11 +27,17 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     case untrustedHost(remote: String, host: String, fingerprint: String, changed: Bool)
     case authenticationFailed(remote: String, reason: String)
     case pushRejected(remote: String, reason: String)
+    /// The server turned this device away before any git exchange (an access rule, not an outage).
+    case refused(remote: String, message: String)
     case unknownRemote(String)
     case remoteExists(String)
     case unsupportedURL(String)
     case emptyRemote(String)
     case remoteKeptMoving(remote: String, attempts: Int)
+    /// Files an incoming change would overwrite hold edits no commit has; nothing changed.
+    case uncommittedEdits([String])
+    /// A commit from a remote breaks the structural rule (`IncomingCheck`); nothing local changed.
+    case invalidCommit(commit: String, path: String?, reason: String)
 
     public var errorDescription: String? {
         switch self {
@@ -88,6 +94,8 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
             return "the server of \(remote) refused this device's key (\(reason)): ask its admin to authorize 'concord identity show --public-key'"
         case .pushRejected(let remote, let reason):
             return "\(remote) refused the push: \(reason)"
+        case .refused(let remote, let message):
+            return "\(remote) refused this device: \(message) — ask the server's admin for access; nothing here changed and local commits are kept"
         case .unknownRemote(let name):
             return "no remote named \"\(name)\": add one with 'concord remote add \(name) <url>'"
         case .remoteExists(let name):
@@ -98,6 +106,14 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
             return "\(url) holds no profile yet: create one with 'concord init' and push it with 'concord sync'"
         case .remoteKeptMoving(let remote, let attempts):
             return "\(remote) kept changing while syncing (\(attempts) attempts): nothing is lost; run 'concord sync' again"
+        case .uncommittedEdits(let paths):
+            let list = paths.prefix(5).joined(separator: ", ") + (paths.count > 5 ? " and \(paths.count - 5) more" : "")
+            return "uncommitted edits to \(list) would be overwritten by the incoming change: save them with 'concord put' "
+                + "(or discard them with 'git checkout -- <file>'), then run the command again; nothing was changed"
+        case .invalidCommit(let commit, let path, let reason):
+            let place = path.map { " \($0):" } ?? ""
+            return "invalid commit \(commit):\(place) \(reason) — refused, nothing here changed; the remote holds a commit "
+                + "Concord will not accept: ask the profile's admin to find who pushed it and restore the remote's main"
         }
     }
 }

@@ -53,15 +53,13 @@ extension Profile {
     private func mergeOnce(theirs: ObjectID, identity: Identity) throws -> MergeReport {
         let branch = try repository.headBranch()
         guard let head = try repository.resolveReference("HEAD") else {
-            try repository.updateReference(branch, to: theirs, expected: nil, message: "concord: initial merge")
-            return try finish(.fastForward, from: nil, to: theirs, resolved: [], unresolved: [])
+            return try moveBranch(branch, .fastForward, from: nil, to: theirs, message: "concord: initial merge", resolved: [], unresolved: [])
         }
         if try repository.isAncestor(theirs, of: head) {
             return MergeReport(outcome: .upToDate, head: head.hex, changedFiles: [], resolved: [], unresolved: [])
         }
         if try repository.isAncestor(head, of: theirs) {
-            try repository.updateReference(branch, to: theirs, expected: head, message: "concord: fast-forward")
-            return try finish(.fastForward, from: head, to: theirs, resolved: [], unresolved: [])
+            return try moveBranch(branch, .fastForward, from: head, to: theirs, message: "concord: fast-forward", resolved: [], unresolved: [])
         }
         let base = try repository.mergeBase(head, theirs)
         let kinds = MergePlanner.mergedKinds(
@@ -95,26 +93,65 @@ extension Profile {
         let commit = try repository.createSignedCommit(
             tree: tree, parents: [head, theirs], author: GitSignature(name: identity.member, email: CommitWriter.email(identity), time: stamp.wallMillis / 1000),
             message: message.text, sign: { identity.sign($0) })
-        try repository.updateReference(branch, to: commit, expected: head, message: "concord: merge")
+        let report = try moveBranch(branch, .merged, from: head, to: commit, message: "concord: merge",
+                                    resolved: planner.resolved, unresolved: unresolved)
         try saveClock(stamp)
-        return try finish(.merged, from: head, to: commit, resolved: planner.resolved, unresolved: unresolved)
+        return report
     }
 
-    /// Brings the working tree and index to `new` and reports the merge.
-    private func finish(_ outcome: MergeReport.Outcome, from old: ObjectID?, to new: ObjectID,
-                        resolved: [ResolvedConflict], unresolved: [UnresolvedFile]) throws -> MergeReport {
+    /// Moves `branch` from `old` to `new` (compare-and-swap) and brings the working tree and index
+    /// along. Every object `new` needs is already stored. Before the branch moves: the files to
+    /// change are checked for uncommitted edits (refused, nothing changed), and journaled, so if
+    /// the working tree or index cannot be written now (git holding `index.lock`, a kill), the
+    /// next command to take the profile lock finishes the job (`restoreJournaledPaths`).
+    private func moveBranch(_ branch: String, _ outcome: MergeReport.Outcome, from old: ObjectID?, to new: ObjectID, message: String,
+                            resolved: [ResolvedConflict], unresolved: [UnresolvedFile]) throws -> MergeReport {
         let oldTree = try old.map { try repository.commit($0).tree }
-        let (files, liveRecords) = try updateWorkingTree(from: oldTree, to: try repository.commit(new).tree)
-        var report = MergeReport(outcome: outcome, head: new.hex, changedFiles: files, resolved: resolved, unresolved: unresolved)
+        let newTree = try repository.commit(new).tree
+        let files = try repository.changedFiles(from: oldTree, to: newTree)
+        try refuseOverwritingLocalEdits(files, oldTree: oldTree)
+        let journal = CheckoutJournal(gitDirectory: repository.gitDirectory)
+        if !files.isEmpty { try journal.record(files.map(\.path), durable: false) }
+        do {
+            try repository.updateReference(branch, to: new, expected: old, message: message)
+        } catch {
+            journal.remove()
+            throw error
+        }
+        let (paths, liveRecords) = try updateWorkingTree(files, to: newTree)
+        journal.remove()
+        var report = MergeReport(outcome: outcome, head: new.hex, changedFiles: paths, resolved: resolved, unresolved: unresolved)
         report.liveRecordsWritten = liveRecords
         return report
+    }
+
+    /// Refuses (changing nothing) when a file an incoming change would write or remove holds an
+    /// edit that no commit has: its bytes are neither those of the tree being left nor those
+    /// about to be written.
+    private func refuseOverwritingLocalEdits(_ files: [(path: String, blob: ObjectID?)], oldTree: ObjectID?) throws {
+        guard let oldTree else { return }
+        var edited = [String]()
+        for file in files {
+            let before = try repository.entry(at: file.path, inTree: oldTree).map(\.id)
+            guard let bytes = FileManager.default.contents(atPath: rootPath + file.path) else {
+                if before != nil, FileManager.default.fileExists(atPath: rootPath + file.path) == false { edited.append(file.path) }
+                continue
+            }
+            let id = try Repository.blobID(of: Array(bytes))
+            if id != before && id != file.blob { edited.append(file.path) }
+        }
+        if !edited.isEmpty { throw ConcordError.uncommittedEdits(edited) }
     }
 
     /// Writes the files that differ between two trees into the working tree and index, advances
     /// the clock past every record received, and refreshes the signers file when members changed.
     /// Returns the changed paths and how many of them are now live records.
     func updateWorkingTree(from oldTree: ObjectID?, to newTree: ObjectID) throws -> (files: [String], liveRecords: Int) {
-        let files = try repository.changedFiles(from: oldTree, to: newTree)
+        try updateWorkingTree(try repository.changedFiles(from: oldTree, to: newTree), to: newTree)
+    }
+
+    /// `updateWorkingTree(from:to:)` for changes already listed.
+    func updateWorkingTree(_ files: [(path: String, blob: ObjectID?)], to newTree: ObjectID) throws -> (files: [String], liveRecords: Int) {
         var latest: HLC?
         var liveRecords = 0
         try repository.applyToWorkingTree(try files.map { file in

@@ -13,6 +13,9 @@ public struct SyncReport: Sendable {
     public let unresolved: [UnresolvedFile]
     public let head: String
     public let attempts: Int
+    /// What the user should know although the sync succeeded (the remote's main was deleted or
+    /// rewound, and this device restored it).
+    public var warnings: [String] = []
 }
 
 /// Where this profile stands against one remote.
@@ -50,10 +53,20 @@ extension Profile {
         var changed = [String]()
         var resolved = [ResolvedConflict]()
         var unresolved = [UnresolvedFile]()
+        var warnings = [String]()
         for attempt in 1...Self.maxSyncAttempts {
             let before = try gitCall { try repository.resolveReference("HEAD") }
-            try fetch(remote: remote, location: location, options: options)
-            let remoteTip = try gitCall { try repository.resolveReference(Self.trackingRef(remote)) }
+            let lastFetched = try gitCall { try repository.resolveReference(Self.trackingRef(remote)) }
+            let remoteTip = try fetchVerified(remote: remote, location: location, options: options)
+            if let lastFetched, attempt == 1 {
+                if remoteTip == nil {
+                    // Deleted on the server: this device still has everything; pushing restores it.
+                    warnings.append("\(remote)'s main had been deleted (it was at \(lastFetched.short)); this device's history is pushed back")
+                    try gitCall { try repository.deleteReference(Self.trackingRef(remote)) }
+                } else if let remoteTip, remoteTip != lastFetched, try gitCall({ try repository.isAncestor(remoteTip, of: lastFetched) }) {
+                    warnings.append("\(remote)'s main went back from \(lastFetched.short) to \(remoteTip.short) (rewound on the server); this device's history is pushed back")
+                }
+            }
             if let remoteTip {
                 if let before { received += try gitCall { try repository.aheadBehind(local: before, upstream: remoteTip).behind } }
                 let report = try mergeLocked(remoteTip, as: identity)
@@ -67,7 +80,7 @@ extension Profile {
             if head == remoteTip {
                 try recordSync(remote: remote, head: head)
                 return SyncReport(remote: remote, received: received, sent: sent, changedFiles: changed, resolved: resolved,
-                                  unresolved: unresolved, head: head.hex, attempts: attempt)
+                                  unresolved: unresolved, head: head.hex, attempts: attempt, warnings: warnings)
             }
             let outgoing = try remoteTip.map { tip in try gitCall { try repository.aheadBehind(local: head, upstream: tip).ahead } }
                 ?? countCommits(head)
@@ -83,7 +96,7 @@ extension Profile {
                 }
                 try recordSync(remote: remote, head: head)
                 return SyncReport(remote: remote, received: received, sent: sent, changedFiles: changed, resolved: resolved,
-                                  unresolved: unresolved, head: head.hex, attempts: attempt)
+                                  unresolved: unresolved, head: head.hex, attempts: attempt, warnings: warnings)
             }
             // Another device pushed first: fetch, merge and try again after a little jitter.
             usleep(useconds_t.random(in: 20_000...(60_000 * useconds_t(attempt))))
@@ -176,19 +189,45 @@ extension Profile {
         })
     }
 
-    private func fetch(remote: String, location: RemoteLocation, options: TransportOptions) throws {
+    /// Where a fetch puts the remote's main, inside the quarantine (see `fetchVerified`).
+    static let incomingRef = "refs/concord/incoming"
+
+    /// Fetches `remote`'s main into a quarantine (`Quarantine`), checks every commit this device
+    /// does not have yet (`IncomingCheck`), and only then admits the objects and moves the
+    /// remote-tracking ref. Returns the remote's tip, or nil when it has no main. A commit that
+    /// fails the check is refused (`ConcordError.invalidCommit`): no object enters the profile
+    /// and no ref moves. `first`, when given, looks at the fetched tip before the check (a clone
+    /// reads the profile's format version there, so another format is reported as such).
+    func fetchVerified(remote: String, location: RemoteLocation, options: TransportOptions, cloning: Bool = false,
+                       first: ((ObjectID, Repository) throws -> Void)? = nil) throws -> ObjectID? {
+        let tracking = try gitCall { try repository.resolveReference(Self.trackingRef(remote)) }
+        let head = try gitCall { try repository.resolveReference("HEAD") }
+        let known = [head, tracking].compactMap { $0 }
+        let quarantine = try gitCall { try Quarantine(for: repository, tips: known) }
+        try fetch(remote: remote, location: location, options: options, into: quarantine.repository, cloning: cloning)
+        guard let tip = try gitCall({ try quarantine.repository.resolveReference(Self.incomingRef) }) else { return nil }
+        try first?(tip, quarantine.repository)
+        try IncomingCheck(repository: quarantine.repository, profileID: info.id.isEmpty ? nil : info.id).verify(tip: tip, known: known)
+        try gitCall { try quarantine.admit() }
+        if tracking != tip {
+            try gitCall { try repository.updateReference(Self.trackingRef(remote), to: tip, expected: tracking, message: "concord: fetched") }
+        }
+        return tip
+    }
+
+    private func fetch(remote: String, location: RemoteLocation, options: TransportOptions, into target: Repository, cloning: Bool) throws {
         if case .path(let path) = location, !FileManager.default.fileExists(atPath: path) {
-            throw ConcordError.offline(remote: remote, reason: "\(path) does not exist", localCommits: try localCommits(remote))
+            throw ConcordError.offline(remote: remote, reason: "\(path) does not exist", localCommits: cloning ? nil : try localCommits(remote))
         }
         do {
             if case .path(let path) = location {
                 // Like a local `git fetch`, minus the pack building: copy just the new objects.
-                try repository.fetchFromLocalRepository(at: path, ref: "refs/heads/main", into: Self.trackingRef(remote))
+                try target.fetchFromLocalRepository(at: path, ref: "refs/heads/main", into: Self.incomingRef)
             } else {
-                try repository.fetch(remote: remote, refspecs: ["+refs/heads/main:\(Self.trackingRef(remote))"], options: options)
+                try target.fetch(url: location.transportURL, refspecs: ["+refs/heads/main:\(Self.incomingRef)"], options: options)
             }
         } catch {
-            throw try transportError(error, remote: remote, location: location)
+            throw try transportError(error, remote: remote, location: location, cloning: cloning)
         }
     }
 
@@ -250,6 +289,8 @@ extension Profile {
             return ConcordError.untrustedHost(remote: remote, host: host, fingerprint: key.fingerprint, changed: changed)
         case TransportFailure.authenticationFailed(let reason):
             return ConcordError.authenticationFailed(remote: remote, reason: reason)
+        case TransportFailure.refused(let message):
+            return ConcordError.refused(remote: remote, message: message.split(whereSeparator: \.isNewline).joined(separator: " "))
         case let error as GitError where error.isConnectivity || isMissingRepository(error, location):
             return ConcordError.offline(remote: remote, reason: error.message, localCommits: cloning ? nil : try localCommits(remote))
         case let error as GitError:

@@ -85,14 +85,23 @@ struct Clone: ParsableCommand {
 
 struct Sync: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Fetch, merge with the policies, and push (never forced). Exit 3 when the remote is unreachable.")
+        abstract: "Fetch, check, merge with the policies, and push (never forced).",
+        discussion: "Exit 3 when the remote is unreachable, 4 when it refuses this device or the push, 5 when it holds a commit that breaks the format (nothing local changes).")
 
     @OptionGroup var profile: ProfileOption
     @Option(help: "The remote to sync with.") var remote = "origin"
     @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
-        let report = try profile.open().sync(remote: remote, as: try loadIdentity())
+        let report: SyncReport
+        do {
+            report = try profile.open().sync(remote: remote, as: try loadIdentity())
+        } catch let error as ConcordError where json {
+            // Scripts get a JSON error object on stdout as well as the line on stderr.
+            printJSON(.object(["error": .string(describe(error)), "exitCode": .number(String(ExitStatus.code(for: error)))]))
+            throw error
+        }
+        for warning in report.warnings { FileHandle.standardError.write(Data("concord: warning: \(warning)\n".utf8)) }
         if json {
             printJSON(syncJSON(report))
         } else {
@@ -131,6 +140,7 @@ func syncJSON(_ report: SyncReport) -> JSONValue {
         "changedFiles": .array(report.changedFiles.map { .string($0) }), "head": .string(report.head),
         "resolved": .array(report.resolved.map { .string(ConflictPhrasing.sentence($0)) }),
         "unresolved": .array(report.unresolved.map { .string($0.path) }), "attempts": .number(String(report.attempts)),
+        "warnings": .array(report.warnings.map { .string($0) }),
     ])
 }
 

@@ -23,7 +23,7 @@ do {
         exit(offlineExitCode)
     }
     FileHandle.standardError.write(Data("concord: error: \(describe(error))\n".utf8))
-    exit(ExitStatus.failure)
+    exit(ExitStatus.code(for: error))
 } catch let error as ValidationError {
     FileHandle.standardError.write(Data("concord: \(error.message)\n".utf8))
     exit(ExitStatus.usage)

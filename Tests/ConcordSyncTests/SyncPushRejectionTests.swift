@@ -22,7 +22,7 @@ final class SyncPushRejectionTests: SyncTestCase {
         let started = Date()
         let refused = try concord(["sync"], as: laptop, in: profile)
         let seconds = Date().timeIntervalSince(started)
-        XCTAssertEqual(refused.status, 1, "exit \(refused.status): \(refused.stderr)")
+        XCTAssertEqual(refused.status, 4, "a refusal has its own exit code: exit \(refused.status): \(refused.stderr)")
         XCTAssertEqual(refused.stdout, "")
         XCTAssertTrue(refused.stderr.contains("policy says no"), "the server's reason is missing: \(refused.stderr)")
         XCTAssertTrue(refused.stderr.hasPrefix("concord: error: "), refused.stderr)

@@ -1,0 +1,112 @@
+// This file touches the libgit2 C API.
+internal import CLibgit2
+
+/// One entry of a tree as the structural check sees it: a regular file, a directory, or anything
+/// else (an executable, a symlink, a submodule link, a malformed mode), named by its mode.
+public enum TreeEntryValue: Sendable, Equatable {
+    case file(ObjectID)
+    case tree(ObjectID)
+    case other(mode: String)
+}
+
+/// A path whose entry differs between two trees: `old` nil when added, `new` nil when removed.
+/// Directories are walked into, so every path names a file (or an entry that is neither).
+public struct TreeChange: Sendable {
+    public let path: [UInt8]
+    public let old: TreeEntryValue?
+    public let new: TreeEntryValue?
+}
+
+extension Repository {
+    /// The commits reachable from `tip` and from none of `known`, parents before children. Reads
+    /// only commit objects, each of which must be present.
+    public func newCommits(from tip: ObjectID, excluding known: [ObjectID]) throws -> [Commit] {
+        var walker: OpaquePointer?
+        try check("git_revwalk_new", git_revwalk_new(&walker, handle))
+        defer { git_revwalk_free(walker) }
+        try check("git_revwalk_sorting",
+                  git_revwalk_sorting(walker, GIT_SORT_TOPOLOGICAL.rawValue | GIT_SORT_REVERSE.rawValue))
+        var start = tip.raw
+        try check("git_revwalk_push", git_revwalk_push(walker, &start))
+        for id in known where contains(id) {
+            var hidden = id.raw
+            try check("git_revwalk_hide", git_revwalk_hide(walker, &hidden))
+        }
+        var out = [Commit]()
+        var oid = git_oid()
+        while true {
+            let result = git_revwalk_next(&oid, walker)
+            if result == GIT_ITEROVER.rawValue { return out }
+            try check("git_revwalk_next", result)
+            out.append(try commit(ObjectID(oid)))
+        }
+    }
+
+    /// Every file path whose entry differs between trees `old` (nil: empty) and `new`, with the
+    /// entries' exact modes. Each tree read on the new side must be in git's strict order (no
+    /// duplicate names), or the walk could miss an entry: such a tree is refused.
+    public func treeChanges(from old: ObjectID?, to new: ObjectID?) throws -> [TreeChange] {
+        var out = [TreeChange]()
+        try collectTreeChanges(from: old, to: new, prefix: [], into: &out)
+        return out
+    }
+
+    private func collectTreeChanges(from old: ObjectID?, to new: ObjectID?, prefix: [UInt8], into out: inout [TreeChange]) throws {
+        if old == new { return }
+        let before = try old.map(rawTree) ?? RawTree([], id: nil)
+        let after = try new.map(rawTree) ?? RawTree([], id: nil)
+        if let new, !after.isStrictlyOrdered {
+            throw GitError(function: "tree check", code: .other(-1),
+                           message: "tree \(new) at '\(String(decoding: prefix, as: UTF8.self))' has entries out of order or twice")
+        }
+        try RawTree.forEachDifference(from: before, to: after) { removed, added in
+            let path = prefix + (added.map(after.name) ?? before.name(removed!))
+            let oldValue = removed.map(before.value), newValue = added.map(after.value)
+            var oldTree: ObjectID?, newTree: ObjectID?
+            if case .tree(let id)? = oldValue { oldTree = id }
+            if case .tree(let id)? = newValue { newTree = id }
+            if oldTree != nil || newTree != nil {
+                try collectTreeChanges(from: oldTree, to: newTree, prefix: path + [0x2F], into: &out)
+            }
+            let oldFile = oldTree == nil ? oldValue : nil, newFile = newTree == nil ? newValue : nil
+            if oldFile != nil || newFile != nil { out.append(TreeChange(path: path, old: oldFile, new: newFile)) }
+        }
+    }
+
+    /// The size and type of object `id` without reading its content (a record's size is checked
+    /// before the record is read).
+    public func objectHeader(_ id: ObjectID) throws -> (size: Int, type: ObjectType?) {
+        var odb: OpaquePointer?
+        try check("git_repository_odb", git_repository_odb(&odb, handle))
+        defer { git_odb_free(odb) }
+        var oid = id.raw
+        var size = 0
+        var type = GIT_OBJECT_INVALID
+        try check("git_odb_read_header", git_odb_read_header(&size, &type, odb, &oid))
+        switch type {
+        case GIT_OBJECT_BLOB: return (size, .blob)
+        case GIT_OBJECT_TREE: return (size, .tree)
+        case GIT_OBJECT_COMMIT: return (size, .commit)
+        default: return (size, nil)
+        }
+    }
+}
+
+extension RawTree {
+    /// Whether every entry sorts strictly after the one before it (git's order, no name twice).
+    var isStrictlyOrdered: Bool {
+        entries.indices.dropFirst().allSatisfy { index in
+            let a = entries[index - 1], b = entries[index]
+            return Self.compare(name(a), a.isTree, name(b), b.isTree) < 0
+                && !(name(a).elementsEqual(name(b)))   // a file and a directory of one name
+        }
+    }
+
+    /// `entry` as the structural check sees it: only modes 100644 and 40000 are a file and a tree.
+    func value(_ entry: Entry) -> TreeEntryValue {
+        let mode = self.mode(entry)
+        if mode.elementsEqual("100644".utf8) { return .file(id(entry)) }
+        if mode.elementsEqual("40000".utf8) { return .tree(id(entry)) }
+        return .other(mode: String(decoding: mode, as: UTF8.self))
+    }
+}

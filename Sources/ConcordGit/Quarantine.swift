@@ -1,0 +1,74 @@
+// This file touches the libgit2 C API.
+internal import CLibgit2
+import Foundation
+
+/// Where objects fetched from a remote wait until the commits that need them have been checked
+/// (git's receive-pack quarantine, for fetches): a temporary bare repository inside `.git/concord`
+/// that sees the profile's own objects through `objects/info/alternates` and holds refs to the
+/// profile's tips, so a fetch negotiates as if from the profile and a thin pack finds its bases.
+/// Only `admit()` moves the fetched packs into the profile; a refused fetch leaves nothing behind
+/// (the profile passes `git fsck --full`, with no dangling or malformed objects).
+public final class Quarantine {
+    /// The temporary repository: fetch into it, read and check through it.
+    public let repository: Repository
+    private let main: Repository
+    private let directory: String
+    private var admitted = false
+
+    /// Makes a quarantine for `main`, whose current tips `tips` it lists as its own refs.
+    /// Quarantines left by a killed process are removed first (the caller holds the profile lock).
+    public init(for main: Repository, tips: [ObjectID]) throws {
+        let parent = main.gitDirectory + "concord/"
+        for stale in (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? [] where stale.hasPrefix("quarantine-") {
+            try? FileManager.default.removeItem(atPath: parent + stale)
+        }
+        directory = parent + "quarantine-\(getpid())/"
+        self.main = main
+        do {
+            let manager = FileManager.default
+            try manager.createDirectory(atPath: directory + "objects/info", withIntermediateDirectories: true)
+            try manager.createDirectory(atPath: directory + "objects/pack", withIntermediateDirectories: true)
+            try manager.createDirectory(atPath: directory + "refs/heads", withIntermediateDirectories: true)
+            try FileIO.write(Array("ref: refs/heads/main\n".utf8), to: directory + "HEAD", makingParents: false)
+            try FileIO.write(Array((main.gitDirectory + "objects\n").utf8), to: directory + "objects/info/alternates", makingParents: false)
+            for (index, tip) in tips.enumerated() {
+                try FileIO.write(Array((tip.hex + "\n").utf8), to: directory + (index == 0 ? "refs/heads/main" : "refs/heads/tip-\(index)"),
+                                 makingParents: false)
+            }
+            repository = try Repository.open(directory)
+        } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
+    }
+
+    deinit {
+        if !admitted { try? FileManager.default.removeItem(atPath: directory) }
+    }
+
+    /// Moves the fetched packs into the profile (each pack before its index, as git does, so no
+    /// reader sees an index without its pack), makes the profile see them, and hands over the
+    /// trees the fetch read and hashed (`fetchedTrees`). Then removes the quarantine.
+    public func admit() throws {
+        let from = directory + "objects/pack/", to = main.gitDirectory + "objects/pack/"
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: from)) ?? []).filter { $0.hasPrefix("pack-") }
+        if !names.isEmpty {
+            try FileManager.default.createDirectory(atPath: to, withIntermediateDirectories: true)
+            let order: (String) -> Int = { $0.hasSuffix(".idx") ? 1 : 0 }
+            for name in names.sorted(by: { order($0) < order($1) }) where name.hasSuffix(".pack") || name.hasSuffix(".idx") {
+                guard rename(from + name, to + name) == 0 else {
+                    throw GitError(function: "rename", code: .other(-1), message: "cannot move \(from + name) into \(to)")
+                }
+            }
+            try FileIO.syncDirectory(to)
+            var odb: OpaquePointer?
+            try check("git_repository_odb", git_repository_odb(&odb, main.handle))
+            defer { git_odb_free(odb) }
+            try check("git_odb_refresh", git_odb_refresh(odb))
+        }
+        main.fetchedTrees = repository.fetchedTrees
+        repository.fetchedTrees = [:]
+        admitted = true
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}

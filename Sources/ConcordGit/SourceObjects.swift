@@ -1,0 +1,173 @@
+// This file touches the libgit2 C API (and zlib through the same module).
+internal import CLibgit2
+import Foundation
+
+/// Where `ObjectTransfer` reads the objects it copies.
+protocol ObjectSource {
+    /// The bytes of object `id`, which must be a `type` object whose content hashes to `id`.
+    func object(_ id: ObjectID, type: ObjectType) throws -> [UInt8]
+}
+
+extension Repository: ObjectSource {
+    func object(_ id: ObjectID, type: ObjectType) throws -> [UInt8] {
+        try rawObject(id, type: git_object_t(rawValue: Int32(type.rawValue)))
+    }
+}
+
+/// The objects of a bare repository on this machine that this device does not trust: a path
+/// remote (a shared folder, a USB stick) that anyone with write access may have tampered with.
+///
+/// libgit2 1.5.1 must not parse such a repository's files: it overflows its heap reading a loose
+/// object whose header understates its size, spins forever inflating a truncated one, and blocks
+/// opening a FIFO put where a file should be. So: the branch is read from the ref files here;
+/// loose objects are inflated here with the size their header declares as a hard bound
+/// (`concord_inflate_loose`); packs are read by a libgit2 object database holding only the
+/// remote's pack files (no loose objects, no alternates, no config), after checking they are
+/// regular files, and each packed object's size is read before the object. Every object is
+/// hashed and must match its id before anyone uses it.
+final class SourceObjects: ObjectSource {
+    /// No object of a profile comes near this (records are ≤ 1 MiB, log day files ≤ 32 MiB).
+    static let maxObjectBytes = 64 << 20
+
+    /// The repository's git directory, with a trailing slash.
+    let gitDirectory: String
+    private let objectsDirectory: String
+    private let packs: OpaquePointer
+
+    /// Opens the objects of the repository at `path` (bare, or a working tree with `.git`).
+    init(repositoryAt path: String) throws {
+        Libgit2.ensure()
+        let root = path.hasSuffix("/") ? path : path + "/"
+        var isDirectory: ObjCBool = false
+        let bare = FileManager.default.fileExists(atPath: root + "objects", isDirectory: &isDirectory) && isDirectory.boolValue
+        gitDirectory = bare ? root : root + ".git/"
+        let directory = gitDirectory + "objects/"
+        objectsDirectory = directory
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory + "pack")) ?? []
+        where name.hasSuffix(".pack") || name.hasSuffix(".idx") {
+            guard Self.isRegularFile(directory + "pack/" + name) else {
+                throw Self.refusal("\(directory)pack/\(name) is not a regular file")
+            }
+        }
+        var odb: OpaquePointer?
+        try check("git_odb_new", git_odb_new(&odb))
+        guard let odb else { throw Self.refusal("no object database") }
+        var backend: UnsafeMutablePointer<git_odb_backend>?
+        let made = git_odb_backend_pack(&backend, directory)
+        if made < 0 {
+            git_odb_free(odb)
+            throw GitError.last("git_odb_backend_pack", made)
+        }
+        let added = git_odb_add_backend(odb, backend, 1)
+        if added < 0 {
+            backend?.pointee.free(backend)
+            git_odb_free(odb)
+            throw GitError.last("git_odb_add_backend", added)
+        }
+        packs = odb
+    }
+
+    deinit {
+        git_odb_free(packs)
+    }
+
+    func object(_ id: ObjectID, type: ObjectType) throws -> [UInt8] {
+        var oid = id.raw
+        let bytes = git_odb_exists(packs, &oid) == 1 ? try packed(id, type: type) : try loose(id, type: type)
+        guard ObjectPack.id(of: bytes, type: type) == id else {
+            throw Self.refusal("object \(id) does not match its content (damaged or forged)")
+        }
+        return bytes
+    }
+
+    /// The remote's `ref` (e.g. `refs/heads/main`): from its loose ref file or `packed-refs`.
+    /// nil when it has no such branch.
+    func reference(_ ref: String) throws -> ObjectID? {
+        let root = gitDirectory
+        if let text = try Self.smallFile(root + ref, limit: 4096) {
+            guard let id = ObjectID(hex: String(decoding: text.prefix(40), as: UTF8.self)),
+                  text.dropFirst(40).allSatisfy({ $0 == 0x0A || $0 == 0x0D }) else {
+                throw Self.refusal("\(root)\(ref) does not hold a commit id")
+            }
+            return id
+        }
+        guard let packed = try Self.smallFile(root + "packed-refs", limit: 64 << 20) else { return nil }
+        for line in packed.split(separator: 0x0A) where line.count == 41 + ref.utf8.count {
+            if line.dropFirst(41).elementsEqual(ref.utf8), line[line.startIndex + 40] == 0x20 {
+                return ObjectID(hex: String(decoding: line.prefix(40), as: UTF8.self))
+            }
+        }
+        return nil
+    }
+
+    private func packed(_ id: ObjectID, type: ObjectType) throws -> [UInt8] {
+        var oid = id.raw
+        var size = 0
+        var found = GIT_OBJECT_INVALID
+        try check("git_odb_read_header", git_odb_read_header(&size, &found, packs, &oid))
+        guard found.rawValue == Int32(type.rawValue) else { throw Self.refusal("object \(id) is not a \(type.name)") }
+        guard size <= Self.maxObjectBytes else { throw Self.refusal("object \(id) is \(size) bytes, over the \(Self.maxObjectBytes)-byte limit") }
+        var object: OpaquePointer?
+        try check("git_odb_read", git_odb_read(&object, packs, &oid))
+        defer { git_odb_object_free(object) }
+        let length = git_odb_object_size(object)
+        guard length > 0, let data = git_odb_object_data(object) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: data, count: length))
+    }
+
+    private func loose(_ id: ObjectID, type: ObjectType) throws -> [UInt8] {
+        let hex = id.hex
+        let path = objectsDirectory + hex.prefix(2) + "/" + hex.dropFirst(2)
+        guard let compressed = try Self.smallFile(path, limit: Self.maxObjectBytes + (1 << 20)) else {
+            throw GitError(function: "object read", code: .notFound, message: "object \(id) is missing from the remote")
+        }
+        var out: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        let result = compressed.withUnsafeBufferPointer { buffer in
+            concord_inflate_loose(buffer.baseAddress, buffer.count, Self.maxObjectBytes, &out, &length)
+        }
+        guard result == 0, let out else {
+            throw Self.refusal(result == -2 ? "object \(id) is over the \(Self.maxObjectBytes)-byte limit"
+                                            : "object \(id) is damaged (bad compression, size or header)")
+        }
+        defer { free(out) }
+        let all = UnsafeBufferPointer(start: out, count: length)
+        guard let nul = all.firstIndex(of: 0),
+              all[..<nul].elementsEqual(ObjectPack.header(type: type, size: length - nul - 1).dropLast()) else {
+            throw Self.refusal("object \(id) is not a \(type.name)")
+        }
+        return Array(all[(nul + 1)...])
+    }
+
+    /// The bytes of the regular file at `path`, or nil when there is none; refuses anything that
+    /// is not a regular file (a FIFO would block, a link could point anywhere) or is over `limit`.
+    static func smallFile(_ path: String, limit: Int) throws -> [UInt8]? {
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+        if descriptor < 0 {
+            if errno == ENOENT || errno == ENOTDIR { return nil }
+            throw refusal("\(path) cannot be read (\(String(cString: strerror(errno))))")
+        }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { throw refusal("\(path) is not a regular file") }
+        guard Int(info.st_size) <= limit else { throw refusal("\(path) is \(info.st_size) bytes, over the \(limit)-byte limit") }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var done = 0
+        while done < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + done, $0.count - done) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { throw refusal("\(path) changed while it was read") }
+            done += count
+        }
+        return bytes
+    }
+
+    private static func isRegularFile(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+    }
+
+    static func refusal(_ message: String) -> GitError {
+        GitError(function: "remote object", code: .other(-1), message: message)
+    }
+}

@@ -1,0 +1,145 @@
+import ConcordGit
+import ConcordModel
+
+/// The structural rule every commit fetched or cloned from a remote must pass before anything is
+/// merged or checked out. A remote is hostile until proven otherwise: whoever can push (any
+/// member, a stolen device, the server, anyone who can write a shared folder) must not be able to
+/// write outside the profile, into `.git`, or files the format does not have.
+///
+/// Each new commit (reachable from the fetched tip and not from what this device already has) is
+/// compared with its first parent, which is either known here or was checked just before it
+/// (`newCommits` lists parents first), so every path of every new tree is checked once:
+/// - only regular files (mode 100644) and directories;
+/// - every name safe by git's path rules, every path one the format allows, a record in its
+///   id's bucket (`ProfilePathRules`);
+/// - every record readable, at most 1 MiB (its size is read before the record), its `id` and
+///   `kind` those of its path; log files readable with each entry on its file's day;
+/// - profile.json, kinds.json and member files readable, the profile id unchanged,
+///   `.gitattributes` the one the commit's kinds generate;
+/// - no record, log, member or profile file removed, against any parent (deletions are tombstones);
+/// - no second root: a history that does not descend from this profile's first commit is refused.
+struct IncomingCheck {
+    let repository: Repository
+    /// The profile's id; nil while cloning (the first commit's profile.json sets it).
+    let profileID: String?
+
+    /// Checks every commit reachable from `tip` and from none of `known`; throws
+    /// `ConcordError.invalidCommit` for the first one that fails.
+    func verify(tip: ObjectID, known: [ObjectID]) throws {
+        let commits: [Commit]
+        do { commits = try repository.newCommits(from: tip, excluding: known) } catch let error as GitError {
+            throw ConcordError.invalidCommit(commit: tip.short, path: nil, reason: "its history cannot be read (\(error.message))")
+        }
+        var expectedID = profileID
+        var sawRoot = !known.isEmpty
+        for commit in commits {
+            if commit.parents.isEmpty {
+                guard !sawRoot else {
+                    throw ConcordError.invalidCommit(commit: commit.id.short, path: nil,
+                                                     reason: "it starts a history of its own: the remote's main does not descend from this profile's first commit")
+                }
+                sawRoot = true
+            }
+            try check(commit, profileID: &expectedID)
+        }
+    }
+
+    private func check(_ commit: Commit, profileID: inout String?) throws {
+        func refuse(_ path: String?, _ reason: String) -> ConcordError {
+            ConcordError.invalidCommit(commit: commit.id.short, path: path, reason: reason)
+        }
+        do {
+            // The walk checks every new tree's order first (a lookup in a tree out of order can miss).
+            let parentTree = try commit.parents.first.map { try repository.commit($0).tree }
+            let changes = try repository.treeChanges(from: parentTree, to: commit.tree)
+            guard let kindsEntry = try repository.entry(at: KindsTable.path, inTree: commit.tree), kindsEntry.kind == .blob else {
+                throw refuse(KindsTable.path, "missing")
+            }
+            guard try repository.entry(at: ProfilePaths.profile, inTree: commit.tree)?.kind == .blob else {
+                throw refuse(ProfilePaths.profile, "missing")
+            }
+            let kinds: KindsTable
+            do { kinds = try KindsTable.decode(try read(kindsEntry.id, limit: ProfilePathRules.maxDocumentBytes, path: KindsTable.path, refuse)) } catch let error as ModelError {
+                throw refuse(KindsTable.path, error.localizedDescription)
+            }
+            for change in changes {
+                let path = String(decoding: change.path, as: UTF8.self)
+                guard GitPath.isSafe(change.path) else { throw refuse(path, ProfilePathRules.Refusal.unsafeName.description) }
+                let file = ProfilePathRules.classify(change.path, kinds: kinds)
+                guard let new = change.new else {
+                    if case .success(let removed) = file, removed.mustStay { throw refuse(path, "removed (deletions are tombstones, files are never removed)") }
+                    continue
+                }
+                guard case .file(let blob) = new else {
+                    if case .other(let mode) = new { throw refuse(path, "mode \(mode): only regular files (100644) and directories are allowed") }
+                    throw refuse(path, "not a regular file")
+                }
+                switch file {
+                case .failure(let refusal): throw refuse(path, refusal.description)
+                case .success(let kind): try checkContent(kind, blob: blob, path: path, kinds: kinds, profileID: &profileID, refuse)
+                }
+            }
+            // A merge must keep every file of its other parents too.
+            for parent in commit.parents.dropFirst() {
+                let tree = try repository.commit(parent).tree
+                for change in try repository.treeChanges(from: tree, to: commit.tree) where change.new == nil {
+                    if case .success(let removed) = ProfilePathRules.classify(change.path, kinds: kinds), removed.mustStay {
+                        throw refuse(String(decoding: change.path, as: UTF8.self), "removed by a merge (deletions are tombstones)")
+                    }
+                }
+            }
+        } catch let error as GitError {
+            throw refuse(nil, error.message)
+        }
+    }
+
+    private func checkContent(_ file: ProfilePathRules.File, blob: ObjectID, path: String, kinds: KindsTable,
+                              profileID: inout String?, _ refuse: (String?, String) -> ConcordError) throws {
+        let limit: Int
+        switch file {
+        case .record: limit = maxRecordBytes
+        case .logDay: limit = ProfilePathRules.maxLogFileBytes
+        default: limit = ProfilePathRules.maxDocumentBytes
+        }
+        let bytes = try read(blob, limit: limit, path: path, refuse)
+        switch file {
+        case .record, .logDay:
+            if let problem = ProfilePathRules.contentProblem(of: file, bytes: bytes) { throw refuse(path, problem) }
+        case .profileInfo:
+            let info: ProfileInfo
+            do { info = try ProfileInfo.decode(bytes) } catch { throw refuse(path, "unreadable") }
+            if let expected = profileID, info.id != expected {
+                throw refuse(path, "it names another profile (id \(info.id), this one is \(expected))")
+            }
+            profileID = info.id
+        case .member(let name):
+            let member: Member
+            do { member = try Member.decode(bytes, path: path) } catch { throw refuse(path, "unreadable member file") }
+            if member.name != name { throw refuse(path, "the file names member \(member.name)") }
+        case .gitattributes:
+            if bytes != Array(kinds.gitattributes().utf8) {
+                throw refuse(path, "it differs from what .concord/kinds.json generates (it would change how plain git merges)")
+            }
+        case .kinds, .conflictCopy:
+            break   // kinds.json was read above; a conflict copy is kept as it is
+        }
+    }
+
+    /// The bytes of blob `id`, refusing it unread when it is larger than `limit`.
+    private func read(_ id: ObjectID, limit: Int, path: String, _ refuse: (String?, String) -> ConcordError) throws -> [UInt8] {
+        let header = try repository.objectHeader(id)
+        guard header.type == .blob else { throw refuse(path, "not a file") }
+        guard header.size <= limit else { throw refuse(path, "\(header.size) bytes, over the \(limit)-byte limit") }
+        return try repository.blob(id)
+    }
+}
+
+extension ProfilePathRules.File {
+    /// Files a commit may never remove: deletions are tombstones, and profile documents stay.
+    var mustStay: Bool {
+        switch self {
+        case .conflictCopy, .gitattributes: return false
+        default: return true
+        }
+    }
+}

@@ -1,0 +1,110 @@
+/// Which files a profile may hold, and what each must contain: the structural half of the rule
+/// every commit fetched from a remote must pass before anything is merged or checked out.
+///
+/// Pure: paths are bytes as a tree names them, contents are bytes; no git, no I/O.
+public enum ProfilePathRules {
+    /// What a path in a profile is, when the format allows it.
+    public enum File: Sendable, Equatable {
+        case profileInfo
+        case kinds
+        case member(name: String)
+        case gitattributes
+        /// A copy of the other side of a file a merge could not resolve (`.concord/conflicts/…`).
+        case conflictCopy
+        case record(RecordKind, id: String)
+        case logDay(RecordKind, day: String)
+    }
+
+    /// The largest log day file accepted (a day of a busy chat is far below this).
+    public static let maxLogFileBytes = 32 << 20
+    /// The largest `.concord/…` document or `.gitattributes` accepted.
+    public static let maxDocumentBytes = 1 << 20
+
+    /// Classifies `path` (components separated by `/`) against `kinds`, or says why the format
+    /// does not allow it. Every component must be id-like (`A–Z a–z 0–9 . _ -`, not `.` or `..`);
+    /// git's own name rules (`.git` in all its spellings) are checked before this, by the git layer.
+    public static func classify(_ path: [UInt8], kinds: KindsTable) -> Result<File, Refusal> {
+        let components = path.split(separator: 0x2F, omittingEmptySubsequences: false)
+        guard !components.isEmpty, components.allSatisfy({ RecordID.isValid(String(decoding: $0, as: UTF8.self)) }) else {
+            return .failure(.unsafeName)
+        }
+        let text = String(decoding: path, as: UTF8.self)
+        switch text {
+        case ".concord/profile.json": return .success(.profileInfo)
+        case KindsTable.path: return .success(.kinds)
+        case ".gitattributes": return .success(.gitattributes)
+        default: break
+        }
+        if components.count == 3, text.hasPrefix(".concord/members/"), text.hasSuffix(".json") {
+            let name = String(text.dropFirst(".concord/members/".count).dropLast(5))
+            return RecordID.isValid(name) ? .success(.member(name: name)) : .failure(.notInFormat)
+        }
+        if components.count > 2, text.hasPrefix(".concord/conflicts/") {
+            return .success(.conflictCopy)
+        }
+        guard let (kind, fileName) = kinds.kind(forPath: text) else { return .failure(.notInFormat) }
+        if kind.policy == .append {
+            guard fileName.hasSuffix(".jsonl") else { return .failure(.notInFormat) }
+            let day = String(fileName.dropLast(6))
+            return isDay(day) ? .success(.logDay(kind, day: day)) : .failure(.notInFormat)
+        }
+        guard fileName.hasSuffix(".json") else { return .failure(.notInFormat) }
+        let id = String(fileName.dropLast(5))
+        guard RecordID.isValid(id) else { return .failure(.notInFormat) }
+        guard text == RecordPaths.file(directory: kind.directory, id: id) else { return .failure(.wrongBucket) }
+        return .success(.record(kind, id: id))
+    }
+
+    /// Checks the contents of a record or log file; nil when they are acceptable. (Profile
+    /// documents are checked by their own decoders.)
+    public static func contentProblem(of file: File, bytes: [UInt8]) -> String? {
+        switch file {
+        case .record(let kind, let id):
+            guard bytes.count <= maxRecordBytes else { return "record is \(bytes.count) bytes, over the \(maxRecordBytes)-byte limit" }
+            let record: Record
+            do { record = try Record.decode(bytes) } catch { return "unreadable record: \(error.localizedDescription)" }
+            if record.id.rawValue != id || record.kind != kind.name {
+                return "the record says it is \(record.kind)/\(record.id) but its path says \(kind.name)/\(id)"
+            }
+            return nil
+        case .logDay(_, let day):
+            guard bytes.count <= maxLogFileBytes else { return "log file is \(bytes.count) bytes, over the \(maxLogFileBytes)-byte limit" }
+            let entries: [LogEntry]
+            do { entries = try LogEntry.parseLogFile(bytes) } catch { return "unreadable log file: \(error.localizedDescription)" }
+            if let stray = entries.first(where: { LogEntry.dayFileName(for: $0.at) != day + ".jsonl" }) {
+                return "log entry \(stray.id) is stamped \(stray.at), not on \(day)"
+            }
+            return nil
+        default:
+            return bytes.count <= maxDocumentBytes ? nil : "file is \(bytes.count) bytes, over the \(maxDocumentBytes)-byte limit"
+        }
+    }
+
+    /// Whether `text` is a `yyyy-mm-dd` date.
+    static func isDay(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 10, bytes[4] == 0x2D, bytes[7] == 0x2D else { return false }
+        let digits = bytes.enumerated().filter { $0.offset != 4 && $0.offset != 7 }.map(\.element)
+        guard digits.allSatisfy({ (0x30...0x39).contains($0) }) else { return false }
+        let month = Int(bytes[5] - 0x30) * 10 + Int(bytes[6] - 0x30), day = Int(bytes[8] - 0x30) * 10 + Int(bytes[9] - 0x30)
+        return (1...12).contains(month) && (1...31).contains(day)
+    }
+
+    /// Why a path is not allowed.
+    public enum Refusal: Error, Sendable, Equatable, CustomStringConvertible {
+        /// A component git itself would refuse, or that could escape the profile or reach `.git`.
+        case unsafeName
+        /// Not a file the data format has.
+        case notInFormat
+        /// A record file in a bucket other than its id's.
+        case wrongBucket
+
+        public var description: String {
+            switch self {
+            case .unsafeName: return "a name git refuses or that could leave the profile (., .., .git, /, control characters)"
+            case .notInFormat: return "not a file a Concord profile can hold"
+            case .wrongBucket: return "a record in the wrong bucket directory"
+            }
+        }
+    }
+}

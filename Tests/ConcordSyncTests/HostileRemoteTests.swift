@@ -1,0 +1,280 @@
+import Foundation
+import XCTest
+
+/// Plain git as the attacker (a member with any role, a stolen device, the server, or anyone who
+/// can write the shared folder): every forged commit is refused before anything is merged or
+/// checked out — exit 5, "invalid commit", naming the commit and the path — and nothing on the
+/// device changes.
+final class HostileRemoteTests: SyncTestCase {
+    struct Scene {
+        let alice: SyncDevice
+        let bob: SyncDevice
+        let remote: SyncRemote
+        let aliceProfile: URL
+        let bobProfile: URL
+        let forger: Forger
+    }
+
+    /// Alice publishes an aac profile with one record; Bob (an editor) clones it.
+    func makeScene(_ transport: SyncTransport = .path) throws -> Scene {
+        let alice = try makeDevice("alice", device: "laptop")
+        let bob = try makeDevice("bob", device: "tablet")
+        let remote = try makeRemote(transport)
+        let aliceProfile = try publishProfile(owner: alice, remote: remote, directory: "alice", members: [(bob, "editor")],
+                                              records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)])
+        let bobProfile = try cloneProfile(bob, from: remote, into: "bob")
+        return Scene(alice: alice, bob: bob, remote: remote, aliceProfile: aliceProfile, bobProfile: bobProfile,
+                     forger: Forger(test: self, bare: remote.bare))
+    }
+
+    /// What a refused sync must leave alone: Bob's files, HEAD, status, tracking ref and git
+    /// config, and every path in the sandbox outside his object store.
+    struct Untouched: Equatable {
+        let workTree: [String: Data]
+        let tracking: String
+        let config: Data
+        let paths: Set<String>
+    }
+
+    func untouched(_ scene: Scene) throws -> Untouched {
+        let bobGit = "bob/.git/"
+        let paths = allPaths(under: sandbox).filter {
+            !$0.hasPrefix(bobGit + "objects") && !$0.hasPrefix(bobGit + "refs/concord") && !$0.hasPrefix("deadline-")
+                && !$0.hasPrefix("concord-sync-run-")
+        }
+        return Untouched(workTree: try workTreeSnapshot(scene.bobProfile),
+                         tracking: try revParse("refs/remotes/origin/main", in: scene.bobProfile),
+                         config: try Data(contentsOf: scene.bobProfile.appendingPathComponent(".git/config")), paths: paths)
+    }
+
+    /// Bob's sync is refused with exit 5 and one line naming the forged commit and `mentions`;
+    /// nothing of his changes; his profile still passes `git fsck --full`.
+    func assertSyncRefused(_ scene: Scene, commit: String, mentions: [String], file: StaticString = #filePath, line: UInt = #line) throws {
+        let before = try untouched(scene)
+        let result = try concordWithDeadline(["sync"], as: scene.bob, in: scene.bobProfile)
+        XCTAssertFalse(result.timedOut, "sync hung", file: file, line: line)
+        assertOneLineRefusal((result.status, result.stdout, result.stderr), status: 5,
+                             mentions: ["invalid commit", String(commit.prefix(7))] + mentions, file: file, line: line)
+        XCTAssertEqual(try untouched(scene), before, "a refused sync changed something", file: file, line: line)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.appendingPathComponent("escaped").path), file: file, line: line)
+        try assertFsck(scene.bobProfile, file: file, line: line)
+    }
+
+    // MARK: A. Paths and modes
+
+    func testADotDotEntryIsRefusedAndWritesNothingOutside() throws {
+        let scene = try makeScene()
+        let commit = try scene.forger.push(try scene.forger.file("pwned\n"), at: "../escaped")
+        try assertSyncRefused(scene, commit: commit, mentions: ["../escaped"])
+    }
+
+    func testADotGitConfigEntryIsRefusedInEverySpelling() throws {
+        let scene = try makeScene()
+        let config = "[core]\n\tfsmonitor = touch \(sandbox.path)/escaped\n"
+        for spelling in [".git", ".GIT", ".Git.", ".git ", "git~1", "GIT~1"] {
+            try scene.forger.run(["update-ref", "refs/heads/main", try revParse("refs/remotes/origin/main", in: scene.bobProfile)])
+            let commit = try scene.forger.push(try scene.forger.file(config), at: "\(spelling)/config")
+            try assertSyncRefused(scene, commit: commit, mentions: ["\(spelling)/config"])
+        }
+        // The branch file itself, which would rewind main behind the compare-and-swap.
+        try scene.forger.run(["update-ref", "refs/heads/main", try revParse("refs/remotes/origin/main", in: scene.bobProfile)])
+        let commit = try scene.forger.push(try scene.forger.file("0000000000000000000000000000000000000000\n"), at: ".git/refs/heads/main")
+        try assertSyncRefused(scene, commit: commit, mentions: [".git/refs/heads/main"])
+        XCTAssertEqual(try git(["status", "--porcelain"], in: scene.bobProfile).status, 0)
+    }
+
+    func testSymlinksGitlinksAndOtherModesAreRefused() throws {
+        let scene = try makeScene()
+        let bucketPath = "vocabulary/\(try bucket(of: "link", scene))/link.json"
+        for (mode, content) in [("120000", sandbox.path), ("100755", #"{"label":"x"}"#), ("160000", "")] {
+            try scene.forger.run(["update-ref", "refs/heads/main", try revParse("refs/remotes/origin/main", in: scene.bobProfile)])
+            var entry = try scene.forger.file(content, mode: mode)
+            if mode == "160000" { entry.id = try revParse("refs/remotes/origin/main", in: scene.bobProfile) }
+            let commit = try scene.forger.push(entry, at: bucketPath)
+            try assertSyncRefused(scene, commit: commit, mentions: [bucketPath, "mode \(mode)"])
+        }
+    }
+
+    func testControlCharactersAndPathsOutsideTheFormatAreRefused() throws {
+        let scene = try makeScene()
+        let cases: [(components: [[UInt8]], mention: String)] = [
+            ([Array("vocabulary".utf8), Array("00".utf8), Array("a\u{1}b.json".utf8)], "vocabulary/00/a"),
+            ([Array("vocabulary".utf8), Array("puzzle.json".utf8)], "vocabulary/puzzle.json"),           // outside any bucket
+            ([Array("vocabulary".utf8), Array("00".utf8), Array("puzzle.json".utf8)], "wrong bucket"),     // puzzle's bucket is not 00
+            ([Array("notakind".utf8), Array("00".utf8), Array("x.json".utf8)], "notakind/00/x.json"),
+            ([Array("README".utf8)], "README"),
+        ]
+        for item in cases {
+            try scene.forger.run(["update-ref", "refs/heads/main", try revParse("refs/remotes/origin/main", in: scene.bobProfile)])
+            let commit = try scene.forger.push(try scene.forger.file(#"{"label":"x"}"#), atComponents: item.components)
+            try assertSyncRefused(scene, commit: commit, mentions: [item.mention])
+        }
+    }
+
+    func testATreeWithEntriesOutOfOrderIsRefused() throws {
+        let scene = try makeScene()
+        let root = try scene.forger.entries(try scene.forger.run(["rev-parse", "refs/heads/main^{tree}"]))
+        let tree = try scene.forger.tree(root.reversed(), sorted: false)
+        let commit = try scene.forger.pushTree(tree, parents: [try scene.forger.run(["rev-parse", "refs/heads/main"])])
+        try assertSyncRefused(scene, commit: commit, mentions: ["out of order"])
+    }
+
+    // MARK: C. Records
+
+    func testUnreadableMisplacedAndOversizedRecordsAreRefused() throws {
+        let scene = try makeScene()
+        let path = "vocabulary/\(try bucket(of: "puzzle", scene))/puzzle.json"
+        let good = try String(contentsOf: scene.bobProfile.appendingPathComponent(path), encoding: .utf8)
+        let cases: [(content: String, mention: String)] = [
+            ("not json", "unreadable record"),
+            ("[1, 2]", "unreadable record"),
+            (good.replacingOccurrences(of: "\"id\": \"puzzle\"", with: "\"id\": \"other\""), "vocabulary/other"),
+            (good.replacingOccurrences(of: "\"kind\": \"vocabulary\"", with: "\"kind\": \"settings\""), "settings/puzzle"),
+            (good.replacingOccurrences(of: "\"label\": \"puzzle\"", with: "\"label\": \"a\", \"label\": \"b\""), "unreadable record"),
+            (String(repeating: " ", count: (1 << 20) + 10) + good, "over the"),
+        ]
+        for item in cases {
+            try scene.forger.run(["update-ref", "refs/heads/main", try revParse("refs/remotes/origin/main", in: scene.bobProfile)])
+            let commit = try scene.forger.push(try scene.forger.file(item.content), at: path)
+            try assertSyncRefused(scene, commit: commit, mentions: [path, item.mention])
+        }
+        // Invalid UTF-8.
+        try scene.forger.run(["update-ref", "refs/heads/main", try revParse("refs/remotes/origin/main", in: scene.bobProfile)])
+        var bytes = Array(good.utf8)
+        bytes[bytes.firstIndex(of: UInt8(ascii: "z"))!] = 0xFF
+        let invalid = Forger.Entry(mode: "100644", name: [], id: try scene.forger.blob(Data(bytes)))
+        let commit = try scene.forger.push(invalid, at: path)
+        try assertSyncRefused(scene, commit: commit, mentions: [path, "unreadable record"])
+    }
+
+    func testARemovedRecordFileIsRefused() throws {
+        let scene = try makeScene()
+        let path = "vocabulary/\(try bucket(of: "puzzle", scene))/puzzle.json"
+        let commit = try scene.forger.push(nil, at: path)
+        try assertSyncRefused(scene, commit: commit, mentions: [path, "removed"])
+    }
+
+    // MARK: D. Remote history
+
+    func testAnUnrelatedHistoryIsRefused() throws {
+        let scene = try makeScene()
+        // Another profile's history, pushed over main.
+        let other = try makeRemote(.path, name: "other.git")
+        _ = try publishProfile(owner: scene.alice, remote: other, directory: "other")
+        let foreign = try gitOK(["rev-parse", "refs/heads/main"], in: other.bare)
+        try gitOK(["fetch", "-q", other.bare.path, "refs/heads/main:refs/heads/foreign"], in: scene.remote.bare)
+        try scene.forger.run(["update-ref", "refs/heads/main", foreign])
+        try assertSyncRefused(scene, commit: foreign, mentions: []) 
+    }
+
+    func testAProfileFileNamingAnotherProfileIsRefused() throws {
+        let scene = try makeScene()
+        let info = try String(contentsOf: scene.bobProfile.appendingPathComponent(".concord/profile.json"), encoding: .utf8)
+        let id = try XCTUnwrap(info.range(of: #""id": "[^"]+""#, options: .regularExpression))
+        let forged = info.replacingCharacters(in: id, with: #""id": "00000000-0000-0000-0000-000000000000""#)
+        let commit = try scene.forger.push(try scene.forger.file(forged), at: ".concord/profile.json")
+        try assertSyncRefused(scene, commit: commit, mentions: [".concord/profile.json", "another profile"])
+    }
+
+    func testADeletedMainIsReportedAndRestoredByTheNextSync() throws {
+        let scene = try makeScene()
+        let main = try XCTUnwrap(try remoteMain(scene.remote))
+        try gitOK(["update-ref", "-d", "refs/heads/main"], in: scene.remote.bare)
+        try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: scene.bob, in: scene.bobProfile)
+        let result = try concord(["sync"], as: scene.bob, in: scene.bobProfile)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stderr.contains("deleted"), "the deletion is reported: \(result.stderr)")
+        XCTAssertEqual(try remoteMain(scene.remote), try revParse("HEAD", in: scene.bobProfile))
+        XCTAssertTrue(try git(["merge-base", "--is-ancestor", main, "refs/heads/main"], in: scene.remote.bare).status == 0)
+        try assertFsck(scene.remote.bare)
+    }
+
+    func testARewoundMainIsReportedAndRestored() throws {
+        let scene = try makeScene()
+        try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: scene.alice, in: scene.aliceProfile)
+        try concordOK(["sync"], as: scene.alice, in: scene.aliceProfile)
+        try concordOK(["sync"], as: scene.bob, in: scene.bobProfile)
+        let head = try revParse("HEAD", in: scene.bobProfile)
+        try gitOK(["update-ref", "refs/heads/main", "refs/heads/main~1"], in: scene.remote.bare)
+        let result = try concord(["sync"], as: scene.bob, in: scene.bobProfile)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stderr.contains("went back"), "the rewind is reported: \(result.stderr)")
+        XCTAssertEqual(try remoteMain(scene.remote), head)
+        XCTAssertEqual(try revParse("HEAD", in: scene.bobProfile), head)
+    }
+
+    // MARK: Clone
+
+    func testACloneOfAForgedHistoryFailsAndLeavesNothing() throws {
+        let scene = try makeScene()
+        try scene.forger.push(try scene.forger.file("pwned\n"), at: "../escaped")
+        let carol = try makeDevice("carol", device: "phone")
+        let target = sandbox.appendingPathComponent("carol")
+        let result = try concordWithDeadline(["clone", scene.remote.url, target.path], as: carol, in: sandbox)
+        assertOneLineRefusal((result.status, result.stdout, result.stderr), status: 5, mentions: ["invalid commit", "../escaped"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: target.path), "a failed clone leaves nothing")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.appendingPathComponent("escaped").path))
+    }
+
+    func testOverSSHTheSameCommitIsRefused() throws {
+        let scene = try makeScene(.ssh)
+        let commit = try scene.forger.push(try scene.forger.file("pwned\n"), at: "../escaped")
+        try assertSyncRefused(scene, commit: commit, mentions: ["../escaped"])
+    }
+
+    // MARK: B. Objects
+
+    /// A loose object whose header understates its size (libgit2 1.5.1 overflows its heap on it)
+    /// and one cut short (libgit2 spins in inflate): each fails the sync with one line, at once.
+    func testDamagedLooseObjectsFailTheSyncWithoutCrashOrHang() throws {
+        let scene = try makeScene()
+        let content = Array(#"{"data":{"label":"x"}}"#.utf8)
+        let variants: [(name: String, bytes: [UInt8])] = [
+            ("understated", zlibStored(Array("blob 1\u{0}".utf8) + content)),
+            ("truncated", Array(zlibStored(Array("blob \(content.count)\u{0}".utf8) + content).prefix(12))),
+            ("garbage", Array(repeating: 0x41, count: 64)),
+        ]
+        for variant in variants {
+            try scene.forger.run(["update-ref", "refs/heads/main", try revParse("refs/remotes/origin/main", in: scene.bobProfile)])
+            let path = "vocabulary/\(try bucket(of: "x-\(variant.name)", scene))/x-\(variant.name).json"
+            let entry = try scene.forger.file(#"{"variant":"\#(variant.name)"}"#)
+            try scene.forger.push(entry, at: path)
+            let file = scene.remote.bare.appendingPathComponent("objects/\(entry.id.prefix(2))/\(entry.id.dropFirst(2))")
+            try? FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file.path)
+            try Data(variant.bytes).write(to: file)
+            let before = try untouched(scene)
+            let result = try concordWithDeadline(["sync"], as: scene.bob, in: scene.bobProfile)
+            XCTAssertFalse(result.timedOut, "\(variant.name): sync hung")
+            assertOneLineRefusal((result.status, result.stdout, result.stderr), status: 1, mentions: [entry.id])
+            XCTAssertEqual(try untouched(scene), before, "\(variant.name): a failed sync changed something")
+        }
+        try assertFsck(scene.bobProfile)
+    }
+
+    // MARK: E. Integrity without an attacker
+
+    /// A and B edit the same record, A syncs, B syncs (B's edit is later, so the merge result is
+    /// B's own tree): the remote used to be left missing a tree.
+    func testAMergeWhoseResultIsThisDevicesTreeLeavesTheRemoteComplete() throws {
+        let scene = try makeScene()
+        try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"A"}"#], as: scene.alice, in: scene.aliceProfile,
+                      clock: "2026-01-01T10:00:00.000Z")
+        try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"B"}"#], as: scene.bob, in: scene.bobProfile,
+                      clock: "2026-01-01T10:01:00.000Z")
+        try concordOK(["sync"], as: scene.alice, in: scene.aliceProfile)
+        try concordOK(["sync"], as: scene.bob, in: scene.bobProfile)
+        try assertFsck(scene.remote.bare)
+        try concordOK(["sync"], as: scene.alice, in: scene.aliceProfile)
+        try assertFsck(scene.aliceProfile)
+        XCTAssertEqual(try concordOK(["get", "vocabulary/puzzle"], as: scene.alice, in: scene.aliceProfile).contains("\"B\""), true)
+    }
+
+    // MARK: Helpers
+
+    /// The bucket of record id `id` (as concord computes it), read back from a put in a scratch profile.
+    func bucket(of id: String, _ scene: Scene) throws -> String {
+        var hash: UInt32 = 0x811C_9DC5
+        for byte in id.utf8 { hash ^= UInt32(byte); hash = hash &* 0x0100_0193 }
+        return String(format: "%02x", hash & 0xFF)
+    }
+}
