@@ -47,7 +47,7 @@ let package = Package(
         .testTarget(name: "ConcordModelTests", dependencies: ["ConcordModel"]),
         .testTarget(name: "ConcordTrustTests", dependencies: ["ConcordTrust"]),
         .testTarget(name: "ConcordGitTests", dependencies: ["ConcordGit", .product(name: "Crypto", package: "swift-crypto")]),
-        .testTarget(name: "ConcordKitTests", dependencies: ["ConcordKit"]),
+        .testTarget(name: "ConcordKitTests", dependencies: ["ConcordKit", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "ConcordCLITests", dependencies: ["ConcordKit"]),
         .testTarget(name: "ConcordSyncTests", dependencies: ["ConcordKit"]),
     ]

@@ -29,10 +29,10 @@ struct ObjectTransfer {
     }
 
     /// Copies what `tip` needs and the destination lacks; returns how many objects were copied.
-    static func copy(_ tip: ObjectID, from source: ObjectSource, to destination: Repository) throws -> Int {
+    static func copy(_ tip: ObjectID, from source: ObjectSource, to destination: Repository, durable: Bool = true) throws -> Int {
         var transfer = ObjectTransfer(from: source, to: destination)
         try transfer.copyCommits(from: tip)
-        try transfer.pack.write(into: destination)
+        try transfer.pack.write(into: destination, durable: durable)
         destination.fetchedTrees = transfer.trees
         return transfer.pack.count
     }
@@ -127,10 +127,10 @@ extension Repository {
     /// fetch moves it, without compare-and-swap: it only mirrors the remote). Returns the remote's
     /// tip, or nil when the remote has no such branch yet.
     @discardableResult
-    public func fetchFromLocalRepository(at path: String, ref: String, into trackingRef: String) throws -> ObjectID? {
+    public func fetchFromLocalRepository(at path: String, ref: String, into trackingRef: String, durable: Bool = true) throws -> ObjectID? {
         let source = try SourceObjects(repositoryAt: path)
         guard let tip = try source.reference(ref) else { return nil }
-        if !contains(tip) { _ = try ObjectTransfer.copy(tip, from: source, to: self) }
+        if !contains(tip) { _ = try ObjectTransfer.copy(tip, from: source, to: self, durable: durable) }
         let current = try resolveReference(trackingRef)
         if current != tip {
             try updateReference(trackingRef, to: tip, expected: current, message: "concord: fetch from \(path)")

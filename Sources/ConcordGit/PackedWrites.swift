@@ -88,7 +88,10 @@ public struct ObjectPack {
     }
 
     /// Writes the pack and its index into `repository`'s object database.
-    public func write(into repository: Repository) throws {
+    /// Writes the pack and its index into `repository`'s `objects/pack`; with `durable` (the
+    /// default) both files and the directory are fsynced first. A quarantine's pack is written
+    /// without, and fsynced when it is admitted.
+    public func write(into repository: Repository, durable: Bool = true) throws {
         guard !objects.isEmpty else { return }
         var pack = [UInt8]()
         pack.reserveCapacity(objects.reduce(64) { $0 + $1.bytes.count / 2 + 32 })
@@ -114,9 +117,9 @@ public struct ObjectPack {
         let directory = repository.gitDirectory + "objects/pack/"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let name = directory + "pack-" + ObjectID(bytes: packChecksum).hex
-        try FileIO.write(pack, to: name + ".pack", makingParents: false, mode: 0o444, durable: true)
-        try FileIO.write(index, to: name + ".idx", makingParents: false, mode: 0o444, durable: true)
-        try FileIO.syncDirectory(directory)
+        try FileIO.write(pack, to: name + ".pack", makingParents: false, mode: 0o444, durable: durable)
+        try FileIO.write(index, to: name + ".idx", makingParents: false, mode: 0o444, durable: durable)
+        if durable { try FileIO.syncDirectory(directory) }
         var odb: OpaquePointer?
         try check("git_repository_odb", git_repository_odb(&odb, repository.handle))
         defer { git_odb_free(odb) }

@@ -46,7 +46,7 @@ public final class Quarantine {
         if !admitted { try? FileManager.default.removeItem(atPath: directory) }
     }
 
-    /// Moves the fetched packs into the profile (each pack before its index, as git does, so no
+    /// Moves the fetched packs into the profile (fsynced, each pack before its index, as git does, so no
     /// reader sees an index without its pack), makes the profile see them, and hands over the
     /// trees the fetch read and hashed (`fetchedTrees`). Then removes the quarantine.
     public func admit() throws {
@@ -56,6 +56,13 @@ public final class Quarantine {
             try FileManager.default.createDirectory(atPath: to, withIntermediateDirectories: true)
             let order: (String) -> Int = { $0.hasSuffix(".idx") ? 1 : 0 }
             for name in names.sorted(by: { order($0) < order($1) }) where name.hasSuffix(".pack") || name.hasSuffix(".idx") {
+                // Written without fsync (a refused fetch never needed it): made durable now.
+                let descriptor = open(from + name, O_RDONLY | O_CLOEXEC)
+                guard descriptor >= 0, fsync(descriptor) == 0 else {
+                    if descriptor >= 0 { close(descriptor) }
+                    throw GitError(function: "fsync", code: .other(-1), message: "cannot write \(from + name) to disk")
+                }
+                close(descriptor)
                 guard rename(from + name, to + name) == 0 else {
                     throw GitError(function: "rename", code: .other(-1), message: "cannot move \(from + name) into \(to)")
                 }

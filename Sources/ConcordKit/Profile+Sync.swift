@@ -222,7 +222,7 @@ extension Profile {
         do {
             if case .path(let path) = location {
                 // Like a local `git fetch`, minus the pack building: copy just the new objects.
-                try target.fetchFromLocalRepository(at: path, ref: "refs/heads/main", into: Self.incomingRef)
+                try target.fetchFromLocalRepository(at: path, ref: "refs/heads/main", into: Self.incomingRef, durable: false)
             } else {
                 try target.fetch(url: location.transportURL, refspecs: ["+refs/heads/main:\(Self.incomingRef)"], options: options)
             }

@@ -1,0 +1,368 @@
+import Crypto
+import Foundation
+import XCTest
+
+@testable import ConcordKit
+
+/// Seeded fuzzing of what a path remote can hold: forged trees (any name, any mode, entries out
+/// of order), records and profile files with any content, removals, second roots, and damaged
+/// object files, written straight into the bare repository as an attacker with write access
+/// would. After every case: nothing was written outside the profile or into `.git`, the sync
+/// finished within a deadline, a refused sync changed nothing, an accepted one left the working
+/// tree equal to HEAD; the device (every 100 cases) and, at the end, the remote pass
+/// `git fsck --full`.
+final class HostileRemoteFuzzTests: KitTestCase {
+    static let cases = 1_000
+
+    func testForgedRemotesNeverEscapeCrashHangOrChangeAnythingOnRefusal() throws {
+        var fuzz = try FuzzScene(test: self)
+        var generator = FuzzGenerator(seed: 0xC0FFEE)
+        var refused = 0, accepted = 0
+        for number in 1...Self.cases {
+            let mutation = try fuzz.forge(&generator)
+            let before = try fuzz.deviceState()
+            let outcome = fuzz.syncWithDeadline(seconds: 30)
+            let context = "case \(number) (\(mutation))"
+            switch outcome {
+            case .hung:
+                return XCTFail("\(context): sync did not finish within 30 s")
+            case .refused(let error):
+                refused += 1
+                XCTAssertEqual(try fuzz.deviceState(), before, "\(context): a refused sync (\(error)) changed the device")
+                try fuzz.restoreRemote()
+            case .accepted:
+                accepted += 1
+                let status = try gitOK(["status", "--porcelain"], in: fuzz.bobURL)
+                XCTAssertEqual(status, "", "\(context): accepted, but the working tree differs from HEAD")
+                try fuzz.adoptRemote()
+            }
+            XCTAssertEqual(fuzz.outsideState(), fuzz.outsideBaseline, "\(context): something was written outside the profile or into .git")
+            if number % 100 == 0 { try assertFsck(fuzz.bobURL, context) }
+        }
+        try fuzz.restoreRemote()
+        try assertFsck(fuzz.bobURL, "the end")
+        try assertFsck(fuzz.bareURL, "the remote at the end")
+        // Both outcomes must have been exercised, or the fuzzer tests nothing.
+        XCTAssertGreaterThan(refused, Self.cases / 2, "refused \(refused), accepted \(accepted)")
+        XCTAssertGreaterThan(accepted, 10, "refused \(refused), accepted \(accepted)")
+    }
+
+    private func assertFsck(_ url: URL, _ context: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let output = try git(["fsck", "--full", "--no-progress", "--no-dangling"], in: url)
+        XCTAssertEqual(output.status, 0, "\(context): git fsck --full in \(url.lastPathComponent): \(output.stdout)\(output.stderr)",
+                       file: file, line: line)
+    }
+}
+
+/// SplitMix64, so a failing case replays from its seed.
+struct FuzzGenerator: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Alice's profile published to a bare repository, Bob's clone of it (synced in-process), and
+/// the attacker's model of the remote's current tree.
+struct FuzzScene {
+    enum Outcome { case accepted, refused(String), hung }
+
+    let test: KitTestCase
+    let bareURL: URL
+    let bobURL: URL
+    let bob: Profile
+    let bobIdentity: Identity
+    /// The remote's main before the case, and its tree as path → (mode, id).
+    var base: String
+    var files: [[UInt8]: (mode: String, id: String)] = [:]
+    /// Loose object files the current case wrote into the remote, and the one it damaged.
+    var written: [String] = []
+    var damaged: String?
+    /// A record file that is valid in this profile, to copy and vary.
+    var sampleRecord: [UInt8] = []
+    var outsideBaseline: [String: Data] = [:]
+
+    init(test: KitTestCase) throws {
+        self.test = test
+        let alice = try test.makeIdentity("alice", device: "laptop")
+        bobIdentity = try test.makeIdentity("bob", device: "tablet")
+        let aliceProfile = try test.makeProfile("alice", identity: alice)
+        try aliceProfile.write(as: alice) { try $0.put("vocabulary", "puzzle", data: ["label": .string("puzzle")]) }
+        try aliceProfile.write(as: alice) { _ = try $0.append("logs", data: ["tapped": .string("puzzle")]) }
+        bareURL = test.sandbox.appendingPathComponent("remote.git")
+        try Profile.createBareRemote(at: bareURL)
+        try aliceProfile.addRemote("origin", url: bareURL.path)
+        _ = try aliceProfile.sync(as: alice)
+        bobURL = test.sandbox.appendingPathComponent("bob")
+        bob = try Profile.clone(url: bareURL.path, into: bobURL, identity: bobIdentity, environment: test.makeEnvironment(bobIdentity))
+        base = try test.gitOK(["rev-parse", "refs/heads/main"], in: bareURL)
+        try loadFiles()
+        let sample = files.keys.first { String(decoding: $0, as: UTF8.self).hasSuffix("/puzzle.json") }!
+        sampleRecord = try object(files[sample]!.id)
+        outsideBaseline = outsideState()
+    }
+
+    // MARK: The attacker
+
+    /// Reads the remote's tree at `base` into `files`.
+    mutating func loadFiles() throws {
+        files = [:]
+        let listing = try test.gitOK(["ls-tree", "-r", "-z", "--full-tree", base], in: bareURL)
+        for line in listing.split(separator: "\0") {
+            let parts = line.split(separator: "\t", maxSplits: 1)
+            let fields = parts[0].split(separator: " ")
+            files[Array(parts[1].utf8)] = (String(fields[0]), String(fields[2]))
+        }
+    }
+
+    /// Forges one commit (1–3 mutations of the remote's tree, or a history or object attack),
+    /// moves the remote's main to it, and says what it did.
+    mutating func forge(_ random: inout FuzzGenerator) throws -> String {
+        written = []
+        damaged = nil
+        var tree = files
+        var notes = [String]()
+        var parents = [base]
+        var damageObject = false
+        var disorder = false
+        for _ in 0..<Int.random(in: 1...3, using: &random) {
+            switch Int.random(in: 0..<100, using: &random) {
+            case 0..<40:
+                let path = randomPath(&random)
+                let mode = ["100644", "100644", "100644", "100755", "120000", "160000", "40000", "100664", "644"]
+                    .randomElement(using: &random)!
+                let id = mode == "160000" ? base : try writeObject("blob", randomContent(for: path, &random))
+                tree[path] = (mode, id)
+                notes.append("add \(mode) \(String(decoding: path, as: UTF8.self).debugDescription)")
+            case 40..<55:
+                if let path = tree.keys.randomElement(using: &random) {
+                    tree[path] = nil
+                    notes.append("remove \(String(decoding: path, as: UTF8.self))")
+                }
+            case 55..<80:
+                if let path = tree.keys.filter({ String(decoding: $0, as: UTF8.self).hasSuffix(".json") || String(decoding: $0, as: UTF8.self).hasSuffix(".jsonl") }).randomElement(using: &random) {
+                    tree[path] = ("100644", try writeObject("blob", randomContent(for: path, &random)))
+                    notes.append("rewrite \(String(decoding: path, as: UTF8.self))")
+                }
+            case 80..<87:
+                disorder = true
+                notes.append("entries out of order")
+            case 87..<92:
+                parents = Int.random(in: 0..<2, using: &random) == 0 ? [] : [String(repeating: "ab", count: 20)]
+                notes.append(parents.isEmpty ? "a second root" : "a missing parent")
+            default:
+                damageObject = true
+                notes.append("damaged object file")
+            }
+        }
+        let root = try writeTree(tree, prefix: [], disorder: disorder, &random)
+        let commit = try writeObject("commit", Array(("tree \(root)\n" + parents.map { "parent \($0)\n" }.joined()
+            + "author mallory <m@x> 1767261600 +0000\ncommitter mallory <m@x> 1767261600 +0000\n\nforged\n").utf8))
+        if damageObject, let victim = written.randomElement(using: &random) {
+            try damage(victim, &random)
+            damaged = victim
+        }
+        try setMain(commit)
+        return notes.joined(separator: ", ")
+    }
+
+    func randomPath(_ random: inout FuzzGenerator) -> [UInt8] {
+        let bucketOfNew = RecordPaths.bucket("new\(random.next() % 50)")
+        let shapes: [[String]] = [
+            ["vocabulary", bucketOfNew, "new\(random.next() % 50).json"],
+            ["vocabulary", RecordPaths.buckets.randomElement(using: &random)!, "x.json"],
+            ["vocabulary", "x.json"], ["logs", "2026-01-0\(random.next() % 9 + 1).jsonl"], ["logs", "notaday.jsonl"],
+            [".concord", "members", "mallory.json"], [".concord", "conflicts", "vocabulary", "a.json"],
+            [".concord", "profile.json"], [".concord", "kinds.json"], [".gitattributes"], ["README"],
+        ]
+        let hostile = ["..", ".", ".git", ".GIT", ".git.", ".git ", "git~1", "a\u{1}b", "a\u{7f}", "", "a\\b",
+                       ".concord", "vocabulary", "logs", "settings"]
+        var components = shapes.randomElement(using: &random)!.map { Array($0.utf8) }
+        if Int.random(in: 0..<3, using: &random) == 0 {
+            let index = Int.random(in: 0..<components.count, using: &random)
+            components[index] = Int.random(in: 0..<4, using: &random) == 0
+                ? (0..<Int.random(in: 1...6, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+                : Array(hostile.randomElement(using: &random)!.utf8)
+        }
+        return Array(components.joined(separator: [0x2F]))
+    }
+
+    func randomContent(for path: [UInt8], _ random: inout FuzzGenerator) -> [UInt8] {
+        let name = String(decoding: path, as: UTF8.self)
+        let id = name.hasSuffix(".json") ? String((name.split(separator: "/").last ?? "x").dropLast(5)) : "x"
+        let valid = String(decoding: sampleRecord, as: UTF8.self).replacingOccurrences(of: "\"id\": \"puzzle\"", with: "\"id\": \"\(id)\"")
+        let choices: [String] = [
+            valid, valid, valid,
+            valid.replacingOccurrences(of: "\"kind\": \"vocabulary\"", with: "\"kind\": \"settings\""),
+            valid.replacingOccurrences(of: "\"puzzle\"", with: "\"a\", \"label\": \"b\""),
+            "not json", "[]", "{}", "",
+            #"{"at":"2026-01-01T10:00:00.000Z-0000","by":"mallory","data":{},"device":"d","id":"e1"}"# + "\n",
+            #"{"at":"9999-12-31T23:59:59.999Z-9999","by":"mallory","data":{},"device":"d","id":"e2"}"# + "\n",
+            #"{"createdAt":"x","formatVersion":2,"id":"other","name":"evil"}"#,
+            #"{"formatVersion":1,"kinds":[{"directory":"..","name":"evil","policy":"lww","writers":"viewer"}]}"#,
+            "* merge=text\n",
+        ]
+        var bytes = Array(choices.randomElement(using: &random)!.utf8)
+        if Int.random(in: 0..<8, using: &random) == 0, !bytes.isEmpty {
+            bytes[Int.random(in: 0..<bytes.count, using: &random)] = UInt8.random(in: 0...255, using: &random)
+        }
+        if Int.random(in: 0..<200, using: &random) == 0 { bytes += [UInt8](repeating: 0x20, count: 1 << 20) }
+        return bytes
+    }
+
+    /// Writes the trees for `tree` (path → entry) below `prefix`, bottom up; returns the root's id.
+    mutating func writeTree(_ tree: [[UInt8]: (mode: String, id: String)], prefix: [UInt8], disorder: Bool,
+                            _ random: inout FuzzGenerator) throws -> String {
+        var children = [[UInt8]: [[UInt8]: (mode: String, id: String)]]()
+        var entries = [(mode: String, name: [UInt8], id: String)]()
+        for (path, entry) in tree {
+            if let slash = path.firstIndex(of: 0x2F) {
+                children[Array(path[..<slash]), default: [:]][Array(path[(slash + 1)...])] = entry
+            } else {
+                entries.append((entry.mode, path, entry.id))
+            }
+        }
+        for (name, subtree) in children {
+            entries.removeAll { $0.name == name }
+            entries.append(("40000", name, try writeTree(subtree, prefix: prefix + name + [0x2F], disorder: disorder, &random)))
+        }
+        let key: ((mode: String, name: [UInt8], id: String)) -> [UInt8] = { $0.mode == "40000" ? $0.name + [0x2F] : $0.name }
+        entries.sort { key($0).lexicographicallyPrecedes(key($1)) }
+        if disorder, prefix.isEmpty || Int.random(in: 0..<3, using: &random) == 0, entries.count > 1 { entries.reverse() }
+        var raw = [UInt8]()
+        for entry in entries {
+            raw += Array(entry.mode.utf8) + [0x20] + entry.name + [0]
+            var hex = Substring(entry.id)
+            while !hex.isEmpty { raw.append(UInt8(hex.prefix(2), radix: 16) ?? 0); hex = hex.dropFirst(2) }
+        }
+        return try writeObject("tree", raw)
+    }
+
+    /// Writes a loose object into the remote (as git would: zlib over header and content).
+    mutating func writeObject(_ type: String, _ content: [UInt8]) throws -> String {
+        let full = Array("\(type) \(content.count)\0".utf8) + content
+        let id = Insecure.SHA1.hash(data: full).map { String(format: "%02x", $0) }.joined()
+        let url = bareURL.appendingPathComponent("objects/\(id.prefix(2))/\(id.dropFirst(2))")
+        if !FileManager.default.fileExists(atPath: url.path) {
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(zlibStoredStream(full)).write(to: url)
+            written.append(url.path)
+        }
+        return id
+    }
+
+    func damage(_ path: String, _ random: inout FuzzGenerator) throws {
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        switch Int.random(in: 0..<3, using: &random) {
+        case 0: bytes = Array(bytes.prefix(Int.random(in: 0..<bytes.count, using: &random)))
+        case 1: bytes[Int.random(in: 0..<bytes.count, using: &random)] ^= UInt8.random(in: 1...255, using: &random)
+        default:   // a header that understates the size
+            let content = bytes.count > 20 ? Array(bytes[7..<(bytes.count - 4)]) : bytes
+            bytes = zlibStoredStream(Array("blob 1\0".utf8) + content)
+        }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+    }
+
+    func setMain(_ id: String) throws {
+        try Data((id + "\n").utf8).write(to: bareURL.appendingPathComponent("refs/heads/main"))
+    }
+
+    /// After a refusal: the remote as it was (main back, the forged objects gone).
+    mutating func restoreRemote() throws {
+        try setMain(base)
+        for path in written { try? FileManager.default.removeItem(atPath: path) }
+        written = []
+    }
+
+    /// After an acceptance: the forged commit is the new base. A damaged object the commit did
+    /// not need is removed (were it needed, the remote's fsck at the end finds it missing).
+    mutating func adoptRemote() throws {
+        if let damaged { try? FileManager.default.removeItem(atPath: damaged) }
+        base = try test.gitOK(["rev-parse", "refs/heads/main"], in: bareURL)
+        written = []
+        try loadFiles()
+    }
+
+    func object(_ id: String) throws -> [UInt8] {
+        Array(try test.gitOK(["cat-file", "blob", id], in: bareURL).utf8) + [0x0A]
+    }
+
+    // MARK: The device
+
+    func syncWithDeadline(seconds: Double) -> Outcome {
+        let done = DispatchSemaphore(value: 0)
+        let result = Box()
+        result.device = (bob, bobIdentity)
+        let thread = Thread {
+            do {
+                guard let (profile, identity) = result.device else { return }
+                _ = try profile.sync(as: identity)
+                result.outcome = .accepted
+            } catch {
+                result.outcome = .refused("\(error)")
+            }
+            done.signal()
+        }
+        thread.stackSize = 8 << 20
+        thread.start()
+        guard done.wait(timeout: .now() + seconds) == .success else { return .hung }
+        return result.outcome ?? .hung
+    }
+
+    /// Hands the device to the sync thread and the outcome back (the test waits on a semaphore).
+    final class Box: @unchecked Sendable {
+        var device: (Profile, Identity)?
+        var outcome: Outcome?
+    }
+
+    /// Bob's HEAD, tracking ref, index and every file of his working tree.
+    func deviceState() throws -> [String: Data] {
+        var state = [String: Data]()
+        for name in ["HEAD", "refs/heads/main", "refs/remotes/origin/main", "index", "config"] {
+            state[".git/" + name] = FileManager.default.contents(atPath: bobURL.appendingPathComponent(".git/" + name).path)
+        }
+        let enumerator = FileManager.default.enumerator(atPath: bobURL.path)
+        while let relative = enumerator?.nextObject() as? String {
+            if relative == ".git" { enumerator?.skipDescendants(); continue }
+            state[relative] = FileManager.default.contents(atPath: bobURL.appendingPathComponent(relative).path) ?? Data()
+        }
+        return state
+    }
+
+    /// What lies outside Bob's working files: the sandbox's top level, Bob's `.git` top level
+    /// (names), his config and hooks.
+    func outsideState() -> [String: Data] {
+        var state = [String: Data]()
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: test.sandbox.path)) ?? [] where !name.hasPrefix("git-out-") {
+            state["sandbox/" + name] = Data()
+        }
+        let git = bobURL.appendingPathComponent(".git")
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: git.path)) ?? [] { state[".git/" + name] = Data() }
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: git.appendingPathComponent("hooks").path)) ?? [] {
+            state[".git/hooks/" + name] = Data()
+        }
+        state["config"] = FileManager.default.contents(atPath: git.appendingPathComponent("config").path)
+        return state
+    }
+}
+
+/// A zlib stream of `data` in stored deflate blocks.
+func zlibStoredStream(_ data: [UInt8]) -> [UInt8] {
+    var out: [UInt8] = [0x78, 0x01]
+    var offset = 0
+    repeat {
+        let count = min(65_535, data.count - offset)
+        out += [offset + count == data.count ? 1 : 0, UInt8(count & 0xFF), UInt8(count >> 8), UInt8(~count & 0xFF), UInt8((~count >> 8) & 0xFF)]
+        out += data[offset..<(offset + count)]
+        offset += count
+    } while offset < data.count
+    var a: UInt32 = 1, b: UInt32 = 0
+    for byte in data { a = (a + UInt32(byte)) % 65_521; b = (b + a) % 65_521 }
+    let adler = b << 16 | a
+    return out + [UInt8(adler >> 24), UInt8((adler >> 16) & 0xFF), UInt8((adler >> 8) & 0xFF), UInt8(adler & 0xFF)]
+}
