@@ -52,7 +52,7 @@ extension Repository {
         var remote: OpaquePointer?
         try check("git_remote_create_anonymous", git_remote_create_anonymous(&remote, handle, url))
         defer { git_remote_free(remote) }
-        let session = TransportSession(options: options)
+        let session = TransportSession(options: options, url: url)
         var fetchOptions = git_fetch_options()
         try check("git_fetch_options_init", git_fetch_options_init(&fetchOptions, UInt32(GIT_FETCH_OPTIONS_VERSION)))
         session.install(in: &fetchOptions.callbacks)
@@ -69,7 +69,7 @@ extension Repository {
     /// The remote's branch heads, read without downloading any objects: a cheap "did it move?".
     public func remoteHeads(remote name: String, options: TransportOptions) throws -> [String: ObjectID] {
         try withRemote(name) { remote in
-            let session = TransportSession(options: options)
+            let session = TransportSession(options: options, url: git_remote_url(remote).map { String(cString: $0) })
             var callbacks = git_remote_callbacks()
             try check("git_remote_init_callbacks", git_remote_init_callbacks(&callbacks, UInt32(GIT_REMOTE_CALLBACKS_VERSION)))
             session.install(in: &callbacks)
@@ -96,7 +96,7 @@ extension Repository {
     public func push(remote name: String, refspec: String, options: TransportOptions) throws -> PushOutcome {
         precondition(!refspec.hasPrefix("+"), "Concord never force-pushes")
         return try withRemote(name) { remote in
-            let session = TransportSession(options: options)
+            let session = TransportSession(options: options, url: git_remote_url(remote).map { String(cString: $0) })
             var pushOptions = git_push_options()
             try check("git_push_options_init", git_push_options_init(&pushOptions, UInt32(GIT_PUSH_OPTIONS_VERSION)))
             session.install(in: &pushOptions.callbacks)

@@ -33,11 +33,16 @@ public struct TransportOptions {
     public var sshUser: String?
     /// Decides whether to trust an SSH host key; without it every host key is refused.
     public var trustHostKey: ((HostKey) -> Bool)?
+    /// Seconds without a byte in either direction after which the connection is cut and the
+    /// transfer fails (`TransportFailure.timedOut`); nil waits as long as the server does.
+    public var stallTimeout: TimeInterval?
 
-    public init(sshPrivateKey: String? = nil, sshUser: String? = nil, trustHostKey: ((HostKey) -> Bool)? = nil) {
+    public init(sshPrivateKey: String? = nil, sshUser: String? = nil, trustHostKey: ((HostKey) -> Bool)? = nil,
+                stallTimeout: TimeInterval? = 30) {
         self.sshPrivateKey = sshPrivateKey
         self.sshUser = sshUser
         self.trustHostKey = trustHostKey
+        self.stallTimeout = stallTimeout
     }
 }
 
@@ -50,6 +55,8 @@ public enum TransportFailure: Error, Sendable {
     /// The server accepted the connection and our key, then turned us away before any git
     /// exchange with a message of its own (gitolite's "W … DENIED", a forced command's refusal).
     case refused(String)
+    /// Nothing came from the server for this many seconds: the connection was cut.
+    case timedOut(seconds: Int)
 }
 
 /// What one push did to each ref: nil status means accepted, otherwise the server's reason.
@@ -66,6 +73,8 @@ public struct PushOutcome: Sendable {
 /// State shared with libgit2's C callbacks for the duration of one transfer.
 final class TransportSession {
     let options: TransportOptions
+    /// Cuts a connection that stalls (`TransportOptions.stallTimeout`); nil for local paths.
+    var watchdog: NetworkWatchdog?
     var credentialAttempts = 0
     var rejectedHostKey: HostKey?
     var pushStatuses: [String: String?] = [:]
@@ -77,8 +86,12 @@ final class TransportSession {
             .filter { !$0.isEmpty }
     }
 
-    init(options: TransportOptions) {
+    /// A session for a transfer with the server at `url` (an ssh URL; others are not watched).
+    init(options: TransportOptions, url: String? = nil) {
         self.options = options
+        if let url, let components = URLComponents(string: url), components.scheme == "ssh", let host = components.host {
+            watchdog = NetworkWatchdog(host: host, port: UInt16(components.port ?? 22), limit: options.stallTimeout)
+        }
     }
 
     /// Fills libgit2 callbacks pointing back at this session; valid while the session lives.
@@ -94,9 +107,20 @@ final class TransportSession {
             let session = Unmanaged<TransportSession>.fromOpaque(payload).takeUnretainedValue()
             return session.checkCertificate(cert, host)
         }
+        callbacks.transfer_progress = { _, payload in
+            guard let payload else { return 0 }
+            Unmanaged<TransportSession>.fromOpaque(payload).takeUnretainedValue().watchdog?.touch()
+            return 0
+        }
+        callbacks.push_transfer_progress = { _, _, _, payload in
+            guard let payload else { return 0 }
+            Unmanaged<TransportSession>.fromOpaque(payload).takeUnretainedValue().watchdog?.touch()
+            return 0
+        }
         callbacks.sideband_progress = { text, length, payload in
             guard let payload, let text, length > 0 else { return 0 }
             let session = Unmanaged<TransportSession>.fromOpaque(payload).takeUnretainedValue()
+            session.watchdog?.touch()
             let bytes = UnsafeRawBufferPointer(start: text, count: Int(length))
             if session.serverText.utf8.count < 16_384 { session.serverText += String(decoding: bytes, as: UTF8.self) }
             return 0
@@ -111,6 +135,7 @@ final class TransportSession {
 
     private func credentials(_ out: UnsafeMutablePointer<UnsafeMutablePointer<git_credential>?>?,
                              _ usernameFromURL: UnsafePointer<CChar>?, _ allowedTypes: UInt32) -> Int32 {
+        watchdog?.touch()
         let user = usernameFromURL.map { String(cString: $0) } ?? options.sshUser ?? ProcessInfo.processInfo.userName
         if allowedTypes & GIT_CREDENTIAL_USERNAME.rawValue != 0 {
             return git_credential_username_new(out, user)
@@ -124,6 +149,7 @@ final class TransportSession {
     }
 
     private func checkCertificate(_ cert: UnsafeMutablePointer<git_cert>?, _ host: UnsafePointer<CChar>?) -> Int32 {
+        watchdog?.touch()
         guard let cert, cert.pointee.cert_type == GIT_CERT_HOSTKEY_LIBSSH2 else {
             return GIT_PASSTHROUGH.rawValue  // not ssh (local paths never call this)
         }
@@ -143,14 +169,16 @@ final class TransportSession {
     /// Turns a failed transfer into the most precise error available.
     func failure(_ error: GitError) -> Error {
         if let key = rejectedHostKey { return TransportFailure.untrustedHostKey(key) }
+        if let watchdog, watchdog.timedOut { return TransportFailure.timedOut(seconds: watchdog.seconds) }
         if error.code == .auth || (credentialAttempts > 0 && error.errorClass == Int32(GIT_ERROR_SSH.rawValue)
                                     && error.message.lowercased().contains("auth")) {
             return TransportFailure.authenticationFailed(error.message)
         }
         // libgit2 reads the server's stderr when its stdout ended before any git data and reports
         // it as an ssh error with GIT_EEOF: the server spoke, so it was reached and said no.
+        // A repository missing on the server is reported like a missing path remote (offline).
         if credentialAttempts > 0, error.errorClass == Int32(GIT_ERROR_SSH.rawValue), error.rawCode == GIT_EEOF.rawValue,
-           !error.message.isEmpty {
+           !error.message.isEmpty, !error.message.contains("does not appear to be a git repository") {
             return TransportFailure.refused(error.message)
         }
         return error

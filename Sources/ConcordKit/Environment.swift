@@ -11,6 +11,9 @@ public struct ConcordEnvironment: Sendable {
     /// The `concord` executable that plain git should run as the merge driver; nil leaves the
     /// repository's merge-driver config alone (an embedding app may not ship the CLI).
     public var driverExecutable: String?
+    /// Seconds a remote may send nothing before a sync or clone gives up on it as offline
+    /// (`CONCORD_NETWORK_TIMEOUT`, default 30); the profile lock is never held longer for it.
+    public var networkTimeout: TimeInterval = 30
 
     public init(home: URL, wallClock: @escaping @Sendable () -> Int64 = ConcordEnvironment.systemClock,
                 driverExecutable: String? = nil) {
@@ -32,14 +35,21 @@ public struct ConcordEnvironment: Sendable {
                 ?? FileManager.default.homeDirectoryForCurrentUser
             home = userHome.appendingPathComponent(".concord")
         }
+        var environment = ConcordEnvironment(home: home, driverExecutable: driverExecutable)
         if let fixed = variables["CONCORD_CLOCK"], !fixed.isEmpty {
             guard let millis = HLClock.parseInstant(fixed) else {
                 throw ConcordError.invalidInput(
                     "CONCORD_CLOCK=\(fixed) is not an ISO-8601 UTC instant: use e.g. 2026-01-01T10:00:00.001Z or unset it")
             }
-            return ConcordEnvironment(home: home, wallClock: { millis }, driverExecutable: driverExecutable)
+            environment.wallClock = { millis }
         }
-        return ConcordEnvironment(home: home, driverExecutable: driverExecutable)
+        if let text = variables["CONCORD_NETWORK_TIMEOUT"], !text.isEmpty {
+            guard let seconds = TimeInterval(text), seconds > 0, seconds <= 86_400 else {
+                throw ConcordError.invalidInput("CONCORD_NETWORK_TIMEOUT=\(text) is not a number of seconds (0–86400): use e.g. 30 or unset it")
+            }
+            environment.networkTimeout = seconds
+        }
+        return environment
     }
 
     public static let systemClock: @Sendable () -> Int64 = {

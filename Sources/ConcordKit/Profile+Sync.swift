@@ -186,7 +186,7 @@ extension Profile {
         let hostName = location.knownHostsName ?? ""
         return TransportOptions(sshPrivateKey: identity.privateKeyPath.path, trustHostKey: { key in
             knownHosts.verdict(host: hostName, key: key) == true
-        })
+        }, stallTimeout: environment.networkTimeout)
     }
 
     /// Where a fetch puts the remote's main, inside the quarantine (see `fetchVerified`).
@@ -289,6 +289,9 @@ extension Profile {
             return ConcordError.untrustedHost(remote: remote, host: host, fingerprint: key.fingerprint, changed: changed)
         case TransportFailure.authenticationFailed(let reason):
             return ConcordError.authenticationFailed(remote: remote, reason: reason)
+        case TransportFailure.timedOut(let seconds):
+            return ConcordError.offline(remote: remote, reason: "no answer from the server for \(seconds) s",
+                                        localCommits: cloning ? nil : try localCommits(remote))
         case TransportFailure.refused(let message):
             return ConcordError.refused(remote: remote, message: message.split(whereSeparator: \.isNewline).joined(separator: " "))
         case let error as GitError where error.isConnectivity || isMissingRepository(error, location):

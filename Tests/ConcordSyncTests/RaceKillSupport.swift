@@ -152,6 +152,7 @@ extension RaceKill {
             for other in devices.dropFirst() {
                 try concordOK(["clone", url, other.profile.path] + (fingerprint.map { ["--trust-host", $0] } ?? []), as: other)
             }
+            testCase.fsckAtEnd += [bare] + devices.map(\.profile)
             // git-receive-pack and libgit2 append to an existing reflog; make sure there is one.
             let log = bare.appendingPathComponent("logs/refs/heads/main")
             if !FileManager.default.fileExists(atPath: log.path) {

@@ -47,6 +47,7 @@ final class SyncCloneTests: SyncTestCase {
         if let server = remote.server { arguments += ["--trust-host", server.hostKeyFingerprint] }
         let started = Date()
         let output = try concordOK(arguments, as: tablet)
+        fsckAtEnd.append(target)
         let seconds = Date().timeIntervalSince(started)
         report("cloned 53 records over \(transport.rawValue) in \(String(format: "%.3f", seconds)) s")
         XCTAssertLessThan(seconds, 120, "cloning 53 records took \(seconds) s")

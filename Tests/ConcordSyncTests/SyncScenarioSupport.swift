@@ -50,6 +50,7 @@ extension SyncTestCase {
                     file: StaticString = #filePath, line: UInt = #line) throws -> SyncRemote {
         let bare = sandbox.appendingPathComponent(name)
         try concordOK(["init", "--bare", bare.path], as: nil, file: file, line: line)
+        fsckAtEnd.append(bare)
         switch transport {
         case .path:
             return SyncRemote(transport: transport, bare: bare, url: bare.path, server: nil)
@@ -88,6 +89,7 @@ extension SyncTestCase {
         try allow(owner, on: remote)
         try concordOK(["remote", "add", "origin", remote.url], as: owner, in: profile, file: file, line: line)
         try concordOK(["sync"], as: owner, in: profile, file: file, line: line)
+        fsckAtEnd.append(profile)
         return profile
     }
 
@@ -99,6 +101,7 @@ extension SyncTestCase {
         var arguments = ["clone", remote.url, target.path]
         if let server = remote.server { arguments += ["--trust-host", server.hostKeyFingerprint] }
         try concordOK(arguments, as: device, file: file, line: line)
+        fsckAtEnd.append(target)
         return target
     }
 

@@ -87,13 +87,27 @@ struct SSHClientKey {
 /// Base class of the sync tests: a temp directory per test that is also HOME for every child.
 class SyncTestCase: XCTestCase {
     private(set) var sandbox: URL!
+    /// Repositories (remotes and devices' profiles) that must pass `git fsck --full` when the
+    /// test ends; `makeRemote`, `publishProfile` and `cloneProfile` add theirs.
+    var fsckAtEnd = [URL]()
 
     override func setUpWithError() throws {
         try super.setUpWithError()
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("concord-sync-tests-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         sandbox = url.resolvingSymlinksInPath()
-        addTeardownBlock { try? FileManager.default.removeItem(at: url) }
+        fsckAtEnd = []
+    }
+
+    /// After the test's own teardown blocks (servers stopped, children killed): every remote and
+    /// device of the test must pass `git fsck --full`; then the sandbox goes.
+    override func tearDownWithError() throws {
+        defer { try? FileManager.default.removeItem(at: sandbox) }
+        for repository in fsckAtEnd where FileManager.default.fileExists(atPath: repository.path) {
+            let result = try git(["fsck", "--full", "--no-progress", "--no-dangling"], in: repository)
+            XCTAssertEqual(result.status, 0, "git fsck --full at the end of the test, in \(repository.path): \(result.stdout)\(result.stderr)")
+        }
+        try super.tearDownWithError()
     }
 
     /// A new empty directory inside the sandbox.

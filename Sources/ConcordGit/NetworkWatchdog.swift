@@ -1,0 +1,122 @@
+import Dispatch
+import Foundation
+
+/// A deadline for a network transfer that libgit2 1.5.1 cannot give (its server timeouts arrived
+/// in 1.7): when no byte has come or gone for `limit` seconds — a server that accepted the
+/// connection and then went silent — this process's TCP connections to that server's address and
+/// port are shut down, so libgit2's blocking read returns an error and the profile lock is freed.
+/// Transfer callbacks call `touch()` whenever anything arrives.
+final class NetworkWatchdog: @unchecked Sendable {
+    private let host: String
+    private let port: UInt16
+    private let limit: TimeInterval
+    private let lock = NSLock()
+    private var lastActivity = Date()
+    private var fired = false
+    private let timer: DispatchSourceTimer
+
+    /// Watches connections to `host`:`port`; nil `limit` watches nothing.
+    init?(host: String, port: UInt16, limit: TimeInterval?) {
+        guard let limit, limit > 0 else { return nil }
+        self.host = host
+        self.port = port
+        self.limit = limit
+        timer = DispatchSource.makeTimerSource(queue: .global())
+        let interval = min(0.5, limit / 4)
+        timer.schedule(deadline: .now() + interval, repeating: interval)
+        timer.setEventHandler { [weak self] in self?.check() }
+        timer.resume()
+    }
+
+    deinit {
+        timer.cancel()
+    }
+
+    /// Something moved: the deadline starts again.
+    func touch() {
+        lock.lock()
+        lastActivity = Date()
+        lock.unlock()
+    }
+
+    /// Whether the deadline passed and the connection was cut.
+    var timedOut: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return fired
+    }
+
+    var seconds: Int { Int(limit.rounded()) }
+
+    private func check() {
+        lock.lock()
+        let stalled = Date().timeIntervalSince(lastActivity) > limit
+        if stalled { fired = true }
+        lock.unlock()
+        if stalled { shutDownConnections() }
+    }
+
+    /// Shuts down this process's TCP sockets whose peer is the server (read from /proc/self/fd).
+    private func shutDownConnections() {
+        #if os(Linux)
+        let addresses = Self.addresses(of: host)
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
+            guard let descriptor = Int32(name) else { continue }
+            var info = stat()
+            guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFSOCK else { continue }
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let named = withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor, $0, &length) }
+            }
+            guard named == 0, let peer = Self.describe(storage), peer.port == port, addresses.contains(peer.address) else { continue }
+            _ = shutdown(descriptor, Int32(SHUT_RDWR))
+        }
+        #endif
+    }
+
+    /// The numeric addresses `host` resolves to (itself when it is one).
+    private static func addresses(of host: String) -> Set<String> {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, nil, &hints, &list) == 0 else { return [host] }
+        defer { freeaddrinfo(list) }
+        var out: Set<String> = [host]
+        var item = list
+        while let current = item {
+            if let address = current.pointee.ai_addr {
+                var storage = sockaddr_storage()
+                memcpy(&storage, address, Int(current.pointee.ai_addrlen))
+                if let described = describe(storage) { out.insert(described.address) }
+            }
+            item = current.pointee.ai_next
+        }
+        return out
+    }
+
+    private static func describe(_ storage: sockaddr_storage) -> (address: String, port: UInt16)? {
+        var storage = storage
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        switch Int32(storage.ss_family) {
+        case AF_INET:
+            return withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { pointer in
+                    var address = pointer.pointee.sin_addr
+                    inet_ntop(AF_INET, &address, &text, socklen_t(text.count))
+                    return (String(cString: text), UInt16(bigEndian: pointer.pointee.sin_port))
+                }
+            }
+        case AF_INET6:
+            return withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
+                    var address = pointer.pointee.sin6_addr
+                    inet_ntop(AF_INET6, &address, &text, socklen_t(text.count))
+                    return (String(cString: text), UInt16(bigEndian: pointer.pointee.sin6_port))
+                }
+            }
+        default:
+            return nil
+        }
+    }
+}
