@@ -142,7 +142,8 @@ func zlibStored(_ data: [UInt8]) -> [UInt8] {
 extension SyncTestCase {
     /// Runs `concord arguments` as `device`, killing it after `seconds` (a hang is a failure, not
     /// a stuck test run); `timedOut` says whether it had to be killed.
-    func concordWithDeadline(_ arguments: [String], as device: SyncDevice, in directory: URL, seconds: Double = 60)
+    func concordWithDeadline(_ arguments: [String], as device: SyncDevice, in directory: URL, seconds: Double = 60,
+                             environment extra: [String: String] = [:])
         throws -> (status: Int32, stdout: String, stderr: String, timedOut: Bool) {
         let scratch = sandbox.appendingPathComponent("deadline-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
@@ -153,7 +154,7 @@ extension SyncTestCase {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try concordBinary())
         process.arguments = arguments
-        process.environment = concordEnvironment(device)
+        process.environment = concordEnvironment(device).merging(extra) { $1 }
         process.currentDirectoryURL = directory
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = try FileHandle(forWritingTo: outURL)

@@ -89,4 +89,36 @@ final class SyncIntegrityTests: SyncTestCase {
         XCTAssertTrue((object["error"] as? String)?.contains("DENIED") == true, json.stdout)
         XCTAssertEqual(object["exitCode"] as? Int, 4)
     }
+
+    /// A server that accepts the connection and then says nothing (a hung sshd, a black hole)
+    /// does not hold the profile lock forever: after CONCORD_NETWORK_TIMEOUT seconds without a
+    /// byte the sync gives up as offline, exit 3, and the next command can take the lock.
+    func testASilentServerIsGivenUpOnAfterTheNetworkTimeout() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(listener, 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
+        }
+        XCTAssertTrue(bound)
+        XCTAssertEqual(listen(listener, 4), 0)   // the kernel completes connections; nobody ever answers
+        let port = UInt16(bigEndian: address.sin_port)
+
+        let alice = try makeDevice("alice", device: "laptop")
+        let profile = sandbox.appendingPathComponent("alice")
+        try concordOK(["init", profile.path, "--name", "Silent", "--template", "aac"], as: alice)
+        try concordOK(["remote", "add", "origin", "ssh://alice@127.0.0.1:\(port)/srv/profile.git"], as: alice, in: profile)
+        let started = Date()
+        let result = try concordWithDeadline(["sync"], as: alice, in: profile, seconds: 60, environment: ["CONCORD_NETWORK_TIMEOUT": "2"])
+        let seconds = Date().timeIntervalSince(started)
+        XCTAssertFalse(result.timedOut, "sync hung on a silent server")
+        assertOneLineRefusal((result.status, result.stdout, result.stderr), status: 3, prefix: "concord: offline: ",
+                             mentions: ["no answer from the server for 2 s"])
+        XCTAssertLessThan(seconds, 30, "gave up after \(seconds) s")
+        try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: alice, in: profile)
+    }
 }
