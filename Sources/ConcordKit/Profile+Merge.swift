@@ -111,7 +111,7 @@ extension Profile {
     }
 
     /// Writes the files that differ between two trees into the working tree and index, advances
-    /// the clock past every record received, and refreshes the signers file when members changed.
+    /// the clock past every record and log entry received, and refreshes the signers file when members changed.
     /// Returns the changed paths and how many of them are now live records.
     func updateWorkingTree(from oldTree: ObjectID?, to newTree: ObjectID) throws -> (files: [String], liveRecords: Int) {
         let files = try repository.changedFiles(from: oldTree, to: newTree)
@@ -124,6 +124,10 @@ extension Profile {
                let record = Record.peekStamp(bytes) ?? (try? Record.decode(bytes)).map({ ($0.stamp, $0.isDeleted) }) {
                 if latest.map({ record.stamp > $0 }) ?? true { latest = record.stamp }
                 if !record.deleted { liveRecords += 1 }
+            } else if file.path.hasSuffix(".jsonl"), !file.path.hasPrefix(".concord/"),
+                      let newest = (try? LogEntry.parseLogFile(bytes))?.map(\.at).max() {
+                // A received log entry is a receive event too: an answer must sort after its question.
+                if latest.map({ newest > $0 }) ?? true { latest = newest }
             }
             return WorkingTreeChange(path: file.path, bytes: bytes, blob: blob)
         }, rebuildingDamagedIndexFrom: newTree)
