@@ -86,18 +86,19 @@ extension Profile {
             unresolved.append(UnresolvedFile(path: conflict.path, savedAs: savedAs, reason: reason))
         }
         let tree = try index.writeTree()
+        let resolved = try planner.conflicts { path in (try blob(path, atCommit: head), try blob(path, atCommit: theirs)) }
         let stamp = HLClock(wallClock: environment.wallClock).next(after: lastClock())
         var message = CommitMessage(
-            summary: "merge \(theirs.short) into \(head.short)" + (planner.resolved.isEmpty ? "" : ": \(planner.resolved.count) conflicts resolved"),
+            summary: "merge \(theirs.short) into \(head.short)" + (resolved.isEmpty ? "" : ": \(resolved.count) conflicts resolved"),
             actor: identity, action: .merged, stamp: stamp, references: [])
-        message.extraTrailers = planner.resolved.map { "Concord-Resolved: \($0.trailerValue)" }
+        message.extraTrailers = resolved.map { "Concord-Resolved: \($0.trailerValue)" }
             + unresolved.map { "Concord-Unresolved: \($0.path)" + ($0.savedAs.map { " saved=\($0)" } ?? "") }
         let commit = try repository.createSignedCommit(
             tree: tree, parents: [head, theirs], author: GitSignature(name: identity.member, email: CommitWriter.email(identity), time: stamp.wallMillis / 1000),
             message: message.text, sign: { identity.sign($0) })
         try repository.updateReference(branch, to: commit, expected: head, message: "concord: merge")
         try saveClock(stamp)
-        return try finish(.merged, from: head, to: commit, resolved: planner.resolved, unresolved: unresolved)
+        return try finish(.merged, from: head, to: commit, resolved: resolved, unresolved: unresolved)
     }
 
     /// Brings the working tree and index to `new` and reports the merge.

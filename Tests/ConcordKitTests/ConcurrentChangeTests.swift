@@ -36,4 +36,28 @@ final class ConcurrentChangeTests: KitTestCase {
         XCTAssertLessThan(asked, answered, "the answer must sort after the question it read")
         XCTAssertEqual(entries.map(\.id), [question, answer])
     }
+
+    /// F3: a criss-cross merge whose merge bases clashed reports only conflicts between its own two sides.
+    func testConflictsOfTheMergeBasesAreNotReportedAgain() throws {
+        let alice = try makeIdentity()
+        let clock = ManualClock("2026-01-01T10:00:00.000Z")
+        let a = try makeProfile("a", identity: alice, clock: clock)
+        let b = try clone(a, "b", identity: alice, clock: clock)
+        clock.advance(by: 60_000)
+        try a.write(as: alice) { try $0.put("vocabulary", "x", data: ["label": "one"]) }
+        clock.advance(by: 60_000)
+        try b.write(as: alice) { try $0.put("vocabulary", "x", data: ["label": "two"]) }
+        try gitOK(["fetch", "-q", a.root.path, "+main:refs/peers/a"], in: b.root)
+        try gitOK(["fetch", "-q", b.root.path, "+main:refs/peers/b"], in: a.root)
+        XCTAssertEqual(try a.merge(revision: "refs/peers/b", as: alice).resolved.count, 1)
+        XCTAssertEqual(try b.merge(revision: "refs/peers/a", as: alice).resolved.count, 1)
+        XCTAssertEqual(try gitOK(["rev-parse", "HEAD^{tree}"], in: a.root), try gitOK(["rev-parse", "HEAD^{tree}"], in: b.root))
+        // Now a and b hold different merge commits of the same two commits: two merge bases.
+        let report = try pull(b, into: a, as: alice)
+        XCTAssertEqual(report.outcome, .merged)
+        XCTAssertEqual(report.resolved, [], "both sides hold the same tree: nothing clashed in this merge")
+        let message = try gitOK(["log", "-1", "--format=%B"], in: a.root)
+        XCTAssertFalse(message.contains("Concord-Resolved"), message)
+        XCTAssertFalse(message.contains("conflicts resolved"), message)
+    }
 }
