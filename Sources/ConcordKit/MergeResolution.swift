@@ -67,8 +67,9 @@ final class MergePlanner {
     /// The policy outcome for `path`, or nil when no Concord policy covers it.
     func outcome(path: String, base: [UInt8]?, ours: [UInt8], theirs: [UInt8]) -> FileMergeOutcome? {
         if path == KindsTable.path { return RecordMerge.mergeKindsFile(base: base, ours: ours, theirs: theirs) }
-        if path == ProfilePaths.profile || (path.hasPrefix(ProfilePaths.membersDirectory + "/") && path.hasSuffix(".json")) {
-            return RecordMerge.mergeDocument(base: base, ours: ours, theirs: theirs)
+        if path == ProfilePaths.profile { return RecordMerge.mergeDocument(base: base, ours: ours, theirs: theirs) }
+        if path.hasPrefix(ProfilePaths.membersDirectory + "/") && path.hasSuffix(".json") {
+            return RecordMerge.mergeMemberFile(base: base, ours: ours, theirs: theirs)
         }
         guard let (kind, fileName) = kinds.kind(forPath: path), fileName.hasSuffix("." + kind.policy.fileExtension) else {
             return nil

@@ -60,4 +60,34 @@ final class ConcurrentChangeTests: KitTestCase {
         XCTAssertFalse(message.contains("Concord-Resolved"), message)
         XCTAssertFalse(message.contains("conflicts resolved"), message)
     }
+
+    /// F4: two devices of one member added on two replicas at once, with a role change on one of them.
+    func testMemberKeysAddedAtOnceAreBothKeptWithTheRoleChange() throws {
+        let admin = try makeIdentity("alice", device: "laptop")
+        let clock = ManualClock("2026-01-01T10:00:00.000Z")
+        let a = try makeProfile("a", identity: admin, clock: clock)
+        let phone = try makeIdentity("bob", device: "phone"), tablet = try makeIdentity("bob", device: "tablet")
+        let desk = try makeIdentity("bob", device: "desk")
+        try a.addMember("bob", role: .user, device: desk.device, key: desk.key.publicKey, as: admin)
+        let b = try clone(a, "b", identity: admin, clock: clock)
+        // A plain git clone has no clock yet, and a members-only write takes its stamp from the clock.
+        try b.write(as: admin) { try $0.append("logs", data: ["from": "b"]) }
+        clock.advance(by: 1000)
+        try a.addMember("bob", role: .user, device: phone.device, key: phone.key.publicKey, as: admin)
+        try b.addMember("bob", role: .editor, device: tablet.device, key: tablet.key.publicKey, as: admin)
+        let copy = try clone(a, "a-copy", identity: admin, clock: clock)
+        try pull(b, into: a, as: admin)
+        try pull(copy, into: b, as: admin)
+        for profile in [a, b] {
+            let bob = try XCTUnwrap(try profile.members().first { $0.name == "bob" })
+            XCTAssertEqual(bob.keys.map(\.device), ["desk", "phone", "tablet"], "every device added is kept")
+            XCTAssertEqual(bob.role, .editor, "the role change survives the key addition")
+        }
+        XCTAssertEqual(try gitOK(["rev-parse", "HEAD^{tree}"], in: a.root), try gitOK(["rev-parse", "HEAD^{tree}"], in: b.root))
+        for device in [phone, tablet, desk] {
+            XCTAssertNoThrow(try a.write(as: device) { try $0.append("logs", data: ["from": .string(device.device)]) },
+                             "\(device.device) may write")
+        }
+    }
+}
 }
