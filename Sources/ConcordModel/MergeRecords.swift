@@ -80,27 +80,66 @@ public enum RecordMerge {
         let (later, earlier) = oursIsLater ? (o, t) : (t, o)
 
         switch (o.record.state, t.record.state) {
-        case (.live(let od), .live(let td)):
-            let (data, collided) = MergeSupport.mergeFields(base: b?.record.data ?? [:], ours: od, theirs: td) {
-                oursIsLater ? $0 : $1
-            }
-            let merged = Record(
-                id: later.record.id, kind: later.record.kind, device: later.record.device,
-                member: later.record.member, stamp: later.record.stamp, state: .live(data: data))
+        case (.live, .live):
+            let (merged, collision) = joinLive(o.record, t.record, base: b?.record)
             let bytes = merged.encoded()
             guard bytes.count <= maxRecordBytes else {
                 throw .init(
                     reason: "merging ours and theirs would make a record of \(bytes.count) bytes (limit \(maxRecordBytes)); "
                         + "merge \(merged.kind)/\(merged.id) by hand")
             }
-            return .merged(bytes: bytes, conflicts: collided ? [conflict(policy, winner: later, loser: earlier)] : [])
+            let conflicts = collision.map { oursWon in [oursWon ? conflict(policy, winner: o, loser: t) : conflict(policy, winner: t, loser: o)] }
+            return .merged(bytes: bytes, conflicts: conflicts ?? [])
         case (.deleted, .deleted):
             return .merged(bytes: (policy == .deleteWins ? earlier : later).bytes, conflicts: [])
         case (.deleted, .live), (.live, .deleted):
-            let (winner, loser) = policy == .deleteWins ? (o.record.isDeleted ? (o, t) : (t, o)) : (later, earlier)
-            let untouched = loser.bytes == b?.bytes
-            return .merged(bytes: winner.bytes, conflicts: untouched ? [] : [conflict(policy, winner: winner, loser: loser)])
+            let (tombstone, live) = o.record.isDeleted ? (o, t) : (t, o)
+            let liveWins = policy == .deleteWins
+                ? live.record.lastDeleted.map { tombstone.record.envelope <= $0 } ?? false
+                : tombstone.record.envelope < live.record.envelope
+            if !liveWins {
+                let untouched = live.bytes == b?.bytes
+                return .merged(bytes: tombstone.bytes, conflicts: untouched ? [] : [conflict(policy, winner: tombstone, loser: live)])
+            }
+            // The live record comes back, without the field writes the delete removed.
+            let floor = max(live.record.lastDeleted ?? tombstone.record.envelope, tombstone.record.envelope)
+            let revived = Record.live(id: live.record.id, kind: live.record.kind, envelope: live.record.envelope,
+                                      writes: live.record.fieldWrites, lastDeleted: floor)
+            // Under delete-wins the live record has seen this delete: nothing was lost.
+            let untouched = policy == .deleteWins || tombstone.bytes == b?.bytes
+            return .merged(bytes: revived.encoded(), conflicts: untouched ? [] : [conflict(policy, winner: live, loser: tombstone)])
         }
+    }
+
+    /// Joins two live versions of a record field by field: each field takes its later write
+    /// (``FieldWrite/later(_:_:)``), the envelope is the later envelope, `lastDeleted` the later one, and
+    /// field writes at or before it are dropped. The result depends only on the two versions, not on
+    /// their order, and joining in any grouping gives the same record.
+    ///
+    /// The collision, if any, is reported against `base`: a field whose write differs on both sides from
+    /// the base's (stamp or value) and whose values differ. It names the side that won the latest of the
+    /// collided fields (`true`: `ours`).
+    static func joinLive(_ ours: Record, _ theirs: Record, base: Record?) -> (Record, collision: Bool?) {
+        let o = ours.fieldWrites, t = theirs.fieldWrites, b = base?.fieldWrites ?? [:]
+        var writes = o
+        var latestCollision: (stamp: WriteStamp, oursWon: Bool)?
+        for (key, theirWrite) in t {
+            guard let ourWrite = o[key] else {
+                writes[key] = theirWrite
+                continue
+            }
+            let winner = FieldWrite.later(ourWrite, theirWrite)
+            writes[key] = winner
+            let collided = !ourWrite.isSame(as: b[key]) && !theirWrite.isSame(as: b[key])
+                && !MergeSupport.same(ourWrite.value, theirWrite.value)
+            if collided, latestCollision.map({ $0.stamp < winner.stamp }) ?? true {
+                latestCollision = (winner.stamp, winner.isSame(as: ourWrite))
+            }
+        }
+        let lastDeleted = [ours.lastDeleted, theirs.lastDeleted].compactMap { $0 }.max()
+        let merged = Record.live(id: ours.id, kind: ours.kind, envelope: max(ours.envelope, theirs.envelope),
+                                 writes: writes, lastDeleted: lastDeleted)
+        return (merged, latestCollision?.oursWon)
     }
 
     static func conflict(_ policy: MergePolicy, winner: RecordSide, loser: RecordSide) -> ResolvedConflict {

@@ -21,6 +21,33 @@ final class ConcurrentChangeTests: KitTestCase {
         return try into.merge(revision: "refs/peers/incoming", as: identity)
     }
 
+    /// F1: the three devices. A writes f at 10:01, B writes f at 10:02, C writes g at 10:03;
+    /// syncing A, then C, then B must leave B's f, the latest write of that field, on every device.
+    func testTheLatestWriteOfAFieldWinsWhateverTheSyncOrder() throws {
+        let alice = try makeIdentity()
+        let clock = ManualClock("2026-01-01T10:00:00.000Z")
+        let origin = try makeProfile("origin", identity: alice, clock: clock)
+        try origin.write(as: alice) { try $0.put("vocabulary", "r", data: ["f": "base", "g": "base"]) }
+        let a = try clone(origin, "a", identity: alice, clock: clock)
+        let b = try clone(origin, "b", identity: alice, clock: clock)
+        let c = try clone(origin, "c", identity: alice, clock: clock)
+        clock.set(HLClock.parseInstant("2026-01-01T10:01:00.000Z")!)
+        try a.write(as: alice) { try $0.put("vocabulary", "r", data: ["f": "A", "g": "base"]) }
+        clock.set(HLClock.parseInstant("2026-01-01T10:02:00.000Z")!)
+        try b.write(as: alice) { try $0.put("vocabulary", "r", data: ["f": "B", "g": "base"]) }
+        clock.set(HLClock.parseInstant("2026-01-01T10:03:00.000Z")!)
+        try c.write(as: alice) { try $0.put("vocabulary", "r", data: ["f": "base", "g": "C"]) }
+        // One remote (origin): each device merges what is there, and the result becomes the remote.
+        for device in [a, c, b] {
+            try pull(origin, into: device, as: alice)
+            try pull(device, into: origin, as: alice)
+        }
+        for device in [a, c] { try pull(origin, into: device, as: alice) }
+        for profile in [origin, a, b, c] {
+            XCTAssertEqual(try profile.get("vocabulary", "r").data, ["f": "B", "g": "C"], profile.root.lastPathComponent)
+        }
+    }
+
     /// F2: a log entry received is an HLC receive event, like a record.
     func testAnAnswerWrittenAfterReadingAQuestionSortsAfterIt() throws {
         let alice = try makeIdentity()
@@ -89,5 +116,4 @@ final class ConcurrentChangeTests: KitTestCase {
                              "\(device.device) may write")
         }
     }
-}
 }

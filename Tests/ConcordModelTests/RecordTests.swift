@@ -110,7 +110,7 @@ final class RecordTests: XCTestCase {
             failure { $0["color"] = "red" },
             .malformedRecord(
                 what: #"field "color""#,
-                why: "is not allowed in a live record (allowed: data, device, id, kind, updatedAt, updatedBy)"))
+                why: "is not allowed in a live record (allowed: data, device, fields, id, kind, lastDeleted, updatedAt, updatedBy)"))
         if case .malformedRecord(let what, _) = failure({ $0["id"] = "a/b" }) {
             XCTAssertEqual(what, #"field "id""#)
         } else {
