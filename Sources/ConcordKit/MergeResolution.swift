@@ -67,6 +67,8 @@ final class MergePlanner {
     /// The policy outcome for `path`, or nil when no Concord policy covers it.
     func outcome(path: String, base: [UInt8]?, ours: [UInt8], theirs: [UInt8]) -> FileMergeOutcome? {
         if path == KindsTable.path { return RecordMerge.mergeKindsFile(base: base, ours: ours, theirs: theirs) }
+        // Generated from the kinds: whatever either side holds, the merge holds the merged kinds' version.
+        if path == ProfilePaths.gitattributes { return .merged(bytes: Array(kinds.gitattributes().utf8), conflicts: []) }
         if path == ProfilePaths.profile { return RecordMerge.mergeDocument(base: base, ours: ours, theirs: theirs) }
         if path.hasPrefix(ProfilePaths.membersDirectory + "/") && path.hasSuffix(".json") {
             return RecordMerge.mergeMemberFile(base: base, ours: ours, theirs: theirs)
