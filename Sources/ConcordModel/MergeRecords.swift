@@ -9,10 +9,10 @@
 /// merge is canonical bytes (``Record/encoded()``, ``LogEntry/encodeLogFile(_:)``,
 /// ``JSONValue/canonicalBytes()``), so it never depends on how the inputs were formatted.
 ///
-/// **Total order on sides**, used for every "later wins": compare (stamp, member, device)
-/// lexicographically, the HLC by value and the names by their UTF-8 bytes; if all are equal, the side
-/// whose canonical record bytes compare greater byte by byte is later. This makes
-/// `merge(b, x, y) == merge(b, y, x)` byte for byte, conflicts included.
+/// **Total order**, used for every "later wins": write stamps (``WriteStamp``: a record's envelope, a
+/// field's stamp) compare by (HLC, member, device), the HLC by value and the names by their UTF-8 bytes;
+/// at an equal stamp a field's greater value bytes (a removal lowest), and a record's greater canonical
+/// bytes, are later. This makes `merge(b, x, y) == merge(b, y, x)` byte for byte, conflicts included.
 public enum RecordMerge {
     /// Three-way merge of one record file (`.json`, policy `lww` or `delete-wins`) or log file
     /// (`.jsonl`, policy `append`).
@@ -21,25 +21,28 @@ public enum RecordMerge {
     ///   the sides hold different entries with the same id, the earliest by (`at`, `id`) and then by its
     ///   canonical line's bytes is kept, as ``LogEntry/encodeLogFile(_:)`` does). No other entry is changed
     ///   or removed, the base is ignored, and no conflicts are reported.
-    /// - `lww`, both sides live: a field-level three-way merge of `data` over the union of the top-level
-    ///   keys of base, ours and theirs (the base's fields are its `data` if the base is a live record,
-    ///   else none). Per key: same on both sides → that (absent on both → absent); ours same as base →
-    ///   theirs; theirs same as base → ours; otherwise (changed differently on both) → the later side's
-    ///   value. Values compare by canonical bytes and are merged whole (no deep merge of objects or
-    ///   arrays). If any key collided, one ``ResolvedConflict`` is reported for the record: winner the
-    ///   later side, loser the other, with the loser's full canonical record bytes. The envelope takes
-    ///   `updatedAt`, `updatedBy` and `device` from the later side (so `updatedAt` is the greatest stamp).
-    /// - `lww`, a tombstone and a live record: whole-record, the later side wins. A conflict is reported
-    ///   (loser content: the losing record) unless the losing record is unchanged from the base.
+    /// - `lww`, both sides live: per-field last writer wins (``joinLive(_:_:base:)``): each field that
+    ///   either side has a write for (``Record/fieldStamps``; a value or a removal) takes the later write;
+    ///   the envelope is the later envelope, `lastDeleted` the later one, and writes at or before it are
+    ///   dropped. The base is not needed for the result; it decides what is reported: a field collided if
+    ///   both sides' writes differ from the base's and their values differ, and then one
+    ///   ``ResolvedConflict`` is reported for the record, winner the side that won the latest collided
+    ///   field, with the loser's full canonical record bytes. Values merge whole (no deep merge).
+    /// - `lww`, a tombstone and a live record: the later of the tombstone and the live envelope wins; a
+    ///   live record that wins keeps only the field writes after the delete, and remembers it in
+    ///   `lastDeleted`. A conflict is reported (loser content: the losing record) unless the losing record
+    ///   is unchanged from the base.
     /// - `lww`, two tombstones: the later one; no conflict.
     /// - `delete-wins`, two tombstones: the *earliest* one by the total order; no conflict.
-    /// - `delete-wins`, a tombstone and a live record: the tombstone. A conflict (winner the delete, loser
-    ///   the edit, with its content) is reported unless the live record is unchanged from the base, since
-    ///   deleting an untouched record is no conflict.
+    /// - `delete-wins`, a tombstone and a live record: the tombstone, unless the live record has seen it
+    ///   (its `lastDeleted` is the tombstone or later: written again after the delete), then the live
+    ///   record with no conflict. A conflict (winner the delete, loser the edit, with its content) is
+    ///   reported unless the live record is unchanged from the base, since deleting an untouched record is
+    ///   no conflict.
     /// - `delete-wins`, both live: exactly as `lww`.
     ///
     /// "Unchanged from the base" compares canonical record bytes. With no base (add/add) the same rules
-    /// apply with an empty base, so every differing field has changed on both sides. ours and theirs must
+    /// apply, and every field whose values differ counts as changed on both sides. ours and theirs must
     /// hold the same `id` and `kind`, else `.unresolved`; a base with another `id` or `kind` counts as no
     /// base. A merged record over ``maxRecordBytes`` is `.unresolved` rather than written unreadable.
     /// `merge(b, x, x) == x` byte for byte.

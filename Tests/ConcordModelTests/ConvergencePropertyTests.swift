@@ -38,51 +38,84 @@ final class ConvergencePropertyTests: XCTestCase {
         return simulation.problems()
     }
 
-    /// The issue's own story, step by step: A writes f at 10:01, B writes f at 10:02, C writes g at
-    /// 10:03; syncing A, C, B used to leave A's f (the whole-record stamp of C's version beat B's).
+    /// The issue's own story, as docs/merging.md tells it: ada wrote the label "biscuit" and the color
+    /// "tan" at 09:00; A (ada) renames it "cookie" at 10:01, B (bob) "cracker" at 10:02, C (cy) changes
+    /// the color at 10:03. Syncing A, C, B used to leave "cookie": C's whole-record stamp beat B's.
     func testThreeDevicesTheLatestFieldWriteWins() throws {
-        func stamp(_ time: String, _ device: String) -> WriteStamp {
-            WriteStamp(at: MergeFixture.hlc(time), member: "ada", device: device)
+        func stamp(_ time: String, _ member: String, _ device: String) -> WriteStamp {
+            WriteStamp(at: MergeFixture.hlc(time), member: member, device: device)
         }
-        let id = try RecordID("r")
-        let base = Record.written(["f": "base", "g": "base"], over: nil, id: id, kind: "k", by: stamp("10:00:00.000", "O"))
-        let a = Record.written(["f": "A", "g": "base"], over: base, id: id, kind: "k", by: stamp("10:01:00.000", "A"))
-        let b = Record.written(["f": "B", "g": "base"], over: base, id: id, kind: "k", by: stamp("10:02:00.000", "B"))
-        let c = Record.written(["f": "base", "g": "C"], over: base, id: id, kind: "k", by: stamp("10:03:00.000", "C"))
-        func merge(_ base: Record, _ ours: Record, _ theirs: Record) throws -> Record {
-            guard case .merged(let bytes, _) = RecordMerge.merge(policy: .lww, base: base.encoded(), ours: ours.encoded(), theirs: theirs.encoded())
+        let id = try RecordID("biscuit")
+        func write(_ data: [String: JSONValue], over base: Record?, _ stamp: WriteStamp) -> Record {
+            Record.written(data, over: base, id: id, kind: "vocabulary", by: stamp)
+        }
+        let base = write(["label": "biscuit", "color": "tan"], over: nil, stamp("09:00:00.000", "ada", "tablet"))
+        let a = write(["label": "cookie", "color": "tan"], over: base, stamp("10:01:00.000", "ada", "tablet"))
+        let b = write(["label": "cracker", "color": "tan"], over: base, stamp("10:02:00.000", "bob", "phone"))
+        let c = write(["label": "biscuit", "color": "brown"], over: base, stamp("10:03:00.000", "cy", "laptop"))
+        func merge(_ base: Record, _ ours: Record, _ theirs: Record) throws -> (Record, [ResolvedConflict]) {
+            guard case .merged(let bytes, let conflicts) = RecordMerge.merge(
+                policy: .lww, base: base.encoded(), ours: ours.encoded(), theirs: theirs.encoded())
             else { throw MergeFixture.Unexpected.unresolved }
-            return try Record.decode(bytes)
+            return (try Record.decode(bytes), conflicts)
         }
         // Remote: A pushes; C merges A and pushes; B merges that.
-        let afterC = try merge(base, c, a)
-        let afterB = try merge(base, b, afterC)
-        XCTAssertEqual(afterB.data, ["f": "B", "g": "C"])
-        XCTAssertEqual(afterB.stamp(ofField: "f"), stamp("10:02:00.000", "B"))
-        XCTAssertEqual(afterB.stamp(ofField: "g"), stamp("10:03:00.000", "C"))
+        let (afterC, quiet) = try merge(base, c, a)
+        XCTAssertEqual(quiet, [])
+        let (afterB, conflicts) = try merge(base, b, afterC)
+        XCTAssertEqual(afterB.data, ["label": "cracker", "color": "brown"])
+        XCTAssertEqual(afterB.stamp(ofField: "label"), stamp("10:02:00.000", "bob", "phone"))
+        XCTAssertEqual(afterB.stamp(ofField: "color"), stamp("10:03:00.000", "cy", "laptop"))
+        XCTAssertEqual(
+            conflicts.map(\.trailerValue),
+            ["vocabulary/biscuit lww winner=bob@phone loser=cy@laptop winner-change=edit loser-change=edit "
+                + "winner-at=2026-01-01T10:02:00.000Z-0000 loser-at=2026-01-01T10:03:00.000Z-0000"])
         // Any other order gives the same bytes.
-        XCTAssertEqual(try merge(base, a, try merge(base, b, c)).encoded(), afterB.encoded())
-        XCTAssertEqual(try merge(base, c, try merge(base, a, b)).encoded(), afterB.encoded())
+        XCTAssertEqual(try merge(base, a, try merge(base, b, c).0).0.encoded(), afterB.encoded())
+        XCTAssertEqual(try merge(base, c, try merge(base, a, b).0).0.encoded(), afterB.encoded())
+        XCTAssertEqual(
+            text(a.encoded()),
+            """
+            {
+              "data": {
+                "color": "tan",
+                "label": "cookie"
+              },
+              "device": "tablet",
+              "fields": {
+                "color": {
+                  "at": "2026-01-01T09:00:00.000Z-0000",
+                  "by": "ada",
+                  "device": "tablet"
+                }
+              },
+              "id": "biscuit",
+              "kind": "vocabulary",
+              "updatedAt": "2026-01-01T10:01:00.000Z-0000",
+              "updatedBy": "ada"
+            }
+
+            """)
         XCTAssertEqual(
             text(afterB.encoded()),
             """
             {
               "data": {
-                "f": "B",
-                "g": "C"
+                "color": "brown",
+                "label": "cracker"
               },
-              "device": "C",
+              "device": "laptop",
               "fields": {
-                "f": {
+                "label": {
                   "at": "2026-01-01T10:02:00.000Z-0000",
-                  "by": "ada",
-                  "device": "B"
+                  "by": "bob",
+                  "device": "phone"
                 }
               },
-              "id": "r",
-              "kind": "k",
+              "id": "biscuit",
+              "kind": "vocabulary",
               "updatedAt": "2026-01-01T10:03:00.000Z-0000",
-              "updatedBy": "ada"
+              "updatedBy": "cy"
             }
 
             """)
