@@ -46,7 +46,7 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
         case .profileExists(let path):
             return "\(path) already holds a git repository or profile: choose an empty or new directory"
         case .olderFormat(let found, let oldest):
-            return "this profile uses data format \(found), from a Concord pre-release; this concord reads format \(oldest) and "
+            return "this profile uses data format \(found), from an older concord; this concord reads format \(oldest) and "
                 + "later: run `concord export` with the concord that made it and `concord import` the dump into a new profile"
         case .newerFormat(let found, let supported):
             return "this profile uses data format \(found) but this concord understands up to \(supported): upgrade concord to open it"

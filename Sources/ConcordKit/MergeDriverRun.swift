@@ -1,3 +1,4 @@
+import ConcordGit
 import ConcordModel
 import Foundation
 
@@ -5,7 +6,11 @@ import Foundation
 public enum MergeDriverRun {
     /// Merges the files git hands over and overwrites `ours` with the result. Returns nil when the
     /// merge is clean, or the reason it is not (git then marks the file conflicted). git runs the
-    /// driver at the top of the working tree, whose `.concord/kinds.json` says which policy applies.
+    /// driver at the top of the working tree. The policies come from the same kinds as in process: the
+    /// three-way merge of `.concord/kinds.json` in HEAD, in the commit being merged (which `git merge`
+    /// and `git pull` name in a `GITHEAD_<commit>` environment variable) and in their merge base, so
+    /// both directions agree whatever kinds changed. Run any other way (a rebase, a cherry-pick), the
+    /// working tree's `.concord/kinds.json` decides.
     public static func run(ancestor: String, ours: String, theirs: String, path: String,
                            workingDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)) throws -> String? {
         func read(_ file: String) throws -> [UInt8] {
@@ -15,8 +20,10 @@ public enum MergeDriverRun {
             return Array(data)
         }
         let base = try read(ancestor)
-        let kindsBytes = FileManager.default.contents(atPath: workingDirectory.appendingPathComponent(KindsTable.path).path)
-        let kinds = kindsBytes.flatMap { try? KindsTable.decode(Array($0)) } ?? .empty
+        let kinds = mergedKinds(in: workingDirectory) ?? {
+            let bytes = FileManager.default.contents(atPath: workingDirectory.appendingPathComponent(KindsTable.path).path)
+            return bytes.flatMap { try? KindsTable.decode(Array($0)) } ?? .empty
+        }()
         let planner = MergePlanner(kinds: kinds)
         // git passes an empty ancestor for add/add.
         guard let outcome = planner.outcome(path: path, base: base.isEmpty ? nil : base, ours: try read(ours), theirs: try read(theirs)) else {
@@ -31,5 +38,22 @@ public enum MergeDriverRun {
         case .unresolved(let reason):
             return "\(path): \(reason)"
         }
+    }
+
+    /// The kinds of the `git merge` running this driver, as `Profile.merge` computes them; nil when
+    /// git names no single commit being merged or the repository cannot be read.
+    static func mergedKinds(in workingDirectory: URL, environment: [String: String] = ProcessInfo.processInfo.environment) -> KindsTable? {
+        let merging = environment.keys.filter { $0.hasPrefix("GITHEAD_") }.compactMap { ObjectID(hex: String($0.dropFirst(8))) }
+        guard merging.count == 1, let theirs = merging.first,
+              let repository = try? Repository.open(workingDirectory.path),
+              let ours = try? repository.resolveReference("HEAD") else { return nil }
+        func kindsFile(_ commit: ObjectID?) -> [UInt8]? {
+            guard let commit, let tree = try? repository.commit(commit).tree,
+                  let entry = try? repository.entry(at: KindsTable.path, inTree: tree) else { return nil }
+            return try? repository.blob(entry.id)
+        }
+        guard kindsFile(theirs) != nil || kindsFile(ours) != nil else { return nil }
+        let base = (try? repository.mergeBase(ours, theirs)) ?? nil
+        return MergePlanner.mergedKinds(base: kindsFile(base), ours: kindsFile(ours), theirs: kindsFile(theirs))
     }
 }

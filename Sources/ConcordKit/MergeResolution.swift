@@ -14,8 +14,9 @@ public struct UnresolvedFile: Sendable, Equatable {
 /// Used as the in-process libgit2 driver's resolver and, file by file, by `concord merge-driver`.
 final class MergePlanner {
     let kinds: KindsTable
-    private(set) var resolved: [ResolvedConflict] = []
     private(set) var failures: [String: String] = [:]
+    /// Every call that resolved conflicts: its path, its two sides and the conflicts, in call order.
+    private var decisions: [(path: String, ours: [UInt8], theirs: [UInt8], conflicts: [ResolvedConflict])] = []
 
     init(kinds: KindsTable) {
         self.kinds = kinds
@@ -40,7 +41,7 @@ final class MergePlanner {
         }
         switch outcome {
         case .merged(let bytes, let conflicts):
-            resolved += conflicts
+            if !conflicts.isEmpty { decisions.append((input.path, input.ours, input.theirs, conflicts)) }
             return .merged(bytes)
         case .unresolved(let reason):
             failures[input.path] = reason
@@ -48,11 +49,29 @@ final class MergePlanner {
         }
     }
 
+    /// The conflicts resolved between this merge's two sides: those of the last call for each path whose
+    /// sides are that path's files in ours and in theirs (`sides`). In a criss-cross history libgit2 first
+    /// merges the merge bases into one virtual base, calling the driver for their clashes too; those are
+    /// not conflicts of this merge, and were reported by the merges that made the bases.
+    func conflicts(between sides: (String) throws -> (ours: [UInt8]?, theirs: [UInt8]?)) rethrows -> [ResolvedConflict] {
+        var byPath: [String: [ResolvedConflict]] = [:]
+        var paths: [String] = []
+        for decision in decisions {
+            let (ours, theirs) = try sides(decision.path)
+            guard ours == decision.ours, theirs == decision.theirs else { continue }
+            if byPath.updateValue(decision.conflicts, forKey: decision.path) == nil { paths.append(decision.path) }
+        }
+        return paths.flatMap { byPath[$0] ?? [] }
+    }
+
     /// The policy outcome for `path`, or nil when no Concord policy covers it.
     func outcome(path: String, base: [UInt8]?, ours: [UInt8], theirs: [UInt8]) -> FileMergeOutcome? {
         if path == KindsTable.path { return RecordMerge.mergeKindsFile(base: base, ours: ours, theirs: theirs) }
-        if path == ProfilePaths.profile || (path.hasPrefix(ProfilePaths.membersDirectory + "/") && path.hasSuffix(".json")) {
-            return RecordMerge.mergeDocument(base: base, ours: ours, theirs: theirs)
+        // Generated from the kinds: whatever either side holds, the merge holds the merged kinds' version.
+        if path == ProfilePaths.gitattributes { return .merged(bytes: Array(kinds.gitattributes().utf8), conflicts: []) }
+        if path == ProfilePaths.profile { return RecordMerge.mergeDocument(base: base, ours: ours, theirs: theirs) }
+        if path.hasPrefix(ProfilePaths.membersDirectory + "/") && path.hasSuffix(".json") {
+            return RecordMerge.mergeMemberFile(base: base, ours: ours, theirs: theirs)
         }
         guard let (kind, fileName) = kinds.kind(forPath: path), fileName.hasSuffix("." + kind.policy.fileExtension) else {
             return nil

@@ -84,17 +84,18 @@ extension Profile {
             unresolved.append(UnresolvedFile(path: conflict.path, savedAs: savedAs, reason: reason))
         }
         let tree = try index.writeTree()
+        let resolved = try planner.conflicts { path in (try blob(path, atCommit: head), try blob(path, atCommit: theirs)) }
         let stamp = HLClock(wallClock: environment.wallClock).next(after: lastClock())
         var message = CommitMessage(
-            summary: "merge \(theirs.short) into \(head.short)" + (planner.resolved.isEmpty ? "" : ": \(planner.resolved.count) conflicts resolved"),
+            summary: "merge \(theirs.short) into \(head.short)" + (resolved.isEmpty ? "" : ": \(resolved.count) conflicts resolved"),
             actor: identity, action: .merged, stamp: stamp, references: [])
-        message.extraTrailers = planner.resolved.map { "Concord-Resolved: \($0.trailerValue)" }
+        message.extraTrailers = resolved.map { "Concord-Resolved: \($0.trailerValue)" }
             + unresolved.map { "Concord-Unresolved: \($0.path)" + ($0.savedAs.map { " saved=\($0)" } ?? "") }
         let commit = try repository.createSignedCommit(
             tree: tree, parents: [head, theirs], author: GitSignature(name: identity.member, email: CommitWriter.email(identity), time: stamp.wallMillis / 1000),
             message: message.text, sign: { identity.sign($0) })
         let report = try moveBranch(branch, .merged, from: head, to: commit, message: "concord: merge",
-                                    resolved: planner.resolved, unresolved: unresolved)
+                                    resolved: resolved, unresolved: unresolved)
         try saveClock(stamp)
         return report
     }
@@ -144,7 +145,7 @@ extension Profile {
     }
 
     /// Writes the files that differ between two trees into the working tree and index, advances
-    /// the clock past every record received, and refreshes the signers file when members changed.
+    /// the clock past every record and log entry received, and refreshes the signers file when members changed.
     /// Returns the changed paths and how many of them are now live records.
     func updateWorkingTree(from oldTree: ObjectID?, to newTree: ObjectID) throws -> (files: [String], liveRecords: Int) {
         try updateWorkingTree(try repository.changedFiles(from: oldTree, to: newTree), to: newTree)
@@ -161,6 +162,10 @@ extension Profile {
                let record = Record.peekStamp(bytes) ?? (try? Record.decode(bytes)).map({ ($0.stamp, $0.isDeleted) }) {
                 if latest.map({ record.stamp > $0 }) ?? true { latest = record.stamp }
                 if !record.deleted { liveRecords += 1 }
+            } else if file.path.hasSuffix(".jsonl"), !file.path.hasPrefix(".concord/"),
+                      let newest = (try? LogEntry.parseLogFile(bytes))?.map(\.at).max() {
+                // A received log entry is a receive event too: an answer must sort after its question.
+                if latest.map({ newest > $0 }) ?? true { latest = newest }
             }
             return WorkingTreeChange(path: file.path, bytes: bytes, blob: blob)
         }, rebuildingDamagedIndexFrom: newTree)

@@ -6,10 +6,13 @@ import Foundation
 ///
 /// History: 1 — first format (records, tombstones, JSON Lines logs, members, kinds), each record
 /// kind one flat directory. 2 — record files in 256 bucket directories per kind (`RecordPaths`),
-/// so a one-record change no longer rewrites a tree of every record of its kind.
-public let concordFormatVersion = 2
-/// The oldest format this build reads.
-public let oldestReadableFormatVersion = 2
+/// so a one-record change no longer rewrites a tree of every record of its kind. 3 — per-field
+/// stamps: a live record's `fields` and `lastDeleted` (see `Record`), so `lww` merges each field by
+/// its own last write and the result no longer depends on the order devices sync in.
+public let concordFormatVersion = 3
+/// The oldest format this build reads. A format 2 record has no field stamps, and reading one as
+/// format 3 would say all its fields were written at its `updatedAt`: not what happened.
+public let oldestReadableFormatVersion = 3
 
 /// Paths of the files Concord keeps in every profile.
 enum ProfilePaths {

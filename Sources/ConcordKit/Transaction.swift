@@ -81,8 +81,14 @@ public final class Transaction {
             let existing = try record(at: path, directory: directory, name: name)
             if let data = existing?.data, Record.canonicalData(data) == item.data { continue }
             let action: ChangeAction = (existing == nil || existing?.isDeleted == true) ? .added : .updated
-            planned.append(PlannedRecord(path: path, id: id, kind: kind.name, stamp: tick(after: existing?.stamp),
-                                         data: item.data, change: RecordChange(kind: kind.name, id: id.rawValue, action: action)))
+            let stamp = tick(after: existing?.stamp)
+            // Over an existing record only the changed fields take the new stamp (per-field stamps).
+            let bytes = try existing.map { existing in
+                Record.written(try Self.parseData(item.data, path: path), over: existing, id: id, kind: kind.name,
+                               by: WriteStamp(at: stamp, member: identity.member, device: identity.device)).encoded()
+            }
+            planned.append(PlannedRecord(path: path, id: id, kind: kind.name, stamp: stamp, data: item.data, bytes: bytes,
+                                         change: RecordChange(kind: kind.name, id: id.rawValue, action: action)))
         }
         try stage(planned)
     }
@@ -93,7 +99,17 @@ public final class Transaction {
         let kind: String
         let stamp: HLC
         let data: [UInt8]
+        /// The record file, when it is not simply `data` under this write's envelope (`LiveEncoder`).
+        let bytes: [UInt8]?
         let change: RecordChange
+    }
+
+    /// Canonical data bytes (`Record.canonicalData`) as an object again.
+    private static func parseData(_ bytes: [UInt8], path: String) throws -> [String: JSONValue] {
+        guard let data = (try? JSONValue.parse(bytes))?.objectValue else {
+            throw ConcordError.corruptRecord(path: path, reason: "the data to write is not a JSON object")
+        }
+        return data
     }
 
     private func stage(_ planned: [PlannedRecord]) throws {
@@ -107,7 +123,7 @@ public final class Transaction {
         }
         let kindEncoders = encoders
         let encoded = Parallel.map(planned) { record in
-            kindEncoders[record.kind].map { $0.encode(id: record.id, stamp: record.stamp, canonicalData: record.data) } ?? []
+            record.bytes ?? kindEncoders[record.kind].map { $0.encode(id: record.id, stamp: record.stamp, canonicalData: record.data) } ?? []
         }
         pending.reserveCapacity(pending.count + planned.count)
         pendingIndex.reserveCapacity(pendingIndex.count + planned.count)

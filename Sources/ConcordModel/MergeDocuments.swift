@@ -22,6 +22,50 @@ extension RecordMerge {
         }
     }
 
+    /// Three-way merge of a member file, `.concord/members/<name>.json`: ``mergeDocument(base:ours:theirs:)``,
+    /// except that `keys` merges as a set of device keys rather than as one value.
+    ///
+    /// Each element of `keys`, identified by its `device`, is one value merged three ways like a document
+    /// field: a key added on either side is kept, a key removed on one side (and unchanged on the other) is
+    /// removed, and a key changed differently on both sides takes the element whose canonical bytes compare
+    /// greater. The merged `keys` are sorted by device (UTF-8 bytes). So two devices added at once both
+    /// stay, and a role change and a key addition made at once both survive. If a side's `keys` is not an
+    /// array of objects with distinct string `device`s, `keys` merges whole, as any document field.
+    public static func mergeMemberFile(base: [UInt8]?, ours: [UInt8], theirs: [UInt8]) -> FileMergeOutcome {
+        if let trivial = MergeSupport.trivialMerge(base: base, ours: ours, theirs: theirs) { return trivial }
+        return MergeSupport.resolving { () throws(MergeSupport.Unresolvable) in
+            var sides = try MergeSupport.parseSides(ours: ours, theirs: theirs, as: "a JSON object document") {
+                (bytes) throws(ModelError) in try RecordFields.parseObject(bytes, what: "the document")
+            }
+            var baseFields = base.flatMap { try? RecordFields.parseObject($0, what: "the document") } ?? [:]
+            if sides.ours["keys"] != nil || sides.theirs["keys"] != nil,
+               let oursKeys = keysByDevice(sides.ours), let theirsKeys = keysByDevice(sides.theirs) {
+                let (keys, _) = MergeSupport.mergeFields(
+                    base: keysByDevice(baseFields) ?? [:], ours: oursKeys, theirs: theirsKeys, resolve: MergeSupport.greaterValue)
+                let merged = JSONValue.array(keys.sorted { utf8Precedes($0.key, $1.key) }.map(\.value))
+                sides.ours["keys"] = merged
+                sides.theirs["keys"] = merged
+                baseFields["keys"] = merged
+            }
+            let (fields, _) = MergeSupport.mergeFields(
+                base: baseFields, ours: sides.ours, theirs: sides.theirs, resolve: MergeSupport.greaterValue)
+            return .merged(bytes: JSONValue.object(fields).canonicalBytes(), conflicts: [])
+        }
+    }
+
+    /// A member file's `keys` as a map from each key's `device` (none: `[:]`); nil if they are not an
+    /// array of objects with distinct string devices.
+    static func keysByDevice(_ document: [String: JSONValue]) -> [String: JSONValue]? {
+        guard let keys = document["keys"] else { return [:] }
+        guard case .array(let elements) = keys else { return nil }
+        var out = [String: JSONValue]()
+        for element in elements {
+            guard let device = element.objectValue?["device"]?.stringValue, out.updateValue(element, forKey: device) == nil
+            else { return nil }
+        }
+        return out
+    }
+
     /// Three-way merge of `.concord/kinds.json`.
     ///
     /// After the byte-level cases of ``merge(policy:base:ours:theirs:)``, each side must be a valid kinds

@@ -9,10 +9,10 @@
 /// merge is canonical bytes (``Record/encoded()``, ``LogEntry/encodeLogFile(_:)``,
 /// ``JSONValue/canonicalBytes()``), so it never depends on how the inputs were formatted.
 ///
-/// **Total order on sides**, used for every "later wins": compare (stamp, member, device)
-/// lexicographically, the HLC by value and the names by their UTF-8 bytes; if all are equal, the side
-/// whose canonical record bytes compare greater byte by byte is later. This makes
-/// `merge(b, x, y) == merge(b, y, x)` byte for byte, conflicts included.
+/// **Total order**, used for every "later wins": write stamps (``WriteStamp``: a record's envelope, a
+/// field's stamp) compare by (HLC, member, device), the HLC by value and the names by their UTF-8 bytes;
+/// at an equal stamp a field's greater value bytes (a removal lowest), and a record's greater canonical
+/// bytes, are later. This makes `merge(b, x, y) == merge(b, y, x)` byte for byte, conflicts included.
 public enum RecordMerge {
     /// Three-way merge of one record file (`.json`, policy `lww` or `delete-wins`) or log file
     /// (`.jsonl`, policy `append`).
@@ -21,25 +21,28 @@ public enum RecordMerge {
     ///   the sides hold different entries with the same id, the earliest by (`at`, `id`) and then by its
     ///   canonical line's bytes is kept, as ``LogEntry/encodeLogFile(_:)`` does). No other entry is changed
     ///   or removed, the base is ignored, and no conflicts are reported.
-    /// - `lww`, both sides live: a field-level three-way merge of `data` over the union of the top-level
-    ///   keys of base, ours and theirs (the base's fields are its `data` if the base is a live record,
-    ///   else none). Per key: same on both sides → that (absent on both → absent); ours same as base →
-    ///   theirs; theirs same as base → ours; otherwise (changed differently on both) → the later side's
-    ///   value. Values compare by canonical bytes and are merged whole (no deep merge of objects or
-    ///   arrays). If any key collided, one ``ResolvedConflict`` is reported for the record: winner the
-    ///   later side, loser the other, with the loser's full canonical record bytes. The envelope takes
-    ///   `updatedAt`, `updatedBy` and `device` from the later side (so `updatedAt` is the greatest stamp).
-    /// - `lww`, a tombstone and a live record: whole-record, the later side wins. A conflict is reported
-    ///   (loser content: the losing record) unless the losing record is unchanged from the base.
+    /// - `lww`, both sides live: per-field last writer wins (``joinLive(_:_:base:)``): each field that
+    ///   either side has a write for (``Record/fieldStamps``; a value or a removal) takes the later write;
+    ///   the envelope is the later envelope, `lastDeleted` the later one, and writes at or before it are
+    ///   dropped. The base is not needed for the result; it decides what is reported: a field collided if
+    ///   both sides' writes differ from the base's and their values differ, and then one
+    ///   ``ResolvedConflict`` is reported for the record, winner the side that won the latest collided
+    ///   field, with the loser's full canonical record bytes. Values merge whole (no deep merge).
+    /// - `lww`, a tombstone and a live record: the later of the tombstone and the live envelope wins; a
+    ///   live record that wins keeps only the field writes after the delete, and remembers it in
+    ///   `lastDeleted`. A conflict is reported (loser content: the losing record) unless the losing record
+    ///   is unchanged from the base.
     /// - `lww`, two tombstones: the later one; no conflict.
     /// - `delete-wins`, two tombstones: the *earliest* one by the total order; no conflict.
-    /// - `delete-wins`, a tombstone and a live record: the tombstone. A conflict (winner the delete, loser
-    ///   the edit, with its content) is reported unless the live record is unchanged from the base, since
-    ///   deleting an untouched record is no conflict.
+    /// - `delete-wins`, a tombstone and a live record: the tombstone, unless the live record has seen it
+    ///   (its `lastDeleted` is the tombstone or later: written again after the delete), then the live
+    ///   record with no conflict. A conflict (winner the delete, loser the edit, with its content) is
+    ///   reported unless the live record is unchanged from the base, since deleting an untouched record is
+    ///   no conflict.
     /// - `delete-wins`, both live: exactly as `lww`.
     ///
     /// "Unchanged from the base" compares canonical record bytes. With no base (add/add) the same rules
-    /// apply with an empty base, so every differing field has changed on both sides. ours and theirs must
+    /// apply, and every field whose values differ counts as changed on both sides. ours and theirs must
     /// hold the same `id` and `kind`, else `.unresolved`; a base with another `id` or `kind` counts as no
     /// base. A merged record over ``maxRecordBytes`` is `.unresolved` rather than written unreadable.
     /// `merge(b, x, x) == x` byte for byte.
@@ -80,27 +83,66 @@ public enum RecordMerge {
         let (later, earlier) = oursIsLater ? (o, t) : (t, o)
 
         switch (o.record.state, t.record.state) {
-        case (.live(let od), .live(let td)):
-            let (data, collided) = MergeSupport.mergeFields(base: b?.record.data ?? [:], ours: od, theirs: td) {
-                oursIsLater ? $0 : $1
-            }
-            let merged = Record(
-                id: later.record.id, kind: later.record.kind, device: later.record.device,
-                member: later.record.member, stamp: later.record.stamp, state: .live(data: data))
+        case (.live, .live):
+            let (merged, collision) = joinLive(o.record, t.record, base: b?.record)
             let bytes = merged.encoded()
             guard bytes.count <= maxRecordBytes else {
                 throw .init(
                     reason: "merging ours and theirs would make a record of \(bytes.count) bytes (limit \(maxRecordBytes)); "
                         + "merge \(merged.kind)/\(merged.id) by hand")
             }
-            return .merged(bytes: bytes, conflicts: collided ? [conflict(policy, winner: later, loser: earlier)] : [])
+            let conflicts = collision.map { oursWon in [oursWon ? conflict(policy, winner: o, loser: t) : conflict(policy, winner: t, loser: o)] }
+            return .merged(bytes: bytes, conflicts: conflicts ?? [])
         case (.deleted, .deleted):
             return .merged(bytes: (policy == .deleteWins ? earlier : later).bytes, conflicts: [])
         case (.deleted, .live), (.live, .deleted):
-            let (winner, loser) = policy == .deleteWins ? (o.record.isDeleted ? (o, t) : (t, o)) : (later, earlier)
-            let untouched = loser.bytes == b?.bytes
-            return .merged(bytes: winner.bytes, conflicts: untouched ? [] : [conflict(policy, winner: winner, loser: loser)])
+            let (tombstone, live) = o.record.isDeleted ? (o, t) : (t, o)
+            let liveWins = policy == .deleteWins
+                ? live.record.lastDeleted.map { tombstone.record.envelope <= $0 } ?? false
+                : tombstone.record.envelope < live.record.envelope
+            if !liveWins {
+                let untouched = live.bytes == b?.bytes
+                return .merged(bytes: tombstone.bytes, conflicts: untouched ? [] : [conflict(policy, winner: tombstone, loser: live)])
+            }
+            // The live record comes back, without the field writes the delete removed.
+            let floor = max(live.record.lastDeleted ?? tombstone.record.envelope, tombstone.record.envelope)
+            let revived = Record.live(id: live.record.id, kind: live.record.kind, envelope: live.record.envelope,
+                                      writes: live.record.fieldWrites, lastDeleted: floor)
+            // Under delete-wins the live record has seen this delete: nothing was lost.
+            let untouched = policy == .deleteWins || tombstone.bytes == b?.bytes
+            return .merged(bytes: revived.encoded(), conflicts: untouched ? [] : [conflict(policy, winner: live, loser: tombstone)])
         }
+    }
+
+    /// Joins two live versions of a record field by field: each field takes its later write
+    /// (``FieldWrite/later(_:_:)``), the envelope is the later envelope, `lastDeleted` the later one, and
+    /// field writes at or before it are dropped. The result depends only on the two versions, not on
+    /// their order, and joining in any grouping gives the same record.
+    ///
+    /// The collision, if any, is reported against `base`: a field whose write differs on both sides from
+    /// the base's (stamp or value) and whose values differ. It names the side that won the latest of the
+    /// collided fields (`true`: `ours`).
+    static func joinLive(_ ours: Record, _ theirs: Record, base: Record?) -> (Record, collision: Bool?) {
+        let o = ours.fieldWrites, t = theirs.fieldWrites, b = base?.fieldWrites ?? [:]
+        var writes = o
+        var latestCollision: (stamp: WriteStamp, oursWon: Bool)?
+        for (key, theirWrite) in t {
+            guard let ourWrite = o[key] else {
+                writes[key] = theirWrite
+                continue
+            }
+            let winner = FieldWrite.later(ourWrite, theirWrite)
+            writes[key] = winner
+            let collided = !ourWrite.isSame(as: b[key]) && !theirWrite.isSame(as: b[key])
+                && !MergeSupport.same(ourWrite.value, theirWrite.value)
+            if collided, latestCollision.map({ $0.stamp < winner.stamp }) ?? true {
+                latestCollision = (winner.stamp, winner.isSame(as: ourWrite))
+            }
+        }
+        let lastDeleted = [ours.lastDeleted, theirs.lastDeleted].compactMap { $0 }.max()
+        let merged = Record.live(id: ours.id, kind: ours.kind, envelope: max(ours.envelope, theirs.envelope),
+                                 writes: writes, lastDeleted: lastDeleted)
+        return (merged, latestCollision?.oursWon)
     }
 
     static func conflict(_ policy: MergePolicy, winner: RecordSide, loser: RecordSide) -> ResolvedConflict {

@@ -1,6 +1,9 @@
 /// One record file, `<kind directory>/<id>.json`: a live record or a tombstone.
 ///
-/// Live: `{"data": {...}, "device", "id", "kind", "updatedAt": "<HLC>", "updatedBy": "<member>"}`.
+/// Live: `{"data": {...}, "device", "fields"?, "id", "kind", "lastDeleted"?, "updatedAt": "<HLC>",
+/// "updatedBy": "<member>"}`, where `fields` maps a field to the write stamp that last set or removed it
+/// (``fieldStamps``) and `lastDeleted` is the latest delete a revived record has seen; both are written
+/// only when not empty.
 /// Tombstone: `{"deleted": true, "deletedAt": "<HLC>", "deletedBy": "<member>", "device", "id", "kind"}`.
 public struct Record: Sendable, Equatable {
     /// Whether the record holds data or has been deleted.
@@ -23,15 +26,26 @@ public struct Record: Sendable, Equatable {
     public var stamp: HLC
     /// Live data or deleted.
     public var state: State
+    /// Live records only: when each field was last written, for the fields whose last write is not the
+    /// envelope's (``envelope``) and for the fields removed from `data` (the stamp of the removal). A field
+    /// of `data` not listed here was written by the envelope's write. Empty for a tombstone.
+    public var fieldStamps: [String: WriteStamp]
+    /// Live records only: the latest delete of this record that it has seen, if it was deleted and then
+    /// written again. Every field write at or before it is gone.
+    public var lastDeleted: WriteStamp?
 
-    /// Creates a record envelope.
-    public init(id: RecordID, kind: String, device: String, member: String, stamp: HLC, state: State) {
+    /// Creates a record. `fieldStamps` and `lastDeleted` only apply to a live record.
+    public init(id: RecordID, kind: String, device: String, member: String, stamp: HLC, state: State,
+                fieldStamps: [String: WriteStamp] = [:], lastDeleted: WriteStamp? = nil) {
         self.id = id
         self.kind = kind
         self.device = device
         self.member = member
         self.stamp = stamp
         self.state = state
+        let live = state != .deleted
+        self.fieldStamps = live ? fieldStamps : [:]
+        self.lastDeleted = live ? lastDeleted : nil
     }
 
     /// Whether this is a tombstone.
@@ -51,6 +65,8 @@ public struct Record: Sendable, Equatable {
         switch state {
         case .live(let data):
             fields["data"] = .object(data)
+            if !fieldStamps.isEmpty { fields["fields"] = .object(fieldStamps.mapValues(\.jsonValue)) }
+            if let lastDeleted { fields["lastDeleted"] = lastDeleted.jsonValue }
             fields["updatedAt"] = .string(stamp.description)
             fields["updatedBy"] = .string(member)
         case .deleted:
@@ -66,6 +82,7 @@ public struct Record: Sendable, Equatable {
     public func encoded() -> [UInt8] {
         switch state {
         case .live(let data):
+            guard fieldStamps.isEmpty, lastDeleted == nil else { return jsonValue.canonicalBytes() }
             return Self.encodeLive(id: id, kind: kind, device: device, member: member, stamp: stamp,
                                    canonicalData: Self.canonicalData(data))
         case .deleted:
@@ -182,7 +199,7 @@ public struct Record: Sendable, Equatable {
         return writer.out
     }
 
-    static let liveFields: Set<String> = ["data", "device", "id", "kind", "updatedAt", "updatedBy"]
+    static let liveFields: Set<String> = ["data", "device", "fields", "id", "kind", "lastDeleted", "updatedAt", "updatedBy"]
     static let tombstoneFields: Set<String> = ["deleted", "deletedAt", "deletedBy", "device", "id", "kind"]
 
     /// Reads a record file strictly: every field present with the right type, no unknown fields, at most
@@ -202,9 +219,30 @@ public struct Record: Sendable, Equatable {
                 stamp: try fields.stamp("deletedAt"), state: .deleted)
         }
         try fields.requireOnly(liveFields, shape: "a live record")
-        return Record(
-            id: id, kind: kind, device: device, member: try fields.string("updatedBy"),
-            stamp: try fields.stamp("updatedAt"), state: .live(data: try fields.object("data")))
+        let data = try fields.object("data")
+        let envelope = WriteStamp(at: try fields.stamp("updatedAt"), member: try fields.string("updatedBy"), device: device)
+        var lastDeleted: WriteStamp?
+        if let value = fields.fields["lastDeleted"] { lastDeleted = try WriteStamp.decode(value, what: "field \"lastDeleted\"") }
+        if let lastDeleted, !(lastDeleted < envelope) {
+            throw .malformedRecord(what: "field \"lastDeleted\"", why: "must be earlier than the record's updatedAt/updatedBy/device")
+        }
+        var listed = [String: JSONValue]()
+        if let value = fields.fields["fields"] {
+            guard let object = value.objectValue else { throw fields.wrongType("fields", "an object") }
+            listed = object
+        }
+        var stamps = [String: WriteStamp]()
+        for (key, value) in listed {
+            let what = "field stamp \(quoted(key))"
+            let stamp = try WriteStamp.decode(value, what: what)
+            guard stamp <= envelope, lastDeleted.map({ $0 < stamp }) ?? true else {
+                throw .malformedRecord(what: what, why: "must be after lastDeleted and not after the record's updatedAt/updatedBy/device")
+            }
+            // A data field written by the envelope's write is not listed (the canonical form).
+            if data[key] == nil || stamp != envelope { stamps[key] = stamp }
+        }
+        return Record(id: id, kind: kind, device: device, member: envelope.member, stamp: envelope.at,
+                      state: .live(data: data), fieldStamps: stamps, lastDeleted: lastDeleted)
     }
 }
 

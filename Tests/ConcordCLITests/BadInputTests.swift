@@ -172,8 +172,8 @@ final class BadInputTests: CLITestCase {
     func testNewerFormatVersionIsRefusedByEveryCommand() throws {
         let path = profile.appendingPathComponent(".concord/profile.json")
         let text = try String(contentsOf: path, encoding: .utf8)
-        XCTAssertTrue(text.contains(#""formatVersion": 2"#), text)
-        try Data(text.replacingOccurrences(of: #""formatVersion": 2"#, with: #""formatVersion": 99"#).utf8).write(to: path)
+        XCTAssertTrue(text.contains(#""formatVersion": 3"#), text)
+        try Data(text.replacingOccurrences(of: #""formatVersion": 3"#, with: #""formatVersion": 99"#).utf8).write(to: path)
         let dump = try writeFile("dump.json", #"{"records":[{"kind":"vocabulary","id":"d","data":{}}]}"#)
         let commands: [[String]] = [
             ["put", "vocabulary/x", "--json", "{}"], ["get", "vocabulary/puzzle"], ["rm", "vocabulary/puzzle"],
@@ -189,9 +189,12 @@ final class BadInputTests: CLITestCase {
     func testOlderFormatVersionIsRefusedWithHowToCarryTheDataOver() throws {
         let path = profile.appendingPathComponent(".concord/profile.json")
         let text = try String(contentsOf: path, encoding: .utf8)
-        try Data(text.replacingOccurrences(of: #""formatVersion": 2"#, with: #""formatVersion": 1"#).utf8).write(to: path)
-        for arguments in [["put", "vocabulary/x", "--json", "{}"], ["ls"], ["export"], ["log"]] {
-            try assertRefusedWithoutChange(arguments, as: alice, profile: profile, mentions: ["format 1", "concord export", "import"])
+        // Format 2 (no per-field stamps) and the pre-release format 1 alike.
+        for old in ["2", "1"] {
+            try Data(text.replacingOccurrences(of: #""formatVersion": 3"#, with: "\"formatVersion\": \(old)").utf8).write(to: path)
+            for arguments in [["put", "vocabulary/x", "--json", "{}"], ["ls"], ["export"], ["log"]] {
+                try assertRefusedWithoutChange(arguments, as: alice, profile: profile, mentions: ["format \(old)", "concord export", "import"])
+            }
         }
     }
 

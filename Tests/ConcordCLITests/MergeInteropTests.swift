@@ -157,6 +157,47 @@ final class MergeInteropTests: CLITestCase {
         XCTAssertTrue(again.contains("\"outcome\": \"up-to-date\""), again)
     }
 
+    /// Changes `.concord/kinds.json` by hand with `change`, writes the `.gitattributes` that goes with it,
+    /// and commits both with git (Concord has no command that changes kinds).
+    private func changeKinds(in profile: URL, _ change: (inout [RecordKind]) throws -> Void) throws {
+        let path = profile.appendingPathComponent(".concord/kinds.json")
+        var kinds = try KindsTable.decode(Array(try Data(contentsOf: path))).kinds
+        try change(&kinds)
+        let table = try KindsTable(kinds)
+        try Data(table.canonicalBytes()).write(to: path)
+        try Data(table.gitattributes().utf8).write(to: profile.appendingPathComponent(".gitattributes"))
+        try gitOK(["-c", "user.name=admin", "-c", "user.email=admin@example.com", "commit", "-q", "-am", "kinds changed by hand"], in: profile)
+    }
+
+    /// F5: kinds added on both sides, and a policy changed on one, give one tree in both directions,
+    /// in process and under plain `git merge`, with `.gitattributes` merged rather than conflicted.
+    func testKindsChangedOnBothSidesMergeToOneTreeInBothDirections() throws {
+        let (ours, theirs, alice) = try divergentPair(
+            base: { try self.put("characters/ann", #"{"name":"Ann"}"#, in: $0, as: $1, at: "2026-01-01T09:00:00.000Z") },
+            ours: { dir, who in
+                try self.changeKinds(in: dir) { kinds in
+                    kinds.append(try RecordKind(name: "notes", directory: nil, policy: .lww, writers: .user))
+                    kinds = try kinds.map { $0.name == "characters" ? try RecordKind(name: $0.name, directory: $0.directory, policy: .deleteWins, writers: $0.writers) : $0 }
+                }
+                try self.concordOK(["rm", "characters/ann"], as: who, in: dir, clock: "2026-01-01T10:00:00.000Z")
+            },
+            theirs: { dir, who in
+                try self.changeKinds(in: dir) { kinds in
+                    kinds.append(try RecordKind(name: "news", directory: nil, policy: .lww, writers: .user))
+                }
+                try self.put("characters/ann", #"{"name":"Anne"}"#, in: dir, as: who, at: "2026-01-01T10:01:00.000Z")
+            })
+        try gitOK(["fetch", "-q", ours.path, "main:refs/remotes/other/main"], in: theirs)
+        let one = try assertSameMerge(ours, as: alice)
+        let other = try assertSameMerge(theirs, as: alice)
+        XCTAssertEqual(try gitOK(["rev-parse", "HEAD^{tree}"], in: one), try gitOK(["rev-parse", "HEAD^{tree}"], in: other),
+                       "merging in the two directions gives different trees")
+        let attributes = try String(contentsOf: one.appendingPathComponent(".gitattributes"), encoding: .utf8)
+        XCTAssertTrue(attributes.contains("notes/*/*.json merge=concord") && attributes.contains("news/*/*.json merge=concord"), attributes)
+        // characters became delete-wins on one side only: the merged kinds say delete-wins, so the delete stands.
+        XCTAssertEqual(try concord(["get", "characters/ann"], as: alice, in: one).status, 1)
+    }
+
     func testUnparseableSideIsKeptAsideAndReported() throws {
         let (ours, other, alice) = try divergentPair(
             base: { try self.put("characters/bob", #"{"name":"Bob"}"#, in: $0, as: $1, at: "2026-01-01T09:00:00.000Z") },

@@ -134,6 +134,7 @@ final class KindsTableTests: XCTestCase {
             vocabulary/*/*.json merge=concord
             .concord/kinds.json merge=concord
             .concord/members/*.json merge=concord
+            .gitattributes merge=concord
 
             """)
         XCTAssertTrue(Template.screenplay.kinds.gitattributes().contains("scenes/*/*.json merge=concord\n"))

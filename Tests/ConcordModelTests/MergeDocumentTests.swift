@@ -31,6 +31,25 @@ final class MergeDocumentTests: XCTestCase {
         XCTAssertEqual(bytes, json(["name": "ada", "role": "editor", "status": "revoked", "keys": [["device": "phone"]]]))
     }
 
+    func testMemberKeysMergeAsASetByDevice() throws {
+        let desk: JSONValue = ["device": "desk", "publicKey": "ssh-ed25519 D"]
+        let phone: JSONValue = ["device": "phone", "publicKey": "ssh-ed25519 P"]
+        let tablet: JSONValue = ["device": "tablet", "publicKey": "ssh-ed25519 T"]
+        let base = json(["name": "bob", "role": "user", "keys": [desk]])
+        let ours = json(["name": "bob", "role": "user", "keys": [desk, phone]])
+        let theirs = json(["name": "bob", "role": "editor", "keys": [desk, tablet]])
+        XCTAssertEqual(merged(RecordMerge.mergeMemberFile, base: base, ours: ours, theirs: theirs),
+                       json(["name": "bob", "role": "editor", "keys": [desk, phone, tablet]]))
+        // A key removed on one side while another is added on the other.
+        XCTAssertEqual(merged(RecordMerge.mergeMemberFile, base: ours, ours: json(["name": "bob", "role": "user", "keys": [phone]]),
+                              theirs: json(["name": "bob", "role": "user", "keys": [desk, phone, tablet]])),
+                       json(["name": "bob", "role": "user", "keys": [phone, tablet]]))
+        // The same device given different keys on both sides: one, by greater bytes.
+        let phone2: JSONValue = ["device": "phone", "publicKey": "ssh-ed25519 Q"]
+        XCTAssertEqual(merged(RecordMerge.mergeMemberFile, base: base, ours: ours, theirs: json(["name": "bob", "role": "user", "keys": [desk, phone2]])),
+                       json(["name": "bob", "role": "user", "keys": [desk, phone2]]))
+    }
+
     func testDocumentRemovalLosesToAChange() throws {
         let base = json(["a": 1, "b": 1])
         let removed = json(["a": 1])

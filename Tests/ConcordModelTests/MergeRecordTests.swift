@@ -62,8 +62,8 @@ final class MergeRecordTests: XCTestCase {
 
     func testConcurrentEditsToDifferentFieldsAreBothKept() throws {
         let base = scene(["title": "Opening", "body": "INT. HOUSE"], by: "jane", on: "mac", at: "09:00:00.000")
-        let jane = scene(["title": "Prologue", "body": "INT. HOUSE"], by: "jane", on: "mac", at: "10:02:00.000")
-        let bob = scene(["title": "Opening", "body": "EXT. GARDEN"], by: "bob", on: "ipad", at: "10:01:00.000")
+        let jane = MergeFixture.live(["title": "Prologue", "body": "INT. HOUSE"], by: "jane", on: "mac", at: "10:02:00.000", over: base)
+        let bob = MergeFixture.live(["title": "Opening", "body": "EXT. GARDEN"], by: "bob", on: "ipad", at: "10:01:00.000", over: base)
         for policy in [MergePolicy.deleteWins, .lww] {
             let (bytes, conflicts) = try MergeFixture.mergeBothWays(policy, base: base, ours: jane, theirs: bob)
             let record = try Record.decode(bytes)
@@ -117,13 +117,13 @@ final class MergeRecordTests: XCTestCase {
 
     func testFieldRemovalMerges() throws {
         let base = MergeFixture.live(["a": 1, "b": 2, "c": 3], by: "ada", on: "tablet", at: "09:00:00.000")
-        let ours = MergeFixture.live(["a": 1, "c": 3], by: "ada", on: "tablet", at: "10:00:00.000")  // removes b
-        let theirs = MergeFixture.live(["a": 1, "b": 2, "c": 4, "d": 5], by: "bob", on: "phone", at: "09:30:00.000")
+        let ours = MergeFixture.live(["a": 1, "c": 3], by: "ada", on: "tablet", at: "10:00:00.000", over: base)  // removes b
+        let theirs = MergeFixture.live(["a": 1, "b": 2, "c": 4, "d": 5], by: "bob", on: "phone", at: "09:30:00.000", over: base)
         let (bytes, conflicts) = try MergeFixture.mergeBothWays(.lww, base: base, ours: ours, theirs: theirs)
         XCTAssertEqual(try Record.decode(bytes).data, ["a": 1, "c": 4, "d": 5])
         XCTAssertEqual(conflicts, [])
         // Removed on one side, changed on the other: a collision; the later side (the removal) wins.
-        let changed = MergeFixture.live(["a": 1, "b": 9, "c": 3], by: "bob", on: "phone", at: "09:30:00.000")
+        let changed = MergeFixture.live(["a": 1, "b": 9, "c": 3], by: "bob", on: "phone", at: "09:30:00.000", over: base)
         let (removed, collisions) = try MergeFixture.mergeBothWays(.lww, base: base, ours: ours, theirs: changed)
         XCTAssertEqual(try Record.decode(removed).data, ["a": 1, "c": 3])
         XCTAssertEqual(collisions.map(\.loser.member), ["bob"])
@@ -164,7 +164,10 @@ final class MergeRecordTests: XCTestCase {
         let delete = MergeFixture.tombstone(by: "bob", on: "phone", at: "10:00:00.000")
         let laterEdit = MergeFixture.live(["label": "y"], by: "ada", on: "tablet", at: "10:30:00.000")
         let (kept, conflicts) = try MergeFixture.mergeBothWays(.lww, base: base, ours: delete, theirs: laterEdit)
-        XCTAssertEqual(kept, laterEdit, "the later edit resurrects the record")
+        let revived = try Record.decode(kept)
+        XCTAssertEqual(revived.data, ["label": "y"], "the later edit resurrects the record")
+        XCTAssertEqual(revived.envelope, try Record.decode(laterEdit).envelope)
+        XCTAssertEqual(revived.lastDeleted, try Record.decode(delete).envelope, "and remembers the delete it came back from")
         XCTAssertEqual(conflicts.map(\.winner.change), [.edit])
         XCTAssertEqual(conflicts.map(\.loser.change), [.delete])
         XCTAssertEqual(conflicts.first?.losingContent, delete)
@@ -226,8 +229,8 @@ final class MergeRecordTests: XCTestCase {
 
     func testEnvelopeComesFromTheLaterSideEvenWithoutCollision() throws {
         let base = MergeFixture.live(["a": 1, "b": 1], by: "ada", on: "tablet", at: "09:00:00.000")
-        let ours = MergeFixture.live(["a": 2, "b": 1], by: "ada", on: "tablet", at: "10:00:00.000", counter: 7)
-        let theirs = MergeFixture.live(["a": 1, "b": 2], by: "bob", on: "phone", at: "09:59:59.999")
+        let ours = MergeFixture.live(["a": 2, "b": 1], by: "ada", on: "tablet", at: "10:00:00.000", counter: 7, over: base)
+        let theirs = MergeFixture.live(["a": 1, "b": 2], by: "bob", on: "phone", at: "09:59:59.999", over: base)
         let record = try Record.decode(try MergeFixture.mergeBothWays(.lww, base: base, ours: ours, theirs: theirs).bytes)
         XCTAssertEqual(record.data, ["a": 2, "b": 2])
         XCTAssertEqual(record.stamp, MergeFixture.hlc("10:00:00.000", counter: 7))
@@ -309,11 +312,16 @@ enum MergeFixture {
         return HLC(wallMillis: ms, counter: counter)
     }
 
+    /// A live record holding `data`; with `base`, as the write of `data` over it (`Record.written`), so
+    /// only the fields that differ take this stamp.
     static func live(
         _ data: [String: JSONValue], by member: String, on device: String, at time: String, counter: Int = 0,
-        kind: String = "vocabulary", id: String = "biscuit"
+        kind: String = "vocabulary", id: String = "biscuit", over base: [UInt8]? = nil
     ) -> [UInt8] {
-        record(.live(data: data), by: member, on: device, at: time, counter: counter, kind: kind, id: id)
+        guard let base else { return record(.live(data: data), by: member, on: device, at: time, counter: counter, kind: kind, id: id) }
+        guard let existing = try? Record.decode(base) else { preconditionFailure("bad test base") }
+        return Record.written(data, over: existing, id: existing.id, kind: existing.kind,
+                              by: WriteStamp(at: hlc(time, counter: counter), member: member, device: device)).encoded()
     }
 
     static func tombstone(

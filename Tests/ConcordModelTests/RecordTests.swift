@@ -110,7 +110,7 @@ final class RecordTests: XCTestCase {
             failure { $0["color"] = "red" },
             .malformedRecord(
                 what: #"field "color""#,
-                why: "is not allowed in a live record (allowed: data, device, id, kind, updatedAt, updatedBy)"))
+                why: "is not allowed in a live record (allowed: data, device, fields, id, kind, lastDeleted, updatedAt, updatedBy)"))
         if case .malformedRecord(let what, _) = failure({ $0["id"] = "a/b" }) {
             XCTAssertEqual(what, #"field "id""#)
         } else {
@@ -139,5 +139,70 @@ final class RecordTests: XCTestCase {
     func testSizeLimit() {
         let big = [UInt8](repeating: 0x20, count: maxRecordBytes + 1)
         XCTAssertEqual(modelError { () throws(ModelError) in try Record.decode(big) }, .recordTooLarge(size: maxRecordBytes + 1))
+    }
+
+    /// The field-stamp example of docs/data-format.md, byte for byte, and back.
+    func testFieldStampsExampleOfTheDataFormat() throws {
+        let id = try RecordID("puzzle")
+        let first = Record.written(["label": "puzzle"], over: nil, id: id, kind: "vocabulary", by: WriteStamp(
+            at: try XCTUnwrap(HLC(parsing: "2026-01-01T14:30:00.000Z-0000")), member: "therapist", device: "ipad"))
+        let second = Record.written(["label": "puzzle", "color": "red"], over: first, id: id, kind: "vocabulary", by: WriteStamp(
+            at: try XCTUnwrap(HLC(parsing: "2026-01-01T15:10:00.000Z-0000")), member: "parent", device: "phone"))
+        let expected = """
+            {
+              "data": {
+                "color": "red",
+                "label": "puzzle"
+              },
+              "device": "phone",
+              "fields": {
+                "label": {
+                  "at": "2026-01-01T14:30:00.000Z-0000",
+                  "by": "therapist",
+                  "device": "ipad"
+                }
+              },
+              "id": "puzzle",
+              "kind": "vocabulary",
+              "updatedAt": "2026-01-01T15:10:00.000Z-0000",
+              "updatedBy": "parent"
+            }
+
+            """
+        XCTAssertEqual(String(decoding: second.encoded(), as: UTF8.self), expected)
+        XCTAssertEqual(try Record.decode(Array(expected.utf8)), second)
+        // One put: no field stamps at all, the bytes of format 2.
+        XCTAssertEqual(first.fieldStamps, [:])
+        XCTAssertFalse(String(decoding: first.encoded(), as: UTF8.self).contains("fields"))
+        // Removing the label lists it without a value; deleting and writing again remembers the delete.
+        let removed = Record.written(["color": "red"], over: second, id: id, kind: "vocabulary", by: WriteStamp(
+            at: try XCTUnwrap(HLC(parsing: "2026-01-01T15:20:00.000Z-0000")), member: "parent", device: "phone"))
+        XCTAssertEqual(removed.data, ["color": "red"])
+        XCTAssertEqual(removed.stamp(ofField: "label"), removed.envelope)
+        XCTAssertEqual(removed.stamp(ofField: "color"), second.envelope)
+        let tombstone = Record(id: id, kind: "vocabulary", device: "ipad", member: "therapist",
+                               stamp: try XCTUnwrap(HLC(parsing: "2026-01-01T16:00:00.000Z-0000")), state: .deleted)
+        let back = Record.written(["label": "again"], over: tombstone, id: id, kind: "vocabulary", by: WriteStamp(
+            at: try XCTUnwrap(HLC(parsing: "2026-01-01T16:05:00.000Z-0000")), member: "parent", device: "phone"))
+        XCTAssertEqual(back.lastDeleted, tombstone.envelope)
+        XCTAssertEqual(try Record.decode(back.encoded()), back)
+    }
+
+    func testMalformedFieldStampsAreRefused() throws {
+        func failure(_ json: String) -> String? {
+            do {
+                _ = try Record.decode(Array(json.utf8))
+                return nil
+            } catch {
+                return error.errorDescription
+            }
+        }
+        let envelope = #""device": "d", "id": "x", "kind": "k", "updatedAt": "2026-01-01T10:00:00.000Z-0000", "updatedBy": "m""#
+        XCTAssertNotNil(failure(#"{"data": {"a": 1}, "fields": {"a": {"at": "2026-01-01T11:00:00.000Z-0000", "by": "m", "device": "d"}}, \#(envelope)}"#),
+                        "a field written after the record")
+        XCTAssertNotNil(failure(#"{"data": {"a": 1}, "fields": {"a": "2026-01-01T09:00:00.000Z-0000"}, \#(envelope)}"#))
+        XCTAssertNotNil(failure(#"{"data": {}, "lastDeleted": {"at": "2026-01-01T10:00:00.000Z-0000", "by": "m", "device": "d"}, \#(envelope)}"#),
+                        "a delete at the record's own stamp")
+        XCTAssertNil(failure(#"{"data": {"a": 1}, "fields": {"b": {"at": "2026-01-01T09:00:00.000Z-0000", "by": "m", "device": "d"}}, \#(envelope)}"#))
     }
 }
