@@ -16,14 +16,28 @@ extension Repository {
         return out.sorted { $0.name < $1.name }
     }
 
-    /// The URL of remote `name`, or nil if there is no such remote.
+    /// The URL of remote `name` (`remote.<name>.url`), or nil if there is no such remote.
+    ///
+    /// Read from a config snapshot, not with `git_remote_lookup`: libgit2 1.5's lookup rewrites the
+    /// URL with `url.*.insteadOf`, found with a config glob iterator whose regex match leaks its
+    /// PCRE2 match data (~20 KB) for every config entry that does not match (`git_regexp_match`
+    /// returns early on PCRE2_ERROR_NOMATCH without `pcre2_match_data_free`), so each lookup leaked
+    /// ~75 KB and `watch` made two per poll. Concord writes the URLs it uses itself; insteadOf
+    /// rewriting is not applied (path remotes never went through libgit2's remotes anyway).
     public func remoteURL(_ name: String) throws -> String? {
-        var remote: OpaquePointer?
-        let result = git_remote_lookup(&remote, handle, name)
-        if result == GIT_ENOTFOUND.rawValue || result == GIT_EINVALIDSPEC.rawValue { return nil }
-        try check("git_remote_lookup", result)
-        defer { git_remote_free(remote) }
-        return git_remote_url(remote).map { String(cString: $0) }
+        var valid: Int32 = 0
+        try check("git_remote_name_is_valid", git_remote_name_is_valid(&valid, name))
+        guard valid == 1 else { return nil }
+        var config: OpaquePointer?
+        try check("git_repository_config_snapshot", git_repository_config_snapshot(&config, handle))
+        guard let config else { throw GitError(function: "git_repository_config_snapshot", code: .notFound, message: "no config") }
+        defer { git_config_free(config) }
+        var buffer = git_buf()
+        defer { git_buf_dispose(&buffer) }
+        let result = git_config_get_string_buf(&buffer, config, "remote.\(name).url")
+        if result == GIT_ENOTFOUND.rawValue { return nil }
+        try check("git_config_get_string_buf", result)
+        return buffer.ptr.map { String(cString: $0) }
     }
 
     /// Adds remote `name` fetching `refs/heads/*` into `refs/remotes/<name>/*`.
@@ -37,10 +51,21 @@ extension Repository {
         try check("git_remote_delete", git_remote_delete(handle, name))
     }
 
+    /// Runs `body` with an in-memory (anonymous) remote for remote `name`'s URL, freed afterwards.
+    /// Anonymous and without insteadOf, so libgit2 runs no config glob (see `remoteURL`); the
+    /// refspecs are always passed explicitly, and after a push the caller moves the tracking ref.
     private func withRemote<T>(_ name: String, _ body: (OpaquePointer) throws -> T) throws -> T {
+        guard let url = try remoteURL(name) else {
+            throw GitError(function: "git_remote_lookup", code: .notFound, message: "no remote \(name)")
+        }
+        var options = git_remote_create_options()
+        try check("git_remote_create_options_init",
+                  git_remote_create_options_init(&options, UInt32(GIT_REMOTE_CREATE_OPTIONS_VERSION)))
+        options.repository = handle
+        options.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF.rawValue | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC.rawValue
         var remote: OpaquePointer?
-        try check("git_remote_lookup", git_remote_lookup(&remote, handle, name))
-        guard let remote else { throw GitError(function: "git_remote_lookup", code: .notFound, message: "no remote \(name)") }
+        try check("git_remote_create_with_opts", git_remote_create_with_opts(&remote, url, &options))
+        guard let remote else { throw GitError(function: "git_remote_create_with_opts", code: .notFound, message: "no remote \(name)") }
         defer { git_remote_free(remote) }
         return try body(remote)
     }

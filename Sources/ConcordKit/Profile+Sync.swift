@@ -74,7 +74,7 @@ extension Profile {
             if try push(head, expected: remoteTip, remote: remote, location: location, options: options,
                         attemptsLeft: Self.maxSyncAttempts - attempt) {
                 sent += outgoing
-                // An ssh push already moved the tracking ref (libgit2 updates tips); a path push did not.
+                // The push does not move the tracking ref (path pushes bypass libgit2; ssh pushes use an anonymous remote).
                 let tracking = try gitCall { try repository.resolveReference(Self.trackingRef(remote)) }
                 if tracking != head {
                     try gitCall {
