@@ -43,6 +43,9 @@ extension Profile {
     public func sync(remote: String = "origin", as identity: Identity) throws -> SyncReport {
         let lock = try lock()
         defer { withExtendedLifetime(lock) {} }
+        // A long-running caller (`watch`) keeps this profile open across thousands of syncs: what
+        // libgit2 cached during this one is let go, so memory does not grow with their number.
+        defer { repository.releaseCaches() }
         let location = try remoteLocation(remote)
         let options = transportOptions(for: identity, remote: remote, location: location)
         var received = 0
