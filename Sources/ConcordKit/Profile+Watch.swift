@@ -52,6 +52,8 @@ extension Profile {
                         onEvent(.failed((error as? LocalizedError)?.errorDescription ?? "\(error)"))
                     }
                 }
+                // With CONCORD_TRACE_PERF=1, one line per remote check (B11 counts polls with it).
+                if remoteDue { PerformanceTrace.step("watch: remote checked") }
             }
             let tickEnd = Date().addingTimeInterval(Self.watchTick)
             while Date() < tickEnd, !shouldStop() { usleep(10_000) }
