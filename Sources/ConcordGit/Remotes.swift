@@ -3,17 +3,26 @@ internal import CLibgit2
 import Foundation
 
 extension Repository {
-    /// The configured remotes, by name, with their URLs.
+    /// The configured remotes, by name, with their URLs (`remote.<name>.url` in any config file).
+    /// Read with a plain config iterator: `git_remote_list` uses a glob iterator, which leaks in
+    /// libgit2 1.5 (see `remoteURL`).
     public func remotes() throws -> [(name: String, url: String)] {
-        var names = git_strarray()
-        try check("git_remote_list", git_remote_list(&names, handle))
-        defer { git_strarray_dispose(&names) }
-        var out = [(name: String, url: String)]()
-        for index in 0..<names.count {
-            guard let name = names.strings[index].map({ String(cString: $0) }) else { continue }
-            out.append((name, try remoteURL(name) ?? ""))
+        var config: OpaquePointer?
+        try check("git_repository_config_snapshot", git_repository_config_snapshot(&config, handle))
+        defer { git_config_free(config) }
+        var iterator: OpaquePointer?
+        try check("git_config_iterator_new", git_config_iterator_new(&iterator, config))
+        defer { git_config_iterator_free(iterator) }
+        var urls = [String: String]()
+        var entry: UnsafeMutablePointer<git_config_entry>?
+        while git_config_next(&entry, iterator) == 0, let entry {
+            guard let rawName = entry.pointee.name, let rawValue = entry.pointee.value else { continue }
+            let key = String(cString: rawName)
+            // Section and variable names are lower-cased by libgit2; the remote's name keeps its case.
+            guard key.hasPrefix("remote."), key.hasSuffix(".url"), key.count > 11 else { continue }
+            urls[String(key.dropFirst(7).dropLast(4))] = String(cString: rawValue)
         }
-        return out.sorted { $0.name < $1.name }
+        return urls.map { (name: $0.key, url: $0.value) }.sorted { $0.name < $1.name }
     }
 
     /// The URL of remote `name` (`remote.<name>.url`), or nil if there is no such remote.
@@ -40,11 +49,18 @@ extension Repository {
         return buffer.ptr.map { String(cString: $0) }
     }
 
-    /// Adds remote `name` fetching `refs/heads/*` into `refs/remotes/<name>/*`.
+    /// Adds remote `name` fetching `refs/heads/*` into `refs/remotes/<name>/*`. Written as the two
+    /// config entries `git remote add` writes: `git_remote_create` looks the name up first with
+    /// `git_remote_lookup`, which leaks in libgit2 1.5 (see `remoteURL`).
     public func addRemote(_ name: String, url: String) throws {
-        var remote: OpaquePointer?
-        try check("git_remote_create", git_remote_create(&remote, handle, name, url))
-        git_remote_free(remote)
+        var valid: Int32 = 0
+        try check("git_remote_name_is_valid", git_remote_name_is_valid(&valid, name))
+        guard valid == 1 else { throw GitError(function: "git_remote_name_is_valid", code: .other(-1), message: "invalid remote name \(name)") }
+        guard try remoteURL(name) == nil else {
+            throw GitError(function: "git_remote_create", code: .exists, message: "remote \(name) already exists")
+        }
+        try setConfig("remote.\(name).url", url)
+        try setConfig("remote.\(name).fetch", "+refs/heads/*:refs/remotes/\(name)/*")
     }
 
     public func removeRemote(_ name: String) throws {

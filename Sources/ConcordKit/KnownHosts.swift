@@ -3,6 +3,10 @@ import Foundation
 
 /// `$CONCORD_HOME/known_hosts`: the ssh host keys this identity trusts, shared by all its
 /// profiles, in OpenSSH's format (`[host]:port ssh-ed25519 AAAA…`).
+///
+/// Not cached: the file is read again at every host-key check (once per ssh connection, so once
+/// per `watch` poll), and nothing read is kept, so a long-running watch holds none of it between
+/// polls and sees `concord remote trust` run elsewhere at once.
 public struct KnownHosts {
     public let file: URL
 
