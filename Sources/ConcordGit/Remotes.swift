@@ -70,25 +70,27 @@ extension Repository {
     /// Runs `body` with an in-memory (anonymous) remote for remote `name`'s URL, freed afterwards.
     /// Anonymous and without insteadOf, so libgit2 runs no config glob (see `remoteURL`); the
     /// refspecs are always passed explicitly, and after a push the caller moves the tracking ref.
-    private func withRemote<T>(_ name: String, _ body: (OpaquePointer) throws -> T) throws -> T {
+    /// For an ssh URL, also sets what libgit2 reads as ~/.ssh/known_hosts (`SSHKnownHostsFile`).
+    private func withRemote<T>(_ name: String, options: TransportOptions, _ body: (OpaquePointer) throws -> T) throws -> T {
         guard let url = try remoteURL(name) else {
             throw GitError(function: "git_remote_lookup", code: .notFound, message: "no remote \(name)")
         }
-        var options = git_remote_create_options()
+        var create = git_remote_create_options()
         try check("git_remote_create_options_init",
-                  git_remote_create_options_init(&options, UInt32(GIT_REMOTE_CREATE_OPTIONS_VERSION)))
-        options.repository = handle
-        options.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF.rawValue | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC.rawValue
+                  git_remote_create_options_init(&create, UInt32(GIT_REMOTE_CREATE_OPTIONS_VERSION)))
+        create.repository = handle
+        create.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF.rawValue | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC.rawValue
         var remote: OpaquePointer?
-        try check("git_remote_create_with_opts", git_remote_create_with_opts(&remote, url, &options))
+        try check("git_remote_create_with_opts", git_remote_create_with_opts(&remote, url, &create))
         guard let remote else { throw GitError(function: "git_remote_create_with_opts", code: .notFound, message: "no remote \(name)") }
         defer { git_remote_free(remote) }
-        return try body(remote)
+        guard url.hasPrefix("ssh://") else { return try body(remote) }
+        return try SSHKnownHostsFile.with(options.knownHostLines) { try body(remote) }
     }
 
     /// Fetches `refspecs` from remote `name` (objects and the listed refs only; nothing is merged).
     public func fetch(remote name: String, refspecs: [String], options: TransportOptions) throws {
-        try withRemote(name) { remote in
+        try withRemote(name, options: options) { remote in
             let session = TransportSession(options: options)
             var fetchOptions = git_fetch_options()
             try check("git_fetch_options_init", git_fetch_options_init(&fetchOptions, UInt32(GIT_FETCH_OPTIONS_VERSION)))
@@ -105,12 +107,11 @@ extension Repository {
 
     /// The remote's branch heads, read without downloading any objects: a cheap "did it move?".
     ///
-    /// Known leak left (libgit2 1.5.1, not reachable from here): every ssh connection loads
-    /// `~/.ssh/known_hosts` into a libssh2 list that libgit2 never frees on success (upstream
-    /// issue 6598, fixed in 1.7): 24 bytes plus the parsed file per connection, so ~32 bytes per
-    /// `watch` poll over ssh where that file is absent, more where it is large. Path remotes are free of it.
+    /// Over ssh, libgit2 1.5.1 still loses 32 bytes per connection plus what it loaded as
+    /// ~/.ssh/known_hosts (upstream issue 6598); `SSHKnownHostsFile` keeps that to Concord's own
+    /// lines for the host. Path remotes are free of it.
     public func remoteHeads(remote name: String, options: TransportOptions) throws -> [String: ObjectID] {
-        try withRemote(name) { remote in
+        try withRemote(name, options: options) { remote in
             let session = TransportSession(options: options)
             var callbacks = git_remote_callbacks()
             try check("git_remote_init_callbacks", git_remote_init_callbacks(&callbacks, UInt32(GIT_REMOTE_CALLBACKS_VERSION)))
@@ -137,7 +138,7 @@ extension Repository {
     /// per-ref status, so callers must check `rejections`.
     public func push(remote name: String, refspec: String, options: TransportOptions) throws -> PushOutcome {
         precondition(!refspec.hasPrefix("+"), "Concord never force-pushes")
-        return try withRemote(name) { remote in
+        return try withRemote(name, options: options) { remote in
             let session = TransportSession(options: options)
             var pushOptions = git_push_options()
             try check("git_push_options_init", git_push_options_init(&pushOptions, UInt32(GIT_PUSH_OPTIONS_VERSION)))

@@ -33,11 +33,16 @@ public struct TransportOptions {
     public var sshUser: String?
     /// Decides whether to trust an SSH host key; without it every host key is refused.
     public var trustHostKey: ((HostKey) -> Bool)?
+    /// The known_hosts lines (OpenSSH format) of the host being contacted that libgit2 reads in
+    /// place of ~/.ssh/known_hosts (see `SSHKnownHostsFile`): they pick the host key type to ask for.
+    public var knownHostLines: [String]
 
-    public init(sshPrivateKey: String? = nil, sshUser: String? = nil, trustHostKey: ((HostKey) -> Bool)? = nil) {
+    public init(sshPrivateKey: String? = nil, sshUser: String? = nil, trustHostKey: ((HostKey) -> Bool)? = nil,
+                knownHostLines: [String] = []) {
         self.sshPrivateKey = sshPrivateKey
         self.sshUser = sshUser
         self.trustHostKey = trustHostKey
+        self.knownHostLines = knownHostLines
     }
 }
 

@@ -61,7 +61,7 @@ extension Profile {
                 return true
             }
             return false
-        })
+        }, knownHostLines: location.knownHostsName == nil ? [] : knownHosts.lines(for: hostName))
         // A profile object only to reuse the transport error mapping; replaced below.
         let provisional = Profile(root: root, repository: repository, environment: environment,
                                   info: ProfileInfo(id: "", name: "", formatVersion: concordFormatVersion, createdAt: ""), kinds: .empty)

@@ -21,6 +21,12 @@ public struct KnownHosts {
         return lines.contains { $0.sha256 == key.sha256 }
     }
 
+    /// The file's lines for `host`, as written (given to libgit2 in place of ~/.ssh/known_hosts).
+    public func lines(for host: String) -> [String] {
+        guard let text = try? String(contentsOf: file, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").filter { $0.split(separator: " ").first.map(String.init) == host }.map(String.init)
+    }
+
     /// Records `key` as trusted for `host` (replacing older keys of that host).
     public func trust(host: String, key: HostKey) throws {
         guard !key.blob.isEmpty else {

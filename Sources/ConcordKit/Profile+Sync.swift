@@ -155,7 +155,7 @@ extension Profile {
         let options = TransportOptions(sshPrivateKey: identity.privateKeyPath.path, trustHostKey: { key in
             seen = key
             return true
-        })
+        }, knownHostLines: KnownHosts(home: environment.home).lines(for: hostName))
         do { _ = try repository.remoteHeads(remote: name, options: options) } catch {
             if seen == nil { throw try transportError(error, remote: name, location: location) }
         }
@@ -176,7 +176,7 @@ extension Profile {
         let hostName = location.knownHostsName ?? ""
         return TransportOptions(sshPrivateKey: identity.privateKeyPath.path, trustHostKey: { key in
             knownHosts.verdict(host: hostName, key: key) == true
-        })
+        }, knownHostLines: location.knownHostsName == nil ? [] : knownHosts.lines(for: hostName))
     }
 
     private func fetch(remote: String, location: RemoteLocation, options: TransportOptions) throws {
