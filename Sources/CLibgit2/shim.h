@@ -27,10 +27,6 @@ static inline int concord_git_opts_cache_max_size(ssize_t bytes) {
     return git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, bytes);
 }
 
-static inline int concord_git_opts_set_search_path(int level, const char *path) {
-    return git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, level, path);
-}
-
 static inline int concord_git_opts_mwindow_file_limit(size_t files) {
     return git_libgit2_opts(GIT_OPT_SET_MWINDOW_FILE_LIMIT, files);
 }

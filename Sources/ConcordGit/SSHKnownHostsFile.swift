@@ -1,5 +1,3 @@
-// This file touches the libgit2 C API.
-internal import CLibgit2
 import Foundation
 
 /// The file libgit2's ssh transport reads as `~/.ssh/known_hosts`.
@@ -20,7 +18,6 @@ import Foundation
 enum SSHKnownHostsFile {
     /// `<tmp>/concord-ssh-XXXXXX`, made on the first ssh transfer of the process and removed at exit.
     private static let directory: String? = {
-        Libgit2.ensure()
         var template = Array((FileManager.default.temporaryDirectory.path + "/concord-ssh-XXXXXX").utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else { return nil }
         let path = String(cString: made)

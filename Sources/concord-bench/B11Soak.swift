@@ -86,7 +86,10 @@ private enum WatchSoakBenchmark {
                     + "without insteadOf. Then each sync still added to libgit2's object cache (every commit a merge-base walk "
                     + "parses) and kept the new pack of every fetch open and mapped, two file descriptors per sync round: "
                     + "`sync` now releases the repository's caches when it ends (`git_repository__cleanup`), and the object "
-                    + "cache (32 MiB) and open pack files (64) have process-wide bounds.",
+                    + "cache (32 MiB) and open pack files (64) have process-wide bounds. Over ssh, libgit2 1.5.1 also "
+                    + "loses the list it loads from `$HOME/.ssh/known_hosts` at every connection (~126 KB per poll with a "
+                    + "200-line file; this row's HOME has none): for each ssh transfer Concord points HOME at a private "
+                    + "directory holding only its own known_hosts lines for that host.",
             ])
     }
 
