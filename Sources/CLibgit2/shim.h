@@ -24,6 +24,14 @@ static inline int concord_git_opts_cache_limit(int type, size_t limit) {
     return git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, (git_object_t)type, limit);
 }
 
+static inline int concord_git_opts_cache_max_size(ssize_t bytes) {
+    return git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, bytes);
+}
+
+static inline int concord_git_opts_mwindow_file_limit(size_t files) {
+    return git_libgit2_opts(GIT_OPT_SET_MWINDOW_FILE_LIMIT, files);
+}
+
 /* Swaps two existing paths in one step (Linux renameat2 with RENAME_EXCHANGE, which glibc's
    headers hide behind _GNU_SOURCE); -1 with errno set where the system or file system lacks it. */
 static inline int concord_rename_exchange(const char *from, const char *to) {

@@ -3,73 +3,124 @@ internal import CLibgit2
 import Foundation
 
 extension Repository {
-    /// The configured remotes, by name, with their URLs.
+    /// The configured remotes, by name, with their URLs (`remote.<name>.url` in any config file).
+    /// Read with a plain config iterator: `git_remote_list` uses a glob iterator, which leaks in
+    /// libgit2 1.5 (see `remoteURL`).
     public func remotes() throws -> [(name: String, url: String)] {
-        var names = git_strarray()
-        try check("git_remote_list", git_remote_list(&names, handle))
-        defer { git_strarray_dispose(&names) }
-        var out = [(name: String, url: String)]()
-        for index in 0..<names.count {
-            guard let name = names.strings[index].map({ String(cString: $0) }) else { continue }
-            out.append((name, try remoteURL(name) ?? ""))
+        var config: OpaquePointer?
+        try check("git_repository_config_snapshot", git_repository_config_snapshot(&config, handle))
+        defer { git_config_free(config) }
+        var iterator: OpaquePointer?
+        try check("git_config_iterator_new", git_config_iterator_new(&iterator, config))
+        defer { git_config_iterator_free(iterator) }
+        var urls = [String: String]()
+        var entry: UnsafeMutablePointer<git_config_entry>?
+        while git_config_next(&entry, iterator) == 0, let entry {
+            guard let rawName = entry.pointee.name, let rawValue = entry.pointee.value else { continue }
+            let key = String(cString: rawName)
+            // Section and variable names are lower-cased by libgit2; the remote's name keeps its case.
+            guard key.hasPrefix("remote."), key.hasSuffix(".url"), key.count > 11 else { continue }
+            urls[String(key.dropFirst(7).dropLast(4))] = String(cString: rawValue)
         }
-        return out.sorted { $0.name < $1.name }
+        return urls.map { (name: $0.key, url: $0.value) }.sorted { $0.name < $1.name }
     }
 
-    /// The URL of remote `name`, or nil if there is no such remote.
+    /// The URL of remote `name` (`remote.<name>.url`), or nil if there is no such remote.
+    ///
+    /// Read from a config snapshot, not with `git_remote_lookup`: libgit2 1.5's lookup rewrites the
+    /// URL with `url.*.insteadOf`, found with a config glob iterator whose regex match leaks its
+    /// PCRE2 match data (~20 KB) for every config entry that does not match (`git_regexp_match`
+    /// returns early on PCRE2_ERROR_NOMATCH without `pcre2_match_data_free`), so each lookup leaked
+    /// ~75 KB and `watch` made two per poll. Concord writes the URLs it uses itself; insteadOf
+    /// rewriting is not applied (path remotes never went through libgit2's remotes anyway).
     public func remoteURL(_ name: String) throws -> String? {
-        var remote: OpaquePointer?
-        let result = git_remote_lookup(&remote, handle, name)
-        if result == GIT_ENOTFOUND.rawValue || result == GIT_EINVALIDSPEC.rawValue { return nil }
-        try check("git_remote_lookup", result)
-        defer { git_remote_free(remote) }
-        return git_remote_url(remote).map { String(cString: $0) }
+        var valid: Int32 = 0
+        try check("git_remote_name_is_valid", git_remote_name_is_valid(&valid, name))
+        guard valid == 1 else { return nil }
+        var config: OpaquePointer?
+        try check("git_repository_config_snapshot", git_repository_config_snapshot(&config, handle))
+        guard let config else { throw GitError(function: "git_repository_config_snapshot", code: .notFound, message: "no config") }
+        defer { git_config_free(config) }
+        var buffer = git_buf()
+        defer { git_buf_dispose(&buffer) }
+        let result = git_config_get_string_buf(&buffer, config, "remote.\(name).url")
+        if result == GIT_ENOTFOUND.rawValue { return nil }
+        try check("git_config_get_string_buf", result)
+        return buffer.ptr.map { String(cString: $0) }
     }
 
-    /// Adds remote `name` fetching `refs/heads/*` into `refs/remotes/<name>/*`.
+    /// Adds remote `name` fetching `refs/heads/*` into `refs/remotes/<name>/*`. Written as the two
+    /// config entries `git remote add` writes: `git_remote_create` looks the name up first with
+    /// `git_remote_lookup`, which leaks in libgit2 1.5 (see `remoteURL`).
     public func addRemote(_ name: String, url: String) throws {
-        var remote: OpaquePointer?
-        try check("git_remote_create", git_remote_create(&remote, handle, name, url))
-        git_remote_free(remote)
+        var valid: Int32 = 0
+        try check("git_remote_name_is_valid", git_remote_name_is_valid(&valid, name))
+        guard valid == 1 else { throw GitError(function: "git_remote_name_is_valid", code: .other(-1), message: "invalid remote name \(name)") }
+        guard try remoteURL(name) == nil else {
+            throw GitError(function: "git_remote_create", code: .exists, message: "remote \(name) already exists")
+        }
+        try setConfig("remote.\(name).url", url)
+        try setConfig("remote.\(name).fetch", "+refs/heads/*:refs/remotes/\(name)/*")
     }
 
     public func removeRemote(_ name: String) throws {
         try check("git_remote_delete", git_remote_delete(handle, name))
     }
 
-    private func withRemote<T>(_ name: String, _ body: (OpaquePointer) throws -> T) throws -> T {
+    /// Runs `body` with an in-memory (anonymous) remote for remote `name`'s URL, freed afterwards.
+    /// Anonymous and without insteadOf, so libgit2 runs no config glob (see `remoteURL`); the
+    /// refspecs are always passed explicitly, and after a push the caller moves the tracking ref.
+    /// For an ssh URL, also sets what libgit2 reads as ~/.ssh/known_hosts (`SSHKnownHostsFile`).
+    private func withRemote<T>(_ name: String, options: TransportOptions, _ body: (OpaquePointer, String) throws -> T) throws -> T {
+        guard let url = try remoteURL(name) else {
+            throw GitError(function: "git_remote_lookup", code: .notFound, message: "no remote \(name)")
+        }
+        return try withRemote(url: url, options: options) { try body($0, url) }
+    }
+
+    /// `withRemote` for a URL that is no configured remote (a fetch into a quarantine).
+    private func withRemote<T>(url: String, options: TransportOptions, _ body: (OpaquePointer) throws -> T) throws -> T {
+        var create = git_remote_create_options()
+        try check("git_remote_create_options_init",
+                  git_remote_create_options_init(&create, UInt32(GIT_REMOTE_CREATE_OPTIONS_VERSION)))
+        create.repository = handle
+        create.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF.rawValue | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC.rawValue
         var remote: OpaquePointer?
-        try check("git_remote_lookup", git_remote_lookup(&remote, handle, name))
-        guard let remote else { throw GitError(function: "git_remote_lookup", code: .notFound, message: "no remote \(name)") }
+        try check("git_remote_create_with_opts", git_remote_create_with_opts(&remote, url, &create))
+        guard let remote else { throw GitError(function: "git_remote_create_with_opts", code: .notFound, message: "no remote for \(url)") }
         defer { git_remote_free(remote) }
-        return try body(remote)
+        guard url.hasPrefix("ssh://") else { return try body(remote) }
+        return try SSHKnownHostsFile.with(options.knownHostLines) { try body(remote) }
     }
 
     /// Fetches `refspecs` from `url` (objects and the listed refs only; nothing is merged). The
     /// remote is anonymous, so no configured refspec moves a remote-tracking ref on the side
     /// (libgit2 updates those "opportunistically" for a named remote): only `refspecs`' refs move.
     public func fetch(url: String, refspecs: [String], options: TransportOptions) throws {
-        var remote: OpaquePointer?
-        try check("git_remote_create_anonymous", git_remote_create_anonymous(&remote, handle, url))
-        defer { git_remote_free(remote) }
-        let session = TransportSession(options: options, url: url)
-        var fetchOptions = git_fetch_options()
-        try check("git_fetch_options_init", git_fetch_options_init(&fetchOptions, UInt32(GIT_FETCH_OPTIONS_VERSION)))
-        session.install(in: &fetchOptions.callbacks)
-        fetchOptions.prune = GIT_FETCH_NO_PRUNE
-        fetchOptions.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE
-        fetchOptions.update_fetchhead = 0
-        let specs = StringArray(refspecs)
-        let result = withExtendedLifetime(session) {
-            specs.withRaw { git_remote_fetch(remote, $0, &fetchOptions, "concord: fetch") }
+        try withRemote(url: url, options: options) { remote in
+            let session = TransportSession(options: options, url: url)
+            var fetchOptions = git_fetch_options()
+            try check("git_fetch_options_init", git_fetch_options_init(&fetchOptions, UInt32(GIT_FETCH_OPTIONS_VERSION)))
+            session.install(in: &fetchOptions.callbacks)
+            fetchOptions.prune = GIT_FETCH_NO_PRUNE
+            fetchOptions.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE
+            fetchOptions.update_fetchhead = 0
+            let specs = StringArray(refspecs)
+            let result = withExtendedLifetime(session) {
+                specs.withRaw { git_remote_fetch(remote, $0, &fetchOptions, "concord: fetch") }
+            }
+            if result < 0 { throw session.failure(GitError.last("git_remote_fetch", result)) }
         }
-        if result < 0 { throw session.failure(GitError.last("git_remote_fetch", result)) }
     }
 
     /// The remote's branch heads, read without downloading any objects: a cheap "did it move?".
+    ///
+    /// Over ssh, libgit2 1.5.1 still loses 32 bytes per connection plus what it loaded as
+    /// ~/.ssh/known_hosts (upstream issue 6598); `SSHKnownHostsFile` keeps that to Concord's own
+    /// lines for the host. Path remotes are free of it.
     public func remoteHeads(remote name: String, options: TransportOptions) throws -> [String: ObjectID] {
-        try withRemote(name) { remote in
-            let session = TransportSession(options: options, url: git_remote_url(remote).map { String(cString: $0) })
+        try withRemote(name, options: options) { remote, url in
+            let session = TransportSession(options: options, url: url)
             var callbacks = git_remote_callbacks()
             try check("git_remote_init_callbacks", git_remote_init_callbacks(&callbacks, UInt32(GIT_REMOTE_CALLBACKS_VERSION)))
             session.install(in: &callbacks)
@@ -95,8 +146,8 @@ extension Repository {
     /// per-ref status, so callers must check `rejections`.
     public func push(remote name: String, refspec: String, options: TransportOptions) throws -> PushOutcome {
         precondition(!refspec.hasPrefix("+"), "Concord never force-pushes")
-        return try withRemote(name) { remote in
-            let session = TransportSession(options: options, url: git_remote_url(remote).map { String(cString: $0) })
+        return try withRemote(name, options: options) { remote, url in
+            let session = TransportSession(options: options, url: url)
             var pushOptions = git_push_options()
             try check("git_push_options_init", git_push_options_init(&pushOptions, UInt32(GIT_PUSH_OPTIONS_VERSION)))
             session.install(in: &pushOptions.callbacks)

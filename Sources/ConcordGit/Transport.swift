@@ -36,13 +36,17 @@ public struct TransportOptions {
     /// Seconds without a byte in either direction after which the connection is cut and the
     /// transfer fails (`TransportFailure.timedOut`); nil waits as long as the server does.
     public var stallTimeout: TimeInterval?
+    /// The known_hosts lines (OpenSSH format) of the host being contacted that libgit2 reads in
+    /// place of ~/.ssh/known_hosts (see `SSHKnownHostsFile`): they pick the host key type to ask for.
+    public var knownHostLines: [String]
 
     public init(sshPrivateKey: String? = nil, sshUser: String? = nil, trustHostKey: ((HostKey) -> Bool)? = nil,
-                stallTimeout: TimeInterval? = 30) {
+                stallTimeout: TimeInterval? = 30, knownHostLines: [String] = []) {
         self.sshPrivateKey = sshPrivateKey
         self.sshUser = sshUser
         self.trustHostKey = trustHostKey
         self.stallTimeout = stallTimeout
+        self.knownHostLines = knownHostLines
     }
 }
 

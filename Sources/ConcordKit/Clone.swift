@@ -61,7 +61,8 @@ extension Profile {
                 return true
             }
             return false
-        }, stallTimeout: environment.networkTimeout)
+        }, stallTimeout: environment.networkTimeout,
+           knownHostLines: location.knownHostsName == nil ? [] : knownHosts.lines(for: hostName))
         // A profile object only to reuse the transport error mapping; replaced below.
         let provisional = Profile(root: root, repository: repository, environment: environment,
                                   info: ProfileInfo(id: "", name: "", formatVersion: concordFormatVersion, createdAt: ""), kinds: .empty)

@@ -3,6 +3,10 @@ import Foundation
 
 /// `$CONCORD_HOME/known_hosts`: the ssh host keys this identity trusts, shared by all its
 /// profiles, in OpenSSH's format (`[host]:port ssh-ed25519 AAAA…`).
+///
+/// Not cached: the file is read again at every host-key check (once per ssh connection, so once
+/// per `watch` poll), and nothing read is kept, so a long-running watch holds none of it between
+/// polls and sees `concord remote trust` run elsewhere at once.
 public struct KnownHosts {
     public let file: URL
 
@@ -15,6 +19,12 @@ public struct KnownHosts {
         let lines = entries().filter { $0.host == host }
         guard !lines.isEmpty else { return nil }
         return lines.contains { $0.sha256 == key.sha256 }
+    }
+
+    /// The file's lines for `host`, as written (given to libgit2 in place of ~/.ssh/known_hosts).
+    public func lines(for host: String) -> [String] {
+        guard let text = try? String(contentsOf: file, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").filter { $0.split(separator: " ").first.map(String.init) == host }.map(String.init)
     }
 
     /// Records `key` as trusted for `host` (replacing older keys of that host).

@@ -46,6 +46,9 @@ extension Profile {
     public func sync(remote: String = "origin", as identity: Identity) throws -> SyncReport {
         let lock = try lock()
         defer { withExtendedLifetime(lock) {} }
+        // A long-running caller (`watch`) keeps this profile open across thousands of syncs: what
+        // libgit2 cached during this one is let go, so memory does not grow with their number.
+        defer { repository.releaseCaches() }
         let location = try remoteLocation(remote)
         let options = transportOptions(for: identity, remote: remote, location: location)
         var received = 0
@@ -87,7 +90,7 @@ extension Profile {
             if try push(head, expected: remoteTip, remote: remote, location: location, options: options,
                         attemptsLeft: Self.maxSyncAttempts - attempt) {
                 sent += outgoing
-                // An ssh push already moved the tracking ref (libgit2 updates tips); a path push did not.
+                // The push does not move the tracking ref (path pushes bypass libgit2; ssh pushes use an anonymous remote).
                 let tracking = try gitCall { try repository.resolveReference(Self.trackingRef(remote)) }
                 if tracking != head {
                     try gitCall {
@@ -165,7 +168,7 @@ extension Profile {
         let options = TransportOptions(sshPrivateKey: identity.privateKeyPath.path, trustHostKey: { key in
             seen = key
             return true
-        })
+        }, knownHostLines: KnownHosts(home: environment.home).lines(for: hostName))
         do { _ = try repository.remoteHeads(remote: name, options: options) } catch {
             if seen == nil { throw try transportError(error, remote: name, location: location) }
         }
@@ -186,7 +189,8 @@ extension Profile {
         let hostName = location.knownHostsName ?? ""
         return TransportOptions(sshPrivateKey: identity.privateKeyPath.path, trustHostKey: { key in
             knownHosts.verdict(host: hostName, key: key) == true
-        }, stallTimeout: environment.networkTimeout)
+        }, stallTimeout: environment.networkTimeout,
+           knownHostLines: location.knownHostsName == nil ? [] : knownHosts.lines(for: hostName))
     }
 
     /// Where a fetch puts the remote's main, inside the quarantine (see `fetchVerified`).

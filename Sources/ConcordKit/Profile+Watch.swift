@@ -28,6 +28,10 @@ extension Profile {
         var nextRemoteCheck = Date.distantPast
         // After a failure, local commits wait for the next remote check instead of retrying every tick.
         var quietUntil = Date.distantPast
+        // A refusal or another failure is reported once (until it changes or clears), and the
+        // remote is asked again after a delay that doubles each time, up to `maxBackoff`.
+        var lastFailure: String?
+        var backoff = interval
         while !shouldStop() {
             let now = Date()
             let remoteDue = now >= nextRemoteCheck
@@ -43,15 +47,23 @@ extension Profile {
                         offline = false
                         onEvent(.online)
                     }
+                    lastFailure = nil
+                    backoff = interval
                 } catch {
-                    quietUntil = nextRemoteCheck
                     if case ConcordError.offline = error {
                         if !offline { onEvent(.offline(error.localizedDescription)) }
                         offline = true
                     } else {
-                        onEvent(.failed((error as? LocalizedError)?.errorDescription ?? "\(error)"))
+                        let message = (error as? LocalizedError)?.errorDescription ?? "\(error)"
+                        if message != lastFailure { onEvent(.failed(message)) }
+                        lastFailure = message
+                        nextRemoteCheck = Date().addingTimeInterval(backoff)
+                        backoff = min(backoff * 2, max(interval, Self.maxBackoff))
                     }
+                    quietUntil = nextRemoteCheck
                 }
+                // With CONCORD_TRACE_PERF=1, one line per remote check (B11 counts polls with it).
+                if remoteDue { PerformanceTrace.step("watch: remote checked") }
             }
             let tickEnd = Date().addingTimeInterval(Self.watchTick)
             while Date() < tickEnd, !shouldStop() { usleep(10_000) }
@@ -61,6 +73,8 @@ extension Profile {
 
     /// How often `watch` looks for local commits to send.
     static let watchTick: TimeInterval = 0.05
+    /// The longest `watch` waits before asking again a remote that refused it or failed.
+    static let maxBackoff: TimeInterval = 300
 
     /// True when this device has commits `remote` has not received, as far as the last fetch knows.
     /// Reads two refs: cheap enough to ask every tick.

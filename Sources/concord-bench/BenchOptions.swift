@@ -1,6 +1,7 @@
 import Foundation
 
-/// The command line: `concord-bench [--concord PATH] [--output PATH] [--runs N] [--only B1,B2] [--tmpdir DIR] [--keep]`.
+/// The command line: `concord-bench [--concord PATH] [--output PATH] [--runs N] [--only B1,B2] [--tmpdir DIR] [--keep]
+/// [--soak-polls N] [--soak-syncs N]`.
 struct BenchOptions {
     /// A usage error or `--help`: the text to print, then exit 2 (or 0 for help).
     struct Usage: Error {
@@ -10,6 +11,7 @@ struct BenchOptions {
 
     static let help = """
     usage: concord-bench [--concord PATH] [--output PATH] [--runs N] [--only B1,B2] [--tmpdir DIR] [--keep]
+                         [--soak-polls N] [--soak-syncs N]
 
     Times concord against the git CLI on the same data, prints a markdown table and,
     with --output, writes the full report (docs/benchmarks.md via `make bench`).
@@ -20,6 +22,8 @@ struct BenchOptions {
       --only LIST     comma-separated scenario ids, e.g. B1,B2 (default: all)
       --tmpdir DIR    where the temporary directories go (default /tmp)
       --keep          keep the temporary directory for inspection
+      --soak-polls N  B11: idle polls of each watch, 50 or more (default 10,000)
+      --soak-syncs N  B11: syncs of each watch after the idle polls, 1 or more (default 200)
     """
 
     var concordPath: String
@@ -28,6 +32,9 @@ struct BenchOptions {
     var only: Set<String>?
     var temporaryDirectory = "/tmp"
     var keepTemporaryFiles = false
+    /// B11: how many idle remote checks each `watch` makes, then how many syncs.
+    var soakPolls = 10_000
+    var soakSyncs = 200
 
     static func parse(_ arguments: [String]) throws -> BenchOptions {
         var options = BenchOptions(concordPath: defaultConcordPath())
@@ -55,6 +62,14 @@ struct BenchOptions {
                 options.only = Set(ids)
             case "--tmpdir": options.temporaryDirectory = try value(for: argument)
             case "--keep": options.keepTemporaryFiles = true
+            case "--soak-polls":
+                let text = try value(for: argument)
+                guard let polls = Int(text), polls >= 50 else { throw Usage(text: "concord-bench: --soak-polls must be a whole number ≥ 50, not \(text)") }
+                options.soakPolls = polls
+            case "--soak-syncs":
+                let text = try value(for: argument)
+                guard let syncs = Int(text), syncs >= 1 else { throw Usage(text: "concord-bench: --soak-syncs must be a whole number ≥ 1, not \(text)") }
+                options.soakSyncs = syncs
             case "--help", "-h": throw Usage(text: help, isHelp: true)
             default: throw Usage(text: "concord-bench: unknown argument \(argument)\n\n\(help)")
             }

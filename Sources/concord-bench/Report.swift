@@ -61,14 +61,16 @@ struct Report {
         ```
 
         Options: `--runs N` (timed runs per side, default 5), `--only B3,B6` (some scenarios), `--tmpdir DIR`
-        (where the temporary directories go, default /tmp), `--keep` (keep them).
+        (where the temporary directories go, default /tmp), `--keep` (keep them), `--soak-polls N` and
+        `--soak-syncs N` (B11's idle polls and syncs, default 10,000 and 200).
 
         Every scenario runs concord and the real `git` CLI on the same data in the same run. The table shows medians
         of \(runs) run\(runs == 1 ? "" : "s") per side (B3's git side: one run, see B3); ratio = concord median / git
-        median (lower is better for concord). Two scenarios read differently: B4 has no git counterpart (its concord
-        column holds p50 and p95 of 60 latencies, its target is on p95), and B6 compares concord with itself
+        median (lower is better for concord). Three scenarios read differently: B4 has no git counterpart (its concord
+        column holds p50 and p95 of 60 latencies, its target is on p95), B6 compares concord with itself
         (ratio = median on a 100k-record profile / median on a 1k-record one; its git reference row does the same for
-        `git pull`). Rows without a target are references or variants of the headline row above them. Profiles of
+        `git pull`), and B11 measures memory, not time (its concord column holds a running watch's resident size at
+        three points, its ratio column the growth in MB, its target is on that growth). Rows without a target are references or variants of the headline row above them. Profiles of
         1k, 10k and 100k records are each imported once per bench run and shared by the scenarios that use them.
 
         ## Machine

@@ -12,7 +12,7 @@ struct Scenario: Sendable {
 
     /// Every scenario, in report order.
     static let all: [Scenario] = [.importTenThousand, .putIntoHundredThousand, .mergeThousandConflicts,
-                                  .propagationOverSSH, .cloneTenThousand, .syncScaling]
+                                  .propagationOverSSH, .cloneTenThousand, .syncScaling, .watchSoak]
 }
 
 /// What a scenario measured: table rows (the first is the headline row with the target) and
@@ -129,13 +129,17 @@ final class BenchContext {
     let directory: URL
     /// Profiles built once per bench run and shared by the scenarios that need them.
     let shared: SharedDatasets
+    /// B11: idle polls, then syncs, of each soaked `watch` (`--soak-polls`, `--soak-syncs`).
+    let soak: (polls: Int, syncs: Int)
 
-    init(concord: ConcordCLI, git: GitCLI, runs: Int, directory: URL, shared: SharedDatasets) {
+    init(concord: ConcordCLI, git: GitCLI, runs: Int, directory: URL, shared: SharedDatasets,
+         soak: (polls: Int, syncs: Int) = (10_000, 200)) {
         self.concord = concord
         self.git = git
         self.runs = runs
         self.directory = directory
         self.shared = shared
+        self.soak = soak
     }
 
     func path(_ name: String) -> URL { directory.appendingPathComponent(name) }

@@ -159,19 +159,19 @@ final class HostileRemoteTests: SyncTestCase {
         let future = good.replacingCharacters(in: stamp, with: #""updatedAt": "9999-12-31T23:59:59.999Z-0000""#)
             .replacingOccurrences(of: "\"puzzle\"\n  }", with: "\"from the future\"\n  }")
         try scene.forger.push(try scene.forger.file(future), at: path)
-        try concordOK(["sync"], as: scene.bob, in: scene.bobProfile, clock: "2026-03-01T10:00:00.000Z")
+        try concordOK(["sync"], as: scene.bob, in: scene.bobProfile, clock: "2027-06-01T10:00:00.000Z")
         XCTAssertTrue(try concordOK(["get", "vocabulary/puzzle"], as: scene.bob, in: scene.bobProfile).contains("9999"))
         try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: scene.bob, in: scene.bobProfile,
-                      clock: "2026-03-01T10:00:01.000Z")
+                      clock: "2027-06-01T10:00:01.000Z")
         let cat = try concordOK(["get", "vocabulary/cat"], as: scene.bob, in: scene.bobProfile)
-        XCTAssertTrue(cat.contains("2026-03-01T10:00:01.000Z"), "the clock was dragged: \(cat)")
+        XCTAssertTrue(cat.contains("2027-06-01T10:00:01.000Z"), "the clock was dragged: \(cat)")
         // An edit of the future record itself still wins over it.
         try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"edited"}"#], as: scene.bob, in: scene.bobProfile,
-                      clock: "2026-03-01T10:00:02.000Z")
+                      clock: "2027-06-01T10:00:02.000Z")
         try concordOK(["put", "vocabulary/dog", "--json", #"{"label":"dog"}"#], as: scene.bob, in: scene.bobProfile,
-                      clock: "2026-03-01T10:00:03.000Z")
+                      clock: "2027-06-01T10:00:03.000Z")
         XCTAssertTrue(try concordOK(["get", "vocabulary/puzzle"], as: scene.bob, in: scene.bobProfile).contains("edited"))
-        XCTAssertTrue(try concordOK(["get", "vocabulary/dog"], as: scene.bob, in: scene.bobProfile).contains("2026-03-01T10:00:03.000Z"))
+        XCTAssertTrue(try concordOK(["get", "vocabulary/dog"], as: scene.bob, in: scene.bobProfile).contains("2027-06-01T10:00:03.000Z"))
     }
 
     func testARemovedRecordFileIsRefused() throws {

@@ -88,6 +88,21 @@ final class SyncIntegrityTests: SyncTestCase {
         let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], json.stdout)
         XCTAssertTrue((object["error"] as? String)?.contains("DENIED") == true, json.stdout)
         XCTAssertEqual(object["exitCode"] as? Int, 4)
+
+        // watch reports the refusal once and backs off instead of retrying every interval.
+        let output = sandbox.appendingPathComponent("watch.out")
+        let watcher = try ChildProcess(path: try concordBinary(), arguments: ["watch", "-C", bobProfile.path, "--remote", "server",
+                                                                             "--interval", "0.1", "--json"],
+                                       environment: concordEnvironment(bob), output: output)
+        addTeardownBlock { watcher.signal(SIGKILL); watcher.wait() }
+        Thread.sleep(forTimeInterval: 4)
+        watcher.signal(SIGTERM)
+        watcher.wait()
+        let lines = (try String(contentsOf: output, encoding: .utf8)).split(separator: "\n")
+        let errors = lines.filter { $0.contains("\"event\":\"error\"") }
+        XCTAssertEqual(errors.count, 1, "one error event for a refusal that does not change:\n\(lines.joined(separator: "\n"))")
+        XCTAssertTrue(errors.first?.contains("DENIED") == true)
+        XCTAssertEqual(watcher.exitStatus(), 0)
     }
 
     /// A server that accepts the connection and then says nothing (a hung sshd, a black hole)
