@@ -44,11 +44,16 @@ let package = Package(
         // concord-bench: the benchmark harness behind `make bench` (concord vs the git CLI, same data).
         .executableTarget(name: "concord-bench", dependencies: ["ConcordKit"]),
 
-        .testTarget(name: "ConcordModelTests", dependencies: ["ConcordModel"]),
+        // ConcordTestSupport: what every test target shares (seeded generators, hand-made object files).
+        .target(name: "ConcordTestSupport", path: "Tests/ConcordTestSupport"),
+
+        .testTarget(name: "ConcordModelTests", dependencies: ["ConcordModel", "ConcordTestSupport"]),
         .testTarget(name: "ConcordTrustTests", dependencies: ["ConcordTrust"]),
-        .testTarget(name: "ConcordGitTests", dependencies: ["ConcordGit", .product(name: "Crypto", package: "swift-crypto")]),
-        .testTarget(name: "ConcordKitTests", dependencies: ["ConcordKit", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "ConcordGitTests",
+                    dependencies: ["ConcordGit", "ConcordTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "ConcordKitTests",
+                    dependencies: ["ConcordKit", "ConcordTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "ConcordCLITests", dependencies: ["ConcordKit"]),
-        .testTarget(name: "ConcordSyncTests", dependencies: ["ConcordKit"]),
+        .testTarget(name: "ConcordSyncTests", dependencies: ["ConcordKit", "ConcordTestSupport"]),
     ]
 )

@@ -165,9 +165,17 @@ extension Repository {
     /// only if it still points at `expected` (libgit2's own local transport would force it).
     /// Throws `GitError` with code `.modified`/`.exists` when another device pushed first.
     public func pushToLocalRepository(at path: String, ref: String, tip: ObjectID, expected: ObjectID?) throws {
+        try SourceObjects.refuseIrregularFiles(inRepositoryAt: path)
         let target = try Repository.open(path)
         if !target.contains(tip) { _ = try ObjectTransfer.copy(tip, from: self, to: target) }
         try target.updateReference(ref, to: tip, expected: expected, message: "concord: push")
+    }
+
+    /// Branch `ref` of the repository at `path` on this machine, read from its ref files without
+    /// opening it with libgit2 (a path remote is not trusted; see `SourceObjects`). nil when it
+    /// has no such branch.
+    public static func localRemoteHead(at path: String, ref: String) throws -> ObjectID? {
+        try SourceObjects.reference(ref, gitDirectory: SourceObjects.gitDirectory(of: path))
     }
 
     /// How many commits `local` has that `upstream` lacks, and the reverse.

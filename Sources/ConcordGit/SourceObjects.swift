@@ -37,10 +37,7 @@ final class SourceObjects: ObjectSource {
     /// Opens the objects of the repository at `path` (bare, or a working tree with `.git`).
     init(repositoryAt path: String) throws {
         Libgit2.ensure()
-        let root = path.hasSuffix("/") ? path : path + "/"
-        var isDirectory: ObjCBool = false
-        let bare = FileManager.default.fileExists(atPath: root + "objects", isDirectory: &isDirectory) && isDirectory.boolValue
-        gitDirectory = bare ? root : root + ".git/"
+        gitDirectory = Self.gitDirectory(of: path)
         let directory = gitDirectory + "objects/"
         objectsDirectory = directory
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory + "pack")) ?? []
@@ -83,21 +80,48 @@ final class SourceObjects: ObjectSource {
     /// The remote's `ref` (e.g. `refs/heads/main`): from its loose ref file or `packed-refs`.
     /// nil when it has no such branch.
     func reference(_ ref: String) throws -> ObjectID? {
-        let root = gitDirectory
-        if let text = try Self.smallFile(root + ref, limit: 4096) {
+        try Self.reference(ref, gitDirectory: gitDirectory)
+    }
+
+    /// `ref` of the repository whose git directory is `gitDirectory`, read from its files without
+    /// libgit2 (which would block on a FIFO or follow a link): a regular loose ref file holding an
+    /// id, else the line in a regular `packed-refs`. nil when it has no such branch.
+    static func reference(_ ref: String, gitDirectory root: String) throws -> ObjectID? {
+        if let text = try smallFile(root + ref, limit: 4096) {
             guard let id = ObjectID(hex: String(decoding: text.prefix(40), as: UTF8.self)),
                   text.dropFirst(40).allSatisfy({ $0 == 0x0A || $0 == 0x0D }) else {
-                throw Self.refusal("\(root)\(ref) does not hold a commit id")
+                throw refusal("\(root)\(ref) does not hold a commit id")
             }
             return id
         }
-        guard let packed = try Self.smallFile(root + "packed-refs", limit: 64 << 20) else { return nil }
+        guard let packed = try smallFile(root + "packed-refs", limit: 64 << 20) else { return nil }
         for line in packed.split(separator: 0x0A) where line.count == 41 + ref.utf8.count {
             if line.dropFirst(41).elementsEqual(ref.utf8), line[line.startIndex + 40] == 0x20 {
                 return ObjectID(hex: String(decoding: line.prefix(40), as: UTF8.self))
             }
         }
         return nil
+    }
+
+    /// The git directory of the repository at `path` (bare, or a working tree with `.git`), with
+    /// a trailing slash.
+    static func gitDirectory(of path: String) -> String {
+        let root = path.hasSuffix("/") ? path : path + "/"
+        var isDirectory: ObjCBool = false
+        let bare = FileManager.default.fileExists(atPath: root + "objects", isDirectory: &isDirectory) && isDirectory.boolValue
+        return bare ? root : root + ".git/"
+    }
+
+    /// Refuses a repository whose files libgit2 would block on or be led astray by when it opens
+    /// it (a push opens the target): each of these must be a regular file or absent.
+    static func refuseIrregularFiles(inRepositoryAt path: String) throws {
+        let root = gitDirectory(of: path)
+        for name in ["HEAD", "config", "packed-refs", "refs/heads/main", "objects/info/alternates", "commondir"] {
+            var info = stat()
+            if lstat(root + name, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
+                throw refusal("\(root)\(name) is not a regular file")
+            }
+        }
     }
 
     private func packed(_ id: ObjectID, type: ObjectType) throws -> [UInt8] {

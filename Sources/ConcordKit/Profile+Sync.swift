@@ -130,6 +130,15 @@ extension Profile {
         let head = try gitCall { try repository.resolveReference("HEAD") }
         let tracking = try gitCall { try repository.resolveReference(Self.trackingRef(remote)) }
         if head != tracking { return true }
+        if case .path(let path) = location {
+            // Read from the ref files: no libgit2 on an untrusted directory, and far cheaper.
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw ConcordError.offline(remote: remote, reason: "\(path) does not exist", localCommits: try localCommits(remote))
+            }
+            do { return try Repository.localRemoteHead(at: path, ref: "refs/heads/main") != tracking } catch {
+                throw try transportError(error, remote: remote, location: location)
+            }
+        }
         let heads: [String: ObjectID]
         do {
             heads = try repository.remoteHeads(remote: remote, options: transportOptions(for: identity, remote: remote, location: location))

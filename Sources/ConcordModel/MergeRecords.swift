@@ -121,11 +121,11 @@ public enum RecordMerge {
     ///
     /// The collision, if any, is reported against `base`: a field whose write differs on both sides from
     /// the base's (stamp or value) and whose values differ. It names the side that won the latest of the
-    /// collided fields (`true`: `ours`).
+    /// collided fields (`true`: `ours`; among collided fields of one stamp, the first by key bytes).
     static func joinLive(_ ours: Record, _ theirs: Record, base: Record?) -> (Record, collision: Bool?) {
         let o = ours.fieldWrites, t = theirs.fieldWrites, b = base?.fieldWrites ?? [:]
         var writes = o
-        var latestCollision: (stamp: WriteStamp, oursWon: Bool)?
+        var latestCollision: (stamp: WriteStamp, key: String, oursWon: Bool)?
         for (key, theirWrite) in t {
             guard let ourWrite = o[key] else {
                 writes[key] = theirWrite
@@ -135,8 +135,10 @@ public enum RecordMerge {
             writes[key] = winner
             let collided = !ourWrite.isSame(as: b[key]) && !theirWrite.isSame(as: b[key])
                 && !MergeSupport.same(ourWrite.value, theirWrite.value)
-            if collided, latestCollision.map({ $0.stamp < winner.stamp }) ?? true {
-                latestCollision = (winner.stamp, winner.isSame(as: ourWrite))
+            // The latest collided field names the winner; among fields written at one stamp, the
+            // first key by its bytes (not the dictionary's order, which differs from run to run).
+            if collided, latestCollision.map({ $0.stamp < winner.stamp || ($0.stamp == winner.stamp && utf8Precedes(key, $0.key)) }) ?? true {
+                latestCollision = (winner.stamp, key, winner.isSame(as: ourWrite))
             }
         }
         let lastDeleted = [ours.lastDeleted, theirs.lastDeleted].compactMap { $0 }.max()

@@ -1,6 +1,7 @@
 import ConcordGit
 import Foundation
 import XCTest
+@_exported import ConcordTestSupport
 
 /// What the real git printed and how it exited.
 struct GitOutput {

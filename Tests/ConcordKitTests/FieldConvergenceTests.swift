@@ -64,7 +64,7 @@ final class FieldConvergenceTests: KitTestCase {
     }
 
     private func runCase(seed: UInt64, origin: Profile, identities: [Identity], wall: Wall) throws {
-        var random = ConvergenceTests.SplitMix64(state: seed &* 0x5DEECE66D)
+        var random = SeededGenerator(state: seed &* 0x5DEECE66D)
         let root = sandbox.appendingPathComponent("case\(seed)")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         let remote = root.appendingPathComponent("remote.git")

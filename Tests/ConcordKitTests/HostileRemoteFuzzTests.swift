@@ -16,7 +16,7 @@ final class HostileRemoteFuzzTests: KitTestCase {
 
     func testForgedRemotesNeverEscapeCrashHangOrChangeAnythingOnRefusal() throws {
         var fuzz = try FuzzScene(test: self)
-        var generator = FuzzGenerator(seed: 0xC0FFEE)
+        var generator = SeededGenerator(seed: 0xC0FFEE)
         var refused = 0, accepted = 0
         for number in 1...Self.cases {
             let mutation = try fuzz.forge(&generator)
@@ -55,18 +55,6 @@ final class HostileRemoteFuzzTests: KitTestCase {
 }
 
 /// SplitMix64, so a failing case replays from its seed.
-struct FuzzGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Alice's profile published to a bare repository, Bob's clone of it (synced in-process), and
 /// the attacker's model of the remote's current tree.
 struct FuzzScene {
@@ -122,7 +110,7 @@ struct FuzzScene {
 
     /// Forges one commit (1–3 mutations of the remote's tree, or a history or object attack),
     /// moves the remote's main to it, and says what it did.
-    mutating func forge(_ random: inout FuzzGenerator) throws -> String {
+    mutating func forge(_ random: inout SeededGenerator) throws -> String {
         written = []
         damaged = nil
         var tree = files
@@ -171,7 +159,7 @@ struct FuzzScene {
         return notes.joined(separator: ", ")
     }
 
-    func randomPath(_ random: inout FuzzGenerator) -> [UInt8] {
+    func randomPath(_ random: inout SeededGenerator) -> [UInt8] {
         let bucketOfNew = RecordPaths.bucket("new\(random.next() % 50)")
         let shapes: [[String]] = [
             ["vocabulary", bucketOfNew, "new\(random.next() % 50).json"],
@@ -192,7 +180,7 @@ struct FuzzScene {
         return Array(components.joined(separator: [0x2F]))
     }
 
-    func randomContent(for path: [UInt8], _ random: inout FuzzGenerator) -> [UInt8] {
+    func randomContent(for path: [UInt8], _ random: inout SeededGenerator) -> [UInt8] {
         let name = String(decoding: path, as: UTF8.self)
         let id = name.hasSuffix(".json") ? String((name.split(separator: "/").last ?? "x").dropLast(5)) : "x"
         let valid = String(decoding: sampleRecord, as: UTF8.self).replacingOccurrences(of: "\"id\": \"puzzle\"", with: "\"id\": \"\(id)\"")
@@ -217,7 +205,7 @@ struct FuzzScene {
 
     /// Writes the trees for `tree` (path → entry) below `prefix`, bottom up; returns the root's id.
     mutating func writeTree(_ tree: [[UInt8]: (mode: String, id: String)], prefix: [UInt8], disorder: Bool,
-                            _ random: inout FuzzGenerator) throws -> String {
+                            _ random: inout SeededGenerator) throws -> String {
         var children = [[UInt8]: [[UInt8]: (mode: String, id: String)]]()
         var entries = [(mode: String, name: [UInt8], id: String)]()
         for (path, entry) in tree {
@@ -250,20 +238,20 @@ struct FuzzScene {
         let url = bareURL.appendingPathComponent("objects/\(id.prefix(2))/\(id.dropFirst(2))")
         if !FileManager.default.fileExists(atPath: url.path) {
             try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try Data(zlibStoredStream(full)).write(to: url)
+            try Data(zlibStored(full)).write(to: url)
             written.append(url.path)
         }
         return id
     }
 
-    func damage(_ path: String, _ random: inout FuzzGenerator) throws {
+    func damage(_ path: String, _ random: inout SeededGenerator) throws {
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         switch Int.random(in: 0..<3, using: &random) {
         case 0: bytes = Array(bytes.prefix(Int.random(in: 0..<bytes.count, using: &random)))
         case 1: bytes[Int.random(in: 0..<bytes.count, using: &random)] ^= UInt8.random(in: 1...255, using: &random)
         default:   // a header that understates the size
             let content = bytes.count > 20 ? Array(bytes[7..<(bytes.count - 4)]) : bytes
-            bytes = zlibStoredStream(Array("blob 1\0".utf8) + content)
+            bytes = zlibStored(Array("blob 1\0".utf8) + content)
         }
         try Data(bytes).write(to: URL(fileURLWithPath: path))
     }
@@ -349,20 +337,4 @@ struct FuzzScene {
         state["config"] = FileManager.default.contents(atPath: git.appendingPathComponent("config").path)
         return state
     }
-}
-
-/// A zlib stream of `data` in stored deflate blocks.
-func zlibStoredStream(_ data: [UInt8]) -> [UInt8] {
-    var out: [UInt8] = [0x78, 0x01]
-    var offset = 0
-    repeat {
-        let count = min(65_535, data.count - offset)
-        out += [offset + count == data.count ? 1 : 0, UInt8(count & 0xFF), UInt8(count >> 8), UInt8(~count & 0xFF), UInt8((~count >> 8) & 0xFF)]
-        out += data[offset..<(offset + count)]
-        offset += count
-    } while offset < data.count
-    var a: UInt32 = 1, b: UInt32 = 0
-    for byte in data { a = (a + UInt32(byte)) % 65_521; b = (b + a) % 65_521 }
-    let adler = b << 16 | a
-    return out + [UInt8(adler >> 24), UInt8((adler >> 16) & 0xFF), UInt8((adler >> 8) & 0xFF), UInt8(adler & 0xFF)]
 }

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+@_exported import ConcordTestSupport
 
 @testable import ConcordKit
 

@@ -121,24 +121,6 @@ struct Forger {
     }
 }
 
-/// A zlib stream of `data` in stored (uncompressed) deflate blocks, for hand-made object files.
-func zlibStored(_ data: [UInt8]) -> [UInt8] {
-    var out: [UInt8] = [0x78, 0x01]
-    var offset = 0
-    repeat {
-        let count = min(65_535, data.count - offset)
-        let final: UInt8 = offset + count == data.count ? 1 : 0
-        out += [final, UInt8(count & 0xFF), UInt8(count >> 8), UInt8(~count & 0xFF), UInt8((~count >> 8) & 0xFF)]
-        out += data[offset..<(offset + count)]
-        offset += count
-    } while offset < data.count
-    var a: UInt32 = 1, b: UInt32 = 0
-    for byte in data { a = (a + UInt32(byte)) % 65_521; b = (b + a) % 65_521 }
-    let adler = b << 16 | a
-    out += [UInt8(adler >> 24), UInt8((adler >> 16) & 0xFF), UInt8((adler >> 8) & 0xFF), UInt8(adler & 0xFF)]
-    return out
-}
-
 extension SyncTestCase {
     /// Runs `concord arguments` as `device`, killing it after `seconds` (a hang is a failure, not
     /// a stuck test run); `timedOut` says whether it had to be killed.

@@ -20,7 +20,7 @@ final class KillTests: SyncTestCase {
     func testPutKilledInFlight() throws {
         let fleet = try RaceKill.Fleet(in: self, devices: 1, transport: .path)
         let device = fleet.devices[0]
-        var random = RaceKill.SeededGenerator(seed: RaceKill.seed(default: 0x4B11_0003))
+        var random = SeededGenerator(seed: RaceKill.seed(default: 0x4B11_0003))
         var durations = [Double]()
         for index in 0..<3 {
             durations.append(try fleet.concordOK(on: device, ["put", "vocabulary/warm-\(index)", "--json", #"{"term":"warm"}"#]).seconds)
@@ -112,7 +112,7 @@ final class KillTests: SyncTestCase {
     func testImportKilledWhileItsFilesAreWrittenAheadOfItsCommit() throws {
         let fleet = try RaceKill.Fleet(in: self, devices: 1, transport: .path)
         let device = fleet.devices[0]
-        var random = RaceKill.SeededGenerator(seed: RaceKill.seed(default: 0x4B11_0005))
+        var random = SeededGenerator(seed: RaceKill.seed(default: 0x4B11_0005))
         let journal = device.profile.appendingPathComponent(".git/concord/checkout-journal").path
         var caughtBeforeCommit = 0
         for trial in 1...5 {
@@ -176,7 +176,7 @@ final class KillTests: SyncTestCase {
     private func killSyncTrials(transport: RaceKill.Transport, trials: Int, seed: UInt64) throws {
         let fleet = try RaceKill.Fleet(in: self, devices: 2, transport: transport)
         let (a, b) = (fleet.devices[0], fleet.devices[1])
-        var random = RaceKill.SeededGenerator(seed: seed)
+        var random = SeededGenerator(seed: seed)
         var acknowledged = [String]()
         var counter = 0
 

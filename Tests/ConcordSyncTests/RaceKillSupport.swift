@@ -288,20 +288,6 @@ extension RaceKill {
 
 extension RaceKill {
     /// SplitMix64: a seeded generator, so a failing run's delays and choices can be replayed.
-    struct SeededGenerator: RandomNumberGenerator {
-        private var state: UInt64
-
-        init(seed: UInt64) { state = seed }
-
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// The seed of a randomized test: `CONCORD_TEST_SEED` when set (to replay a run), else fixed.
     static func seed(default value: UInt64) -> UInt64 {
         ProcessInfo.processInfo.environment["CONCORD_TEST_SEED"].flatMap { UInt64($0) } ?? value

@@ -65,7 +65,7 @@ final class RaceTests: SyncTestCase {
             group.enter()
             let thread = Thread {
                 defer { group.leave() }
-                var random = RaceKill.SeededGenerator(seed: seed &+ UInt64(index))
+                var random = SeededGenerator(seed: seed &+ UInt64(index))
                 var next = 0
                 while Date() < deadline {
                     next += 1

@@ -1,6 +1,8 @@
 import Foundation
 import XCTest
 
+@_exported import ConcordTestSupport
+
 /// How devices reach the bare repository in a scenario.
 enum SyncTransport: String, CaseIterable {
     /// A directory path on this machine.
@@ -19,20 +21,6 @@ struct SyncRemote {
 }
 
 /// A seedable generator (SplitMix64), so a shuffled sync order can be replayed from its seed.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// What one `concord sync --json` reported.
 struct SyncSummary {
     let received: Int

@@ -1,0 +1,20 @@
+/// SplitMix64: a small seeded generator, so a failing property, fuzz or race run can be replayed
+/// from its seed. The one copy every test target (and the bench) uses.
+public struct SeededGenerator: RandomNumberGenerator, Sendable {
+    public var state: UInt64
+
+    public init(seed: UInt64) { state = seed }
+
+    public init(state: UInt64) { self.state = state }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// The name the model tests know it by.
+public typealias SplitMix64 = SeededGenerator
