@@ -7,17 +7,40 @@ public enum GitPath {
     /// treats as `.git` (any case; trailing dots and spaces, which Windows drops; the 8.3 short
     /// name `git~1`).
     public static func isSafeName(_ name: some Collection<UInt8>) -> Bool {
-        guard !name.isEmpty, !name.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0x2F || $0 == 0x5C }) else { return false }
-        var trimmed = Array(name)
-        while let last = trimmed.last, last == 0x2E || last == 0x20 { trimmed.removeLast() }
-        if trimmed.isEmpty { return false }   // ".", "..", "...", " "
-        let lower = trimmed.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }
-        return lower != Array(".git".utf8) && lower != Array("git~1".utf8)
+        Array(name).withUnsafeBufferPointer { isSafeName($0[...]) }
     }
 
     /// Whether every component of relative `path` is safe (`isSafeName`), and it has at least one.
     public static func isSafe(_ path: some Collection<UInt8>) -> Bool {
-        let components = path.split(separator: 0x2F, omittingEmptySubsequences: false)
-        return !components.isEmpty && components.allSatisfy(isSafeName)
+        if let result = path.withContiguousStorageIfAvailable({ isSafe(buffer: $0) }) { return result }
+        return Array(path).withUnsafeBufferPointer { isSafe(buffer: $0) }
+    }
+
+    /// `isSafe(_:)` for a path's UTF-8 (a path is checked for every file a checkout writes).
+    public static func isSafe(_ path: String) -> Bool {
+        var path = path
+        return path.withUTF8 { isSafe(buffer: $0) }
+    }
+
+    private static func isSafe(buffer: UnsafeBufferPointer<UInt8>) -> Bool {
+        var start = 0
+        for index in 0...buffer.count where index == buffer.count || buffer[index] == 0x2F {
+            guard isSafeName(buffer[start..<index]) else { return false }
+            start = index + 1
+        }
+        return true
+    }
+
+    private static func isSafeName(_ name: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
+        guard !name.isEmpty else { return false }
+        for byte in name where byte < 0x20 || byte == 0x7F || byte == 0x5C || byte == 0x2F { return false }
+        var end = name.endIndex
+        while end > name.startIndex, name[end - 1] == 0x2E || name[end - 1] == 0x20 { end -= 1 }
+        let trimmed = name[name.startIndex..<end]
+        if trimmed.isEmpty { return false }   // ".", "..", "...", " "
+        func lowered(_ byte: UInt8) -> UInt8 { (0x41...0x5A).contains(byte) ? byte | 0x20 : byte }
+        if trimmed.count == 4, trimmed.elementsEqual(".git".utf8, by: { lowered($0) == $1 }) { return false }
+        if trimmed.count == 5, trimmed.elementsEqual("git~1".utf8, by: { lowered($0) == $1 }) { return false }
+        return true
     }
 }

@@ -16,31 +16,41 @@ internal import CLibgit2
 struct ObjectTransfer {
     let source: ObjectSource
     let destination: Repository
+    /// The destination has no objects yet (a clone): nothing is looked up there, thousands of
+    /// times, only to be missed.
+    let destinationIsEmpty: Bool
     private var pack = ObjectPack()
     /// The trees read from the source whose bytes hash to their ids, up to `treesKept` bytes,
     /// handed to the destination (which finds the changed files with them next).
     private var trees = [ObjectID: RawTree]()
     private var treeBytes = 0
     private static let treesKept = 16 << 20
+    /// The blobs copied, up to `blobsKept` bytes, handed to the destination likewise.
+    private var blobs = [ObjectID: [UInt8]]()
+    private var blobBytes = 0
+    static let blobsKept = 64 << 20
 
-    init(from source: ObjectSource, to destination: Repository) {
+    init(from source: ObjectSource, to destination: Repository, destinationIsEmpty: Bool = false) {
         self.source = source
         self.destination = destination
+        self.destinationIsEmpty = destinationIsEmpty
     }
 
     /// Copies what `tip` needs and the destination lacks; returns how many objects were copied.
-    static func copy(_ tip: ObjectID, from source: ObjectSource, to destination: Repository, durable: Bool = true) throws -> Int {
-        var transfer = ObjectTransfer(from: source, to: destination)
+    static func copy(_ tip: ObjectID, from source: ObjectSource, to destination: Repository, durable: Bool = true,
+                     destinationIsEmpty: Bool = false) throws -> Int {
+        var transfer = ObjectTransfer(from: source, to: destination, destinationIsEmpty: destinationIsEmpty)
         try transfer.copyCommits(from: tip)
         try transfer.pack.write(into: destination, durable: durable)
         destination.fetchedTrees = transfer.trees
+        destination.fetchedBlobs = transfer.blobs
         return transfer.pack.count
     }
 
     private mutating func readTree(_ id: ObjectID) throws -> RawTree {
         if let tree = trees[id] { return tree }
         // A base tree the destination has is read there: the source's copy could be forged.
-        let bytes = destination.contains(id) ? try destination.object(id, type: .tree) : try source.object(id, type: .tree)
+        let bytes = destinationHas(id) ? try destination.object(id, type: .tree) : try source.object(id, type: .tree)
         let tree = try RawTree(bytes, id: id)
         let size = tree.bytes.count + tree.entries.count * MemoryLayout<RawTree.Entry>.stride
         if treeBytes + size <= Self.treesKept, ObjectPack.id(of: tree.bytes, type: .tree) == id {
@@ -50,7 +60,9 @@ struct ObjectTransfer {
         return tree
     }
 
-    private func has(_ id: ObjectID) -> Bool { pack.contains(id) || destination.contains(id) }
+    private func has(_ id: ObjectID) -> Bool { pack.contains(id) || destinationHas(id) }
+
+    private func destinationHas(_ id: ObjectID) -> Bool { !destinationIsEmpty && destination.containsWithoutRefresh(id) }
 
     /// Finds the commits the destination lacks, then copies them parents first: each commit's tree
     /// is copied as far as it differs from its first parent's, so that parent's tree must already
@@ -63,7 +75,7 @@ struct ObjectTransfer {
         var stack = [(id: tip, parentsDone: false)]
         while let (id, parentsDone) = stack.popLast() {
             if parentsDone { order.append(id); continue }
-            guard commits[id] == nil, !destination.contains(id) else { continue }
+            guard commits[id] == nil, !destinationHas(id) else { continue }
             let raw = try source.object(id, type: .commit)
             let header = try RawCommit(raw, id: id)
             commits[id] = (raw, header)
@@ -91,7 +103,13 @@ struct ObjectTransfer {
             let child = tree.id(entry)
             switch tree.kind(entry) {
             case .tree: try copyTree(child, base: baseEntry.flatMap { $0.isTree ? old.id($0) : nil })
-            case .blob where !has(child): try pack.add(source.object(child, type: .blob), type: .blob, expected: child)
+            case .blob where !has(child):
+                let bytes = try source.object(child, type: .blob)
+                try pack.add(bytes, type: .blob, expected: child)   // hashed: refused unless it matches its id
+                if blobBytes + bytes.count <= Self.blobsKept {
+                    blobs[child] = bytes
+                    blobBytes += bytes.count
+                }
             default: break   // a blob already there, or a submodule link (no object to copy)
             }
         }
@@ -127,10 +145,15 @@ extension Repository {
     /// fetch moves it, without compare-and-swap: it only mirrors the remote). Returns the remote's
     /// tip, or nil when the remote has no such branch yet.
     @discardableResult
-    public func fetchFromLocalRepository(at path: String, ref: String, into trackingRef: String, durable: Bool = true) throws -> ObjectID? {
+    /// `intoEmpty`: this repository has no objects yet (a clone's quarantine).
+    public func fetchFromLocalRepository(at path: String, ref: String, into trackingRef: String, durable: Bool = true,
+                                         intoEmpty: Bool = false) throws -> ObjectID? {
+        // The branch first, then the pack list: every object the branch needs was stored before it moved.
+        guard let tip = try SourceObjects.reference(ref, gitDirectory: SourceObjects.gitDirectory(of: path)) else { return nil }
         let source = try SourceObjects(repositoryAt: path)
-        guard let tip = try source.reference(ref) else { return nil }
-        if !contains(tip) { _ = try ObjectTransfer.copy(tip, from: source, to: self, durable: durable) }
+        if intoEmpty || !contains(tip) {
+            _ = try ObjectTransfer.copy(tip, from: source, to: self, durable: durable, destinationIsEmpty: intoEmpty)
+        }
         let current = try resolveReference(trackingRef)
         if current != tip {
             try updateReference(trackingRef, to: tip, expected: current, message: "concord: fetch from \(path)")

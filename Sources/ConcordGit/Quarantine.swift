@@ -48,7 +48,7 @@ public final class Quarantine {
 
     /// Moves the fetched packs into the profile (fsynced, each pack before its index, as git does, so no
     /// reader sees an index without its pack), makes the profile see them, and hands over the
-    /// trees the fetch read and hashed (`fetchedTrees`). Then removes the quarantine.
+    /// trees and blobs the fetch read and hashed (`fetchedTrees`, `fetchedBlobs`). Then removes the quarantine.
     public func admit() throws {
         let from = directory + "objects/pack/", to = main.gitDirectory + "objects/pack/"
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: from)) ?? []).filter { $0.hasPrefix("pack-") }
@@ -74,7 +74,8 @@ public final class Quarantine {
             try check("git_odb_refresh", git_odb_refresh(odb))
         }
         main.fetchedTrees = repository.fetchedTrees
-        repository.fetchedTrees = [:]
+        main.fetchedBlobs = repository.fetchedBlobs
+        repository.releaseCaches()
         admitted = true
         try? FileManager.default.removeItem(atPath: directory)
     }

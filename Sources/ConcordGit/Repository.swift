@@ -11,6 +11,10 @@ public final class Repository {
     /// `ObjectTransfer.treesKept` (16 MiB) of trees, replaced by the next fetch and emptied by
     /// `changedFiles` (the walk that follows the fetch) and by `releaseCaches`.
     var fetchedTrees = [ObjectID: RawTree]()
+    /// Blobs a fetch from a path remote just copied (hashed against their ids), by id, up to
+    /// `ObjectTransfer.blobsKept` bytes: the check of the new commits and the checkout that follow
+    /// read them from here instead of inflating them again. Let go with `releaseCaches`.
+    var fetchedBlobs = [ObjectID: [UInt8]]()
 
     private init(handle: OpaquePointer) {
         self.handle = handle
@@ -31,6 +35,7 @@ public final class Repository {
     /// pack stayed mapped).
     public func releaseCaches() {
         fetchedTrees = [:]
+        fetchedBlobs = [:]
         _ = git_repository__cleanup(handle)
     }
 
@@ -198,6 +203,7 @@ public final class Repository {
 
     /// The content of blob `id`.
     public func blob(_ id: ObjectID) throws -> [UInt8] {
+        if let bytes = fetchedBlobs[id] { return bytes }
         var oid = id.raw
         var blob: OpaquePointer?
         try check("git_blob_lookup", git_blob_lookup(&blob, handle, &oid))
@@ -214,5 +220,17 @@ public final class Repository {
         defer { git_odb_free(odb) }
         var oid = id.raw
         return git_odb_exists(odb, &oid) == 1
+    }
+
+    /// `contains` without libgit2's rescan of the pack directories on a miss: for a transfer that
+    /// asks about thousands of objects the repository does not have (each miss would rescan),
+    /// into a repository no other process adds packs to meanwhile (a quarantine, or a remote
+    /// whose new packs only this transfer writes).
+    func containsWithoutRefresh(_ id: ObjectID) -> Bool {
+        var odb: OpaquePointer?
+        guard git_repository_odb(&odb, handle) == 0, let odb else { return false }
+        defer { git_odb_free(odb) }
+        var oid = id.raw
+        return git_odb_exists_ext(odb, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1
     }
 }

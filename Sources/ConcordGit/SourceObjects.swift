@@ -4,7 +4,7 @@ import Foundation
 
 /// Where `ObjectTransfer` reads the objects it copies.
 protocol ObjectSource {
-    /// The bytes of object `id`, which must be a `type` object whose content hashes to `id`.
+    /// The bytes of object `id`, which must be a `type` object.
     func object(_ id: ObjectID, type: ObjectType) throws -> [UInt8]
 }
 
@@ -23,8 +23,8 @@ extension Repository: ObjectSource {
 /// loose objects are inflated here with the size their header declares as a hard bound
 /// (`concord_inflate_loose`); packs are read by a libgit2 object database holding only the
 /// remote's pack files (no loose objects, no alternates, no config), after checking they are
-/// regular files, and each packed object's size is read before the object. Every object is
-/// hashed and must match its id before anyone uses it.
+/// regular files, and each packed object's size is read before the object. `ObjectTransfer`
+/// hashes every object it keeps against its id before anyone uses it.
 final class SourceObjects: ObjectSource {
     /// No object of a profile comes near this (records are ≤ 1 MiB, log day files ≤ 32 MiB).
     static let maxObjectBytes = 64 << 20
@@ -70,17 +70,15 @@ final class SourceObjects: ObjectSource {
 
     func object(_ id: ObjectID, type: ObjectType) throws -> [UInt8] {
         var oid = id.raw
-        let bytes = git_odb_exists(packs, &oid) == 1 ? try packed(id, type: type) : try loose(id, type: type)
-        guard ObjectPack.id(of: bytes, type: type) == id else {
-            throw Self.refusal("object \(id) does not match its content (damaged or forged)")
-        }
-        return bytes
-    }
-
-    /// The remote's `ref` (e.g. `refs/heads/main`): from its loose ref file or `packed-refs`.
-    /// nil when it has no such branch.
-    func reference(_ ref: String) throws -> ObjectID? {
-        try Self.reference(ref, gitDirectory: gitDirectory)
+        // Not hashed here: `ObjectTransfer`, the only reader, adds every object it keeps to its
+        // pack with its expected id (refused on a mismatch), and a tree it only walks and does
+        // not keep can at most lead it to read more objects, each bounded.
+        if git_odb_exists_ext(packs, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { return try packed(id, type: type) }
+        if let bytes = try loose(id, type: type) { return bytes }
+        // In a pack written after the pack list was read (another device pushed meanwhile): look again once.
+        _ = git_odb_refresh(packs)
+        if git_odb_exists_ext(packs, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { return try packed(id, type: type) }
+        throw GitError(function: "object read", code: .notFound, message: "object \(id) is missing from the remote")
     }
 
     /// `ref` of the repository whose git directory is `gitDirectory`, read from its files without
@@ -139,12 +137,11 @@ final class SourceObjects: ObjectSource {
         return Array(UnsafeRawBufferPointer(start: data, count: length))
     }
 
-    private func loose(_ id: ObjectID, type: ObjectType) throws -> [UInt8] {
+    /// The loose object `id`, or nil when there is no such file.
+    private func loose(_ id: ObjectID, type: ObjectType) throws -> [UInt8]? {
         let hex = id.hex
         let path = objectsDirectory + hex.prefix(2) + "/" + hex.dropFirst(2)
-        guard let compressed = try Self.smallFile(path, limit: Self.maxObjectBytes + (1 << 20)) else {
-            throw GitError(function: "object read", code: .notFound, message: "object \(id) is missing from the remote")
-        }
+        guard let compressed = try Self.smallFile(path, limit: Self.maxObjectBytes + (1 << 20)) else { return nil }
         var out: UnsafeMutablePointer<UInt8>?
         var length = 0
         let result = compressed.withUnsafeBufferPointer { buffer in

@@ -365,7 +365,7 @@ public enum FileIO {
     /// way a symbolic link or a file (a link would lead the write anywhere). The second line of
     /// defence behind the check of every fetched commit. `checked` remembers the directories seen.
     static func checkInside(_ path: String, root: String, checked: inout Set<Substring>) throws(Failure) {
-        guard GitPath.isSafe(path.utf8) else { throw Failure(path: root + path, operation: "write outside the profile or into .git:", code: EPERM) }
+        guard GitPath.isSafe(path) else { throw Failure(path: root + path, operation: "write outside the profile or into .git:", code: EPERM) }
         var end = path.startIndex
         while let slash = path[end...].firstIndex(of: "/") {
             let directory = path[..<slash]

@@ -90,6 +90,7 @@ extension Profile {
         let profile = Profile(root: root, repository: repository, environment: environment, info: info, kinds: kinds)
         let lock = try profile.lock()
         profile.clonedRecords = try gitCall { try profile.mergeLocked(tip, as: identity) }.liveRecordsWritten
+        repository.releaseCaches()
         withExtendedLifetime(lock) {}
         try profile.configureGit(members: try profile.members())
         try SyncState(lastSync: HLClock.formatInstant(ConcordEnvironment.systemClock()), lastRemoteHead: tip.hex)

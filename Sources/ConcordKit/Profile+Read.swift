@@ -71,7 +71,7 @@ extension Profile {
 
     /// Reads and decodes the record file at `path` in the working tree; nil if there is none.
     func readRecord(_ path: String) throws -> Record? {
-        guard let bytes = FileManager.default.contents(atPath: rootPath + path) else { return nil }
+        guard let bytes = try workingFile(path, limit: maxRecordBytes) else { return nil }
         do {
             let record = try Record.decode(bytes)
             guard "\(record.id).json" == (path as NSString).lastPathComponent else {
@@ -85,6 +85,17 @@ extension Profile {
         }
     }
 
+    /// The bytes of `path` in the working tree, nil if there is none; a file over `limit` bytes is
+    /// refused from its size, unread (a 1 GiB file must not cost 1 GiB to reject).
+    func workingFile(_ path: String, limit: Int) throws -> Data? {
+        var info = stat()
+        guard stat(rootPath + path, &info) == 0 else { return nil }
+        guard Int(info.st_size) <= limit else {
+            throw ConcordError.corruptRecord(path: path, reason: "it is \(info.st_size) bytes, over the \(limit)-byte limit")
+        }
+        return FileManager.default.contents(atPath: rootPath + path)
+    }
+
     /// The entries of a log kind from all its day files. With `strict`, an unreadable day file is
     /// an error; otherwise it is skipped and reported as a warning.
     private func readLog(_ kind: RecordKind, strict: Bool) throws -> (entries: [LogEntry], warnings: [String]) {
@@ -92,8 +103,8 @@ extension Profile {
         var warnings = [String]()
         for name in fileNames(in: kind.directory, extension: "jsonl") {
             let path = "\(kind.directory)/\(name)"
-            guard let bytes = FileManager.default.contents(atPath: rootPath + path) else { continue }
             do {
+                guard let bytes = try workingFile(path, limit: ProfilePathRules.maxLogFileBytes) else { continue }
                 entries += try Transaction.parseLog(Array(bytes), path: path)
             } catch {
                 if strict { throw error }

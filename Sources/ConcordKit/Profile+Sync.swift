@@ -216,12 +216,16 @@ extension Profile {
         let tracking = try gitCall { try repository.resolveReference(Self.trackingRef(remote)) }
         let head = try gitCall { try repository.resolveReference("HEAD") }
         let known = [head, tracking].compactMap { $0 }
+        PerformanceTrace.start()
         let quarantine = try gitCall { try Quarantine(for: repository, tips: known) }
         try fetch(remote: remote, location: location, options: options, into: quarantine.repository, cloning: cloning)
+        PerformanceTrace.step("fetched into the quarantine")
         guard let tip = try gitCall({ try quarantine.repository.resolveReference(Self.incomingRef) }) else { return nil }
         try first?(tip, quarantine.repository)
         try IncomingCheck(repository: quarantine.repository, profileID: info.id.isEmpty ? nil : info.id).verify(tip: tip, known: known)
+        PerformanceTrace.step("new commits checked")
         try gitCall { try quarantine.admit() }
+        PerformanceTrace.step("objects admitted")
         if tracking != tip {
             try gitCall { try repository.updateReference(Self.trackingRef(remote), to: tip, expected: tracking, message: "concord: fetched") }
         }
@@ -235,7 +239,8 @@ extension Profile {
         do {
             if case .path(let path) = location {
                 // Like a local `git fetch`, minus the pack building: copy just the new objects.
-                try target.fetchFromLocalRepository(at: path, ref: "refs/heads/main", into: Self.incomingRef, durable: false)
+                try target.fetchFromLocalRepository(at: path, ref: "refs/heads/main", into: Self.incomingRef, durable: false,
+                                                    intoEmpty: cloning)
             } else {
                 try target.fetch(url: location.transportURL, refspecs: ["+refs/heads/main:\(Self.incomingRef)"], options: options)
             }

@@ -149,4 +149,32 @@ final class RepositoryTests: GitTestCase {
         try repository.resetIndex(to: tree2)
         XCTAssertEqual(try gitOK(["diff-index", "--cached", "--name-only", "HEAD"], in: url), "")
     }
+
+    /// The working-tree writer's own line of defence, behind the check of fetched commits: it
+    /// refuses any path that would leave the working tree or reach `.git`, and any directory on
+    /// the way that is a symbolic link (or a file), and writes nothing for such a batch.
+    func testTheWorkingTreeWriterRefusesPathsOutsideAndThroughLinks() throws {
+        let (repository, url) = try makeRepository()
+        let outside = sandbox.appendingPathComponent("outside")
+        try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
+        let blob = try repository.writeBlob(Array("x\n".utf8))
+        for path in ["../outside/escaped", ".git/config", ".GIT/hooks/x", "a/../../outside/escaped", "/tmp/escaped", "a/./b", "a//b",
+                     "git~1/config", ".git./config"] {
+            XCTAssertThrowsError(try repository.applyToWorkingTree([WorkingTreeChange(path: path, bytes: Array("x\n".utf8), blob: blob)]),
+                                 "\(path) was written")
+        }
+        // A directory on the way that is a link to somewhere else.
+        try FileManager.default.createSymbolicLink(at: url.appendingPathComponent("linked"), withDestinationURL: outside)
+        XCTAssertThrowsError(try repository.applyToWorkingTree([WorkingTreeChange(path: "linked/escaped", bytes: Array("x\n".utf8), blob: blob)]))
+        XCTAssertThrowsError(try repository.applyToWorkingTree([WorkingTreeChange(removing: "linked/victim")]))
+        // A file where a directory should be.
+        try Data("f".utf8).write(to: url.appendingPathComponent("plain"))
+        XCTAssertThrowsError(try repository.applyToWorkingTree([WorkingTreeChange(path: "plain/x", bytes: Array("x\n".utf8), blob: blob)]))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: outside.path), [], "something was written outside")
+        XCTAssertEqual(try Data(contentsOf: url.appendingPathComponent(".git/config")).isEmpty, false)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "/tmp/escaped"))
+        // And an ordinary path still goes through.
+        try repository.applyToWorkingTree([WorkingTreeChange(path: "fine/file.json", bytes: Array("x\n".utf8), blob: blob)])
+        XCTAssertTrue(FileManager.default.fileExists(atPath: url.appendingPathComponent("fine/file.json").path))
+    }
 }

@@ -28,6 +28,7 @@ final class HostileRemoteFuzzTests: KitTestCase {
                 return XCTFail("\(context): sync did not finish within 30 s")
             case .refused(let error):
                 refused += 1
+                if ProcessInfo.processInfo.environment["FUZZ_DEBUG"] != nil { print("REFUSED \(mutation): \(error)") }
                 XCTAssertEqual(try fuzz.deviceState(), before, "\(context): a refused sync (\(error)) changed the device")
                 try fuzz.restoreRemote()
             case .accepted:
@@ -42,6 +43,7 @@ final class HostileRemoteFuzzTests: KitTestCase {
         try fuzz.restoreRemote()
         try assertFsck(fuzz.bobURL, "the end")
         try assertFsck(fuzz.bareURL, "the remote at the end")
+        print("hostile-remote fuzz: \(Self.cases) cases, \(refused) refused, \(accepted) accepted")
         // Both outcomes must have been exercised, or the fuzzer tests nothing.
         XCTAssertGreaterThan(refused, Self.cases / 2, "refused \(refused), accepted \(accepted)")
         XCTAssertGreaterThan(accepted, 10, "refused \(refused), accepted \(accepted)")
@@ -160,9 +162,9 @@ struct FuzzScene {
     }
 
     func randomPath(_ random: inout SeededGenerator) -> [UInt8] {
-        let bucketOfNew = RecordPaths.bucket("new\(random.next() % 50)")
+        let newID = "new\(random.next() % 50)"
         let shapes: [[String]] = [
-            ["vocabulary", bucketOfNew, "new\(random.next() % 50).json"],
+            ["vocabulary", RecordPaths.bucket(newID), newID + ".json"],
             ["vocabulary", RecordPaths.buckets.randomElement(using: &random)!, "x.json"],
             ["vocabulary", "x.json"], ["logs", "2026-01-0\(random.next() % 9 + 1).jsonl"], ["logs", "notaday.jsonl"],
             [".concord", "members", "mallory.json"], [".concord", "conflicts", "vocabulary", "a.json"],

@@ -243,6 +243,42 @@ final class HostileRemoteTests: SyncTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.appendingPathComponent("escaped").path))
     }
 
+    /// A path remote whose record blob was swapped for other content under the same name: a clone
+    /// re-hashes every object it copies (it used to link the files), fails with one line and
+    /// leaves nothing; a sync of an existing device refuses the same object.
+    func testASwappedBlobInAPathRemoteFailsCloneAndSync() throws {
+        let scene = try makeScene()
+        try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: scene.alice, in: scene.aliceProfile)
+        try concordOK(["sync"], as: scene.alice, in: scene.aliceProfile)
+        let path = "vocabulary/\(try bucket(of: "cat", scene))/cat.json"
+        let blob = try gitOK(["rev-parse", "refs/heads/main:\(path)"], in: scene.remote.bare)
+        // Every object of the remote loose (packs moved out, then unpacked), then the blob's file
+        // holding another blob's bytes.
+        let objects = scene.remote.bare.appendingPathComponent("objects")
+        let moved = try makeDirectory("moved-packs")
+        for name in try FileManager.default.contentsOfDirectory(atPath: objects.appendingPathComponent("pack").path) {
+            try FileManager.default.moveItem(at: objects.appendingPathComponent("pack/" + name), to: moved.appendingPathComponent(name))
+        }
+        for name in try FileManager.default.contentsOfDirectory(atPath: moved.path) where name.hasSuffix(".pack") {
+            try SyncProcess.runOK("/bin/sh", ["-c", "git unpack-objects -q < " + SyncProcess.shellQuoted(moved.appendingPathComponent(name).path)],
+                                  environment: environment(), in: scene.remote.bare)
+        }
+        let forged = try scene.forger.blob(Data(#"{"forged": true}"#.utf8))
+        let target = objects.appendingPathComponent("\(blob.prefix(2))/\(blob.dropFirst(2))")
+        try FileManager.default.removeItem(at: target)
+        try FileManager.default.copyItem(at: objects.appendingPathComponent("\(forged.prefix(2))/\(forged.dropFirst(2))"), to: target)
+
+        let carol = try makeDevice("carol", device: "phone")
+        let clone = sandbox.appendingPathComponent("carol")
+        let result = try concordWithDeadline(["clone", scene.remote.url, clone.path], as: carol, in: sandbox)
+        assertOneLineRefusal((result.status, result.stdout, result.stderr), mentions: [blob, "does not match its content"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: clone.path), "a failed clone leaves nothing")
+        let before = try untouched(scene)
+        let sync = try concordWithDeadline(["sync"], as: scene.bob, in: scene.bobProfile)
+        assertOneLineRefusal((sync.status, sync.stdout, sync.stderr), mentions: [blob, "does not match its content"])
+        XCTAssertEqual(try untouched(scene), before)
+    }
+
     func testOverSSHTheSameCommitIsRefused() throws {
         let scene = try makeScene(.ssh)
         let commit = try scene.forger.push(try scene.forger.file("pwned\n"), at: "../escaped")

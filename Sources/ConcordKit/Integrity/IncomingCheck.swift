@@ -62,6 +62,15 @@ struct IncomingCheck {
             do { kinds = try KindsTable.decode(try read(kindsEntry.id, limit: ProfilePathRules.maxDocumentBytes, path: KindsTable.path, refuse)) } catch let error as ModelError {
                 throw refuse(KindsTable.path, error.localizedDescription)
             }
+            // kinds.json and .gitattributes change together: the attributes are generated from the kinds.
+            if changes.contains(where: { $0.path.elementsEqual(KindsTable.path.utf8) }),
+               !changes.contains(where: { $0.path.elementsEqual(ProfilePaths.gitattributes.utf8) }),
+               let attributes = try repository.entry(at: ProfilePaths.gitattributes, inTree: commit.tree),
+               try read(attributes.id, limit: ProfilePathRules.maxDocumentBytes, path: ProfilePaths.gitattributes, refuse)
+                != Array(kinds.gitattributes().utf8) {
+                throw refuse(ProfilePaths.gitattributes, "it differs from what .concord/kinds.json generates (it would change how plain git merges)")
+            }
+            var pending = [(path: String, file: ProfilePathRules.File, bytes: [UInt8])]()
             for change in changes {
                 let path = String(decoding: change.path, as: UTF8.self)
                 guard GitPath.isSafe(change.path) else { throw refuse(path, ProfilePathRules.Refusal.unsafeName.description) }
@@ -76,9 +85,18 @@ struct IncomingCheck {
                 }
                 switch file {
                 case .failure(let refusal): throw refuse(path, refusal.description)
-                case .success(let kind): try checkContent(kind, blob: blob, path: path, kinds: kinds, profileID: &profileID, refuse)
+                case .success(let file):
+                    switch file {
+                    case .record, .logDay:
+                        pending.append((path, file, try read(blob, limit: file.limit, path: path, refuse)))
+                    default:
+                        try checkContent(file, blob: blob, path: path, kinds: kinds, profileID: &profileID, refuse)
+                    }
                 }
             }
+            // Records and log files are read above and checked on every core (a clone checks them all).
+            let problems = Parallel.map(pending, minimumPerShare: 512) { ProfilePathRules.contentProblem(of: $0.file, bytes: $0.bytes) }
+            if let index = problems.firstIndex(where: { $0 != nil }) { throw refuse(pending[index].path, problems[index]!) }
             // A merge must keep every file of its other parents too.
             for parent in commit.parents.dropFirst() {
                 let tree = try repository.commit(parent).tree
@@ -95,16 +113,8 @@ struct IncomingCheck {
 
     private func checkContent(_ file: ProfilePathRules.File, blob: ObjectID, path: String, kinds: KindsTable,
                               profileID: inout String?, _ refuse: (String?, String) -> ConcordError) throws {
-        let limit: Int
+        let bytes = try read(blob, limit: file.limit, path: path, refuse)
         switch file {
-        case .record: limit = maxRecordBytes
-        case .logDay: limit = ProfilePathRules.maxLogFileBytes
-        default: limit = ProfilePathRules.maxDocumentBytes
-        }
-        let bytes = try read(blob, limit: limit, path: path, refuse)
-        switch file {
-        case .record, .logDay:
-            if let problem = ProfilePathRules.contentProblem(of: file, bytes: bytes) { throw refuse(path, problem) }
         case .profileInfo:
             let info: ProfileInfo
             do { info = try ProfileInfo.decode(bytes) } catch { throw refuse(path, "unreadable") }
@@ -120,8 +130,8 @@ struct IncomingCheck {
             if bytes != Array(kinds.gitattributes().utf8) {
                 throw refuse(path, "it differs from what .concord/kinds.json generates (it would change how plain git merges)")
             }
-        case .kinds, .conflictCopy:
-            break   // kinds.json was read above; a conflict copy is kept as it is
+        case .kinds, .conflictCopy, .record, .logDay:
+            break   // kinds.json was read above, records and logs are checked in bulk, a conflict copy is kept as it is
         }
     }
 
@@ -135,6 +145,15 @@ struct IncomingCheck {
 }
 
 extension ProfilePathRules.File {
+    /// The most bytes such a file may hold.
+    var limit: Int {
+        switch self {
+        case .record: return maxRecordBytes
+        case .logDay: return ProfilePathRules.maxLogFileBytes
+        default: return ProfilePathRules.maxDocumentBytes
+        }
+    }
+
     /// Files a commit may never remove: deletions are tombstones, and profile documents stay.
     var mustStay: Bool {
         switch self {
