@@ -42,18 +42,19 @@ let package = Package(
             dependencies: ["ConcordKit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // concord-bench: the benchmark harness behind `make bench` (concord vs the git CLI, same data).
-        .executableTarget(name: "concord-bench", dependencies: ["ConcordKit"]),
+        .executableTarget(name: "concord-bench", dependencies: ["ConcordKit", "ConcordTestSupport"]),
 
-        // ConcordTestSupport: what every test target shares (seeded generators, hand-made object files).
+        // ConcordTestSupport: the fixtures every test target and the bench share: child processes, a real
+        // sshd, the concord binary, sandboxes, seeded generators, hand-made object files. No XCTest here.
         .target(name: "ConcordTestSupport", path: "Tests/ConcordTestSupport"),
 
         .testTarget(name: "ConcordModelTests", dependencies: ["ConcordModel", "ConcordTestSupport"]),
-        .testTarget(name: "ConcordTrustTests", dependencies: ["ConcordTrust"]),
+        .testTarget(name: "ConcordTrustTests", dependencies: ["ConcordTrust", "ConcordTestSupport"]),
         .testTarget(name: "ConcordGitTests",
                     dependencies: ["ConcordGit", "ConcordTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "ConcordKitTests",
                     dependencies: ["ConcordKit", "ConcordTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
-        .testTarget(name: "ConcordCLITests", dependencies: ["ConcordKit"]),
+        .testTarget(name: "ConcordCLITests", dependencies: ["ConcordKit", "ConcordTestSupport"]),
         .testTarget(name: "ConcordSyncTests", dependencies: ["ConcordKit", "ConcordTestSupport"]),
     ]
 )

@@ -49,6 +49,7 @@ extension Profile {
     private static func cloneInto(
         _ root: URL, location: RemoteLocation, identity: Identity, environment: ConcordEnvironment, trustHost: String?
     ) throws -> Profile {
+        PerformanceTrace.start()
         let repository = try gitCall { try Repository.create(at: root.path, bare: false) }
         try gitCall { try repository.addRemote("origin", url: location.transportURL) }
         let knownHosts = KnownHosts(home: environment.home)
@@ -90,12 +91,14 @@ extension Profile {
         let profile = Profile(root: root, repository: repository, environment: environment, info: info, kinds: kinds)
         let lock = try profile.lock()
         profile.clonedRecords = try gitCall { try profile.mergeLocked(tip, as: identity) }.liveRecordsWritten
+        PerformanceTrace.step("checked out")
         repository.releaseCaches()
         withExtendedLifetime(lock) {}
         try profile.configureGit(members: try profile.members())
         try SyncState(lastSync: HLClock.formatInstant(ConcordEnvironment.systemClock()), lastRemoteHead: tip.hex)
             .save(repository.gitDirectory, remote: "origin")
         try ProfileRegistry(home: environment.home).register(profile)
+        PerformanceTrace.step("configured and registered")
         return profile
     }
 }

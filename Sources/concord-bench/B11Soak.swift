@@ -1,3 +1,4 @@
+import ConcordTestSupport
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -110,7 +111,7 @@ private enum WatchSoakBenchmark {
         defer { server?.stop() }
         var url = bare.path
         if transport == .ssh {
-            let sshd = try SSHServer(directory: root.appendingPathComponent("sshd"), runner: concord.runner)
+            let sshd = try SSHServer(directory: root.appendingPathComponent("sshd"), logLevel: "INFO")
             try sshd.start()
             try sshd.authorize(publicKeyLine: try concord.publicKey(home: homeA))
             try sshd.authorize(publicKeyLine: keyB)

@@ -1,4 +1,5 @@
 import ConcordKit
+import ConcordTestSupport
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -117,7 +118,7 @@ private enum PropagationBenchmark {
     /// latencies, how many arrived before their put exited, and the puts' own durations.
     static func measure(_ context: BenchContext, fleet: Fleet, watchers: [Watcher]) throws
         -> (latencies: Samples, early: Int, putTimes: Samples) {
-        var generator = SplitMix64(seed: seed)
+        var generator = SeededGenerator(seed: seed) // the same gaps in every bench run
         let gaps = (0..<recordCount).map { _ in Double.random(in: gapRange, using: &generator) }
         let clock = ContinuousClock()
         let putLog = context.path("puts.log")
@@ -186,7 +187,7 @@ private enum PropagationBenchmark {
 
         static func make(_ context: BenchContext) throws -> Fleet {
             context.progress("B4 preparing: sshd, a bare repository over ssh, devices A and B")
-            let server = try SSHServer(directory: context.path("sshd"), runner: context.concord.runner)
+            let server = try SSHServer(directory: context.path("sshd"), logLevel: "INFO")
             try server.start()
             let concord = context.concord
             let homeA = context.path("home-a"), homeB = context.path("home-b")
@@ -239,29 +240,9 @@ private enum PropagationBenchmark {
         let child: ChildProcess
         let log: URL
 
-        /// The JSON events printed so far (other lines are skipped).
-        func events() -> [[String: Any]] {
-            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            return text.split(separator: "\n").compactMap { line in
-                (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
-            }
-        }
+        /// The JSON events printed so far.
+        func events() -> [[String: Any]] { jsonObjectLines(of: log) }
 
         var tail: String { PropagationBenchmark.tail(of: log) }
-    }
-}
-
-/// A seedable generator (SplitMix64), so the gaps between B4's puts are the same in every bench run.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

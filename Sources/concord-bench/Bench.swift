@@ -1,3 +1,4 @@
+import ConcordTestSupport
 import Foundation
 
 /// Runs the chosen scenarios one after another, each in its own temporary directory, then prints

@@ -1,59 +1,6 @@
 import Foundation
 import XCTest
-
-/// What a finished child process printed and how it exited.
-struct RunResult {
-    let status: Int32
-    let stdoutData: Data
-    let stderrData: Data
-
-    var stdout: String { String(decoding: stdoutData, as: UTF8.self) }
-    var stderr: String { String(decoding: stderrData, as: UTF8.self) }
-    /// Standard output split into lines, without the empty string after a final newline.
-    var stdoutLines: [String] { Self.lines(stdout) }
-    var stderrLines: [String] { Self.lines(stderr) }
-
-    static func lines(_ text: String) -> [String] {
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        if lines.last == "" { lines.removeLast() }
-        return lines
-    }
-
-    /// A one-line summary for assertion messages.
-    var summary: String { "exit \(status)\n--- stdout:\n\(stdout)--- stderr:\n\(stderr)" }
-}
-
-/// Runs child processes with an exact environment, capturing output through temporary files
-/// (pipes could fill up and deadlock a child that writes a lot to both streams).
-enum ProcessRunner {
-    static func run(_ executable: String, _ arguments: [String], environment: [String: String],
-                    in directory: URL? = nil) throws -> RunResult {
-        let scratch = FileManager.default.temporaryDirectory
-            .appendingPathComponent("concord-cli-run-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: scratch) }
-        let outURL = scratch.appendingPathComponent("out")
-        let errURL = scratch.appendingPathComponent("err")
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let out = try FileHandle(forWritingTo: outURL)
-        let err = try FileHandle(forWritingTo: errURL)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = environment
-        if let directory { process.currentDirectoryURL = directory }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        process.waitUntilExit()
-        try out.close()
-        try err.close()
-        return RunResult(status: process.terminationStatus,
-                         stdoutData: try Data(contentsOf: outURL), stderrData: try Data(contentsOf: errURL))
-    }
-}
+@_exported import ConcordTestSupport
 
 /// One simulated person: their own CONCORD_HOME.
 struct Person {
@@ -62,62 +9,30 @@ struct Person {
     let home: URL
 }
 
-struct ConcordBinaryMissing: Error, CustomStringConvertible {
-    var description: String { "the concord binary was not found: run swift build first (or set CONCORD_BIN)" }
-}
-
 /// The fixed clock most tests run under, so stamps and commit dates are predictable.
 let fixedClock = "2026-01-01T10:00:00.001Z"
 
 /// Base class of the CLI tests: temp dirs, people, and runners for `concord` and the real `git`.
 class CLITestCase: XCTestCase {
-    /// The `concord` executable: `CONCORD_BIN`, else next to the test bundle (.build/debug), else
-    /// the package's `.build/debug`.
-    static let concordPath: String? = {
-        let fileManager = FileManager.default
-        func isExecutableFile(_ path: String) -> Bool {
-            var isDirectory: ObjCBool = false
-            return fileManager.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
-                && fileManager.isExecutableFile(atPath: path)
-        }
-        if let path = ProcessInfo.processInfo.environment["CONCORD_BIN"], !path.isEmpty {
-            return isExecutableFile(path) ? path : nil
-        }
-        var directories = [Bundle.main.bundleURL, Bundle.main.bundleURL.deletingLastPathComponent()]
-        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-            directories.append(bundle.bundleURL.deletingLastPathComponent())
-        }
-        if let first = CommandLine.arguments.first {
-            directories.append(URL(fileURLWithPath: first).deletingLastPathComponent())
-        }
-        let packageRoot = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        directories.append(packageRoot.appendingPathComponent(".build/debug"))
-        return directories.map { $0.appendingPathComponent("concord").path }.first(where: isExecutableFile)
-    }()
-
-    static let gitPath = "/usr/bin/git"
-
     /// The root temp directory of the running test; it doubles as HOME for every child, so no
     /// ~/.gitconfig of the machine leaks in.
     private(set) var sandbox: URL!
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("concord-cli-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        sandbox = url.resolvingSymlinksInPath()
+        let url = try makeSandbox(prefix: "concord-cli-tests")
+        sandbox = url
         addTeardownBlock { try? FileManager.default.removeItem(at: url) }
-        guard FileManager.default.isExecutableFile(atPath: Self.gitPath) else {
-            throw XCTSkip("git is not installed at \(Self.gitPath)")
+        guard FileManager.default.isExecutableFile(atPath: gitPath) else {
+            throw XCTSkip("git is not installed at \(gitPath)")
         }
     }
 
     /// The concord binary, or a test failure saying to build it.
     func concordBinary(file: StaticString = #filePath, line: UInt = #line) throws -> String {
-        guard let path = Self.concordPath else {
+        guard let path = ConcordBinary.path else {
             XCTFail("concord binary not found next to the test bundle: run swift build first", file: file, line: line)
-            throw ConcordBinaryMissing()
+            throw ConcordBinary.Missing()
         }
         return path
     }
@@ -131,12 +46,7 @@ class CLITestCase: XCTestCase {
 
     /// The environment every child process gets: nothing from this process but PATH.
     func baseEnvironment() -> [String: String] {
-        [
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "HOME": sandbox.path,
-            "LANG": "C.UTF-8",
-            "GIT_CONFIG_NOSYSTEM": "1",
-        ]
+        isolatedEnvironment(home: sandbox)
     }
 
     /// The environment `person` runs concord with; `clock` nil leaves CONCORD_CLOCK unset.
@@ -168,7 +78,7 @@ class CLITestCase: XCTestCase {
     /// Runs the real git in `directory`.
     @discardableResult
     func git(_ arguments: [String], in directory: URL) throws -> RunResult {
-        try ProcessRunner.run(Self.gitPath, arguments, environment: baseEnvironment(), in: directory)
+        try ProcessRunner.run(gitPath, arguments, environment: baseEnvironment(), in: directory)
     }
 
     /// Runs git and returns its trimmed standard output, failing the test unless it exits 0.
@@ -206,17 +116,7 @@ class CLITestCase: XCTestCase {
     func snapshot(_ profile: URL) throws -> Snapshot {
         let head = try git(["rev-parse", "HEAD"], in: profile).stdout
         let status = try git(["status", "--porcelain", "--untracked-files=all", "--ignored"], in: profile).stdout
-        var files = [String: Data]()
-        let enumerator = FileManager.default.enumerator(atPath: profile.path)
-        while let relative = enumerator?.nextObject() as? String {
-            if relative == ".git" { enumerator?.skipDescendants(); continue }
-            let url = profile.appendingPathComponent(relative)
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue {
-                files[relative] = try Data(contentsOf: url)
-            }
-        }
-        return Snapshot(head: head, status: status, files: files)
+        return Snapshot(head: head, status: status, files: try workTreeFiles(of: profile))
     }
 
     /// Asserts `result` is a refusal: exit `status`, exactly one stderr line starting

@@ -3,22 +3,13 @@ import Foundation
 import XCTest
 @_exported import ConcordTestSupport
 
-/// What the real git printed and how it exited.
-struct GitOutput {
-    let status: Int32
-    let stdoutData: Data
-    let stderr: String
-    var stdout: String { String(decoding: stdoutData, as: UTF8.self) }
-}
-
 /// Base class of the libgit2-layer tests: temp repositories, and the git CLI as the judge.
 class GitTestCase: XCTestCase {
     private(set) var sandbox: URL!
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("concord-git-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        let url = try makeSandbox(prefix: "concord-git-tests")
         sandbox = url
         addTeardownBlock { try? FileManager.default.removeItem(at: url) }
     }
@@ -32,33 +23,9 @@ class GitTestCase: XCTestCase {
     /// Runs the real git in `directory`, with no user or system config, feeding `input` on stdin.
     @discardableResult
     func git(_ arguments: [String], in directory: URL, input: Data? = nil,
-             environment: [String: String] = [:]) throws -> GitOutput {
-        let scratch = sandbox.appendingPathComponent("git-io-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: scratch) }
-        let inURL = scratch.appendingPathComponent("in")
-        let outURL = scratch.appendingPathComponent("out"), errURL = scratch.appendingPathComponent("err")
-        try (input ?? Data()).write(to: inURL)
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let inHandle = try FileHandle(forReadingFrom: inURL)
-        let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/git")
-        process.arguments = arguments
-        process.environment = ["PATH": "/usr/bin:/bin", "HOME": sandbox.path, "GIT_CONFIG_NOSYSTEM": "1", "LANG": "C.UTF-8"]
-            .merging(environment) { $1 }
-        process.currentDirectoryURL = directory
-        process.standardInput = inHandle
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        process.waitUntilExit()
-        try inHandle.close()
-        try out.close()
-        try err.close()
-        return GitOutput(status: process.terminationStatus, stdoutData: try Data(contentsOf: outURL),
-                         stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+             environment: [String: String] = [:]) throws -> RunResult {
+        try ProcessRunner.run(gitPath, arguments, environment: isolatedEnvironment(home: sandbox, environment),
+                              in: directory, input: input)
     }
 
     /// git's trimmed stdout, failing the test unless git exits 0.
@@ -84,15 +51,9 @@ class GitTestCase: XCTestCase {
 
     /// The `GitError` that `body` throws; fails the test if it throws nothing or something else.
     func gitError<T>(file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> T) -> GitError? {
-        do {
-            let value = try body()
-            XCTFail("expected a GitError, got \(value)", file: file, line: line)
-        } catch let error as GitError {
-            return error
-        } catch {
-            XCTFail("expected a GitError, got \(type(of: error)): \(error)", file: file, line: line)
-        }
-        return nil
+        let thrown = thrownError(GitError.self, by: body)
+        if let problem = thrown.problem { XCTFail(problem, file: file, line: line) }
+        return thrown.error
     }
 
     /// Loose object files under `.git/objects/xx/`.

@@ -4,13 +4,6 @@ import XCTest
 
 @testable import ConcordKit
 
-/// What the real git printed and how it exited.
-struct GitOutput {
-    let status: Int32
-    let stdout: String
-    let stderr: String
-}
-
 /// A wall clock a test can move by hand, backwards included.
 final class ManualClock: @unchecked Sendable {
     private let lock = NSLock()
@@ -43,8 +36,7 @@ class KitTestCase: XCTestCase {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("concord-kit-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        let url = try makeSandbox(prefix: "concord-kit-tests")
         sandbox = url
         addTeardownBlock { try? FileManager.default.removeItem(at: url) }
     }
@@ -69,29 +61,8 @@ class KitTestCase: XCTestCase {
 
     /// Runs the real git in `directory`, with no user or system config.
     @discardableResult
-    func git(_ arguments: [String], in directory: URL) throws -> GitOutput {
-        let scratch = sandbox.appendingPathComponent("git-out-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: scratch) }
-        let outURL = scratch.appendingPathComponent("out"), errURL = scratch.appendingPathComponent("err")
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/git")
-        process.arguments = arguments
-        process.environment = ["PATH": "/usr/bin:/bin", "HOME": sandbox.path, "GIT_CONFIG_NOSYSTEM": "1", "LANG": "C.UTF-8"]
-        process.currentDirectoryURL = directory
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        process.waitUntilExit()
-        try out.close()
-        try err.close()
-        return GitOutput(status: process.terminationStatus,
-                         stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
-                         stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+    func git(_ arguments: [String], in directory: URL) throws -> RunResult {
+        try ProcessRunner.run(gitPath, arguments, environment: isolatedEnvironment(home: sandbox), in: directory)
     }
 
     /// git's trimmed stdout, failing the test unless git exits 0.
@@ -108,15 +79,9 @@ class KitTestCase: XCTestCase {
 
     /// The `ConcordError` that `body` throws; fails the test if it throws nothing or something else.
     func concordError<T>(file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> T) -> ConcordError? {
-        do {
-            let value = try body()
-            XCTFail("expected a ConcordError, got \(value)", file: file, line: line)
-        } catch let error as ConcordError {
-            return error
-        } catch {
-            XCTFail("expected a ConcordError, got \(type(of: error)): \(error)", file: file, line: line)
-        }
-        return nil
+        let thrown = thrownError(ConcordError.self, by: body)
+        if let problem = thrown.problem { XCTFail(problem, file: file, line: line) }
+        return thrown.error
     }
 
     /// The record's data as a plain object, for compact comparisons.

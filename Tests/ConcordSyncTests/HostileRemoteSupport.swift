@@ -100,24 +100,11 @@ struct Forger {
     }
 
     func runData(_ arguments: [String], input: Data? = nil) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/git")
-        process.arguments = arguments
-        process.environment = test.environment()
-        process.currentDirectoryURL = bare
-        let stdin = Pipe(), stdout = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        if let input { stdin.fileHandleForWriting.write(input) }
-        try stdin.fileHandleForWriting.close()
-        let data = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw SyncProcess.Failure(command: "git " + arguments.joined(separator: " "), status: process.terminationStatus, stderr: "")
+        let result = try ProcessRunner.run(gitPath, arguments, environment: test.environment(), in: bare, input: input ?? Data())
+        guard result.status == 0 else {
+            throw CommandFailure(command: "git " + arguments.joined(separator: " "), status: result.status, stderr: result.stderr)
         }
-        return data
+        return result.stdoutData
     }
 }
 
@@ -125,32 +112,9 @@ extension SyncTestCase {
     /// Runs `concord arguments` as `device`, killing it after `seconds` (a hang is a failure, not
     /// a stuck test run); `timedOut` says whether it had to be killed.
     func concordWithDeadline(_ arguments: [String], as device: SyncDevice, in directory: URL, seconds: Double = 60,
-                             environment extra: [String: String] = [:])
-        throws -> (status: Int32, stdout: String, stderr: String, timedOut: Bool) {
-        let scratch = sandbox.appendingPathComponent("deadline-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: scratch) }
-        let outURL = scratch.appendingPathComponent("out"), errURL = scratch.appendingPathComponent("err")
-        FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try concordBinary())
-        process.arguments = arguments
-        process.environment = concordEnvironment(device).merging(extra) { $1 }
-        process.currentDirectoryURL = directory
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try FileHandle(forWritingTo: outURL)
-        process.standardError = try FileHandle(forWritingTo: errURL)
-        try process.run()
-        let deadline = Date().addingTimeInterval(seconds)
-        var timedOut = false
-        while process.isRunning {
-            if Date() > deadline { kill(process.processIdentifier, SIGKILL); timedOut = true; break }
-            usleep(20_000)
-        }
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
-                String(decoding: try Data(contentsOf: errURL), as: UTF8.self), timedOut)
+                             environment extra: [String: String] = [:]) throws -> RunResult {
+        try ProcessRunner.run(try concordBinary(), arguments, environment: concordEnvironment(device).merging(extra) { $1 },
+                              in: directory, deadline: seconds)
     }
 
     /// Every path under `directory` (recursively, `.git` included), for "nothing was written here".

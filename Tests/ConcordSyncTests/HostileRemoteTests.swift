@@ -55,7 +55,7 @@ final class HostileRemoteTests: SyncTestCase {
         let before = try untouched(scene)
         let result = try concordWithDeadline(["sync"], as: scene.bob, in: scene.bobProfile)
         XCTAssertFalse(result.timedOut, "sync hung", file: file, line: line)
-        assertOneLineRefusal((result.status, result.stdout, result.stderr), status: 5,
+        assertOneLineRefusal(result, status: 5,
                              mentions: ["invalid commit", String(commit.prefix(7))] + mentions, file: file, line: line)
         XCTAssertEqual(try untouched(scene), before, "a refused sync changed something", file: file, line: line)
         XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.appendingPathComponent("escaped").path), file: file, line: line)
@@ -238,7 +238,7 @@ final class HostileRemoteTests: SyncTestCase {
         let carol = try makeDevice("carol", device: "phone")
         let target = sandbox.appendingPathComponent("carol")
         let result = try concordWithDeadline(["clone", scene.remote.url, target.path], as: carol, in: sandbox)
-        assertOneLineRefusal((result.status, result.stdout, result.stderr), status: 5, mentions: ["invalid commit", "../escaped"])
+        assertOneLineRefusal(result, status: 5, mentions: ["invalid commit", "../escaped"])
         XCTAssertFalse(FileManager.default.fileExists(atPath: target.path), "a failed clone leaves nothing")
         XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.appendingPathComponent("escaped").path))
     }
@@ -260,7 +260,7 @@ final class HostileRemoteTests: SyncTestCase {
             try FileManager.default.moveItem(at: objects.appendingPathComponent("pack/" + name), to: moved.appendingPathComponent(name))
         }
         for name in try FileManager.default.contentsOfDirectory(atPath: moved.path) where name.hasSuffix(".pack") {
-            try SyncProcess.runOK("/bin/sh", ["-c", "git unpack-objects -q < " + SyncProcess.shellQuoted(moved.appendingPathComponent(name).path)],
+            try ProcessRunner.runOK("/bin/sh", ["-c", "git unpack-objects -q < " + ProcessRunner.shellQuoted(moved.appendingPathComponent(name).path)],
                                   environment: environment(), in: scene.remote.bare)
         }
         let forged = try scene.forger.blob(Data(#"{"forged": true}"#.utf8))
@@ -271,11 +271,11 @@ final class HostileRemoteTests: SyncTestCase {
         let carol = try makeDevice("carol", device: "phone")
         let clone = sandbox.appendingPathComponent("carol")
         let result = try concordWithDeadline(["clone", scene.remote.url, clone.path], as: carol, in: sandbox)
-        assertOneLineRefusal((result.status, result.stdout, result.stderr), mentions: [blob, "does not match its content"])
+        assertOneLineRefusal(result, mentions: [blob, "does not match its content"])
         XCTAssertFalse(FileManager.default.fileExists(atPath: clone.path), "a failed clone leaves nothing")
         let before = try untouched(scene)
         let sync = try concordWithDeadline(["sync"], as: scene.bob, in: scene.bobProfile)
-        assertOneLineRefusal((sync.status, sync.stdout, sync.stderr), mentions: [blob, "does not match its content"])
+        assertOneLineRefusal(sync, mentions: [blob, "does not match its content"])
         XCTAssertEqual(try untouched(scene), before)
     }
 
@@ -308,7 +308,7 @@ final class HostileRemoteTests: SyncTestCase {
             let before = try untouched(scene)
             let result = try concordWithDeadline(["sync"], as: scene.bob, in: scene.bobProfile)
             XCTAssertFalse(result.timedOut, "\(variant.name): sync hung")
-            assertOneLineRefusal((result.status, result.stdout, result.stderr), status: 1, mentions: [entry.id])
+            assertOneLineRefusal(result, status: 1, mentions: [entry.id])
             XCTAssertEqual(try untouched(scene), before, "\(variant.name): a failed sync changed something")
         }
         try assertFsck(scene.bobProfile)

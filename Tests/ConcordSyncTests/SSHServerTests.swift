@@ -31,9 +31,9 @@ final class SSHServerTests: SyncTestCase {
 
     /// Runs `command` on the server through the real ssh client.
     private func ssh(_ command: String, key: SSHClientKey? = nil, verbose: Bool = false)
-        throws -> (status: Int32, stdout: String, stderr: String) {
+        throws -> RunResult {
         let sshCommand = (key ?? self.key).sshCommand(knownHosts: knownHosts, verbose: verbose)
-        return try SyncProcess.run("/bin/sh", ["-c", "\(sshCommand) -p \(server.port) \(server.user)@127.0.0.1 \(command)"],
+        return try ProcessRunner.run("/bin/sh", ["-c", "\(sshCommand) -p \(server.port) \(server.user)@127.0.0.1 \(command)"],
                                    environment: environment())
     }
 
@@ -100,7 +100,7 @@ final class SSHServerTests: SyncTestCase {
     }
 
     func testHostKeyMatchesSSHKeygenAndWhatTheClientSees() throws {
-        let listing = try SyncProcess.runOK("/usr/bin/ssh-keygen", ["-l", "-f", server.hostPublicKeyURL.path],
+        let listing = try ProcessRunner.runOK("/usr/bin/ssh-keygen", ["-l", "-f", server.hostPublicKeyURL.path],
                                             environment: environment())
         XCTAssertEqual(listing.split(separator: " ").map(String.init)[1], server.hostKeyFingerprint)
         XCTAssertTrue(server.hostKeyFingerprint.hasPrefix("SHA256:"), server.hostKeyFingerprint)

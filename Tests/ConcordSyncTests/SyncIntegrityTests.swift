@@ -131,7 +131,7 @@ final class SyncIntegrityTests: SyncTestCase {
         let result = try concordWithDeadline(["sync"], as: alice, in: profile, seconds: 60, environment: ["CONCORD_NETWORK_TIMEOUT": "2"])
         let seconds = Date().timeIntervalSince(started)
         XCTAssertFalse(result.timedOut, "sync hung on a silent server")
-        assertOneLineRefusal((result.status, result.stdout, result.stderr), status: 3, prefix: "concord: offline: ",
+        assertOneLineRefusal(result, status: 3, prefix: "concord: offline: ",
                              mentions: ["no answer from the server for 2 s"])
         XCTAssertLessThan(seconds, 30, "gave up after \(seconds) s")
         try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: alice, in: profile)

@@ -125,23 +125,15 @@ extension SyncTestCase {
     /// Every file of a work tree (outside `.git`) with its bytes, plus HEAD and `git status`: what a refused
     /// command must leave alone.
     func workTreeSnapshot(_ profile: URL) throws -> [String: Data] {
-        var files = ["<HEAD>": Data(try git(["rev-parse", "HEAD"], in: profile).stdout.utf8),
-                     "<status>": Data(try git(["status", "--porcelain", "--untracked-files=all"], in: profile).stdout.utf8)]
-        let enumerator = FileManager.default.enumerator(atPath: profile.path)
-        while let relative = enumerator?.nextObject() as? String {
-            if relative == ".git" { enumerator?.skipDescendants(); continue }
-            let url = profile.appendingPathComponent(relative)
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue {
-                files[relative] = try Data(contentsOf: url)
-            }
-        }
+        var files = try workTreeFiles(of: profile)
+        files["<HEAD>"] = Data(try git(["rev-parse", "HEAD"], in: profile).stdout.utf8)
+        files["<status>"] = Data(try git(["status", "--porcelain", "--untracked-files=all"], in: profile).stdout.utf8)
         return files
     }
 
     /// Asserts a refusal: exit `status`, nothing on stdout, exactly one stderr line starting with `prefix`
     /// and containing each of `mentions`.
-    func assertOneLineRefusal(_ result: (status: Int32, stdout: String, stderr: String), status: Int32 = 1,
+    func assertOneLineRefusal(_ result: RunResult, status: Int32 = 1,
                               prefix: String = "concord: error: ", mentions: [String] = [],
                               file: StaticString = #filePath, line: UInt = #line) {
         let summary = "exit \(result.status)\n--- stdout:\n\(result.stdout)--- stderr:\n\(result.stderr)"

@@ -23,13 +23,8 @@ final class WatchTests: SyncTestCase {
         let child: ChildProcess
         let log: URL
 
-        /// The JSON events printed so far (other lines, e.g. on stderr, are skipped).
-        func events() -> [[String: Any]] {
-            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            return text.split(separator: "\n").compactMap { line in
-                (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
-            }
-        }
+        /// The JSON events printed so far.
+        func events() -> [[String: Any]] { jsonObjectLines(of: log) }
 
         func names() -> [String] { events().compactMap { $0["event"] as? String } }
 

@@ -1,16 +1,11 @@
 import ConcordTrust
 import Foundation
 import XCTest
+@_exported import ConcordTestSupport
 
 /// Runs the real `ssh-keygen`, the independent judge of what ConcordTrust writes.
 enum SSHKeygen {
     static let path = "/usr/bin/ssh-keygen"
-
-    struct Output {
-        let status: Int32
-        let stdout: String
-        let stderr: String
-    }
 
     /// Skips the calling test when ssh-keygen is not installed.
     static func require() throws {
@@ -19,37 +14,19 @@ enum SSHKeygen {
         }
     }
 
-    /// Runs ssh-keygen with `arguments`, feeding `stdin` if given, in `directory`.
+    /// Runs ssh-keygen with `arguments` (in this process's environment), feeding `stdin` if given, in `directory`.
     @discardableResult
-    static func run(_ arguments: [String], stdin: [UInt8]? = nil, in directory: URL? = nil) throws -> Output {
+    static func run(_ arguments: [String], stdin: [UInt8]? = nil, in directory: URL? = nil) throws -> RunResult {
         try require()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        if let directory { process.currentDirectoryURL = directory }
-        let out = Pipe(), err = Pipe(), input = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        try process.run()
-        if let stdin { input.fileHandleForWriting.write(Data(stdin)) }
-        try input.fileHandleForWriting.close()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Output(
-            status: process.terminationStatus,
-            stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self))
+        return try ProcessRunner.run(path, arguments, environment: ProcessInfo.processInfo.environment, in: directory,
+                                     input: stdin.map { Data($0) })
     }
 }
 
 extension XCTestCase {
     /// A fresh temporary directory, removed when the test ends.
     func makeTempDirectory() throws -> URL {
-        let url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("concord-trust-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        let url = try makeSandbox(prefix: "concord-trust-tests")
         addTeardownBlock { try? FileManager.default.removeItem(at: url) }
         return url
     }
@@ -69,14 +46,8 @@ extension XCTestCase {
     /// The `TrustError` that `body` throws; fails the test (and returns nil) if it throws nothing
     /// or another error type.
     func trustError<T>(file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> T) -> TrustError? {
-        do {
-            let value = try body()
-            XCTFail("expected a TrustError, got \(value)", file: file, line: line)
-        } catch let error as TrustError {
-            return error
-        } catch {
-            XCTFail("expected a TrustError, got \(error)", file: file, line: line)
-        }
-        return nil
+        let thrown = thrownError(TrustError.self, by: body)
+        if let problem = thrown.problem { XCTFail(problem, file: file, line: line) }
+        return thrown.error
     }
 }

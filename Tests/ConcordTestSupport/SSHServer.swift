@@ -8,7 +8,7 @@ import Darwin
 #endif
 
 /// Why the SSH server fixture could not be set up or started.
-enum SSHServerError: Error, CustomStringConvertible {
+public enum SSHServerError: Error, CustomStringConvertible {
     case programMissing(String)
     case noUser
     case privilegeSeparationDirectory(String, underlying: String)
@@ -17,7 +17,7 @@ enum SSHServerError: Error, CustomStringConvertible {
     case exitedEarly(status: Int32, log: String)
     case notListening(port: Int, log: String)
 
-    var description: String {
+    public var description: String {
         switch self {
         case .programMissing(let path):
             return "\(path) is missing: install OpenSSH (`apt-get install openssh-server openssh-client`, or `make test`)"
@@ -43,43 +43,46 @@ enum SSHServerError: Error, CustomStringConvertible {
 /// Files in `directory`: `ssh_host_ed25519_key{,.pub}`, `sshd_config`, `authorized_keys`, `sshd.pid`,
 /// `sshd.log` (sshd's stderr at LogLevel VERBOSE, kept across restarts; `log` reads it) and `home/`, the
 /// HOME of every session, so the server-side git never reads the real user's ~/.gitconfig.
-final class SSHServer {
-    static let sshdPath = "/usr/sbin/sshd"
-    static let sshKeygenPath = "/usr/bin/ssh-keygen"
+public final class SSHServer {
+    public static let sshdPath = "/usr/sbin/sshd"
+    public static let sshKeygenPath = "/usr/bin/ssh-keygen"
     /// sshd refuses to start without it ("Missing privilege separation directory").
-    static let privilegeSeparationDirectory = "/run/sshd"
+    public static let privilegeSeparationDirectory = "/run/sshd"
 
-    let directory: URL
+    public let directory: URL
     /// The chosen free port on 127.0.0.1 (bound to port 0, read back, closed again).
-    let port: Int
+    public let port: Int
     /// The user tests log in as: this process's user.
-    let user: String
+    public let user: String
     /// `ssh-ed25519 AAAA…` of the host key on disk (without its comment); after `regenerateHostKey()` this is
     /// the new key, which sshd serves from the next `start()`.
-    private(set) var hostPublicKeyLine: String
+    public private(set) var hostPublicKeyLine: String
     /// `SHA256:…` of the host key on disk, exactly as `ssh-keygen -l` prints it.
-    private(set) var hostKeyFingerprint: String
+    public private(set) var hostKeyFingerprint: String
 
-    var hostKeyURL: URL { directory.appendingPathComponent("ssh_host_ed25519_key") }
-    var hostPublicKeyURL: URL { directory.appendingPathComponent("ssh_host_ed25519_key.pub") }
-    var configURL: URL { directory.appendingPathComponent("sshd_config") }
-    var authorizedKeysURL: URL { directory.appendingPathComponent("authorized_keys") }
-    var logURL: URL { directory.appendingPathComponent("sshd.log") }
-    var sessionHome: URL { directory.appendingPathComponent("home") }
+    public var hostKeyURL: URL { directory.appendingPathComponent("ssh_host_ed25519_key") }
+    public var hostPublicKeyURL: URL { directory.appendingPathComponent("ssh_host_ed25519_key.pub") }
+    public var configURL: URL { directory.appendingPathComponent("sshd_config") }
+    public var authorizedKeysURL: URL { directory.appendingPathComponent("authorized_keys") }
+    public var logURL: URL { directory.appendingPathComponent("sshd.log") }
+    public var sessionHome: URL { directory.appendingPathComponent("home") }
 
     /// The known_hosts line a client needs to trust this server.
-    var knownHostsLine: String { "[127.0.0.1]:\(port) \(hostPublicKeyLine)" }
+    public var knownHostsLine: String { "[127.0.0.1]:\(port) \(hostPublicKeyLine)" }
 
     /// Everything sshd has written to stderr so far (for assertion messages).
-    var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
+    public var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
 
-    var isRunning: Bool { child.map { $0.exitStatus() == nil } ?? false }
+    public var isRunning: Bool { child.map { $0.exitStatus() == nil } ?? false }
 
     private var child: ChildProcess?
+    private let logLevel: String
 
     /// Creates the host key, config and an empty authorized_keys in `directory` (which the caller owns and
-    /// removes); does not start sshd.
-    init(directory: URL) throws {
+    /// removes); does not start sshd. `logLevel` is sshd's LogLevel (the bench's soak keeps INFO: a
+    /// VERBOSE line per connection adds up over 10,000 of them).
+    public init(directory: URL, logLevel: String = "VERBOSE") throws {
+        self.logLevel = logLevel
         for program in [Self.sshdPath, Self.sshKeygenPath] where !FileManager.default.isExecutableFile(atPath: program) {
             throw SSHServerError.programMissing(program)
         }
@@ -99,7 +102,7 @@ final class SSHServer {
 
     /// Starts `sshd -D -e -f <config>` as a child and waits (at most 10 s) until it accepts TCP connections;
     /// throws with sshd's stderr if it exits first. Does nothing if it is already running.
-    func start() throws {
+    public func start() throws {
         guard !isRunning else { return }
         try makePrivilegeSeparationDirectory()
         let logStart = (try? FileManager.default.attributesOfItem(atPath: logURL.path)[.size] as? UInt64) ?? 0
@@ -125,21 +128,13 @@ final class SSHServer {
     }
 
     /// Terminates sshd: SIGTERM, up to 3 s to exit, then SIGKILL. Idempotent.
-    func stop() {
-        guard let child else { return }
-        self.child = nil
-        guard child.exitStatus() == nil else { return }
-        child.signal(SIGTERM)
-        let deadline = Date().addingTimeInterval(3)
-        while child.exitStatus() == nil, Date() < deadline { usleep(10_000) }
-        if child.exitStatus() == nil {
-            child.signal(SIGKILL)
-            child.wait()
-        }
+    public func stop() {
+        child?.stop(grace: 3)
+        child = nil
     }
 
     /// Appends a public key line (`ssh-ed25519 AAAA… comment`) to authorized_keys; sshd reads it per login.
-    func authorize(publicKeyLine: String) throws {
+    public func authorize(publicKeyLine: String) throws {
         let line = publicKeyLine.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !line.isEmpty, !line.contains("\n"), line.split(separator: " ").count >= 2 else {
             throw SSHServerError.badPublicKeyLine(publicKeyLine)
@@ -151,13 +146,13 @@ final class SSHServer {
     }
 
     /// `ssh://<user>@127.0.0.1:<port><absolute path>` for a repository on this machine.
-    func url(for repository: URL) -> String {
+    public func url(for repository: URL) -> String {
         "ssh://\(user)@127.0.0.1:\(port)\(repository.standardizedFileURL.path)"
     }
 
     /// Replaces the host key with a new one (for "changed host key" tests). sshd serves it from the next
     /// `start()`; `hostPublicKeyLine` and `hostKeyFingerprint` describe the new key at once.
-    func regenerateHostKey() throws {
+    public func regenerateHostKey() throws {
         try? FileManager.default.removeItem(at: hostKeyURL)
         try? FileManager.default.removeItem(at: hostPublicKeyURL)
         try generateHostKey()
@@ -167,13 +162,13 @@ final class SSHServer {
 
     private func generateHostKey() throws {
         let environment = ["PATH": "/usr/bin:/bin", "HOME": directory.path]
-        try SyncProcess.runOK(Self.sshKeygenPath,
+        try ProcessRunner.runOK(Self.sshKeygenPath,
                               ["-q", "-t", "ed25519", "-N", "", "-C", "concord-test-sshd", "-f", hostKeyURL.path],
                               environment: environment)
         let publicKey = try String(contentsOf: hostPublicKeyURL, encoding: .utf8)
         hostPublicKeyLine = publicKey.split(whereSeparator: \.isWhitespace).prefix(2).joined(separator: " ")
         // `256 SHA256:… comment (ED25519)`
-        let listing = try SyncProcess.runOK(Self.sshKeygenPath, ["-l", "-f", hostPublicKeyURL.path], environment: environment)
+        let listing = try ProcessRunner.runOK(Self.sshKeygenPath, ["-l", "-f", hostPublicKeyURL.path], environment: environment)
         hostKeyFingerprint = listing.split(separator: " ").dropFirst().first.map(String.init) ?? ""
     }
 
@@ -192,7 +187,7 @@ final class SSHServer {
             PermitRootLogin prohibit-password
             StrictModes no
             UsePAM no
-            LogLevel VERBOSE
+            LogLevel \(logLevel)
             PubkeyAcceptedAlgorithms ssh-ed25519,ecdsa-sha2-nistp256
             HostKeyAlgorithms ssh-ed25519
             PermitUserEnvironment no
@@ -226,8 +221,33 @@ final class SSHServer {
     }
 }
 
+/// An ed25519 client key pair made by the real ssh-keygen, with no passphrase.
+public struct SSHClientKey {
+    public let privateKey: URL
+    public let publicKeyLine: String
+
+    /// Writes `<directory>/<name>` and `<name>.pub`; `home` is ssh-keygen's HOME.
+    public static func generate(in directory: URL, name: String = "client", home: URL) throws -> SSHClientKey {
+        let url = directory.appendingPathComponent(name)
+        try ProcessRunner.runOK("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "concord-test-\(name)", "-f", url.path],
+                              environment: ["PATH": "/usr/bin:/bin", "HOME": home.path])
+        let line = try String(contentsOf: url.appendingPathExtension("pub"), encoding: .utf8)
+        return SSHClientKey(privateKey: url, publicKeyLine: line.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// An ssh command line for GIT_SSH_COMMAND that uses only this key and only `knownHosts`, never prompts,
+    /// and ignores ~/.ssh (ssh finds it through the passwd entry, not HOME, hence `-F /dev/null`).
+    public func sshCommand(knownHosts: URL, verbose: Bool = false) -> String {
+        var words = ["/usr/bin/ssh", "-F", "/dev/null", "-i", privateKey.path, "-o", "IdentitiesOnly=yes",
+                     "-o", "UserKnownHostsFile=\(knownHosts.path)", "-o", "GlobalKnownHostsFile=/dev/null",
+                     "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5"]
+        if verbose { words.append("-v") }
+        return words.map(ProcessRunner.shellQuoted).joined(separator: " ")
+    }
+}
+
 /// TCP on 127.0.0.1 through the C socket API.
-enum Loopback {
+public enum Loopback {
     #if canImport(Glibc) || canImport(Musl)
     private static let streamType = Int32(SOCK_STREAM.rawValue)
     #else
@@ -248,7 +268,7 @@ enum Loopback {
     private static var lastError: String { String(cString: strerror(errno)) }
 
     /// A port the kernel considers free now: bind to port 0, read the port back, close.
-    static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, streamType, 0)
         guard fd >= 0 else { throw SSHServerError.socket("socket: \(lastError)") }
         defer { close(fd) }
@@ -267,7 +287,7 @@ enum Loopback {
     }
 
     /// Whether something on 127.0.0.1:`port` accepts a TCP connection now.
-    static func accepts(port: Int) -> Bool {
+    public static func accepts(port: Int) -> Bool {
         let fd = socket(AF_INET, streamType, 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }

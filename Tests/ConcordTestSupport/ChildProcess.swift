@@ -7,20 +7,26 @@ import Musl
 import Darwin
 #endif
 
-/// A child process owned by its pid: started with posix_spawn, reaped with waitpid. For processes the
-/// bench does not wait for at once: sshd, `concord watch`, and the puts B4 times while it polls.
+/// A child process owned by its pid: started with posix_spawn, reaped with waitpid. For processes a
+/// test or the bench does not wait for at once: sshd, `concord watch`, a sync to be killed midway.
 ///
-/// Not Foundation's `Process`: on Linux it learns of a child's exit when a descriptor the child
-/// inherited closes, and sshd closes every inherited descriptor at startup; Foundation then blocks its
-/// single monitor thread in a waitpid for the still-running sshd, and every later `Process` hangs.
-/// (Copied from Tests/ConcordSyncTests/ChildProcess.swift; the bench depends only on ConcordKit.)
-final class ChildProcess {
-    let pid: pid_t
-    let path: String
+/// Not Foundation's `Process`: on Linux it learns of a child's exit when a socket the child inherited
+/// closes, and sshd closes every inherited descriptor at startup; Foundation then blocks its single
+/// monitor thread in a waitpid for the still-running sshd, and every other `Process` of the test run hangs
+/// in `waitUntilExit`.
+public final class ChildProcess {
+    public struct SpawnError: Error, CustomStringConvertible {
+        public let path: String
+        public let message: String
+        public var description: String { "could not start \(path): \(message)" }
+    }
+
+    public let pid: pid_t
+    public let path: String
     private var status: Int32?
 
     /// Starts `path` with exactly `environment`, stdin from /dev/null, stdout and stderr appended to `output`.
-    init(path: String, arguments: [String], environment: [String: String], output: URL) throws {
+    public init(path: String, arguments: [String], environment: [String: String], output: URL) throws {
         self.path = path
         #if canImport(Darwin)
         var actions: posix_spawn_file_actions_t?
@@ -51,31 +57,31 @@ final class ChildProcess {
         var pid = pid_t()
         let error = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
         guard error == 0 else {
-            throw BenchError("cannot start \(path): \(String(cString: strerror(error)))")
+            throw SpawnError(path: path, message: String(cString: strerror(error)))
         }
         self.pid = pid
     }
 
     /// nil while the child runs; then its exit status (128 + the signal if a signal ended it).
-    func exitStatus() -> Int32? {
+    public func exitStatus() -> Int32? {
         if status == nil { reap(options: WNOHANG) }
         return status
     }
 
-    func signal(_ signal: Int32) {
+    public func signal(_ signal: Int32) {
         if status == nil { kill(pid, signal) }
     }
 
     /// Blocks until the child has exited; returns its status.
     @discardableResult
-    func wait() -> Int32 {
+    public func wait() -> Int32 {
         while status == nil { reap(options: 0) }
         return status ?? -1
     }
 
     /// SIGTERM, then up to `grace` seconds to exit, then SIGKILL; returns the exit status.
     @discardableResult
-    func stop(grace: TimeInterval) -> Int32 {
+    public func stop(grace: TimeInterval) -> Int32 {
         if let status = exitStatus() { return status }
         signal(SIGTERM)
         let deadline = Date().addingTimeInterval(grace)

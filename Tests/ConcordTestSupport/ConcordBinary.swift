@@ -1,0 +1,33 @@
+import Foundation
+
+/// The `concord` executable the tests run.
+public enum ConcordBinary {
+    public struct Missing: Error, CustomStringConvertible {
+        public init() {}
+        public var description: String { "the concord binary was not found: run swift build first (or set CONCORD_BIN)" }
+    }
+
+    /// `CONCORD_BIN`, else next to the test bundle (.build/debug), else the package's `.build/debug`.
+    public static let path: String? = {
+        let fileManager = FileManager.default
+        func isExecutableFile(_ path: String) -> Bool {
+            var isDirectory: ObjCBool = false
+            return fileManager.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
+                && fileManager.isExecutableFile(atPath: path)
+        }
+        if let path = ProcessInfo.processInfo.environment["CONCORD_BIN"], !path.isEmpty {
+            return isExecutableFile(path) ? path : nil
+        }
+        var directories = [Bundle.main.bundleURL, Bundle.main.bundleURL.deletingLastPathComponent()]
+        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
+            directories.append(bundle.bundleURL.deletingLastPathComponent())
+        }
+        if let first = CommandLine.arguments.first {
+            directories.append(URL(fileURLWithPath: first).deletingLastPathComponent())
+        }
+        let packageRoot = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        directories.append(packageRoot.appendingPathComponent(".build/debug"))
+        return directories.map { $0.appendingPathComponent("concord").path }.first(where: isExecutableFile)
+    }()
+}
