@@ -1,6 +1,7 @@
 // swift-tools-version:6.0
 // Concord: an offline-first, file-based sync kit. Layers depend downward only:
-//   concord (CLI) → ConcordKit → ConcordTrust, ConcordGit, ConcordModel → CLibgit2
+//   concord (CLI) → ConcordKit → ConcordTrust, ConcordGit, ConcordModel;
+//   ConcordGit → CLibgit2, ConcordGitFormats → CShims
 import PackageDescription
 
 let package = Package(
@@ -21,9 +22,15 @@ let package = Package(
             pkgConfig: "libgit2",
             providers: [.apt(["libgit2-dev"])]
         ),
+        // CShims: zlib through typed wrappers, and Linux's renameat2 (what Swift cannot call directly).
+        .systemLibrary(name: "CShims", providers: [.apt(["zlib1g-dev"])]),
+        // ConcordGitFormats: git's formats in pure Swift, no libgit2: object ids, raw trees, pack and
+        // pack-index writing, small-object deflate, index-file patching, safe path names, file writes.
+        .target(name: "ConcordGitFormats", dependencies: ["CShims", .product(name: "Crypto", package: "swift-crypto")]),
         // ConcordGit: the only importer of CLibgit2; repositories, objects, trees, refs, signed commits,
-        // blob packs (SHA-1 trailer via swift-crypto), merge driver, remotes, fetch and push.
-        .target(name: "ConcordGit", dependencies: ["CLibgit2", .product(name: "Crypto", package: "swift-crypto")]),
+        // merge driver, remotes, fetch and push, the quarantine; re-exports ConcordGitFormats.
+        .target(name: "ConcordGit",
+                dependencies: ["CLibgit2", "CShims", "ConcordGitFormats", .product(name: "Crypto", package: "swift-crypto")]),
         // ConcordModel: pure Swift data model: canonical JSON, ids, kinds, records, HLC, roles.
         .target(name: "ConcordModel"),
         // ConcordTrust: Ed25519 identities as OpenSSH keys, SSHSIG signing and verification.
@@ -50,8 +57,9 @@ let package = Package(
 
         .testTarget(name: "ConcordModelTests", dependencies: ["ConcordModel", "ConcordTestSupport"]),
         .testTarget(name: "ConcordTrustTests", dependencies: ["ConcordTrust", "ConcordTestSupport"]),
+        .testTarget(name: "ConcordGitFormatsTests", dependencies: ["ConcordGitFormats", "CShims", "ConcordTestSupport"]),
         .testTarget(name: "ConcordGitTests",
-                    dependencies: ["ConcordGit", "ConcordTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
+                    dependencies: ["ConcordGit", "ConcordGitFormats", "ConcordTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "ConcordKitTests",
                     dependencies: ["ConcordKit", "ConcordTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "ConcordCLITests", dependencies: ["ConcordKit", "ConcordTestSupport"]),

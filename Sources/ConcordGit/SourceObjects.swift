@@ -1,5 +1,6 @@
 // This file touches the libgit2 C API (and zlib through the same module).
 internal import CLibgit2
+internal import CShims
 import Foundation
 
 /// Where `ObjectTransfer` reads the objects it copies.

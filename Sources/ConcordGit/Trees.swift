@@ -4,14 +4,6 @@ internal import CLibgit2
 import Glibc
 #endif
 
-/// One entry of a tree, as a value.
-public struct TreeEntry: Sendable, Hashable {
-    public enum Kind: Sendable, Hashable { case blob, tree, other }
-    public let name: String
-    public let id: ObjectID
-    public let kind: Kind
-}
-
 extension Repository {
     /// Calls `body` with tree `id`, freeing it afterwards.
     func withTree<T>(_ id: ObjectID, _ body: (OpaquePointer) throws -> T) throws -> T {
@@ -148,12 +140,12 @@ private struct PathEdit {
 
 extension TreeEntry {
     init(_ entry: OpaquePointer) {
-        name = String(cString: git_tree_entry_name(entry))
-        id = ObjectID(git_tree_entry_id(entry))
+        let kind: Kind
         switch git_tree_entry_type(entry) {
         case GIT_OBJECT_BLOB: kind = .blob
         case GIT_OBJECT_TREE: kind = .tree
         default: kind = .other
         }
+        self.init(name: String(cString: git_tree_entry_name(entry)), id: ObjectID(git_tree_entry_id(entry)), kind: kind)
     }
 }

@@ -1,4 +1,5 @@
 @testable import ConcordGit
+@testable import ConcordGitFormats
 import Foundation
 import XCTest
 

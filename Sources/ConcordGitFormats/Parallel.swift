@@ -8,7 +8,7 @@ import Darwin
 /// Work split into one contiguous share per core (at most 8), for bulk jobs: hashing or encoding
 /// thousands of records, creating thousands of files.
 public enum Parallel {
-    static let cores = max(1, min(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 8))
+    package static let cores = max(1, min(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 8))
 
     /// `body` run on each share of `0..<count` (one share when there are fewer than
     /// `minimumPerShare` items per core), results in share order.
@@ -50,7 +50,7 @@ public enum Parallel {
 /// the heap when two threads do it at once.
 private final class Slots<Value>: @unchecked Sendable {
     private let storage: UnsafeMutableBufferPointer<Value>
-    init(count: Int, initial: Value) {
+    package init(count: Int, initial: Value) {
         storage = .allocate(capacity: count)
         storage.initialize(repeating: initial)
     }
@@ -62,5 +62,5 @@ private final class Slots<Value>: @unchecked Sendable {
         get { storage[index] }
         set { storage[index] = newValue }
     }
-    var values: [Value] { Array(storage) }
+    package var values: [Value] { Array(storage) }
 }

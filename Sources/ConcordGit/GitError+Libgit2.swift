@@ -1,39 +1,14 @@
 // This file touches the libgit2 C API.
 internal import CLibgit2
 
-/// A failed libgit2 call: which function failed, its return code and libgit2's own message.
-public struct GitError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// What kind of failure this was, for callers that need to react (retry, report, ...).
-    public enum Code: Sendable, Equatable {
-        case notFound, exists, modified, locked, nonFastForward, conflict, unbornBranch, auth, certificate, other(Int32)
-    }
-
-    /// The libgit2 function that failed, e.g. `git_reference_create_matching`.
-    public let function: String
-    public let code: Code
-    /// The raw libgit2 return value.
-    public let rawCode: Int32
-    /// libgit2's `git_error_last()` message at the failing call.
-    public let message: String
-    /// libgit2's error class (`git_error_t`): where the failure came from (network, ssh, os...).
-    public let errorClass: Int32
-
-    public init(function: String, code: Code, rawCode: Int32 = -1, message: String, errorClass: Int32 = 0) {
-        self.function = function
-        self.code = code
-        self.rawCode = rawCode
-        self.message = message
-        self.errorClass = errorClass
-    }
-
+/// `GitError` from libgit2's return codes and `git_error_last()`.
+extension GitError {
     /// True when the failure is about reaching the other side (network, ssh connection, socket,
     /// missing repository path), as opposed to a refusal or a local problem.
     public var isConnectivity: Bool {
         errorClass == Int32(GIT_ERROR_NET.rawValue) || errorClass == Int32(GIT_ERROR_OS.rawValue)
             || (errorClass == Int32(GIT_ERROR_SSH.rawValue) && code != .auth && code != .certificate)
     }
-
-    public var description: String { "\(function) failed: \(message)" }
 
     /// Builds the error for `result` returned by `function`, reading `git_error_last()` now (it is per thread).
     static func last(_ function: String, _ result: Int32) -> GitError {

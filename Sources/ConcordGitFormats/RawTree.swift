@@ -1,5 +1,3 @@
-// This file touches the libgit2 C API.
-internal import CLibgit2
 import Crypto
 #if canImport(Glibc)
 import Glibc
@@ -13,22 +11,22 @@ import Darwin
 /// parses every entry into its own allocation, and writing hashes with SHA-1DC and deflates at zlib's
 /// default level: about 150 ms to change one entry. Here an edit copies the unchanged runs of bytes
 /// around the changed entries, so the cost is a scan, a few `memcpy`s, one SHA-1 and one level-1 deflate.
-struct RawTree {
+package struct RawTree {
     /// One entry's offsets into `bytes`: the entry starts at `start`, its name spans
     /// `nameStart..<nameEnd`, and its id follows the NUL at `nameEnd`.
-    struct Entry {
-        let start: Int
-        let nameStart: Int
-        let nameEnd: Int
-        let isTree: Bool
-        var end: Int { nameEnd + 21 }
+    package struct Entry {
+        package let start: Int
+        package let nameStart: Int
+        package let nameEnd: Int
+        package let isTree: Bool
+        package var end: Int { nameEnd + 21 }
     }
 
-    let bytes: [UInt8]
-    let entries: [Entry]
+    package let bytes: [UInt8]
+    package let entries: [Entry]
 
     /// Parses `bytes`; a malformed tree is refused rather than half-read.
-    init(_ bytes: [UInt8], id: ObjectID?) throws {
+    package init(_ bytes: [UInt8], id: ObjectID?) throws {
         self.bytes = bytes
         var entries = [Entry]()
         entries.reserveCapacity(bytes.count / 40)
@@ -53,20 +51,20 @@ struct RawTree {
         self.entries = entries
     }
 
-    func name(_ entry: Entry) -> ArraySlice<UInt8> { bytes[entry.nameStart..<entry.nameEnd] }
+    package func name(_ entry: Entry) -> ArraySlice<UInt8> { bytes[entry.nameStart..<entry.nameEnd] }
 
-    func id(_ entry: Entry) -> ObjectID { ObjectID(bytes: Array(bytes[(entry.nameEnd + 1)..<entry.end])) }
+    package func id(_ entry: Entry) -> ObjectID { ObjectID(bytes: Array(bytes[(entry.nameEnd + 1)..<entry.end])) }
 
     /// The mode digits of `entry` (e.g. "100644", "40000").
-    func mode(_ entry: Entry) -> ArraySlice<UInt8> { bytes[entry.start..<(entry.nameStart - 1)] }
+    package func mode(_ entry: Entry) -> ArraySlice<UInt8> { bytes[entry.start..<(entry.nameStart - 1)] }
 
     /// The index of the entry named `name` (a file or a directory), or nil.
-    func index(of name: ArraySlice<UInt8>) -> Int? {
+    package func index(of name: ArraySlice<UInt8>) -> Int? {
         index(of: name, isTree: false) ?? index(of: name, isTree: true)
     }
 
     /// The index of the entry named `name` that is (or is not) a directory, or nil.
-    func index(of name: ArraySlice<UInt8>, isTree: Bool) -> Int? {
+    package func index(of name: ArraySlice<UInt8>, isTree: Bool) -> Int? {
         let position = lowerBound(name, isTree: isTree)
         guard position < entries.count, entries[position].isTree == isTree,
               self.name(entries[position]).elementsEqual(name) else { return nil }
@@ -74,14 +72,14 @@ struct RawTree {
     }
 
     /// What `entry` points at, as libgit2 classifies it (a symlink is a blob, a submodule is neither).
-    func kind(_ entry: Entry) -> TreeEntry.Kind {
+    package func kind(_ entry: Entry) -> TreeEntry.Kind {
         if entry.isTree { return .tree }
         let mode = self.mode(entry)
         return mode.first == UInt8(ascii: "1") && !mode.elementsEqual("160000".utf8) ? .blob : .other
     }
 
     /// The first position whose entry sorts at or after (`name`, `isTree`) in git's order.
-    func lowerBound(_ name: ArraySlice<UInt8>, isTree: Bool) -> Int {
+    package func lowerBound(_ name: ArraySlice<UInt8>, isTree: Bool) -> Int {
         var low = 0, high = entries.count
         while low < high {
             let middle = (low + high) / 2
@@ -92,7 +90,7 @@ struct RawTree {
     }
 
     /// git's `base_name_compare`: names compare bytewise, a directory as if its name ended in "/".
-    static func compare(_ a: ArraySlice<UInt8>, _ aIsTree: Bool, _ b: ArraySlice<UInt8>, _ bIsTree: Bool) -> Int {
+    package static func compare(_ a: ArraySlice<UInt8>, _ aIsTree: Bool, _ b: ArraySlice<UInt8>, _ bIsTree: Bool) -> Int {
         let common = min(a.count, b.count)
         var i = a.startIndex, j = b.startIndex
         for _ in 0..<common {
@@ -109,7 +107,7 @@ struct RawTree {
     /// Walks `old` and `new` side by side in git's order and calls `body` for every entry that is
     /// not byte-identical in both: (old, nil) removed, (nil, new) added, (old, new) changed. Two
     /// entries pair up when they have the same name and are both trees or both not.
-    static func forEachDifference(from old: RawTree, to new: RawTree,
+    package static func forEachDifference(from old: RawTree, to new: RawTree,
                                   _ body: (Entry?, Entry?) throws -> Void) rethrows {
         var i = 0, j = 0
         while i < old.entries.count || j < new.entries.count {
@@ -138,15 +136,20 @@ struct RawTree {
     }
 
     /// A new entry for a tree: mode digits, name and id.
-    struct Edit {
-        let name: [UInt8]
+    package struct Edit {
+        package let name: [UInt8]
         /// The new entry, or nil to remove whatever entry has this name.
-        let value: (isTree: Bool, id: ObjectID)?
+        package let value: (isTree: Bool, id: ObjectID)?
+
+        package init(name: [UInt8], value: (isTree: Bool, id: ObjectID)?) {
+            self.name = name
+            self.value = value
+        }
     }
 
     /// The tree bytes with `edits` applied: an edit replaces any entry of the same name (file or
     /// directory), as git's treebuilder does; unchanged runs of entries are copied as they are.
-    func applying(_ edits: [Edit]) -> [UInt8] {
+    package func applying(_ edits: [Edit]) -> [UInt8] {
         var removed = Set<Int>()
         var insertions = [(position: Int, edit: Edit)]()
         for edit in edits {
@@ -192,62 +195,10 @@ struct RawTree {
     }
 
     /// Refuses names git would refuse in a tree (`GitPath.isSafeName`).
-    static func validate(_ name: [UInt8]) throws {
+    package static func validate(_ name: [UInt8]) throws {
         guard GitPath.isSafeName(name) else {
             throw GitError(function: "tree edit", code: .other(-1),
                            message: "invalid path component '\(String(decoding: name, as: UTF8.self))'")
         }
-    }
-}
-
-extension Repository {
-    /// The raw bytes of object `id`, checking that it is a `type` object.
-    func rawObject(_ id: ObjectID, type expected: git_object_t) throws -> [UInt8] {
-        var odb: OpaquePointer?
-        try check("git_repository_odb", git_repository_odb(&odb, handle))
-        defer { git_odb_free(odb) }
-        var oid = id.raw
-        var object: OpaquePointer?
-        try check("git_odb_read", git_odb_read(&object, odb, &oid))
-        defer { git_odb_object_free(object) }
-        guard git_odb_object_type(object) == expected else {
-            throw GitError(function: "git_odb_read", code: .other(-1), message: "object \(id) has the wrong type")
-        }
-        let size = git_odb_object_size(object)
-        guard size > 0, let data = git_odb_object_data(object) else { return [] }
-        return Array(UnsafeRawBufferPointer(start: data, count: size))
-    }
-
-    /// The tree `id`. A sync reads the trees a fetch just compared (the new ones and their
-    /// parents') once more to find the changed files: those come from `fetchedTrees`, which
-    /// `changedFiles` empties when it is done. Ids name content, and each kept tree was hashed,
-    /// so a tree read from another repository is the same tree.
-    func rawTree(_ id: ObjectID) throws -> RawTree {
-        if let tree = fetchedTrees[id] { return tree }
-        return try RawTree(rawObject(id, type: GIT_OBJECT_TREE), id: id)
-    }
-
-    /// Writes `bytes` as a loose object of `type` unless the database already has it: SHA-1 in
-    /// software with the CPU's SHA extensions, compressed as `ObjectCompressor` says, fsynced file
-    /// and directory.
-    func writeLooseObject(_ bytes: [UInt8], type: ObjectType) throws -> ObjectID {
-        let id = ObjectPack.id(of: bytes, type: type)
-        if contains(id) { return id }
-        var deflated = [UInt8]()
-        try ObjectCompressor().append(ObjectPack.header(type: type, size: bytes.count) + bytes, to: &deflated)
-        let hex = id.hex
-        let directory = gitDirectory + "objects/" + hex.prefix(2)
-        if mkdir(directory, 0o755) != 0 && errno != EEXIST {
-            throw GitError(function: "mkdir", code: .other(-1), message: "cannot create \(directory)")
-        }
-        do {
-            // git's own temporary name: `git fsck` ignores it and `git prune` removes a stale one.
-            try FileIO.write(deflated, to: directory + "/" + hex.dropFirst(2), makingParents: false, mode: 0o444,
-                             durable: true, temporary: directory + "/tmp_obj_concord_\(getpid())")
-            try FileIO.syncDirectory(directory)
-        } catch {
-            throw GitError(function: "write object", code: .other(-1), message: error.description)
-        }
-        return id
     }
 }

@@ -1,22 +1,10 @@
-// This file touches the libgit2 C API.
-internal import CLibgit2
-
 /// A git object id (SHA-1, 20 bytes) as a value.
 public struct ObjectID: Sendable, Hashable, Comparable, CustomStringConvertible {
     public let bytes: [UInt8]
 
-    init(_ oid: git_oid) {
-        var copy = oid
-        bytes = withUnsafeBytes(of: &copy.id) { Array($0) }
-    }
-
     /// Wraps 20 raw bytes (e.g. a SHA-1 digest).
-    init(bytes: [UInt8]) {
+    package init(bytes: [UInt8]) {
         self.bytes = bytes
-    }
-
-    init(_ pointer: UnsafePointer<git_oid>) {
-        self.init(pointer.pointee)
     }
 
     /// Parses 40 hex digits.
@@ -32,14 +20,6 @@ public struct ObjectID: Sendable, Hashable, Comparable, CustomStringConvertible 
             index += 2
         }
         bytes = out
-    }
-
-    var raw: git_oid {
-        var oid = git_oid()
-        withUnsafeMutableBytes(of: &oid.id) { buffer in
-            for (index, byte) in bytes.enumerated() { buffer[index] = byte }
-        }
-        return oid
     }
 
     /// The 40-digit lower-case hex form git prints.
@@ -68,14 +48,5 @@ public struct ObjectID: Sendable, Hashable, Comparable, CustomStringConvertible 
         case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
         default: return nil
         }
-    }
-}
-
-extension Optional where Wrapped == ObjectID {
-    /// Calls `body` with a pointer to the raw oid, or nil.
-    func withRaw<T>(_ body: (UnsafePointer<git_oid>?) throws -> T) rethrows -> T {
-        guard let id = self else { return try body(nil) }
-        var oid = id.raw
-        return try withUnsafePointer(to: &oid) { pointer in try body(pointer) }
     }
 }

@@ -1,5 +1,5 @@
-// This file touches the libgit2 C API (and zlib through the same module).
-internal import CLibgit2
+// This file touches zlib (CRC-32).
+internal import CShims
 import Crypto
 import Foundation
 
@@ -7,7 +7,7 @@ import Foundation
 public enum ObjectType: UInt8, Sendable {
     case commit = 1, tree = 2, blob = 3
 
-    var name: String {
+    package var name: String {
         switch self {
         case .commit: "commit"
         case .tree: "tree"
@@ -59,7 +59,7 @@ public struct ObjectPack {
         return id
     }
 
-    static func id(of bytes: [UInt8], type: ObjectType) -> ObjectID {
+    package static func id(of bytes: [UInt8], type: ObjectType) -> ObjectID {
         var hasher = Insecure.SHA1()
         hasher.update(data: header(type: type, size: bytes.count))
         hasher.update(data: bytes)
@@ -67,7 +67,7 @@ public struct ObjectPack {
     }
 
     /// git's object header: `<type> <decimal size>\0`.
-    static func header(type: ObjectType, size: Int) -> [UInt8] {
+    package static func header(type: ObjectType, size: Int) -> [UInt8] {
         var out = [UInt8]()
         out.reserveCapacity(24)
         switch type {
@@ -87,12 +87,11 @@ public struct ObjectPack {
         return out
     }
 
-    /// Writes the pack and its index into `repository`'s object database.
-    /// Writes the pack and its index into `repository`'s `objects/pack`; with `durable` (the
-    /// default) both files and the directory are fsynced first. A quarantine's pack is written
-    /// without, and fsynced when it is admitted.
-    public func write(into repository: Repository, durable: Bool = true) throws {
-        guard !objects.isEmpty else { return }
+    /// Writes the pack and its index into `directory` (a repository's `objects/pack/`, created if
+    /// missing); with `durable` both files and the directory are fsynced. Returns the pack's name
+    /// (`pack-<checksum>`), or nil when there was nothing to write.
+    package func write(toPackDirectory directory: String, durable: Bool) throws -> String? {
+        guard !objects.isEmpty else { return nil }
         var pack = [UInt8]()
         pack.reserveCapacity(objects.reduce(64) { $0 + $1.bytes.count / 2 + 32 })
         pack += Array("PACK".utf8)
@@ -114,16 +113,13 @@ public struct ObjectPack {
         pack += packChecksum
         let index = Self.indexFile(entries: entries, packChecksum: packChecksum)
 
-        let directory = repository.gitDirectory + "objects/pack/"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let name = directory + "pack-" + ObjectID(bytes: packChecksum).hex
-        try FileIO.write(pack, to: name + ".pack", makingParents: false, mode: 0o444, durable: durable)
-        try FileIO.write(index, to: name + ".idx", makingParents: false, mode: 0o444, durable: durable)
+        let name = "pack-" + ObjectID(bytes: packChecksum).hex
+        let path = directory + (directory.hasSuffix("/") ? "" : "/") + name
+        try FileIO.write(pack, to: path + ".pack", makingParents: false, mode: 0o444, durable: durable)
+        try FileIO.write(index, to: path + ".idx", makingParents: false, mode: 0o444, durable: durable)
         if durable { try FileIO.syncDirectory(directory) }
-        var odb: OpaquePointer?
-        try check("git_repository_odb", git_repository_odb(&odb, repository.handle))
-        defer { git_odb_free(odb) }
-        try check("git_odb_refresh", git_odb_refresh(odb))
+        return name
     }
 
     /// A version 2 pack index: fan-out table, sorted ids, CRC-32s, offsets, both checksums.
@@ -172,50 +168,9 @@ public struct ObjectPack {
 
 }
 
-/// How object bytes are compressed, in packs and loose objects alike. Up to 32 KiB (records,
-/// bucket trees): `SmallDeflater`. Over 1 MiB (a kind tree of ~25,000 entries and up): zlib's
-/// stored blocks, as level 1 manages only ~50 MB/s on tree bytes (80 ms for 4 MB) to save a third
-/// of the size, and `git gc` later packs successive versions as small deltas. The rest: zlib level
-/// 1 through one reused stream (`compress2` sets up ~256 KiB of state per call).
-final class ObjectCompressor {
-    private var small = SmallDeflater()
-    private var deflater: UnsafeMutablePointer<concord_deflater>?
-
-    deinit { concord_deflater_free(deflater) }
-
-    /// Appends the zlib stream of `bytes` to `out`.
-    func append(_ bytes: [UInt8], to out: inout [UInt8]) throws {
-        if bytes.count <= SmallDeflater.maximumInput {
-            bytes.withUnsafeBytes { small.append($0, to: &out) }
-            return
-        }
-        let stored = bytes.count > 1 << 20
-        if !stored && deflater == nil {
-            deflater = concord_deflater_new(1)
-            guard deflater != nil else {
-                throw GitError(function: "deflateInit", code: .other(-1), message: "zlib could not set up a compressor")
-            }
-        }
-        var length = concord_deflate_bound(UInt(bytes.count))
-        let start = out.count
-        out += repeatElement(0, count: Int(length))
-        let result = bytes.withUnsafeBufferPointer { source in
-            out.withUnsafeMutableBufferPointer { target in
-                stored
-                    ? concord_deflate(source.baseAddress, UInt(bytes.count), target.baseAddress! + start, &length, 0)
-                    : concord_deflater_run(deflater, source.baseAddress, UInt(bytes.count), target.baseAddress! + start, &length)
-            }
-        }
-        guard result == Z_OK else {
-            throw GitError(function: "compress2", code: .other(result), message: "zlib failed to compress an object")
-        }
-        out.removeLast(out.count - start - Int(length))
-    }
-}
-
 extension Array where Element == UInt8 {
     /// Appends `value` in network byte order, as pack, pack index and index files store integers.
-    mutating func appendBigEndian(_ value: UInt32) {
+    package mutating func appendBigEndian(_ value: UInt32) {
         append(UInt8(value >> 24))
         append(UInt8(value >> 16 & 0xFF))
         append(UInt8(value >> 8 & 0xFF))

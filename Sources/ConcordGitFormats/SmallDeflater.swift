@@ -1,5 +1,5 @@
-// This file touches zlib (Adler-32) through the CLibgit2 module.
-internal import CLibgit2
+// This file touches zlib (Adler-32).
+internal import CShims
 
 /// Compresses small objects (record files, bucket trees) into zlib streams of ONE fixed-Huffman
 /// deflate block: greedy LZ77 matching on a 4-byte hash, the fixed codes of RFC 1951, Adler-32.
@@ -8,19 +8,19 @@ internal import CLibgit2
 /// trees for a block it barely fills: 200–270 ms of a 10,000-record import. This takes a few
 /// microseconds per record and comes within ~10% of zlib's size. Any inflater reads the result:
 /// it is ordinary deflate, which git's `inflate` and `git fsck` check like any other object.
-struct SmallDeflater {
+package struct SmallDeflater {
     /// Larger inputs go to zlib: matches reach back at most 32 KiB, the whole input here.
-    static let maximumInput = 32 * 1024
+    package static let maximumInput = 32 * 1024
 
     private static let maximumHashBits = 13
     /// Most recent position + 1 of each 4-byte hash (0: none); grown to the largest input's size,
     /// and only the first `1 << bits` entries are used (and cleared) per input.
     private var table = [Int32]()
 
-    init() {}
+    package init() {}
 
     /// Appends the zlib stream of `input` (at most `maximumInput` bytes) to `out`.
-    mutating func append(_ input: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+    package mutating func append(_ input: UnsafeRawBufferPointer, to out: inout [UInt8]) {
         precondition(input.count <= Self.maximumInput, "SmallDeflater takes at most \(Self.maximumInput) bytes")
         let count = input.count
         var hashBits = 8
@@ -168,14 +168,14 @@ struct SmallDeflater {
 
 /// RFC 1951's fixed Huffman codes, bit-reversed for least-significant-first output.
 private enum FixedCodes {
-    static func reversed(_ code: UInt32, _ count: Int) -> UInt32 {
+    package static func reversed(_ code: UInt32, _ count: Int) -> UInt32 {
         var result: UInt32 = 0
         for bit in 0..<count where code & (1 << UInt32(bit)) != 0 { result |= 1 << UInt32(count - 1 - bit) }
         return result
     }
 
     /// Literal/length symbol 0…287 → (code, bit count).
-    static func symbol(_ symbol: Int) -> (bits: UInt32, count: Int) {
+    package static func symbol(_ symbol: Int) -> (bits: UInt32, count: Int) {
         switch symbol {
         case 0...143: (reversed(0x30 + UInt32(symbol), 8), 8)
         case 144...255: (reversed(0x190 + UInt32(symbol - 144), 9), 9)
@@ -184,13 +184,13 @@ private enum FixedCodes {
         }
     }
 
-    static let literals: [(bits: UInt16, count: UInt8)] = (0..<256).map { byte in
+    package static let literals: [(bits: UInt16, count: UInt8)] = (0..<256).map { byte in
         let code = symbol(byte)
         return (UInt16(code.bits), UInt8(code.count))
     }
 
     /// Match length 3…258 → its length symbol's code followed by the extra bits, as one value.
-    static let lengths: [(bits: UInt32, count: UInt8)] = (0...258).map { length in
+    package static let lengths: [(bits: UInt32, count: UInt8)] = (0...258).map { length in
         guard length >= 3 else { return (0, 0) }
         if length == 258 {
             let code = symbol(285)
@@ -208,12 +208,12 @@ private enum FixedCodes {
         return (code.bits | UInt32(x & ((1 << extra) - 1)) << UInt32(code.count), UInt8(code.count + extra))
     }
 
-    static let reversedFive: [UInt8] = (0..<32).map { UInt8(reversed(UInt32($0), 5)) }
+    package static let reversedFive: [UInt8] = (0..<32).map { UInt8(reversed(UInt32($0), 5)) }
 
     /// `literals` and `lengths` copied once into memory that lives as long as the process, so
     /// the encoder reads them through plain pointers (never written after, so safe to share).
-    nonisolated(unsafe) static let literalTable: UnsafePointer<(bits: UInt16, count: UInt8)> = permanentCopy(literals)
-    nonisolated(unsafe) static let lengthTable: UnsafePointer<(bits: UInt32, count: UInt8)> = permanentCopy(lengths)
+    package nonisolated(unsafe) static let literalTable: UnsafePointer<(bits: UInt16, count: UInt8)> = permanentCopy(literals)
+    package nonisolated(unsafe) static let lengthTable: UnsafePointer<(bits: UInt32, count: UInt8)> = permanentCopy(lengths)
 
     private static func permanentCopy<T>(_ values: [T]) -> UnsafePointer<T> {
         let storage = UnsafeMutablePointer<T>.allocate(capacity: values.count)

@@ -1,0 +1,142 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Plain POSIX file writes for the working tree.
+public enum FileIO {
+    public struct Failure: Error, CustomStringConvertible {
+        public let path: String
+        public let operation: String
+        public let code: Int32
+
+        package init(path: String, operation: String, code: Int32 = errno) {
+            self.path = path
+            self.operation = operation
+            self.code = code
+        }
+
+        public var description: String { "cannot \(operation) \(path): \(String(cString: strerror(code)))" }
+    }
+
+    /// Writes `bytes` to `path` through a temporary file and a rename, creating parent directories.
+    /// With `durable`, the file is fsynced before the rename (for objects that refs will point at).
+    /// `temporary` names the temporary file (default: `path` + `.concord-tmp-<pid>`).
+    public static func write(_ bytes: [UInt8], to path: String, makingParents: Bool = true,
+                             mode: UInt32 = 0o644, durable: Bool = false, temporary: String? = nil) throws(Failure) {
+        if makingParents { try makeParents(of: path) }
+        let temporary = temporary ?? path + ".concord-tmp-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode_t(mode))
+        guard fd >= 0 else { throw Failure(path: temporary, operation: "create") }
+        let ok = writeAll(fd, bytes) && (!durable || fsync(fd) == 0)
+        close(fd)
+        guard ok else { unlink(temporary); throw Failure(path: path, operation: "write") }
+        guard rename(temporary, path) == 0 else { unlink(temporary); throw Failure(path: path, operation: "rename into place") }
+    }
+
+    /// Writes working-tree files (see `writeReturningStat`) and returns their stat data, in order;
+    /// in one contiguous share per core (of at least 256 files).
+    package static func writeAll(_ files: [(path: String, bytes: [UInt8])]) throws(Failure) -> [stat] {
+        let parts = Parallel.shares(of: files.count) { range in
+            Result { () throws(Failure) -> [stat] in try range.map { index throws(Failure) in try writeReturningStat(files[index].bytes, to: files[index].path) } }
+        }
+        var out: [stat] = []
+        out.reserveCapacity(files.count)
+        for part in parts { out += try part.get() }
+        return out
+    }
+
+    /// Writes a working-tree file and returns its stat data for the index. A new file is created
+    /// in place (one `open`, as git's checkout does); an existing one is replaced through a
+    /// temporary file and a rename, so a reader never sees it half-written.
+    package static func writeReturningStat(_ bytes: [UInt8], to path: String) throws(Failure) -> stat {
+        var info = stat()
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        if fd < 0 {
+            guard errno == EEXIST else { throw Failure(path: path, operation: "create") }
+            try write(bytes, to: path, makingParents: false)
+            guard stat(path, &info) == 0 else { throw Failure(path: path, operation: "stat") }
+            return info
+        }
+        defer { close(fd) }
+        guard writeAll(fd, bytes) else {
+            let failure = Failure(path: path, operation: "write")
+            unlink(path)
+            throw failure
+        }
+        guard fstat(fd, &info) == 0 else { throw Failure(path: path, operation: "stat") }
+        return info
+    }
+
+    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { writeAll(fd, $0) }
+    }
+
+    /// Writes all of `bytes` to `fd`, retrying short writes and EINTR.
+    package static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        var written = 0
+        while written < bytes.count {
+            let n = Glibc.write(fd, bytes.baseAddress! + written, bytes.count - written)
+            if n < 0 { if errno == EINTR { continue }; return false }
+            if n == 0 { return false }
+            written += n
+        }
+        return true
+    }
+
+    /// fsyncs a directory, so the names just renamed into it survive a crash.
+    public static func syncDirectory(_ path: String) throws(Failure) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw Failure(path: path, operation: "open directory") }
+        defer { close(fd) }
+        _ = fsync(fd)
+    }
+
+    /// Refuses relative `path` unless writing it stays inside the working tree `root`: every name
+    /// safe by git's rules (`GitPath`), so no `..` and nothing in `.git`, and no directory on the
+    /// way a symbolic link or a file (a link would lead the write anywhere). The second line of
+    /// defence behind the check of every fetched commit. `checked` remembers the directories seen.
+    package static func checkInside(_ path: String, root: String, checked: inout Set<Substring>) throws(Failure) {
+        guard GitPath.isSafe(path) else { throw Failure(path: root + path, operation: "write outside the profile or into .git:", code: EPERM) }
+        var end = path.startIndex
+        while let slash = path[end...].firstIndex(of: "/") {
+            let directory = path[..<slash]
+            end = path.index(after: slash)
+            guard checked.insert(directory).inserted else { continue }
+            var info = stat()
+            if lstat(root + directory, &info) == 0 {
+                guard (info.st_mode & S_IFMT) == S_IFDIR else {
+                    throw Failure(path: root + directory, operation: "write through (not a plain directory)", code: ENOTDIR)
+                }
+            } else if errno != ENOENT {
+                throw Failure(path: root + directory, operation: "inspect")
+            }
+        }
+    }
+
+    package static func makeParents(of path: String) throws(Failure) {
+        var components = path.split(separator: "/", omittingEmptySubsequences: false).dropLast()
+        var missing = [String]()
+        while !components.isEmpty {
+            let directory = components.joined(separator: "/")
+            if directory.isEmpty || access(directory, F_OK) == 0 { break }
+            missing.append(directory)
+            components = components.dropLast()
+        }
+        for directory in missing.reversed() where mkdir(directory, 0o755) != 0 && errno != EEXIST {
+            throw Failure(path: directory, operation: "create directory")
+        }
+    }
+
+    package static func removeEmptyParents(of path: String, below root: String) {
+        var components = path.split(separator: "/", omittingEmptySubsequences: false).dropLast()
+        while !components.isEmpty {
+            let directory = components.joined(separator: "/")
+            if directory.count < root.count || directory + "/" == root { return }
+            if rmdir(directory) != 0 { return }
+            components = components.dropLast()
+        }
+    }
+}

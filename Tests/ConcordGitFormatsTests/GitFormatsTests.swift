@@ -1,0 +1,110 @@
+import CShims
+import ConcordTestSupport
+@testable import ConcordGitFormats
+import Foundation
+import XCTest
+
+/// The git formats on their own, with no libgit2: zlib and the git CLI are the judges.
+final class GitFormatsTests: XCTestCase {
+    private var sandbox: URL!
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        let url = try makeSandbox(prefix: "concord-formats-tests")
+        sandbox = url
+        addTeardownBlock { try? FileManager.default.removeItem(at: url) }
+    }
+
+    private func git(_ arguments: [String], in directory: URL, input: Data? = nil) throws -> String {
+        try ProcessRunner.runOK(gitPath, arguments, environment: isolatedEnvironment(home: sandbox), in: directory, input: input)
+    }
+
+    func testObjectIDHexRoundTripsAndRefusesBadHex() {
+        let hex = "0123456789abcdef0123456789ABCDEF01234567"
+        XCTAssertEqual(ObjectID(hex: hex)?.hex, hex.lowercased())
+        XCTAssertEqual(ObjectID(hex: hex)?.short, "0123456")
+        for bad in ["", String(hex.dropLast()), hex + "0", "g" + hex.dropFirst()] {
+            XCTAssertNil(ObjectID(hex: bad), bad)
+        }
+    }
+
+    /// An object id is git's: the same as `git hash-object` for the same bytes.
+    func testObjectIDsMatchGitHashObject() throws {
+        for text in ["", "{\"id\": \"x\"}\n", String(repeating: "é", count: 1000)] {
+            let bytes = Array(text.utf8)
+            let ours = ObjectPack.id(of: bytes, type: .blob)
+            let theirs = try git(["hash-object", "--stdin"], in: sandbox, input: Data(bytes))
+            XCTAssertEqual(ours.hex, theirs)
+        }
+    }
+
+    /// What SmallDeflater writes, zlib inflates back to the same bytes (through the bounded
+    /// loose-object reader, which also checks the header and the stream's end).
+    func testSmallDeflaterOutputInflatesThroughZlib() {
+        var generator = SeededGenerator(seed: 11)
+        for length in [0, 1, 3, 4, 5, 258, 259, 1000, SmallDeflater.maximumInput - 16] {   // header included
+            let content = (0..<length).map { _ in UInt8.random(in: 0x61...0x64, using: &generator) }
+            let object = ObjectPack.header(type: .blob, size: content.count) + content
+            var deflated = [UInt8]()
+            var deflater = SmallDeflater()
+            object.withUnsafeBytes { deflater.append($0, to: &deflated) }
+            var out: UnsafeMutablePointer<UInt8>?
+            var outLength = 0
+            XCTAssertEqual(concord_inflate_loose(deflated, deflated.count, content.count, &out, &outLength), 0, "length \(length)")
+            XCTAssertEqual(Array(UnsafeBufferPointer(start: out, count: outLength)), object, "length \(length)")
+            free(out)
+        }
+    }
+
+    /// A pack and index written here are ones git reads: `git verify-pack` checks every object's
+    /// id, CRC and both checksums.
+    func testObjectPackPassesGitVerifyPack() throws {
+        try git(["init", "-q", "--bare", "repo.git"], in: sandbox)
+        var pack = ObjectPack()
+        var ids = [ObjectID]()
+        for index in 0..<300 { ids.append(try pack.add(Array("record \(index)\n".utf8))) }
+        let directory = sandbox.appendingPathComponent("repo.git/objects/pack").path
+        let name = try XCTUnwrap(try pack.write(toPackDirectory: directory, durable: false))
+        let listing = try git(["verify-pack", "-v", "objects/pack/\(name).idx"], in: sandbox.appendingPathComponent("repo.git"))
+        for id in ids { XCTAssertTrue(listing.contains(id.hex), "\(id) missing from the pack") }
+        XCTAssertEqual(try git(["cat-file", "-p", ids[7].hex], in: sandbox.appendingPathComponent("repo.git")), "record 7")
+    }
+
+    /// A tree edited as raw bytes is the tree git builds for the same entries (`git mktree`).
+    func testRawTreeEditsMatchGitMktree() throws {
+        try git(["init", "-q", "--bare", "repo.git"], in: sandbox)
+        let repository = sandbox.appendingPathComponent("repo.git")
+        let blob = try XCTUnwrap(ObjectID(hex: try git(["hash-object", "-w", "--stdin"], in: repository, input: Data("x\n".utf8))))
+        let subtree = try XCTUnwrap(ObjectID(hex: try git(["mktree"], in: repository, input: Data("100644 blob \(blob.hex)\tleaf\n".utf8))))
+        func mktree(_ lines: [String]) throws -> [UInt8] {
+            let id = try git(["mktree"], in: repository, input: Data(lines.map { $0 + "\n" }.joined().utf8))
+            return Array(try ProcessRunner.run(gitPath, ["cat-file", "tree", id], environment: isolatedEnvironment(home: sandbox),
+                                               in: repository).stdoutData)
+        }
+        let before = try RawTree(try mktree(["100644 blob \(blob.hex)\ta", "100644 blob \(blob.hex)\tb.json",
+                                             "040000 tree \(subtree.hex)\tb"]), id: nil)
+        let edited = before.applying([
+            RawTree.Edit(name: Array("a".utf8), value: nil),
+            RawTree.Edit(name: Array("b-c".utf8), value: (isTree: false, id: blob)),
+            RawTree.Edit(name: Array("z".utf8), value: (isTree: true, id: subtree)),
+        ])
+        let expected = try mktree(["100644 blob \(blob.hex)\tb.json", "040000 tree \(subtree.hex)\tb",
+                                   "100644 blob \(blob.hex)\tb-c", "040000 tree \(subtree.hex)\tz"])
+        XCTAssertEqual(edited, expected)
+        XCTAssertThrowsError(try RawTree(Array(expected.dropLast()), id: nil), "a truncated tree is refused")
+    }
+
+    /// Names git refuses in a tree, in every spelling git treats as `.git`.
+    func testGitPathRefusesWhatGitRefuses() {
+        for bad in ["", ".", "..", ".git", ".GIT", ".git.", ".git ", "git~1", "GIT~1", "a\u{1}b", "a\\b", "a/b"] {
+            XCTAssertFalse(GitPath.isSafeName(Array(bad.utf8)), bad.debugDescription)
+        }
+        for good in ["a", ".gitattributes", ".concord", "git", "..a", "a.json", "é"] {
+            XCTAssertTrue(GitPath.isSafeName(Array(good.utf8)), good)
+        }
+        XCTAssertTrue(GitPath.isSafe(Array("vocabulary/ab/x.json".utf8)))
+        for bad in ["a//b", "/a", "a/", "a/../b", "a/.git/b"] {
+            XCTAssertFalse(GitPath.isSafe(Array(bad.utf8)), bad)
+        }
+    }
+}
