@@ -1,6 +1,10 @@
+import ConcordGit
+import ConcordModel
 import Foundation
 
-/// Everything the engine refuses or fails at, each with a one-line message that says what to do.
+/// Everything the engine refuses or fails at, each with a one-line message that says what went
+/// wrong and what to do, in the library's terms; a client adds its own hints (the CLI names its
+/// commands, see Sources/concord/ErrorHints.swift).
 public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     case notAProfile(String)
     case profileExists(String)
@@ -18,7 +22,17 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     case notAnObject(source: String)
     case recordTooLarge(String, size: Int)
     case io(String)
-    case git(String)
+    /// A libgit2 call failed on this device's repository.
+    case git(GitError)
+    /// A libgit2 call failed while talking to `remote`.
+    case remoteFailed(remote: String, GitError)
+    /// `member`'s role in `profile` does not allow `action` (e.g. "writing vocabulary"); `needs` is
+    /// the least role that does.
+    case notAllowed(member: String, role: Role, action: String, needs: Role, profile: String)
+    /// `member` is not an active member of `profile`.
+    case notAMember(member: String, profile: String)
+    /// This device's key is not one of `member`'s keys in `profile`.
+    case keyNotRegistered(member: String, fingerprint: String, profile: String)
     case busy(String)
     case unknownTemplate(String)
     /// The remote could not be reached; local commits are kept.
@@ -42,27 +56,27 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     public var errorDescription: String? {
         switch self {
         case .notAProfile(let path):
-            return "\(path) is not a Concord profile (no .concord/profile.json): run 'concord init \(path) --name NAME' or pass -C <profile dir>"
+            return "\(path) is not a Concord profile (no .concord/profile.json): create one there or open the profile's directory"
         case .profileExists(let path):
             return "\(path) already holds a git repository or profile: choose an empty or new directory"
         case .olderFormat(let found, let oldest):
             return "this profile uses data format \(found), from an older concord; this concord reads format \(oldest) and "
-                + "later: run `concord export` with the concord that made it and `concord import` the dump into a new profile"
+                + "later: export it with the concord that made it and import the dump into a new profile"
         case .newerFormat(let found, let supported):
             return "this profile uses data format \(found) but this concord understands up to \(supported): upgrade concord to open it"
         case .unknownKind(let kind, let known):
             let list = known.isEmpty ? "this profile has no kinds" : "known kinds: \(known.joined(separator: ", "))"
             return "unknown kind \"\(kind)\" (\(list))"
         case .notALogKind(let kind):
-            return "kind \"\(kind)\" is not a log kind: use 'concord put \(kind)/<id>' instead of append"
+            return "kind \"\(kind)\" is not a log kind: put its records instead of appending"
         case .logKindNeedsAppend(let kind):
-            return "kind \"\(kind)\" is an append-only log: use 'concord append \(kind) --json ...' instead"
+            return "kind \"\(kind)\" is an append-only log: append its entries instead"
         case .cannotRemoveLogEntries(let kind):
             return "kind \"\(kind)\" is an append-only log: its entries cannot be removed"
         case .badReference(let text):
             return "\"\(text)\" is not a record reference: write it as <kind>/<id>, e.g. vocabulary/puzzle"
         case .recordNotFound(let reference):
-            return "no record \(reference): 'concord ls' lists the records"
+            return "no record \(reference)"
         case .corruptRecord(let path, let reason):
             return "record file \(path) is not a valid record (\(reason)): fix or restore it, e.g. 'git checkout -- \(path)'"
         case .invalidInput(let message):
@@ -75,8 +89,16 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
             return "record \(reference) is \(size) bytes, over the 1 MiB limit: store large content as separate records"
         case .io(let message):
             return message
-        case .git(let message):
-            return message
+        case .git(let error):
+            return "git: \(error.description)"
+        case .remoteFailed(let remote, let error):
+            return "\(remote): \(error.message)"
+        case .notAllowed(let member, let role, let action, let needs, let profile):
+            return "\(member) is \(role.rawValue) in \"\(profile)\"; \(action) needs \(needs.rawValue) or above"
+        case .notAMember(let member, let profile):
+            return "\(member) is not an active member of profile \"\(profile)\": ask an admin to share it with you"
+        case .keyNotRegistered(let member, let fingerprint, let profile):
+            return "this device's key (\(fingerprint)) is not one of \(member)'s keys in \"\(profile)\": ask an admin to add it to \(member)'s keys"
         case .busy(let path):
             return "profile \(path) is busy: another concord process has held its lock for too long; try again"
         case .unknownTemplate(let name):
@@ -87,29 +109,29 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
             return "offline: cannot reach \(remote) (\(reason)) — \(kept) and will be sent on the next sync"
         case .untrustedHost(let remote, let host, let fingerprint, let changed):
             if changed {
-                return "the host key of \(host) CHANGED (now \(fingerprint)): refusing to connect; if the server really got a new key, remove its line from $CONCORD_HOME/known_hosts and run 'concord remote trust \(remote)'"
+                return "the host key of \(host) CHANGED (now \(fingerprint)): refusing to connect to \(remote); if the server really got a new key, remove its line from $CONCORD_HOME/known_hosts and trust the new one"
             }
-            return "unknown host key for \(host): \(fingerprint); if that is the server's key, run 'concord remote trust \(remote)' (or clone with --trust-host \(fingerprint))"
+            return "unknown host key for \(host): \(fingerprint); if that is the server's key, trust it for \(remote)"
         case .authenticationFailed(let remote, let reason):
-            return "the server of \(remote) refused this device's key (\(reason)): ask its admin to authorize 'concord identity show --public-key'"
+            return "the server of \(remote) refused this device's key (\(reason)): ask its admin to authorize this device's public key"
         case .pushRejected(let remote, let reason):
             return "\(remote) refused the push: \(reason)"
         case .refused(let remote, let message):
             return "\(remote) refused this device: \(message) — ask the server's admin for access; nothing here changed and local commits are kept"
         case .unknownRemote(let name):
-            return "no remote named \"\(name)\": add one with 'concord remote add \(name) <url>'"
+            return "no remote named \"\(name)\": add one first"
         case .remoteExists(let name):
             return "a remote named \"\(name)\" already exists: remove it first or choose another name"
         case .unsupportedURL(let url):
             return "\(url) is not a supported remote: use a directory path or ssh://user@host[:port]/path.git"
         case .emptyRemote(let url):
-            return "\(url) holds no profile yet: create one with 'concord init' and push it with 'concord sync'"
+            return "\(url) holds no profile yet: create one and sync it there first"
         case .remoteKeptMoving(let remote, let attempts):
-            return "\(remote) kept changing while syncing (\(attempts) attempts): nothing is lost; run 'concord sync' again"
+            return "\(remote) kept changing while syncing (\(attempts) attempts): nothing is lost; sync again"
         case .uncommittedEdits(let paths):
             let list = paths.prefix(5).joined(separator: ", ") + (paths.count > 5 ? " and \(paths.count - 5) more" : "")
-            return "uncommitted edits to \(list) would be overwritten by the incoming change: save them with 'concord put' "
-                + "(or discard them with 'git checkout -- <file>'), then run the command again; nothing was changed"
+            return "uncommitted edits to \(list) would be overwritten by the incoming change: save them as records "
+                + "(or discard them with 'git checkout -- <file>'), then try again; nothing was changed"
         case .invalidCommit(let commit, let path, let reason):
             let place = path.map { " \($0):" } ?? ""
             return "invalid commit \(commit):\(place) \(reason) — refused, nothing here changed; the remote holds a commit "

@@ -37,8 +37,10 @@ extension Profile {
 
     /// Refuses `identity` unless it is an active admin.
     func authorizeAdmin(_ identity: Identity) throws {
-        guard try activeMember(identity).role == .admin else {
-            throw ConcordError.invalidInput("only an admin of \"\(info.name)\" can change its members; \(identity.member) is not one")
+        let member = try activeMember(identity)
+        guard member.role == .admin else {
+            throw ConcordError.notAllowed(member: identity.member, role: member.role, action: "changing its members",
+                                          needs: .admin, profile: info.name)
         }
     }
 }

@@ -45,7 +45,7 @@ extension Profile {
             } catch let error as GitError where error.code == .modified && attempt < Self.maxWriteAttempts {
                 continue
             } catch let error as GitError {
-                throw ConcordError.git("git: \(error.description)")
+                throw ConcordError.git(error)
             }
         }
     }

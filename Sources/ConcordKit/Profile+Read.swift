@@ -27,9 +27,12 @@ extension Profile {
     /// The live record `kind/id`; throws `recordNotFound` when it is missing or deleted, and names
     /// the file when it is not a valid record.
     public func get(_ kindName: String, _ rawID: String) throws -> Record {
-        let kind = try kind(named: kindName)
+        try get(try kind(named: kindName), try Transaction.recordID(rawID))
+    }
+
+    /// `get` for a kind and id already parsed (`parseReference`).
+    public func get(_ kind: RecordKind, _ id: RecordID) throws -> Record {
         guard kind.policy != .append else { throw ConcordError.logKindNeedsAppend(kind.name) }
-        let id = try Transaction.recordID(rawID)
         let path = Transaction.recordPath(kind, id)
         guard let record = try readRecord(path), !record.isDeleted else {
             throw ConcordError.recordNotFound("\(kind.name)/\(id)")

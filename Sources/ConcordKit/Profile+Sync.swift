@@ -272,7 +272,7 @@ extension Profile {
                 }
                 // A live push holds the lock for milliseconds; one seconds old is most likely abandoned.
                 if attemptsLeft <= 1, let age = Self.age(ofFile: lockFile), age > 5 {
-                    throw ConcordError.io("\(remote)'s branch is locked by \(lockFile) (left by a push that was killed?): it is removed automatically once it is \(Int(Self.staleRemoteLockAge)) s old; run 'concord sync' again then")
+                    throw ConcordError.io("\(remote)'s branch is locked by \(lockFile) (left by a push that was killed?): it is removed automatically once it is \(Int(Self.staleRemoteLockAge)) s old; sync again then")
                 }
                 return false
             } catch {
@@ -315,7 +315,7 @@ extension Profile {
         case let error as GitError where error.isConnectivity || isMissingRepository(error, location):
             return ConcordError.offline(remote: remote, reason: error.message, localCommits: cloning ? nil : try localCommits(remote))
         case let error as GitError:
-            return ConcordError.git("\(remote): \(error.message)")
+            return ConcordError.remoteFailed(remote: remote, error)
         default:
             return error
         }

@@ -46,7 +46,7 @@ extension Profile {
                 usleep(useconds_t.random(in: 1_000...20_000))
                 continue
             } catch let error as GitError {
-                throw ConcordError.git("git: \(error.description)")
+                throw ConcordError.git(error)
             }
         }
     }
@@ -55,8 +55,8 @@ extension Profile {
     func authorize(_ identity: Identity, toWrite kind: RecordKind) throws {
         let member = try activeMember(identity)
         guard member.role >= kind.writers else {
-            throw ConcordError.invalidInput(
-                "\(identity.member) is \(member.role.rawValue) in \"\(info.name)\"; writing \(kind.name) needs \(kind.writers.rawValue) or above")
+            throw ConcordError.notAllowed(member: identity.member, role: member.role, action: "writing \(kind.name)",
+                                          needs: kind.writers, profile: info.name)
         }
     }
 
@@ -64,12 +64,10 @@ extension Profile {
     /// registered (someone else's identity under the same name, or a device not yet added) is refused.
     func activeMember(_ identity: Identity) throws -> Member {
         guard let member = try members().first(where: { $0.name == identity.member }), member.status == .active else {
-            throw ConcordError.invalidInput(
-                "\(identity.member) is not an active member of profile \"\(info.name)\": ask an admin to share it with you")
+            throw ConcordError.notAMember(member: identity.member, profile: info.name)
         }
         guard member.keys.contains(where: { $0.publicKey == identity.key.publicKey }) else {
-            throw ConcordError.invalidInput(
-                "this device's key (\(identity.key.publicKey.fingerprint)) is not one of \(identity.member)'s keys in \"\(info.name)\": ask an admin to run 'concord members add \(identity.member) --role ROLE --key \"$(concord identity show --public-key)\"'")
+            throw ConcordError.keyNotRegistered(member: identity.member, fingerprint: identity.key.publicKey.fingerprint, profile: info.name)
         }
         return member
     }

@@ -195,6 +195,6 @@ func gitCall<T>(_ body: () throws -> T) throws -> T {
     do {
         return try body()
     } catch let error as GitError {
-        throw ConcordError.git("git: \(error.description)")
+        throw ConcordError.git(error)
     }
 }

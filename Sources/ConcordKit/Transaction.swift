@@ -39,6 +39,11 @@ public final class Transaction {
     // MARK: Writes
 
     /// Creates or replaces record `kind/id` with `data`. Writing the data it already has changes nothing.
+    public func put(_ kind: RecordKind, _ id: RecordID, data: [String: JSONValue]) throws {
+        try put(canonical: [(kind, id, Record.canonicalData(data))])
+    }
+
+    /// `put` for a kind name and id as text (parsed here, once).
     public func put(_ kindName: String, _ rawID: String, data: [String: JSONValue]) throws {
         try put([(kindName, rawID, data)])
     }
@@ -50,10 +55,29 @@ public final class Transaction {
         try put(canonical: zip(items, canonical).map { ($0.kind, $0.id, $1) })
     }
 
+    /// `put(canonical:)` for kind names and ids as text: each item is parsed once; on a bad item,
+    /// what came before it is staged, as one `put` each would have.
+    func put(canonical items: [(kind: String, id: String, data: [UInt8])]) throws {
+        var parsed = [(kind: RecordKind, id: RecordID, data: [UInt8])]()
+        parsed.reserveCapacity(items.count)
+        var lastKind: RecordKind?
+        for item in items {
+            do {
+                let kind = try lastKind.flatMap { $0.name == item.kind ? $0 : nil } ?? writableKind(item.kind)
+                lastKind = kind
+                parsed.append((kind, try Self.recordID(item.id), item.data))
+            } catch {
+                try put(canonical: parsed)
+                throw error
+            }
+        }
+        try put(canonical: parsed)
+    }
+
     /// `put` of many records whose data is given in canonical form (`Record.canonicalData`), as a
     /// dump's records are read. Writing the data a record already has changes nothing. The record
     /// files are encoded on every core.
-    func put(canonical items: [(kind: String, id: String, data: [UInt8])]) throws {
+    func put(canonical items: [(kind: RecordKind, id: RecordID, data: [UInt8])]) throws {
         var seen = Set<String>()
         seen.reserveCapacity(items.count)
         var planned = [PlannedRecord]()
@@ -61,12 +85,11 @@ public final class Transaction {
         var lastKind: RecordKind?
         for (index, item) in items.enumerated() {
             // On a bad item, what came before it is staged, as one `put` each would have.
-            let kind: RecordKind, id: RecordID
+            let kind = item.kind, id = item.id
             do {
-                kind = try lastKind.flatMap { $0.name == item.kind ? $0 : nil } ?? writableKind(item.kind)
+                if lastKind != kind { try authorizeWrite(kind) }
                 lastKind = kind
                 guard kind.policy != .append else { throw ConcordError.logKindNeedsAppend(kind.name) }
-                id = try Self.recordID(item.id)
             } catch {
                 try stage(planned)
                 throw error
@@ -134,11 +157,16 @@ public final class Transaction {
         }
     }
 
-    /// Replaces record `kind/id` with a tombstone. Removing a missing or deleted record is an error.
+    /// `delete` for a kind name and id as text (parsed here, once).
     public func delete(_ kindName: String, _ rawID: String) throws {
         let kind = try writableKind(kindName)
+        try delete(kind, try Self.recordID(rawID))
+    }
+
+    /// Replaces record `kind/id` with a tombstone. Removing a missing or deleted record is an error.
+    public func delete(_ kind: RecordKind, _ id: RecordID) throws {
+        try authorizeWrite(kind)
         guard kind.policy != .append else { throw ConcordError.cannotRemoveLogEntries(kind.name) }
-        let id = try Self.recordID(rawID)
         let path = Self.recordPath(kind, id)
         guard let existing = try record(at: path), !existing.isDeleted else {
             throw ConcordError.recordNotFound("\(kind.name)/\(id)")
@@ -153,9 +181,16 @@ public final class Transaction {
     @discardableResult
     public func append(_ kindName: String, data: [String: JSONValue], id rawID: String? = nil) throws -> RecordID {
         let kind = try writableKind(kindName)
+        return try append(kind, data: data, id: try rawID.map(Self.recordID))
+    }
+
+    /// `append` for a kind already parsed (`Profile.kind(named:)`) and an id already checked.
+    @discardableResult
+    public func append(_ kind: RecordKind, data: [String: JSONValue], id given: RecordID? = nil) throws -> RecordID {
+        try authorizeWrite(kind)
         guard kind.policy == .append else { throw ConcordError.notALogKind(kind.name) }
-        let id = try rawID.map(Self.recordID) ?? RecordID(UUID().uuidString.lowercased())
-        if rawID != nil, try logEntryIDs(kind).contains(id) { return id }
+        let id = try given ?? RecordID(UUID().uuidString.lowercased())
+        if given != nil, try logEntryIDs(kind).contains(id) { return id }
         let stamp = tick(after: nil)
         let entry = LogEntry(id: id, at: stamp, by: identity.member, device: identity.device, data: data)
         guard entry.encodedLine().count <= maxRecordBytes else {
@@ -173,8 +208,12 @@ public final class Transaction {
 
     /// The record at `kind/id` as this transaction sees it, tombstones included; nil if none.
     public func record(_ kindName: String, _ rawID: String) throws -> Record? {
-        let kind = try profile.kind(named: kindName)
-        return try record(at: Self.recordPath(kind, Self.recordID(rawID)))
+        try record(try profile.kind(named: kindName), try Self.recordID(rawID))
+    }
+
+    /// `record` for a kind and id already parsed.
+    public func record(_ kind: RecordKind, _ id: RecordID) throws -> Record? {
+        try record(at: Self.recordPath(kind, id))
     }
 
     // MARK: Internals
@@ -208,13 +247,19 @@ public final class Transaction {
 
     private func writableKind(_ name: String) throws -> RecordKind {
         let kind = try profile.kind(named: name)
-        if authorized.insert(kind.name).inserted {
-            do { try profile.authorize(identity, toWrite: kind) } catch {
-                authorized.remove(kind.name)
-                throw error
-            }
-        }
+        try authorizeWrite(kind)
         return kind
+    }
+
+    /// Refuses a kind this profile does not have (by name and definition: a kind of another
+    /// profile is not this one's), or one this identity's role may not write; once per kind.
+    private func authorizeWrite(_ kind: RecordKind) throws {
+        guard !authorized.contains(kind.name) else { return }
+        guard try profile.kind(named: kind.name) == kind else {
+            throw ConcordError.unknownKind(kind.name, known: profile.kinds.kinds.map(\.name))
+        }
+        try profile.authorize(identity, toWrite: kind)
+        authorized.insert(kind.name)
     }
 
     private func record(at path: String) throws -> Record? {

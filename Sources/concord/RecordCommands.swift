@@ -48,7 +48,7 @@ struct Put: ParsableCommand {
         let profile = try profile.open()
         let (kind, id) = try profile.parseReference(reference)
         let object = try data.object()
-        let result = try profile.write(as: try loadIdentity()) { try $0.put(kind.name, id.rawValue, data: object) }
+        let result = try profile.write(as: try loadIdentity()) { try $0.put(kind, id, data: object) }
         report(result, unchanged: "\(kind.name)/\(id): unchanged")
     }
 }
@@ -62,7 +62,7 @@ struct Get: ParsableCommand {
     func run() throws {
         let profile = try profile.open()
         let (kind, id) = try profile.parseReference(reference)
-        FileHandle.standardOutput.write(Data(try profile.get(kind.name, id.rawValue).encoded()))
+        FileHandle.standardOutput.write(Data(try profile.get(kind, id).encoded()))
     }
 }
 
@@ -76,7 +76,7 @@ struct Remove: ParsableCommand {
     func run() throws {
         let profile = try profile.open()
         let (kind, id) = try profile.parseReference(reference)
-        report(try profile.write(as: try loadIdentity()) { try $0.delete(kind.name, id.rawValue) }, unchanged: "")
+        report(try profile.write(as: try loadIdentity()) { try $0.delete(kind, id) }, unchanged: "")
     }
 }
 
@@ -89,8 +89,9 @@ struct Append: ParsableCommand {
 
     func run() throws {
         let profile = try profile.open()
+        let logKind = try profile.kind(named: kind)
         let object = try data.object()
-        let result = try profile.write(as: try loadIdentity()) { try $0.append(kind, data: object) }
+        let result = try profile.write(as: try loadIdentity()) { try $0.append(logKind, data: object) }
         print(result.value.rawValue)
     }
 }

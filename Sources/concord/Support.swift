@@ -24,7 +24,7 @@ enum ExitStatus {
 
 /// One line describing an error for people.
 func describe(_ error: Error) -> String {
-    let text = (error as? LocalizedError)?.errorDescription ?? "\(error)"
+    let text = (error as? ConcordError)?.cliMessage ?? (error as? LocalizedError)?.errorDescription ?? "\(error)"
     return text.replacingOccurrences(of: "\n", with: " ")
 }
 
