@@ -3,7 +3,7 @@ internal import CLibgit2
 
 /// A path the merge left conflicted, with the blob of each side that has one.
 public struct MergeConflict: Sendable, Hashable {
-    public let path: String
+    public let path: TreePath
     public let ancestor: ObjectID?
     public let ours: ObjectID?
     public let theirs: ObjectID?
@@ -39,21 +39,21 @@ public final class MergeIndex {
             if result == GIT_ITEROVER.rawValue { break }
             try check("git_index_conflict_next", result)
             guard let pathPointer = (ours ?? theirs ?? ancestor)?.pointee.path else { continue }
-            out.append(MergeConflict(path: String(cString: pathPointer), ancestor: ancestor.map { ObjectID($0.pointee.id) },
+            out.append(MergeConflict(path: try Self.treePath(String(cString: pathPointer)), ancestor: ancestor.map { ObjectID($0.pointee.id) },
                                      ours: ours.map { ObjectID($0.pointee.id) }, theirs: theirs.map { ObjectID($0.pointee.id) }))
         }
         return out.sorted { $0.path < $1.path }
     }
 
     /// Resolves conflicted `path` to `blob` (nil: the file is absent from the result).
-    public func resolve(_ path: String, to blob: ObjectID?) throws {
-        try check("git_index_conflict_remove", git_index_conflict_remove(handle, path))
+    public func resolve(_ path: TreePath, to blob: ObjectID?) throws {
+        try check("git_index_conflict_remove", git_index_conflict_remove(handle, path.string))
         if let blob { try set(path, to: blob) }
     }
 
     /// Adds or replaces a non-conflicted file in the result.
-    public func set(_ path: String, to blob: ObjectID) throws {
-        try path.withCString { pathPointer in
+    public func set(_ path: TreePath, to blob: ObjectID) throws {
+        try path.string.withCString { pathPointer in
             var entry = git_index_entry()
             entry.mode = GIT_FILEMODE_BLOB.rawValue
             entry.id = blob.raw
@@ -123,13 +123,15 @@ extension Repository {
     /// The files that differ between two trees: each path with its blob in `new` (nil if removed).
     /// Sorted by path. Walks both trees' raw bytes side by side and skips every subtree whose id
     /// is unchanged, so the cost follows the changed directories, not the whole profile.
-    public func changedFiles(from old: ObjectID?, to new: ObjectID) throws -> [(path: String, blob: ObjectID?)] {
+    /// A path git's rules refuse is an error: it cannot be written, and an incoming commit with
+    /// one was refused before it got here (`IncomingCheck`).
+    public func changedFiles(from old: ObjectID?, to new: ObjectID) throws -> [(path: TreePath, blob: ObjectID?)] {
         // The trees a fetch kept serve this walk (the one that follows it) and are let go after.
         defer { fetchedTrees = [:] }
         var out = [(path: [UInt8], blob: ObjectID?)]()
         try collectChanges(from: old, to: new, prefix: [], into: &out)
         out.sort { $0.path.lexicographicallyPrecedes($1.path) }
-        return out.map { (String(decoding: $0.path, as: UTF8.self), $0.blob) }
+        return try out.map { (try MergeIndex.treePath(bytes: $0.path), $0.blob) }
     }
 
     private func collectChanges(from old: ObjectID?, to new: ObjectID?, prefix: [UInt8],
@@ -152,5 +154,18 @@ extension Repository {
         var commit: OpaquePointer?
         try check("git_commit_lookup", git_commit_lookup(&commit, handle, &oid))
         return commit
+    }
+}
+
+extension MergeIndex {
+    /// `text` as a `TreePath`, or the `GitError` that says which path git's rules refuse.
+    static func treePath(_ text: String) throws -> TreePath {
+        try treePath(bytes: Array(text.utf8))
+    }
+
+    static func treePath(bytes: [UInt8]) throws -> TreePath {
+        do { return try TreePath(bytes: bytes) } catch {
+            throw GitError(function: "tree path", code: .other(-1), message: error.description)
+        }
     }
 }

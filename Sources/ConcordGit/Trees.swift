@@ -56,26 +56,26 @@ extension Repository {
     /// Writes a new tree: `base` (or an empty tree) with `edits` applied, where each edit maps a
     /// slash-separated file path to a blob id, or to nil to remove the file. Only the subtrees on the
     /// edited paths are rewritten; every other subtree is reused by id. Directories left empty vanish.
-    public func writeTree(base: ObjectID?, edits: [String: ObjectID?]) throws -> ObjectID {
+    public func writeTree(base: ObjectID?, edits: [TreePath: ObjectID?]) throws -> ObjectID {
         try writeTree(base: base, edits: edits) { try writeLooseObject($0, type: .tree) }
     }
 
     /// The same, with the new trees added to `pack` (written by the caller) instead of loose
     /// objects: a bulk write then makes one file, not one fsynced file per directory.
-    public func writeTree(base: ObjectID?, edits: [String: ObjectID?], into pack: inout ObjectPack) throws -> ObjectID {
+    public func writeTree(base: ObjectID?, edits: [TreePath: ObjectID?], into pack: inout ObjectPack) throws -> ObjectID {
         try writeTree(base: base, edits: edits.map { ($0.key, $0.value) }) { try pack.add($0, type: .tree) }
     }
 
     /// The same, with the edits as a list (each path at most once), as a bulk write has them.
-    public func writeTree(base: ObjectID?, edits: [(path: String, blob: ObjectID?)], into pack: inout ObjectPack) throws -> ObjectID {
+    public func writeTree(base: ObjectID?, edits: [(path: TreePath, blob: ObjectID?)], into pack: inout ObjectPack) throws -> ObjectID {
         try writeTree(base: base, edits: edits) { try pack.add($0, type: .tree) }
     }
 
-    private func writeTree(base: ObjectID?, edits: [String: ObjectID?], store: ([UInt8]) throws -> ObjectID) throws -> ObjectID {
+    private func writeTree(base: ObjectID?, edits: [TreePath: ObjectID?], store: ([UInt8]) throws -> ObjectID) throws -> ObjectID {
         try writeTree(base: base, edits: edits.map { ($0.key, $0.value) }, store: store)
     }
 
-    private func writeTree(base: ObjectID?, edits: [(path: String, blob: ObjectID?)], store: ([UInt8]) throws -> ObjectID) throws -> ObjectID {
+    private func writeTree(base: ObjectID?, edits: [(path: TreePath, blob: ObjectID?)], store: ([UInt8]) throws -> ObjectID) throws -> ObjectID {
         // The edits as byte paths in byte order: the edits under one directory are then one run.
         var sorted = edits.map { PathEdit(path: Array($0.path.utf8), blob: $0.blob) }
         sorted.sort { a, b in a.path.withUnsafeBytes { first in b.path.withUnsafeBytes { second in Self.bytesPrecede(first, second) } } }

@@ -9,16 +9,16 @@ import Darwin
 
 /// One file to bring the working tree and index in line with a new commit.
 public struct WorkingTreeChange: Sendable {
-    public let path: String
+    public let path: TreePath
     /// The new content and its blob id, or nil to remove the file.
     public let content: (bytes: [UInt8], blob: ObjectID)?
 
-    public init(path: String, bytes: [UInt8], blob: ObjectID) {
+    public init(path: TreePath, bytes: [UInt8], blob: ObjectID) {
         self.path = path
         self.content = (bytes, blob)
     }
 
-    public init(removing path: String) {
+    public init(removing path: TreePath) {
         self.path = path
         self.content = nil
     }
@@ -44,7 +44,7 @@ extension Repository {
     /// returns at once, so a bulk write can hash and store its objects meanwhile.
     /// `finishWorkingTreeWrite` waits for the files and records them in the index with their blob
     /// ids; `waitForWorkingTreeWrite` only waits (when the commit failed).
-    public func startWorkingTreeWrite(_ files: [(path: String, bytes: [UInt8]?)]) -> WorkingTreeWrite {
+    public func startWorkingTreeWrite(_ files: [(path: TreePath, bytes: [UInt8]?)]) -> WorkingTreeWrite {
         let write = WorkingTreeWrite(files)
         guard let root = workdir else {
             write.result = .success([])
@@ -91,7 +91,8 @@ extension Repository {
     private static func indexUpdates(_ changes: [WorkingTreeChange], order: (positions: [Int], bytes: [[UInt8]]),
                                      stats: [stat?]?) -> [IndexPatch.Update] {
         order.positions.enumerated().map { rank, index in
-            IndexPatch.Update(path: order.bytes[index], file: changes[index].content.map { (stats?[rank] ?? stat(), $0.blob) })
+            IndexPatch.Update(path: changes[index].path, bytes: order.bytes[index],
+                              file: changes[index].content.map { (stats?[rank] ?? stat(), $0.blob) })
         }
     }
 
@@ -111,14 +112,14 @@ extension Repository {
     }
 
     /// Writes the files and removes the removed ones; returns the written files' stat data in order.
-    private static func writeFiles(_ files: [(path: String, bytes: [UInt8]?)], root: String) throws(FileIO.Failure) -> [stat] {
+    private static func writeFiles(_ files: [(path: TreePath, bytes: [UInt8]?)], root: String) throws(FileIO.Failure) -> [stat] {
         var directories = Set<String>()
         var checked = Set<Substring>()
         var writes = [(path: String, bytes: [UInt8])]()
         writes.reserveCapacity(files.count)
         for file in files {
-            try FileIO.checkInside(file.path, root: root, checked: &checked)
-            let fullPath = root + file.path
+            try FileIO.checkInside(file.path.string, root: root, checked: &checked)
+            let fullPath = root + file.path.string
             if let bytes = file.bytes {
                 if let slash = fullPath.lastIndex(of: "/"), directories.insert(String(fullPath[..<slash])).inserted {
                     try FileIO.makeParents(of: fullPath)
@@ -253,11 +254,11 @@ extension Repository {
 /// A working-tree write running on other threads (see `Repository.startWorkingTreeWrite`). The
 /// result is written by the worker before the group is left and read only after waiting on it.
 public final class WorkingTreeWrite: @unchecked Sendable {
-    let files: [(path: String, bytes: [UInt8]?)]
+    let files: [(path: TreePath, bytes: [UInt8]?)]
     let group = DispatchGroup()
     var result: Result<[stat], FileIO.Failure>?
 
-    init(_ files: [(path: String, bytes: [UInt8]?)]) { self.files = files }
+    init(_ files: [(path: TreePath, bytes: [UInt8]?)]) { self.files = files }
 
     func wait() throws -> [stat] {
         group.wait()

@@ -27,11 +27,13 @@ import Darwin
 package enum IndexPatch {
     /// One path's new state: the entry's stat data and blob, or nil to remove the path.
     package struct Update {
+        /// The path's UTF-8 bytes (`TreePath.utf8`).
         package let path: [UInt8]
         package let file: (info: stat, blob: ObjectID)?
 
-        package init(path: [UInt8], file: (info: stat, blob: ObjectID)?) {
-            self.path = path
+        /// `bytes` are `path`'s UTF-8, when the caller has them already (`order` makes them).
+        package init(path: TreePath, bytes: [UInt8]? = nil, file: (info: stat, blob: ObjectID)?) {
+            self.path = bytes ?? Array(path.utf8)
             self.file = file
         }
     }
@@ -295,7 +297,7 @@ extension IndexPatch {
 
     /// The paths' bytes, and their positions in index order (by bytes; equal paths in their
     /// given order).
-    package static func order(_ paths: [String]) -> (positions: [Int], bytes: [[UInt8]]) {
+    package static func order(_ paths: [TreePath]) -> (positions: [Int], bytes: [[UInt8]]) {
         let bytes = paths.map { Array($0.utf8) }
         return (positions(inIndexOrder: bytes), bytes)
     }

@@ -52,8 +52,9 @@ extension Profile {
         try gitCall {
             let headTree = try repository.resolveReference("HEAD").map { try repository.commit($0).tree }
             var changes = [WorkingTreeChange]()
-            for path in journal.paths() {
-                if let headTree, let entry = try repository.entry(at: path, inTree: headTree), entry.kind == .blob {
+            // A line git's rules refuse was not written by concord: nothing to put back there.
+            for path in journal.paths().compactMap({ try? TreePath($0) }) {
+                if let headTree, let entry = try repository.entry(at: path.string, inTree: headTree), entry.kind == .blob {
                     changes.append(WorkingTreeChange(path: path, bytes: try repository.blob(entry.id), blob: entry.id))
                 } else {
                     changes.append(WorkingTreeChange(removing: path))

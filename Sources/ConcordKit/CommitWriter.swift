@@ -39,16 +39,17 @@ struct CommitWriter {
         let packed = files.count > Self.packThreshold
         guard packed else {
             // Blobs and trees as loose objects, the signed commit, then the files and the index.
-            var edits = [String: ObjectID?]()
+            var edits = [TreePath: ObjectID?]()
             var changes = [WorkingTreeChange]()
             for file in files {
+                let path = try treePath(file.path)
                 if let bytes = file.bytes {
                     let blob = try repository.writeBlob(bytes)
-                    edits[file.path] = .some(blob)
-                    changes.append(WorkingTreeChange(path: file.path, bytes: bytes, blob: blob))
+                    edits[path] = .some(blob)
+                    changes.append(WorkingTreeChange(path: path, bytes: bytes, blob: blob))
                 } else {
-                    edits[file.path] = .some(nil)
-                    changes.append(WorkingTreeChange(removing: file.path))
+                    edits[path] = .some(nil)
+                    changes.append(WorkingTreeChange(removing: path))
                 }
             }
             let tree = try repository.writeTree(base: baseTree, edits: edits)
@@ -57,7 +58,7 @@ struct CommitWriter {
                 try repository.applyToWorkingTree(changes, rebuildingDamagedIndexFrom: tree)
             } catch {
                 // Journaled now, so the next write or sync (which takes the profile lock) finishes the job.
-                try? CheckoutJournal(gitDirectory: repository.gitDirectory).record(changes.map(\.path))
+                try? CheckoutJournal(gitDirectory: repository.gitDirectory).record(changes.map(\.path.string))
                 throw Self.unfinished(commit, error)
             }
             return commit
@@ -67,9 +68,10 @@ struct CommitWriter {
         // creation is kernel work that would otherwise follow them (about a third of a
         // 10,000-record import). The paths are journaled first, so a failure or a kill before
         // the branch moves puts them back as the branch has them.
+        let paths = try files.map { try treePath($0.path) }
         let journal = CheckoutJournal(gitDirectory: repository.gitDirectory)
         try journal.record(files.map(\.path))
-        let write = repository.startWorkingTreeWrite(files.map { ($0.path, $0.bytes) })
+        let write = repository.startWorkingTreeWrite(Array(zip(paths, files.map(\.bytes))))
         PerformanceTrace.step("paths journaled, file writes started")
         let blobs: [ObjectID?], tree: ObjectID, commitID: ObjectID
         do {
@@ -77,7 +79,7 @@ struct CommitWriter {
             var added = pack.addBlobs(files.compactMap(\.bytes))[...]
             blobs = files.map { $0.bytes == nil ? nil : added.removeFirst() }
             PerformanceTrace.step("blobs hashed")
-            tree = try repository.writeTree(base: baseTree, edits: Array(zip(files.map(\.path), blobs)), into: &pack)
+            tree = try repository.writeTree(base: baseTree, edits: Array(zip(paths, blobs)), into: &pack)
             PerformanceTrace.step("trees built")
             try pack.write(into: repository)
             PerformanceTrace.step("pack written")

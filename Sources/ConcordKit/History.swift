@@ -70,10 +70,10 @@ extension Profile {
     private func addsLogEntry(_ commit: Commit, _ kind: RecordKind, _ id: RecordID) throws -> Bool {
         let parentTree = try commit.parents.first.map { try repository.commit($0).tree }
         for file in try repository.changedFiles(from: parentTree, to: commit.tree)
-        where file.path.hasPrefix(kind.directory + "/") && file.path.hasSuffix(".jsonl") {
+        where file.path.string.hasPrefix(kind.directory + "/") && file.path.string.hasSuffix(".jsonl") {
             guard let blob = file.blob, let entries = try? LogEntry.parseLogFile(try repository.blob(blob)),
                   entries.contains(where: { $0.id == id }) else { continue }
-            let before = try parentTree.flatMap { try repository.entry(at: file.path, inTree: $0) }
+            let before = try parentTree.flatMap { try repository.entry(at: file.path.string, inTree: $0) }
                 .flatMap { try? LogEntry.parseLogFile(try repository.blob($0.id)) } ?? []
             if !before.contains(where: { $0.id == id }) { return true }
         }

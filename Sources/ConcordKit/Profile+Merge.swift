@@ -74,14 +74,14 @@ extension Profile {
             guard conflict.ours != nil else { continue }
             var savedAs: String?
             if let theirBlob = conflict.theirs {
-                let copy = MergePlanner.conflictCopyPath(for: conflict.path, theirs: theirs)
-                try index.set(copy, to: theirBlob)
+                let copy = MergePlanner.conflictCopyPath(for: conflict.path.string, theirs: theirs)
+                try index.set(try treePath(copy), to: theirBlob)
                 savedAs = copy
             }
-            let reason = planner.failures[conflict.path]
+            let reason = planner.failures[conflict.path.string]
                 ?? (conflict.theirs == nil ? "the other side removed the file outside Concord; ours is kept"
                                            : "both sides changed it and no Concord policy covers it")
-            unresolved.append(UnresolvedFile(path: conflict.path, savedAs: savedAs, reason: reason))
+            unresolved.append(UnresolvedFile(path: conflict.path.string, savedAs: savedAs, reason: reason))
         }
         let tree = try index.writeTree()
         let resolved = try planner.conflicts { path in (try blob(path, atCommit: head), try blob(path, atCommit: theirs)) }
@@ -112,7 +112,7 @@ extension Profile {
         let files = try repository.changedFiles(from: oldTree, to: newTree)
         try refuseOverwritingLocalEdits(files, oldTree: oldTree)
         let journal = CheckoutJournal(gitDirectory: repository.gitDirectory)
-        if !files.isEmpty { try journal.record(files.map(\.path), durable: false) }
+        if !files.isEmpty { try journal.record(files.map(\.path.string), durable: false) }
         do {
             try repository.updateReference(branch, to: new, expected: old, message: message)
         } catch {
@@ -129,17 +129,18 @@ extension Profile {
     /// Refuses (changing nothing) when a file an incoming change would write or remove holds an
     /// edit that no commit has: its bytes are neither those of the tree being left nor those
     /// about to be written.
-    private func refuseOverwritingLocalEdits(_ files: [(path: String, blob: ObjectID?)], oldTree: ObjectID?) throws {
+    private func refuseOverwritingLocalEdits(_ files: [(path: TreePath, blob: ObjectID?)], oldTree: ObjectID?) throws {
         guard let oldTree else { return }
         var edited = [String]()
         for file in files {
-            let before = try repository.entry(at: file.path, inTree: oldTree).map(\.id)
-            guard let bytes = FileManager.default.contents(atPath: rootPath + file.path) else {
-                if before != nil, FileManager.default.fileExists(atPath: rootPath + file.path) == false { edited.append(file.path) }
+            let path = file.path.string
+            let before = try repository.entry(at: path, inTree: oldTree).map(\.id)
+            guard let bytes = FileManager.default.contents(atPath: rootPath + path) else {
+                if before != nil, FileManager.default.fileExists(atPath: rootPath + path) == false { edited.append(path) }
                 continue
             }
             let id = try Repository.blobID(of: Array(bytes))
-            if id != before && id != file.blob { edited.append(file.path) }
+            if id != before && id != file.blob { edited.append(path) }
         }
         if !edited.isEmpty { throw ConcordError.uncommittedEdits(edited) }
     }
@@ -152,17 +153,17 @@ extension Profile {
     }
 
     /// `updateWorkingTree(from:to:)` for changes already listed.
-    func updateWorkingTree(_ files: [(path: String, blob: ObjectID?)], to newTree: ObjectID) throws -> (files: [String], liveRecords: Int) {
+    func updateWorkingTree(_ files: [(path: TreePath, blob: ObjectID?)], to newTree: ObjectID) throws -> (files: [String], liveRecords: Int) {
         var latest: HLC?
         var liveRecords = 0
         try repository.applyToWorkingTree(try files.map { file in
             guard let blob = file.blob else { return WorkingTreeChange(removing: file.path) }
             let bytes = try repository.blob(blob)
-            if file.path.hasSuffix(".json"), !file.path.hasPrefix(".concord/"),
+            if file.path.string.hasSuffix(".json"), !file.path.string.hasPrefix(".concord/"),
                let record = Record.peekStamp(bytes) ?? (try? Record.decode(bytes)).map({ ($0.stamp, $0.isDeleted) }) {
                 if latest.map({ record.stamp > $0 }) ?? true { latest = record.stamp }
                 if !record.deleted { liveRecords += 1 }
-            } else if file.path.hasSuffix(".jsonl"), !file.path.hasPrefix(".concord/"),
+            } else if file.path.string.hasSuffix(".jsonl"), !file.path.string.hasPrefix(".concord/"),
                       let newest = (try? LogEntry.parseLogFile(bytes))?.map(\.at).max() {
                 // A received log entry is a receive event too: an answer must sort after its question.
                 if latest.map({ newest > $0 }) ?? true { latest = newest }
@@ -171,10 +172,10 @@ extension Profile {
         }, rebuildingDamagedIndexFrom: newTree)
         // A received change is an HLC receive event: later local writes must sort after it.
         if let latest { try saveClock(latest) }
-        if files.contains(where: { $0.path.hasPrefix(ProfilePaths.membersDirectory + "/") }) {
+        if files.contains(where: { $0.path.string.hasPrefix(ProfilePaths.membersDirectory + "/") }) {
             try configureGit(members: try members())
         }
-        return (files.map(\.path), liveRecords)
+        return (files.map(\.path.string), liveRecords)
     }
 
     /// The bytes of `path` in commit `id`, or nil.

@@ -191,6 +191,11 @@ public final class Profile {
 }
 
 /// Runs a git-layer call, turning its `GitError` into a `ConcordError` with libgit2's message.
+/// `text` as a path git's rules allow (the only kind the git layer writes), or an error naming it.
+func treePath(_ text: String) throws -> TreePath {
+    do { return try TreePath(text) } catch { throw ConcordError.invalidInput(error.description) }
+}
+
 func gitCall<T>(_ body: () throws -> T) throws -> T {
     do {
         return try body()

@@ -81,23 +81,23 @@ class GitTestCase: XCTestCase {
     /// Writes files (path → text) as blobs and a tree over `base`, then a commit on `parents`.
     /// Writes a blob for each of `files` (path → text); returns them as tree edits and as the
     /// working-tree changes that write the files (in path order).
-    func blobs(_ repository: Repository, files: [String: String]) throws -> (edits: [String: ObjectID?], changes: [WorkingTreeChange]) {
-        var edits = [String: ObjectID?]()
+    func blobs(_ repository: Repository, files: [String: String]) throws -> (edits: [TreePath: ObjectID?], changes: [WorkingTreeChange]) {
+        var edits = [TreePath: ObjectID?]()
         var changes = [WorkingTreeChange]()
         for (path, text) in files.sorted(by: { $0.key < $1.key }) {
             let bytes = Array(text.utf8)
             let blob = try repository.writeBlob(bytes)
-            edits[path] = .some(blob)
-            changes.append(WorkingTreeChange(path: path, bytes: bytes, blob: blob))
+            edits[try TreePath(path)] = .some(blob)
+            changes.append(WorkingTreeChange(path: try TreePath(path), bytes: bytes, blob: blob))
         }
         return (edits, changes)
     }
 
     func commit(_ repository: Repository, files: [String: String?], base: ObjectID? = nil, parents: [ObjectID] = [],
                 message: String = "test\n", time: Int64 = 1_767_261_600) throws -> ObjectID {
-        var edits = [String: ObjectID?]()
+        var edits = [TreePath: ObjectID?]()
         for (path, text) in files {
-            edits[path] = .some(try text.map { try repository.writeBlob(Array($0.utf8)) })
+            edits[try TreePath(path)] = .some(try text.map { try repository.writeBlob(Array($0.utf8)) })
         }
         let tree = try repository.writeTree(base: base, edits: edits)
         let author = GitSignature(name: "Tester", email: "tester@example.com", time: time)

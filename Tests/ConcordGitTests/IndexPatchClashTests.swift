@@ -17,7 +17,7 @@ final class IndexPatchClashTests: GitTestCase {
         var info = stat()
         XCTAssertEqual(stat(indexPath, &info), 0)
         func apply(_ updates: [(String, Bool)]) throws -> IndexPatch.Outcome {
-            let sorted = IndexPatch.sortedLatest(updates.map { IndexPatch.Update(path: Array($0.0.utf8), file: $0.1 ? (info, blob) : nil) })
+            let sorted = IndexPatch.sortedLatest(updates.map { IndexPatch.Update(path: TreePath(stringLiteral: $0.0), file: $0.1 ? (info, blob) : nil) })
             return try IndexPatch.apply(sorted, indexPath: indexPath, checksum: .written)
         }
 

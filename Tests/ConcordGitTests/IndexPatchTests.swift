@@ -130,13 +130,13 @@ final class IndexPatchTests: GitTestCase {
         ]
         for (number, (label, damage)) in damages.enumerated() {
             let (repository, url) = try makeRepository("repo-\(number)")
-            var edits = [String: ObjectID?]()
+            var edits = [TreePath: ObjectID?]()
             var changes = [WorkingTreeChange]()
             for name in ["a.txt", "dir/b.txt"] {
                 let bytes = Array("\(name)\n".utf8)
                 let blob = try repository.writeBlob(bytes)
-                edits[name] = .some(blob)
-                changes.append(WorkingTreeChange(path: name, bytes: bytes, blob: blob))
+                edits[TreePath(stringLiteral: name)] = .some(blob)
+                changes.append(WorkingTreeChange(path: TreePath(stringLiteral: name), bytes: bytes, blob: blob))
             }
             let first = try repository.writeTree(base: nil, edits: edits)
             try repository.applyToWorkingTree(changes, rebuildingDamagedIndexFrom: first)
@@ -293,7 +293,7 @@ final class IndexPatchTests: GitTestCase {
         let baseTree = try repository.commit(base).tree
         try repository.applyToWorkingTree(try ["a.json", "b.json"].map { path in
             let bytes = Array("\(path.prefix(1))\n".utf8)
-            return WorkingTreeChange(path: path, bytes: bytes, blob: try repository.writeBlob(bytes))
+            return WorkingTreeChange(path: try TreePath(path), bytes: bytes, blob: try repository.writeBlob(bytes))
         }, rebuildingDamagedIndexFrom: baseTree)
         XCTAssertEqual(try Data(contentsOf: url.appendingPathComponent(".git/index")).suffix(20), Data(count: 20))
         let ours = try commit(repository, files: ["a.json": "ours\n"], base: baseTree, parents: [base])
@@ -313,13 +313,13 @@ final class IndexPatchTests: GitTestCase {
     func testBulkWritesInParallelKeepGitStatusCleanAndReportAFailure() throws {
         let (repository, url) = try makeRepository()
         var changes = [WorkingTreeChange]()
-        var edits = [String: ObjectID?]()
+        var edits = [TreePath: ObjectID?]()
         for number in 0..<600 {
             let path = String(format: "kind/%02x/r%04d.json", number % 256, number)
             let bytes = Array("record \(number)\n".utf8)
             let blob = try repository.writeBlob(bytes)
-            changes.append(WorkingTreeChange(path: path, bytes: bytes, blob: blob))
-            edits[path] = .some(blob)
+            changes.append(WorkingTreeChange(path: try TreePath(path), bytes: bytes, blob: blob))
+            edits[try TreePath(path)] = .some(blob)
         }
         let tree = try repository.writeTree(base: nil, edits: edits)
         let commit = try repository.createSignedCommit(tree: tree, parents: [], author: Self.author, message: "bulk\n",

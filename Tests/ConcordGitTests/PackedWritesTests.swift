@@ -9,11 +9,11 @@ final class PackedWritesTests: GitTestCase {
         XCTAssertEqual(try looseObjects(url), [])
         var pack = ObjectPack()
         var blobs = [Int: ObjectID]()
-        var edits = [String: ObjectID?]()
+        var edits = [TreePath: ObjectID?]()
         for index in 0..<200 {
             let blob = try pack.add(Array("record \(index)\n".utf8))
             blobs[index] = blob
-            edits["records/r\(index).json"] = .some(blob)
+            edits[try TreePath("records/r\(index).json")] = .some(blob)
         }
         XCTAssertEqual(pack.count, 200)
         try pack.write(into: repository)

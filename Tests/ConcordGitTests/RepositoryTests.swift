@@ -158,10 +158,10 @@ final class RepositoryTests: GitTestCase {
         let outside = sandbox.appendingPathComponent("outside")
         try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
         let blob = try repository.writeBlob(Array("x\n".utf8))
+        // The writer takes only `TreePath`s, and none names a place outside or in `.git`.
         for path in ["../outside/escaped", ".git/config", ".GIT/hooks/x", "a/../../outside/escaped", "/tmp/escaped", "a/./b", "a//b",
                      "git~1/config", ".git./config"] {
-            XCTAssertThrowsError(try repository.applyToWorkingTree([WorkingTreeChange(path: path, bytes: Array("x\n".utf8), blob: blob)]),
-                                 "\(path) was written")
+            XCTAssertThrowsError(try TreePath(path), "\(path) was accepted")
         }
         // A directory on the way that is a link to somewhere else.
         try FileManager.default.createSymbolicLink(at: url.appendingPathComponent("linked"), withDestinationURL: outside)

@@ -172,21 +172,23 @@ final class ProfileTests: KitTestCase {
         let alice = try makeIdentity()
         let bob = try makeIdentity("bob", device: "phone")
         let profile = try makeProfile(identity: alice)
-        guard case .invalidInput(let message)? = concordError({
-            try profile.write(as: bob) { try $0.put("vocabulary", "x", data: [:]) }
-        }) else { return XCTFail("expected a refusal") }
+        let refusal = concordError({ try profile.write(as: bob) { try $0.put("vocabulary", "x", data: [:]) } })
+        guard case .notAMember(member: "bob", profile: _)? = refusal else { return XCTFail("expected a refusal: \(String(describing: refusal))") }
+        let message = refusal?.localizedDescription ?? ""
         XCTAssertTrue(message.contains("bob") && message.contains("not an active member"), message)
 
         // An admin adds bob as a "user": he may append to logs (writers: user) but not edit vocabulary (editor).
         try profile.addMember("bob", role: .user, device: "phone", key: bob.key.publicKey, as: alice)
         XCTAssertEqual(try profile.members().first { $0.name == "bob" }?.role, .user)
-        guard case .invalidInput? = concordError({
+        guard case .notAllowed(member: "bob", role: .user, action: _, needs: .admin, profile: _)? = concordError({
             try profile.addMember("bob", role: .admin, device: "phone", key: bob.key.publicKey, as: bob)
         }) else { return XCTFail("only admins may change members") }
         try profile.write(as: bob) { try $0.append("logs", data: ["tap": "x"]) }
-        guard case .invalidInput(let roleMessage)? = concordError({
-            try profile.write(as: bob) { try $0.put("vocabulary", "x", data: [:]) }
-        }) else { return XCTFail("expected a refusal") }
+        let roleRefusal = concordError({ try profile.write(as: bob) { try $0.put("vocabulary", "x", data: [:]) } })
+        guard case .notAllowed(member: "bob", role: .user, action: "writing vocabulary", needs: .editor, profile: _)? = roleRefusal else {
+            return XCTFail("expected a refusal: \(String(describing: roleRefusal))")
+        }
+        let roleMessage = roleRefusal?.localizedDescription ?? ""
         XCTAssertTrue(roleMessage.contains("user") && roleMessage.contains("editor"), roleMessage)
         // git accepts bob's commit as bob's: the allowed-signers file follows the members.
         XCTAssertEqual(try gitOK(["log", "--format=%an %G?"], in: profile.root).split(separator: "\n").first, "bob G")
@@ -198,7 +200,9 @@ final class ProfileTests: KitTestCase {
         let impostor = try makeIdentity("alice", device: "evil")
         let profile = try makeProfile(identity: alice)
         let head = try gitOK(["rev-parse", "HEAD"], in: profile.root)
-        XCTAssertThrowsError(try profile.write(as: impostor) { try $0.put("vocabulary", "forged", data: [:]) })
+        guard case .keyNotRegistered(member: "alice", fingerprint: _, profile: _)? = concordError({
+            try profile.write(as: impostor) { try $0.put("vocabulary", "forged", data: [:]) }
+        }) else { return XCTFail("an unregistered key is refused") }
         XCTAssertEqual(try gitOK(["rev-parse", "HEAD"], in: profile.root), head)
     }
 }

@@ -1,0 +1,45 @@
+/// A relative path of a file in a repository's tree and working tree, made only by checking it
+/// against git's path rules (`GitPath.isSafe`): every component safe on every file system git
+/// supports, so no `.`, `..`, `.git` in any spelling, no control character, `\` or empty
+/// component. The working-tree writer, the index patch, tree edits and changed-file lists take
+/// only this type, so a name that came from a remote cannot reach them unchecked.
+public struct TreePath: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// The path as text, components separated by `/`.
+    public let string: String
+
+    /// Why text is not a `TreePath`.
+    public struct Invalid: Error, Equatable, CustomStringConvertible {
+        public let path: String
+        public var description: String {
+            "\(path.debugDescription) is not a safe path inside a repository: git refuses names such as . .. .git, "
+                + "control characters, \\ and empty components"
+        }
+    }
+
+    /// Checks `text`; throws `Invalid` when git's rules refuse it.
+    public init(_ text: String) throws(Invalid) {
+        guard GitPath.isSafe(text) else { throw Invalid(path: text) }
+        string = text
+    }
+
+    /// Checks the UTF-8 `bytes` (a name read from a tree or an index).
+    public init(bytes: some Collection<UInt8>) throws(Invalid) {
+        guard GitPath.isSafe(bytes) else { throw Invalid(path: String(decoding: bytes, as: UTF8.self)) }
+        string = String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// This path with one more component; throws when `name` is not a safe name.
+    public func appending(_ name: String) throws(Invalid) -> TreePath {
+        try TreePath(string + "/" + name)
+    }
+
+    /// The path's UTF-8 bytes.
+    public var utf8: String.UTF8View { string.utf8 }
+
+    public var description: String { string }
+
+    /// git's order for files: by bytes (the index's order).
+    public static func < (lhs: TreePath, rhs: TreePath) -> Bool {
+        lhs.string.utf8.lexicographicallyPrecedes(rhs.string.utf8)
+    }
+}
