@@ -20,7 +20,7 @@ struct Import: ParsableCommand {
         PerformanceTrace.step("dump read")
         let dump = try Dump.parse(Array(bytes), source: file)
         PerformanceTrace.step("dump parsed")
-        let result = try profile.importDump(dump, as: try loadIdentity())
+        let result = try profile.records.importDump(dump, as: try loadIdentity())
         if json {
             printJSON(.object([
                 "commit": result.commit.map { .string($0) } ?? .null,
@@ -41,7 +41,7 @@ struct Export: ParsableCommand {
     @OptionGroup var profile: ProfileOption
 
     func run() throws {
-        FileHandle.standardOutput.write(Data(try profile.open().exportDump().canonicalBytes()))
+        FileHandle.standardOutput.write(Data(try profile.open().records.exportDump().canonicalBytes()))
     }
 }
 

@@ -16,7 +16,7 @@ struct Members: ParsableCommand {
         @Flag(help: "Print the result as JSON.") var json = false
 
         func run() throws {
-            let members = try profile.open().members()
+            let members = try profile.open().members.list()
             if json {
                 printJSON(.array(members.map { member in
                     .object([
@@ -53,7 +53,7 @@ struct Members: ParsableCommand {
             guard let device = device ?? comment.split(separator: "@").last.map(String.init), !device.isEmpty else {
                 throw ValidationError("give --device: the key line has no name@device comment")
             }
-            let result = try profile.open().addMember(
+            let result = try profile.open().members.add(
                 name, role: Role(parsing: role) ?? .viewer, device: device, key: publicKey, as: try loadIdentity())
             if result.commit == nil {
                 print("\(name) is already a \(result.value.role.rawValue) with that key: unchanged")

@@ -48,7 +48,7 @@ struct Put: ParsableCommand {
         let profile = try profile.open()
         let (kind, id) = try profile.parseReference(reference)
         let object = try data.object()
-        let result = try profile.write(as: try loadIdentity()) { try $0.put(kind, id, data: object) }
+        let result = try profile.records.write(as: try loadIdentity()) { try $0.put(kind, id, data: object) }
         report(result, unchanged: "\(kind.name)/\(id): unchanged")
     }
 }
@@ -62,7 +62,7 @@ struct Get: ParsableCommand {
     func run() throws {
         let profile = try profile.open()
         let (kind, id) = try profile.parseReference(reference)
-        FileHandle.standardOutput.write(Data(try profile.get(kind, id).encoded()))
+        FileHandle.standardOutput.write(Data(try profile.records.get(kind, id).encoded()))
     }
 }
 
@@ -76,7 +76,7 @@ struct Remove: ParsableCommand {
     func run() throws {
         let profile = try profile.open()
         let (kind, id) = try profile.parseReference(reference)
-        report(try profile.write(as: try loadIdentity()) { try $0.delete(kind, id) }, unchanged: "")
+        report(try profile.records.write(as: try loadIdentity()) { try $0.delete(kind, id) }, unchanged: "")
     }
 }
 
@@ -91,7 +91,7 @@ struct Append: ParsableCommand {
         let profile = try profile.open()
         let logKind = try profile.kind(named: kind)
         let object = try data.object()
-        let result = try profile.write(as: try loadIdentity()) { try $0.append(logKind, data: object) }
+        let result = try profile.records.write(as: try loadIdentity()) { try $0.append(logKind, data: object) }
         print(result.value.rawValue)
     }
 }
@@ -105,7 +105,7 @@ struct List: ParsableCommand {
     @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
-        let listing = try profile.open().list(kind: kind)
+        let listing = try profile.open().records.list(kind: kind)
         warn(listing.warnings)
         if json {
             printJSON(.array(listing.items.map { .object(["kind": .string($0.kind), "id": .string($0.id)]) }))

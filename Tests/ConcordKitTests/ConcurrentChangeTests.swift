@@ -27,16 +27,16 @@ final class ConcurrentChangeTests: KitTestCase {
         let alice = try makeIdentity()
         let clock = ManualClock("2026-01-01T10:00:00.000Z")
         let origin = try makeProfile("origin", identity: alice, clock: clock)
-        try origin.write(as: alice) { try $0.put("vocabulary", "r", data: ["f": "base", "g": "base"]) }
+        try origin.records.write(as: alice) { try $0.put("vocabulary", "r", data: ["f": "base", "g": "base"]) }
         let a = try clone(origin, "a", identity: alice, clock: clock)
         let b = try clone(origin, "b", identity: alice, clock: clock)
         let c = try clone(origin, "c", identity: alice, clock: clock)
         clock.set(HLClock.parseInstant("2026-01-01T10:01:00.000Z")!)
-        try a.write(as: alice) { try $0.put("vocabulary", "r", data: ["f": "A", "g": "base"]) }
+        try a.records.write(as: alice) { try $0.put("vocabulary", "r", data: ["f": "A", "g": "base"]) }
         clock.set(HLClock.parseInstant("2026-01-01T10:02:00.000Z")!)
-        try b.write(as: alice) { try $0.put("vocabulary", "r", data: ["f": "B", "g": "base"]) }
+        try b.records.write(as: alice) { try $0.put("vocabulary", "r", data: ["f": "B", "g": "base"]) }
         clock.set(HLClock.parseInstant("2026-01-01T10:03:00.000Z")!)
-        try c.write(as: alice) { try $0.put("vocabulary", "r", data: ["f": "base", "g": "C"]) }
+        try c.records.write(as: alice) { try $0.put("vocabulary", "r", data: ["f": "base", "g": "C"]) }
         // One remote (origin): each device merges what is there, and the result becomes the remote.
         for device in [a, c, b] {
             try pull(origin, into: device, as: alice)
@@ -44,7 +44,7 @@ final class ConcurrentChangeTests: KitTestCase {
         }
         for device in [a, c] { try pull(origin, into: device, as: alice) }
         for profile in [origin, a, b, c] {
-            XCTAssertEqual(try profile.get("vocabulary", "r").data, ["f": "B", "g": "C"], profile.root.lastPathComponent)
+            XCTAssertEqual(try profile.records.get("vocabulary", "r").data, ["f": "B", "g": "C"], profile.root.lastPathComponent)
         }
     }
 
@@ -54,10 +54,10 @@ final class ConcurrentChangeTests: KitTestCase {
         let ahead = ManualClock("2026-01-01T10:05:00.000Z"), behind = ManualClock("2026-01-01T10:00:00.000Z")
         let asker = try makeProfile("asker", identity: alice, clock: ahead)
         let answerer = try clone(asker, "answerer", identity: alice, clock: behind)
-        let question = try asker.write(as: alice) { try $0.append("logs", data: ["q": "lunch?"]) }.value
+        let question = try asker.records.write(as: alice) { try $0.append("logs", data: ["q": "lunch?"]) }.value
         try pull(asker, into: answerer, as: alice)
-        let answer = try answerer.write(as: alice) { try $0.append("logs", data: ["a": "yes"]) }.value
-        let entries = try answerer.logEntries("logs")
+        let answer = try answerer.records.write(as: alice) { try $0.append("logs", data: ["a": "yes"]) }.value
+        let entries = try answerer.records.logEntries("logs")
         let asked = try XCTUnwrap(entries.first { $0.id == question }).at
         let answered = try XCTUnwrap(entries.first { $0.id == answer }).at
         XCTAssertLessThan(asked, answered, "the answer must sort after the question it read")
@@ -71,9 +71,9 @@ final class ConcurrentChangeTests: KitTestCase {
         let a = try makeProfile("a", identity: alice, clock: clock)
         let b = try clone(a, "b", identity: alice, clock: clock)
         clock.advance(by: 60_000)
-        try a.write(as: alice) { try $0.put("vocabulary", "x", data: ["label": "one"]) }
+        try a.records.write(as: alice) { try $0.put("vocabulary", "x", data: ["label": "one"]) }
         clock.advance(by: 60_000)
-        try b.write(as: alice) { try $0.put("vocabulary", "x", data: ["label": "two"]) }
+        try b.records.write(as: alice) { try $0.put("vocabulary", "x", data: ["label": "two"]) }
         try gitOK(["fetch", "-q", a.root.path, "+main:refs/peers/a"], in: b.root)
         try gitOK(["fetch", "-q", b.root.path, "+main:refs/peers/b"], in: a.root)
         XCTAssertEqual(try a.merge(revision: "refs/peers/b", as: alice).resolved.count, 1)
@@ -95,24 +95,24 @@ final class ConcurrentChangeTests: KitTestCase {
         let a = try makeProfile("a", identity: admin, clock: clock)
         let phone = try makeIdentity("bob", device: "phone"), tablet = try makeIdentity("bob", device: "tablet")
         let desk = try makeIdentity("bob", device: "desk")
-        try a.addMember("bob", role: .user, device: desk.device, key: desk.key.publicKey, as: admin)
+        try a.members.add("bob", role: .user, device: desk.device, key: desk.key.publicKey, as: admin)
         let b = try clone(a, "b", identity: admin, clock: clock)
         // A plain git clone has no clock yet, and a members-only write takes its stamp from the clock.
-        try b.write(as: admin) { try $0.append("logs", data: ["from": "b"]) }
+        try b.records.write(as: admin) { try $0.append("logs", data: ["from": "b"]) }
         clock.advance(by: 1000)
-        try a.addMember("bob", role: .user, device: phone.device, key: phone.key.publicKey, as: admin)
-        try b.addMember("bob", role: .editor, device: tablet.device, key: tablet.key.publicKey, as: admin)
+        try a.members.add("bob", role: .user, device: phone.device, key: phone.key.publicKey, as: admin)
+        try b.members.add("bob", role: .editor, device: tablet.device, key: tablet.key.publicKey, as: admin)
         let copy = try clone(a, "a-copy", identity: admin, clock: clock)
         try pull(b, into: a, as: admin)
         try pull(copy, into: b, as: admin)
         for profile in [a, b] {
-            let bob = try XCTUnwrap(try profile.members().first { $0.name == "bob" })
+            let bob = try XCTUnwrap(try profile.members.list().first { $0.name == "bob" })
             XCTAssertEqual(bob.keys.map(\.device), ["desk", "phone", "tablet"], "every device added is kept")
             XCTAssertEqual(bob.role, .editor, "the role change survives the key addition")
         }
         XCTAssertEqual(try gitOK(["rev-parse", "HEAD^{tree}"], in: a.root), try gitOK(["rev-parse", "HEAD^{tree}"], in: b.root))
         for device in [phone, tablet, desk] {
-            XCTAssertNoThrow(try a.write(as: device) { try $0.append("logs", data: ["from": .string(device.device)]) },
+            XCTAssertNoThrow(try a.records.write(as: device) { try $0.append("logs", data: ["from": .string(device.device)]) },
                              "\(device.device) may write")
         }
     }

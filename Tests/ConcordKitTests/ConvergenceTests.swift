@@ -58,7 +58,7 @@ final class ConvergenceTests: XCTestCase {
             try Identity.create(member: "alice", device: "device\(index)", in: root.appendingPathComponent("home\(index)"))
         }
         for identity in identities {
-            try originProfile.addMember("alice", role: .admin, device: identity.device, key: identity.key.publicKey, as: owner)
+            try originProfile.members.add("alice", role: .admin, device: identity.device, key: identity.key.publicKey, as: owner)
         }
         return try identities.enumerated().map { index, identity in
             let directory = root.appendingPathComponent("replica\(index)")
@@ -80,13 +80,13 @@ final class ConvergenceTests: XCTestCase {
             for key in keys where Int.random(in: 0..<3, using: &random) > 0 {
                 data[key] = .number(String(Int.random(in: 1...3, using: &random)))
             }
-            try replica.profile.write(as: replica.identity) { try $0.put(kind, id, data: data) }
+            try replica.profile.records.write(as: replica.identity) { try $0.put(kind, id, data: data) }
         } else if roll < 8 {
-            try replica.profile.write(as: replica.identity) { transaction in
+            try replica.profile.records.write(as: replica.identity) { transaction in
                 if let record = try transaction.record(kind, id), !record.isDeleted { try transaction.delete(kind, id) }
             }
         } else {
-            let result = try replica.profile.write(as: replica.identity) {
+            let result = try replica.profile.records.write(as: replica.identity) {
                 try $0.append("comments", data: ["n": .number(String(Int.random(in: 0..<1000, using: &random)))])
             }
             appended.insert(result.value.rawValue)
@@ -156,7 +156,7 @@ final class ConvergenceTests: XCTestCase {
         XCTAssertEqual(trees.count, 1, "seed \(seed): replicas ended with different trees")
         try git(["fsck", "--full"], in: replicas[0].directory)
         for replica in replicas {
-            let present = Set(try replica.profile.logEntries("comments").map(\.id.rawValue))
+            let present = Set(try replica.profile.records.logEntries("comments").map(\.id.rawValue))
             XCTAssertTrue(appended.isSubset(of: present), "seed \(seed): log entries lost on \(replica.directory.lastPathComponent)")
             XCTAssertEqual(try git(["status", "--porcelain"], in: replica.directory), "", "seed \(seed): working tree out of sync")
         }

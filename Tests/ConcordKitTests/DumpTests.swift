@@ -82,21 +82,21 @@ final class DumpTests: KitTestCase {
         let dump = try sampleDump()
         let before = try gitOK(["rev-parse", "HEAD"], in: profile.root)
 
-        let first = try profile.importDump(dump, as: alice)
+        let first = try profile.records.importDump(dump, as: alice)
         let head = try gitOK(["rev-parse", "HEAD"], in: profile.root)
         XCTAssertEqual(first.commit, head)
         XCTAssertEqual(first.changes.count, 120)
         XCTAssertEqual(try gitOK(["rev-parse", "HEAD~1"], in: profile.root), before)
-        XCTAssertEqual(try profile.list(kind: "vocabulary").items.count, 100)
-        XCTAssertEqual(try profile.logEntries("logs").count, 20)
+        XCTAssertEqual(try profile.records.list(kind: "vocabulary").items.count, 100)
+        XCTAssertEqual(try profile.records.logEntries("logs").count, 20)
         XCTAssertEqual(try git(["fsck", "--full"], in: profile.root).status, 0)
         XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: profile.root), "")
 
-        let second = try profile.importDump(dump, as: alice)
+        let second = try profile.records.importDump(dump, as: alice)
         XCTAssertNil(second.commit)
         XCTAssertEqual(second.changes, [])
         XCTAssertEqual(try gitOK(["rev-parse", "HEAD"], in: profile.root), head)
-        XCTAssertEqual(try profile.logEntries("logs").count, 20)
+        XCTAssertEqual(try profile.records.logEntries("logs").count, 20)
     }
 
     func testImportChecksEverythingBeforeWriting() throws {
@@ -105,25 +105,25 @@ final class DumpTests: KitTestCase {
         let head = try gitOK(["rev-parse", "HEAD"], in: profile.root)
         let bad = try Dump.parse(Array(#"{"records":[{"kind":"vocabulary","id":"ok","data":{}},{"kind":"nope","id":"x","data":{}}]}"#.utf8),
                                  source: "bad.json")
-        guard case .unknownKind(let kind, _)? = concordError({ try profile.importDump(bad, as: alice) }) else {
+        guard case .unknownKind(let kind, _)? = concordError({ try profile.records.importDump(bad, as: alice) }) else {
             return XCTFail("expected unknownKind")
         }
         XCTAssertEqual(kind, "nope")
         XCTAssertEqual(try gitOK(["rev-parse", "HEAD"], in: profile.root), head)
-        XCTAssertEqual(try profile.list().items, [])
+        XCTAssertEqual(try profile.records.list().items, [])
     }
 
     func testExportImportRoundTrip() throws {
         let alice = try makeIdentity()
         let source = try makeProfile("source", identity: alice)
-        try source.write(as: alice) { tx in
+        try source.records.write(as: alice) { tx in
             try tx.put("vocabulary", "a", data: ["word": "a", "nested": ["x": [1, 2]]])
             try tx.put("vocabulary", "b", data: ["word": "b"])
             try tx.put("settings", "voice", data: ["rate": .number("0.90")])
             try tx.append("logs", data: ["tap": "a"])
         }
-        try source.write(as: alice) { try $0.delete("vocabulary", "b") }
-        let exported = try source.exportDump()
+        try source.records.write(as: alice) { try $0.delete("vocabulary", "b") }
+        let exported = try source.records.exportDump()
         XCTAssertEqual(exported.records.map { "\($0.kind)/\($0.id)" }.sorted(), ["settings/voice", "vocabulary/a"])
         XCTAssertEqual(exported.logs.count, 1)
         XCTAssertEqual(exported.logs.first?.by, "alice")
@@ -131,11 +131,11 @@ final class DumpTests: KitTestCase {
         // Through bytes, into a fresh profile, and out again.
         let reparsed = try Dump.parse(exported.canonicalBytes(), source: "export")
         let target = try makeProfile("target", identity: alice)
-        try target.importDump(reparsed, as: alice)
-        let again = try target.exportDump()
+        try target.records.importDump(reparsed, as: alice)
+        let again = try target.records.exportDump()
         XCTAssertEqual(again.records, exported.records)
         XCTAssertEqual(again.logs.map(\.id), exported.logs.map(\.id))
         XCTAssertEqual(again.logs.map(\.data), exported.logs.map(\.data))
-        XCTAssertNil(try source.importDump(reparsed, as: alice).commit, "a profile's own export adds nothing")
+        XCTAssertNil(try source.records.importDump(reparsed, as: alice).commit, "a profile's own export adds nothing")
     }
 }

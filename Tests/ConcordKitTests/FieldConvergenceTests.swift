@@ -55,7 +55,7 @@ final class FieldConvergenceTests: KitTestCase {
         var identities = [Identity]()
         for (index, member) in ["ada", "bob", "ada", "Zed"].enumerated() {
             let identity = try Identity.create(member: member, device: "d\(index)", in: sandbox.appendingPathComponent("home\(index)"))
-            try origin.addMember(member, role: .editor, device: identity.device, key: identity.key.publicKey, as: owner)
+            try origin.members.add(member, role: .editor, device: identity.device, key: identity.key.publicKey, as: owner)
             identities.append(identity)
         }
         for seed in 1...Self.cases {
@@ -95,12 +95,12 @@ final class FieldConvergenceTests: KitTestCase {
                 continue
             }
             let id = Self.ids.randomElement(using: &random)!
-            let before = try device.profile.write(as: device.identity) { try $0.record("vocabulary", id) }.value
+            let before = try device.profile.records.write(as: device.identity) { try $0.record("vocabulary", id) }.value
             let visible = before?.data ?? [:]
             let roll = Int.random(in: 0..<10, using: &random)
             if roll < 2 {
                 guard before?.isDeleted == false else { continue }
-                try device.profile.write(as: device.identity) { try $0.delete("vocabulary", id) }
+                try device.profile.records.write(as: device.identity) { try $0.delete("vocabulary", id) }
             } else {
                 var data = visible
                 if roll < 5 || before?.data == nil {
@@ -110,10 +110,10 @@ final class FieldConvergenceTests: KitTestCase {
                     let key = Self.keys.randomElement(using: &random)!
                     data[key] = Bool.random(using: &random) ? nil : .number(String(Int.random(in: 1...3, using: &random)))
                 }
-                guard try device.profile.write(as: device.identity, { try $0.put("vocabulary", id, data: data) }).commit != nil
+                guard try device.profile.records.write(as: device.identity, { try $0.put("vocabulary", id, data: data) }).commit != nil
                 else { continue }
             }
-            let after = try XCTUnwrap(try device.profile.write(as: device.identity) { try $0.record("vocabulary", id) }.value)
+            let after = try XCTUnwrap(try device.profile.records.write(as: device.identity) { try $0.record("vocabulary", id) }.value)
             if after.isDeleted {
                 events[id, default: []].append(.delete(after.envelope))
             } else {

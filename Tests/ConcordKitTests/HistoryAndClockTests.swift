@@ -8,11 +8,11 @@ final class HistoryAndClockTests: KitTestCase {
     func testHistoryNewestFirstWithRecordFilter() throws {
         let alice = try makeIdentity()
         let profile = try makeProfile(identity: alice)
-        try profile.write(as: alice) { try $0.put("vocabulary", "a", data: ["v": 1]) }
-        try profile.write(as: alice) { try $0.put("vocabulary", "b", data: ["v": 1]) }
-        try profile.write(as: alice) { try $0.put("vocabulary", "a", data: ["v": 2]) }
-        let entryID = try profile.write(as: alice) { try $0.append("logs", data: ["tap": 1]) }.value
-        try profile.write(as: alice) { try $0.delete("vocabulary", "a") }
+        try profile.records.write(as: alice) { try $0.put("vocabulary", "a", data: ["v": 1]) }
+        try profile.records.write(as: alice) { try $0.put("vocabulary", "b", data: ["v": 1]) }
+        try profile.records.write(as: alice) { try $0.put("vocabulary", "a", data: ["v": 2]) }
+        let entryID = try profile.records.write(as: alice) { try $0.append("logs", data: ["tap": 1]) }.value
+        try profile.records.write(as: alice) { try $0.delete("vocabulary", "a") }
 
         let all = try profile.history()
         XCTAssertEqual(all.map(\.action), ["deleted", "appended", "updated", "added", "added", "created"])
@@ -39,7 +39,7 @@ final class HistoryAndClockTests: KitTestCase {
         var records = [String]()
         for index in 0..<60 { records.append(#"{"kind":"vocabulary","id":"r\#(index)","data":{}}"#) }
         let text = #"{"records":[\#(records.joined(separator: ","))],"logs":[{"kind":"logs","id":"entry-1","data":{"e":1}}]}"#
-        let result = try profile.importDump(try Dump.parse(Array(text.utf8), source: "dump"), as: alice)
+        let result = try profile.records.importDump(try Dump.parse(Array(text.utf8), source: "dump"), as: alice)
         let importCommit = try XCTUnwrap(result.commit)
         XCTAssertEqual(try profile.history(record: "vocabulary/r5").map(\.commit), [importCommit])
         XCTAssertEqual(try profile.history(record: "logs/entry-1").map(\.commit), [importCommit],
@@ -49,7 +49,7 @@ final class HistoryAndClockTests: KitTestCase {
     func testHistoryReportsATamperedCommitAsBad() throws {
         let alice = try makeIdentity()
         let profile = try makeProfile(identity: alice)
-        try profile.write(as: alice) { try $0.put("vocabulary", "a", data: ["v": 1]) }
+        try profile.records.write(as: alice) { try $0.put("vocabulary", "a", data: ["v": 1]) }
         let head = try gitOK(["rev-parse", "HEAD"], in: profile.root)
         let raw = try git(["cat-file", "commit", head], in: profile.root).stdout
         let tamperedText = raw.replacingOccurrences(of: "Concord-Action: added", with: "Concord-Action: adder")
@@ -67,7 +67,7 @@ final class HistoryAndClockTests: KitTestCase {
     func testListWarnsAboutUnreadableFilesAndGoesOn() throws {
         let alice = try makeIdentity()
         let profile = try makeProfile(identity: alice)
-        try profile.write(as: alice) { tx in
+        try profile.records.write(as: alice) { tx in
             try tx.put("vocabulary", "good", data: ["v": 1])
             try tx.put("vocabulary", "bad", data: ["v": 1])
             try tx.put("vocabulary", "renamed", data: ["v": 1])
@@ -79,18 +79,18 @@ final class HistoryAndClockTests: KitTestCase {
                                          to: profile.root.appendingPathComponent("vocabulary/\(RecordPaths.bucket("renamed"))/other.json"))
         try Data("garbage\n".utf8).write(to: profile.root.appendingPathComponent("logs/2020-01-01.jsonl"))
 
-        let listing = try profile.list()
+        let listing = try profile.records.list()
         XCTAssertEqual(listing.items.map(\.reference).filter { $0.hasPrefix("vocabulary/") }, ["vocabulary/good"])
         XCTAssertEqual(listing.items.filter { $0.kind == "logs" }.count, 1)
         XCTAssertEqual(listing.warnings.count, 3, "\(listing.warnings)")
         for path in ["\(RecordPaths.file(directory: "vocabulary", id: "bad"))", "vocabulary/\(RecordPaths.bucket("renamed"))/other.json", "logs/2020-01-01.jsonl"] {
             XCTAssertTrue(listing.warnings.contains { $0.contains(path) }, "no warning names \(path): \(listing.warnings)")
         }
-        guard case .corruptRecord(let path, _)? = concordError({ try profile.get("vocabulary", "bad") }) else {
+        guard case .corruptRecord(let path, _)? = concordError({ try profile.records.get("vocabulary", "bad") }) else {
             return XCTFail("expected corruptRecord")
         }
         XCTAssertEqual(path, "\(RecordPaths.file(directory: "vocabulary", id: "bad"))")
-        XCTAssertThrowsError(try profile.logEntries("logs"), "strict log reading refuses the broken day file")
+        XCTAssertThrowsError(try profile.records.logEntries("logs"), "strict log reading refuses the broken day file")
     }
 
     func testClockStaysMonotonicWhenTheWallClockGoesBackwards() throws {
@@ -100,8 +100,8 @@ final class HistoryAndClockTests: KitTestCase {
         var stamps = [HLC]()
         for index in 0..<12 {
             clock.advance(by: -37)   // every write sees an earlier wall time than the one before
-            try profile.write(as: alice) { try $0.put("vocabulary", "r\(index)", data: ["i": JSONValue(index)]) }
-            stamps.append(try profile.get("vocabulary", "r\(index)").stamp)
+            try profile.records.write(as: alice) { try $0.put("vocabulary", "r\(index)", data: ["i": JSONValue(index)]) }
+            stamps.append(try profile.records.get("vocabulary", "r\(index)").stamp)
             XCTAssertEqual(profile.lastClock(), stamps.last)
         }
         for (earlier, later) in zip(stamps, stamps.dropFirst()) {
@@ -113,15 +113,15 @@ final class HistoryAndClockTests: KitTestCase {
         // Reopened with a clock a year behind, a log entry still lands after everything before.
         let behind = ManualClock("2025-01-01T00:00:00Z")
         let reopened = try Profile.open(at: profile.root, environment: makeEnvironment(alice, clock: behind))
-        try reopened.write(as: alice) { try $0.append("logs", data: ["late": true]) }
-        let entry = try XCTUnwrap(reopened.logEntries("logs").last)
+        try reopened.records.write(as: alice) { try $0.append("logs", data: ["late": true]) }
+        let entry = try XCTUnwrap(reopened.records.logEntries("logs").last)
         XCTAssertGreaterThan(entry.at, try XCTUnwrap(stamps.last))
         XCTAssertTrue(FileManager.default.fileExists(atPath: profile.root.appendingPathComponent("logs/2026-01-01.jsonl").path))
 
         // And when the wall clock jumps ahead, stamps follow it with a fresh counter.
         clock.set(HLClock.parseInstant("2026-02-01T00:00:00Z")!)
-        try profile.write(as: alice) { try $0.put("vocabulary", "ahead", data: [:]) }
-        XCTAssertEqual(try profile.get("vocabulary", "ahead").stamp.description, "2026-02-01T00:00:00.000Z-0000")
+        try profile.records.write(as: alice) { try $0.put("vocabulary", "ahead", data: [:]) }
+        XCTAssertEqual(try profile.records.get("vocabulary", "ahead").stamp.description, "2026-02-01T00:00:00.000Z-0000")
     }
 
     func testUpdateStampIsAfterTheRecordsOwnStamp() throws {
@@ -145,7 +145,7 @@ final class HistoryAndClockTests: KitTestCase {
         try Data(future.utf8).write(to: profile.root.appendingPathComponent("\(RecordPaths.file(directory: "vocabulary", id: "f"))"))
         try gitOK(["add", "\(RecordPaths.file(directory: "vocabulary", id: "f"))"], in: profile.root)
         try gitOK(["-c", "user.name=x", "-c", "user.email=x@y", "commit", "-q", "-m", "future"], in: profile.root)
-        try profile.write(as: alice) { try $0.put("vocabulary", "f", data: ["v": 1]) }
-        XCTAssertEqual(try profile.get("vocabulary", "f").stamp.description, "2030-01-01T00:00:00.000Z-0006")
+        try profile.records.write(as: alice) { try $0.put("vocabulary", "f", data: ["v": 1]) }
+        XCTAssertEqual(try profile.records.get("vocabulary", "f").stamp.description, "2030-01-01T00:00:00.000Z-0006")
     }
 }

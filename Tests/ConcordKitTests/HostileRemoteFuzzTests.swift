@@ -82,8 +82,8 @@ struct FuzzScene {
         let alice = try test.makeIdentity("alice", device: "laptop")
         bobIdentity = try test.makeIdentity("bob", device: "tablet")
         let aliceProfile = try test.makeProfile("alice", identity: alice)
-        try aliceProfile.write(as: alice) { try $0.put("vocabulary", "puzzle", data: ["label": .string("puzzle")]) }
-        try aliceProfile.write(as: alice) { _ = try $0.append("logs", data: ["tapped": .string("puzzle")]) }
+        try aliceProfile.records.write(as: alice) { try $0.put("vocabulary", "puzzle", data: ["label": .string("puzzle")]) }
+        try aliceProfile.records.write(as: alice) { _ = try $0.append("logs", data: ["tapped": .string("puzzle")]) }
         bareURL = test.sandbox.appendingPathComponent("remote.git")
         try Profile.createBareRemote(at: bareURL)
         try aliceProfile.addRemote("origin", url: bareURL.path)

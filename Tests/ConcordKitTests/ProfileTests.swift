@@ -16,7 +16,7 @@ final class ProfileTests: KitTestCase {
         XCTAssertEqual(opened.info, created.info)
         XCTAssertEqual(opened.kinds.kinds.map(\.name), ["logs", "settings", "vocabulary"])
         XCTAssertEqual(opened.kinds.kind(named: "logs")?.policy, .append)
-        let members = try opened.members()
+        let members = try opened.members.list()
         XCTAssertEqual(members.map(\.name), ["alice"])
         XCTAssertEqual(members.first?.role, .admin)
         XCTAssertEqual(members.first?.status, .active)
@@ -54,7 +54,7 @@ final class ProfileTests: KitTestCase {
         let alice = try makeIdentity()
         let profile = try makeProfile(identity: alice)
         let before = try gitOK(["rev-parse", "HEAD"], in: profile.root)
-        let result = try profile.write(as: alice) { tx in
+        let result = try profile.records.write(as: alice) { tx in
             for index in 0..<150 {
                 try tx.put("vocabulary", "w\(index)", data: ["n": JSONValue(index)])
             }
@@ -72,15 +72,15 @@ final class ProfileTests: KitTestCase {
         XCTAssertEqual(try git(["fsck", "--full"], in: profile.root).status, 0)
         XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: profile.root), "")
 
-        let listing = try profile.list(kind: "vocabulary")
+        let listing = try profile.records.list(kind: "vocabulary")
         XCTAssertEqual(listing.items.count, 150)
         XCTAssertEqual(listing.warnings, [])
-        XCTAssertEqual(try profile.get("vocabulary", "w42").data, ["n": JSONValue(42)])
-        XCTAssertEqual(try profile.get("settings", "voice").data?["rate"], .number("1.25"))
+        XCTAssertEqual(try profile.records.get("vocabulary", "w42").data, ["n": JSONValue(42)])
+        XCTAssertEqual(try profile.records.get("settings", "voice").data?["rate"], .number("1.25"))
 
         // The file on disk is the record's canonical encoding.
         let bytes = try Data(contentsOf: profile.root.appendingPathComponent("\(RecordPaths.file(directory: "vocabulary", id: "w7"))"))
-        XCTAssertEqual(Array(bytes), try profile.get("vocabulary", "w7").encoded())
+        XCTAssertEqual(Array(bytes), try profile.records.get("vocabulary", "w7").encoded())
     }
 
     /// The batch `put` (records encoded on every core) writes exactly what one `put` per record
@@ -99,16 +99,16 @@ final class ProfileTests: KitTestCase {
         var changes = [[RecordChange]]()
         for (name, batch) in [("batch", true), ("single", false)] {
             let profile = try makeProfile(name, identity: alice, clock: ManualClock("2026-01-01T10:00:00.001Z"))
-            try profile.write(as: alice) { tx in
+            try profile.records.write(as: alice) { tx in
                 for index in 0..<10 { try tx.put("vocabulary", "seed-\(index)", data: ["n": JSONValue(index)]) }
             }
-            let result = try profile.write(as: alice) { tx in
+            let result = try profile.records.write(as: alice) { tx in
                 if batch { try tx.put(items) } else { for item in items { try tx.put(item.kind, item.id, data: item.data) } }
             }
             changes.append(result.changes)
             trees.append(try gitOK(["rev-parse", "HEAD:vocabulary"], in: profile.root) + " " + (try gitOK(["rev-parse", "HEAD:settings"], in: profile.root)))
             XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: profile.root), "", name)
-            XCTAssertEqual(try profile.get("vocabulary", "w7").data, ["n": JSONValue(700)], name)
+            XCTAssertEqual(try profile.records.get("vocabulary", "w7").data, ["n": JSONValue(700)], name)
         }
         XCTAssertEqual(trees[0], trees[1])
         XCTAssertEqual(changes[0], changes[1])
@@ -119,7 +119,7 @@ final class ProfileTests: KitTestCase {
     func testReadsInsideATransactionSeePendingWrites() throws {
         let alice = try makeIdentity()
         let profile = try makeProfile(identity: alice)
-        try profile.write(as: alice) { tx in
+        try profile.records.write(as: alice) { tx in
             XCTAssertNil(try tx.record("vocabulary", "a"))
             try tx.put("vocabulary", "a", data: ["v": 1])
             XCTAssertEqual(try tx.record("vocabulary", "a")?.data, ["v": 1])
@@ -127,7 +127,7 @@ final class ProfileTests: KitTestCase {
             try tx.delete("vocabulary", "a")
             XCTAssertEqual(try tx.record("vocabulary", "a")?.isDeleted, true)
         }
-        XCTAssertEqual(concordError { try profile.get("vocabulary", "a") }, .recordNotFound("vocabulary/a"))
+        XCTAssertEqual(concordError { try profile.records.get("vocabulary", "a") }, .recordNotFound("vocabulary/a"))
     }
 
     func testFailedOrEmptyWriteCommitsNothing() throws {
@@ -135,20 +135,20 @@ final class ProfileTests: KitTestCase {
         let alice = try makeIdentity()
         let profile = try makeProfile(identity: alice)
         let head = try gitOK(["rev-parse", "HEAD"], in: profile.root)
-        XCTAssertThrowsError(try profile.write(as: alice) { tx in
+        XCTAssertThrowsError(try profile.records.write(as: alice) { tx in
             try tx.put("vocabulary", "half", data: ["x": 1])
             throw Stop()
         })
         XCTAssertEqual(try gitOK(["rev-parse", "HEAD"], in: profile.root), head)
         XCTAssertFalse(FileManager.default.fileExists(atPath: profile.root.appendingPathComponent("\(RecordPaths.file(directory: "vocabulary", id: "half"))").path))
 
-        let empty = try profile.write(as: alice) { _ in 7 }
+        let empty = try profile.records.write(as: alice) { _ in 7 }
         XCTAssertNil(empty.commit)
         XCTAssertEqual(empty.value, 7)
 
-        try profile.write(as: alice) { try $0.put("vocabulary", "same", data: ["x": 1]) }
+        try profile.records.write(as: alice) { try $0.put("vocabulary", "same", data: ["x": 1]) }
         let head2 = try gitOK(["rev-parse", "HEAD"], in: profile.root)
-        let unchanged = try profile.write(as: alice) { try $0.put("vocabulary", "same", data: ["x": 1]) }
+        let unchanged = try profile.records.write(as: alice) { try $0.put("vocabulary", "same", data: ["x": 1]) }
         XCTAssertNil(unchanged.commit, "writing the data a record already has changes nothing")
         XCTAssertEqual(try gitOK(["rev-parse", "HEAD"], in: profile.root), head2)
     }
@@ -162,7 +162,7 @@ final class ProfileTests: KitTestCase {
         try gitOK(["-c", "user.name=Git", "-c", "user.email=git@example.com", "-c", "commit.gpgsign=false",
                    "commit", "-q", "-m", "readme"], in: profile.root)
         let gitCommit = try gitOK(["rev-parse", "HEAD"], in: profile.root)
-        try profile.write(as: alice) { try $0.put("vocabulary", "after", data: [:]) }
+        try profile.records.write(as: alice) { try $0.put("vocabulary", "after", data: [:]) }
         XCTAssertEqual(try gitOK(["rev-parse", "HEAD~1"], in: profile.root), gitCommit)
         XCTAssertEqual(try gitOK(["ls-tree", "--name-only", "HEAD", "README"], in: profile.root), "README")
         XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: profile.root), "")
@@ -172,19 +172,19 @@ final class ProfileTests: KitTestCase {
         let alice = try makeIdentity()
         let bob = try makeIdentity("bob", device: "phone")
         let profile = try makeProfile(identity: alice)
-        let refusal = concordError({ try profile.write(as: bob) { try $0.put("vocabulary", "x", data: [:]) } })
+        let refusal = concordError({ try profile.records.write(as: bob) { try $0.put("vocabulary", "x", data: [:]) } })
         guard case .notAMember(member: "bob", profile: _)? = refusal else { return XCTFail("expected a refusal: \(String(describing: refusal))") }
         let message = refusal?.localizedDescription ?? ""
         XCTAssertTrue(message.contains("bob") && message.contains("not an active member"), message)
 
         // An admin adds bob as a "user": he may append to logs (writers: user) but not edit vocabulary (editor).
-        try profile.addMember("bob", role: .user, device: "phone", key: bob.key.publicKey, as: alice)
-        XCTAssertEqual(try profile.members().first { $0.name == "bob" }?.role, .user)
+        try profile.members.add("bob", role: .user, device: "phone", key: bob.key.publicKey, as: alice)
+        XCTAssertEqual(try profile.members.list().first { $0.name == "bob" }?.role, .user)
         guard case .notAllowed(member: "bob", role: .user, action: _, needs: .admin, profile: _)? = concordError({
-            try profile.addMember("bob", role: .admin, device: "phone", key: bob.key.publicKey, as: bob)
+            try profile.members.add("bob", role: .admin, device: "phone", key: bob.key.publicKey, as: bob)
         }) else { return XCTFail("only admins may change members") }
-        try profile.write(as: bob) { try $0.append("logs", data: ["tap": "x"]) }
-        let roleRefusal = concordError({ try profile.write(as: bob) { try $0.put("vocabulary", "x", data: [:]) } })
+        try profile.records.write(as: bob) { try $0.append("logs", data: ["tap": "x"]) }
+        let roleRefusal = concordError({ try profile.records.write(as: bob) { try $0.put("vocabulary", "x", data: [:]) } })
         guard case .notAllowed(member: "bob", role: .user, action: "writing vocabulary", needs: .editor, profile: _)? = roleRefusal else {
             return XCTFail("expected a refusal: \(String(describing: roleRefusal))")
         }
@@ -201,7 +201,7 @@ final class ProfileTests: KitTestCase {
         let profile = try makeProfile(identity: alice)
         let head = try gitOK(["rev-parse", "HEAD"], in: profile.root)
         guard case .keyNotRegistered(member: "alice", fingerprint: _, profile: _)? = concordError({
-            try profile.write(as: impostor) { try $0.put("vocabulary", "forged", data: [:]) }
+            try profile.records.write(as: impostor) { try $0.put("vocabulary", "forged", data: [:]) }
         }) else { return XCTFail("an unregistered key is refused") }
         XCTAssertEqual(try gitOK(["rev-parse", "HEAD"], in: profile.root), head)
     }

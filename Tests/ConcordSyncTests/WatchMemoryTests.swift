@@ -54,9 +54,9 @@ final class WatchMemoryTests: SyncTestCase {
         // B writes and pushes, A writes too; A's next check sees both, and its sync fetches, merges and pushes.
         func round() throws {
             rounds += 1
-            try b.write(as: identity) { try $0.put("vocabulary", "b-\(rounds)", data: ["term": .string("from b \(rounds)")]) }
+            try b.records.write(as: identity) { try $0.put("vocabulary", "b-\(rounds)", data: ["term": .string("from b \(rounds)")]) }
             _ = try b.sync(as: identity)
-            try a.write(as: identity) { try $0.put("vocabulary", "a-\(rounds)", data: ["term": .string("from a \(rounds)")]) }
+            try a.records.write(as: identity) { try $0.put("vocabulary", "a-\(rounds)", data: ["term": .string("from a \(rounds)")]) }
             XCTAssertTrue(try a.needsSync(as: identity))
             let report = try a.sync(as: identity)
             XCTAssertGreaterThanOrEqual(report.sent, 1)

@@ -24,54 +24,6 @@ extension Profile {
         return (kind, id)
     }
 
-    /// The live record `kind/id`; throws `recordNotFound` when it is missing or deleted, and names
-    /// the file when it is not a valid record.
-    public func get(_ kindName: String, _ rawID: String) throws -> Record {
-        try get(try kind(named: kindName), try Transaction.recordID(rawID))
-    }
-
-    /// `get` for a kind and id already parsed (`parseReference`).
-    public func get(_ kind: RecordKind, _ id: RecordID) throws -> Record {
-        guard kind.policy != .append else { throw ConcordError.logKindNeedsAppend(kind.name) }
-        let path = Transaction.recordPath(kind, id)
-        guard let record = try readRecord(path), !record.isDeleted else {
-            throw ConcordError.recordNotFound("\(kind.name)/\(id)")
-        }
-        return record
-    }
-
-    /// The entries of log kind `kind`, oldest first.
-    public func logEntries(_ kindName: String) throws -> [LogEntry] {
-        let kind = try kind(named: kindName)
-        guard kind.policy == .append else { throw ConcordError.notALogKind(kind.name) }
-        return try readLog(kind, strict: true).entries
-    }
-
-    /// Every live record (and log entry) of `kind`, or of all kinds; unreadable files become warnings.
-    public func list(kind kindName: String? = nil) throws -> Listing {
-        let selected = try kindName.map { [try kind(named: $0)] } ?? kinds.kinds
-        var items = [ListedItem]()
-        var warnings = [String]()
-        for kind in selected {
-            if kind.policy == .append {
-                let log = try readLog(kind, strict: false)
-                items += log.entries.map { ListedItem(kind: kind.name, id: $0.id.rawValue) }
-                warnings += log.warnings
-                continue
-            }
-            for path in recordFiles(of: kind) {
-                do {
-                    if let record = try readRecord(path), !record.isDeleted {
-                        items.append(ListedItem(kind: kind.name, id: record.id.rawValue))
-                    }
-                } catch {
-                    warnings.append("skipped \(path): \(error.localizedDescription)")
-                }
-            }
-        }
-        return Listing(items: items, warnings: warnings)
-    }
-
     /// Reads and decodes the record file at `path` in the working tree; nil if there is none.
     func readRecord(_ path: String) throws -> Record? {
         guard let bytes = try workingFile(path, limit: maxRecordBytes) else { return nil }
@@ -101,7 +53,7 @@ extension Profile {
 
     /// The entries of a log kind from all its day files. With `strict`, an unreadable day file is
     /// an error; otherwise it is skipped and reported as a warning.
-    private func readLog(_ kind: RecordKind, strict: Bool) throws -> (entries: [LogEntry], warnings: [String]) {
+    func readLog(_ kind: RecordKind, strict: Bool) throws -> (entries: [LogEntry], warnings: [String]) {
         var entries = [LogEntry]()
         var warnings = [String]()
         for name in fileNames(in: kind.directory, extension: "jsonl") {

@@ -258,7 +258,7 @@ public final class Transaction {
         guard try profile.kind(named: kind.name) == kind else {
             throw ConcordError.unknownKind(kind.name, known: profile.kinds.kinds.map(\.name))
         }
-        try profile.authorize(identity, toWrite: kind)
+        try profile.members.authorize(identity, toWrite: kind)
         authorized.insert(kind.name)
     }
 

@@ -173,7 +173,7 @@ extension Profile {
         // A received change is an HLC receive event: later local writes must sort after it.
         if let latest { try saveClock(latest) }
         if files.contains(where: { $0.path.string.hasPrefix(ProfilePaths.membersDirectory + "/") }) {
-            try configureGit(members: try members())
+            try configureGit(members: try members.list())
         }
         return (files.map(\.path.string), liveRecords)
     }

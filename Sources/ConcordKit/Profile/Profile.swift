@@ -111,17 +111,6 @@ public final class Profile {
         }
     }
 
-    /// The members of this profile, read from `.concord/members/`.
-    public func members() throws -> [Member] {
-        let directory = root.appendingPathComponent(ProfilePaths.membersDirectory)
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        return try names.filter { $0.hasSuffix(".json") }.sorted().map { name in
-            let path = ProfilePaths.membersDirectory + "/" + name
-            let bytes = try Array(Data(contentsOf: directory.appendingPathComponent(name)))
-            return try Member.decode(bytes, path: path)
-        }
-    }
-
     /// The kind named `name`, or an error listing the kinds this profile has.
     public func kind(named name: String) throws -> RecordKind {
         guard let kind = kinds.kind(named: name) else {

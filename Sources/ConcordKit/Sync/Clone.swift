@@ -94,7 +94,7 @@ extension Profile {
         PerformanceTrace.step("checked out")
         repository.releaseCaches()
         withExtendedLifetime(lock) {}
-        try profile.configureGit(members: try profile.members())
+        try profile.configureGit(members: try profile.members.list())
         try SyncState(lastSync: HLClock.formatInstant(ConcordEnvironment.systemClock()), lastRemoteHead: tip.hex)
             .save(repository.gitDirectory, remote: "origin")
         try ProfileRegistry(home: environment.home).register(profile)

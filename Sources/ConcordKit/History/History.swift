@@ -107,6 +107,6 @@ extension Profile {
 
     /// Every member's public keys, by member name.
     func memberKeys() throws -> [String: Set<SSHPublicKey>] {
-        Dictionary(try members().map { ($0.name, Set($0.keys.map(\.publicKey))) }, uniquingKeysWith: { $0.union($1) })
+        Dictionary(try members.list().map { ($0.name, Set($0.keys.map(\.publicKey))) }, uniquingKeysWith: { $0.union($1) })
     }
 }

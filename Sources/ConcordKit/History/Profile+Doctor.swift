@@ -34,7 +34,7 @@ extension Profile {
             problems.append(".gitattributes does not match .concord/kinds.json: some record files would not use the concord merge driver")
         }
         guard fix, !problems.isEmpty else { return problems.map { DoctorFinding(problem: $0, fixed: false) } }
-        try configureGit(members: try members())
+        try configureGit(members: try members.list())
         let stillBroken = try doctor(fix: false).map(\.problem)
         return problems.map { DoctorFinding(problem: $0, fixed: !stillBroken.contains($0)) }
     }

@@ -1,0 +1,88 @@
+import ConcordModel
+import ConcordTrust
+import Foundation
+
+/// Who belongs to a profile and what each may do: the member files under `.concord/members/`,
+/// their roles and device keys, and the checks every write passes. Membership changes (adding a
+/// member or a device, and later inviting, accepting and revoking) live here.
+public struct Members {
+    let profile: Profile
+
+    /// The members of this profile, read from `.concord/members/`.
+    public func list() throws -> [Member] {
+        let directory = profile.root.appendingPathComponent(ProfilePaths.membersDirectory)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return try names.filter { $0.hasSuffix(".json") }.sorted().map { name in
+            let path = ProfilePaths.membersDirectory + "/" + name
+            let bytes = try Array(Data(contentsOf: directory.appendingPathComponent(name)))
+            return try Member.decode(bytes, path: path)
+        }
+    }
+
+    /// Adds `name` as an active member with `role` and one device key, or adds a device key to an
+    /// existing member (their role then changes to `role`). Only admins may do this. The member
+    /// file is a signed commit like any record, and the allowed-signers file is regenerated.
+    @discardableResult
+    public func add(
+        _ name: String, role: Role, device: String, key: SSHPublicKey, as identity: Identity
+    ) throws -> WriteResult<Member> {
+        do {
+            try Identity.validateName(name, kind: "member")
+            try Identity.validateName(device, kind: "device")
+        } catch {
+            throw ConcordError.invalidInput(error.localizedDescription)
+        }
+        let result = try profile.records.write(as: identity) { transaction -> Member in
+            try authorizeAdmin(identity)
+            let existing = try list().first { $0.name == name }
+            var keys = existing?.keys.filter { $0.device != device && $0.publicKey != key } ?? []
+            keys.append(Member.Key(device: device, publicKey: key))
+            let member = Member(
+                name: name, role: role, status: .active, keys: keys.sorted { $0.device < $1.device },
+                addedBy: existing?.addedBy ?? identity.member,
+                addedAt: existing?.addedAt ?? HLClock.formatInstant(profile.environment.wallClock()))
+            if member != existing {
+                transaction.stage(ProfilePaths.member(name), member.json.canonicalBytes(),
+                                  RecordChange(kind: "members", id: name, action: existing == nil ? .added : .updated))
+            }
+            return member
+        }
+        try profile.configureGit(members: try list())
+        return result
+    }
+
+    /// Refuses `identity` unless it is an active member whose role may write `kind`.
+    func authorize(_ identity: Identity, toWrite kind: RecordKind) throws {
+        let member = try active(identity)
+        guard member.role >= kind.writers else {
+            throw ConcordError.notAllowed(member: identity.member, role: member.role, action: "writing \(kind.name)",
+                                          needs: kind.writers, profile: profile.info.name)
+        }
+    }
+
+    /// The active member `identity` is, checked by name AND device key: a key the member never
+    /// registered (someone else's identity under the same name, or a device not yet added) is refused.
+    func active(_ identity: Identity) throws -> Member {
+        guard let member = try list().first(where: { $0.name == identity.member }), member.status == .active else {
+            throw ConcordError.notAMember(member: identity.member, profile: profile.info.name)
+        }
+        guard member.keys.contains(where: { $0.publicKey == identity.key.publicKey }) else {
+            throw ConcordError.keyNotRegistered(member: identity.member, fingerprint: identity.key.publicKey.fingerprint, profile: profile.info.name)
+        }
+        return member
+    }
+
+    /// Refuses `identity` unless it is an active admin.
+    func authorizeAdmin(_ identity: Identity) throws {
+        let member = try active(identity)
+        guard member.role == .admin else {
+            throw ConcordError.notAllowed(member: identity.member, role: member.role, action: "changing its members",
+                                          needs: .admin, profile: profile.info.name)
+        }
+    }
+}
+
+extension Profile {
+    /// This profile's membership.
+    public var members: Members { Members(profile: self) }
+}

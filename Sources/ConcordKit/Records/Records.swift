@@ -1,0 +1,149 @@
+import ConcordGit
+import ConcordModel
+import ConcordTrust
+import Foundation
+
+/// A profile's records and logs: reading them, writing them in signed commits (`write(as:)`
+/// hands a `Transaction` to fill), and moving them in and out as a dump.
+public struct Records {
+    let profile: Profile
+
+    /// The live record `kind/id`; throws `recordNotFound` when it is missing or deleted, and names
+    /// the file when it is not a valid record.
+    public func get(_ kindName: String, _ rawID: String) throws -> Record {
+        try get(try profile.kind(named: kindName), try Transaction.recordID(rawID))
+    }
+
+    /// `get` for a kind and id already parsed (`parseReference`).
+    public func get(_ kind: RecordKind, _ id: RecordID) throws -> Record {
+        guard kind.policy != .append else { throw ConcordError.logKindNeedsAppend(kind.name) }
+        let path = Transaction.recordPath(kind, id)
+        guard let record = try profile.readRecord(path), !record.isDeleted else {
+            throw ConcordError.recordNotFound("\(kind.name)/\(id)")
+        }
+        return record
+    }
+
+    /// The entries of log kind `kind`, oldest first.
+    public func logEntries(_ kindName: String) throws -> [LogEntry] {
+        let kind = try profile.kind(named: kindName)
+        guard kind.policy == .append else { throw ConcordError.notALogKind(kind.name) }
+        return try profile.readLog(kind, strict: true).entries
+    }
+
+    /// Every live record (and log entry) of `kind`, or of all kinds; unreadable files become warnings.
+    public func list(kind kindName: String? = nil) throws -> Listing {
+        let selected = try kindName.map { [try profile.kind(named: $0)] } ?? profile.kinds.kinds
+        var items = [ListedItem]()
+        var warnings = [String]()
+        for kind in selected {
+            if kind.policy == .append {
+                let log = try profile.readLog(kind, strict: false)
+                items += log.entries.map { ListedItem(kind: kind.name, id: $0.id.rawValue) }
+                warnings += log.warnings
+                continue
+            }
+            for path in profile.recordFiles(of: kind) {
+                do {
+                    if let record = try profile.readRecord(path), !record.isDeleted {
+                        items.append(ListedItem(kind: kind.name, id: record.id.rawValue))
+                    }
+                } catch {
+                    warnings.append("skipped \(path): \(error.localizedDescription)")
+                }
+            }
+        }
+        return Listing(items: items, warnings: warnings)
+    }
+
+    /// Runs `body` in a transaction and commits everything it wrote as ONE signed commit by
+    /// `identity`. Nothing is committed (and nothing changes on disk) if `body` throws or writes
+    /// nothing. The branch moves by compare-and-swap; if it moved meanwhile (a plain git commit,
+    /// another process), the transaction is rebuilt on the new tip.
+    @discardableResult
+    public func write<Value>(
+        as identity: Identity, action: ChangeAction? = nil, _ body: (Transaction) throws -> Value
+    ) throws -> WriteResult<Value> {
+        let lock = try profile.lock()
+        defer { withExtendedLifetime(lock) {} }
+        var attempt = 0
+        while true {
+            attempt += 1
+            let head = try gitCall { try profile.repository.resolveReference("HEAD") }
+            let baseTree = try head.map { id in try gitCall { try profile.repository.commit(id).tree } }
+            let transaction = Transaction(profile: profile, identity: identity, baseTree: baseTree)
+            let value = try body(transaction)
+            PerformanceTrace.step("changes staged")
+            guard !transaction.isEmpty, let stamp = transaction.lastStamp else {
+                return WriteResult(value: value, commit: nil, changes: [])
+            }
+            let message = Profile.message(for: transaction.changes, action: action, identity: identity, stamp: stamp)
+            do {
+                let commit = try CommitWriter(profile: profile, identity: identity)
+                    .commit(files: transaction.files, message: message, expectedHead: head)
+                try profile.saveClock(stamp)
+                return WriteResult(value: value, commit: commit.hex, changes: transaction.changes)
+            } catch let error as GitError where (error.code == .modified || error.code == .exists || error.code == .locked)
+                        && attempt < Profile.maxWriteAttempts {
+                usleep(useconds_t.random(in: 1_000...20_000))
+                continue
+            } catch let error as GitError {
+                throw ConcordError.git(error)
+            }
+        }
+    }
+}
+
+extension Profile {
+    /// This profile's records and logs.
+    public var records: Records { Records(profile: self) }
+}
+
+extension Records {
+    /// Writes every record and log entry of `dump` as ONE commit. Records already holding the same
+    /// data and log entries already present are skipped, so importing a dump twice changes nothing.
+    @discardableResult
+    public func importDump(_ dump: Dump, as identity: Identity) throws -> WriteResult<Void> {
+        // Check everything before writing anything.
+        for (index, item) in dump.records.enumerated() {
+            let kind = try profile.kind(named: item.kind)
+            guard kind.policy != .append else {
+                throw ConcordError.invalidInput("records[\(index)]: kind \"\(kind.name)\" is a log; put its entries under \"logs\"")
+            }
+            _ = try Transaction.recordID(item.id)
+        }
+        for (index, item) in dump.logs.enumerated() {
+            guard try profile.kind(named: item.kind).policy == .append else {
+                throw ConcordError.invalidInput("logs[\(index)]: kind \"\(item.kind)\" is not a log; put it under \"records\"")
+            }
+            _ = try Transaction.recordID(item.id)
+        }
+        return try write(as: identity, action: .imported) { transaction in
+            for kind in Set(dump.records.map(\.kind)) {
+                try transaction.prefetch(kind: try profile.kind(named: kind))
+            }
+            try transaction.put(canonical: dump.records.map { ($0.kind, $0.id, $0.canonicalData) })
+            for item in dump.logs { try transaction.append(item.kind, data: item.data, id: item.id) }
+        }
+    }
+
+    /// All live records and all log entries as a dump.
+    public func exportDump() throws -> Dump {
+        var records = [Dump.RecordItem]()
+        var logs = [Dump.LogItem]()
+        for kind in profile.kinds.kinds {
+            if kind.policy == .append {
+                logs += try logEntries(kind.name).map {
+                    Dump.LogItem(kind: kind.name, id: $0.id.rawValue, data: $0.data, at: $0.at.description, by: $0.by, device: $0.device)
+                }
+            } else {
+                for path in profile.recordFiles(of: kind) {
+                    if let record = try profile.readRecord(path), let data = record.data {
+                        records.append(Dump.RecordItem(kind: kind.name, id: record.id.rawValue, data: data))
+                    }
+                }
+            }
+        }
+        return Dump(records: records, logs: logs)
+    }
+}
