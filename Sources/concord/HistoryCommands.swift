@@ -59,7 +59,7 @@ struct Log: ParsableCommand {
     }
 
     func run() throws {
-        let entries = try profile.open().history(record: record, limit: limit)
+        let entries = try profile.open().history.entries(record: record, limit: limit)
         if json {
             printJSON(.array(entries.map { entry in
                 .object([
@@ -90,7 +90,7 @@ struct History: ParsableCommand {
 
     func run() throws {
         let profile = try profile.open()
-        let entries = try profile.history(record: reference)
+        let entries = try profile.history.entries(record: reference)
         if json {
             printJSON(.array(try entries.map { entry in
                 var fields: [String: JSONValue] = [

@@ -54,7 +54,7 @@ struct Doctor: ParsableCommand {
     @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
-        let findings = try profile.open().doctor(fix: fix)
+        let findings = try profile.open().recovery.doctor(fix: fix)
         if json {
             printJSON(.array(findings.map { .object(["problem": .string($0.problem), "fixed": .bool($0.fixed)]) }))
         } else if findings.isEmpty {
@@ -74,7 +74,7 @@ struct Conflicts: ParsableCommand {
     @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
-        let conflicts = try profile.open().resolvedConflicts()
+        let conflicts = try profile.open().history.resolvedConflicts()
         if json {
             printJSON(.array(conflicts.map { item in
                 let c = item.conflict

@@ -14,7 +14,7 @@ final class HistoryAndClockTests: KitTestCase {
         let entryID = try profile.records.write(as: alice) { try $0.append("logs", data: ["tap": 1]) }.value
         try profile.records.write(as: alice) { try $0.delete("vocabulary", "a") }
 
-        let all = try profile.history()
+        let all = try profile.history.entries()
         XCTAssertEqual(all.map(\.action), ["deleted", "appended", "updated", "added", "added", "created"])
         XCTAssertEqual(all.map(\.commit), lines(try gitOK(["rev-list", "HEAD"], in: profile.root)))
         XCTAssertEqual(Set(all.map(\.signature)), [.good])
@@ -24,12 +24,12 @@ final class HistoryAndClockTests: KitTestCase {
         XCTAssertEqual(all.last?.parents, [])
         XCTAssertEqual(all.first?.parents, [all[1].commit])
 
-        let onlyA = try profile.history(record: "vocabulary/a")
+        let onlyA = try profile.history.entries(record: "vocabulary/a")
         XCTAssertEqual(onlyA.map(\.action), ["deleted", "updated", "added"])
         XCTAssertEqual(onlyA.map(\.commit), lines(try gitOK(["log", "--format=%H", "--", "\(RecordPaths.file(directory: "vocabulary", id: "a"))"], in: profile.root)))
-        XCTAssertEqual(try profile.history(record: "logs/\(entryID)").map(\.action), ["appended"])
-        XCTAssertEqual(try profile.history(limit: 2).count, 2)
-        XCTAssertTrue(try profile.history(record: "vocabulary/never").isEmpty)
+        XCTAssertEqual(try profile.history.entries(record: "logs/\(entryID)").map(\.action), ["appended"])
+        XCTAssertEqual(try profile.history.entries(limit: 2).count, 2)
+        XCTAssertTrue(try profile.history.entries(record: "vocabulary/never").isEmpty)
     }
 
     func testHistoryFindsALogEntryWrittenByABigImport() throws {
@@ -41,8 +41,8 @@ final class HistoryAndClockTests: KitTestCase {
         let text = #"{"records":[\#(records.joined(separator: ","))],"logs":[{"kind":"logs","id":"entry-1","data":{"e":1}}]}"#
         let result = try profile.records.importDump(try Dump.parse(Array(text.utf8), source: "dump"), as: alice)
         let importCommit = try XCTUnwrap(result.commit)
-        XCTAssertEqual(try profile.history(record: "vocabulary/r5").map(\.commit), [importCommit])
-        XCTAssertEqual(try profile.history(record: "logs/entry-1").map(\.commit), [importCommit],
+        XCTAssertEqual(try profile.history.entries(record: "vocabulary/r5").map(\.commit), [importCommit])
+        XCTAssertEqual(try profile.history.entries(record: "logs/entry-1").map(\.commit), [importCommit],
                        "the import commit added logs/entry-1")
     }
 
@@ -58,7 +58,7 @@ final class HistoryAndClockTests: KitTestCase {
         try Data(tamperedText.utf8).write(to: file)
         let tampered = try gitOK(["hash-object", "-t", "commit", "-w", file.path], in: profile.root)
         try gitOK(["update-ref", "refs/heads/main", tampered, head], in: profile.root)
-        let history = try profile.history()
+        let history = try profile.history.entries()
         XCTAssertEqual(history.first?.commit, tampered)
         XCTAssertEqual(history.first?.signature, .bad)
         XCTAssertEqual(history.last?.signature, .good)

@@ -31,11 +31,16 @@ public struct HistoryEntry: Sendable {
     public let signature: SignatureStatus
 }
 
-extension Profile {
-    /// The profile's history, newest first; with `record` ("kind/id"), only commits that changed it.
-    public func history(record reference: String? = nil, limit: Int? = nil) throws -> [HistoryEntry] {
+/// A profile's history, the audit trail: its commits newest first, who made each on which device,
+/// whether its signature checks out, and the conflicts merges resolved.
+public struct History {
+    let profile: Profile
+    private var repository: Repository { profile.repository }
+
+    /// The commits newest first; with `record` ("kind/id"), only those that changed it.
+    public func entries(record reference: String? = nil, limit: Int? = nil) throws -> [HistoryEntry] {
         let filter = try reference.map { text -> (kind: RecordKind, id: RecordID) in
-            let (kind, id) = try parseReference(text)
+            let (kind, id) = try profile.parseReference(text)
             return (kind, id)
         }
         guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else { return [] }
@@ -107,6 +112,28 @@ extension Profile {
 
     /// Every member's public keys, by member name.
     func memberKeys() throws -> [String: Set<SSHPublicKey>] {
-        Dictionary(try members.list().map { ($0.name, Set($0.keys.map(\.publicKey))) }, uniquingKeysWith: { $0.union($1) })
+        Dictionary(try profile.members.list().map { ($0.name, Set($0.keys.map(\.publicKey))) }, uniquingKeysWith: { $0.union($1) })
     }
+}
+
+extension History {
+    /// Conflicts resolved by merges, newest first, from the `Concord-Resolved` trailers.
+    public func resolvedConflicts() throws -> [(commit: String, conflict: ResolvedConflict)] {
+        guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else { return [] }
+        var out = [(commit: String, conflict: ResolvedConflict)]()
+        try gitCall {
+            try repository.walkHistory(from: head) { commit in
+                for value in CommitTrailers(message: commit.message).resolved {
+                    if let conflict = ResolvedConflict(trailerValue: value) { out.append((commit.id.hex, conflict)) }
+                }
+                return true
+            }
+        }
+        return out
+    }
+}
+
+extension Profile {
+    /// This profile's history.
+    public var history: History { History(profile: self) }
 }

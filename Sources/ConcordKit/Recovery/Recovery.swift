@@ -8,7 +8,13 @@ public struct DoctorFinding: Sendable, Equatable {
     public let fixed: Bool
 }
 
-extension Profile {
+/// Finding and repairing what keeps a profile usable: the checks of `doctor` here; the profile
+/// lock, the checkout journal and crash repair (ProfileLock.swift, CheckoutJournal.swift) are
+/// what every command runs through before it starts.
+public struct Recovery {
+    let profile: Profile
+    private var repository: Repository { profile.repository }
+
     /// Checks what plain git needs to treat this profile like concord does: the merge driver
     /// config (git silently falls back to a text merge without it), the signing config, the
     /// allowed-signers file and `.gitattributes`. With `fix`, rewrites the config and signers file.
@@ -29,28 +35,18 @@ extension Profile {
         if signers.map({ !FileManager.default.fileExists(atPath: $0) }) ?? true {
             problems.append("the allowed-signers file is missing: git verify-commit cannot check signatures")
         }
-        let attributes = FileManager.default.contents(atPath: rootPath + ProfilePaths.gitattributes).map { String(decoding: $0, as: UTF8.self) }
-        if attributes != kinds.gitattributes() {
+        let attributes = FileManager.default.contents(atPath: profile.rootPath + ProfilePaths.gitattributes).map { String(decoding: $0, as: UTF8.self) }
+        if attributes != profile.kinds.gitattributes() {
             problems.append(".gitattributes does not match .concord/kinds.json: some record files would not use the concord merge driver")
         }
         guard fix, !problems.isEmpty else { return problems.map { DoctorFinding(problem: $0, fixed: false) } }
-        try configureGit(members: try members.list())
+        try profile.configureGit(members: try profile.members.list())
         let stillBroken = try doctor(fix: false).map(\.problem)
         return problems.map { DoctorFinding(problem: $0, fixed: !stillBroken.contains($0)) }
     }
+}
 
-    /// Conflicts resolved by merges, newest first, from the `Concord-Resolved` trailers.
-    public func resolvedConflicts() throws -> [(commit: String, conflict: ResolvedConflict)] {
-        guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else { return [] }
-        var out = [(commit: String, conflict: ResolvedConflict)]()
-        try gitCall {
-            try repository.walkHistory(from: head) { commit in
-                for value in CommitTrailers(message: commit.message).resolved {
-                    if let conflict = ResolvedConflict(trailerValue: value) { out.append((commit.id.hex, conflict)) }
-                }
-                return true
-            }
-        }
-        return out
-    }
+extension Profile {
+    /// Checks and repairs of this profile.
+    public var recovery: Recovery { Recovery(profile: self) }
 }
