@@ -53,7 +53,7 @@ let package = Package(
 
         // ConcordTestSupport: the fixtures every test target and the bench share: child processes, a real
         // sshd, the concord binary, sandboxes, seeded generators, hand-made object files. No XCTest here.
-        .target(name: "ConcordTestSupport", dependencies: ["ConcordGitFormats"], path: "Tests/ConcordTestSupport"),
+        .target(name: "ConcordTestSupport", dependencies: ["ConcordGitFormats", "ConcordModel"], path: "Tests/ConcordTestSupport"),
 
         .testTarget(name: "ConcordModelTests", dependencies: ["ConcordModel", "ConcordTestSupport"]),
         .testTarget(name: "ConcordTrustTests", dependencies: ["ConcordTrust", "ConcordTestSupport"]),

@@ -41,26 +41,6 @@ struct ResultRow {
     /// The same comparison on the fastest runs, for the report; nil leaves the row out of that list.
     let fastest: String?
 
-    /// concord against git on the same work: medians, ratio = concord median / git median, met when
-    /// the ratio is at most `target`.
-    init(label: String, concord: Samples, git: Samples, target: Double? = nil) {
-        let ratio = concord.median / git.median
-        self.init(label: label, concordCell: Format.duration(concord.median), gitCell: Format.duration(git.median),
-                  ratio: ratio, targetCell: target.map { "≤ " + Format.ratio($0) }, met: target.map { ratio <= $0 },
-                  fastest: "concord \(Format.duration(concord.fastest)), git \(Format.duration(git.fastest)), "
-                      + "ratio \(Format.ratio(concord.fastest / git.fastest))")
-    }
-
-    init(label: String, concordCell: String, gitCell: String, ratio: Double, targetCell: String?, met: Bool?, fastest: String?) {
-        self.label = label
-        self.concordCell = concordCell
-        self.gitCell = gitCell
-        self.ratio = ratio
-        self.targetCell = targetCell
-        self.met = met
-        self.fastest = fastest
-    }
-
     /// One tool's medians on a small and a large profile (in that tool's column, the other shows "—");
     /// ratio = large median / small median, met when at most `target`.
     static func scaling(label: String, tool: Tool, small: (name: String, samples: Samples),
@@ -86,6 +66,18 @@ struct ResultRow {
 
     enum Tool: String {
         case concord, git
+    }
+}
+
+extension ResultRow {
+    /// concord against git on the same work: medians, ratio = concord median / git median, met when
+    /// the ratio is at most `target`.
+    init(label: String, concord: Samples, git: Samples, target: Double? = nil) {
+        let ratio = concord.median / git.median
+        self.init(label: label, concordCell: Format.duration(concord.median), gitCell: Format.duration(git.median),
+                  ratio: ratio, targetCell: target.map { "≤ " + Format.ratio($0) }, met: target.map { ratio <= $0 },
+                  fastest: "concord \(Format.duration(concord.fastest)), git \(Format.duration(git.fastest)), "
+                      + "ratio \(Format.ratio(concord.fastest / git.fastest))")
     }
 }
 

@@ -28,15 +28,6 @@ class CLITestCase: XCTestCase {
         }
     }
 
-    /// The concord binary, or a test failure saying to build it.
-    func concordBinary(file: StaticString = #filePath, line: UInt = #line) throws -> String {
-        guard let path = ConcordBinary.path else {
-            XCTFail("concord binary not found next to the test bundle: run swift build first", file: file, line: line)
-            throw ConcordBinary.Missing()
-        }
-        return path
-    }
-
     /// A new empty directory inside the sandbox.
     func makeDirectory(_ name: String) throws -> URL {
         let url = sandbox.appendingPathComponent(name)
@@ -61,7 +52,7 @@ class CLITestCase: XCTestCase {
     @discardableResult
     func concord(_ arguments: [String], as person: Person?, in directory: URL? = nil, clock: String? = fixedClock,
                  file: StaticString = #filePath, line: UInt = #line) throws -> RunResult {
-        try ProcessRunner.run(try concordBinary(file: file, line: line), arguments,
+        try ProcessRunner.run(try ConcordBinary.required(), arguments,
                               environment: environment(for: person, clock: clock), in: directory ?? sandbox)
     }
 

@@ -7,7 +7,7 @@ final class ConcurrencyTests: CLITestCase {
     static let perWriter = 200
 
     func testTwoConcurrentPutLoops() throws {
-        let binary = try concordBinary()
+        let binary = try ConcordBinary.required()
         let alice = try makePerson("alice")
         let profile = try makeProfile(owner: alice)
 

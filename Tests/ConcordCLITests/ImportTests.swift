@@ -132,7 +132,7 @@ final class ImportTests: CLITestCase {
         let profile = try makeProfile(owner: alice)
         var environment = environment(for: alice)
         environment["CONCORD_TRACE_PERF"] = "1"
-        let result = try ProcessRunner.run(try concordBinary(), ["import", "--file", try bigDump().path, "--json"],
+        let result = try ProcessRunner.run(try ConcordBinary.required(), ["import", "--file", try bigDump().path, "--json"],
                                            environment: environment, in: profile)
         XCTAssertEqual(result.status, 0, result.summary)
         XCTAssertEqual((try parseJSON(result.stdout) as? [String: Any])?["records"] as? Int, 100)
@@ -146,7 +146,7 @@ final class ImportTests: CLITestCase {
 
         // Without the variable (or with it set to 0), stderr stays empty.
         environment["CONCORD_TRACE_PERF"] = "0"
-        let quiet = try ProcessRunner.run(try concordBinary(), ["import", "--file", try bigDump().path], environment: environment, in: profile)
+        let quiet = try ProcessRunner.run(try ConcordBinary.required(), ["import", "--file", try bigDump().path], environment: environment, in: profile)
         XCTAssertEqual(quiet.status, 0, quiet.summary)
         XCTAssertEqual(quiet.stderr, "")
     }

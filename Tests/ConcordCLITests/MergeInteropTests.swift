@@ -230,7 +230,7 @@ final class MergeInteropTests: CLITestCase {
         XCTAssertTrue(try concord(["doctor"], as: alice, in: profile).stdout.contains("not set"))
         try concordOK(["doctor", "--fix"], as: alice, in: profile)
         let driver = try gitOK(["config", "merge.concord.driver"], in: profile)
-        let binary = try concordBinary()
+        let binary = try ConcordBinary.required()
         XCTAssertTrue(driver.hasSuffix(" merge-driver %O %A %B %P") && driver.contains(binary), driver)
         XCTAssertEqual(try concord(["doctor"], as: alice, in: profile).status, 0)
     }

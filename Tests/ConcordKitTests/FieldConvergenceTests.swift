@@ -15,16 +15,7 @@ final class FieldConvergenceTests: KitTestCase {
     static let ids = ["r1", "r2"]
     static let keys = ["a", "b", "c"]
 
-    enum Event {
-        case write(WriteStamp, assignments: [String: JSONValue?])
-        case delete(WriteStamp)
-
-        var stamp: WriteStamp {
-            switch self {
-            case .write(let stamp, _), .delete(let stamp): stamp
-            }
-        }
-    }
+    typealias Event = ConvergenceRule.Event
 
     struct Device {
         let profile: Profile
@@ -131,7 +122,7 @@ final class FieldConvergenceTests: KitTestCase {
         let heads = try Set(devices.map { try gitOK(["rev-parse", "HEAD^{tree}"], in: $0.profile.root) })
         XCTAssertEqual(heads.count, 1, "seed \(seed): devices ended with different trees")
         for id in Self.ids {
-            let expected = Self.rule(events[id] ?? [], id: try RecordID(id))
+            let expected = ConvergenceRule.apply(events[id] ?? [], id: try RecordID(id), kind: "vocabulary")
             for device in devices {
                 let head = try gitOK(["rev-parse", "HEAD"], in: device.profile.root)
                 let bytes = try device.profile.recordVersion("vocabulary/\(id)", atCommit: head)
@@ -144,33 +135,5 @@ final class FieldConvergenceTests: KitTestCase {
 
     private func same(_ a: JSONValue?, _ b: JSONValue?) -> Bool {
         a?.canonicalBytes() == b?.canonicalBytes()
-    }
-
-    /// The rule, written independently of the merge code: deleted if the latest event is a delete;
-    /// else each field holds its latest assignment (ties by value bytes, a removal lowest) if it came
-    /// after the latest delete.
-    static func rule(_ events: [Event], id: RecordID) -> [UInt8]? {
-        guard let latest = events.max(by: { $0.stamp < $1.stamp }) else { return nil }
-        if case .delete(let stamp) = latest {
-            return Record(id: id, kind: "vocabulary", device: stamp.device, member: stamp.member, stamp: stamp.at, state: .deleted).encoded()
-        }
-        let floor = events.compactMap { if case .delete(let stamp) = $0 { stamp } else { nil } }.max()
-        var fields = [String: (stamp: WriteStamp, value: JSONValue?)]()
-        for case .write(let stamp, let assignments) in events {
-            for (key, value) in assignments {
-                if let current = fields[key], !(current.stamp < stamp
-                    || (current.stamp == stamp && (current.value?.canonicalBytes() ?? []).lexicographicallyPrecedes(value?.canonicalBytes() ?? []))) {
-                    continue
-                }
-                fields[key] = (stamp, value)
-            }
-        }
-        var data = [String: JSONValue](), stamps = [String: WriteStamp]()
-        for (key, field) in fields where floor.map({ $0 < field.stamp }) ?? true {
-            if let value = field.value { data[key] = value }
-            if field.value == nil || field.stamp != latest.stamp { stamps[key] = field.stamp }
-        }
-        return Record(id: id, kind: "vocabulary", device: latest.stamp.device, member: latest.stamp.member, stamp: latest.stamp.at,
-                      state: .live(data: data), fieldStamps: stamps, lastDeleted: floor).encoded()
     }
 }

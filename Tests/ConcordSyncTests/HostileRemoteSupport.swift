@@ -113,7 +113,7 @@ extension SyncTestCase {
     /// a stuck test run); `timedOut` says whether it had to be killed.
     func concordWithDeadline(_ arguments: [String], as device: SyncDevice, in directory: URL, seconds: Double = 60,
                              environment extra: [String: String] = [:]) throws -> RunResult {
-        try ProcessRunner.run(try concordBinary(), arguments, environment: concordEnvironment(device).merging(extra) { $1 },
+        try ProcessRunner.run(try ConcordBinary.required(), arguments, environment: concordEnvironment(device).merging(extra) { $1 },
                               in: directory, deadline: seconds)
     }
 

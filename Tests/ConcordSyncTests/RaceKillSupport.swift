@@ -106,7 +106,7 @@ extension RaceKill {
         /// every other device's key added, publishes it, and clones it on d2…dN.
         init(in testCase: SyncTestCase, devices count: Int, transport: Transport,
              file: StaticString = #filePath, line: UInt = #line) throws {
-            let binary = try testCase.concordBinary(file: file, line: line)
+            let binary = try ConcordBinary.required()
             concord = binary
             sandbox = testCase.sandbox
             scratch = try testCase.makeDirectory("scratch")

@@ -91,7 +91,7 @@ final class SyncIntegrityTests: SyncTestCase {
 
         // watch reports the refusal once and backs off instead of retrying every interval.
         let output = sandbox.appendingPathComponent("watch.out")
-        let watcher = try ChildProcess(path: try concordBinary(), arguments: ["watch", "-C", bobProfile.path, "--remote", "server",
+        let watcher = try ChildProcess(path: try ConcordBinary.required(), arguments: ["watch", "-C", bobProfile.path, "--remote", "server",
                                                                              "--interval", "0.1", "--json"],
                                        environment: concordEnvironment(bob), output: output)
         addTeardownBlock { watcher.signal(SIGKILL); watcher.wait() }

@@ -82,15 +82,6 @@ struct SyncDevice {
 }
 
 extension SyncTestCase {
-    /// The concord binary, or a test failure saying to build it.
-    func concordBinary(file: StaticString = #filePath, line: UInt = #line) throws -> String {
-        guard let path = ConcordBinary.path else {
-            XCTFail("concord binary not found next to the test bundle: run swift build first", file: file, line: line)
-            throw ConcordBinary.Missing()
-        }
-        return path
-    }
-
     /// The environment `device` runs concord with (see `environment(_:)`); `clock` sets CONCORD_CLOCK.
     func concordEnvironment(_ device: SyncDevice?, clock: String? = nil) -> [String: String] {
         var extra = [String: String]()
@@ -103,7 +94,7 @@ extension SyncTestCase {
     @discardableResult
     func concord(_ arguments: [String], as device: SyncDevice?, in directory: URL? = nil, clock: String? = nil,
                  file: StaticString = #filePath, line: UInt = #line) throws -> RunResult {
-        try ProcessRunner.run(try concordBinary(file: file, line: line), arguments,
+        try ProcessRunner.run(try ConcordBinary.required(), arguments,
                             environment: concordEnvironment(device, clock: clock), in: directory ?? sandbox)
     }
 

@@ -7,6 +7,12 @@ public enum ConcordBinary {
         public var description: String { "the concord binary was not found: run swift build first (or set CONCORD_BIN)" }
     }
 
+    /// `path`, or `Missing` (which says to build it) for a test to fail with.
+    public static func required() throws -> String {
+        guard let path else { throw Missing() }
+        return path
+    }
+
     /// `CONCORD_BIN`, else next to the test bundle (.build/debug), else the package's `.build/debug`.
     public static let path: String? = {
         let fileManager = FileManager.default
