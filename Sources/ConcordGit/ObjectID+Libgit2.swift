@@ -5,7 +5,7 @@ internal import CLibgit2
 extension ObjectID {
     init(_ oid: git_oid) {
         var copy = oid
-        self.init(bytes: withUnsafeBytes(of: &copy.id) { Array($0) })
+        self = withUnsafeBytes(of: &copy.id) { ObjectID(raw: $0) }
     }
 
     init(_ pointer: UnsafePointer<git_oid>) {
@@ -14,6 +14,7 @@ extension ObjectID {
 
     var raw: git_oid {
         var oid = git_oid()
+        let bytes = self.bytes
         withUnsafeMutableBytes(of: &oid.id) { buffer in
             for (index, byte) in bytes.enumerated() { buffer[index] = byte }
         }

@@ -24,7 +24,7 @@ extension IndexPlan {
     static func appendEntry(path: [UInt8], info: stat, blob: ObjectID, to out: inout [UInt8]) {
         let start = out.count
         appendStat(info, to: &out)
-        out.append(contentsOf: blob.bytes)
+        blob.append(to: &out)
         let flags = min(path.count, 0xFFF)
         out.append(UInt8(flags >> 8))
         out.append(UInt8(flags & 0xFF))

@@ -63,7 +63,7 @@ public struct ObjectPack {
         var hasher = Insecure.SHA1()
         hasher.update(data: header(type: type, size: bytes.count))
         hasher.update(data: bytes)
-        return ObjectID(bytes: Array(hasher.finalize()))
+        return hasher.finalize().withUnsafeBytes { ObjectID(raw: $0) }
     }
 
     /// git's object header: `<type> <decimal size>\0`.
@@ -128,13 +128,13 @@ public struct ObjectPack {
         var index: [UInt8] = [0xFF, 0x74, 0x4F, 0x63]
         index.appendBigEndian(2)
         var fanout = [UInt32](repeating: 0, count: 256)
-        for entry in entries { fanout[Int(entry.id.bytes[0])] += 1 }
+        for entry in entries { fanout[Int(entry.id.firstByte)] += 1 }
         var running: UInt32 = 0
         for bucket in 0..<256 {
             running += fanout[bucket]
             index.appendBigEndian(running)
         }
-        for entry in entries { index += entry.id.bytes }
+        for entry in entries { entry.id.append(to: &index) }
         for entry in entries { index.appendBigEndian(entry.crc) }
         var large = [UInt64]()
         for entry in entries {

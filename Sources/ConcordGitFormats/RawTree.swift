@@ -53,7 +53,7 @@ package struct RawTree {
 
     package func name(_ entry: Entry) -> ArraySlice<UInt8> { bytes[entry.nameStart..<entry.nameEnd] }
 
-    package func id(_ entry: Entry) -> ObjectID { ObjectID(bytes: Array(bytes[(entry.nameEnd + 1)..<entry.end])) }
+    package func id(_ entry: Entry) -> ObjectID { ObjectID(bytes: bytes[(entry.nameEnd + 1)..<entry.end]) }
 
     /// The mode digits of `entry` (e.g. "100644", "40000").
     package func mode(_ entry: Entry) -> ArraySlice<UInt8> { bytes[entry.start..<(entry.nameStart - 1)] }
@@ -188,7 +188,7 @@ package struct RawTree {
             out += Array((value.isTree ? "40000 " : "100644 ").utf8)
             out += next.edit.name
             out.append(0)
-            out += value.id.bytes
+            value.id.append(to: &out)
         }
         copyEntries(upTo: entries.count)
         return out

@@ -130,12 +130,14 @@ struct FuzzScene {
                 tree[path] = (mode, id)
                 notes.append("add \(mode) \(String(decoding: path, as: UTF8.self).debugDescription)")
             case 40..<55:
-                if let path = tree.keys.randomElement(using: &random) {
+                // Sorted: a dictionary's order changes from run to run, and the cases must replay.
+                if let path = tree.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }).randomElement(using: &random) {
                     tree[path] = nil
                     notes.append("remove \(String(decoding: path, as: UTF8.self))")
                 }
             case 55..<80:
-                if let path = tree.keys.filter({ String(decoding: $0, as: UTF8.self).hasSuffix(".json") || String(decoding: $0, as: UTF8.self).hasSuffix(".jsonl") }).randomElement(using: &random) {
+                if let path = tree.keys.filter({ String(decoding: $0, as: UTF8.self).hasSuffix(".json") || String(decoding: $0, as: UTF8.self).hasSuffix(".jsonl") })
+                    .sorted(by: { $0.lexicographicallyPrecedes($1) }).randomElement(using: &random) {
                     tree[path] = ("100644", try writeObject("blob", randomContent(for: path, &random)))
                     notes.append("rewrite \(String(decoding: path, as: UTF8.self))")
                 }
@@ -269,10 +271,24 @@ struct FuzzScene {
         written = []
     }
 
-    /// After an acceptance: the forged commit is the new base. A damaged object the commit did
-    /// not need is removed (were it needed, the remote's fsck at the end finds it missing).
+    /// After an acceptance: the forged commit is the new base, and the damaged object file goes.
+    /// Bob's sync fetched only what he lacked, so it accepts a commit whose damaged object he
+    /// already had; the remote then gets a sound copy of it back from him (the damage is the
+    /// attacker's, and the remote's fsck at the end would find it).
     mutating func adoptRemote() throws {
-        if let damaged { try? FileManager.default.removeItem(atPath: damaged) }
+        if let damaged {
+            try? FileManager.default.removeItem(atPath: damaged)
+            let components = damaged.split(separator: "/").suffix(2)
+            let id = components.joined()
+            let lookup = try test.git(["cat-file", "-t", id], in: bobURL)
+            let type = lookup.trimmedStdout
+            if id.count == 40, lookup.status == 0, !type.isEmpty {
+                let bytes = try ProcessRunner.run(gitPath, ["cat-file", type, id], environment: isolatedEnvironment(home: test.sandbox),
+                                                  in: bobURL).stdoutData
+                try ProcessRunner.runOK(gitPath, ["hash-object", "-w", "-t", type, "--stdin"],
+                                        environment: isolatedEnvironment(home: test.sandbox), in: bareURL, input: bytes)
+            }
+        }
         base = try test.gitOK(["rev-parse", "refs/heads/main"], in: bareURL)
         written = []
         try loadFiles()
