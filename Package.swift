@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // Concord: an offline-first, file-based sync kit. Layers depend downward only:
-//   concord (CLI) → ConcordKit → ConcordTrust, ConcordGit, ConcordModel → CLibgit2
+//   concord (CLI) → ConcordKit → ConcordTrust, ConcordGit, ConcordModel → CLibgit2, CLibssh2
 import PackageDescription
 
 let package = Package(
@@ -21,9 +21,11 @@ let package = Package(
             pkgConfig: "libgit2",
             providers: [.apt(["libgit2-dev"])]
         ),
-        // ConcordGit: the only importer of CLibgit2; repositories, objects, trees, refs, signed commits,
+        // CLibssh2: the system libssh2 (1.10, the one libgit2 links), for reading an ssh remote's refs.
+        .systemLibrary(name: "CLibssh2", pkgConfig: "libssh2", providers: [.apt(["libssh2-1-dev"])]),
+        // ConcordGit: the only importer of CLibgit2 and CLibssh2; repositories, objects, trees, refs, signed commits,
         // blob packs (SHA-1 trailer via swift-crypto), merge driver, remotes, fetch and push.
-        .target(name: "ConcordGit", dependencies: ["CLibgit2", .product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "ConcordGit", dependencies: ["CLibgit2", "CLibssh2", .product(name: "Crypto", package: "swift-crypto")]),
         // ConcordModel: pure Swift data model: canonical JSON, ids, kinds, records, HLC, roles.
         .target(name: "ConcordModel"),
         // ConcordTrust: Ed25519 identities as OpenSSH keys, SSHSIG signing and verification.
