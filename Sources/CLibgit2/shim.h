@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #if defined(__linux__)
 #include <sys/syscall.h>
+#include <malloc.h>
 #include <unistd.h>
 #endif
 

@@ -142,7 +142,8 @@ final class WatchTests: SyncTestCase {
         for watcher in watchers {
             let names = watcher.names()
             let name = watcher.device.name
-            XCTAssertEqual(names.filter { $0 == "offline" }.count, 1, "\(name): the outage must be reported exactly once: \(names)")
+            let offlines = watcher.events().filter { $0["event"] as? String == "offline" }.map { "\($0)" }
+            XCTAssertEqual(offlines.count, 1, "\(name): the outage must be reported exactly once: \(names) \(offlines)")
             XCTAssertEqual(names.filter { $0 == "online" }.count, 1, "\(name): \(names)")
             XCTAssertEqual(names.filter { $0 == "started" }.count, 1, "\(name): \(names)")
             let errors = watcher.events().filter { $0["event"] as? String == "error" }.compactMap { $0["message"] as? String }
