@@ -30,13 +30,13 @@ enum SSHRefAdvertisement {
     static func heads(url: String, options: TransportOptions) throws -> [String: ObjectID] {
         guard let components = URLComponents(string: url), components.scheme == "ssh",
               let host = components.host, !host.isEmpty, !components.path.isEmpty else {
-            throw GitError(function: "git_remote_connect", code: .other(-1), message: "malformed ssh URL \(url)",
+            throw GitError(function: "URLComponents", code: .other(-1), message: "malformed ssh URL \(url)",
                            errorClass: Int32(GIT_ERROR_NET.rawValue))
         }
         // As libgit2 (`gen_proto`): `ssh://host/~user/x` names `~user/x`.
         let path = components.path.hasPrefix("/~") ? String(components.path.dropFirst()) : components.path
         guard !path.contains("'") else {
-            throw GitError(function: "git_remote_connect", code: .other(-1), message: "a quote in the remote path \(path)",
+            throw GitError(function: "git-upload-pack", code: .other(-1), message: "a quote in the remote path \(path)",
                            errorClass: Int32(GIT_ERROR_INVALID.rawValue))
         }
         let user = components.user ?? options.sshUser ?? ProcessInfo.processInfo.userName
@@ -77,7 +77,7 @@ enum SSHRefAdvertisement {
             guard socket >= 0 else {
                 let code = errno
                 if code == ETIMEDOUT, let seconds = options.stallTimeout { throw TransportFailure.timedOut(seconds: Int(seconds.rounded())) }
-                throw GitError(function: "git_remote_connect", code: .other(-1),
+                throw GitError(function: "connect", code: .other(-1),
                                message: "failed to connect to \(host): \(String(cString: strerror(code)))",
                                errorClass: Int32(GIT_ERROR_OS.rawValue))
             }
@@ -94,10 +94,10 @@ enum SSHRefAdvertisement {
             let types = SSHRefAdvertisement.hostKeyTypes(options.knownHostLines)
             if !types.isEmpty {
                 let preferred = libssh2_session_method_pref(session, LIBSSH2_METHOD_HOSTKEY, types.joined(separator: ","))
-                if preferred != 0 { throw failure("failed to set hostkey preference", preferred) }
+                if preferred != 0 { throw failure("libssh2_session_method_pref", "failed to set hostkey preference", preferred) }
             }
             let shaken = libssh2_session_handshake(session, socket)
-            if shaken != 0 { throw failure("failed to start SSH session", shaken) }
+            if shaken != 0 { throw failure("libssh2_session_handshake", "failed to start SSH session", shaken) }
             established = true
         }
 
@@ -112,7 +112,7 @@ enum SSHRefAdvertisement {
             var length = 0
             var type: Int32 = 0
             guard let raw = libssh2_session_hostkey(session, &length, &type), length > 0 else {
-                throw failure("failed to retrieve hostkey", -1)
+                throw failure("libssh2_session_hostkey", "failed to retrieve hostkey", -1)
             }
             let blob = Array(UnsafeRawBufferPointer(start: raw, count: length))
             let key = HostKey(host: host, blob: blob, sha256: Array(SHA256.hash(data: blob)))
@@ -139,14 +139,14 @@ enum SSHRefAdvertisement {
         /// Runs `command` on one channel and reads git's v0 ref advertisement up to its flush packet.
         func advertisedRefs(command: String) throws -> [String: ObjectID] {
             guard let channel = libssh2_channel_open_ex(session, "session", 7, 2 << 20, 32_768, nil, 0) else {
-                throw failure("Failed to open SSH channel", lastCode)
+                throw failure("libssh2_channel_open_ex", "Failed to open SSH channel", lastCode)
             }
             defer {
                 _ = libssh2_channel_close(channel)
                 _ = libssh2_channel_free(channel)
             }
             let started = libssh2_channel_process_startup(channel, "exec", 4, command, UInt32(command.utf8.count))
-            if started != 0 { throw failure("SSH could not execute request", started) }
+            if started != 0 { throw failure("libssh2_channel_process_startup", "SSH could not execute request", started) }
             var reader = PacketReader()
             var buffer = [UInt8](repeating: 0, count: 16_384)
             while true {
@@ -159,7 +159,7 @@ enum SSHRefAdvertisement {
                 let count = buffer.withUnsafeMutableBytes {
                     libssh2_channel_read_ex(channel, 0, $0.baseAddress?.assumingMemoryBound(to: CChar.self), $0.count)
                 }
-                if count < 0 { throw failure("SSH could not read data", Int32(count)) }
+                if count < 0 { throw failure("libssh2_channel_read_ex", "SSH could not read data", Int32(count)) }
                 if count == 0 { throw try endedEarly(channel, spoke: !reader.isEmpty) }
                 try reader.append(buffer[0..<count])
             }
@@ -173,12 +173,12 @@ enum SSHRefAdvertisement {
                 libssh2_channel_read_ex(channel, Int32(SSH_EXTENDED_DATA_STDERR), $0.baseAddress?.assumingMemoryBound(to: CChar.self), $0.count)
             }
             guard count > 0 else {
-                return GitError(function: "git_remote_connect", code: .other(-1), message: "early EOF",
+                return GitError(function: "libssh2_channel_read_ex", code: .other(-1), message: "early EOF",
                                 errorClass: Int32(GIT_ERROR_NET.rawValue))
             }
             let message = String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             if message.isEmpty || message.contains("does not appear to be a git repository") {
-                return GitError(function: "git_remote_connect", code: .other(GIT_EEOF.rawValue), rawCode: GIT_EEOF.rawValue,
+                return GitError(function: "libssh2_channel_read_ex", code: .other(GIT_EEOF.rawValue), rawCode: GIT_EEOF.rawValue,
                                 message: message, errorClass: Int32(GIT_ERROR_SSH.rawValue))
             }
             return TransportFailure.refused(message)
@@ -199,9 +199,9 @@ enum SSHRefAdvertisement {
         }
 
         /// A libssh2 failure: a timeout, or an ssh error as libgit2 words it (`ssh_error`).
-        private func failure(_ what: String, _ code: Int32) -> Error {
+        private func failure(_ function: String, _ what: String, _ code: Int32) -> Error {
             if let timedOut = timeout(code) { return timedOut }
-            return GitError(function: "git_remote_connect", code: .other(code), rawCode: code, message: "\(what): \(lastMessage)",
+            return GitError(function: function, code: .other(code), rawCode: code, message: "\(what): \(lastMessage)",
                             errorClass: Int32(GIT_ERROR_SSH.rawValue))
         }
     }
@@ -240,7 +240,7 @@ enum SSHRefAdvertisement {
             var text = String(decoding: payload, as: UTF8.self)
             if text.hasSuffix("\n") { text.removeLast() }
             if text.hasPrefix("ERR ") {
-                throw GitError(function: "git_remote_connect", code: .other(-1), message: "remote error: \(text.dropFirst(4))",
+                throw GitError(function: "git-upload-pack", code: .other(-1), message: "remote error: \(text.dropFirst(4))",
                                errorClass: Int32(GIT_ERROR_NET.rawValue))
             }
             if let nul = text.firstIndex(of: "\0") { text = String(text[..<nul]) }
@@ -254,7 +254,7 @@ enum SSHRefAdvertisement {
         }
 
         private func malformed(_ what: String) -> GitError {
-            GitError(function: "git_remote_connect", code: .other(-1), message: "invalid ref advertisement: \(what)",
+            GitError(function: "git-upload-pack", code: .other(-1), message: "invalid ref advertisement: \(what)",
                      errorClass: Int32(GIT_ERROR_NET.rawValue))
         }
     }
