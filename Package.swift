@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 // Concord: an offline-first, file-based sync kit. Layers depend downward only:
 //   concord (CLI) → ConcordKit → ConcordTrust, ConcordGit, ConcordModel;
-//   ConcordGit → CLibgit2, ConcordGitFormats → CShims
+//   ConcordGit → CLibgit2, CLibssh2, ConcordGitFormats → CShims
 import PackageDescription
 
 let package = Package(
@@ -22,15 +22,17 @@ let package = Package(
             pkgConfig: "libgit2",
             providers: [.apt(["libgit2-dev"])]
         ),
-        // CShims: zlib through typed wrappers, and Linux's renameat2 (what Swift cannot call directly).
+        // CShims: zlib through typed wrappers, Linux's renameat2 and glibc's malloc_trim (what Swift cannot call directly).
         .systemLibrary(name: "CShims", providers: [.apt(["zlib1g-dev"])]),
+        // CLibssh2: the system libssh2 (1.10, the one libgit2 links), for reading an ssh remote's refs.
+        .systemLibrary(name: "CLibssh2", pkgConfig: "libssh2", providers: [.apt(["libssh2-1-dev"])]),
         // ConcordGitFormats: git's formats in pure Swift, no libgit2: object ids, raw trees, pack and
         // pack-index writing, small-object deflate, index-file patching, safe path names, file writes.
         .target(name: "ConcordGitFormats", dependencies: ["CShims", .product(name: "Crypto", package: "swift-crypto")]),
-        // ConcordGit: the only importer of CLibgit2; repositories, objects, trees, refs, signed commits,
-        // merge driver, remotes, fetch and push, the quarantine; re-exports ConcordGitFormats.
+        // ConcordGit: the only importer of CLibgit2 and CLibssh2; repositories, objects, trees, refs, signed
+        // commits, merge driver, remotes, fetch and push, the quarantine; re-exports ConcordGitFormats.
         .target(name: "ConcordGit",
-                dependencies: ["CLibgit2", "CShims", "ConcordGitFormats", .product(name: "Crypto", package: "swift-crypto")]),
+                dependencies: ["CLibgit2", "CLibssh2", "CShims", "ConcordGitFormats", .product(name: "Crypto", package: "swift-crypto")]),
         // ConcordModel: pure Swift data model: canonical JSON, ids, kinds, records, HLC, roles.
         .target(name: "ConcordModel"),
         // ConcordTrust: Ed25519 identities as OpenSSH keys, SSHSIG signing and verification.

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #if defined(__linux__)
 #include <sys/syscall.h>
+#include <malloc.h>
 #include <unistd.h>
 #endif
 

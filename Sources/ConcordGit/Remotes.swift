@@ -115,11 +115,15 @@ extension Repository {
 
     /// The remote's branch heads, read without downloading any objects: a cheap "did it move?".
     ///
-    /// Over ssh, libgit2 1.5.1 still loses 32 bytes per connection plus what it loaded as
-    /// ~/.ssh/known_hosts (upstream issue 6598); `SSHKnownHostsFile` keeps that to Concord's own
-    /// lines for the host. Path remotes are free of it.
+    /// An ssh remote is read by `SSHRefAdvertisement`, not by libgit2's transport, which loses
+    /// what it loads as ~/.ssh/known_hosts on every connection (upstream issue 6598): `watch`
+    /// asks this thousands of times a day. Other URLs go through libgit2.
     public func remoteHeads(remote name: String, options: TransportOptions) throws -> [String: ObjectID] {
-        try withRemote(name, options: options) { remote, url in
+        guard let url = try remoteURL(name) else {
+            throw GitError(function: "git_remote_lookup", code: .notFound, message: "no remote \(name)")
+        }
+        if url.hasPrefix("ssh://") { return try SSHRefAdvertisement.heads(url: url, options: options) }
+        return try withRemote(url: url, options: options) { remote in
             let session = TransportSession(options: options, url: url)
             var callbacks = git_remote_callbacks()
             try check("git_remote_init_callbacks", git_remote_init_callbacks(&callbacks, UInt32(GIT_REMOTE_CALLBACKS_VERSION)))

@@ -10,7 +10,9 @@ import Foundation
 /// for the length of each ssh transfer HOME points at a private directory whose
 /// `.ssh/known_hosts` holds only the lines of Concord's own known_hosts for the host contacted.
 /// The leak shrinks to those lines (none for a host not trusted yet: 32 bytes per connection),
-/// and the key type libgit2 asks for is the one Concord trusts. libgit2's global config path was
+/// and the key type libgit2 asks for is the one Concord trusts. Used for fetch and push; `watch`'s
+/// poll does not go through libgit2 at all (`SSHRefAdvertisement`), as a line still costs ~0.3 KB
+/// per connection. libgit2's global config path was
 /// fixed at initialisation, so `~/.gitconfig` is still read from the real home.
 ///
 /// Caveat for apps embedding ConcordKit: another thread reading HOME during an ssh transfer sees

@@ -29,6 +29,14 @@ struct Watch: ParsableCommand {
             source.resume()
             sources.append(source)
         }
+        // ...and never on this thread: a signal delivered here would interrupt the poll or sync in
+        // progress (libssh2's poll() returns EINTR, which it reports as a timeout), and the watch
+        // would report "offline" just before it stops. Other threads take the signal instead.
+        var blocked = sigset_t()
+        sigemptyset(&blocked)
+        sigaddset(&blocked, SIGINT)
+        sigaddset(&blocked, SIGTERM)
+        pthread_sigmask(SIG_BLOCK, &blocked, nil)
         profile.watch(remote: remote, interval: interval, as: identity, shouldStop: stop.isRaised) { event in
             emit(event)
         }

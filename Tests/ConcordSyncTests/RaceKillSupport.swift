@@ -201,9 +201,9 @@ extension RaceKill {
         }
 
         /// Starts `concord arguments -C <profile>` as `device` without waiting; output appended to `output`.
-        func spawn(on device: Device, _ arguments: [String], output: URL) throws -> ChildProcess {
+        func spawn(on device: Device, _ arguments: [String], output: URL, environment extra: [String: String] = [:]) throws -> ChildProcess {
             try ChildProcess(path: concord, arguments: arguments + ["-C", device.profile.path],
-                             environment: environment(for: device), output: output)
+                             environment: environment(for: device).merging(extra) { $1 }, output: output)
         }
 
         @discardableResult

@@ -135,5 +135,13 @@ final class SyncIntegrityTests: SyncTestCase {
                              mentions: ["no answer from the server for 2 s"])
         XCTAssertLessThan(seconds, 30, "gave up after \(seconds) s")
         try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: alice, in: profile)
+
+        // Reading the remote's refs alone (watch's poll, `remote trust`) uses its own ssh
+        // connection (`SSHRefAdvertisement`): the same bound holds.
+        let trust = try concordWithDeadline(["remote", "trust", "origin"], as: alice, in: profile, seconds: 60,
+                                            environment: ["CONCORD_NETWORK_TIMEOUT": "2"])
+        XCTAssertFalse(trust.timedOut, "remote trust hung on a silent server")
+        assertOneLineRefusal(trust, status: 3, prefix: "concord: offline: ",
+                             mentions: ["no answer from the server for 2 s"])
     }
 }

@@ -177,7 +177,7 @@ extension Profile {
         let options = TransportOptions(sshPrivateKey: identity.privateKeyPath.path, trustHostKey: { key in
             seen = key
             return true
-        }, knownHostLines: KnownHosts(home: environment.home).lines(for: hostName))
+        }, stallTimeout: environment.networkTimeout, knownHostLines: KnownHosts(home: environment.home).lines(for: hostName))
         do { _ = try repository.remoteHeads(remote: name, options: options) } catch {
             if seen == nil { throw try transportError(error, remote: name, location: location) }
         }

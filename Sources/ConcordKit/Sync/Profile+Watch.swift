@@ -1,3 +1,4 @@
+import ConcordGit
 import ConcordModel
 import ConcordTrust
 import Foundation
@@ -40,6 +41,8 @@ extension Profile {
                 if remoteDue { nextRemoteCheck = now.addingTimeInterval(interval) }
                 do {
                     if try localWork || needsSync(remote: remote, as: identity) {
+                        // A sync frees what it allocated, but glibc keeps the pages (`ProcessMemory`).
+                        defer { ProcessMemory.returnFreedMemory() }
                         let report = try sync(remote: remote, as: identity)
                         if offline { offline = false; onEvent(.online) }
                         onEvent(.synced(report))
@@ -50,6 +53,8 @@ extension Profile {
                     lastFailure = nil
                     backoff = interval
                 } catch {
+                    // A stop requested meanwhile may have cut the transfer short: not an outage.
+                    if shouldStop() { break }
                     if case ConcordError.offline = error {
                         if !offline { onEvent(.offline(error.localizedDescription)) }
                         offline = true

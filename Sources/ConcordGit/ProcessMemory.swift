@@ -1,0 +1,17 @@
+// This file touches the C library through the CShims shim (malloc.h).
+internal import CShims
+
+/// The C heap of this process, for a process that runs for weeks (`watch`).
+public enum ProcessMemory {
+    /// Gives the heap's free memory back to the system (glibc's `malloc_trim(0)`; nothing elsewhere).
+    ///
+    /// A sync frees all it allocated (heaptrack on a watch through 60 ssh syncs: no allocation
+    /// left per sync), but glibc keeps freed chunks in its arenas, scattered between live ones,
+    /// and returns only the top of the heap: a watch's anonymous memory grew ~4 KB per sync
+    /// (`RssAnon` 4.0 → 4.2 MB over 20 syncs), and stayed flat with a trim after each.
+    public static func returnFreedMemory() {
+        #if canImport(Glibc)
+        _ = malloc_trim(0)
+        #endif
+    }
+}
