@@ -120,22 +120,22 @@ extension Repository {
         return ObjectID(git_object_id(peeled))
     }
 
-    /// The files that differ between two trees: each path with its blob in `new` (nil if removed).
-    /// Sorted by path. Walks both trees' raw bytes side by side and skips every subtree whose id
-    /// is unchanged, so the cost follows the changed directories, not the whole profile.
-    /// A path git's rules refuse is an error: it cannot be written, and an incoming commit with
-    /// one was refused before it got here (`IncomingCheck`).
-    public func changedFiles(from old: ObjectID?, to new: ObjectID) throws -> [(path: TreePath, blob: ObjectID?)] {
+    /// The files that differ between two trees: each path with its blob in `old` (`before`, nil if
+    /// added) and in `new` (`blob`, nil if removed). Sorted by path. Walks both trees' raw bytes side
+    /// by side and skips every subtree whose id is unchanged, so the cost follows the changed
+    /// directories, not the whole profile. A path git's rules refuse is an error: it cannot be
+    /// written, and an incoming commit with one was refused before it got here (`IncomingCheck`).
+    public func changedFiles(from old: ObjectID?, to new: ObjectID) throws -> [(path: TreePath, before: ObjectID?, blob: ObjectID?)] {
         // The trees a fetch kept serve this walk (the one that follows it) and are let go after.
         defer { fetchedTrees = [:] }
-        var out = [(path: [UInt8], blob: ObjectID?)]()
+        var out = [(path: [UInt8], before: ObjectID?, blob: ObjectID?)]()
         try collectChanges(from: old, to: new, prefix: [], into: &out)
         out.sort { $0.path.lexicographicallyPrecedes($1.path) }
-        return try out.map { (try MergeIndex.treePath(bytes: $0.path), $0.blob) }
+        return try out.map { (try MergeIndex.treePath(bytes: $0.path), $0.before, $0.blob) }
     }
 
     private func collectChanges(from old: ObjectID?, to new: ObjectID?, prefix: [UInt8],
-                                into out: inout [(path: [UInt8], blob: ObjectID?)]) throws {
+                                into out: inout [(path: [UInt8], before: ObjectID?, blob: ObjectID?)]) throws {
         if old == new { return }
         let before = try old.map(rawTree) ?? RawTree([], id: nil)
         let after = try new.map(rawTree) ?? RawTree([], id: nil)
@@ -144,7 +144,7 @@ extension Repository {
             if removed?.isTree ?? added!.isTree {   // a pair is always two trees or two files
                 try collectChanges(from: removed.map(before.id), to: added.map(after.id), prefix: path + [0x2F], into: &out)
             } else {
-                out.append((path, added.map(after.id)))
+                out.append((path, removed.map(before.id), added.map(after.id)))
             }
         }
     }

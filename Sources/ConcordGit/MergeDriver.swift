@@ -8,6 +8,9 @@ public struct MergeFileInput: Sendable {
     public let ancestor: [UInt8]?
     public let ours: [UInt8]
     public let theirs: [UInt8]
+    /// The blob ids of `ours` and `theirs`.
+    public let oursBlob: ObjectID
+    public let theirsBlob: ObjectID
 }
 
 /// What a resolver decided for one file.
@@ -98,7 +101,7 @@ private func concordMergeApply(
     }
     guard let ourBytes = content(ours), let theirBytes = content(theirs) else { return GIT_EMERGECONFLICT.rawValue }
     let input = MergeFileInput(path: String(cString: path), ancestor: content(git_merge_driver_source_ancestor(source)),
-                               ours: ourBytes, theirs: theirBytes)
+                               ours: ourBytes, theirs: theirBytes, oursBlob: ObjectID(ours.pointee.id), theirsBlob: ObjectID(theirs.pointee.id))
     switch resolver(input) {
     case .passthrough:
         return GIT_PASSTHROUGH.rawValue

@@ -18,14 +18,33 @@ extension Repository {
     /// The entry at `path` (slash-separated, relative to the tree's root), or nil if there is none.
     /// Reads raw tree bytes: one lookup in a 100,000-entry kind tree costs a scan, not a parse.
     public func entry(at path: String, inTree tree: ObjectID) throws -> TreeEntry? {
-        let components = path.split(separator: "/", omittingEmptySubsequences: true)
+        var trees = [ObjectID: RawTree]()
+        return try entry(at: path, inTree: tree, reading: &trees)
+    }
+
+    /// The entries at `paths` in tree `tree`, in the order of `paths` (nil where there is none):
+    /// ``entry(at:inTree:)`` for many paths, reading each directory's tree once.
+    public func entries(at paths: [String], inTree tree: ObjectID) throws -> [TreeEntry?] {
+        var trees = [ObjectID: RawTree]()
+        return try paths.map { try entry(at: $0, inTree: tree, reading: &trees) }
+    }
+
+    /// ``entry(at:inTree:)`` taking each tree it reads from `trees` when there, and keeping it there.
+    private func entry(at path: String, inTree tree: ObjectID, reading trees: inout [ObjectID: RawTree]) throws -> TreeEntry? {
+        let components = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true)
         var current = tree
         for (position, component) in components.enumerated() {
-            let raw = try rawTree(current)
-            guard let index = raw.index(of: Array(component.utf8)[...]) else { return nil }
+            let raw: RawTree
+            if let known = trees[current] {
+                raw = known
+            } else {
+                raw = try rawTree(current)
+                trees[current] = raw
+            }
+            guard let index = raw.index(of: Array(component)[...]) else { return nil }
             let entry = raw.entries[index]
             if position == components.count - 1 {
-                return TreeEntry(name: String(component), id: raw.id(entry), kind: raw.kind(entry))
+                return TreeEntry(name: String(Substring(component)), id: raw.id(entry), kind: raw.kind(entry))
             }
             guard entry.isTree else { return nil }
             current = raw.id(entry)

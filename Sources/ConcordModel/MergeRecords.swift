@@ -79,8 +79,6 @@ public enum RecordMerge {
         }
         let b = base.flatMap { try? Record.decode($0) }
             .flatMap { $0.id == o.record.id && $0.kind == o.record.kind ? RecordSide($0) : nil }
-        let oursIsLater = t.precedes(o)
-        let (later, earlier) = oursIsLater ? (o, t) : (t, o)
 
         switch (o.record.state, t.record.state) {
         case (.live, .live):
@@ -94,6 +92,7 @@ public enum RecordMerge {
             let conflicts = collision.map { oursWon in [oursWon ? conflict(policy, winner: o, loser: t) : conflict(policy, winner: t, loser: o)] }
             return .merged(bytes: bytes, conflicts: conflicts ?? [])
         case (.deleted, .deleted):
+            let (later, earlier) = t.precedes(o) ? (o, t) : (t, o)
             return .merged(bytes: (policy == .deleteWins ? earlier : later).bytes, conflicts: [])
         case (.deleted, .live), (.live, .deleted):
             let (tombstone, live) = o.record.isDeleted ? (o, t) : (t, o)
@@ -154,14 +153,14 @@ public enum RecordMerge {
     }
 }
 
-/// One side's record with its canonical bytes, ordered by the merge total order.
-struct RecordSide {
+/// One side's record with its canonical bytes, ordered by the merge total order. The bytes are
+/// encoded when first asked for: most merges of two live records need only the loser's.
+final class RecordSide {
     let record: Record
-    let bytes: [UInt8]
+    private(set) lazy var bytes: [UInt8] = record.encoded()
 
     init(_ record: Record) {
         self.record = record
-        bytes = record.encoded()
     }
 
     /// Whether `self` is earlier than `other`: by stamp, then member and device by UTF-8 bytes, then by

@@ -49,6 +49,8 @@ enum MergeSupport {
     static func same(_ a: JSONValue?, _ b: JSONValue?) -> Bool {
         switch (a, b) {
         case (nil, nil): true
+        // A string's canonical bytes are a function of its UTF-8 bytes, a number's are its lexeme.
+        case (.string(let x)?, .string(let y)?), (.number(let x)?, .number(let y)?): x.utf8.elementsEqual(y.utf8)
         // Byte-equal values are always `==`, so `==` is a cheap filter before encoding.
         case (let a?, let b?): a == b && a.canonicalLine() == b.canonicalLine()
         default: false

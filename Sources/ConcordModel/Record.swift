@@ -82,7 +82,7 @@ public struct Record: Sendable, Equatable {
     public func encoded() -> [UInt8] {
         switch state {
         case .live(let data):
-            guard fieldStamps.isEmpty, lastDeleted == nil else { return jsonValue.canonicalBytes() }
+            guard fieldStamps.isEmpty, lastDeleted == nil else { return encodedListingWrites(data) }
             return Self.encodeLive(id: id, kind: kind, device: device, member: member, stamp: stamp,
                                    canonicalData: Self.canonicalData(data))
         case .deleted:
@@ -95,6 +95,54 @@ public struct Record: Sendable, Equatable {
             Self.field("kind", kind, &writer)
             return Self.closeEnvelope(&writer)
         }
+    }
+
+    /// ``encoded()`` of a live record with field stamps or a `lastDeleted`: the canonical form of
+    /// ``jsonValue``, written straight from the fields as ``encoded()`` writes the others.
+    private func encodedListingWrites(_ data: [String: JSONValue]) -> [UInt8] {
+        var writer = Self.envelopeWriter(first: "data")
+        writer.write(.object(data), indent: 1)
+        Self.field("device", device, &writer)
+        if !fieldStamps.isEmpty {
+            Self.key("fields", &writer)
+            writer.out.append(UInt8(ascii: "{"))
+            for (position, (name, stamp)) in fieldStamps.sorted(by: { utf8Precedes($0.key, $1.key) }).enumerated() {
+                if position > 0 { writer.out.append(UInt8(ascii: ",")) }
+                writer.newline(2)
+                writer.writeString(name)
+                writer.out.append(contentsOf: ": ".utf8)
+                Self.writeStamp(stamp, indent: 2, &writer)
+            }
+            writer.newline(1)
+            writer.out.append(UInt8(ascii: "}"))
+        }
+        Self.field("id", id.rawValue, &writer)
+        Self.field("kind", kind, &writer)
+        if let lastDeleted {
+            Self.key("lastDeleted", &writer)
+            Self.writeStamp(lastDeleted, indent: 1, &writer)
+        }
+        Self.field("updatedAt", stamp.description, &writer)
+        Self.field("updatedBy", member, &writer)
+        return Self.closeEnvelope(&writer)
+    }
+
+    /// ``WriteStamp/jsonValue`` in canonical form, as the value of a member at `indent`.
+    private static func writeStamp(_ stamp: WriteStamp, indent: Int, _ writer: inout CanonicalWriter) {
+        writer.out.append(UInt8(ascii: "{"))
+        writer.newline(indent + 1)
+        writer.out.append(contentsOf: "\"at\": ".utf8)
+        writer.writeString(stamp.at.description)
+        writer.out.append(UInt8(ascii: ","))
+        writer.newline(indent + 1)
+        writer.out.append(contentsOf: "\"by\": ".utf8)
+        writer.writeString(stamp.member)
+        writer.out.append(UInt8(ascii: ","))
+        writer.newline(indent + 1)
+        writer.out.append(contentsOf: "\"device\": ".utf8)
+        writer.writeString(stamp.device)
+        writer.newline(indent)
+        writer.out.append(UInt8(ascii: "}"))
     }
 
     /// A live record's data in the canonical form its file holds (one level deep, no final
@@ -233,10 +281,10 @@ public struct Record: Sendable, Equatable {
         }
         var stamps = [String: WriteStamp]()
         for (key, value) in listed {
-            let what = "field stamp \(quoted(key))"
-            let stamp = try WriteStamp.decode(value, what: what)
+            let stamp = try WriteStamp.decode(value, what: "field stamp \(quoted(key))")
             guard stamp <= envelope, lastDeleted.map({ $0 < stamp }) ?? true else {
-                throw .malformedRecord(what: what, why: "must be after lastDeleted and not after the record's updatedAt/updatedBy/device")
+                throw .malformedRecord(what: "field stamp \(quoted(key))",
+                                       why: "must be after lastDeleted and not after the record's updatedAt/updatedBy/device")
             }
             // A data field written by the envelope's write is not listed (the canonical form).
             if data[key] == nil || stamp != envelope { stamps[key] = stamp }

@@ -43,14 +43,21 @@ public struct WriteStamp: Sendable, Hashable, Comparable, CustomStringConvertibl
     }
 
     /// Reads ``jsonValue`` strictly; `what` names the value in errors.
-    static func decode(_ value: JSONValue, what: String) throws(ModelError) -> WriteStamp {
+    static func decode(_ value: JSONValue, what: @autoclosure () -> String) throws(ModelError) -> WriteStamp {
         guard case .object(let object) = value else {
-            throw .malformedRecord(what: what, why: "must be an object {\"at\", \"by\", \"device\"}")
+            throw .malformedRecord(what: what(), why: "must be an object {\"at\", \"by\", \"device\"}")
         }
-        let fields = RecordFields(fields: object, context: "\(what): ")
-        try fields.requireOnly(["at", "by", "device"], shape: "a write stamp")
+        // A well-formed stamp, read without building the names errors would need.
+        if object.count == 3, case .string(let at)? = object["at"], case .string(let member)? = object["by"],
+           case .string(let device)? = object["device"], let hlc = HLC(parsing: at) {
+            return WriteStamp(at: hlc, member: member, device: device)
+        }
+        let fields = RecordFields(fields: object, context: "\(what()): ")
+        try fields.requireOnly(stampFields, shape: "a write stamp")
         return WriteStamp(at: try fields.stamp("at"), member: try fields.string("by"), device: try fields.string("device"))
     }
+
+    private static let stampFields: Set<String> = ["at", "by", "device"]
 }
 
 /// One field's last write in a record: the value it wrote (nil: it removed the field) and its stamp.
@@ -62,6 +69,8 @@ struct FieldWrite {
     /// different values) the value whose canonical bytes compare greater, a removal counting as no bytes.
     static func later(_ a: FieldWrite, _ b: FieldWrite) -> FieldWrite {
         if a.stamp != b.stamp { return a.stamp < b.stamp ? b : a }
+        // The same write on both sides (the common case): either is the later, and the rule below gives `a`.
+        if MergeSupport.same(a.value, b.value) { return a }
         return MergeSupport.same(a.value, MergeSupport.greaterValue(a.value, b.value)) ? a : b
     }
 

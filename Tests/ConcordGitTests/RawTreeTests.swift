@@ -29,6 +29,21 @@ final class RawTreeTests: GitTestCase {
             tree = try repository.writeTree(base: tree, edits: edits)
             for (path, blob) in edits { files[path.string] = blob ?? nil }
             if let previous, let tree {
+                // The raw diff agrees with git's, path for path and blob for blob (before and after).
+                let changes = try repository.changedFiles(from: previous, to: tree)
+                let ours = changes.map { "\($0.path) \($0.before?.hex ?? "-") \($0.blob?.hex ?? "-")" }
+                let theirs = try gitOK(["diff-tree", "-r", "--no-renames", "--format=", previous.hex, tree.hex], in: url)
+                    .split(separator: "\n").map { line -> String in
+                        let fields = line.split(separator: "\t"), meta = fields[0].split(separator: " ")
+                        return "\(fields[1]) \(meta[4] == "A" ? "-" : String(meta[2])) \(meta[4] == "D" ? "-" : String(meta[3]))"
+                    }
+                XCTAssertEqual(ours, theirs, "round \(round)")
+                // Many paths looked up at once find what one-by-one lookups find.
+                let probes = files.keys.sorted() + edits.keys.map(\.string).sorted() + ["missing/x.json", "", "a/b/c/d.json"]
+                XCTAssertEqual(try repository.entries(at: probes, inTree: tree),
+                               try probes.map { try repository.entry(at: $0, inTree: tree) }, "round \(round)")
+            }
+            if let previous, let tree {
                 // The raw diff agrees with git's, path for path and blob for blob.
                 let changes = try repository.changedFiles(from: previous, to: tree)
                 let ours = changes.map { "\($0.path) \($0.blob?.hex ?? "-")" }

@@ -300,6 +300,22 @@ final class MergeRecordTests: XCTestCase {
         }
         XCTAssertTrue(reason.hasPrefix("merging ours and theirs would make a record of"), reason)
     }
+
+    /// `same` compares canonical bytes; its shortcut for strings and numbers must agree with them
+    /// (so "é" precomposed and decomposed, or 1 and 1.0, are different values).
+    func testSameAgreesWithCanonicalBytes() {
+        let values: [JSONValue?] = [
+            nil, .null, .bool(true), .bool(false), .number("1"), .number("1.0"), .number("-0"), .number("0"),
+            .string("é"), .string("e\u{301}"), .string(""), .string("a\"b"), .string("1"), .string("tab\t"),
+            .array([.string("é")]), .array([.string("e\u{301}")]), .object(["é": .number("1")]), .object(["e\u{301}": .number("1")]),
+        ]
+        for a in values {
+            for b in values {
+                let reference = a.map { $0.canonicalLine() } == b.map { $0.canonicalLine() }
+                XCTAssertEqual(MergeSupport.same(a, b), reference, "\(String(describing: a)) vs \(String(describing: b))")
+            }
+        }
+    }
 }
 
 /// Builders and assertions shared by the merge tests.

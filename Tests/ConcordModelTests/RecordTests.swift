@@ -42,6 +42,22 @@ final class RecordTests: XCTestCase {
             Record(id: try! RecordID("r-1.x_y"), kind: "vocabulary", device: "dev \"1\"", member: "ada", stamp: stamp, state: .live(data: data))
         }
         records.append(Record(id: try RecordID("gone"), kind: "scenes", device: "laptop", member: "bob", stamp: stamp, state: .deleted))
+        // Field stamps and a remembered delete, with names that need escaping, are written directly too.
+        let earlier = HLC(wallMillis: 1_767_261_500_000, counter: 7), earliest = HLC(wallMillis: 1_767_261_400_000, counter: 0)
+        let deleted = WriteStamp(at: earliest, member: "ada \"x\"", device: "d\\1\n")
+        for data in datas {
+            var stamps = [String: WriteStamp]()
+            for (offset, key) in (Array(data.keys) + ["removed", "gone\t\"é\""]).enumerated() {
+                stamps[key] = WriteStamp(at: earlier, member: offset % 2 == 0 ? "ada" : "bo\u{01}b", device: "tab \"2\"")
+            }
+            let variants: [([String: WriteStamp], WriteStamp?)] = [
+                (stamps, nil), (stamps, deleted), ([:], deleted), (["only": WriteStamp(at: earlier, member: "ada", device: "x")], nil),
+            ]
+            for (fieldStamps, lastDeleted) in variants {
+                records.append(Record(id: try RecordID("r-2"), kind: "vocabulary", device: "dev \"1\"", member: "ada", stamp: stamp,
+                                      state: .live(data: data), fieldStamps: fieldStamps, lastDeleted: lastDeleted))
+            }
+        }
         for record in records {
             XCTAssertEqual(text(record.encoded()), text(record.jsonValue.canonicalBytes()))
             XCTAssertEqual(try Record.decode(record.encoded()), record)

@@ -15,8 +15,8 @@ public struct UnresolvedFile: Sendable, Equatable {
 final class MergePlanner {
     let kinds: KindsTable
     private(set) var failures: [String: String] = [:]
-    /// Every call that resolved conflicts: its path, its two sides and the conflicts, in call order.
-    private var decisions: [(path: String, ours: [UInt8], theirs: [UInt8], conflicts: [ResolvedConflict])] = []
+    /// Every call that resolved conflicts: its path, the blobs of its two sides and the conflicts, in call order.
+    private var decisions: [(path: String, ours: ObjectID, theirs: ObjectID, conflicts: [ResolvedConflict])] = []
 
     init(kinds: KindsTable) {
         self.kinds = kinds
@@ -41,7 +41,7 @@ final class MergePlanner {
         }
         switch outcome {
         case .merged(let bytes, let conflicts):
-            if !conflicts.isEmpty { decisions.append((input.path, input.ours, input.theirs, conflicts)) }
+            if !conflicts.isEmpty { decisions.append((input.path, input.oursBlob, input.theirsBlob, conflicts)) }
             return .merged(bytes)
         case .unresolved(let reason):
             failures[input.path] = reason
@@ -50,15 +50,16 @@ final class MergePlanner {
     }
 
     /// The conflicts resolved between this merge's two sides: those of the last call for each path whose
-    /// sides are that path's files in ours and in theirs (`sides`). In a criss-cross history libgit2 first
-    /// merges the merge bases into one virtual base, calling the driver for their clashes too; those are
-    /// not conflicts of this merge, and were reported by the merges that made the bases.
-    func conflicts(between sides: (String) throws -> (ours: [UInt8]?, theirs: [UInt8]?)) rethrows -> [ResolvedConflict] {
+    /// sides are that path's blobs in ours and in theirs (`sides` gives them for a list of paths, nil
+    /// where a side has none). In a criss-cross history libgit2 first merges the merge bases into one
+    /// virtual base, calling the driver for their clashes too; those are not conflicts of this merge,
+    /// and were reported by the merges that made the bases.
+    func conflicts(between sides: ([String]) throws -> [(ours: ObjectID?, theirs: ObjectID?)]) rethrows -> [ResolvedConflict] {
+        let current = try sides(decisions.map(\.path))
         var byPath: [String: [ResolvedConflict]] = [:]
         var paths: [String] = []
-        for decision in decisions {
-            let (ours, theirs) = try sides(decision.path)
-            guard ours == decision.ours, theirs == decision.theirs else { continue }
+        for (decision, side) in zip(decisions, current) {
+            guard side.ours == decision.ours, side.theirs == decision.theirs else { continue }
             if byPath.updateValue(decision.conflicts, forKey: decision.path) == nil { paths.append(decision.path) }
         }
         return paths.flatMap { byPath[$0] ?? [] }

@@ -84,7 +84,11 @@ extension Profile {
             unresolved.append(UnresolvedFile(path: conflict.path.string, savedAs: savedAs, reason: reason))
         }
         let tree = try index.writeTree()
-        let resolved = try planner.conflicts { path in (try blob(path, atCommit: head), try blob(path, atCommit: theirs)) }
+        let (ourTree, theirTree) = (try repository.commit(head).tree, try repository.commit(theirs).tree)
+        let resolved = try planner.conflicts { paths in
+            zip(try repository.entries(at: paths, inTree: ourTree), try repository.entries(at: paths, inTree: theirTree))
+                .map { ($0?.id, $1?.id) }
+        }
         let stamp = HLClock(wallClock: environment.wallClock).next(after: lastClock())
         var message = CommitMessage(
             summary: "merge \(theirs.short) into \(head.short)" + (resolved.isEmpty ? "" : ": \(resolved.count) conflicts resolved"),
@@ -110,7 +114,7 @@ extension Profile {
         let oldTree = try old.map { try repository.commit($0).tree }
         let newTree = try repository.commit(new).tree
         let files = try repository.changedFiles(from: oldTree, to: newTree)
-        try refuseOverwritingLocalEdits(files, oldTree: oldTree)
+        if old != nil { try refuseOverwritingLocalEdits(files) }
         let journal = CheckoutJournal(gitDirectory: repository.gitDirectory)
         if !files.isEmpty { try journal.record(files.map(\.path.string), durable: false) }
         do {
@@ -127,20 +131,19 @@ extension Profile {
     }
 
     /// Refuses (changing nothing) when a file an incoming change would write or remove holds an
-    /// edit that no commit has: its bytes are neither those of the tree being left nor those
-    /// about to be written.
-    private func refuseOverwritingLocalEdits(_ files: [(path: TreePath, blob: ObjectID?)], oldTree: ObjectID?) throws {
-        guard let oldTree else { return }
+    /// edit that no commit has: its bytes are neither those of the tree being left (`before`) nor
+    /// those about to be written (`blob`).
+    private func refuseOverwritingLocalEdits(_ files: [(path: TreePath, before: ObjectID?, blob: ObjectID?)]) throws {
         var edited = [String]()
+        let root = rootPath
         for file in files {
             let path = file.path.string
-            let before = try repository.entry(at: path, inTree: oldTree).map(\.id)
-            guard let bytes = FileManager.default.contents(atPath: rootPath + path) else {
-                if before != nil, FileManager.default.fileExists(atPath: rootPath + path) == false { edited.append(path) }
+            guard let bytes = FileManager.default.contents(atPath: root + path) else {
+                if file.before != nil, FileManager.default.fileExists(atPath: root + path) == false { edited.append(path) }
                 continue
             }
             let id = try Repository.blobID(of: Array(bytes))
-            if id != before && id != file.blob { edited.append(path) }
+            if id != file.before && id != file.blob { edited.append(path) }
         }
         if !edited.isEmpty { throw ConcordError.uncommittedEdits(edited) }
     }
@@ -153,7 +156,7 @@ extension Profile {
     }
 
     /// `updateWorkingTree(from:to:)` for changes already listed.
-    func updateWorkingTree(_ files: [(path: TreePath, blob: ObjectID?)], to newTree: ObjectID) throws -> (files: [String], liveRecords: Int) {
+    func updateWorkingTree(_ files: [(path: TreePath, before: ObjectID?, blob: ObjectID?)], to newTree: ObjectID) throws -> (files: [String], liveRecords: Int) {
         var latest: HLC?
         var liveRecords = 0
         try repository.applyToWorkingTree(try files.map { file in
