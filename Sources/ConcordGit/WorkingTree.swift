@@ -156,7 +156,7 @@ extension Repository {
     /// Whether a patched index ends with its SHA-1 (see `IndexPatch.Checksum`): as git's
     /// `index.skipHash` (or `feature.manyFiles`) says when set; otherwise skipped for an index
     /// over 2 MiB (about 20,000 records), where hashing it would cost more than a millisecond.
-    var indexChecksum: IndexPatch.Checksum {
+    package var indexChecksum: IndexPatch.Checksum {
         if let skip = configBool("index.skipHash") { return skip ? .skipped : .written }
         if configBool("feature.manyFiles") == true { return .skipped }
         return .skippedAbove(2 << 20)
@@ -191,7 +191,7 @@ extension Repository {
     }
 
     /// The same index update through libgit2, for index files `IndexPatch` leaves alone.
-    private func updateIndexWithLibgit2(_ updates: [IndexPatch.Update]) throws {
+    func updateIndexWithLibgit2(_ updates: [IndexPatch.Update]) throws {
         try prepareIndexForLibgit2()
         var index: OpaquePointer?
         try check("git_repository_index", git_repository_index(&index, handle))

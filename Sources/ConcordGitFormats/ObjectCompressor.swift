@@ -10,13 +10,18 @@ package final class ObjectCompressor {
     private var small = SmallDeflater()
     private var deflater: UnsafeMutablePointer<concord_deflater>?
 
-    package init() {}
+    /// Small objects through zlib level 1 too, as libgit2 would (bench row G4 only).
+    private let smallThroughZlib: Bool
+
+    package init(smallObjectsThroughZlib: Bool = false) {
+        smallThroughZlib = smallObjectsThroughZlib
+    }
 
     deinit { concord_deflater_free(deflater) }
 
     /// Appends the zlib stream of `bytes` to `out`.
     package func append(_ bytes: [UInt8], to out: inout [UInt8]) throws {
-        if bytes.count <= SmallDeflater.maximumInput {
+        if !smallThroughZlib && bytes.count <= SmallDeflater.maximumInput {
             bytes.withUnsafeBytes { small.append($0, to: &out) }
             return
         }

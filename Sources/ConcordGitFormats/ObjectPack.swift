@@ -26,6 +26,9 @@ public struct ObjectPack {
     private var objects: [(id: ObjectID, type: ObjectType, bytes: [UInt8])] = []
     private var seen: Set<ObjectID> = []
 
+    /// Small objects through zlib level 1 instead of `SmallDeflater` (bench row G4 only).
+    package var smallObjectsThroughZlib = false
+
     public init() {}
 
     public var count: Int { objects.count }
@@ -99,7 +102,7 @@ public struct ObjectPack {
         pack.appendBigEndian(UInt32(objects.count))
         var entries = [(id: ObjectID, offset: Int, crc: UInt32)]()
         entries.reserveCapacity(objects.count)
-        let compressor = ObjectCompressor()
+        let compressor = ObjectCompressor(smallObjectsThroughZlib: smallObjectsThroughZlib)
         for object in objects {
             let start = pack.count
             Self.appendHeader(type: object.type.rawValue, size: object.bytes.count, to: &pack)
