@@ -18,6 +18,10 @@ enum Libgit2 {
         // Like git, trust the object database on reads: re-hashing a 4 MB tree with SHA-1DC on every
         // read costs ~10 ms. Received objects are still hashed by the indexer when they arrive.
         _ = concord_git_opts_int(Int32(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION.rawValue), 0)
+        // A bulk write builds its trees (`git_tree_create_updated`) before its pack of blobs is
+        // written: libgit2 must not look each blob up to check it exists. Concord names only
+        // objects it hashed itself or read and hashed from a remote.
+        _ = concord_git_opts_int(Int32(GIT_OPT_ENABLE_STRICT_OBJECT_CREATION.rawValue), 0)
         return true
     }()
 

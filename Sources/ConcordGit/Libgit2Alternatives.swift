@@ -12,37 +12,10 @@ import Darwin
 /// what Concord would call if it dropped its own piece; which one Concord uses is decided by the
 /// row, and written next to the piece it keeps.
 extension Repository {
-    /// G1 and G2: `writeTree(base:edits:)` through `git_tree_create_updated`: the new trees go
-    /// wherever this repository's object database writes (loose objects, or a mempack).
+    /// G1 and G2: `git_tree_create_updated` bare, without the checks `writeTree` adds: the new
+    /// trees go wherever this repository's object database writes (loose objects, or a mempack).
     public func writeTreeUsingLibgit2(base: ObjectID?, edits: [(path: String, blob: ObjectID?)]) throws -> ObjectID {
-        let baseID = try base ?? emptyTree()
-        let paths = edits.map { strdup($0.path) }
-        defer { paths.forEach { free($0) } }
-        var updates = [git_tree_update]()
-        updates.reserveCapacity(edits.count)
-        for (edit, path) in zip(edits, paths) {
-            var update = git_tree_update()
-            update.action = edit.blob == nil ? GIT_TREE_UPDATE_REMOVE : GIT_TREE_UPDATE_UPSERT
-            update.id = edit.blob?.raw ?? git_oid()
-            update.filemode = GIT_FILEMODE_BLOB
-            update.path = UnsafePointer(path)
-            updates.append(update)
-        }
-        return try withTree(baseID) { tree in
-            var oid = git_oid()
-            try check("git_tree_create_updated", git_tree_create_updated(&oid, handle, tree, updates.count, updates))
-            return ObjectID(oid)
-        }
-    }
-
-    /// The empty tree, written if missing.
-    func emptyTree() throws -> ObjectID {
-        var builder: OpaquePointer?
-        try check("git_treebuilder_new", git_treebuilder_new(&builder, handle, nil))
-        defer { git_treebuilder_free(builder) }
-        var oid = git_oid()
-        try check("git_treebuilder_write", git_treebuilder_write(&oid, builder))
-        return ObjectID(oid)
+        try createUpdatedTree(base: base, edits: edits)
     }
 
     /// G3: the index update of `applyToWorkingTree` through libgit2 (`git_index_read`,

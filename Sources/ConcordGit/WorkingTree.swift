@@ -28,7 +28,9 @@ extension Repository {
     /// Writes the changed files into the working tree and records them in the index (with their
     /// stat data, so `git status` stays clean without re-hashing), touching only the given paths.
     /// Bulk changes (a clone, an import) are written by one thread per core: creating files is
-    /// mostly kernel work, and different directories can be created into in parallel.
+    /// mostly kernel work, and different directories can be created into in parallel. Kept over
+    /// `git_checkout_tree` by bench row "G6 check out 10k records" (commit e9b7ede, 5 runs on 2
+    /// shared cores): 251 ms for files and index here vs 727 ms through libgit2.
     ///
     /// The index is derived data: if it is damaged (a machine crash can leave it truncated or
     /// half-written), it is set aside as `.git/index.damaged` and rebuilt from `tree`, the tree
