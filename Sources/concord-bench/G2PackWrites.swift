@@ -58,8 +58,9 @@ private enum PackWriteRows {
             rows: [ResultRow(label: "G2 objects of a 10k-record import: blobs, trees, one pack (hand-written vs libgit2 mempack)",
                              concord: write.hand, git: write.libgit2)],
             notes: [
-                Pieces.columnsNote("`ObjectPack`: blobs hashed on every core, trees spliced into it, `.pack` and `.idx` written "
-                                   + "directly (fsynced) with `SmallDeflater`",
+                Pieces.columnsNote("`ObjectPack`: blobs hashed on every core, the trees (built by libgit2 in memory, "
+                                   + "`writeTree(into:)`) copied into it, `.pack` and `.idx` written directly (fsynced) with "
+                                   + "`SmallDeflater`",
                                    "`Libgit2MempackWriter`: `git_odb_write` of each blob and `git_tree_create_updated` into a "
                                    + "mempack backend, then `git_packbuilder_insert_tree` + `git_packbuilder_write` (delta "
                                    + "search, zlib default level, the indexer writes `.pack` and `.idx`, fsync on). "
