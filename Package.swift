@@ -51,7 +51,7 @@ let package = Package(
             dependencies: ["ConcordKit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // concord-bench: the benchmark harness behind `make bench` (concord vs the git CLI, same data).
-        .executableTarget(name: "concord-bench", dependencies: ["ConcordKit", "ConcordTestSupport"]),
+        .executableTarget(name: "concord-bench", dependencies: ["ConcordKit", "ConcordGit", "ConcordTestSupport"]),
 
         // ConcordTestSupport: the fixtures every test target and the bench share: child processes, a real
         // sshd, the concord binary, sandboxes, seeded generators, hand-made object files. No XCTest here.

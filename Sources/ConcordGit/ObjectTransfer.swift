@@ -5,14 +5,19 @@ internal import CLibgit2
 /// pushes to path remotes, with a cost that follows the change rather than the profile.
 ///
 /// libgit2's local transport builds a pack with its packbuilder, which walks every entry of every
-/// tree it sends and deflates at zlib's default level, then runs the indexer over it: ~400 ms to
-/// send 10 changed records of a 100,000-record profile. Here the new commits are found by walking
+/// tree it sends and deflates at zlib's default level, then runs the indexer over it. Bench rows
+/// G5 (commit e9b7ede, 5 runs on 2 shared cores), here vs `git_remote_fetch`/`git_remote_push` on
+/// the path: one new commit at 100k records fetched in 1.2 vs 43.3 ms and pushed in 1.9 vs
+/// 20.3 ms; a 10k-record profile fetched into an empty repository (a clone) in 101 vs 995 ms.
+/// Here the new commits are found by walking
 /// back from the tip until commits the destination has, and each new tree is compared with its
 /// first parent's tree entry by entry, so only the entries that changed are looked at. Everything
 /// copied is re-hashed and must match its id, so a damaged or forged source cannot slip content in
 /// under another object's name; a remote's files are read by `SourceObjects`, never by libgit2's
 /// loose-object code. The objects land as one pack (see `ObjectPack`). (Kept over libgit2's local
-/// transport for safety as much as speed: that transport reads the remote with libgit2.)
+/// transport for safety whatever the speed: that transport parses the untrusted remote with
+/// libgit2 1.5.1, which overflows its heap or spins on a forged loose object (`SourceObjects`), and
+/// its push forces the remote ref with no compare-and-swap.)
 struct ObjectTransfer {
     let source: ObjectSource
     let destination: Repository

@@ -16,7 +16,7 @@ public final class Repository {
     /// read them from here instead of inflating them again. Let go with `releaseCaches`.
     var fetchedBlobs = [ObjectID: [UInt8]]()
 
-    private init(handle: OpaquePointer) {
+    init(handle: OpaquePointer) {
         self.handle = handle
     }
 

@@ -1,8 +1,5 @@
 // This file touches the libgit2 C API.
 internal import CLibgit2
-#if canImport(Glibc)
-import Glibc
-#endif
 
 extension Repository {
     /// Calls `body` with tree `id`, freeing it afterwards.
@@ -74,87 +71,37 @@ extension Repository {
 
     /// Writes a new tree: `base` (or an empty tree) with `edits` applied, where each edit maps a
     /// slash-separated file path to a blob id, or to nil to remove the file. Only the subtrees on the
-    /// edited paths are rewritten; every other subtree is reused by id. Directories left empty vanish.
+    /// edited paths are rewritten; every other subtree is reused by id. Directories left empty
+    /// vanish; removing a file that is not there changes nothing.
+    ///
+    /// Through libgit2's `git_tree_create_updated` (the new trees are loose objects). It replaced a
+    /// hand-written splice of raw tree bytes (`RawTree.applying`): bench rows G1 at commit e9b7ede
+    /// measured one put's tree write at 100k records at 0.8 ms hand-written vs 1.5 ms libgit2, lost
+    /// in the whole put (52 vs 57 ms estimated, the fastest runs equal), and a 10k import's trees at
+    /// 8 vs 23 ms of a 422 ms import. Today's G1 rows time this function against a bare
+    /// `git_tree_create_updated` (the checks of `writeTreeWithLibgit2`) and show its share of a put.
     public func writeTree(base: ObjectID?, edits: [TreePath: ObjectID?]) throws -> ObjectID {
-        try writeTree(base: base, edits: edits) { try writeLooseObject($0, type: .tree) }
+        try writeTreeWithLibgit2(base: base, edits: edits.map { ($0.key.string, $0.value) })
     }
 
     /// The same, with the new trees added to `pack` (written by the caller) instead of loose
-    /// objects: a bulk write then makes one file, not one fsynced file per directory.
+    /// objects: a bulk write then makes one file, not one fsynced file per directory. libgit2
+    /// builds the trees into memory (`StagingObjects`), from where they join the pack; the blobs they
+    /// name must be stored already (libgit2's strict object creation checks that they exist). Bench row
+    /// "G1 trees of a 10k-record import into its pack" (5 runs on 2 shared cores): 37 ms, against
+    /// 20 ms for the bare libgit2 call into a mempack (the rest is the checks and the copy into the
+    /// pack) and 8 ms for the hand-written splicing it replaced (commit e9b7ede), of a ~400 ms import.
     public func writeTree(base: ObjectID?, edits: [TreePath: ObjectID?], into pack: inout ObjectPack) throws -> ObjectID {
-        try writeTree(base: base, edits: edits.map { ($0.key, $0.value) }) { try pack.add($0, type: .tree) }
+        try writeTree(base: base, edits: edits.map { ($0.key, $0.value) }, into: &pack)
     }
 
     /// The same, with the edits as a list (each path at most once), as a bulk write has them.
     public func writeTree(base: ObjectID?, edits: [(path: TreePath, blob: ObjectID?)], into pack: inout ObjectPack) throws -> ObjectID {
-        try writeTree(base: base, edits: edits) { try pack.add($0, type: .tree) }
+        let staging = try StagingObjects(over: self)
+        let tree = try staging.repository.writeTreeWithLibgit2(base: base, edits: edits.map { ($0.path.string, $0.blob) })
+        try staging.copyTrees(from: tree, into: &pack, present: self)
+        return tree
     }
-
-    private func writeTree(base: ObjectID?, edits: [TreePath: ObjectID?], store: ([UInt8]) throws -> ObjectID) throws -> ObjectID {
-        try writeTree(base: base, edits: edits.map { ($0.key, $0.value) }, store: store)
-    }
-
-    private func writeTree(base: ObjectID?, edits: [(path: TreePath, blob: ObjectID?)], store: ([UInt8]) throws -> ObjectID) throws -> ObjectID {
-        // The edits as byte paths in byte order: the edits under one directory are then one run.
-        var sorted = edits.map { PathEdit(path: Array($0.path.utf8), blob: $0.blob) }
-        sorted.sort { a, b in a.path.withUnsafeBytes { first in b.path.withUnsafeBytes { second in Self.bytesPrecede(first, second) } } }
-        if let repeated = sorted.indices.dropFirst().first(where: { sorted[$0].path == sorted[$0 - 1].path }) {
-            throw GitError(function: "tree edit", code: .other(-1),
-                           message: "internal error: path '\(String(decoding: sorted[repeated].path, as: UTF8.self))' edited twice in one tree write")
-        }
-        return try write(sorted[...], prefix: 0, over: base, store: store) ?? store([])
-    }
-
-    /// Writes one directory level by splicing its raw bytes; returns nil when it ends up empty.
-    /// `edits` are the sorted edits under the directory, whose path (with its slash) is the first
-    /// `prefix` bytes of each.
-    private func write(_ edits: ArraySlice<PathEdit>, prefix: Int, over base: ObjectID?,
-                       store: ([UInt8]) throws -> ObjectID) throws -> ObjectID? {
-        let tree = try base.map(rawTree) ?? RawTree([], id: nil)
-        var files = [RawTree.Edit](), directories = [RawTree.Edit]()
-        var index = edits.startIndex
-        while index < edits.endIndex {
-            let path = edits[index].path
-            guard let slash = path[prefix...].firstIndex(of: 0x2F) else {
-                let name = Array(path[prefix...])
-                try RawTree.validate(name)
-                files.append(RawTree.Edit(name: name, value: edits[index].blob.map { (isTree: false, id: $0) }))
-                index += 1
-                continue
-            }
-            let name = Array(path[prefix..<slash])
-            try RawTree.validate(name)
-            var end = index + 1
-            while end < edits.endIndex, edits[end].path.count > slash, edits[end].path[slash] == 0x2F,
-                  edits[end].path[prefix..<slash].elementsEqual(name) {
-                end += 1
-            }
-            let existing = tree.index(of: name[...], isTree: true).map { tree.id(tree.entries[$0]) }
-            if let written = try write(edits[index..<end], prefix: slash + 1, over: existing, store: store) {
-                directories.append(RawTree.Edit(name: name, value: (isTree: true, id: written)))
-            } else if existing != nil {
-                // The subtree became empty; a file of that name (existing == nil) is left alone.
-                directories.append(RawTree.Edit(name: name, value: nil))
-            }
-            index = end
-        }
-        let bytes = tree.applying(files + directories)
-        if bytes.isEmpty { return nil }
-        if let base, bytes == tree.bytes { return base }
-        return try store(bytes)
-    }
-
-    private static func bytesPrecede(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> Bool {
-        let common = min(first.count, second.count)
-        let order = common > 0 ? memcmp(first.baseAddress!, second.baseAddress!, common) : 0
-        return order != 0 ? order < 0 : first.count < second.count
-    }
-}
-
-/// One edit of `writeTree`: a file path's bytes and its new blob, or nil to remove the file.
-private struct PathEdit {
-    let path: [UInt8]
-    let blob: ObjectID?
 }
 
 extension TreeEntry {

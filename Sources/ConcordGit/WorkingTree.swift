@@ -28,7 +28,9 @@ extension Repository {
     /// Writes the changed files into the working tree and records them in the index (with their
     /// stat data, so `git status` stays clean without re-hashing), touching only the given paths.
     /// Bulk changes (a clone, an import) are written by one thread per core: creating files is
-    /// mostly kernel work, and different directories can be created into in parallel.
+    /// mostly kernel work, and different directories can be created into in parallel. Kept over
+    /// `git_checkout_tree` by bench row "G6 check out 10k records" (commit e9b7ede, 5 runs on 2
+    /// shared cores): 251 ms for files and index here vs 727 ms through libgit2.
     ///
     /// The index is derived data: if it is damaged (a machine crash can leave it truncated or
     /// half-written), it is set aside as `.git/index.damaged` and rebuilt from `tree`, the tree
@@ -157,7 +159,7 @@ extension Repository {
     /// Whether a patched index ends with its SHA-1 (see `IndexPatch.Checksum`): as git's
     /// `index.skipHash` (or `feature.manyFiles`) says when set; otherwise skipped for an index
     /// over 2 MiB (about 20,000 records), where hashing it would cost more than a millisecond.
-    var indexChecksum: IndexPatch.Checksum {
+    package var indexChecksum: IndexPatch.Checksum {
         if let skip = configBool("index.skipHash") { return skip ? .skipped : .written }
         if configBool("feature.manyFiles") == true { return .skipped }
         return .skippedAbove(2 << 20)
@@ -192,7 +194,7 @@ extension Repository {
     }
 
     /// The same index update through libgit2, for index files `IndexPatch` leaves alone.
-    private func updateIndexWithLibgit2(_ updates: [IndexPatch.Update]) throws {
+    func updateIndexWithLibgit2(_ updates: [IndexPatch.Update]) throws {
         try prepareIndexForLibgit2()
         var index: OpaquePointer?
         try check("git_repository_index", git_repository_index(&index, handle))

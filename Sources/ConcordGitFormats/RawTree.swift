@@ -5,12 +5,9 @@ import Glibc
 import Darwin
 #endif
 
-/// A tree object handled as its raw bytes: `<mode> <name>\0<20-byte id>` per entry, in git's order.
-///
-/// A record kind is one directory, so its tree can hold 100,000 entries (4 MB). libgit2's treebuilder
-/// parses every entry into its own allocation, and writing hashes with SHA-1DC and deflates at zlib's
-/// default level: about 150 ms to change one entry. Here an edit copies the unchanged runs of bytes
-/// around the changed entries, so the cost is a scan, a few `memcpy`s, one SHA-1 and one level-1 deflate.
+/// A tree object read as its raw bytes: `<mode> <name>\0<20-byte id>` per entry, in git's order,
+/// for lookups by name (a scan, no allocation per entry) and for comparing two trees entry by entry.
+/// Trees are written by libgit2 (`Repository.writeTree`; bench rows G1).
 package struct RawTree {
     /// One entry's offsets into `bytes`: the entry starts at `start`, its name spans
     /// `nameStart..<nameEnd`, and its id follows the NUL at `nameEnd`.
@@ -133,65 +130,6 @@ package struct RawTree {
                 j += 1
             }
         }
-    }
-
-    /// A new entry for a tree: mode digits, name and id.
-    package struct Edit {
-        package let name: [UInt8]
-        /// The new entry, or nil to remove whatever entry has this name.
-        package let value: (isTree: Bool, id: ObjectID)?
-
-        package init(name: [UInt8], value: (isTree: Bool, id: ObjectID)?) {
-            self.name = name
-            self.value = value
-        }
-    }
-
-    /// The tree bytes with `edits` applied: an edit replaces any entry of the same name (file or
-    /// directory), as git's treebuilder does; unchanged runs of entries are copied as they are.
-    package func applying(_ edits: [Edit]) -> [UInt8] {
-        var removed = Set<Int>()
-        var insertions = [(position: Int, edit: Edit)]()
-        for edit in edits {
-            let name = edit.name[...]
-            if let existing = index(of: name) { removed.insert(existing) }
-            if let value = edit.value {
-                insertions.append((lowerBound(name, isTree: value.isTree), edit))
-            }
-        }
-        insertions.sort { lhs, rhs in
-            lhs.position != rhs.position ? lhs.position < rhs.position
-                : Self.compare(lhs.edit.name[...], lhs.edit.value!.isTree, rhs.edit.name[...], rhs.edit.value!.isTree) < 0
-        }
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count + insertions.count * 64)
-        var copiedUpTo = 0   // entries[0..<copiedUpTo] are done
-        var pending = insertions[...]
-        var skipped = removed.sorted()[...]
-        func copyEntries(upTo limit: Int) {
-            var index = copiedUpTo
-            while index < limit {
-                while let first = skipped.first, first < index { skipped.removeFirst() }
-                let stop = min(limit, skipped.first ?? limit)
-                if stop > index {
-                    out += bytes[entries[index].start..<entries[stop - 1].end]
-                    index = stop
-                }
-                if index < limit, skipped.first == index { index += 1 }
-            }
-            copiedUpTo = limit
-        }
-        while let next = pending.first {
-            copyEntries(upTo: next.position)
-            pending.removeFirst()
-            let value = next.edit.value!
-            out += Array((value.isTree ? "40000 " : "100644 ").utf8)
-            out += next.edit.name
-            out.append(0)
-            value.id.append(to: &out)
-        }
-        copyEntries(upTo: entries.count)
-        return out
     }
 
     /// Refuses names git would refuse in a tree (`GitPath.isSafeName`).

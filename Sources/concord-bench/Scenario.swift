@@ -12,7 +12,8 @@ struct Scenario: Sendable {
 
     /// Every scenario, in report order.
     static let all: [Scenario] = [.importTenThousand, .putIntoHundredThousand, .mergeThousandConflicts,
-                                  .propagationOverSSH, .cloneTenThousand, .syncScaling, .watchSoak]
+                                  .propagationOverSSH, .cloneTenThousand, .syncScaling, .watchSoak,
+                                  .treeWrites, .packWrites, .indexUpdates, .smallDeflate, .pathRemote, .checkoutWrites]
 }
 
 /// What a scenario measured: table rows (the first is the headline row with the target) and

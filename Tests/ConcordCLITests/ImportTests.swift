@@ -141,7 +141,8 @@ final class ImportTests: CLITestCase {
             return line.components(separatedBy: ") ").dropFirst().joined(separator: ") ")
         }
         XCTAssertEqual(steps, ["profile opened", "dump read", "dump parsed", "changes staged", "paths journaled, file writes started",
-                               "blobs hashed", "trees built", "pack written", "commit signed, branch moved", "files written", "index updated"])
+                               "blobs hashed", "blob pack written", "trees built", "tree pack written", "commit signed, branch moved",
+                               "files written", "index updated"])
         XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: profile), "")
 
         // Without the variable (or with it set to 0), stderr stays empty.

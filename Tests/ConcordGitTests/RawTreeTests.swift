@@ -3,14 +3,15 @@ import Crypto
 import Foundation
 import XCTest
 
-/// Tree splicing, judged by the real git: `git write-tree` from an index git builds itself must
-/// name the same tree.
+/// Tree writes (libgit2's `git_tree_create_updated` behind `Repository.writeTree`, with Concord's
+/// checks), judged by the real git: `git write-tree` from an index git builds itself must name the
+/// same tree.
 final class RawTreeTests: GitTestCase {
     /// Names chosen to stress git's tree order: "a" < "a-b" < "a.b" < "a/" (a directory sorts as if
     /// its name ended in "/"), "a0" after "a/".
     private static let names = ["a", "a-b", "a.b", "a0", "b", "a.json", "ab", "-", "0"]
 
-    func testSplicedTreesMatchTreesGitBuildsForRandomEdits() throws {
+    func testWrittenTreesMatchTreesGitBuildsForRandomEdits() throws {
         let (repository, url) = try makeRepository()
         var generator = SeededGenerator(seed: 20261122)
         var files = [String: ObjectID]()

@@ -173,6 +173,6 @@ final class TreeAndCommitTests: GitTestCase {
         XCTAssertEqual(error?.code, .notFound)
         XCTAssertTrue(error?.description.contains("git_commit_lookup") == true)
         let tree = gitError { try repository.writeTree(base: missing, edits: [:]) }
-        XCTAssertEqual(tree?.function, "git_odb_read")
+        XCTAssertEqual(tree?.function, "git_tree_lookup")
     }
 }

@@ -75,14 +75,19 @@ struct CommitWriter {
         PerformanceTrace.step("paths journaled, file writes started")
         let blobs: [ObjectID?], tree: ObjectID, commitID: ObjectID
         do {
-            var pack = ObjectPack()
-            var added = pack.addBlobs(files.compactMap(\.bytes))[...]
+            // The blobs' pack is stored first, so libgit2 finds every blob a new tree names
+            // (its strict object creation stays on); the trees follow in a second, small pack.
+            var blobPack = ObjectPack()
+            var added = blobPack.addBlobs(files.compactMap(\.bytes))[...]
             blobs = files.map { $0.bytes == nil ? nil : added.removeFirst() }
             PerformanceTrace.step("blobs hashed")
-            tree = try repository.writeTree(base: baseTree, edits: Array(zip(paths, blobs)), into: &pack)
+            try blobPack.write(into: repository)
+            PerformanceTrace.step("blob pack written")
+            var treePack = ObjectPack()
+            tree = try repository.writeTree(base: baseTree, edits: Array(zip(paths, blobs)), into: &treePack)
             PerformanceTrace.step("trees built")
-            try pack.write(into: repository)
-            PerformanceTrace.step("pack written")
+            try treePack.write(into: repository)
+            PerformanceTrace.step("tree pack written")
             commitID = try commit(tree: tree)
             PerformanceTrace.step("commit signed, branch moved")
         } catch {
