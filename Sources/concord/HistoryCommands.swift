@@ -97,7 +97,7 @@ struct History: ParsableCommand {
                     "commit": .string(entry.commit), "member": .string(entry.member), "device": .string(entry.device),
                     "action": .string(entry.action), "time": .string(entry.time), "signature": .string(entry.signature.rawValue),
                 ]
-                if let bytes = try profile.recordVersion(reference, atCommit: entry.commit) {
+                if let bytes = try profile.history.recordVersion(reference, atCommit: entry.commit) {
                     fields["content"] = (try? JSONValue.parse(bytes)) ?? .string(String(decoding: bytes, as: UTF8.self))
                 }
                 return .object(fields)
@@ -106,7 +106,7 @@ struct History: ParsableCommand {
         }
         for entry in entries {
             print("\(entry.commit.prefix(7))  \(entry.time)  \(entry.member)@\(entry.device)  \(entry.action)  [signature: \(entry.signature.rawValue)]")
-            if content, let bytes = try profile.recordVersion(reference, atCommit: entry.commit) {
+            if content, let bytes = try profile.history.recordVersion(reference, atCommit: entry.commit) {
                 print(String(decoding: bytes, as: UTF8.self).split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
             }
         }

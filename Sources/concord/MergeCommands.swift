@@ -11,7 +11,7 @@ struct Merge: ParsableCommand {
     @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
-        let report = try profile.open().merge(revision: revision, as: try loadIdentity())
+        let report = try profile.open().sync.merge(revision: revision, as: try loadIdentity())
         if json {
             printJSON(.object([
                 "outcome": .string(report.outcome.rawValue), "head": .string(report.head),

@@ -17,7 +17,7 @@ struct RemoteCommand: ParsableCommand {
         @Argument(help: "A path to a bare repository, or ssh://user@host[:port]/path.git.") var url: String
 
         func run() throws {
-            try profile.open().addRemote(name, url: url)
+            try profile.open().sync.addRemote(name, url: url)
             print("added remote \(name)")
         }
     }
@@ -28,7 +28,7 @@ struct RemoteCommand: ParsableCommand {
         @Flag(help: "Print the result as JSON.") var json = false
 
         func run() throws {
-            let remotes = try profile.open().remotes()
+            let remotes = try profile.open().sync.remotes()
             if json {
                 printJSON(.array(remotes.map { .object(["name": .string($0.name), "url": .string($0.url)]) }))
             } else {
@@ -43,7 +43,7 @@ struct RemoteCommand: ParsableCommand {
         @Argument(help: "The remote's name.") var name: String
 
         func run() throws {
-            try profile.open().removeRemote(name)
+            try profile.open().sync.removeRemote(name)
             print("removed remote \(name)")
         }
     }
@@ -55,7 +55,7 @@ struct RemoteCommand: ParsableCommand {
         @Argument(help: "The remote's name.") var name: String
 
         func run() throws {
-            let fingerprint = try profile.open().trustRemote(name, identity: try loadIdentity())
+            let fingerprint = try profile.open().sync.trustRemote(name, identity: try loadIdentity())
             print("trusted the host key of \(name): \(fingerprint)")
         }
     }
@@ -95,7 +95,7 @@ struct Sync: ParsableCommand {
     func run() throws {
         let report: SyncReport
         do {
-            report = try profile.open().sync(remote: remote, as: try loadIdentity())
+            report = try profile.open().sync.run(remote: remote, as: try loadIdentity())
         } catch let error as ConcordError where json {
             // Scripts get a JSON error object on stdout as well as the line on stderr.
             printJSON(.object(["error": .string(describe(error)), "exitCode": .number(String(ExitStatus.code(for: error)))]))
@@ -120,7 +120,7 @@ struct Status: ParsableCommand {
     @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
-        let status = try profile.open().status(remote: remote)
+        let status = try profile.open().sync.status(remote: remote)
         if json {
             printJSON(.object([
                 "remote": .string(status.remote), "url": .string(status.url), "ahead": .number(String(status.ahead)),

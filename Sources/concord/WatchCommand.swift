@@ -37,7 +37,7 @@ struct Watch: ParsableCommand {
         sigaddset(&blocked, SIGINT)
         sigaddset(&blocked, SIGTERM)
         pthread_sigmask(SIG_BLOCK, &blocked, nil)
-        profile.watch(remote: remote, interval: interval, as: identity, shouldStop: stop.isRaised) { event in
+        profile.sync.watch(remote: remote, interval: interval, as: identity, shouldStop: stop.isRaised) { event in
             emit(event)
         }
         withExtendedLifetime(sources) {}

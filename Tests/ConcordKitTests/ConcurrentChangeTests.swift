@@ -18,7 +18,7 @@ final class ConcurrentChangeTests: KitTestCase {
     @discardableResult
     private func pull(_ from: Profile, into: Profile, as identity: Identity) throws -> MergeReport {
         try gitOK(["fetch", "-q", from.root.path, "+main:refs/peers/incoming"], in: into.root)
-        return try into.merge(revision: "refs/peers/incoming", as: identity)
+        return try into.sync.merge(revision: "refs/peers/incoming", as: identity)
     }
 
     /// F1: the three devices. A writes f at 10:01, B writes f at 10:02, C writes g at 10:03;
@@ -76,8 +76,8 @@ final class ConcurrentChangeTests: KitTestCase {
         try b.records.write(as: alice) { try $0.put("vocabulary", "x", data: ["label": "two"]) }
         try gitOK(["fetch", "-q", a.root.path, "+main:refs/peers/a"], in: b.root)
         try gitOK(["fetch", "-q", b.root.path, "+main:refs/peers/b"], in: a.root)
-        XCTAssertEqual(try a.merge(revision: "refs/peers/b", as: alice).resolved.count, 1)
-        XCTAssertEqual(try b.merge(revision: "refs/peers/a", as: alice).resolved.count, 1)
+        XCTAssertEqual(try a.sync.merge(revision: "refs/peers/b", as: alice).resolved.count, 1)
+        XCTAssertEqual(try b.sync.merge(revision: "refs/peers/a", as: alice).resolved.count, 1)
         XCTAssertEqual(try gitOK(["rev-parse", "HEAD^{tree}"], in: a.root), try gitOK(["rev-parse", "HEAD^{tree}"], in: b.root))
         // Now a and b hold different merge commits of the same two commits: two merge bases.
         let report = try pull(b, into: a, as: alice)

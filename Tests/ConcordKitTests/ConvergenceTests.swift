@@ -96,7 +96,7 @@ final class ConvergenceTests: XCTestCase {
     /// Replica `into` fetches `from`'s branch and merges it with the policies.
     private func merge(_ from: Replica, into: Replica) throws {
         try git(["fetch", "-q", from.directory.path, "+main:refs/peers/incoming"], in: into.directory)
-        let report = try into.profile.merge(revision: "refs/peers/incoming", as: into.identity)
+        let report = try into.profile.sync.merge(revision: "refs/peers/incoming", as: into.identity)
         XCTAssertTrue(report.unresolved.isEmpty, "unresolved files: \(report.unresolved)")
     }
 

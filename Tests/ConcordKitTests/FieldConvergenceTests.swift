@@ -73,7 +73,7 @@ final class FieldConvergenceTests: KitTestCase {
         // remote without a tree when a merge commit's tree equals its first parent's (seen at seed 13).
         func sync(_ device: Device) throws {
             try gitOK(["fetch", "-q", "origin"], in: device.profile.root)
-            let report = try device.profile.merge(revision: "refs/remotes/origin/main", as: device.identity)
+            let report = try device.profile.sync.merge(revision: "refs/remotes/origin/main", as: device.identity)
             XCTAssertEqual(report.unresolved, [], "seed \(seed)")
             try gitOK(["push", "-q", "origin", "HEAD:main"], in: device.profile.root)
         }
@@ -125,7 +125,7 @@ final class FieldConvergenceTests: KitTestCase {
             let expected = ConvergenceRule.apply(events[id] ?? [], id: try RecordID(id), kind: "vocabulary")
             for device in devices {
                 let head = try gitOK(["rev-parse", "HEAD"], in: device.profile.root)
-                let bytes = try device.profile.recordVersion("vocabulary/\(id)", atCommit: head)
+                let bytes = try device.profile.history.recordVersion("vocabulary/\(id)", atCommit: head)
                 XCTAssertEqual(bytes.map { String(decoding: $0, as: UTF8.self) }, expected.map { String(decoding: $0, as: UTF8.self) },
                                "seed \(seed): \(id) on \(device.identity.device) is not the rule applied to all writes")
             }

@@ -86,8 +86,8 @@ struct FuzzScene {
         try aliceProfile.records.write(as: alice) { _ = try $0.append("logs", data: ["tapped": .string("puzzle")]) }
         bareURL = test.sandbox.appendingPathComponent("remote.git")
         try Profile.createBareRemote(at: bareURL)
-        try aliceProfile.addRemote("origin", url: bareURL.path)
-        _ = try aliceProfile.sync(as: alice)
+        try aliceProfile.sync.addRemote("origin", url: bareURL.path)
+        _ = try aliceProfile.sync.run(as: alice)
         bobURL = test.sandbox.appendingPathComponent("bob")
         bob = try Profile.clone(url: bareURL.path, into: bobURL, identity: bobIdentity, environment: test.makeEnvironment(bobIdentity))
         base = try test.gitOK(["rev-parse", "refs/heads/main"], in: bareURL)
@@ -307,7 +307,7 @@ struct FuzzScene {
         let thread = Thread {
             do {
                 guard let (profile, identity) = result.device else { return }
-                _ = try profile.sync(as: identity)
+                _ = try profile.sync.run(as: identity)
                 result.outcome = .accepted
             } catch {
                 result.outcome = .refused("\(error)")

@@ -44,9 +44,9 @@ final class WatchMemoryTests: SyncTestCase {
         let environment = ConcordEnvironment(home: identity.home)
         let a = try Profile.create(at: sandbox.appendingPathComponent("a"), name: "Soak", template: .aac,
                                    identity: identity, environment: environment)
-        try a.addRemote("origin", url: url)
-        if server != nil { _ = try a.trustRemote("origin", identity: identity) }
-        _ = try a.sync(as: identity)
+        try a.sync.addRemote("origin", url: url)
+        if server != nil { _ = try a.sync.trustRemote("origin", identity: identity) }
+        _ = try a.sync.run(as: identity)
         let b = try Profile.clone(url: url, into: sandbox.appendingPathComponent("b"), identity: identity,
                                   environment: environment)
 
@@ -55,24 +55,24 @@ final class WatchMemoryTests: SyncTestCase {
         func round() throws {
             rounds += 1
             try b.records.write(as: identity) { try $0.put("vocabulary", "b-\(rounds)", data: ["term": .string("from b \(rounds)")]) }
-            _ = try b.sync(as: identity)
+            _ = try b.sync.run(as: identity)
             try a.records.write(as: identity) { try $0.put("vocabulary", "a-\(rounds)", data: ["term": .string("from a \(rounds)")]) }
-            XCTAssertTrue(try a.needsSync(as: identity))
-            let report = try a.sync(as: identity)
+            XCTAssertTrue(try a.sync.isNeeded(as: identity))
+            let report = try a.sync.run(as: identity)
             XCTAssertGreaterThanOrEqual(report.sent, 1)
             XCTAssertGreaterThanOrEqual(report.received, 1)
             XCTAssertEqual(report.unresolved.count, 0)
         }
         // Warm-up (50 polls, 2 rounds): runtime tables, libgit2's one-time set-up and the allocator settle.
         for poll in 1...50 {
-            if poll % 25 == 0 { try round() } else { XCTAssertFalse(try a.needsSync(as: identity)) }
+            if poll % 25 == 0 { try round() } else { XCTAssertFalse(try a.sync.isNeeded(as: identity)) }
         }
         let start = residentBytes()
         for poll in 1...polls {
             if poll % (polls / syncs) == 0 {
                 try round()
             } else {
-                XCTAssertFalse(try a.needsSync(as: identity), "poll \(poll): nothing moved, yet A wants to sync")
+                XCTAssertFalse(try a.sync.isNeeded(as: identity), "poll \(poll): nothing moved, yet A wants to sync")
             }
         }
         let end = residentBytes()

@@ -133,6 +133,15 @@ extension History {
     }
 }
 
+extension History {
+    /// The bytes of record `reference` (kind/id) as of commit `hex`, or nil if it did not exist then.
+    public func recordVersion(_ reference: String, atCommit hex: String) throws -> [UInt8]? {
+        let (kind, id) = try profile.parseReference(reference)
+        guard let commit = ObjectID(hex: hex) else { throw ConcordError.invalidInput("\(hex) is not a commit id") }
+        return try gitCall { try profile.blob(Transaction.recordPath(kind, id), atCommit: commit) }
+    }
+}
+
 extension Profile {
     /// This profile's history.
     public var history: History { History(profile: self) }

@@ -19,22 +19,6 @@ public struct MergeReport: Sendable {
 }
 
 extension Profile {
-    /// Merges `revision` (a branch, `refs/remotes/<remote>/main`, a commit id...) into this
-    /// profile's branch: entirely in memory with the per-kind policies, then one signed merge
-    /// commit, a compare-and-swap of the branch and a working-tree update. Never leaves a MERGING
-    /// state. Files the policies cannot resolve keep our version; theirs is saved under
-    /// `.concord/conflicts/` and listed in `unresolved`.
-    public func merge(revision: String, as identity: Identity) throws -> MergeReport {
-        let theirs = try gitCall { try repository.resolveRevision(revision) }
-        return try merge(commit: theirs, as: identity)
-    }
-
-    public func merge(commit theirs: ObjectID, as identity: Identity) throws -> MergeReport {
-        let lock = try lock()
-        defer { withExtendedLifetime(lock) {} }
-        return try mergeLocked(theirs, as: identity)
-    }
-
     /// `merge(commit:as:)` for a caller that already holds the profile lock.
     func mergeLocked(_ theirs: ObjectID, as identity: Identity) throws -> MergeReport {
         var attempt = 0
@@ -185,14 +169,5 @@ extension Profile {
     func blob(_ path: String, atCommit id: ObjectID) throws -> [UInt8]? {
         let tree = try repository.commit(id).tree
         return try repository.entry(at: path, inTree: tree).map { try repository.blob($0.id) }
-    }
-}
-
-extension Profile {
-    /// The bytes of record `reference` (kind/id) as of commit `hex`, or nil if it did not exist then.
-    public func recordVersion(_ reference: String, atCommit hex: String) throws -> [UInt8]? {
-        let (kind, id) = try parseReference(reference)
-        guard let commit = ObjectID(hex: hex) else { throw ConcordError.invalidInput("\(hex) is not a commit id") }
-        return try gitCall { try blob(Transaction.recordPath(kind, id), atCommit: commit) }
     }
 }

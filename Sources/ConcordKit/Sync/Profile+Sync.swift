@@ -40,152 +40,6 @@ extension Profile {
     /// The remote-tracking ref of `remote`'s main branch.
     static func trackingRef(_ remote: String) -> String { "refs/remotes/\(remote)/main" }
 
-    /// Fetches `remote`'s main, merges it with the policies (in memory, offline), moves `main` by
-    /// compare-and-swap, and pushes without ever forcing. When the push loses a race with another
-    /// device, fetches, merges and pushes again (bounded, with jitter). Commits nothing implicitly.
-    public func sync(remote: String = "origin", as identity: Identity) throws -> SyncReport {
-        let lock = try lock()
-        defer { withExtendedLifetime(lock) {} }
-        // A long-running caller (`watch`) keeps this profile open across thousands of syncs: what
-        // libgit2 cached during this one is let go, so memory does not grow with their number.
-        defer { repository.releaseCaches() }
-        let location = try remoteLocation(remote)
-        let options = transportOptions(for: identity, remote: remote, location: location)
-        var received = 0
-        var sent = 0
-        var changed = [String]()
-        var resolved = [ResolvedConflict]()
-        var unresolved = [UnresolvedFile]()
-        var warnings = [String]()
-        for attempt in 1...Self.maxSyncAttempts {
-            let before = try gitCall { try repository.resolveReference("HEAD") }
-            let lastFetched = try gitCall { try repository.resolveReference(Self.trackingRef(remote)) }
-            let remoteTip = try fetchVerified(remote: remote, location: location, options: options)
-            if let lastFetched, attempt == 1 {
-                if remoteTip == nil {
-                    // Deleted on the server: this device still has everything; pushing restores it.
-                    warnings.append("\(remote)'s main had been deleted (it was at \(lastFetched.short)); this device's history is pushed back")
-                    try gitCall { try repository.deleteReference(Self.trackingRef(remote)) }
-                } else if let remoteTip, remoteTip != lastFetched, try gitCall({ try repository.isAncestor(remoteTip, of: lastFetched) }) {
-                    warnings.append("\(remote)'s main went back from \(lastFetched.short) to \(remoteTip.short) (rewound on the server); this device's history is pushed back")
-                }
-            }
-            if let remoteTip {
-                if let before { received += try gitCall { try repository.aheadBehind(local: before, upstream: remoteTip).behind } }
-                let report = try mergeLocked(remoteTip, as: identity)
-                changed += report.changedFiles
-                resolved += report.resolved
-                unresolved += report.unresolved
-            }
-            guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else {
-                throw ConcordError.emptyRemote(location.transportURL)
-            }
-            if head == remoteTip {
-                try recordSync(remote: remote, head: head)
-                return SyncReport(remote: remote, received: received, sent: sent, changedFiles: changed, resolved: resolved,
-                                  unresolved: unresolved, head: head.hex, attempts: attempt, warnings: warnings)
-            }
-            let outgoing = try remoteTip.map { tip in try gitCall { try repository.aheadBehind(local: head, upstream: tip).ahead } }
-                ?? countCommits(head)
-            if try push(head, expected: remoteTip, remote: remote, location: location, options: options,
-                        attemptsLeft: Self.maxSyncAttempts - attempt) {
-                sent += outgoing
-                // The push does not move the tracking ref (path pushes bypass libgit2; ssh pushes use an anonymous remote).
-                let tracking = try gitCall { try repository.resolveReference(Self.trackingRef(remote)) }
-                if tracking != head {
-                    try gitCall {
-                        try repository.updateReference(Self.trackingRef(remote), to: head, expected: tracking, message: "concord: pushed")
-                    }
-                }
-                try recordSync(remote: remote, head: head)
-                return SyncReport(remote: remote, received: received, sent: sent, changedFiles: changed, resolved: resolved,
-                                  unresolved: unresolved, head: head.hex, attempts: attempt, warnings: warnings)
-            }
-            // Another device pushed first: fetch, merge and try again after a little jitter.
-            usleep(useconds_t.random(in: 20_000...(60_000 * useconds_t(attempt))))
-        }
-        throw ConcordError.remoteKeptMoving(remote: remote, attempts: Self.maxSyncAttempts)
-    }
-
-    /// Ahead/behind against the last fetched state of `remote`, and when it last synced.
-    public func status(remote: String = "origin") throws -> SyncStatus {
-        let location = try remoteLocation(remote)
-        let head = try gitCall { try repository.resolveReference("HEAD") }
-        let tracking = try gitCall { try repository.resolveReference(Self.trackingRef(remote)) }
-        var ahead = 0
-        var behind = 0
-        if let head, let tracking {
-            (ahead, behind) = try gitCall { try repository.aheadBehind(local: head, upstream: tracking) }
-        } else if let head {
-            ahead = try countCommits(head)
-        }
-        return SyncStatus(remote: remote, url: location.transportURL, ahead: ahead, behind: behind,
-                          lastSync: SyncState.load(repository.gitDirectory, remote: remote).lastSync)
-    }
-
-    /// True when `remote` has commits this device has not fetched, or this device has commits
-    /// the remote lacks. Reads only the remote's ref list (no objects).
-    public func needsSync(remote: String = "origin", as identity: Identity) throws -> Bool {
-        let location = try remoteLocation(remote)
-        let head = try gitCall { try repository.resolveReference("HEAD") }
-        let tracking = try gitCall { try repository.resolveReference(Self.trackingRef(remote)) }
-        if head != tracking { return true }
-        if case .path(let path) = location {
-            // Read from the ref files: no libgit2 on an untrusted directory, and far cheaper.
-            guard FileManager.default.fileExists(atPath: path) else {
-                throw ConcordError.offline(remote: remote, reason: "\(path) does not exist", localCommits: try localCommits(remote))
-            }
-            do { return try Repository.localRemoteHead(at: path, ref: "refs/heads/main") != tracking } catch {
-                throw try transportError(error, remote: remote, location: location)
-            }
-        }
-        let heads: [String: ObjectID]
-        do {
-            heads = try repository.remoteHeads(remote: remote, options: transportOptions(for: identity, remote: remote, location: location))
-        } catch {
-            throw try transportError(error, remote: remote, location: location)
-        }
-        return heads["refs/heads/main"] != tracking
-    }
-
-    // MARK: Remotes
-
-    public func remotes() throws -> [(name: String, url: String)] {
-        try gitCall { try repository.remotes() }
-    }
-
-    public func addRemote(_ name: String, url: String) throws {
-        guard RecordID.isValid(name) else { throw ConcordError.invalidInput("invalid remote name \"\(name)\": use letters, digits, . _ -") }
-        guard try gitCall({ try repository.remoteURL(name) }) == nil else { throw ConcordError.remoteExists(name) }
-        let location = try RemoteLocation(url: url)
-        try gitCall { try repository.addRemote(name, url: location.transportURL) }
-    }
-
-    public func removeRemote(_ name: String) throws {
-        guard try gitCall({ try repository.remoteURL(name) }) != nil else { throw ConcordError.unknownRemote(name) }
-        try gitCall { try repository.removeRemote(name) }
-    }
-
-    /// Connects to ssh remote `name`, and records the host key it presents as trusted in
-    /// `$CONCORD_HOME/known_hosts`. Returns the fingerprint.
-    public func trustRemote(_ name: String, identity: Identity) throws -> String {
-        let location = try remoteLocation(name)
-        guard let hostName = location.knownHostsName else {
-            throw ConcordError.invalidInput("\(name) is a path remote: there is no host key to trust")
-        }
-        var seen: HostKey?
-        let options = TransportOptions(sshPrivateKey: identity.privateKeyPath.path, trustHostKey: { key in
-            seen = key
-            return true
-        }, stallTimeout: environment.networkTimeout, knownHostLines: KnownHosts(home: environment.home).lines(for: hostName))
-        do { _ = try repository.remoteHeads(remote: name, options: options) } catch {
-            if seen == nil { throw try transportError(error, remote: name, location: location) }
-        }
-        guard let key = seen else { throw ConcordError.io("\(name) presented no host key") }
-        try KnownHosts(home: environment.home).trust(host: hostName, key: key)
-        return key.fingerprint
-    }
-
     // MARK: Internals
 
     func remoteLocation(_ remote: String) throws -> RemoteLocation {
@@ -250,7 +104,7 @@ extension Profile {
     }
 
     /// Pushes `head`; false when the remote moved since `expected` (the caller retries).
-    private func push(_ head: ObjectID, expected: ObjectID?, remote: String, location: RemoteLocation,
+    func push(_ head: ObjectID, expected: ObjectID?, remote: String, location: RemoteLocation,
                       options: TransportOptions, attemptsLeft: Int) throws -> Bool {
         switch location {
         case .path(let path):
@@ -335,13 +189,13 @@ extension Profile {
         return try gitCall { try repository.aheadBehind(local: head, upstream: tracking).ahead }
     }
 
-    private func countCommits(_ head: ObjectID) throws -> Int {
+    func countCommits(_ head: ObjectID) throws -> Int {
         var count = 0
         try gitCall { try repository.walkHistory(from: head) { _ in count += 1; return true } }
         return count
     }
 
-    private func recordSync(remote: String, head: ObjectID) throws {
+    func recordSync(remote: String, head: ObjectID) throws {
         try SyncState(lastSync: HLClock.formatInstant(ConcordEnvironment.systemClock()), lastRemoteHead: head.hex)
             .save(repository.gitDirectory, remote: remote)
     }

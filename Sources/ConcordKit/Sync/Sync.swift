@@ -1,0 +1,254 @@
+import ConcordGit
+import ConcordModel
+import ConcordTrust
+import Foundation
+
+/// A profile's remotes and its sync with them: fetch into a quarantine, check every new commit
+/// (`IncomingCheck`), merge with the per-kind policies, push without forcing, and `watch` that
+/// keeps doing so. The internals it runs on (`fetchVerified`, `mergeLocked`, the transport
+/// options and errors) are in this folder and in `Merge/`.
+public struct Sync {
+    let profile: Profile
+    private var repository: Repository { profile.repository }
+    private var environment: ConcordEnvironment { profile.environment }
+
+    /// Fetches `remote`'s main, merges it with the policies (in memory, offline), moves `main` by
+    /// compare-and-swap, and pushes without ever forcing. When the push loses a race with another
+    /// device, fetches, merges and pushes again (bounded, with jitter). Commits nothing implicitly.
+    public func run(remote: String = "origin", as identity: Identity) throws -> SyncReport {
+        let lock = try profile.lock()
+        defer { withExtendedLifetime(lock) {} }
+        // A long-running caller (`watch`) keeps this profile open across thousands of syncs: what
+        // libgit2 cached during this one is let go, so memory does not grow with their number.
+        defer { repository.releaseCaches() }
+        let location = try profile.remoteLocation(remote)
+        let options = profile.transportOptions(for: identity, remote: remote, location: location)
+        var received = 0
+        var sent = 0
+        var changed = [String]()
+        var resolved = [ResolvedConflict]()
+        var unresolved = [UnresolvedFile]()
+        var warnings = [String]()
+        for attempt in 1...Profile.maxSyncAttempts {
+            let before = try gitCall { try repository.resolveReference("HEAD") }
+            let lastFetched = try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) }
+            let remoteTip = try profile.fetchVerified(remote: remote, location: location, options: options)
+            if let lastFetched, attempt == 1 {
+                if remoteTip == nil {
+                    // Deleted on the server: this device still has everything; pushing restores it.
+                    warnings.append("\(remote)'s main had been deleted (it was at \(lastFetched.short)); this device's history is pushed back")
+                    try gitCall { try repository.deleteReference(Profile.trackingRef(remote)) }
+                } else if let remoteTip, remoteTip != lastFetched, try gitCall({ try repository.isAncestor(remoteTip, of: lastFetched) }) {
+                    warnings.append("\(remote)'s main went back from \(lastFetched.short) to \(remoteTip.short) (rewound on the server); this device's history is pushed back")
+                }
+            }
+            if let remoteTip {
+                if let before { received += try gitCall { try repository.aheadBehind(local: before, upstream: remoteTip).behind } }
+                let report = try profile.mergeLocked(remoteTip, as: identity)
+                changed += report.changedFiles
+                resolved += report.resolved
+                unresolved += report.unresolved
+            }
+            guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else {
+                throw ConcordError.emptyRemote(location.transportURL)
+            }
+            if head == remoteTip {
+                try profile.recordSync(remote: remote, head: head)
+                return SyncReport(remote: remote, received: received, sent: sent, changedFiles: changed, resolved: resolved,
+                                  unresolved: unresolved, head: head.hex, attempts: attempt, warnings: warnings)
+            }
+            let outgoing = try remoteTip.map { tip in try gitCall { try repository.aheadBehind(local: head, upstream: tip).ahead } }
+                ?? profile.countCommits(head)
+            if try profile.push(head, expected: remoteTip, remote: remote, location: location, options: options,
+                        attemptsLeft: Profile.maxSyncAttempts - attempt) {
+                sent += outgoing
+                // The push does not move the tracking ref (path pushes bypass libgit2; ssh pushes use an anonymous remote).
+                let tracking = try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) }
+                if tracking != head {
+                    try gitCall {
+                        try repository.updateReference(Profile.trackingRef(remote), to: head, expected: tracking, message: "concord: pushed")
+                    }
+                }
+                try profile.recordSync(remote: remote, head: head)
+                return SyncReport(remote: remote, received: received, sent: sent, changedFiles: changed, resolved: resolved,
+                                  unresolved: unresolved, head: head.hex, attempts: attempt, warnings: warnings)
+            }
+            // Another device pushed first: fetch, merge and try again after a little jitter.
+            usleep(useconds_t.random(in: 20_000...(60_000 * useconds_t(attempt))))
+        }
+        throw ConcordError.remoteKeptMoving(remote: remote, attempts: Profile.maxSyncAttempts)
+    }
+
+    /// Ahead/behind against the last fetched state of `remote`, and when it last synced.
+    public func status(remote: String = "origin") throws -> SyncStatus {
+        let location = try profile.remoteLocation(remote)
+        let head = try gitCall { try repository.resolveReference("HEAD") }
+        let tracking = try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) }
+        var ahead = 0
+        var behind = 0
+        if let head, let tracking {
+            (ahead, behind) = try gitCall { try repository.aheadBehind(local: head, upstream: tracking) }
+        } else if let head {
+            ahead = try profile.countCommits(head)
+        }
+        return SyncStatus(remote: remote, url: location.transportURL, ahead: ahead, behind: behind,
+                          lastSync: SyncState.load(repository.gitDirectory, remote: remote).lastSync)
+    }
+
+    /// True when `remote` has commits this device has not fetched, or this device has commits
+    /// the remote lacks. Reads only the remote's ref list (no objects).
+    public func isNeeded(remote: String = "origin", as identity: Identity) throws -> Bool {
+        let location = try profile.remoteLocation(remote)
+        let head = try gitCall { try repository.resolveReference("HEAD") }
+        let tracking = try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) }
+        if head != tracking { return true }
+        if case .path(let path) = location {
+            // Read from the ref files: no libgit2 on an untrusted directory, and far cheaper.
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw ConcordError.offline(remote: remote, reason: "\(path) does not exist", localCommits: try profile.localCommits(remote))
+            }
+            do { return try Repository.localRemoteHead(at: path, ref: "refs/heads/main") != tracking } catch {
+                throw try profile.transportError(error, remote: remote, location: location)
+            }
+        }
+        let heads: [String: ObjectID]
+        do {
+            heads = try repository.remoteHeads(remote: remote, options: profile.transportOptions(for: identity, remote: remote, location: location))
+        } catch {
+            throw try profile.transportError(error, remote: remote, location: location)
+        }
+        return heads["refs/heads/main"] != tracking
+    }
+
+    // MARK: Remotes
+
+    public func remotes() throws -> [(name: String, url: String)] {
+        try gitCall { try repository.remotes() }
+    }
+
+    public func addRemote(_ name: String, url: String) throws {
+        guard RecordID.isValid(name) else { throw ConcordError.invalidInput("invalid remote name \"\(name)\": use letters, digits, . _ -") }
+        guard try gitCall({ try repository.remoteURL(name) }) == nil else { throw ConcordError.remoteExists(name) }
+        let location = try RemoteLocation(url: url)
+        try gitCall { try repository.addRemote(name, url: location.transportURL) }
+    }
+
+    public func removeRemote(_ name: String) throws {
+        guard try gitCall({ try repository.remoteURL(name) }) != nil else { throw ConcordError.unknownRemote(name) }
+        try gitCall { try repository.removeRemote(name) }
+    }
+
+    /// Connects to ssh remote `name`, and records the host key it presents as trusted in
+    /// `$CONCORD_HOME/known_hosts`. Returns the fingerprint.
+    public func trustRemote(_ name: String, identity: Identity) throws -> String {
+        let location = try profile.remoteLocation(name)
+        guard let hostName = location.knownHostsName else {
+            throw ConcordError.invalidInput("\(name) is a path remote: there is no host key to trust")
+        }
+        var seen: HostKey?
+        let options = TransportOptions(sshPrivateKey: identity.privateKeyPath.path, trustHostKey: { key in
+            seen = key
+            return true
+        }, stallTimeout: environment.networkTimeout, knownHostLines: KnownHosts(home: environment.home).lines(for: hostName))
+        do { _ = try repository.remoteHeads(remote: name, options: options) } catch {
+            if seen == nil { throw try profile.transportError(error, remote: name, location: location) }
+        }
+        guard let key = seen else { throw ConcordError.io("\(name) presented no host key") }
+        try KnownHosts(home: environment.home).trust(host: hostName, key: key)
+        return key.fingerprint
+    }
+
+    /// Merges `revision` (a branch, `refs/remotes/<remote>/main`, a commit id...) into this
+    /// profile's branch: entirely in memory with the per-kind policies, then one signed merge
+    /// commit, a compare-and-swap of the branch and a working-tree update. Never leaves a MERGING
+    /// state. Files the policies cannot resolve keep our version; theirs is saved under
+    /// `.concord/conflicts/` and listed in `unresolved`.
+    public func merge(revision: String, as identity: Identity) throws -> MergeReport {
+        let theirs = try gitCall { try repository.resolveRevision(revision) }
+        return try merge(commit: theirs, as: identity)
+    }
+
+    public func merge(commit theirs: ObjectID, as identity: Identity) throws -> MergeReport {
+        let lock = try profile.lock()
+        defer { withExtendedLifetime(lock) {} }
+        return try profile.mergeLocked(theirs, as: identity)
+    }
+
+    /// Keeps this profile in sync until `shouldStop` returns true: every 50 ms it looks for local
+    /// commits the remote lacks (two ref reads; writes by other processes are seen the same way),
+    /// and every `interval` seconds it checks cheaply whether the remote's main moved (reading only
+    /// its ref list); either one triggers a sync. Stops only between syncs, never inside a ref update.
+    public func watch(remote: String = "origin", interval: Double, as identity: Identity,
+                      shouldStop: () -> Bool, onEvent: (WatchEvent) -> Void) {
+        onEvent(.started(remote: remote, interval: interval))
+        var offline = false
+        // The remote is asked once per interval, counted from the start of the previous check;
+        // local commits (from this or any other process) are looked for every tick.
+        var nextRemoteCheck = Date.distantPast
+        // After a failure, local commits wait for the next remote check instead of retrying every tick.
+        var quietUntil = Date.distantPast
+        // A refusal or another failure is reported once (until it changes or clears), and the
+        // remote is asked again after a delay that doubles each time, up to `maxBackoff`.
+        var lastFailure: String?
+        var backoff = interval
+        while !shouldStop() {
+            let now = Date()
+            let remoteDue = now >= nextRemoteCheck
+            let localWork = now >= quietUntil && (try? hasUnsentCommits(remote: remote)) == true
+            if remoteDue || localWork {
+                if remoteDue { nextRemoteCheck = now.addingTimeInterval(interval) }
+                do {
+                    if try localWork || isNeeded(remote: remote, as: identity) {
+                        // A sync frees what it allocated, but glibc keeps the pages (`ProcessMemory`).
+                        defer { ProcessMemory.returnFreedMemory() }
+                        let report = try run(remote: remote, as: identity)
+                        if offline { offline = false; onEvent(.online) }
+                        onEvent(.synced(report))
+                    } else if offline {
+                        offline = false
+                        onEvent(.online)
+                    }
+                    lastFailure = nil
+                    backoff = interval
+                } catch {
+                    // A stop requested meanwhile may have cut the transfer short: not an outage.
+                    if shouldStop() { break }
+                    if case ConcordError.offline = error {
+                        if !offline { onEvent(.offline(error.localizedDescription)) }
+                        offline = true
+                    } else {
+                        let message = (error as? LocalizedError)?.errorDescription ?? "\(error)"
+                        if message != lastFailure { onEvent(.failed(message)) }
+                        lastFailure = message
+                        nextRemoteCheck = Date().addingTimeInterval(backoff)
+                        backoff = min(backoff * 2, max(interval, Self.maxBackoff))
+                    }
+                    quietUntil = nextRemoteCheck
+                }
+                // With CONCORD_TRACE_PERF=1, one line per remote check (B11 counts polls with it).
+                if remoteDue { PerformanceTrace.step("watch: remote checked") }
+            }
+            let tickEnd = Date().addingTimeInterval(Self.watchTick)
+            while Date() < tickEnd, !shouldStop() { usleep(10_000) }
+        }
+        onEvent(.stopped)
+    }
+
+    /// How often `watch` looks for local commits to send.
+    static let watchTick: TimeInterval = 0.05
+    /// The longest `watch` waits before asking again a remote that refused it or failed.
+    static let maxBackoff: TimeInterval = 300
+
+    /// True when this device has commits `remote` has not received, as far as the last fetch knows.
+    /// Reads two refs: cheap enough to ask every tick.
+    func hasUnsentCommits(remote: String) throws -> Bool {
+        let head = try gitCall { try repository.resolveReference("HEAD") }
+        let tracking = try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) }
+        return head != nil && head != tracking
+    }
+}
+
+extension Profile {
+    /// This profile's remotes and sync.
+    public var sync: Sync { Sync(profile: self) }
+}
