@@ -96,27 +96,20 @@ final class NetworkWatchdog: @unchecked Sendable {
     }
 
     private static func describe(_ storage: sockaddr_storage) -> (address: String, port: UInt16)? {
-        var storage = storage
-        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         switch Int32(storage.ss_family) {
-        case AF_INET:
-            return withUnsafePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { pointer in
-                    var address = pointer.pointee.sin_addr
-                    inet_ntop(AF_INET, &address, &text, socklen_t(text.count))
-                    return (String(cString: text), UInt16(bigEndian: pointer.pointee.sin_port))
-                }
-            }
-        case AF_INET6:
-            return withUnsafePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
-                    var address = pointer.pointee.sin6_addr
-                    inet_ntop(AF_INET6, &address, &text, socklen_t(text.count))
-                    return (String(cString: text), UInt16(bigEndian: pointer.pointee.sin6_port))
-                }
-            }
-        default:
-            return nil
+        case AF_INET: return describe(storage, as: sockaddr_in.self, family: AF_INET) { ($0.sin_addr, $0.sin_port) }
+        case AF_INET6: return describe(storage, as: sockaddr_in6.self, family: AF_INET6) { ($0.sin6_addr, $0.sin6_port) }
+        default: return nil
         }
+    }
+
+    /// The address (as `inet_ntop` writes it) and port of `storage`, read as a `Socket` of `family`.
+    private static func describe<Socket, Address>(
+        _ storage: sockaddr_storage, as _: Socket.Type, family: Int32, _ parts: (Socket) -> (Address, in_port_t)
+    ) -> (address: String, port: UInt16) {
+        var (address, port) = withUnsafeBytes(of: storage) { parts($0.load(as: Socket.self)) }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        inet_ntop(family, &address, &text, socklen_t(text.count))
+        return (String(cString: text), UInt16(bigEndian: port))
     }
 }

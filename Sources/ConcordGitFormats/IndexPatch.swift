@@ -126,13 +126,8 @@ package enum IndexPatch {
 
         fileprivate init(lock: Int32, lockPath: String, indexPath: String, stampPath: String, old: MappedFile,
                          plan: IndexPlan, policy: Checksum) {
-            self.lock = lock
-            self.lockPath = lockPath
-            self.indexPath = indexPath
-            self.stampPath = stampPath
-            self.old = old
-            self.plan = plan
-            self.policy = policy
+            (self.lock, self.lockPath, self.indexPath, self.stampPath) = (lock, lockPath, indexPath, stampPath)
+            (self.old, self.plan, self.policy) = (old, plan, policy)
         }
 
         deinit {

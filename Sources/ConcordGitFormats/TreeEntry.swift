@@ -6,8 +6,6 @@ public struct TreeEntry: Sendable, Hashable {
     public let kind: Kind
 
     package init(name: String, id: ObjectID, kind: Kind) {
-        self.name = name
-        self.id = id
-        self.kind = kind
+        (self.name, self.id, self.kind) = (name, id, kind)
     }
 }

@@ -54,88 +54,97 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     case invalidCommit(commit: String, path: String?, reason: String)
 
     public var errorDescription: String? {
+        let (problem, advice) = parts
+        return advice.map { "\(problem): \($0)" } ?? problem
+    }
+
+    /// What went wrong (`problem`), and what to do in the library's terms (`advice`, nil where the
+    /// problem says all); `errorDescription` is `problem: advice`. A client swaps in its own advice
+    /// (the CLI names its commands) and keeps the problem.
+    public var parts: (problem: String, advice: String?) {
         switch self {
         case .notAProfile(let path):
-            return "\(path) is not a Concord profile (no .concord/profile.json): create one there or open the profile's directory"
+            return ("\(path) is not a Concord profile (no .concord/profile.json)", "create one there or open the profile's directory")
         case .profileExists(let path):
-            return "\(path) already holds a git repository or profile: choose an empty or new directory"
+            return ("\(path) already holds a git repository or profile", "choose an empty or new directory")
         case .olderFormat(let found, let oldest):
-            return "this profile uses data format \(found), from an older concord; this concord reads format \(oldest) and "
-                + "later: export it with the concord that made it and import the dump into a new profile"
+            return ("this profile uses data format \(found), from an older concord; this concord reads format \(oldest) and later",
+                    "export it with the concord that made it and import the dump into a new profile")
         case .newerFormat(let found, let supported):
-            return "this profile uses data format \(found) but this concord understands up to \(supported): upgrade concord to open it"
+            return ("this profile uses data format \(found) but this concord understands up to \(supported)", "upgrade concord to open it")
         case .unknownKind(let kind, let known):
             let list = known.isEmpty ? "this profile has no kinds" : "known kinds: \(known.joined(separator: ", "))"
-            return "unknown kind \"\(kind)\" (\(list))"
+            return ("unknown kind \"\(kind)\" (\(list))", nil)
         case .notALogKind(let kind):
-            return "kind \"\(kind)\" is not a log kind: put its records instead of appending"
+            return ("kind \"\(kind)\" is not a log kind", "put its records instead of appending")
         case .logKindNeedsAppend(let kind):
-            return "kind \"\(kind)\" is an append-only log: append its entries instead"
+            return ("kind \"\(kind)\" is an append-only log", "append its entries instead")
         case .cannotRemoveLogEntries(let kind):
-            return "kind \"\(kind)\" is an append-only log: its entries cannot be removed"
+            return ("kind \"\(kind)\" is an append-only log", "its entries cannot be removed")
         case .badReference(let text):
-            return "\"\(text)\" is not a record reference: write it as <kind>/<id>, e.g. vocabulary/puzzle"
+            return ("\"\(text)\" is not a record reference", "write it as <kind>/<id>, e.g. vocabulary/puzzle")
         case .recordNotFound(let reference):
-            return "no record \(reference)"
+            return ("no record \(reference)", nil)
         case .corruptRecord(let path, let reason):
-            return "record file \(path) is not a valid record (\(reason)): fix or restore it, e.g. 'git checkout -- \(path)'"
-        case .invalidInput(let message):
-            return message
+            return ("record file \(path) is not a valid record (\(reason))", "fix or restore it, e.g. 'git checkout -- \(path)'")
+        case .invalidInput(let message), .io(let message):
+            return (message, nil)
         case .invalidJSON(let source, let detail):
-            return "invalid JSON in \(source) at \(detail)"
+            return ("invalid JSON in \(source) at \(detail)", nil)
         case .notAnObject(let source):
-            return "\(source) must be a JSON object ({...})"
+            return ("\(source) must be a JSON object ({...})", nil)
         case .recordTooLarge(let reference, let size):
-            return "record \(reference) is \(size) bytes, over the 1 MiB limit: store large content as separate records"
-        case .io(let message):
-            return message
+            return ("record \(reference) is \(size) bytes, over the 1 MiB limit", "store large content as separate records")
         case .git(let error):
-            return "git: \(error.description)"
+            return ("git: \(error.description)", nil)
         case .remoteFailed(let remote, let error):
-            return "\(remote): \(error.message)"
+            return ("\(remote): \(error.message)", nil)
         case .notAllowed(let member, let role, let action, let needs, let profile):
-            return "\(member) is \(role.rawValue) in \"\(profile)\"; \(action) needs \(needs.rawValue) or above"
+            return ("\(member) is \(role.rawValue) in \"\(profile)\"; \(action) needs \(needs.rawValue) or above", nil)
         case .notAMember(let member, let profile):
-            return "\(member) is not an active member of profile \"\(profile)\": ask an admin to share it with you"
+            return ("\(member) is not an active member of profile \"\(profile)\"", "ask an admin to share it with you")
         case .keyNotRegistered(let member, let fingerprint, let profile):
-            return "this device's key (\(fingerprint)) is not one of \(member)'s keys in \"\(profile)\": ask an admin to add it to \(member)'s keys"
+            return ("this device's key (\(fingerprint)) is not one of \(member)'s keys in \"\(profile)\"",
+                    "ask an admin to add it to \(member)'s keys")
         case .busy(let path):
-            return "profile \(path) is busy: another concord process has held its lock for too long; try again"
+            return ("profile \(path) is busy", "another concord process has held its lock for too long; try again")
         case .unknownTemplate(let name):
-            return "unknown template \"\(name)\": use blank, aac, screenplay, recipes, sessions or personal"
+            return ("unknown template \"\(name)\"", "use blank, aac, screenplay, recipes, sessions or personal")
         case .offline(let remote, let reason, let count):
-            guard let count else { return "offline: cannot reach \(remote) (\(reason)) — check the URL and the network, then try again" }
+            let problem = "offline: cannot reach \(remote) (\(reason))"
+            guard let count else { return (problem, "check the URL and the network, then try again") }
             let kept = count == 1 ? "your 1 local commit is kept" : "your \(count) local commits are kept"
-            return "offline: cannot reach \(remote) (\(reason)) — \(kept) and will be sent on the next sync"
+            return (problem, "\(kept) and will be sent on the next sync")
         case .untrustedHost(let remote, let host, let fingerprint, let changed):
             if changed {
-                return "the host key of \(host) CHANGED (now \(fingerprint)): refusing to connect to \(remote); if the server really got a new key, remove its line from $CONCORD_HOME/known_hosts and trust the new one"
+                return ("the host key of \(host) CHANGED (now \(fingerprint))", "refusing to connect to \(remote); if the server "
+                        + "really got a new key, remove its line from $CONCORD_HOME/known_hosts and trust the new one")
             }
-            return "unknown host key for \(host): \(fingerprint); if that is the server's key, trust it for \(remote)"
+            return ("unknown host key \(fingerprint) for \(host)", "if that is the server's key, trust it for \(remote)")
         case .authenticationFailed(let remote, let reason):
-            return "the server of \(remote) refused this device's key (\(reason)): ask its admin to authorize this device's public key"
+            return ("the server of \(remote) refused this device's key (\(reason))", "ask its admin to authorize this device's public key")
         case .pushRejected(let remote, let reason):
-            return "\(remote) refused the push: \(reason)"
+            return ("\(remote) refused the push", reason)
         case .refused(let remote, let message):
-            return "\(remote) refused this device: \(message) — ask the server's admin for access; nothing here changed and local commits are kept"
+            return ("\(remote) refused this device: \(message)",
+                    "ask the server's admin for access; nothing here changed and local commits are kept")
         case .unknownRemote(let name):
-            return "no remote named \"\(name)\": add one first"
+            return ("no remote named \"\(name)\"", "add one first")
         case .remoteExists(let name):
-            return "a remote named \"\(name)\" already exists: remove it first or choose another name"
+            return ("a remote named \"\(name)\" already exists", "remove it first or choose another name")
         case .unsupportedURL(let url):
-            return "\(url) is not a supported remote: use a directory path or ssh://user@host[:port]/path.git"
+            return ("\(url) is not a supported remote", "use a directory path or ssh://user@host[:port]/path.git")
         case .emptyRemote(let url):
-            return "\(url) holds no profile yet: create one and sync it there first"
+            return ("\(url) holds no profile yet", "create one and sync it there first")
         case .remoteKeptMoving(let remote, let attempts):
-            return "\(remote) kept changing while syncing (\(attempts) attempts): nothing is lost; sync again"
+            return ("\(remote) kept changing while syncing (\(attempts) attempts)", "nothing is lost; sync again")
         case .uncommittedEdits(let paths):
             let list = paths.prefix(5).joined(separator: ", ") + (paths.count > 5 ? " and \(paths.count - 5) more" : "")
-            return "uncommitted edits to \(list) would be overwritten by the incoming change: save them as records "
-                + "(or discard them with 'git checkout -- <file>'), then try again; nothing was changed"
+            return ("uncommitted edits to \(list) would be overwritten by the incoming change",
+                    "save them as records (or discard them with 'git checkout -- <file>'), then try again; nothing was changed")
         case .invalidCommit(let commit, let path, let reason):
-            let place = path.map { " \($0):" } ?? ""
-            return "invalid commit \(commit):\(place) \(reason) — refused, nothing here changed; the remote holds a commit "
-                + "Concord will not accept: ask the profile's admin to find who pushed it and restore the remote's main"
+            return ("invalid commit \(commit):\(path.map { " \($0):" } ?? "") \(reason)", "refused, nothing here changed; the remote "
+                    + "holds a commit Concord will not accept: ask the profile's admin to find who pushed it and restore the remote's main")
         }
     }
 }

@@ -9,9 +9,7 @@ public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertibl
 
     /// Creates an error at `line`, `column` (both 1-based).
     public init(line: Int, column: Int, message: String) {
-        self.line = line
-        self.column = column
-        self.message = message
+        (self.line, self.column, self.message) = (line, column, message)
     }
 
     /// `line 3, column 7: expected ',' or '}' after object member`.

@@ -10,12 +10,22 @@ extension RecordMerge {
     /// changed one. Values merge whole (no deep merge). The output is the merged object's canonical bytes;
     /// no conflicts are reported, because a document has no record envelope to name a winner by.
     public static func mergeDocument(base: [UInt8]?, ours: [UInt8], theirs: [UInt8]) -> FileMergeOutcome {
+        mergeObjects(base: base, ours: ours, theirs: theirs)
+    }
+
+    /// The merge of ``mergeDocument(base:ours:theirs:)``, after `prepare` has had the three sides' fields
+    /// (base, ours, theirs) to merge some of them its own way first.
+    private static func mergeObjects(
+        base: [UInt8]?, ours: [UInt8], theirs: [UInt8],
+        prepare: (inout [String: JSONValue], inout [String: JSONValue], inout [String: JSONValue]) -> Void = { _, _, _ in }
+    ) -> FileMergeOutcome {
         if let trivial = MergeSupport.trivialMerge(base: base, ours: ours, theirs: theirs) { return trivial }
         return MergeSupport.resolving { () throws(MergeSupport.Unresolvable) in
-            let sides = try MergeSupport.parseSides(ours: ours, theirs: theirs, as: "a JSON object document") {
+            var sides = try MergeSupport.parseSides(ours: ours, theirs: theirs, as: "a JSON object document") {
                 (bytes) throws(ModelError) in try RecordFields.parseObject(bytes, what: "the document")
             }
-            let baseFields = base.flatMap { try? RecordFields.parseObject($0, what: "the document") } ?? [:]
+            var baseFields = base.flatMap { try? RecordFields.parseObject($0, what: "the document") } ?? [:]
+            prepare(&baseFields, &sides.ours, &sides.theirs)
             let (fields, _) = MergeSupport.mergeFields(
                 base: baseFields, ours: sides.ours, theirs: sides.theirs, resolve: MergeSupport.greaterValue)
             return .merged(bytes: JSONValue.object(fields).canonicalBytes(), conflicts: [])
@@ -32,24 +42,13 @@ extension RecordMerge {
     /// stay, and a role change and a key addition made at once both survive. If a side's `keys` is not an
     /// array of objects with distinct string `device`s, `keys` merges whole, as any document field.
     public static func mergeMemberFile(base: [UInt8]?, ours: [UInt8], theirs: [UInt8]) -> FileMergeOutcome {
-        if let trivial = MergeSupport.trivialMerge(base: base, ours: ours, theirs: theirs) { return trivial }
-        return MergeSupport.resolving { () throws(MergeSupport.Unresolvable) in
-            var sides = try MergeSupport.parseSides(ours: ours, theirs: theirs, as: "a JSON object document") {
-                (bytes) throws(ModelError) in try RecordFields.parseObject(bytes, what: "the document")
-            }
-            var baseFields = base.flatMap { try? RecordFields.parseObject($0, what: "the document") } ?? [:]
-            if sides.ours["keys"] != nil || sides.theirs["keys"] != nil,
-               let oursKeys = keysByDevice(sides.ours), let theirsKeys = keysByDevice(sides.theirs) {
-                let (keys, _) = MergeSupport.mergeFields(
-                    base: keysByDevice(baseFields) ?? [:], ours: oursKeys, theirs: theirsKeys, resolve: MergeSupport.greaterValue)
-                let merged = JSONValue.array(keys.sorted { utf8Precedes($0.key, $1.key) }.map(\.value))
-                sides.ours["keys"] = merged
-                sides.theirs["keys"] = merged
-                baseFields["keys"] = merged
-            }
-            let (fields, _) = MergeSupport.mergeFields(
-                base: baseFields, ours: sides.ours, theirs: sides.theirs, resolve: MergeSupport.greaterValue)
-            return .merged(bytes: JSONValue.object(fields).canonicalBytes(), conflicts: [])
+        mergeObjects(base: base, ours: ours, theirs: theirs) { base, ours, theirs in
+            guard ours["keys"] != nil || theirs["keys"] != nil,
+                  let oursKeys = keysByDevice(ours), let theirsKeys = keysByDevice(theirs) else { return }
+            let (keys, _) = MergeSupport.mergeFields(
+                base: keysByDevice(base) ?? [:], ours: oursKeys, theirs: theirsKeys, resolve: MergeSupport.greaterValue)
+            let merged = JSONValue.array(keys.sorted { utf8Precedes($0.key, $1.key) }.map(\.value))
+            (base["keys"], ours["keys"], theirs["keys"]) = (merged, merged, merged)
         }
     }
 

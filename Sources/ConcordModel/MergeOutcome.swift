@@ -48,17 +48,9 @@ public struct ResolvedConflict: Sendable, Equatable {
     public let loser: MergeSide
     /// The loser's full record bytes (canonical JSON); empty when read back from a trailer.
     public let losingContent: [UInt8]
+}
 
-    /// Creates a resolved conflict.
-    public init(kind: String, id: String, policy: MergePolicy, winner: MergeSide, loser: MergeSide, losingContent: [UInt8]) {
-        self.kind = kind
-        self.id = id
-        self.policy = policy
-        self.winner = winner
-        self.loser = loser
-        self.losingContent = losingContent
-    }
-
+extension ResolvedConflict {
     /// The trailer value:
     /// `<kind>/<id> <policy> winner=<member>@<device> loser=<member>@<device> winner-change=<edit|delete>
     /// loser-change=<edit|delete> winner-at=<HLC> loser-at=<HLC>` (one line, fields separated by one space).

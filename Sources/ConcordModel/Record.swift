@@ -175,23 +175,22 @@ public struct Record: Sendable, Equatable {
         private let afterStamp: [UInt8]
 
         public init(device: String, member: String, kind: String) {
-            var writer = envelopeWriter(first: "data")
-            head = writer.out
-            writer = CanonicalWriter(pretty: true)
-            field("device", device, &writer)
-            key("id", &writer)
-            writer.out.append(UInt8(ascii: "\""))
-            afterData = writer.out
-            writer = CanonicalWriter(pretty: true)
-            writer.out.append(UInt8(ascii: "\""))
-            field("kind", kind, &writer)
-            key("updatedAt", &writer)
-            writer.out.append(UInt8(ascii: "\""))
-            afterID = writer.out
-            writer = CanonicalWriter(pretty: true)
-            writer.out.append(UInt8(ascii: "\""))
-            field("updatedBy", member, &writer)
-            afterStamp = closeEnvelope(&writer)
+            let quote = UInt8(ascii: "\"")
+            head = envelopeWriter(first: "data").out
+            afterData = Self.segment { field("device", device, &$0); key("id", &$0); $0.out.append(quote) }
+            afterID = Self.segment {
+                $0.out.append(quote); field("kind", kind, &$0); key("updatedAt", &$0); $0.out.append(quote)
+            }
+            var last = CanonicalWriter(pretty: true)
+            last.out.append(quote)
+            field("updatedBy", member, &last)
+            afterStamp = closeEnvelope(&last)
+        }
+
+        private static func segment(_ write: (inout CanonicalWriter) -> Void) -> [UInt8] {
+            var writer = CanonicalWriter(pretty: true)
+            write(&writer)
+            return writer.out
         }
 
         /// A record id needs no escaping in JSON: its characters are `[A-Za-z0-9._-]`.

@@ -13,9 +13,7 @@ public struct WriteStamp: Sendable, Hashable, Comparable, CustomStringConvertibl
 
     /// Creates a stamp.
     public init(at: HLC, member: String, device: String) {
-        self.at = at
-        self.member = member
-        self.device = device
+        (self.at, self.member, self.device) = (at, member, device)
     }
 
     public static func == (lhs: WriteStamp, rhs: WriteStamp) -> Bool {

@@ -4,14 +4,9 @@ import Foundation
 import Glibc
 #endif
 
-extension Scenario {
-    /// B11: a `concord watch` left running: its resident memory over thousands of idle polls and
-    /// then hundreds of syncs, over a path remote and over ssh. The target is on growth (MB), not a ratio.
-    static let watchSoak = Scenario(
-        id: "B11", title: "a long-running watch: resident memory over idle polls and syncs", targetRatio: 2.0, run: WatchSoakBenchmark.run)
-}
-
-private enum WatchSoakBenchmark {
+/// B11: a `concord watch` left running: its resident memory over thousands of idle polls and
+/// then hundreds of syncs, over a path remote and over ssh. The target is on growth (MB), not a ratio.
+enum WatchSoakBenchmark {
     /// Shorter than the 50 ms tick, so the watcher asks the remote on every tick.
     static let interval = "0.05"
     /// What the watcher prints (with CONCORD_TRACE_PERF=1) after each remote check.
@@ -44,7 +39,7 @@ private enum WatchSoakBenchmark {
         for transport in [Transport.path, .ssh] {
             figures.append(try soak(context, transport: transport, polls: polls, syncs: syncs))
         }
-        let scenario = Scenario.watchSoak
+        let scenario = context.scenario
         let limit = Int(scenario.targetRatio * 1_048_576)
         let rows = figures.map { figure in
             ResultRow(label: "B11 `watch --interval \(interval)` over \(figure.transport == .path ? "a path remote" : "ssh"): "
@@ -108,35 +103,9 @@ private enum WatchSoakBenchmark {
         let root = context.path(transport.rawValue)
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         context.progress("B11 \(transport.rawValue): preparing a bare repository, devices A and B")
-        let homeA = root.appendingPathComponent("home-a"), homeB = root.appendingPathComponent("home-b")
-        try concord.makeHome(homeA, member: "alice", device: "a")
-        try concord.makeHome(homeB, member: "alice", device: "b")
-        let keyB = try concord.publicKey(home: homeB)
-        let bare = root.appendingPathComponent("remote.git")
-        var server: SSHServer?
-        defer { server?.stop() }
-        var url = bare.path
-        if transport == .ssh {
-            let sshd = try SSHServer(directory: root.appendingPathComponent("sshd"), logLevel: "INFO")
-            try sshd.start()
-            try sshd.authorize(publicKeyLine: try concord.publicKey(home: homeA))
-            try sshd.authorize(publicKeyLine: keyB)
-            url = sshd.url(for: bare)
-            server = sshd
-        }
-        let profileA = root.appendingPathComponent("device-a"), profileB = root.appendingPathComponent("device-b")
-        try concord.run(["init", "--bare", bare.path], home: homeA, what: "concord init --bare")
-        try concord.run(["init", profileA.path, "--name", "soak", "--template", "aac"], home: homeA, what: "concord init (A)")
-        try concord.run(["members", "add", "alice", "--role", "admin", "--key", keyB, "--device", "b", "-C", profileA.path],
-                        home: homeA, what: "concord members add (B's key)")
-        try concord.run(["remote", "add", "origin", url, "-C", profileA.path], home: homeA, what: "concord remote add (A)")
-        if transport == .ssh {
-            try concord.run(["remote", "trust", "origin", "-C", profileA.path], home: homeA, what: "concord remote trust (A)")
-        }
-        try concord.run(["sync", "-C", profileA.path], home: homeA, what: "concord sync (A publishes)")
-        var clone = ["clone", url, profileB.path]
-        if let server { clone += ["--trust-host", server.hostKeyFingerprint] }
-        try concord.run(clone, home: homeB, what: "concord clone (B)")
+        let devices = try TwoDevices.make(context, in: root, overSSH: transport == .ssh)
+        defer { devices.stop() }
+        let (homeA, homeB, profileA, profileB) = (devices.homeA, devices.homeB, devices.profileA, devices.profileB)
 
         let log = root.appendingPathComponent("watch-b.log")
         var environment = concord.environment(home: homeB)

@@ -1,21 +1,16 @@
 import ConcordKit
 import Foundation
 
-extension Scenario {
-    /// B1: 10,000 records imported as ONE commit into a fresh profile vs the same files added and
-    /// committed by the git CLI into a fresh repository; `git fast-import` as a near-limit reference.
-    static let importTenThousand = Scenario(
-        id: "B1", title: "import 10,000 records as one commit", targetRatio: 0.2, run: ImportBenchmark.run)
-}
-
-private enum ImportBenchmark {
+/// B1: 10,000 records imported as ONE commit into a fresh profile vs the same files added and
+/// committed by the git CLI into a fresh repository; `git fast-import` as a near-limit reference.
+enum ImportBenchmark {
     static let recordCount = 10_000
 
     static func run(_ context: BenchContext) throws -> ScenarioResult {
         // The shared 10k profile (one untimed `concord import` of the same dump) warms the caches and
         // gives the exact bytes concord writes, which the git side then commits, so both sides store
         // the same content.
-        let shared = try context.shared.profile(records: recordCount) { context.progress("B1 \($0)") }
+        let shared = try context.sharedProfile(records: recordCount)
         let dump = shared.dump, seed = shared.profile
         let records = try VocabularyData.readFiles(in: seed.appendingPathComponent(VocabularyData.kind))
         guard records.count == recordCount else {
@@ -42,7 +37,7 @@ private enum ImportBenchmark {
             fastImport.append(try gitFastImport(context, run: run, setup: setupFiles, stream: stream, expectedTree: seedTree))
         }
 
-        let scenario = Scenario.importTenThousand
+        let scenario = context.scenario
         return ScenarioResult(
             scenario: scenario,
             rows: [

@@ -1,14 +1,9 @@
 import ConcordKit
 import Foundation
 
-extension Scenario {
-    /// B2: one `concord put` into a 100,000-record profile vs writing the file, `git add` and
-    /// `git commit` in a clone of the same repository; also the sizes of the kind and bucket trees.
-    static let putIntoHundredThousand = Scenario(
-        id: "B2", title: "put one record into a 100,000-record profile", targetRatio: 0.5, run: PutBenchmark.run)
-}
-
-private enum PutBenchmark {
+/// B2: one `concord put` into a 100,000-record profile vs writing the file, `git add` and
+/// `git commit` in a clone of the same repository; also the sizes of the kind and bucket trees.
+enum PutBenchmark {
     static let recordCount = 100_000
     /// A small profile timed the same way, to show which part of a put grows with the profile.
     static let smallRecordCount = 1_000
@@ -28,7 +23,7 @@ private enum PutBenchmark {
         let small = try PutDataset.build(context, name: "small", records: smallRecordCount)
         let (smallConcord, smallGit) = try small.timePuts(context, label: "B2 1k")
 
-        let scenario = Scenario.putIntoHundredThousand
+        let scenario = context.scenario
         let headline = ResultRow(label: "B2 put 1 record into 100k (git: write file + add + commit)",
                                  concord: concord, git: git, target: scenario.targetRatio)
         let growth = concord.median - smallConcord.median
@@ -95,8 +90,8 @@ private struct PutDataset {
     let cloneSeconds: Double
 
     static func build(_ context: BenchContext, name: String, records: Int) throws -> PutDataset {
-        let shared = try context.shared.profile(records: records) { context.progress("B2 \($0)") }
-        let clone = try context.shared.gitClone(records: records) { context.progress("B2 \($0)") }
+        let shared = try context.sharedProfile(records: records)
+        let clone = try context.sharedGitClone(records: records)
         return PutDataset(records: records, home: shared.home, profile: shared.profile, clone: clone.repository,
                           importSeconds: shared.importSeconds, cloneSeconds: clone.cloneSeconds)
     }

@@ -1,15 +1,10 @@
 import ConcordKit
 import Foundation
 
-extension Scenario {
-    /// B3: merging a branch that changed the same 1,000 records of a 10,000-record profile differently:
-    /// `concord merge` (in memory, one signed merge commit) vs `git merge` with the concord merge driver,
-    /// which git runs once per conflicting file.
-    static let mergeThousandConflicts = Scenario(
-        id: "B3", title: "merge 1,000 conflicting records in a 10,000-record profile", targetRatio: 0.1, run: MergeBenchmark.run)
-}
-
-private enum MergeBenchmark {
+/// B3: merging a branch that changed the same 1,000 records of a 10,000-record profile differently:
+/// `concord merge` (in memory, one signed merge commit) vs `git merge` with the concord merge driver,
+/// which git runs once per conflicting file.
+enum MergeBenchmark {
     static let recordCount = 10_000
     static let conflictCount = 1_000
     static let otherRef = "refs/remotes/other/main"
@@ -20,7 +15,7 @@ private enum MergeBenchmark {
     static let gitRuns = 1
 
     static func run(_ context: BenchContext) throws -> ScenarioResult {
-        let shared = try context.shared.profile(records: recordCount) { context.progress("B3 \($0)") }
+        let shared = try context.sharedProfile(records: recordCount)
         let (sideA, clocks) = try prepareSides(context, shared)
         let driver = try context.git.run(["config", "merge.concord.driver"], in: sideA, what: "git config merge.concord.driver")
             .output.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -53,7 +48,7 @@ private enum MergeBenchmark {
             startUp.append(try context.concord.run(["--version"], home: shared.home, what: "concord --version").seconds)
         }
 
-        let scenario = Scenario.mergeThousandConflicts
+        let scenario = context.scenario
         let perRecord = concord.median / Double(conflictCount)
         let perDriver = git.median / Double(conflictCount)
         context.progress("B3 concord: \(Format.duration(perRecord)) per conflicting record (median / \(conflictCount))")

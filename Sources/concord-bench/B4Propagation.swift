@@ -5,14 +5,9 @@ import Foundation
 import Glibc
 #endif
 
-extension Scenario {
-    /// B4: how long a record written on device A takes to reach device B's working tree when both run
-    /// `concord watch --interval 1` against a bare repository served over ssh. No git counterpart.
-    static let propagationOverSSH = Scenario(
-        id: "B4", title: "propagation between two watching devices over ssh", targetRatio: 2.0, run: PropagationBenchmark.run)
-}
-
-private enum PropagationBenchmark {
+/// B4: how long a record written on device A takes to reach device B's working tree when both run
+/// `concord watch --interval 1` against a bare repository served over ssh. No git counterpart.
+enum PropagationBenchmark {
     static let recordCount = 60
     static let gapRange = 0.5...2.0
     static let seed: UInt64 = 0xB4
@@ -23,7 +18,7 @@ private enum PropagationBenchmark {
 
     static func run(_ context: BenchContext) throws -> ScenarioResult {
         let fleet = try Fleet.make(context)
-        defer { fleet.server.stop() }
+        defer { fleet.devices.stop() }
         let watchers = try fleet.startWatchers(context)
         defer { for watcher in watchers { watcher.child.stop(grace: 5) } }
 
@@ -45,7 +40,7 @@ private enum PropagationBenchmark {
         let synced = watchers.map { watcher in watcher.events().filter { $0["event"] as? String == "synced" }.count }
         let rounds = try measureSyncRounds(context, fleet: fleet)
 
-        let scenario = Scenario.propagationOverSSH
+        let scenario = context.scenario
         let p95 = latencies.percentile(95)
         return ScenarioResult(
             scenario: scenario,
@@ -181,34 +176,15 @@ private enum PropagationBenchmark {
 
     /// The sshd, the bare repository behind it, and the two devices' homes and profiles.
     struct Fleet {
-        let server: SSHServer
-        let homeA: URL, homeB: URL
-        let profileA: URL, profileB: URL
+        let devices: TwoDevices
+        var homeA: URL { devices.homeA }
+        var homeB: URL { devices.homeB }
+        var profileA: URL { devices.profileA }
+        var profileB: URL { devices.profileB }
 
         static func make(_ context: BenchContext) throws -> Fleet {
             context.progress("B4 preparing: sshd, a bare repository over ssh, devices A and B")
-            let server = try SSHServer(directory: context.path("sshd"), logLevel: "INFO")
-            try server.start()
-            let concord = context.concord
-            let homeA = context.path("home-a"), homeB = context.path("home-b")
-            try concord.makeHome(homeA, member: "alice", device: "a")
-            try concord.makeHome(homeB, member: "alice", device: "b")
-            let keyA = try concord.publicKey(home: homeA), keyB = try concord.publicKey(home: homeB)
-            try server.authorize(publicKeyLine: keyA)
-            try server.authorize(publicKeyLine: keyB)
-
-            let bare = context.path("remote.git"), url = server.url(for: bare)
-            let profileA = context.path("device-a"), profileB = context.path("device-b")
-            try concord.run(["init", "--bare", bare.path], home: homeA, what: "concord init --bare")
-            try concord.run(["init", profileA.path, "--name", "bench", "--template", "aac"], home: homeA, what: "concord init (A)")
-            try concord.run(["members", "add", "alice", "--role", "admin", "--key", keyB, "--device", "b", "-C", profileA.path],
-                            home: homeA, what: "concord members add (B's key)")
-            try concord.run(["remote", "add", "origin", url, "-C", profileA.path], home: homeA, what: "concord remote add (A)")
-            try concord.run(["remote", "trust", "origin", "-C", profileA.path], home: homeA, what: "concord remote trust (A)")
-            try concord.run(["sync", "-C", profileA.path], home: homeA, what: "concord sync (A publishes)")
-            try concord.run(["clone", url, profileB.path, "--trust-host", server.hostKeyFingerprint], home: homeB,
-                            what: "concord clone (B)")
-            return Fleet(server: server, homeA: homeA, homeB: homeB, profileA: profileA, profileB: profileB)
+            return Fleet(devices: try TwoDevices.make(context, in: context.directory, overSSH: true))
         }
 
         /// `concord watch --interval 1 --json` on A and B, once both have printed their `started` event.

@@ -1,18 +1,13 @@
 import Foundation
 
-extension Scenario {
-    /// B5: a new device's first copy of a 10,000-record profile from a bare repository on a local path:
-    /// `concord clone` vs `git clone`.
-    static let cloneTenThousand = Scenario(
-        id: "B5", title: "clone a 10,000-record profile from a local bare repository", targetRatio: 1.5, run: CloneBenchmark.run)
-}
-
-private enum CloneBenchmark {
+/// B5: a new device's first copy of a 10,000-record profile from a bare repository on a local path:
+/// `concord clone` vs `git clone`.
+enum CloneBenchmark {
     static let recordCount = 10_000
     static let remoteName = "bench-b5"
 
     static func run(_ context: BenchContext) throws -> ScenarioResult {
-        let shared = try context.shared.profile(records: recordCount) { context.progress("B5 \($0)") }
+        let shared = try context.sharedProfile(records: recordCount)
         let bare = context.path("remote.git")
         context.progress("B5 preparing: concord init --bare and a concord sync that publishes the profile")
         try context.concord.run(["init", "--bare", bare.path], home: shared.home, what: "concord init --bare")
@@ -44,7 +39,7 @@ private enum CloneBenchmark {
             try expectClone(context, noLocalDirectory, main: main, after: "git clone --no-local")
         }
 
-        let scenario = Scenario.cloneTenThousand
+        let scenario = context.scenario
         return ScenarioResult(
             scenario: scenario,
             rows: [

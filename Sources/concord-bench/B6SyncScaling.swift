@@ -1,15 +1,10 @@
 import ConcordKit
 import Foundation
 
-extension Scenario {
-    /// B6: `concord sync` on a device receiving the same small change (10 records in one commit) in a
-    /// 1,000-record and in a 100,000-record profile: its cost should grow with the change, not with the
-    /// profile. `git pull --ff-only` of the same change in plain git clones is the reference.
-    static let syncScaling = Scenario(
-        id: "B6", title: "sync receiving 10 changed records: 1,000 vs 100,000 records", targetRatio: 1.5, run: SyncScalingBenchmark.run)
-}
-
-private enum SyncScalingBenchmark {
+/// B6: `concord sync` on a device receiving the same small change (10 records in one commit) in a
+/// 1,000-record and in a 100,000-record profile: its cost should grow with the change, not with the
+/// profile. `git pull --ff-only` of the same change in plain git clones is the reference.
+enum SyncScalingBenchmark {
     static let sizes = (small: 1_000, large: 100_000)
     static let changedRecords = 10
     /// Each run is ~0.1 s of timed work, so more of them than elsewhere: the ratio compares two
@@ -42,7 +37,7 @@ private enum SyncScalingBenchmark {
         let indexSize = (try? FileManager.default.attributesOfItem(atPath: large.deviceB.appendingPathComponent(".git/index").path)[.size]
             as? Int) ?? 0
 
-        let scenario = Scenario.syncScaling
+        let scenario = context.scenario
         let smallName = "1k", largeName = "100k"
         let headline = ResultRow.scaling(
             label: "B6 sync receiving 10 changed records: 100k-record vs 1k-record profile (ratio = 100k / 1k)", tool: .concord,
@@ -113,7 +108,7 @@ private enum SyncScalingBenchmark {
         let gitClone: URL
 
         static func make(_ context: BenchContext, records: Int, homeB: URL) throws -> Devices {
-            let shared = try context.shared.profile(records: records) { context.progress("B6 \($0)") }
+            let shared = try context.sharedProfile(records: records)
             let size = Format.count(records)
             context.progress("B6 preparing (\(size) records): bare repository, device B, git clone")
             let bare = context.path("remote-\(records).git")
@@ -130,7 +125,7 @@ private enum SyncScalingBenchmark {
             try context.concord.run(["doctor", "--fix", "-C", deviceB.path], home: homeB, what: "concord doctor --fix (device B, \(size))")
             // The git side: the shared plain clone of this profile (B2 committed into it), pointed at the
             // bare repository and reset to its main.
-            let gitClone = try context.shared.gitClone(records: records) { context.progress("B6 \($0)") }.repository
+            let gitClone = try context.sharedGitClone(records: records).repository
             try context.git.run(["remote", "set-url", "origin", bare.path], in: gitClone, what: "git remote set-url (git side)")
             try context.git.run(["fetch", "-q", "origin"], in: gitClone, what: "git fetch (git side)")
             try context.git.run(["reset", "-q", "--hard", "origin/main"], in: gitClone, what: "git reset --hard (git side)")

@@ -43,7 +43,7 @@ struct Bench {
         for scenario in scenarios where options.only?.contains(scenario.id) ?? true {
             let directory = root.appendingPathComponent(scenario.id)
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let context = BenchContext(concord: concord, git: git, runs: options.runs, directory: directory, shared: shared,
+            let context = BenchContext(scenario: scenario, concord: concord, git: git, runs: options.runs, directory: directory, shared: shared,
                                        soak: (options.soakPolls, options.soakSyncs))
             let (result, seconds) = try measure { try scenario.run(context) }
             context.progress("\(scenario.id) done in \(Format.duration(seconds))")

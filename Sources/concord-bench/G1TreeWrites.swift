@@ -2,17 +2,12 @@ import ConcordGit
 import ConcordKit
 import Foundation
 
-extension Scenario {
-    /// G1: tree writes: `Repository.writeTree` (libgit2's `git_tree_create_updated` with Concord's
-    /// checks, since this row replaced the hand-written splicing) vs the bare libgit2 call, and its share of a put.
-    static let treeWrites = Scenario(id: "G1", title: "tree writes: Repository.writeTree vs bare git_tree_create_updated",
-                                     targetRatio: .nan, run: TreeWriteRows.run)
-}
-
-private enum TreeWriteRows {
+/// G1: tree writes: `Repository.writeTree` (libgit2's `git_tree_create_updated` with Concord's
+/// checks, since this row replaced the hand-written splicing) vs the bare libgit2 call, and its share of a put.
+enum TreeWriteRows {
     static func run(_ context: BenchContext) throws -> ScenarioResult {
-        let large = try context.shared.profile(records: 100_000) { context.progress("G1 \($0)") }
-        let small = try context.shared.profile(records: 10_000) { context.progress("G1 \($0)") }
+        let large = try context.sharedProfile(records: 100_000)
+        let small = try context.sharedProfile(records: 10_000)
 
         // One put's tree write at 100k: one edited record, new trees as loose objects (as a put writes them).
         context.progress("G1 preparing: a bare copy of the 100k-record profile")
@@ -82,7 +77,7 @@ private enum TreeWriteRows {
         }
 
         return ScenarioResult(
-            scenario: .treeWrites,
+            scenario: context.scenario,
             rows: [
                 ResultRow(label: "G1 tree write of one put at 100k (writeTree vs bare git_tree_create_updated)",
                           concord: put.hand, git: put.libgit2),

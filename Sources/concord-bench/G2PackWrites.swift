@@ -2,15 +2,10 @@ import ConcordGit
 import ConcordKit
 import Foundation
 
-extension Scenario {
-    /// G2: bulk object writes: `ObjectPack` vs libgit2's mempack, dumped and stored through the indexer.
-    static let packWrites = Scenario(id: "G2", title: "pack writes: ObjectPack vs git_mempack + git_packbuilder",
-                                     targetRatio: .nan, run: PackWriteRows.run)
-}
-
-private enum PackWriteRows {
+/// G2: bulk object writes: `ObjectPack` vs libgit2's mempack, dumped and stored through the indexer.
+enum PackWriteRows {
     static func run(_ context: BenchContext) throws -> ScenarioResult {
-        let small = try context.shared.profile(records: 10_000) { context.progress("G2 \($0)") }
+        let small = try context.sharedProfile(records: 10_000)
         context.progress("G2 preparing: the 10k-record profile's records")
         let records = try Pieces.records(of: small.profile)
         let paths = records.files.map(\.path), contents = records.files.map(\.bytes)
@@ -55,7 +50,7 @@ private enum PackWriteRows {
         }
         let sizes = (hand: packBytes(context.path("hand-1.git").path), libgit2: packBytes(context.path("libgit2-1.git").path))
         return ScenarioResult(
-            scenario: .packWrites,
+            scenario: context.scenario,
             rows: [ResultRow(label: "G2 objects of a 10k-record import: blobs, trees, one pack (hand-written vs libgit2 mempack)",
                              concord: write.hand, git: write.libgit2)],
             notes: [

@@ -5,17 +5,12 @@ import Foundation
 import Glibc
 #endif
 
-extension Scenario {
-    /// G3: index updates: `IndexPatch` vs libgit2's index (read, add, write).
-    static let indexUpdates = Scenario(id: "G3", title: "index updates: IndexPatch vs git_index_read/add/write",
-                                       targetRatio: .nan, run: IndexUpdateRows.run)
-}
-
-private enum IndexUpdateRows {
+/// G3: index updates: `IndexPatch` vs libgit2's index (read, add, write).
+enum IndexUpdateRows {
     static func run(_ context: BenchContext) throws -> ScenarioResult {
         var rows = [ResultRow](), runs = [String]()
         for records in [10_000, 100_000] {
-            let shared = try context.shared.profile(records: records) { context.progress("G3 \($0)") }
+            let shared = try context.sharedProfile(records: records)
             let repository = try Repository.open(shared.profile.path)
             guard let head = try repository.resolveReference("refs/heads/main") else { throw BenchError("no main") }
             let tree = try repository.commit(head).tree
@@ -51,7 +46,7 @@ private enum IndexUpdateRows {
             runs.append("\(label): hand \(Format.runs(samples.hand)); libgit2 \(Format.runs(samples.libgit2))")
         }
         return ScenarioResult(
-            scenario: .indexUpdates,
+            scenario: context.scenario,
             rows: rows,
             notes: [
                 Pieces.columnsNote("`IndexPatch.apply`: the index mapped, the one entry spliced, written under `index.lock` "

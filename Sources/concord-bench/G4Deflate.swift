@@ -2,15 +2,10 @@ import ConcordGit
 import ConcordKit
 import Foundation
 
-extension Scenario {
-    /// G4: small-object deflate: `SmallDeflater` vs zlib level 1, per record and on a pack write.
-    static let smallDeflate = Scenario(id: "G4", title: "small-object deflate: SmallDeflater vs zlib level 1",
-                                       targetRatio: .nan, run: DeflateRows.run)
-}
-
-private enum DeflateRows {
+/// G4: small-object deflate: `SmallDeflater` vs zlib level 1, per record and on a pack write.
+enum DeflateRows {
     static func run(_ context: BenchContext) throws -> ScenarioResult {
-        let small = try context.shared.profile(records: 10_000) { context.progress("G4 \($0)") }
+        let small = try context.sharedProfile(records: 10_000)
         context.progress("G4 preparing: the 10k-record profile's records")
         let records = try Pieces.records(of: small.profile).files.map(\.bytes)
         var sizes = (hand: 0, zlib: 0)
@@ -58,7 +53,7 @@ private enum DeflateRows {
         perRecord.hand.values.forEach { perRecordHand.append($0 / Double(records.count)) }
         perRecord.libgit2.values.forEach { perRecordZlib.append($0 / Double(records.count)) }
         return ScenarioResult(
-            scenario: .smallDeflate,
+            scenario: context.scenario,
             rows: [
                 ResultRow(label: "G4 deflate 10k records one by one (SmallDeflater vs zlib level 1)",
                           concord: perRecord.hand, git: perRecord.libgit2),

@@ -2,19 +2,14 @@ import ConcordGit
 import ConcordKit
 import Foundation
 
-extension Scenario {
-    /// G5: fetch from and push to a path remote: `ObjectTransfer` + `SourceObjects` vs libgit2's local transport.
-    static let pathRemote = Scenario(id: "G5", title: "path-remote fetch and push: ObjectTransfer vs libgit2's local transport",
-                                     targetRatio: .nan, run: PathRemoteRows.run)
-}
-
-private enum PathRemoteRows {
+/// G5: fetch from and push to a path remote: `ObjectTransfer` + `SourceObjects` vs libgit2's local transport.
+enum PathRemoteRows {
     static let main = "refs/heads/main"
     static let tracking = "refs/remotes/origin/main"
 
     static func run(_ context: BenchContext) throws -> ScenarioResult {
-        let small = try context.shared.profile(records: 10_000) { context.progress("G5 \($0)") }
-        let large = try context.shared.profile(records: 100_000) { context.progress("G5 \($0)") }
+        let small = try context.sharedProfile(records: 10_000)
+        let large = try context.sharedProfile(records: 100_000)
 
         // A clone's fetch: the whole 10k-record history into an empty repository.
         context.progress("G5 preparing: a bare copy of the 10k-record profile")
@@ -81,7 +76,7 @@ private enum PathRemoteRows {
         }
 
         return ScenarioResult(
-            scenario: .pathRemote,
+            scenario: context.scenario,
             rows: [
                 ResultRow(label: "G5 fetch a 10k-record profile into an empty repository (hand-written vs libgit2 local transport)",
                           concord: clone.hand, git: clone.libgit2),

@@ -2,15 +2,10 @@ import ConcordGit
 import ConcordKit
 import Foundation
 
-extension Scenario {
-    /// G6: a clone's checkout: the parallel working-tree writer and index patch vs `git_checkout_tree`.
-    static let checkoutWrites = Scenario(id: "G6", title: "checkout of 10k records: FileIO.writeAll vs git_checkout_tree",
-                                         targetRatio: .nan, run: CheckoutRows.run)
-}
-
-private enum CheckoutRows {
+/// G6: a clone's checkout: the parallel working-tree writer and index patch vs `git_checkout_tree`.
+enum CheckoutRows {
     static func run(_ context: BenchContext) throws -> ScenarioResult {
-        let small = try context.shared.profile(records: 10_000) { context.progress("G6 \($0)") }
+        let small = try context.sharedProfile(records: 10_000)
         let origin = context.path("origin.git")
         context.progress("G6 preparing: a bare copy of the 10k-record profile")
         try Pieces.bareCopy(of: small.profile, at: origin)
@@ -41,7 +36,7 @@ private enum CheckoutRows {
             guard status.isEmpty else { throw BenchError("G6: git status in \(url.lastPathComponent) is not clean:\n\(status.prefix(500))") }
         }
         return ScenarioResult(
-            scenario: .checkoutWrites,
+            scenario: context.scenario,
             rows: [ResultRow(label: "G6 check out 10k records into an empty working tree, files + index (hand-written vs libgit2)",
                              concord: samples.hand, git: samples.libgit2)],
             notes: [

@@ -1,7 +1,7 @@
 import Foundation
 
 /// One benchmark: an id (B1, B2, ...), what it compares, the target for concord/git, and the code
-/// that measures it. Add a scenario by writing a `static let` in its own file and listing it in `all`.
+/// that measures it. Add a scenario by writing its code in its own file and listing it in `all`.
 struct Scenario: Sendable {
     let id: String
     let title: String
@@ -10,10 +10,32 @@ struct Scenario: Sendable {
     let targetRatio: Double
     let run: @Sendable (BenchContext) throws -> ScenarioResult
 
-    /// Every scenario, in report order.
-    static let all: [Scenario] = [.importTenThousand, .putIntoHundredThousand, .mergeThousandConflicts,
-                                  .propagationOverSSH, .cloneTenThousand, .syncScaling, .watchSoak,
-                                  .treeWrites, .packWrites, .indexUpdates, .smallDeflate, .pathRemote, .checkoutWrites]
+    /// Every scenario, in report order. Each row's file says what it measures.
+    static let all: [Scenario] = [
+        Scenario(id: "B1", title: "import 10,000 records as one commit", targetRatio: 0.2, run: ImportBenchmark.run),
+        Scenario(id: "B2", title: "put one record into a 100,000-record profile", targetRatio: 0.5, run: PutBenchmark.run),
+        Scenario(id: "B3", title: "merge 1,000 conflicting records in a 10,000-record profile", targetRatio: 0.1,
+                 run: MergeBenchmark.run),
+        Scenario(id: "B4", title: "propagation between two watching devices over ssh", targetRatio: 2.0,
+                 run: PropagationBenchmark.run),
+        Scenario(id: "B5", title: "clone a 10,000-record profile from a local bare repository", targetRatio: 1.5,
+                 run: CloneBenchmark.run),
+        Scenario(id: "B6", title: "sync receiving 10 changed records: 1,000 vs 100,000 records", targetRatio: 1.5,
+                 run: SyncScalingBenchmark.run),
+        Scenario(id: "B11", title: "a long-running watch: resident memory over idle polls and syncs", targetRatio: 2.0,
+                 run: WatchSoakBenchmark.run),
+        Scenario(id: "G1", title: "tree writes: Repository.writeTree vs bare git_tree_create_updated", targetRatio: .nan,
+                 run: TreeWriteRows.run),
+        Scenario(id: "G2", title: "pack writes: ObjectPack vs git_mempack + git_packbuilder", targetRatio: .nan,
+                 run: PackWriteRows.run),
+        Scenario(id: "G3", title: "index updates: IndexPatch vs git_index_read/add/write", targetRatio: .nan,
+                 run: IndexUpdateRows.run),
+        Scenario(id: "G4", title: "small-object deflate: SmallDeflater vs zlib level 1", targetRatio: .nan, run: DeflateRows.run),
+        Scenario(id: "G5", title: "path-remote fetch and push: ObjectTransfer vs libgit2's local transport", targetRatio: .nan,
+                 run: PathRemoteRows.run),
+        Scenario(id: "G6", title: "checkout of 10k records: FileIO.writeAll vs git_checkout_tree", targetRatio: .nan,
+                 run: CheckoutRows.run),
+    ]
 }
 
 /// What a scenario measured: table rows (the first is the headline row with the target) and
@@ -112,7 +134,9 @@ struct Samples {
 }
 
 /// What every scenario gets: the two tools, the run count, a private temporary directory, progress output.
-final class BenchContext {
+struct BenchContext {
+    /// The scenario running, whose id prefixes its progress lines.
+    let scenario: Scenario
     let concord: ConcordCLI
     let git: GitCLI
     let runs: Int
@@ -125,14 +149,14 @@ final class BenchContext {
     /// B11: idle polls, then syncs, of each soaked `watch` (`--soak-polls`, `--soak-syncs`).
     let soak: (polls: Int, syncs: Int)
 
-    init(concord: ConcordCLI, git: GitCLI, runs: Int, directory: URL, shared: SharedDatasets,
-         soak: (polls: Int, syncs: Int) = (10_000, 200)) {
-        self.concord = concord
-        self.git = git
-        self.runs = runs
-        self.directory = directory
-        self.shared = shared
-        self.soak = soak
+    /// The shared profile of `records` vocabulary records, built on first use.
+    func sharedProfile(records: Int) throws -> SharedDatasets.Profile {
+        try shared.profile(records: records) { progress("\(scenario.id) \($0)") }
+    }
+
+    /// The plain `git clone` of the shared profile of `records` records, made on first use.
+    func sharedGitClone(records: Int) throws -> SharedDatasets.GitClone {
+        try shared.gitClone(records: records) { progress("\(scenario.id) \($0)") }
     }
 
     func path(_ name: String) -> URL { directory.appendingPathComponent(name) }

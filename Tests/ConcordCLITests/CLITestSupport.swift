@@ -20,9 +20,7 @@ class CLITestCase: XCTestCase {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        let url = try makeSandbox(prefix: "concord-cli-tests")
-        sandbox = url
-        addTeardownBlock { try? FileManager.default.removeItem(at: url) }
+        sandbox = try makeSandbox(prefix: "concord-cli-tests", removedBy: addTeardownBlock)
         guard FileManager.default.isExecutableFile(atPath: gitPath) else {
             throw XCTSkip("git is not installed at \(gitPath)")
         }

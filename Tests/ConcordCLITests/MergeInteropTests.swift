@@ -51,15 +51,20 @@ final class MergeInteropTests: CLITestCase {
         return byConcord
     }
 
+    /// ``divergentPair(base:ours:theirs:)`` where each side puts `reference`: `base` at 09:00, `ours` at 10:00, `theirs` at 10:01.
+    private func divergentPuts(_ reference: String, base: String, ours: String, theirs: String) throws -> (URL, URL, Person) {
+        try divergentPair(
+            base: { try self.put(reference, base, in: $0, as: $1, at: "2026-01-01T09:00:00.000Z") },
+            ours: { try self.put(reference, ours, in: $0, as: $1, at: "2026-01-01T10:00:00.000Z") },
+            theirs: { try self.put(reference, theirs, in: $0, as: $1, at: "2026-01-01T10:01:00.000Z") })
+    }
+
     private func put(_ reference: String, _ json: String, in profile: URL, as person: Person, at clock: String) throws {
         try concordOK(["put", reference, "--json", json], as: person, in: profile, clock: clock)
     }
 
     func testLWWModifyModifySameFieldLaterWins() throws {
-        let (ours, _, alice) = try divergentPair(
-            base: { try self.put("characters/bob", #"{"name":"biscuit","age":3}"#, in: $0, as: $1, at: "2026-01-01T09:00:00.000Z") },
-            ours: { try self.put("characters/bob", #"{"name":"cookie","age":3}"#, in: $0, as: $1, at: "2026-01-01T10:00:00.000Z") },
-            theirs: { try self.put("characters/bob", #"{"name":"cracker","age":3}"#, in: $0, as: $1, at: "2026-01-01T10:01:00.000Z") })
+        let (ours, _, alice) = try divergentPuts("characters/bob", base: #"{"name":"biscuit","age":3}"#, ours: #"{"name":"cookie","age":3}"#, theirs: #"{"name":"cracker","age":3}"#)
         let merged = try assertSameMerge(ours, as: alice)
         let record = try concordOK(["get", "characters/bob"], as: alice, in: merged).stdout
         XCTAssertTrue(record.contains(#""name": "cracker""#), record)
@@ -73,10 +78,7 @@ final class MergeInteropTests: CLITestCase {
     }
 
     func testLWWDifferentFieldsBothKept() throws {
-        let (ours, _, alice) = try divergentPair(
-            base: { try self.put("characters/bob", #"{"name":"Bob","age":3}"#, in: $0, as: $1, at: "2026-01-01T09:00:00.000Z") },
-            ours: { try self.put("characters/bob", #"{"name":"Robert","age":3}"#, in: $0, as: $1, at: "2026-01-01T10:00:00.000Z") },
-            theirs: { try self.put("characters/bob", #"{"name":"Bob","age":4}"#, in: $0, as: $1, at: "2026-01-01T10:01:00.000Z") })
+        let (ours, _, alice) = try divergentPuts("characters/bob", base: #"{"name":"Bob","age":3}"#, ours: #"{"name":"Robert","age":3}"#, theirs: #"{"name":"Bob","age":4}"#)
         let merged = try assertSameMerge(ours, as: alice)
         let record = try concordOK(["get", "characters/bob"], as: alice, in: merged).stdout
         XCTAssertTrue(record.contains(#""name": "Robert""#) && record.contains(#""age": 4"#), record)

@@ -10,9 +10,7 @@ final class GitFormatsTests: XCTestCase {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        let url = try makeSandbox(prefix: "concord-formats-tests")
-        sandbox = url
-        addTeardownBlock { try? FileManager.default.removeItem(at: url) }
+        sandbox = try makeSandbox(prefix: "concord-formats-tests", removedBy: addTeardownBlock)
     }
 
     private func git(_ arguments: [String], in directory: URL, input: Data? = nil) throws -> String {

@@ -9,9 +9,7 @@ class GitTestCase: XCTestCase {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        let url = try makeSandbox(prefix: "concord-git-tests")
-        sandbox = url
-        addTeardownBlock { try? FileManager.default.removeItem(at: url) }
+        sandbox = try makeSandbox(prefix: "concord-git-tests", removedBy: addTeardownBlock)
     }
 
     /// A new non-bare repository with HEAD on `main`.

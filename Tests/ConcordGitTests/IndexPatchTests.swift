@@ -31,10 +31,7 @@ final class IndexPatchTests: GitTestCase {
             WorkingTreeChange(removing: "other/r4.json"),
         ])
         XCTAssertEqual(try gitOK(["write-tree"], in: url), tree.hex, "a stale cache-tree entry would name the old subtree")
-        let commit = try repository.createSignedCommit(tree: tree, parents: [head], author: Self.author, message: "two\n",
-                                                       sign: { _ in Self.fakeSignature })
-        try repository.updateReference("refs/heads/main", to: commit, expected: head, message: "two")
-        XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: url), "")
+        try commitAndAssertClean(repository, at: url, tree: tree, parent: head, message: "two")
         XCTAssertEqual(try gitOK(["diff-files", "--name-only"], in: url), "", "stat data in the index must match the files")
     }
 
@@ -58,10 +55,7 @@ final class IndexPatchTests: GitTestCase {
             WorkingTreeChange(removing: "cards/y/z.json"), WorkingTreeChange(path: "cards/y", bytes: bytes, blob: blob),
         ])
         XCTAssertEqual(try gitOK(["write-tree"], in: url), tree.hex)
-        let commit = try repository.createSignedCommit(tree: tree, parents: [head], author: Self.author, message: "swap\n",
-                                                       sign: { _ in Self.fakeSignature })
-        try repository.updateReference("refs/heads/main", to: commit, expected: head, message: "swap")
-        XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: url), "")
+        try commitAndAssertClean(repository, at: url, tree: tree, parent: head, message: "swap")
     }
 
     func testIndexVersion4IsLeftToLibgit2() throws {
@@ -76,10 +70,7 @@ final class IndexPatchTests: GitTestCase {
         let tree = try repository.writeTree(base: nil, edits: ["a.txt": blob, "b.txt": blob])
         try repository.applyToWorkingTree([WorkingTreeChange(path: "a.txt", bytes: bytes, blob: blob),
                                            WorkingTreeChange(path: "b.txt", bytes: bytes, blob: blob)])
-        let commit = try repository.createSignedCommit(tree: tree, parents: [head], author: Self.author, message: "two\n",
-                                                       sign: { _ in Self.fakeSignature })
-        try repository.updateReference("refs/heads/main", to: commit, expected: head, message: "two")
-        XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: url), "")
+        try commitAndAssertClean(repository, at: url, tree: tree, parent: head, message: "two")
     }
 
     func testALeftoverIndexLockIsReportedAndNothingChanges() throws {
@@ -338,5 +329,14 @@ final class IndexPatchTests: GitTestCase {
             + [WorkingTreeChange(path: "kind/07/r0599.json", bytes: Array("x\n".utf8), blob: changes[0].content!.blob)]
         XCTAssertThrowsError(try repository.applyToWorkingTree(rewrite))
         XCTAssertEqual(try Data(contentsOf: url.appendingPathComponent(".git/index")), index)
+    }
+
+    /// Commits `tree` on `parent` as main, and checks that git then sees a clean working tree and index.
+    private func commitAndAssertClean(_ repository: Repository, at url: URL, tree: ObjectID, parent: ObjectID, message: String,
+                                      file: StaticString = #filePath, line: UInt = #line) throws {
+        let commit = try repository.createSignedCommit(tree: tree, parents: [parent], author: Self.author, message: message + "\n",
+                                                       sign: { _ in Self.fakeSignature })
+        try repository.updateReference("refs/heads/main", to: commit, expected: parent, message: message)
+        XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: url), "", file: file, line: line)
     }
 }

@@ -22,24 +22,9 @@ final class FieldConvergenceTests: KitTestCase {
         let identity: Identity
     }
 
-    final class Wall: @unchecked Sendable {
-        private let lock = NSLock()
-        private var millis: Int64 = 1_767_261_600_000  // 2026-01-01T10:00:00Z
-        var now: Int64 {
-            lock.lock()
-            defer { lock.unlock() }
-            return millis
-        }
-        func advance(_ by: Int64) {
-            lock.lock()
-            millis += by
-            lock.unlock()
-        }
-    }
-
     func testDevicesSyncingThroughOneRemoteEndWithTheRuleAppliedToAllWrites() throws {
         // One profile with four members' devices; each case starts from a fresh copy of it.
-        let wall = Wall()
+        let wall = ManualClock("2026-01-01T10:00:00.000Z")
         let owner = try Identity.create(member: "alice", device: "origin", in: sandbox.appendingPathComponent("home-origin"))
         let origin = try Profile.create(at: sandbox.appendingPathComponent("origin"), name: "Fields", template: .aac, identity: owner,
                                         environment: ConcordEnvironment(home: owner.home, wallClock: { wall.now }))
@@ -54,7 +39,7 @@ final class FieldConvergenceTests: KitTestCase {
         }
     }
 
-    private func runCase(seed: UInt64, origin: Profile, identities: [Identity], wall: Wall) throws {
+    private func runCase(seed: UInt64, origin: Profile, identities: [Identity], wall: ManualClock) throws {
         var random = SeededGenerator(state: seed &* 0x5DEECE66D)
         let root = sandbox.appendingPathComponent("case\(seed)")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
@@ -79,7 +64,7 @@ final class FieldConvergenceTests: KitTestCase {
         }
 
         for _ in 0..<Int.random(in: 8...14, using: &random) {
-            wall.advance(Int64.random(in: 0...2, using: &random))
+            wall.advance(by: Int64.random(in: 0...2, using: &random))
             let device = devices.randomElement(using: &random)!
             guard Int.random(in: 0..<10, using: &random) < 6 else {
                 try sync(device)

@@ -36,9 +36,7 @@ class KitTestCase: XCTestCase {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        let url = try makeSandbox(prefix: "concord-kit-tests")
-        sandbox = url
-        addTeardownBlock { try? FileManager.default.removeItem(at: url) }
+        sandbox = try makeSandbox(prefix: "concord-kit-tests", removedBy: addTeardownBlock)
     }
 
     /// A new identity in its own home directory.

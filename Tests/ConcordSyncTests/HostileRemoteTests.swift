@@ -17,12 +17,9 @@ final class HostileRemoteTests: SyncTestCase {
 
     /// Alice publishes an aac profile with one record; Bob (an editor) clones it.
     func makeScene(_ transport: SyncTransport = .path) throws -> Scene {
-        let alice = try makeDevice("alice", device: "laptop")
-        let bob = try makeDevice("bob", device: "tablet")
-        let remote = try makeRemote(transport)
-        let aliceProfile = try publishProfile(owner: alice, remote: remote, directory: "alice", members: [(bob, "editor")],
-                                              records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)])
-        let bobProfile = try cloneProfile(bob, from: remote, into: "bob")
+        let scene = try makeTwoDevices(transport, other: ("bob", "tablet"), role: "editor",
+                                       records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)])
+        let (alice, bob, remote, aliceProfile, bobProfile) = (scene.owner, scene.other, scene.remote, scene.ownerProfile, scene.otherProfile)
         // The attacker leaves forged objects in the remote on purpose: there only the devices must stay whole.
         fsckAtEnd.removeAll { $0 == remote.bare }
         return Scene(alice: alice, bob: bob, remote: remote, aliceProfile: aliceProfile, bobProfile: bobProfile,
@@ -39,7 +36,7 @@ final class HostileRemoteTests: SyncTestCase {
     }
 
     func untouched(_ scene: Scene) throws -> Untouched {
-        let bobGit = "bob/.git/"
+        let bobGit = scene.bobProfile.lastPathComponent + "/.git/"
         let paths = allPaths(under: sandbox).filter {
             !$0.hasPrefix(bobGit + "objects") && !$0.hasPrefix(bobGit + "refs/concord") && !$0.hasPrefix("deadline-")
                 && !$0.hasPrefix("concord-sync-run-")

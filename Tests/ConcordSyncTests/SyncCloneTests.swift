@@ -10,21 +10,13 @@ final class SyncCloneTests: SyncTestCase {
         print("SyncCloneTests: \(text)")
     }
 
-    func testNewDeviceClonesFiftyRecordsOverAPath() throws {
-        try newDeviceClones(.path)
-    }
+    func testNewDeviceClonesFiftyRecordsOverAPath() throws { try newDeviceClones(.path) }
 
-    func testNewDeviceClonesFiftyRecordsOverSSH() throws {
-        try newDeviceClones(.ssh)
-    }
+    func testNewDeviceClonesFiftyRecordsOverSSH() throws { try newDeviceClones(.ssh) }
 
-    func testCloneErrorsOverAPath() throws {
-        try cloneErrors(.path)
-    }
+    func testCloneErrorsOverAPath() throws { try cloneErrors(.path) }
 
-    func testCloneErrorsOverSSH() throws {
-        try cloneErrors(.ssh)
-    }
+    func testCloneErrorsOverSSH() throws { try cloneErrors(.ssh) }
 
     private func newDeviceClones(_ transport: SyncTransport) throws {
         let remote = try makeRemote(transport)

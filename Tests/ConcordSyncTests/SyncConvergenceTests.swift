@@ -4,13 +4,9 @@ import XCTest
 /// Three devices edit offline, then sync in a seeded random order until a round moves nothing: they end
 /// with one tree, every record everywhere, a clean bare repository and no commit ever dropped from it.
 final class SyncConvergenceTests: SyncTestCase {
-    func testThreeDevicesConvergeOverAPath() throws {
-        try threeDevicesConverge(.path, seed: 0xC0FFEE)
-    }
+    func testThreeDevicesConvergeOverAPath() throws { try threeDevicesConverge(.path, seed: 0xC0FFEE) }
 
-    func testThreeDevicesConvergeOverSSH() throws {
-        try threeDevicesConverge(.ssh, seed: 0xBADC0DE)
-    }
+    func testThreeDevicesConvergeOverSSH() throws { try threeDevicesConverge(.ssh, seed: 0xBADC0DE) }
 
     /// `CONCORD_TEST_SEED=<n>` replays (or explores) another sync order.
     private func threeDevicesConverge(_ transport: SyncTransport, seed defaultSeed: UInt64) throws {

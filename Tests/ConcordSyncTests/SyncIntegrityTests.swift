@@ -8,13 +8,8 @@ final class SyncIntegrityTests: SyncTestCase {
     /// and the next sync (once the lock is gone) brings the working tree and index in line, so a
     /// plain `git commit -a` cannot revert the received records.
     func testASyncThatCouldNotWriteTheIndexIsFinishedByTheNextOne() throws {
-        let alice = try makeDevice("alice", device: "laptop")
-        let remote = try makeRemote(.path)
-        let aliceProfile = try publishProfile(owner: alice, remote: remote, directory: "alice")
-        let tablet = try makeDevice("alice", device: "tablet")
-        try concordOK(["members", "add", "alice", "--role", "admin", "--key", tablet.publicKeyLine, "--device", "tablet"], as: alice, in: aliceProfile)
-        try concordOK(["sync"], as: alice, in: aliceProfile)
-        let tabletProfile = try cloneProfile(tablet, from: remote, into: "tablet")
+        let scene = try makeTwoDevices()
+        let (alice, tablet, aliceProfile, tabletProfile) = (scene.owner, scene.other, scene.ownerProfile, scene.otherProfile)
         try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: alice, in: aliceProfile)
         try concordOK(["sync"], as: alice, in: aliceProfile)
 
@@ -34,12 +29,8 @@ final class SyncIntegrityTests: SyncTestCase {
     /// A hand edit to a record file that no commit holds is never overwritten by an incoming
     /// change: the sync refuses, naming the file, and changes nothing.
     func testAnUncommittedEditIsNeverOverwritten() throws {
-        let alice = try makeDevice("alice", device: "laptop")
-        let bob = try makeDevice("bob", device: "tablet")
-        let remote = try makeRemote(.path)
-        let aliceProfile = try publishProfile(owner: alice, remote: remote, directory: "alice", members: [(bob, "editor")],
-                                              records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)])
-        let bobProfile = try cloneProfile(bob, from: remote, into: "bob")
+        let scene = try makeTwoDevices(other: ("bob", "tablet"), role: "editor", records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)])
+        let (alice, bob, aliceProfile, bobProfile) = (scene.owner, scene.other, scene.ownerProfile, scene.otherProfile)
         try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"from alice"}"#], as: alice, in: aliceProfile)
         try concordOK(["sync"], as: alice, in: aliceProfile)
 

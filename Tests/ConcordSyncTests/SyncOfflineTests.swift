@@ -4,13 +4,9 @@ import XCTest
 /// An unreachable remote: `sync` exits 3 with one line saying how many local commits are kept, changes
 /// nothing, and the next sync after the remote is back sends them.
 final class SyncOfflineTests: SyncTestCase {
-    func testOfflinePathRemoteKeepsCommitsUntilItIsBack() throws {
-        try offlineKeepsCommits(.path)
-    }
+    func testOfflinePathRemoteKeepsCommitsUntilItIsBack() throws { try offlineKeepsCommits(.path) }
 
-    func testOfflineSSHRemoteKeepsCommitsUntilItIsBack() throws {
-        try offlineKeepsCommits(.ssh)
-    }
+    func testOfflineSSHRemoteKeepsCommitsUntilItIsBack() throws { try offlineKeepsCommits(.ssh) }
 
     private func offlineKeepsCommits(_ transport: SyncTransport) throws {
         let remote = try makeRemote(transport)

@@ -12,6 +12,13 @@ enum SyncTransport: String, CaseIterable {
 }
 
 /// A bare repository made by `concord init --bare`, and the URL devices use for it.
+/// Two devices sharing one profile through one remote (``SyncTestCase/makeTwoDevices``).
+struct TwoDevices {
+    let remote: SyncRemote
+    let owner: SyncDevice, other: SyncDevice
+    let ownerProfile: URL, otherProfile: URL
+}
+
 struct SyncRemote {
     let transport: SyncTransport
     let bare: URL
@@ -91,6 +98,21 @@ extension SyncTestCase {
         try concordOK(arguments, as: device, file: file, line: line)
         fsckAtEnd.append(target)
         return target
+    }
+
+    /// The scene most sync tests start from: a new remote over `transport`; `owner` publishes a profile
+    /// (with `records`) to it after adding `other` as `role`; `other` clones it. Each profile lies in
+    /// `<sandbox>/<its device name>`.
+    func makeTwoDevices(_ transport: SyncTransport = .path, owner: (member: String, device: String) = ("alice", "laptop"),
+                        other: (member: String, device: String) = ("alice", "tablet"), role: String = "admin",
+                        records: [(String, String)] = [], file: StaticString = #filePath, line: UInt = #line) throws -> TwoDevices {
+        let remote = try makeRemote(transport, file: file, line: line)
+        let first = try makeDevice(owner.member, device: owner.device, file: file, line: line)
+        let second = try makeDevice(other.member, device: other.device, file: file, line: line)
+        let firstProfile = try publishProfile(owner: first, remote: remote, directory: owner.device, members: [(second, role)],
+                                              records: records, file: file, line: line)
+        let secondProfile = try cloneProfile(second, from: remote, into: other.device, file: file, line: line)
+        return TwoDevices(remote: remote, owner: first, other: second, ownerProfile: firstProfile, otherProfile: secondProfile)
     }
 
     /// `concord sync --json` as `device`, parsed; fails the test unless it exits 0.

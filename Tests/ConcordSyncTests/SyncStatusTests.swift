@@ -3,20 +3,13 @@ import XCTest
 
 /// `concord status`: ahead/behind as of the last fetch, and when the last sync succeeded.
 final class SyncStatusTests: SyncTestCase {
-    func testStatusAheadThenSyncedOverAPath() throws {
-        try statusFollowsSync(.path)
-    }
+    func testStatusAheadThenSyncedOverAPath() throws { try statusFollowsSync(.path) }
 
-    func testStatusAheadThenSyncedOverSSH() throws {
-        try statusFollowsSync(.ssh)
-    }
+    func testStatusAheadThenSyncedOverSSH() throws { try statusFollowsSync(.ssh) }
 
     private func statusFollowsSync(_ transport: SyncTransport) throws {
-        let remote = try makeRemote(transport)
-        let laptop = try makeDevice("alice", device: "laptop")
-        let tablet = try makeDevice("alice", device: "tablet")
-        let source = try publishProfile(owner: laptop, remote: remote, directory: "laptop", members: [(tablet, "admin")])
-        let target = try cloneProfile(tablet, from: remote, into: "tablet")
+        let scene = try makeTwoDevices(transport)
+        let (remote, laptop, tablet, source, target) = (scene.remote, scene.owner, scene.other, scene.ownerProfile, scene.otherProfile)
 
         try concordOK(["put", "vocabulary/new", "--json", #"{"label":"new"}"#], as: laptop, in: source)
         let pending = try statusJSON(laptop, in: source)

@@ -8,9 +8,7 @@ import Glibc
 /// `concord watch` on two devices: writes made by other processes reach the other device within
 /// seconds, an outage is reported once and recovered from, and SIGTERM stops it cleanly.
 final class WatchTests: SyncTestCase {
-    func testWatchPropagatesRecoversAndStopsOverAPathRemote() throws {
-        try watchScenario(transport: .path)
-    }
+    func testWatchPropagatesRecoversAndStopsOverAPathRemote() throws { try watchScenario(transport: .path) }
 
     func testWatchPropagatesRecoversAndStopsOverSSH() throws {
         let server = try startSSHServer()

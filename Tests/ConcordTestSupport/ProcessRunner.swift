@@ -119,6 +119,13 @@ public func makeSandbox(prefix: String) throws -> URL {
     return url.resolvingSymlinksInPath()
 }
 
+/// A new sandbox that `register` removes at the end: a test base class passes its `addTeardownBlock`.
+public func makeSandbox(prefix: String, removedBy register: (@escaping () -> Void) -> Void) throws -> URL {
+    let url = try makeSandbox(prefix: prefix)
+    register { try? FileManager.default.removeItem(at: url) }
+    return url
+}
+
 /// What `body` threw, as `E`, or why not: a test base class turns `problem` into a failure
 /// (`XCTFail`), which this target cannot call (the bench links it, and XCTest is not for release builds).
 public func thrownError<E: Error, T>(_ type: E.Type, by body: () throws -> T) -> (error: E?, problem: String?) {

@@ -46,11 +46,7 @@ final class PrivateKeyFileTests: XCTestCase {
     }
 
     func testReadsKeyGeneratedBySSHKeygen() throws {
-        let dir = try makeTempDirectory()
-        let file = dir.appendingPathComponent("key")
-        let output = try SSHKeygen.run(["-q", "-t", "ed25519", "-N", "", "-C", "c", "-f", file.path])
-        XCTAssertEqual(output.status, 0, output.stderr)
-        let text = try String(contentsOf: file, encoding: .utf8)
+        let (dir, text) = try keygenPrivateKey(passphrase: "")
         let (key, comment) = try SigningKey.parseOpenSSHPrivateKeyFile(text)
         let publicLine = try String(contentsOf: dir.appendingPathComponent("key.pub"), encoding: .utf8)
         XCTAssertEqual(key.publicKey, try SSHPublicKey(line: publicLine))
@@ -60,11 +56,7 @@ final class PrivateKeyFileTests: XCTestCase {
     }
 
     func testRefusesPassphraseProtectedKey() throws {
-        let dir = try makeTempDirectory()
-        let file = dir.appendingPathComponent("key")
-        let output = try SSHKeygen.run(["-q", "-t", "ed25519", "-N", "secret", "-C", "c", "-f", file.path])
-        XCTAssertEqual(output.status, 0, output.stderr)
-        let text = try String(contentsOf: file, encoding: .utf8)
+        let (_, text) = try keygenPrivateKey(passphrase: "secret")
         let error = trustError { try SigningKey(openSSHPrivateKeyFile: text) }
         XCTAssertEqual(error, .passphraseProtectedKey)
         XCTAssertTrue(error?.errorDescription?.contains("passphrase-protected") ?? false)
@@ -111,5 +103,15 @@ final class PrivateKeyFileTests: XCTestCase {
 
     func testRejectsWrongSeedLength() {
         XCTAssertEqual(trustError { try SigningKey(seed: [1, 2]) }, .invalidSeedLength(2))
+    }
+
+    /// A new ed25519 key pair made by ssh-keygen (comment `c`) in a temp directory, as `key` and
+    /// `key.pub`: the directory and the private key file's text.
+    private func keygenPrivateKey(passphrase: String) throws -> (directory: URL, text: String) {
+        let directory = try makeTempDirectory()
+        let file = directory.appendingPathComponent("key")
+        let output = try SSHKeygen.run(["-q", "-t", "ed25519", "-N", passphrase, "-C", "c", "-f", file.path])
+        XCTAssertEqual(output.status, 0, output.stderr)
+        return (directory, try String(contentsOf: file, encoding: .utf8))
     }
 }

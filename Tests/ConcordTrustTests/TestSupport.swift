@@ -26,9 +26,7 @@ enum SSHKeygen {
 extension XCTestCase {
     /// A fresh temporary directory, removed when the test ends.
     func makeTempDirectory() throws -> URL {
-        let url = try makeSandbox(prefix: "concord-trust-tests")
-        addTeardownBlock { try? FileManager.default.removeItem(at: url) }
-        return url
+        try makeSandbox(prefix: "concord-trust-tests", removedBy: addTeardownBlock)
     }
 
     /// Writes `text` to `url` with `mode`.

@@ -118,73 +118,14 @@ public final class Profile {
         }
         return kind
     }
-
-    // MARK: The profile lock and crash recovery
-
-    /// Takes the profile lock. If the previous holder was killed, first finishes what it may have
-    /// left half done: a bulk write journals the files it writes before its branch moves, and
-    /// those are put back as the branch has them (`restoreJournaledPaths`); otherwise the branch
-    /// moves before the working tree is updated and the index is written last, so files whose
-    /// index entry differs from the branch are brought up to date.
-    func lock() throws -> ProfileLock {
-        let lock = try ProfileLock(gitDirectory: repository.gitDirectory)
-        do {
-            try restoreJournaledPaths()
-            if lock.previousHolderDied { try gitCall { try repairWorkingTree() } }
-        } catch {
-            // Unfinished: the next holder must see this one as having died, and repair again.
-            lock.keepMarkedAsDied()
-            throw error
-        }
-        return lock
-    }
-
-    private func repairWorkingTree() throws {
-        guard let workdir = repository.workdir, let head = try repository.resolveReference("HEAD") else { return }
-        let headTree = try repository.commit(head).tree
-        // A machine crash can leave the index damaged (it is never fsynced): rebuild it first.
-        try repository.repairIndexIfDamaged(from: headTree)
-        let indexTree = try repository.indexTree()
-        if indexTree != headTree { _ = try updateWorkingTree(from: indexTree, to: headTree) }
-        // Temporary files of an interrupted working-tree write.
-        if let walker = FileManager.default.enumerator(atPath: workdir) {
-            while let relative = walker.nextObject() as? String {
-                if relative == ".git" { walker.skipDescendants(); continue }
-                if relative.contains(".concord-tmp-") { try? FileManager.default.removeItem(atPath: workdir + relative) }
-            }
-        }
-    }
-
-    // MARK: The local clock
-
-    private var clockPath: String { repository.gitDirectory + "concord/clock" }
-
-    /// The last HLC this device issued or saw for this profile.
-    func lastClock() -> HLC? {
-        guard let text = try? String(contentsOfFile: clockPath, encoding: .utf8) else { return nil }
-        return HLC(parsing: text.trimmingCharacters(in: .whitespacesAndNewlines))
-    }
-
-    /// How far ahead of this device's wall clock a stamp may be and still move the saved clock.
-    /// A stamp further ahead (a device whose clock is wrong, or a forged year-9999 record) would
-    /// pin every later local write at that time; instead the clock stays, and the record keeps
-    /// its stamp: it wins merges by that stamp, and a local edit of it is stamped just after it
-    /// (so the edit wins) without moving the clock for anything else.
-    static let maxClockLead: Int64 = 24 * 3_600_000
-
-    func saveClock(_ stamp: HLC) throws {
-        if let last = lastClock(), last >= stamp { return }
-        if stamp.wallMillis > environment.wallClock() + Self.maxClockLead { return }
-        try Data((stamp.description + "\n").utf8).write(to: URL(fileURLWithPath: clockPath), options: .atomic)
-    }
 }
 
-/// Runs a git-layer call, turning its `GitError` into a `ConcordError` with libgit2's message.
 /// `text` as a path git's rules allow (the only kind the git layer writes), or an error naming it.
 func treePath(_ text: String) throws -> TreePath {
     do { return try TreePath(text) } catch { throw ConcordError.invalidInput(error.description) }
 }
 
+/// Runs a git-layer call, turning its `GitError` into a `ConcordError` with libgit2's message.
 func gitCall<T>(_ body: () throws -> T) throws -> T {
     do {
         return try body()

@@ -83,3 +83,39 @@ final class ProfileLock {
         }
     }
 }
+
+extension Profile {
+    /// Takes the profile lock. If the previous holder was killed, first finishes what it may have
+    /// left half done: a bulk write journals the files it writes before its branch moves, and
+    /// those are put back as the branch has them (`restoreJournaledPaths`); otherwise the branch
+    /// moves before the working tree is updated and the index is written last, so files whose
+    /// index entry differs from the branch are brought up to date.
+    func lock() throws -> ProfileLock {
+        let lock = try ProfileLock(gitDirectory: repository.gitDirectory)
+        do {
+            try restoreJournaledPaths()
+            if lock.previousHolderDied { try gitCall { try repairWorkingTree() } }
+        } catch {
+            // Unfinished: the next holder must see this one as having died, and repair again.
+            lock.keepMarkedAsDied()
+            throw error
+        }
+        return lock
+    }
+
+    private func repairWorkingTree() throws {
+        guard let workdir = repository.workdir, let head = try repository.resolveReference("HEAD") else { return }
+        let headTree = try repository.commit(head).tree
+        // A machine crash can leave the index damaged (it is never fsynced): rebuild it first.
+        try repository.repairIndexIfDamaged(from: headTree)
+        let indexTree = try repository.indexTree()
+        if indexTree != headTree { _ = try updateWorkingTree(from: indexTree, to: headTree) }
+        // Temporary files of an interrupted working-tree write.
+        if let walker = FileManager.default.enumerator(atPath: workdir) {
+            while let relative = walker.nextObject() as? String {
+                if relative == ".git" { walker.skipDescendants(); continue }
+                if relative.contains(".concord-tmp-") { try? FileManager.default.removeItem(atPath: workdir + relative) }
+            }
+        }
+    }
+}
