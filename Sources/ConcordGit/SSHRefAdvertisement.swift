@@ -141,7 +141,11 @@ enum SSHRefAdvertisement {
             guard let channel = libssh2_channel_open_ex(session, "session", 7, 2 << 20, 32_768, nil, 0) else {
                 throw failure("libssh2_channel_open_ex", "Failed to open SSH channel", lastCode)
             }
+            var answered = false
             defer {
+                // After a failure (a silent or misbehaving server) nothing more is waited for: a
+                // blocking close and disconnect would each wait out the stall timeout again.
+                if !answered { libssh2_session_set_blocking(session, 0) }
                 _ = libssh2_channel_close(channel)
                 _ = libssh2_channel_free(channel)
             }
@@ -154,6 +158,7 @@ enum SSHRefAdvertisement {
                     // A flush packet: we want nothing, and upload-pack exits.
                     _ = libssh2_channel_write_ex(channel, 0, "0000", 4)
                     _ = libssh2_channel_send_eof(channel)
+                    answered = true
                     return refs
                 }
                 let count = buffer.withUnsafeMutableBytes {
