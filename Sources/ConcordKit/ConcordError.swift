@@ -52,6 +52,12 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     case uncommittedEdits([String])
     /// A commit from a remote breaks the structural rule (`IncomingCheck`); nothing local changed.
     case invalidCommit(commit: String, path: String?, reason: String)
+    /// `member` has no member file in `profile`.
+    case unknownMember(member: String, profile: String)
+    /// The change would leave `profile` without an active admin (`member` is the last one).
+    case lastAdmin(member: String, profile: String)
+    /// The remote's main revokes this device's member (`by` is the admin who did).
+    case accessRemoved(member: String, by: String, profile: String)
 
     public var errorDescription: String? {
         let (problem, advice) = parts
@@ -142,6 +148,13 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
             let list = paths.prefix(5).joined(separator: ", ") + (paths.count > 5 ? " and \(paths.count - 5) more" : "")
             return ("uncommitted edits to \(list) would be overwritten by the incoming change",
                     "save them as records (or discard them with 'git checkout -- <file>'), then try again; nothing was changed")
+        case .unknownMember(let member, let profile):
+            return ("\(member) is not a member of \"\(profile)\"", "list the members to see who is")
+        case .lastAdmin(let member, let profile):
+            return ("\(member) is the last active admin of \"\(profile)\"", "make another member admin first; a profile always keeps one")
+        case .accessRemoved(let member, let admin, let profile):
+            return ("access removed: \(admin) revoked your access to \(profile)",
+                    "\(member)'s edits that had not reached the remote before it are not accepted by anyone")
         case .invalidCommit(let commit, let path, let reason):
             return ("invalid commit \(commit):\(path.map { " \($0):" } ?? "") \(reason)", "refused, nothing here changed; the remote "
                     + "holds a commit Concord will not accept: ask the profile's admin to find who pushed it and restore the remote's main")

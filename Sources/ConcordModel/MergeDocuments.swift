@@ -41,8 +41,15 @@ extension RecordMerge {
     /// greater. The merged `keys` are sorted by device (UTF-8 bytes). So two devices added at once both
     /// stay, and a role change and a key addition made at once both survive. If a side's `keys` is not an
     /// array of objects with distinct string `device`s, `keys` merges whole, as any document field.
+    ///
+    /// A revocation beats any concurrent change: when one side's `status` is `revoked` and the other's
+    /// is not, the revoking side's file is the result, whatever the other side changed.
     public static func mergeMemberFile(base: [UInt8]?, ours: [UInt8], theirs: [UInt8]) -> FileMergeOutcome {
-        mergeObjects(base: base, ours: ours, theirs: theirs) { base, ours, theirs in
+        if let trivial = MergeSupport.trivialMerge(base: base, ours: ours, theirs: theirs) { return trivial }
+        // A revocation beats any concurrent change to that member: the revoking side is kept whole.
+        let revoked = (ours: isRevoked(ours), theirs: isRevoked(theirs))
+        if revoked.ours != revoked.theirs { return .merged(bytes: revoked.ours ? ours : theirs, conflicts: []) }
+        return mergeObjects(base: base, ours: ours, theirs: theirs) { base, ours, theirs in
             guard ours["keys"] != nil || theirs["keys"] != nil,
                   let oursKeys = keysByDevice(ours), let theirsKeys = keysByDevice(theirs) else { return }
             let (keys, _) = MergeSupport.mergeFields(
@@ -50,6 +57,11 @@ extension RecordMerge {
             let merged = JSONValue.array(keys.sorted { utf8Precedes($0.key, $1.key) }.map(\.value))
             (base["keys"], ours["keys"], theirs["keys"]) = (merged, merged, merged)
         }
+    }
+
+    /// Whether a member file's `status` is `revoked` (false for anything unreadable).
+    static func isRevoked(_ bytes: [UInt8]) -> Bool {
+        (try? RecordFields.parseObject(bytes, what: "the document"))?["status"] == .string("revoked")
     }
 
     /// A member file's `keys` as a map from each key's `device` (none: `[:]`); nil if they are not an

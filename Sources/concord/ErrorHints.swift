@@ -38,6 +38,10 @@ extension ConcordError {
         case .uncommittedEdits:
             return "save them with 'concord put' (or discard them with 'git checkout -- <file>'), then run the command again; "
                 + "nothing was changed"
+        case .unknownMember:
+            return "'concord members' lists who is"
+        case .lastAdmin:
+            return "make another member admin first ('concord role <member> admin'); a profile always keeps one"
         default:
             return nil
         }

@@ -21,12 +21,14 @@ struct Members: ParsableCommand {
                 printJSON(.array(members.map { member in
                     .object([
                         "name": .string(member.name), "role": .string(member.role.rawValue), "status": .string(member.status.rawValue),
+                        "revokedBy": member.revokedBy.map(JSONValue.string) ?? .null, "revokedAt": member.revokedAt.map(JSONValue.string) ?? .null,
                         "devices": .array(member.keys.map { .object(["device": .string($0.device), "fingerprint": .string($0.publicKey.fingerprint)]) }),
                     ])
                 }))
             } else {
                 for member in members {
-                    print("\(member.name)  \(member.role.rawValue)  \(member.status.rawValue)  devices: \(member.keys.map(\.device).joined(separator: ", "))")
+                    let revoked = member.status == .revoked ? " by \(member.revokedBy ?? "?") at \(member.revokedAt ?? "?")" : ""
+                    print("\(member.name)  \(member.role.rawValue)  \(member.status.rawValue)\(revoked)  devices: \(member.keys.map(\.device).joined(separator: ", "))")
                 }
             }
         }
@@ -60,6 +62,69 @@ struct Members: ParsableCommand {
             } else {
                 print("added \(name) (\(result.value.role.rawValue)) with device \(device)")
             }
+        }
+    }
+}
+
+struct Revoke: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Revoke a member's access (Admins only). Their devices stop being trusted from this commit on.",
+        discussion: "Sync to publish it: every other device then refuses their commits, and their own devices report \"access removed\" and delete their copy. The last active Admin cannot be revoked.")
+
+    @OptionGroup var profile: ProfileOption
+    @Argument(help: "The member to revoke.") var member: String
+
+    func run() throws {
+        let result = try profile.open().members.revoke(member, as: try loadIdentity())
+        print("revoked \(member) (commit \(result.commit?.prefix(7) ?? "none")); run 'concord sync' to publish it")
+    }
+}
+
+struct RoleCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "role", abstract: "Change a member's role (Admins only; the last active Admin cannot be demoted).")
+
+    @OptionGroup var profile: ProfileOption
+    @Argument(help: "The member.") var member: String
+    @Argument(help: "admin, editor, user or viewer.") var role: String
+
+    func validate() throws {
+        guard Role(parsing: role) != nil else { throw ValidationError("unknown role \"\(role)\": use admin, editor, user or viewer") }
+    }
+
+    func run() throws {
+        let result = try profile.open().members.setRole(member, to: Role(parsing: role) ?? .viewer, as: try loadIdentity())
+        print(result.commit == nil ? "\(member) is already \(result.value.role.rawValue): unchanged" : "\(member) is now \(result.value.role.rawValue)")
+    }
+}
+
+struct Devices: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Add or remove your own device keys (any member, for their own keys only).",
+        subcommands: [AddDevice.self, RemoveDevice.self])
+
+    struct AddDevice: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "add", abstract: "Add a device key to your own keys.")
+
+        @OptionGroup var profile: ProfileOption
+        @Option(help: "The new device's name.") var name: String
+        @Option(help: "The new device's public key line, as 'concord identity show --public-key' prints it there.") var key: String
+
+        func run() throws {
+            _ = try profile.open().members.addDevice(name, key: try SSHPublicKey(line: key), as: try loadIdentity())
+            print("added device \(name); run 'concord sync', then 'concord clone' on that device")
+        }
+    }
+
+    struct RemoveDevice: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove one of your own device keys.")
+
+        @OptionGroup var profile: ProfileOption
+        @Argument(help: "The device's name.") var name: String
+
+        func run() throws {
+            _ = try profile.open().members.removeDevice(name, as: try loadIdentity())
+            print("removed device \(name); run 'concord sync' to publish it")
         }
     }
 }

@@ -16,7 +16,7 @@ enum ExitStatus {
         switch error {
         case .offline: return offlineExitCode
         case .invalidCommit: return invalidCommit
-        case .pushRejected, .refused: return refused
+        case .pushRejected, .refused, .accessRemoved: return refused
         default: return failure
         }
     }
@@ -93,4 +93,19 @@ func processEnvironment() throws -> ConcordEnvironment {
 func currentExecutable() -> String? {
     if let resolved = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return resolved }
     return Bundle.main.executablePath
+}
+
+/// Runs `body`; when it finds this device's member revoked, deletes the local copy (unless
+/// `keep`; unsent edits are first saved as a dump) and passes the error on (exit 4, "access removed: …").
+func removingCopyIfRevoked<T>(_ profile: Profile, remote: String, keep: Bool, _ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch ConcordError.accessRemoved(let member, let admin, let name) {
+        var what = "the local copy is kept (--keep)"
+        if !keep {
+            let saved = try profile.removeLocalCopy(unsentTo: remote)
+            what = "this device's copy was deleted" + (saved.map { "; its unsent edits are saved in \($0.path)" } ?? "")
+        }
+        throw ConcordError.accessRemoved(member: member, by: admin, profile: "\(name) (\(what))")
+    }
 }

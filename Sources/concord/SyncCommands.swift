@@ -91,11 +91,14 @@ struct Sync: ParsableCommand {
     @OptionGroup var profile: ProfileOption
     @Option(help: "The remote to sync with.") var remote = "origin"
     @Flag(help: "Print the result as JSON.") var json = false
+    @Flag(help: "When an admin revoked this device's member, keep the local copy (default: delete it).") var keep = false
 
     func run() throws {
         let report: SyncReport
         do {
-            report = try profile.open().sync.run(remote: remote, as: try loadIdentity())
+            let profile = try profile.open()
+            let identity = try loadIdentity()
+            report = try removingCopyIfRevoked(profile, remote: remote, keep: keep) { try profile.sync.run(remote: remote, as: identity) }
         } catch let error as ConcordError where json {
             // Scripts get a JSON error object on stdout as well as the line on stderr.
             printJSON(.object(["error": .string(describe(error)), "exitCode": .number(String(ExitStatus.code(for: error)))]))

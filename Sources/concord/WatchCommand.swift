@@ -11,6 +11,7 @@ struct Watch: ParsableCommand {
     @Option(help: "The remote to sync with.") var remote = "origin"
     @Option(help: "Seconds between checks.") var interval: Double = 2
     @Flag(help: "Print one JSON object per line per event.") var json = false
+    @Flag(help: "When an admin revokes this device's member, keep the local copy (default: delete it).") var keep = false
 
     func validate() throws {
         if !(interval > 0 && interval <= 3600) { throw ValidationError("--interval must be between 0 and 3600 seconds") }
@@ -37,10 +38,12 @@ struct Watch: ParsableCommand {
         sigaddset(&blocked, SIGINT)
         sigaddset(&blocked, SIGTERM)
         pthread_sigmask(SIG_BLOCK, &blocked, nil)
-        profile.sync.watch(remote: remote, interval: interval, as: identity, shouldStop: stop.isRaised) { event in
-            emit(event)
+        defer { withExtendedLifetime(sources) {} }
+        try removingCopyIfRevoked(profile, remote: remote, keep: keep) {
+            try profile.sync.watch(remote: remote, interval: interval, as: identity, shouldStop: stop.isRaised) { event in
+                emit(event)
+            }
         }
-        withExtendedLifetime(sources) {}
     }
 
     private func emit(_ event: WatchEvent) {

@@ -6,7 +6,7 @@ final class HelpTests: CLITestCase {
     func testEveryCommandHasHelp() throws {
         let commands: [[String]] = [
             [], ["identity"], ["identity", "new"], ["identity", "show"], ["init"], ["put"], ["get"], ["rm"], ["append"],
-            ["ls"], ["import"], ["export"], ["log"], ["history"], ["members"], ["members", "add"], ["merge"], ["conflicts"],
+            ["ls"], ["import"], ["export"], ["log"], ["history"], ["members"], ["members", "add"], ["revoke"], ["role"], ["devices", "add"], ["devices", "remove"], ["merge"], ["conflicts"],
             ["doctor"], ["merge-driver"], ["remote"], ["remote", "add"], ["remote", "trust"], ["clone"], ["sync"],
             ["status"], ["watch"],
         ]

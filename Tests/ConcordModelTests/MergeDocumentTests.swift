@@ -50,6 +50,23 @@ final class MergeDocumentTests: XCTestCase {
                        json(["name": "bob", "role": "user", "keys": [desk, phone2]]))
     }
 
+    /// A revocation beats any concurrent change to that member: a role change, a key added, even
+    /// the member re-activated on the other side.
+    func testMemberRevocationBeatsConcurrentChanges() throws {
+        let desk: JSONValue = ["device": "desk", "publicKey": "ssh-ed25519 D"]
+        let phone: JSONValue = ["device": "phone", "publicKey": "ssh-ed25519 P"]
+        let base = json(["name": "bob", "role": "editor", "status": "active", "keys": [desk]])
+        let revoked = json(["name": "bob", "role": "editor", "status": "revoked", "keys": [desk], "revokedBy": "alice"])
+        for other in [json(["name": "bob", "role": "admin", "status": "active", "keys": [desk]]),
+                      json(["name": "bob", "role": "editor", "status": "active", "keys": [desk, phone]]),
+                      json(["name": "bob", "role": "admin", "status": "invited", "keys": [phone]])] {
+            XCTAssertEqual(merged(RecordMerge.mergeMemberFile, base: base, ours: revoked, theirs: other), revoked)
+        }
+        // Both sides revoked: an ordinary document merge of the two.
+        let revokedByCarol = json(["name": "bob", "role": "editor", "status": "revoked", "keys": [desk], "revokedBy": "carol"])
+        XCTAssertEqual(merged(RecordMerge.mergeMemberFile, base: base, ours: revoked, theirs: revokedByCarol), revokedByCarol)
+    }
+
     func testDocumentRemovalLosesToAChange() throws {
         let base = json(["a": 1, "b": 1])
         let removed = json(["a": 1])

@@ -111,6 +111,36 @@ public final class Profile {
         }
     }
 
+    /// Deletes this device's copy of the profile (its directory, repository included) and its
+    /// entry in the profile registry: what a revoked member's device does. Commits that never
+    /// reached `remote` are not lost silently: the profile is first exported as a dump under
+    /// `$CONCORD_HOME/saved/`, whose path is returned (nil when there was nothing unsent).
+    @discardableResult
+    public func removeLocalCopy(unsentTo remote: String) throws -> URL? {
+        var saved: URL?
+        if try localCommits(remote) > 0 {
+            let directory = environment.home.appendingPathComponent("saved")
+            let stamp = HLClock.formatInstant(environment.wallClock()).replacingOccurrences(of: ":", with: "")
+            let file = directory.appendingPathComponent("\(info.id)-\(stamp).json")
+            do {
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                try Data(records.exportDump().canonicalBytes()).write(to: file, options: .atomic)
+            } catch let error as ConcordError {
+                throw error
+            } catch {
+                throw ConcordError.io("could not save the unsent edits to \(file.path) (\(error.localizedDescription)); the copy was kept")
+            }
+            saved = file
+        }
+        let lock = try lock()
+        defer { withExtendedLifetime(lock) {} }
+        try ProfileRegistry(home: environment.home).unregister(path: root.path)
+        do { try FileManager.default.removeItem(at: root) } catch {
+            throw ConcordError.io("could not delete \(root.path): \(error.localizedDescription)")
+        }
+        return saved
+    }
+
     /// The kind named `name`, or an error listing the kinds this profile has.
     public func kind(named name: String) throws -> RecordKind {
         guard let kind = kinds.kind(named: name) else {

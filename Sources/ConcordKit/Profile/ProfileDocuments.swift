@@ -51,7 +51,9 @@ public struct ProfileInfo: Sendable, Equatable {
     }
 }
 
-/// `.concord/members/<name>.json`: one member, their role, status and device keys.
+/// `.concord/members/<name>.json`: one member, their role, status and device keys, who added them,
+/// and, once revoked, who revoked them and when. The revocation fields are written only when set,
+/// so a member file that was never revoked keeps the bytes it always had.
 public struct Member: Sendable, Equatable {
     public struct Key: Sendable, Equatable {
         public let device: String
@@ -61,18 +63,24 @@ public struct Member: Sendable, Equatable {
     public enum Status: String, Sendable { case active, invited, revoked }
 
     public let name: String
-    public let role: Role
-    public let status: Status
-    public let keys: [Key]
+    public var role: Role
+    public var status: Status
+    public var keys: [Key]
     public let addedBy: String
     public let addedAt: String
+    /// The admin who revoked this member, and when (ISO-8601 UTC); nil unless revoked.
+    public var revokedBy: String?
+    public var revokedAt: String?
 
     var json: JSONValue {
-        .object([
+        var fields: [String: JSONValue] = [
             "name": .string(name), "role": .string(role.rawValue), "status": .string(status.rawValue),
             "keys": .array(keys.map { .object(["device": .string($0.device), "publicKey": .string($0.publicKey.line(comment: nil))]) }),
             "addedBy": .string(addedBy), "addedAt": .string(addedAt),
-        ])
+        ]
+        if let revokedBy { fields["revokedBy"] = .string(revokedBy) }
+        if let revokedAt { fields["revokedAt"] = .string(revokedAt) }
+        return .object(fields)
     }
 
     static func decode(_ bytes: [UInt8], path: String) throws -> Member {
@@ -89,7 +97,8 @@ public struct Member: Sendable, Equatable {
                 keys.append(Key(device: device, publicKey: try SSHPublicKey(line: line)))
             }
             return Member(name: name, role: role, status: status, keys: keys,
-                          addedBy: value["addedBy"]?.stringValue ?? "", addedAt: value["addedAt"]?.stringValue ?? "")
+                          addedBy: value["addedBy"]?.stringValue ?? "", addedAt: value["addedAt"]?.stringValue ?? "",
+                          revokedBy: value["revokedBy"]?.stringValue, revokedAt: value["revokedAt"]?.stringValue)
         } catch let error as ConcordError {
             throw error
         } catch {

@@ -26,6 +26,17 @@ public struct ProfileRegistry {
     func register(_ profile: Profile) throws {
         var list = entries().filter { $0.path != profile.root.path }
         list.append(Entry(path: profile.root.path, id: profile.info.id, name: profile.info.name))
+        try save(list)
+    }
+
+    /// Forgets the profile at `path` (its copy is gone from this device).
+    func unregister(path: String) throws {
+        let list = entries()
+        guard list.contains(where: { $0.path == path }) else { return }
+        try save(list.filter { $0.path != path })
+    }
+
+    private func save(_ list: [Entry]) throws {
         let json = JSONValue.object(["profiles": .array(list.sorted { $0.path < $1.path }.map {
             .object(["path": .string($0.path), "id": .string($0.id), "name": .string($0.name)])
         })])

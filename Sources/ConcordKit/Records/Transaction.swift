@@ -226,6 +226,8 @@ public final class Transaction {
     private var authorized: Set<String> = []
 
     func stage(_ path: String, _ bytes: [UInt8], _ change: RecordChange) {
+        // Its own stamp, as any write: the commit is stamped with the last one (a fresh clone has no saved clock).
+        _ = tick(after: nil)
         if let index = pendingIndex.updateValue(pending.count, forKey: path) {
             pendingIndex[path] = index
             pending[index].bytes = bytes

@@ -43,6 +43,8 @@ public struct Sync {
                 }
             }
             if let remoteTip {
+                // A revocation of this device's member is final: nothing of theirs is merged or pushed.
+                try profile.members.checkAccess(at: remoteTip, for: identity)
                 if let before { received += try gitCall { try repository.aheadBehind(local: before, upstream: remoteTip).behind } }
                 let report = try profile.mergeLocked(remoteTip, as: identity)
                 changed += report.changedFiles
@@ -178,8 +180,11 @@ public struct Sync {
     /// commits the remote lacks (two ref reads; writes by other processes are seen the same way),
     /// and every `interval` seconds it checks cheaply whether the remote's main moved (reading only
     /// its ref list); either one triggers a sync. Stops only between syncs, never inside a ref update.
+    ///
+    /// Ends by throwing `ConcordError.accessRemoved` when the remote revokes this device's member
+    /// (reported first as a `.failed` event); every other failure is reported and retried.
     public func watch(remote: String = "origin", interval: Double, as identity: Identity,
-                      shouldStop: () -> Bool, onEvent: (WatchEvent) -> Void) {
+                      shouldStop: () -> Bool, onEvent: (WatchEvent) -> Void) throws {
         onEvent(.started(remote: remote, interval: interval))
         var offline = false
         // The remote is asked once per interval, counted from the start of the previous check;
@@ -213,6 +218,10 @@ public struct Sync {
                 } catch {
                     // A stop requested meanwhile may have cut the transfer short: not an outage.
                     if shouldStop() { break }
+                    if case ConcordError.accessRemoved = error {
+                        onEvent(.failed(error.localizedDescription))
+                        throw error
+                    }
                     if case ConcordError.offline = error {
                         if !offline { onEvent(.offline(error.localizedDescription)) }
                         offline = true

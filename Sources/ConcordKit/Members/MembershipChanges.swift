@@ -1,0 +1,114 @@
+import ConcordGit
+import ConcordModel
+import ConcordTrust
+import Foundation
+
+/// Changing who belongs: revoking a member, changing a role, and a member adding or removing their
+/// own device keys. Each is one signed commit of one member file, checked before it is made: only
+/// admins revoke and change roles, anyone active changes only their own keys, and a profile always
+/// keeps at least one active admin.
+extension Members {
+    /// Revokes `name`: status `revoked`, with who and when. Their keys leave the allowed signers,
+    /// so from this commit on nothing they sign is accepted by any device. Admins only; the last
+    /// active admin cannot be revoked.
+    @discardableResult
+    public func revoke(_ name: String, as identity: Identity) throws -> WriteResult<Member> {
+        try change(name, as: identity, action: "revoking members", adminOnly: true) { member in
+            guard member.status != .revoked else {
+                throw ConcordError.invalidInput("\(name) is already revoked in \"\(profile.info.name)\"")
+            }
+            member.status = .revoked
+            member.revokedBy = identity.member
+            member.revokedAt = HLClock.formatInstant(profile.environment.wallClock())
+        }
+    }
+
+    /// Gives `name` the role `role`. Admins only; demoting the last active admin is refused.
+    @discardableResult
+    public func setRole(_ name: String, to role: Role, as identity: Identity) throws -> WriteResult<Member> {
+        try change(name, as: identity, action: "changing roles", adminOnly: true) { member in
+            guard member.status != .revoked else {
+                throw ConcordError.invalidInput("\(name) is revoked in \"\(profile.info.name)\": add them again to give them a role")
+            }
+            member.role = role
+        }
+    }
+
+    /// Adds a device key to the acting member's own keys (any active member may).
+    @discardableResult
+    public func addDevice(_ device: String, key: SSHPublicKey, as identity: Identity) throws -> WriteResult<Member> {
+        do { try Identity.validateName(device, kind: "device") } catch {
+            throw ConcordError.invalidInput(error.localizedDescription)
+        }
+        if let owner = try list().first(where: { $0.keys.contains { $0.publicKey == key } }), owner.name != identity.member {
+            throw ConcordError.invalidInput("that key is already \(owner.name)'s in \"\(profile.info.name)\": a key belongs to one member")
+        }
+        return try change(identity.member, as: identity, action: "adding devices", adminOnly: false) { member in
+            guard !member.keys.contains(where: { $0.device == device || $0.publicKey == key }) else {
+                throw ConcordError.invalidInput("\(member.name) already has a device \(device) or that key: remove it first")
+            }
+            member.keys = (member.keys + [Member.Key(device: device, publicKey: key)]).sorted { $0.device < $1.device }
+        }
+    }
+
+    /// Removes one of the acting member's own device keys; their last key cannot be removed.
+    @discardableResult
+    public func removeDevice(_ device: String, as identity: Identity) throws -> WriteResult<Member> {
+        try change(identity.member, as: identity, action: "removing devices", adminOnly: false) { member in
+            guard member.keys.contains(where: { $0.device == device }) else {
+                throw ConcordError.invalidInput("\(member.name) has no device \(device): 'members' lists the devices")
+            }
+            guard member.keys.count > 1 else {
+                throw ConcordError.invalidInput("\(device) is \(member.name)'s only device: add another before removing it")
+            }
+            member.keys.removeAll { $0.device == device }
+        }
+    }
+
+    /// The member file of `name` as `commit` has it; nil when that commit has none.
+    func member(_ name: String, at commit: ObjectID) throws -> Member? {
+        let path = ProfilePaths.member(name)
+        let bytes: [UInt8]? = try gitCall {
+            let tree = try profile.repository.commit(commit).tree
+            guard let entry = try profile.repository.entry(at: path, inTree: tree), entry.kind == .blob else { return nil }
+            return try profile.repository.blob(entry.id)
+        }
+        return try bytes.map { try Member.decode($0, path: path) }
+    }
+
+    /// Refuses with `accessRemoved` when `commit` (the remote's main) revokes `identity`'s member.
+    func checkAccess(at commit: ObjectID, for identity: Identity) throws {
+        guard let member = try member(identity.member, at: commit), member.status == .revoked else { return }
+        throw ConcordError.accessRemoved(member: identity.member, by: member.revokedBy ?? "an admin", profile: profile.info.name)
+    }
+
+    /// Applies `mutate` to member `name` in one signed commit, after the checks every membership
+    /// change passes: the actor is active (and an admin when `adminOnly`), the member exists, and
+    /// at least one active admin remains.
+    private func change(_ name: String, as identity: Identity, action: String, adminOnly: Bool,
+                        _ mutate: @escaping (inout Member) throws -> Void) throws -> WriteResult<Member> {
+        let result = try profile.records.write(as: identity) { transaction -> Member in
+            let actor = try active(identity)
+            if adminOnly, actor.role != .admin {
+                throw ConcordError.notAllowed(member: identity.member, role: actor.role, action: action, needs: .admin,
+                                              profile: profile.info.name)
+            }
+            var members = try list()
+            guard let index = members.firstIndex(where: { $0.name == name }) else {
+                throw ConcordError.unknownMember(member: name, profile: profile.info.name)
+            }
+            let before = members[index]
+            try mutate(&members[index])
+            guard members.contains(where: { $0.role == .admin && $0.status == .active }) else {
+                throw ConcordError.lastAdmin(member: name, profile: profile.info.name)
+            }
+            if members[index] != before {
+                transaction.stage(ProfilePaths.member(name), members[index].json.canonicalBytes(),
+                                  RecordChange(kind: "members", id: name, action: .updated))
+            }
+            return members[index]
+        }
+        try profile.configureGit(members: try list())
+        return result
+    }
+}
