@@ -58,6 +58,8 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     case lastAdmin(member: String, profile: String)
     /// The remote's main revokes this device's member (`by` is the admin who did).
     case accessRemoved(member: String, by: String, profile: String)
+    /// An invitation that cannot be accepted (expired, used, withdrawn, altered, or for another history or key).
+    case invitationRefused(member: String, reason: String)
 
     public var errorDescription: String? {
         let (problem, advice) = parts
@@ -152,6 +154,8 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
             return ("\(member) is not a member of \"\(profile)\"", "list the members to see who is")
         case .lastAdmin(let member, let profile):
             return ("\(member) is the last active admin of \"\(profile)\"", "make another member admin first; a profile always keeps one")
+        case .invitationRefused(let member, let reason):
+            return ("the invitation for \(member) cannot be accepted", reason)
         case .accessRemoved(let member, let admin, let profile):
             return ("access removed: \(admin) revoked your access to \(profile)",
                     "\(member)'s edits that had not reached the remote before it are not accepted by anyone")

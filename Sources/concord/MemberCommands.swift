@@ -22,13 +22,18 @@ struct Members: ParsableCommand {
                     .object([
                         "name": .string(member.name), "role": .string(member.role.rawValue), "status": .string(member.status.rawValue),
                         "revokedBy": member.revokedBy.map(JSONValue.string) ?? .null, "revokedAt": member.revokedAt.map(JSONValue.string) ?? .null,
+                        "expiresAt": member.expiresAt.map(JSONValue.string) ?? .null, "invitedBy": .string(member.addedBy),
                         "devices": .array(member.keys.map { .object(["device": .string($0.device), "fingerprint": .string($0.publicKey.fingerprint)]) }),
                     ])
                 }))
             } else {
                 for member in members {
-                    let revoked = member.status == .revoked ? " by \(member.revokedBy ?? "?") at \(member.revokedAt ?? "?")" : ""
-                    print("\(member.name)  \(member.role.rawValue)  \(member.status.rawValue)\(revoked)  devices: \(member.keys.map(\.device).joined(separator: ", "))")
+                    let status = switch member.status {
+                    case .revoked: "revoked by \(member.revokedBy ?? "?") at \(member.revokedAt ?? "?")"
+                    case .invited: "pending (invited by \(member.addedBy), expires \(member.expiresAt ?? "?"))"
+                    case .active: "active"
+                    }
+                    print("\(member.name)  \(member.role.rawValue)  \(status)  devices: \(member.keys.map(\.device).joined(separator: ", "))")
                 }
             }
         }
@@ -125,6 +130,76 @@ struct Devices: ParsableCommand {
         func run() throws {
             _ = try profile.open().members.removeDevice(name, as: try loadIdentity())
             print("removed device \(name); run 'concord sync' to publish it")
+        }
+    }
+}
+
+struct Share: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Invite a member (Admins only): prints an invitation to send them by any channel.",
+        discussion: """
+        With --key, only that key can accept. Without it, a one-time key is made and travels in the invitation \
+        (a link invitation): anyone holding the text can accept it once, before it expires, so send it privately. \
+        The invitee runs 'concord accept <invitation> <dir>'. Until then 'concord members' lists them as pending.
+        """)
+
+    @OptionGroup var profile: ProfileOption
+    @Argument(help: "The invitee's member name.") var member: String
+    @Option(help: "admin, editor, user or viewer.") var role: String
+    @Option(help: "The invitee's public key line (ssh-ed25519 AAAA... name@device), if known.") var key: String?
+    @Option(help: "How long the invitation stays valid: e.g. 30m, 12h, 7d (default 7d with --key, else 2d).") var expires: String?
+    @Option(help: "The remote whose URL the invitation carries.") var remote = "origin"
+    @Flag(help: "Print the result as JSON.") var json = false
+
+    func validate() throws {
+        guard Role(parsing: role) != nil else { throw ValidationError("unknown role \"\(role)\": use admin, editor, user or viewer") }
+        if let expires, Share.seconds(expires) == nil { throw ValidationError("--expires takes a number and m, h or d, e.g. 2d, not \"\(expires)\"") }
+    }
+
+    static func seconds(_ text: String) -> Int64? {
+        guard let unit = text.last, let count = Int64(text.dropLast()), count > 0, count < 10_000 else { return nil }
+        switch unit {
+        case "m": return count * 60
+        case "h": return count * 3_600
+        case "d": return count * 86_400
+        default: return nil
+        }
+    }
+
+    func run() throws {
+        let publicKey = try key.map { try SSHPublicKey(line: $0) }
+        let device = key?.split(separator: " ").dropFirst(2).first?.split(separator: "@").last.map(String.init)
+        let lifetime = Share.seconds(expires ?? (key == nil ? "2d" : "7d")) ?? 172_800
+        let shared = try profile.open().members.share(member, role: Role(parsing: role) ?? .viewer, key: publicKey, device: device,
+                                                      expiresIn: lifetime, remote: remote, as: try loadIdentity())
+        if json {
+            printJSON(.object(["member": .string(member), "role": .string(role), "expiresAt": .string(shared.invitation.expiresAt),
+                               "invitation": .string(shared.invitation.text)]))
+        } else {
+            print("invited \(member) as \(shared.member.role.rawValue) until \(shared.invitation.expiresAt); run 'concord sync', then send them:")
+            print(shared.invitation.text)
+        }
+    }
+}
+
+struct Accept: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Accept an invitation: clone the profile, check the invitation against it, join as active, and sync.",
+        discussion: "Refused, leaving nothing behind, when the invitation expired, was used or withdrawn, was altered, or names another history or key.")
+
+    @Argument(help: "The invitation text (concord-invitation-1:...), or a file holding it.") var invitation: String
+    @Argument(help: "The new, empty directory for the profile.") var directory: String
+    @Option(help: "Trust this ssh host key fingerprint (SHA256:...) for the remote.") var trustHost: String?
+
+    func run() throws {
+        var text = invitation
+        if !text.hasPrefix(Invitation.prefix), let file = try? String(contentsOfFile: invitation, encoding: .utf8) { text = file }
+        let parsed = try Invitation(text: text)
+        let (profile, sync) = try Profile.accept(parsed, into: URL(fileURLWithPath: directory), identity: try loadIdentity(),
+                                                 environment: try processEnvironment(), trustHost: trustHost)
+        print("joined \"\(profile.info.name)\" as \(parsed.member) (\(parsed.role.rawValue)) in \(profile.root.path)")
+        if case .failure(let error) = sync {
+            FileHandle.standardError.write(Data("concord: warning: the acceptance is committed but not yet sent (\(describe(error))); run 'concord sync'\n".utf8))
         }
     }
 }

@@ -71,6 +71,13 @@ public struct Member: Sendable, Equatable {
     /// The admin who revoked this member, and when (ISO-8601 UTC); nil unless revoked.
     public var revokedBy: String?
     public var revokedAt: String?
+    /// When a pending invitation lapses (ISO-8601 UTC); nil once accepted, or for a member added directly.
+    public var expiresAt: String?
+    /// The public half of a link invitation's one-time key; nil once accepted.
+    public var invitationKey: SSHPublicKey?
+    /// The one-time key's SSHSIG (namespace `concord-acceptance`) binding the device key that accepted
+    /// a link invitation: what lets every device check the acceptance commit.
+    public var acceptance: String?
 
     var json: JSONValue {
         var fields: [String: JSONValue] = [
@@ -80,6 +87,9 @@ public struct Member: Sendable, Equatable {
         ]
         if let revokedBy { fields["revokedBy"] = .string(revokedBy) }
         if let revokedAt { fields["revokedAt"] = .string(revokedAt) }
+        if let expiresAt { fields["expiresAt"] = .string(expiresAt) }
+        if let invitationKey { fields["invitationKey"] = .string(invitationKey.line(comment: nil)) }
+        if let acceptance { fields["acceptance"] = .string(acceptance) }
         return .object(fields)
     }
 
@@ -98,7 +108,10 @@ public struct Member: Sendable, Equatable {
             }
             return Member(name: name, role: role, status: status, keys: keys,
                           addedBy: value["addedBy"]?.stringValue ?? "", addedAt: value["addedAt"]?.stringValue ?? "",
-                          revokedBy: value["revokedBy"]?.stringValue, revokedAt: value["revokedAt"]?.stringValue)
+                          revokedBy: value["revokedBy"]?.stringValue, revokedAt: value["revokedAt"]?.stringValue,
+                          expiresAt: value["expiresAt"]?.stringValue,
+                          invitationKey: try value["invitationKey"]?.stringValue.map { try SSHPublicKey(line: $0) },
+                          acceptance: value["acceptance"]?.stringValue)
         } catch let error as ConcordError {
             throw error
         } catch {

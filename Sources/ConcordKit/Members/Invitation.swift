@@ -1,0 +1,97 @@
+import ConcordModel
+import ConcordTrust
+import Foundation
+
+/// What an admin sends an invitee by any channel (a message, an email): where the profile is, which
+/// history it has (its root commit, the trust anchor), who is invited as what and until when, and,
+/// for a link invitation, the one-time private key whose public half the member file holds. Signed
+/// by the inviting admin's device key, so an invitation cannot be altered on the way.
+///
+/// Text form: `concord-invitation-1:` + base64url (no padding) of the canonical JSON of the fields.
+public struct Invitation: Sendable, Equatable {
+    public static let prefix = "concord-invitation-1:"
+    /// The SSHSIG namespace of the admin's signature over an invitation.
+    static let namespace = "concord-invitation"
+    /// The SSHSIG namespace of the one-time key's signature binding an accepting device's key.
+    static let acceptanceNamespace = "concord-acceptance"
+
+    public let url: String
+    public let profileID: String
+    public let profileName: String
+    /// The profile's root commit id (hex): a remote whose history does not start there is refused.
+    public let root: String
+    public let member: String
+    public let role: Role
+    /// ISO-8601 UTC.
+    public let expiresAt: String
+    public let invitedBy: String
+    /// The one-time private key (OpenSSH private key file text) of a link invitation; nil when the
+    /// invitee's key was given.
+    public let oneTimeKey: String?
+    /// The inviting admin's SSHSIG (namespace `concord-invitation`) over the other fields.
+    public let signature: String
+
+    /// The fields the signature covers, as canonical JSON.
+    static func signedBytes(url: String, profileID: String, profileName: String, root: String, member: String, role: Role,
+                            expiresAt: String, invitedBy: String, oneTimeKey: String?) -> [UInt8] {
+        var fields: [String: JSONValue] = [
+            "url": .string(url), "profile": .string(profileID), "profileName": .string(profileName), "root": .string(root),
+            "member": .string(member), "role": .string(role.rawValue), "expiresAt": .string(expiresAt), "invitedBy": .string(invitedBy),
+        ]
+        if let oneTimeKey { fields["oneTimeKey"] = .string(oneTimeKey) }
+        return JSONValue.object(fields).canonicalBytes()
+    }
+
+    var signedBytes: [UInt8] {
+        Self.signedBytes(url: url, profileID: profileID, profileName: profileName, root: root, member: member, role: role,
+                         expiresAt: expiresAt, invitedBy: invitedBy, oneTimeKey: oneTimeKey)
+    }
+
+    /// The text to send.
+    public var text: String {
+        var object = (try? JSONValue.parse(signedBytes))?.objectValue ?? [:]
+        object["signature"] = .string(signature)
+        let base64 = Data(JSONValue.object(object).canonicalBytes()).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        return Self.prefix + base64
+    }
+
+    /// Parses an invitation's text; the signature is checked against the profile's members later
+    /// (`Members.accept`), once the history it names is here.
+    public init(text: String) throws {
+        let bad = ConcordError.invalidInput("that is not a Concord invitation (it should start with \(Self.prefix)): ask for it again")
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard trimmed.hasPrefix(Self.prefix), trimmed.utf8.count < 64 * 1024 else { throw bad }
+        var base64 = String(trimmed.dropFirst(Self.prefix.count))
+            .replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64), let value = try? JSONValue.parse(Array(data)),
+              let url = value["url"]?.stringValue, let profileID = value["profile"]?.stringValue,
+              let profileName = value["profileName"]?.stringValue, let root = value["root"]?.stringValue,
+              let member = value["member"]?.stringValue, let role = value["role"]?.stringValue.flatMap(Role.init(parsing:)),
+              let expiresAt = value["expiresAt"]?.stringValue, HLClock.parseInstant(expiresAt) != nil,
+              let invitedBy = value["invitedBy"]?.stringValue, let signature = value["signature"]?.stringValue
+        else { throw bad }
+        self.init(url: url, profileID: profileID, profileName: profileName, root: root, member: member, role: role,
+                  expiresAt: expiresAt, invitedBy: invitedBy, oneTimeKey: value["oneTimeKey"]?.stringValue, signature: signature)
+    }
+
+    init(url: String, profileID: String, profileName: String, root: String, member: String, role: Role, expiresAt: String,
+         invitedBy: String, oneTimeKey: String?, signature: String) {
+        (self.url, self.profileID, self.profileName, self.root) = (url, profileID, profileName, root)
+        (self.member, self.role, self.expiresAt, self.invitedBy) = (member, role, expiresAt, invitedBy)
+        (self.oneTimeKey, self.signature) = (oneTimeKey, signature)
+    }
+
+    /// The key that signed this invitation, if the signature over its fields is good.
+    func signer() throws -> SSHPublicKey {
+        do { return try SSHSignature.verify(signature, message: signedBytes, namespace: Self.namespace) } catch {
+            throw ConcordError.invalidInput("the invitation's signature is not valid (\(error.localizedDescription)): it was altered; ask for it again")
+        }
+    }
+
+    /// What the one-time key signs to bind an accepting device's key: the root, the member, the key.
+    static func acceptanceMessage(root: String, member: String, key: SSHPublicKey) -> [UInt8] {
+        Array("\(root)\n\(member)\n\(key.line(comment: nil))\n".utf8)
+    }
+}

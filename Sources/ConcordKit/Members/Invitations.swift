@@ -1,0 +1,159 @@
+import ConcordGit
+import ConcordModel
+import ConcordTrust
+import Foundation
+
+/// An invitation made by `Members.share`: the pending member file it committed and the text to send.
+public struct SharedInvitation: Sendable {
+    public let member: Member
+    public let invitation: Invitation
+    public let commit: String?
+}
+
+/// Inviting: an admin commits a pending member file (`status: invited`, an expiry, and either the
+/// invitee's key or the public half of a one-time key) and gets an `Invitation` to send. Accepting
+/// (`Profile.accept`): the invitee clones, checks the invitation against the history it names, and
+/// commits its own member file as active with its device key.
+extension Members {
+    /// Invites `name` as `role` until `expiresIn` seconds from now, through `remote`'s URL. With
+    /// `key`, only that key can accept; without, a one-time key pair is made and its private half
+    /// travels in the invitation (a link invitation). Admins only; an active or pending member
+    /// cannot be invited again (revoke them first).
+    public func share(_ name: String, role: Role, key: SSHPublicKey? = nil, device: String? = nil, expiresIn: Int64,
+                      remote: String = "origin", as identity: Identity) throws -> SharedInvitation {
+        do {
+            try Identity.validateName(name, kind: "member")
+            if let device { try Identity.validateName(device, kind: "device") }
+        } catch {
+            throw ConcordError.invalidInput(error.localizedDescription)
+        }
+        guard expiresIn > 0 else { throw ConcordError.invalidInput("an invitation must expire in the future") }
+        guard let url = try gitCall({ try profile.repository.remoteURL(remote) }) else { throw ConcordError.unknownRemote(remote) }
+        let now = profile.environment.wallClock()
+        let expiresAt = HLClock.formatInstant(now + expiresIn * 1000)
+        let oneTime = key == nil ? SigningKey.generate() : nil
+        let result = try profile.records.write(as: identity) { transaction -> Member in
+            try authorizeAdmin(identity)
+            let members = try list()
+            if let existing = members.first(where: { $0.name == name }), existing.status != .revoked {
+                throw ConcordError.invalidInput("\(name) is already \(existing.status == .invited ? "invited" : "a member") "
+                                                + "of \"\(profile.info.name)\": revoke them first to invite them again")
+            }
+            if let key, let owner = members.first(where: { $0.keys.contains { $0.publicKey == key } }) {
+                throw ConcordError.invalidInput("that key is already \(owner.name)'s in \"\(profile.info.name)\": a key belongs to one member")
+            }
+            let member = Member(name: name, role: role, status: .invited,
+                                keys: key.map { [Member.Key(device: device ?? "device", publicKey: $0)] } ?? [],
+                                addedBy: identity.member, addedAt: HLClock.formatInstant(now), expiresAt: expiresAt,
+                                invitationKey: oneTime?.publicKey)
+            transaction.stage(ProfilePaths.member(name), member.json.canonicalBytes(),
+                              RecordChange(kind: "members", id: name, action: .added))
+            return member
+        }
+        try profile.configureGit(members: try list())
+        let root = try profile.rootCommit().hex
+        let oneTimeText = oneTime?.openSSHPrivateKeyFile(comment: "concord-invitation")
+        let signed = Invitation.signedBytes(url: url, profileID: profile.info.id, profileName: profile.info.name, root: root,
+                                            member: name, role: role, expiresAt: expiresAt, invitedBy: identity.member,
+                                            oneTimeKey: oneTimeText)
+        let invitation = Invitation(url: url, profileID: profile.info.id, profileName: profile.info.name, root: root, member: name,
+                                    role: role, expiresAt: expiresAt, invitedBy: identity.member, oneTimeKey: oneTimeText,
+                                    signature: SSHSignature.sign(signed, with: identity.key, namespace: Invitation.namespace))
+        return SharedInvitation(member: result.value, invitation: invitation, commit: result.commit)
+    }
+
+    /// Checks `invitation` against this profile (a fresh clone of what it names) and `identity`, and
+    /// commits the acceptance: the member file active, with this device's key, the one-time key
+    /// replaced by its signature over the new key. Throws, committing nothing, when anything is off.
+    func accept(_ invitation: Invitation, as identity: Identity) throws -> WriteResult<Member> {
+        let refuse = { (why: String) in ConcordError.invitationRefused(member: invitation.member, reason: why) }
+        guard try profile.rootCommit().hex == invitation.root else {
+            throw refuse("the remote's history does not start at the invitation's root commit: it is not the profile you were invited to")
+        }
+        guard profile.info.id == invitation.profileID else { throw refuse("the remote holds another profile") }
+        let members = try list()
+        let signer = try invitation.signer()
+        guard let admin = members.first(where: { $0.name == invitation.invitedBy }), admin.status == .active, admin.role == .admin,
+              admin.keys.contains(where: { $0.publicKey == signer }) else {
+            throw refuse("it was not signed by an active admin of \"\(profile.info.name)\"")
+        }
+        guard let pending = members.first(where: { $0.name == invitation.member }) else { throw refuse("it was withdrawn") }
+        switch pending.status {
+        case .active: throw refuse("it was already used")
+        case .revoked: throw refuse("it was withdrawn (\(pending.revokedBy ?? "an admin") revoked it)")
+        case .invited: break
+        }
+        guard pending.expiresAt == invitation.expiresAt, pending.role == invitation.role else {
+            throw refuse("it does not match the pending invitation in the profile; ask for a new one")
+        }
+        guard let expires = HLClock.parseInstant(invitation.expiresAt), profile.environment.wallClock() < expires else {
+            throw refuse("it expired at \(invitation.expiresAt); ask \(invitation.invitedBy) for a new one")
+        }
+        var accepted = pending
+        accepted.status = .active
+        accepted.expiresAt = nil
+        if let oneTimeText = invitation.oneTimeKey {
+            let oneTime: SigningKey
+            do { oneTime = try SigningKey(openSSHPrivateKeyFile: oneTimeText) } catch { throw refuse("its one-time key is damaged") }
+            guard pending.invitationKey == oneTime.publicKey else { throw refuse("its one-time key is not the one the profile holds") }
+            accepted.keys = [Member.Key(device: identity.device, publicKey: identity.key.publicKey)]
+            accepted.invitationKey = nil
+            accepted.acceptance = SSHSignature.sign(
+                Invitation.acceptanceMessage(root: invitation.root, member: invitation.member, key: identity.key.publicKey),
+                with: oneTime, namespace: Invitation.acceptanceNamespace)
+        } else {
+            guard pending.keys.contains(where: { $0.publicKey == identity.key.publicKey }) else {
+                throw refuse("it is for another key than this device's (\(identity.key.publicKey.fingerprint))")
+            }
+            accepted.keys = pending.keys.map { $0.publicKey == identity.key.publicKey
+                ? Member.Key(device: identity.device, publicKey: $0.publicKey) : $0 }
+        }
+        let result = try profile.records.write(as: identity) { transaction -> Member in
+            transaction.stage(ProfilePaths.member(accepted.name), accepted.json.canonicalBytes(),
+                              RecordChange(kind: "members", id: accepted.name, action: .updated))
+            return accepted
+        }
+        try profile.configureGit(members: try list())
+        return result
+    }
+}
+
+extension Profile {
+    /// Accepts `invitation` into `directory`: clones what it names (every commit checked), checks the
+    /// invitation against that history (root, the inviting admin's signature, the pending member
+    /// file, the expiry), commits the acceptance signed by this device's key, and syncs it. When any
+    /// check fails, the clone is removed and nothing is left. A sync that cannot reach the remote
+    /// keeps the acceptance for the next sync (its error is returned, not thrown).
+    public static func accept(
+        _ invitation: Invitation, into directory: URL, identity: Identity, environment: ConcordEnvironment, trustHost: String? = nil
+    ) throws -> (profile: Profile, sync: Result<SyncReport, Error>) {
+        guard identity.member == invitation.member else {
+            throw ConcordError.invitationRefused(member: invitation.member, reason: "it is for \(invitation.member), and this "
+                + "device's identity is \(identity.member): accept it with an identity named \(invitation.member)")
+        }
+        if let expires = HLClock.parseInstant(invitation.expiresAt), environment.wallClock() >= expires {
+            throw ConcordError.invitationRefused(member: invitation.member,
+                                                 reason: "it expired at \(invitation.expiresAt); ask \(invitation.invitedBy) for a new one")
+        }
+        let profile = try clone(url: invitation.url, into: directory, identity: identity, environment: environment, trustHost: trustHost)
+        do {
+            try profile.members.accept(invitation, as: identity)
+        } catch {
+            try? ProfileRegistry(home: environment.home).unregister(path: profile.root.path)
+            try? FileManager.default.removeItem(at: profile.root)
+            throw error
+        }
+        return (profile, Result { try profile.sync.run(as: identity) })
+    }
+
+    /// The first commit of this profile's history (the trust anchor an invitation pins).
+    func rootCommit() throws -> ObjectID {
+        try gitCall {
+            guard var id = try repository.resolveReference("HEAD") else {
+                throw GitError(function: "rootCommit", code: .notFound, message: "the profile has no commits")
+            }
+            while let parent = try repository.commit(id).parents.first { id = parent }
+            return id
+        }
+    }
+}

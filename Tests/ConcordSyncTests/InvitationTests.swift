@@ -1,0 +1,128 @@
+import ConcordKit
+import Foundation
+import XCTest
+
+/// `share` and `accept`: an admin invites by key or by link; the invitee is pending until they
+/// accept; an invitation works once, only before it expires, only unaltered, and only for the
+/// history it names. A refused acceptance leaves nothing behind.
+final class InvitationTests: SyncTestCase {
+    func testALinkInvitationIsPendingUntilAcceptedAndWorksOnceOverAPath() throws { try linkInvitation(.path) }
+
+    func testALinkInvitationIsPendingUntilAcceptedAndWorksOnceOverSSH() throws { try linkInvitation(.ssh) }
+
+    private func linkInvitation(_ transport: SyncTransport) throws {
+        let remote = try makeRemote(transport)
+        let alice = try makeDevice("alice", device: "laptop")
+        let profile = try publishProfile(owner: alice, remote: remote, directory: "alice")
+        let invitation = try share(["dana", "--role", "editor"], as: alice, in: profile)
+        let pending = try concordOK(["members"], as: alice, in: profile)
+        XCTAssertTrue(pending.contains("dana  editor  pending (invited by alice, expires "), pending)
+        try concordOK(["sync"], as: alice, in: profile)
+
+        let dana = try makeDevice("dana", device: "ipad")
+        let joined = try accept(invitation, as: dana, remote: remote, into: "dana")
+        XCTAssertTrue(try concordOK(["members"], as: dana, in: joined).contains("dana  editor  active  devices: ipad"))
+        try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"puzzle"}"#], as: dana, in: joined)
+        try concordOK(["sync"], as: dana, in: joined)
+        try concordOK(["sync"], as: alice, in: profile)
+        XCTAssertTrue(try concordOK(["get", "vocabulary/puzzle"], as: alice, in: profile).contains("puzzle"))
+        XCTAssertTrue(try concordOK(["members"], as: alice, in: profile).contains("dana  editor  active  devices: ipad"))
+        // Every commit concord wrote, the acceptance included, passes plain git's check.
+        for commit in try gitOK(["rev-list", "HEAD"], in: profile).split(separator: "\n") {
+            XCTAssertEqual(try git(["verify-commit", String(commit)], in: profile).status, 0, "git verify-commit \(commit)")
+        }
+
+        // The same invitation once more, from another device: refused, nothing left behind.
+        let replay = try makeDevice("dana", device: "phone")
+        let result = try acceptResult(invitation, as: replay, remote: remote, into: "replay")
+        assertOneLineRefusal(result, mentions: ["the invitation for dana cannot be accepted", "already used"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.appendingPathComponent("replay").path))
+    }
+
+    func testAKeyInvitationIsForThatKeyOnly() throws {
+        let remote = try makeRemote(.path)
+        let alice = try makeDevice("alice", device: "laptop")
+        let profile = try publishProfile(owner: alice, remote: remote, directory: "alice")
+        let dana = try makeDevice("dana", device: "ipad")
+        let invitation = try share(["dana", "--role", "viewer", "--key", dana.publicKeyLine], as: alice, in: profile)
+        try concordOK(["sync"], as: alice, in: profile)
+        let other = try makeDevice("dana", device: "stolen")
+        assertOneLineRefusal(try acceptResult(invitation, as: other, remote: remote, into: "other"), mentions: ["another key"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.appendingPathComponent("other").path))
+        let joined = try accept(invitation, as: dana, remote: remote, into: "dana")
+        XCTAssertTrue(try concordOK(["members"], as: dana, in: joined).contains("dana  viewer  active  devices: ipad"))
+        // A viewer may read, not write.
+        assertOneLineRefusal(try concord(["put", "vocabulary/x", "--json", "{}"], as: dana, in: joined), mentions: ["viewer"])
+    }
+
+    func testExpiredAlteredOrForeignInvitationsAreRefusedAndLeaveNothing() throws {
+        let remote = try makeRemote(.path)
+        let alice = try makeDevice("alice", device: "laptop")
+        let profile = try publishProfile(owner: alice, remote: remote, directory: "alice")
+        let invitation = try share(["dana", "--role", "editor", "--expires", "1h"], as: alice, in: profile)
+        try concordOK(["sync"], as: alice, in: profile)
+        let dana = try makeDevice("dana", device: "ipad")
+
+        // Two hours later.
+        let late = try concord(["accept", invitation, sandbox.appendingPathComponent("late").path], as: dana,
+                               clock: HLClock.formatInstant(Int64(Date().timeIntervalSince1970 * 1000) + 7_200_000))
+        assertOneLineRefusal(late, mentions: ["expired"])
+
+        // The role raised from editor to admin on the way: the admin's signature no longer holds.
+        func base64url(_ text: String) -> String {
+            text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+                + String(repeating: "=", count: (4 - text.count % 4) % 4)
+        }
+        let payload = try XCTUnwrap(Data(base64Encoded: base64url(String(invitation.dropFirst(Invitation.prefix.count)))))
+        let raised = String(decoding: payload, as: UTF8.self).replacingOccurrences(of: #""role": "editor""#, with: #""role": "admin""#)
+        XCTAssertNotEqual(raised, String(decoding: payload, as: UTF8.self))
+        let altered = Invitation.prefix + Data(raised.utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        assertOneLineRefusal(try concord(["accept", altered, sandbox.appendingPathComponent("altered").path], as: dana),
+                             mentions: ["signature is not valid"])
+
+        // The remote replaced by another profile's history: not the profile named by the invitation.
+        try FileManager.default.removeItem(at: remote.bare)
+        fsckAtEnd.removeAll { $0 == remote.bare }
+        let mallory = try makeDevice("mallory", device: "laptop")
+        // A new bare repository at the same path, holding mallory's profile.
+        _ = try publishProfile(owner: mallory, remote: try makeRemote(.path), directory: "mallory")
+        assertOneLineRefusal(try concord(["accept", invitation, sandbox.appendingPathComponent("foreign").path], as: dana),
+                             mentions: ["invitation's root commit"])
+        for directory in ["late", "altered", "foreign"] {
+            XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.appendingPathComponent(directory).path), directory)
+        }
+    }
+
+    func testOnlyAdminsInvite() throws {
+        let scene = try makeTwoDevices(other: ("bob", "tablet"), role: "editor")
+        assertOneLineRefusal(try concord(["share", "eve", "--role", "viewer"], as: scene.other, in: scene.otherProfile),
+                             mentions: ["bob is editor", "needs admin"])
+        assertOneLineRefusal(try concord(["share", "bob", "--role", "viewer"], as: scene.owner, in: scene.ownerProfile),
+                             mentions: ["bob is already a member"])
+    }
+
+    // MARK: Helpers
+
+    private func share(_ arguments: [String], as device: SyncDevice, in profile: URL) throws -> String {
+        let output = try concordOK(["share"] + arguments, as: device, in: profile)
+        let invitation = output.split(separator: "\n").last.map(String.init) ?? ""
+        XCTAssertTrue(invitation.hasPrefix(Invitation.prefix), output)
+        return invitation
+    }
+
+    private func acceptResult(_ invitation: String, as device: SyncDevice, remote: SyncRemote, into directory: String) throws -> RunResult {
+        try allow(device, on: remote, trustHost: false)
+        var arguments = ["accept", invitation, sandbox.appendingPathComponent(directory).path]
+        if let server = remote.server { arguments += ["--trust-host", server.hostKeyFingerprint] }
+        return try concord(arguments, as: device)
+    }
+
+    private func accept(_ invitation: String, as device: SyncDevice, remote: SyncRemote, into directory: String) throws -> URL {
+        let result = try acceptResult(invitation, as: device, remote: remote, into: directory)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let profile = sandbox.appendingPathComponent(directory)
+        fsckAtEnd.append(profile)
+        return profile
+    }
+}
