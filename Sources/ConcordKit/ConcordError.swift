@@ -58,6 +58,8 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     case lastAdmin(member: String, profile: String)
     /// The remote's main revokes this device's member (`by` is the admin who did).
     case accessRemoved(member: String, by: String, profile: String)
+    /// The remote's main no longer contains what this device last fetched from it (history replaced).
+    case remoteRewritten(remote: String, was: String, now: String)
     /// An invitation that cannot be accepted (expired, used, withdrawn, altered, or for another history or key).
     case invitationRefused(member: String, reason: String)
 
@@ -154,6 +156,10 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
             return ("\(member) is not a member of \"\(profile)\"", "list the members to see who is")
         case .lastAdmin(let member, let profile):
             return ("\(member) is the last active admin of \"\(profile)\"", "make another member admin first; a profile always keeps one")
+        case .remoteRewritten(let remote, let was, let now):
+            return ("\(remote)'s main was rewritten on the server: it is now \(now), which does not contain \(was) that this "
+                    + "device fetched before", "refused, nothing here changed; ask the server's admin to put the remote's main back "
+                    + "at \(was) or a commit after it")
         case .invitationRefused(let member, let reason):
             return ("the invitation for \(member) cannot be accepted", reason)
         case .accessRemoved(let member, let admin, let profile):

@@ -15,7 +15,7 @@ enum ExitStatus {
     static func code(for error: ConcordError) -> Int32 {
         switch error {
         case .offline: return offlineExitCode
-        case .invalidCommit: return invalidCommit
+        case .invalidCommit, .remoteRewritten: return invalidCommit
         case .pushRejected, .refused, .accessRemoved: return refused
         default: return failure
         }

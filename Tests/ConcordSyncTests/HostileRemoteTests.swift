@@ -227,6 +227,29 @@ final class HostileRemoteTests: SyncTestCase {
         XCTAssertEqual(try revParse("HEAD", in: scene.bobProfile), head)
     }
 
+    /// main replaced on the server by a history that does not contain what Bob last fetched (here,
+    /// Alice's own signed commit on an older tip, put there with plain git): Bob merges none of it,
+    /// says so, and keeps refusing it on the next sync.
+    func testARewrittenMainIsRefusedAndNothingOfItIsMerged() throws {
+        let scene = try makeScene()
+        let base = try revParse("HEAD", in: scene.aliceProfile)
+        try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: scene.alice, in: scene.aliceProfile)
+        try concordOK(["sync"], as: scene.alice, in: scene.aliceProfile)
+        try concordOK(["sync"], as: scene.bob, in: scene.bobProfile)
+        let fetched = try revParse("refs/remotes/origin/main", in: scene.bobProfile)
+        try gitOK(["reset", "-q", "--hard", base], in: scene.aliceProfile)
+        try concordOK(["put", "vocabulary/dog", "--json", #"{"label":"dog"}"#], as: scene.alice, in: scene.aliceProfile)
+        // The remote refuses non-fast-forward pushes: the server's own git moves main.
+        try gitOK(["push", "-q", scene.remote.bare.path, "HEAD:refs/heads/rewrite"], in: scene.aliceProfile)
+        try gitOK(["update-ref", "refs/heads/main", "refs/heads/rewrite"], in: scene.remote.bare)
+        let before = try untouched(scene)
+        for _ in 0..<2 {
+            let result = try concord(["sync"], as: scene.bob, in: scene.bobProfile)
+            assertOneLineRefusal(result, status: 5, mentions: ["main was rewritten on the server", String(fetched.prefix(7))])
+            XCTAssertEqual(try untouched(scene), before, "a refused rewrite changed Bob's profile")
+        }
+    }
+
     // MARK: Clone
 
     func testACloneOfAForgedHistoryFailsAndLeavesNothing() throws {

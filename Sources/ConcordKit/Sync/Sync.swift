@@ -40,6 +40,15 @@ public struct Sync {
                     try gitCall { try repository.deleteReference(Profile.trackingRef(remote)) }
                 } else if let remoteTip, remoteTip != lastFetched, try gitCall({ try repository.isAncestor(remoteTip, of: lastFetched) }) {
                     warnings.append("\(remote)'s main went back from \(lastFetched.short) to \(remoteTip.short) (rewound on the server); this device's history is pushed back")
+                } else if let remoteTip, remoteTip != lastFetched, try !gitCall({ try repository.isAncestor(lastFetched, of: remoteTip) }) {
+                    // Neither a rewind nor new commits on what this device had: history replaced on
+                    // the server. Nothing of it is merged, and the tracking ref goes back, so the next
+                    // sync refuses it again instead of taking it for what was last fetched.
+                    try gitCall {
+                        try repository.updateReference(Profile.trackingRef(remote), to: lastFetched, expected: remoteTip,
+                                                       message: "concord: refused a rewritten main")
+                    }
+                    throw ConcordError.remoteRewritten(remote: remote, was: lastFetched.short, now: remoteTip.short)
                 }
             }
             if let remoteTip {
