@@ -45,14 +45,10 @@ struct Members: ParsableCommand {
 
         @OptionGroup var profile: ProfileOption
         @Argument(help: "The member's name.") var name: String
-        @Option(help: "admin, editor, user or viewer.") var role: String
+        @Option(help: "admin, editor, user or viewer.") var role: Role
         @Option(help: "The member's public key line (ssh-ed25519 AAAA... name@device), as 'concord identity show --public-key' prints it.")
         var key: String
         @Option(help: "The device the key belongs to (default: the key line's comment after '@').") var device: String?
-
-        func validate() throws {
-            guard Role(parsing: role) != nil else { throw ValidationError("unknown role \"\(role)\": use admin, editor, user or viewer") }
-        }
 
         func run() throws {
             let publicKey = try SSHPublicKey(line: key)
@@ -61,7 +57,7 @@ struct Members: ParsableCommand {
                 throw ValidationError("give --device: the key line has no name@device comment")
             }
             let result = try profile.open().members.add(
-                name, role: Role(parsing: role) ?? .viewer, device: device, key: publicKey, as: try loadIdentity())
+                name, role: role, device: device, key: publicKey, as: try loadIdentity())
             if result.commit == nil {
                 print("\(name) is already a \(result.value.role.rawValue) with that key: unchanged")
             } else {
@@ -91,14 +87,10 @@ struct RoleCommand: ParsableCommand {
 
     @OptionGroup var profile: ProfileOption
     @Argument(help: "The member.") var member: String
-    @Argument(help: "admin, editor, user or viewer.") var role: String
-
-    func validate() throws {
-        guard Role(parsing: role) != nil else { throw ValidationError("unknown role \"\(role)\": use admin, editor, user or viewer") }
-    }
+    @Argument(help: "admin, editor, user or viewer.") var role: Role
 
     func run() throws {
-        let result = try profile.open().members.setRole(member, to: Role(parsing: role) ?? .viewer, as: try loadIdentity())
+        let result = try profile.open().members.setRole(member, to: role, as: try loadIdentity())
         print(result.commit == nil ? "\(member) is already \(result.value.role.rawValue): unchanged" : "\(member) is now \(result.value.role.rawValue)")
     }
 }
@@ -145,14 +137,13 @@ struct Share: ParsableCommand {
 
     @OptionGroup var profile: ProfileOption
     @Argument(help: "The invitee's member name.") var member: String
-    @Option(help: "admin, editor, user or viewer.") var role: String
+    @Option(help: "admin, editor, user or viewer.") var role: Role
     @Option(help: "The invitee's public key line (ssh-ed25519 AAAA... name@device), if known.") var key: String?
     @Option(help: "How long the invitation stays valid: e.g. 30m, 12h, 7d (default 7d with --key, else 2d).") var expires: String?
     @Option(help: "The remote whose URL the invitation carries.") var remote = "origin"
     @Flag(help: "Print the result as JSON.") var json = false
 
     func validate() throws {
-        guard Role(parsing: role) != nil else { throw ValidationError("unknown role \"\(role)\": use admin, editor, user or viewer") }
         if let expires, Share.seconds(expires) == nil { throw ValidationError("--expires takes a number and m, h or d, e.g. 2d, not \"\(expires)\"") }
     }
 
@@ -170,10 +161,10 @@ struct Share: ParsableCommand {
         let publicKey = try key.map { try SSHPublicKey(line: $0) }
         let device = key?.split(separator: " ").dropFirst(2).first?.split(separator: "@").last.map(String.init)
         let lifetime = Share.seconds(expires ?? (key == nil ? "2d" : "7d")) ?? 172_800
-        let shared = try profile.open().members.share(member, role: Role(parsing: role) ?? .viewer, key: publicKey, device: device,
+        let shared = try profile.open().members.share(member, role: role, key: publicKey, device: device,
                                                       expiresIn: lifetime, remote: remote, as: try loadIdentity())
         if json {
-            printJSON(.object(["member": .string(member), "role": .string(role), "expiresAt": .string(shared.invitation.expiresAt),
+            printJSON(.object(["member": .string(member), "role": .string(role.rawValue), "expiresAt": .string(shared.invitation.expiresAt),
                                "invitation": .string(shared.invitation.text)]))
         } else {
             print("invited \(member) as \(shared.member.role.rawValue) until \(shared.invitation.expiresAt); run 'concord sync', then send them:")
@@ -202,4 +193,9 @@ struct Accept: ParsableCommand {
             FileHandle.standardError.write(Data("concord: warning: the acceptance is committed but not yet sent (\(describe(error))); run 'concord sync'\n".utf8))
         }
     }
+}
+
+/// Roles are parsed where they are given: `--role editor`, `concord role bob viewer`.
+extension Role: ExpressibleByArgument {
+    public init?(argument: String) { self.init(parsing: argument) }
 }
