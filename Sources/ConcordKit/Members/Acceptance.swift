@@ -1,0 +1,40 @@
+import ConcordModel
+import ConcordTrust
+
+/// The one commit a member who is not yet active may sign: the acceptance of their invitation
+/// (docs/security.md, rule 1). Given the member as the parent commit has them (`invited`) and as the
+/// commit leaves them, and the key that signed the commit, it is an acceptance iff:
+/// - the member becomes `active`, with the same name, role and who-added-them, no expiry and no
+///   one-time key left, and no revocation;
+/// - its keys are exactly one key, the signer's;
+/// - for an invitation to a known key, the signer's key is that key;
+/// - for a link invitation, the parent's one-time key signed (`acceptance`, namespace
+///   `concord-acceptance`) the signer's key together with the root commit id and the member.
+/// The caller checks that the commit changes nothing else.
+enum Acceptance {
+    /// Why `after` is not a valid acceptance of `before` signed by `signer`; nil when it is.
+    static func problem(before: Member, after: Member, signer: SSHPublicKey, root: String) -> String? {
+        guard before.status == .invited else { return "\(before.name) has no pending invitation" }
+        guard after.status == .active, after.name == before.name, after.role == before.role, after.addedBy == before.addedBy,
+              after.addedAt == before.addedAt, after.expiresAt == nil, after.invitationKey == nil,
+              after.revokedBy == nil, after.revokedAt == nil else {
+            return "an acceptance may only make \(before.name) active, as invited"
+        }
+        guard after.keys.count == 1, after.keys[0].publicKey == signer else {
+            return "an acceptance must hold exactly the key that signs it"
+        }
+        if let oneTime = before.invitationKey {
+            guard let acceptance = after.acceptance,
+                  let bound = try? SSHSignature.verify(acceptance, message: Invitation.acceptanceMessage(root: root, member: before.name, key: signer),
+                                                       namespace: Invitation.acceptanceNamespace),
+                  bound == oneTime else {
+                return "the invitation's one-time key did not sign the accepting key"
+            }
+        } else {
+            guard before.keys.contains(where: { $0.publicKey == signer }) else {
+                return "the invitation is for another key"
+            }
+        }
+        return nil
+    }
+}
