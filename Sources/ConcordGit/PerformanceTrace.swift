@@ -1,7 +1,7 @@
 import Foundation
 
-/// With `CONCORD_TRACE_PERF=1` in the environment, the steps of `concord import` (and of any write
-/// of many records) are printed to stderr as they end, each with the wall time and this thread's CPU time since
+/// With `CONCORD_TRACE_PERF=1` in the environment, the steps of `concord import` and `concord put`
+/// (and of any write of records) are printed to stderr as they end, each with the wall time and this thread's CPU time since
 /// the step before, e.g. `concord perf: 21.4 ms (cpu 21.0 ms) dump read`. For finding where a slow
 /// command spends its time, as git's `GIT_TRACE_PERFORMANCE` is. Without the variable a step
 /// costs one load and a branch.

@@ -8,13 +8,14 @@ import Darwin
 
 extension Repository {
     /// `git_tree_create_updated` over `base` (or nothing) with `edits`, after the checks it lacks:
-    /// each path once, every component a name git accepts (`GitPath`), and no removal of a file
-    /// `base` does not have (libgit2 fails on those; here they change nothing). A new file where
-    /// `base` has a directory replaces the directory, and a new file below a path `base` has as a
-    /// file replaces that file; libgit2 refuses such a swap in one call ("D/F conflict"), so then
-    /// what the new files displace is removed first and the new files added over that tree.
-    func writeTreeWithLibgit2(base: ObjectID?, edits: [(path: String, blob: ObjectID?)]) throws -> ObjectID {
-        var seen = Set<String>()
+    /// each path once, and no removal of a file `base` does not have (libgit2 fails on those; here
+    /// they change nothing). Every component is a name git accepts: a `TreePath` is made only
+    /// through `GitPath`'s rules. A new file where `base` has a directory replaces the directory,
+    /// and a new file below a path `base` has as a file replaces that file; libgit2 refuses such a
+    /// swap in one call ("D/F conflict"), so then what the new files displace is removed first and
+    /// the new files added over that tree.
+    func writeTreeWithLibgit2(base: ObjectID?, edits: [(path: TreePath, blob: ObjectID?)]) throws -> ObjectID {
+        var seen = Set<TreePath>()
         seen.reserveCapacity(edits.count)
         var lookup = base.map { TreeLookup(repository: self, root: $0) }
         var removals = [String](), upserts = [(path: String, blob: ObjectID?)](), displaced = Set<String>()
@@ -24,17 +25,16 @@ extension Repository {
                 throw GitError(function: "tree edit", code: .other(-1),
                                message: "internal error: path '\(edit.path)' edited twice in one tree write")
             }
-            let components = edit.path.utf8.split(separator: 0x2F, omittingEmptySubsequences: false)
-            for component in components { try RawTree.validate(Array(component)) }
+            let path = edit.path.string
             guard let blob = edit.blob else {
-                if try lookup?.kind(of: edit.path) == .blob { removals.append(edit.path) }
+                if try lookup?.kind(of: path) == .blob { removals.append(path) }
                 continue
             }
-            upserts.append((edit.path, blob))
+            upserts.append((path, blob))
             guard lookup != nil else { continue }
-            if try lookup?.kind(of: edit.path) == .tree { displaced.insert(edit.path) }
+            if try lookup?.kind(of: path) == .tree { displaced.insert(path) }
             var prefix = ""
-            for component in components.dropLast() {
+            for component in path.utf8.split(separator: 0x2F).dropLast() {
                 prefix += (prefix.isEmpty ? "" : "/") + String(decoding: component, as: UTF8.self)
                 if try lookup?.kind(of: prefix) == .blob { displaced.insert(prefix) }
             }

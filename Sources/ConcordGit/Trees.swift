@@ -81,7 +81,7 @@ extension Repository {
     /// 8 vs 23 ms of a 422 ms import. Today's G1 rows time this function against a bare
     /// `git_tree_create_updated` (the checks of `writeTreeWithLibgit2`) and show its share of a put.
     public func writeTree(base: ObjectID?, edits: [TreePath: ObjectID?]) throws -> ObjectID {
-        try writeTreeWithLibgit2(base: base, edits: edits.map { ($0.key.string, $0.value) })
+        try writeTreeWithLibgit2(base: base, edits: edits.map { ($0.key, $0.value) })
     }
 
     /// The same, with the new trees added to `pack` (written by the caller) instead of loose
@@ -98,7 +98,7 @@ extension Repository {
     /// The same, with the edits as a list (each path at most once), as a bulk write has them.
     public func writeTree(base: ObjectID?, edits: [(path: TreePath, blob: ObjectID?)], into pack: inout ObjectPack) throws -> ObjectID {
         let staging = try StagingObjects(over: self)
-        let tree = try staging.repository.writeTreeWithLibgit2(base: base, edits: edits.map { ($0.path.string, $0.blob) })
+        let tree = try staging.repository.writeTreeWithLibgit2(base: base, edits: edits)
         try staging.copyTrees(from: tree, into: &pack, present: self)
         return tree
     }

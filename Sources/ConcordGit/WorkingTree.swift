@@ -39,7 +39,9 @@ extension Repository {
     public func applyToWorkingTree(_ changes: [WorkingTreeChange], rebuildingDamagedIndexFrom tree: ObjectID? = nil) throws {
         guard let root = workdir else { return }
         let stats = try Self.writeFiles(changes.map { ($0.path, $0.content?.bytes) }, root: root)
+        PerformanceTrace.step("files written")
         try recordInIndex(changes, stats: stats, order: IndexPatch.order(changes.map(\.path)), rebuildingDamagedIndexFrom: tree)
+        PerformanceTrace.step("index updated")
     }
 
     /// Starts writing `files` (new content, or nil to remove the file) on other threads and

@@ -131,12 +131,4 @@ package struct RawTree {
             }
         }
     }
-
-    /// Refuses names git would refuse in a tree (`GitPath.isSafeName`).
-    package static func validate(_ name: [UInt8]) throws {
-        guard GitPath.isSafeName(name) else {
-            throw GitError(function: "tree edit", code: .other(-1),
-                           message: "invalid path component '\(String(decoding: name, as: UTF8.self))'")
-        }
-    }
 }

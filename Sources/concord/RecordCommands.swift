@@ -45,7 +45,9 @@ struct Put: ParsableCommand {
     @OptionGroup var data: DataOptions
 
     func run() throws {
+        PerformanceTrace.start()
         let profile = try profile.open()
+        PerformanceTrace.step("profile opened")
         let (kind, id) = try profile.parseReference(reference)
         let object = try data.object()
         let result = try profile.records.write(as: try loadIdentity()) { try $0.put(kind, id, data: object) }

@@ -52,8 +52,11 @@ struct CommitWriter {
                     changes.append(WorkingTreeChange(removing: path))
                 }
             }
+            PerformanceTrace.step("blobs written")
             let tree = try repository.writeTree(base: baseTree, edits: edits)
+            PerformanceTrace.step("trees written")
             let commit = try commit(tree: tree)
+            PerformanceTrace.step("commit signed, branch moved")
             do {
                 try repository.applyToWorkingTree(changes, rebuildingDamagedIndexFrom: tree)
             } catch {
