@@ -52,6 +52,10 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     case uncommittedEdits([String])
     /// A commit from a remote breaks the structural rule (`IncomingCheck`); nothing local changed.
     case invalidCommit(commit: String, path: String?, reason: String)
+    /// A commit breaks the access rule (`AccessRule`): it is not signed by an active member, or
+    /// it changes what its signer's role may not (`change`, e.g. "vocabulary/puzzle"); nothing
+    /// local changed.
+    case unauthorizedCommit(commit: String, signer: String, change: String?, reason: String)
 
     public var errorDescription: String? {
         switch self {
@@ -136,6 +140,10 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
             let place = path.map { " \($0):" } ?? ""
             return "invalid commit \(commit):\(place) \(reason) — refused, nothing here changed; the remote holds a commit "
                 + "Concord will not accept: ask the profile's admin to find who pushed it and restore the remote's main"
+        case .unauthorizedCommit(let commit, let signer, let change, let reason):
+            let what = change.map { " changes \($0)" } ?? ""
+            return "\(commit) by \(signer)\(what): \(reason) — refused, nothing here changed; ask the profile's admin to "
+                + "restore the remote's main to the commit before it"
         }
     }
 }
