@@ -12,7 +12,7 @@ struct Scenario: Sendable {
 
     /// Every scenario, in report order.
     static let all: [Scenario] = [.importTenThousand, .putIntoHundredThousand, .mergeThousandConflicts,
-                                  .propagationOverSSH, .cloneTenThousand, .syncScaling, .watchSoak,
+                                  .propagationOverSSH, .cloneTenThousand, .syncScaling, .verification, .watchSoak,
                                   .treeWrites, .packWrites, .indexUpdates, .smallDeflate, .pathRemote, .checkoutWrites]
 }
 
