@@ -21,20 +21,49 @@ final class CommitAuthorizer {
         self.repository = repository
     }
 
-    /// Checks `commit` (whose changes against its first parent are `changes`); returns who signed it.
+    /// What a commit's signature says on its own, before any membership is consulted.
+    enum SignatureCheck: Sendable {
+        case unsigned
+        case bad(TrustError)
+        /// A good signature by this key.
+        case good(SSHPublicKey)
+    }
+
+    /// The signature checks of `commits`, in order. The signatures are read here and verified on
+    /// every core: one Ed25519 verification is most of what checking a commit costs.
+    func signatureChecks(_ commits: ArraySlice<Commit>) throws -> [SignatureCheck] {
+        let signatures = try commits.map { commit -> CommitSignature? in
+            do { return try repository.signature(ofCommit: commit.id) } catch let error as GitError {
+                throw ConcordError.invalidCommit(commit: commit.id.short, path: nil, reason: "its signature cannot be read (\(error.message))")
+            }
+        }
+        return Parallel.map(signatures, minimumPerShare: 64) { signed -> SignatureCheck in
+            guard let signed else { return .unsigned }
+            do throws(TrustError) {
+                return .good(try SSHSignature.verify(signed.signature, message: signed.signedData))
+            } catch {
+                return .bad(error)
+            }
+        }
+    }
+
+    /// Checks `commit` (whose changes against its first parent are `changes`, and whose signature
+    /// says `signature`); returns who signed it.
     @discardableResult
-    func authorize(_ commit: Commit, changes: [TreeChange]) throws -> CommitSigner {
+    func authorize(_ commit: Commit, changes: [TreeChange], signature: SignatureCheck) throws -> CommitSigner {
         func refuse(_ signer: String, _ change: String?, _ reason: String) -> ConcordError {
             .unauthorizedCommit(commit: commit.id.short, signer: signer, change: change, reason: reason)
         }
         do {
             // Rule 1: a good signature by an active member of the parent (the root: an Admin of its own tree).
-            guard let signed = try repository.signature(ofCommit: commit.id) else {
-                throw refuse(commit.author.name, nil, "it is not signed; every commit must be signed with a member's device key")
-            }
             let key: SSHPublicKey
-            do { key = try SSHSignature.verify(signed.signature, message: signed.signedData) } catch {
+            switch signature {
+            case .unsigned:
+                throw refuse(commit.author.name, nil, "it is not signed; every commit must be signed with a member's device key")
+            case .bad(let error):
                 throw refuse(commit.author.name, nil, "its signature does not verify (\(error.localizedDescription))")
+            case .good(let signer):
+                key = signer
             }
             let parentTrees = try commit.parents.map { try repository.commit($0).tree }
             let decided = if let parentTree = parentTrees.first {

@@ -40,7 +40,14 @@ struct IncomingCheck {
         var expectedID = profileID
         var sawRoot = !known.isEmpty
         let authorizer = CommitAuthorizer(repository: repository)
-        for commit in commits {
+        var signatures = [CommitAuthorizer.SignatureCheck]()
+        var kindsTables = [ObjectID: KindsTable]()
+        for (position, commit) in commits.enumerated() {
+            // Signatures are verified ahead, a batch at a time, on every core.
+            let batch = position % Self.signatureBatch
+            if batch == 0 {
+                signatures = try authorizer.signatureChecks(commits[position..<min(position + Self.signatureBatch, commits.count)])
+            }
             if commit.parents.isEmpty {
                 guard !sawRoot else {
                     throw ConcordError.invalidCommit(commit: commit.id.short, path: nil,
@@ -56,13 +63,17 @@ struct IncomingCheck {
             } catch let error as GitError {
                 throw ConcordError.invalidCommit(commit: commit.id.short, path: nil, reason: error.message)
             }
-            try authorizer.authorize(commit, changes: changes)
-            try check(commit, changes: changes, profileID: &expectedID)
+            try authorizer.authorize(commit, changes: changes, signature: signatures[batch])
+            try check(commit, changes: changes, profileID: &expectedID, kindsTables: &kindsTables)
         }
         return commits.count
     }
 
-    private func check(_ commit: Commit, changes: [TreeChange], profileID: inout String?) throws {
+    /// How many commits' signatures are verified at once (bounds the signed bytes held in memory).
+    static let signatureBatch = 1_024
+
+    private func check(_ commit: Commit, changes: [TreeChange], profileID: inout String?,
+                       kindsTables: inout [ObjectID: KindsTable]) throws {
         func refuse(_ path: String?, _ reason: String) -> ConcordError {
             ConcordError.invalidCommit(commit: commit.id.short, path: path, reason: reason)
         }
@@ -74,8 +85,13 @@ struct IncomingCheck {
                 throw refuse(ProfilePaths.profile, "missing")
             }
             let kinds: KindsTable
-            do { kinds = try KindsTable.decode(try read(kindsEntry.id, limit: ProfilePathRules.maxDocumentBytes, path: KindsTable.path, refuse)) } catch let error as ModelError {
-                throw refuse(KindsTable.path, error.localizedDescription)
+            if let known = kindsTables[kindsEntry.id] {
+                kinds = known
+            } else {
+                do { kinds = try KindsTable.decode(try read(kindsEntry.id, limit: ProfilePathRules.maxDocumentBytes, path: KindsTable.path, refuse)) } catch let error as ModelError {
+                    throw refuse(KindsTable.path, error.localizedDescription)
+                }
+                kindsTables[kindsEntry.id] = kinds
             }
             // kinds.json and .gitattributes change together: the attributes are generated from the kinds.
             if changes.contains(where: { $0.path.elementsEqual(KindsTable.path.utf8) }),
