@@ -62,6 +62,10 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     case remoteRewritten(remote: String, was: String, now: String)
     /// An invitation that cannot be accepted (expired, used, withdrawn, altered, or for another history or key).
     case invitationRefused(member: String, reason: String)
+    /// A commit breaks the access rule (`AccessRule`): it is not signed by an active member, or
+    /// it changes what its signer's role may not (`change`, e.g. "vocabulary/puzzle"); nothing
+    /// local changed.
+    case unauthorizedCommit(commit: String, signer: String, change: String?, reason: String)
 
     public var errorDescription: String? {
         let (problem, advice) = parts
@@ -168,6 +172,9 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
         case .invalidCommit(let commit, let path, let reason):
             return ("invalid commit \(commit):\(path.map { " \($0):" } ?? "") \(reason)", "refused, nothing here changed; the remote "
                     + "holds a commit Concord will not accept: ask the profile's admin to find who pushed it and restore the remote's main")
+        case .unauthorizedCommit(let commit, let signer, let change, let reason):
+            return ("\(commit) by \(signer)\(change.map { " changes \($0)" } ?? ""): \(reason)",
+                    "refused, nothing here changed; ask the profile's admin to restore the remote's main to the commit before it")
         }
     }
 }

@@ -86,17 +86,28 @@ enum Armor {
     static func unwrap(
         _ text: String, label: String, failure: (String) -> TrustError
     ) throws(TrustError) -> [UInt8] {
+        // Blanks are trimmed by hand: Foundation's `trimmingCharacters` was ~15% of verifying a
+        // commit's signature (bench row B7).
         let lines = text.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }
-            .map { $0.trimmingCharacters(in: .whitespaces) }
-        guard let begin = lines.firstIndex(of: "-----BEGIN \(label)-----") else {
+            .map(trimmingBlanks)
+        let beginLine = "-----BEGIN \(label)-----", endLine = "-----END \(label)-----"
+        guard let begin = lines.firstIndex(where: { $0 == beginLine }) else {
             throw failure("no '-----BEGIN \(label)-----' line")
         }
-        guard let end = lines[(begin + 1)...].firstIndex(of: "-----END \(label)-----") else {
+        guard let end = lines[(begin + 1)...].firstIndex(where: { $0 == endLine }) else {
             throw failure("no '-----END \(label)-----' line; the text is truncated")
         }
         let body = lines[(begin + 1)..<end].joined()
         guard !body.isEmpty else { throw failure("empty body") }
         guard let data = Data(base64Encoded: body) else { throw failure("invalid base64 body") }
         return Array(data)
+    }
+
+    /// `line` without leading and trailing spaces and tabs.
+    private static func trimmingBlanks(_ line: Substring) -> Substring {
+        var line = line
+        while let first = line.first, first == " " || first == "\t" { line = line.dropFirst() }
+        while let last = line.last, last == " " || last == "\t" { line = line.dropLast() }
+        return line
     }
 }

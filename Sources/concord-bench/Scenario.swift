@@ -22,6 +22,8 @@ struct Scenario: Sendable {
                  run: CloneBenchmark.run),
         Scenario(id: "B6", title: "sync receiving 10 changed records: 1,000 vs 100,000 records", targetRatio: 1.5,
                  run: SyncScalingBenchmark.run),
+        Scenario(id: "B7", title: "verifying 10,000 received commits; concord verify vs git's signature check", targetRatio: 0.05,
+                 run: VerificationBenchmark.run),
         Scenario(id: "B11", title: "a long-running watch: resident memory over idle polls and syncs", targetRatio: 2.0,
                  run: WatchSoakBenchmark.run),
         Scenario(id: "G1", title: "tree writes: Repository.writeTree vs bare git_tree_create_updated", targetRatio: .nan,

@@ -112,3 +112,27 @@ struct History: ParsableCommand {
         }
     }
 }
+
+struct Verify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check every commit of the history: signed by an active member, changing only what their role may write.",
+        discussion: "Exit 5, naming the first invalid commit, its signer and the rule it breaks, when one fails.")
+
+    @OptionGroup var profile: ProfileOption
+    @Flag(help: "Print the result as JSON.") var json = false
+
+    func run() throws {
+        let report: VerificationReport
+        do {
+            report = try profile.open().verification.run()
+        } catch let error as ConcordError where json {
+            printJSON(.object(["error": .string(describe(error)), "exitCode": .number(String(ExitStatus.code(for: error)))]))
+            throw error
+        }
+        if json {
+            printJSON(.object(["verified": .number(String(report.commits)), "head": report.head.map { .string($0) } ?? .null]))
+        } else {
+            print("\(report.commits) commits verified")
+        }
+    }
+}

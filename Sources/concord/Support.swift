@@ -8,14 +8,14 @@ enum ExitStatus {
     static let usage: Int32 = 2
     /// The remote refused this device (its server said no, e.g. gitolite's "W … DENIED").
     static let refused: Int32 = 4
-    /// A commit from the remote breaks the structural rule; nothing local changed.
+    /// A commit breaks the structural or the access rule; nothing local changed.
     static let invalidCommit: Int32 = 5
 
     /// The exit code of a failed command.
     static func code(for error: ConcordError) -> Int32 {
         switch error {
         case .offline: return offlineExitCode
-        case .invalidCommit, .remoteRewritten: return invalidCommit
+        case .invalidCommit, .unauthorizedCommit, .remoteRewritten: return invalidCommit
         case .pushRejected, .refused, .accessRemoved: return refused
         default: return failure
         }

@@ -67,6 +67,9 @@ struct FuzzScene {
     let bobURL: URL
     let bob: Profile
     let bobIdentity: Identity
+    /// Alice, the profile's Admin: the attacker signs with her device key (a stolen device), so
+    /// forged commits get past the signature check to the structural rule.
+    let alice: Identity
     /// The remote's main before the case, and its tree as path → (mode, id).
     var base: String
     var files: [[UInt8]: (mode: String, id: String)] = [:]
@@ -79,7 +82,7 @@ struct FuzzScene {
 
     init(test: KitTestCase) throws {
         self.test = test
-        let alice = try test.makeIdentity("alice", device: "laptop")
+        alice = try test.makeIdentity("alice", device: "laptop")
         bobIdentity = try test.makeIdentity("bob", device: "tablet")
         let aliceProfile = try test.makeProfile("alice", identity: alice)
         try aliceProfile.records.write(as: alice) { try $0.put("vocabulary", "puzzle", data: ["label": .string("puzzle")]) }
@@ -153,8 +156,9 @@ struct FuzzScene {
             }
         }
         let root = try writeTree(tree, prefix: [], disorder: disorder, &random)
-        let commit = try writeObject("commit", Array(("tree \(root)\n" + parents.map { "parent \($0)\n" }.joined()
-            + "author mallory <m@x> 1767261600 +0000\ncommitter mallory <m@x> 1767261600 +0000\n\nforged\n").utf8))
+        let unsigned = Array(("tree \(root)\n" + parents.map { "parent \($0)\n" }.joined()
+            + "author mallory <m@x> 1767261600 +0000\ncommitter mallory <m@x> 1767261600 +0000\n\nforged\n").utf8)
+        let commit = try writeObject("commit", GitSigning.inserting(signature: SSHSignature.sign(unsigned, with: alice.key), into: unsigned))
         if damageObject, let victim = written.randomElement(using: &random) {
             try damage(victim, &random)
             damaged = victim

@@ -6,6 +6,10 @@ import XCTest
 struct Forger {
     let test: SyncTestCase
     let bare: URL
+    /// The OpenSSH private key its commits are signed with (git's `commit-tree -S`), or nil for
+    /// unsigned commits. A member's key gets a forged commit past the signature check to the
+    /// rules after it; an unknown key or none is refused by that check.
+    var signingKey: URL?
 
     /// One tree entry as git stores it.
     struct Entry {
@@ -84,7 +88,8 @@ struct Forger {
     /// A commit of `tree` with `parents`, made the remote's main.
     @discardableResult
     func pushTree(_ tree: String, parents: [String], message: String = "forged") throws -> String {
-        let commit = try run(["commit-tree", tree] + parents.flatMap { ["-p", $0] } + ["-m", message])
+        let signing = signingKey.map { GitSigning.options(keyFile: $0.path) } ?? []
+        let commit = try run(signing + ["commit-tree", tree] + parents.flatMap { ["-p", $0] } + ["-m", message] + (signingKey == nil ? [] : ["-S"]))
         try run(["update-ref", "refs/heads/main", commit])
         return commit
     }

@@ -15,7 +15,8 @@ final class HostileRemoteTests: SyncTestCase {
         let forger: Forger
     }
 
-    /// Alice publishes an aac profile with one record; Bob (an editor) clones it.
+    /// Alice publishes an aac profile with one record; Bob (an editor) clones it. The forger signs
+    /// with Alice's key (an Admin's device, stolen): the structural rule must hold even then.
     func makeScene(_ transport: SyncTransport = .path) throws -> Scene {
         let scene = try makeTwoDevices(transport, other: ("bob", "tablet"), role: "editor",
                                        records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)])
@@ -23,7 +24,7 @@ final class HostileRemoteTests: SyncTestCase {
         // The attacker leaves forged objects in the remote on purpose: there only the devices must stay whole.
         fsckAtEnd.removeAll { $0 == remote.bare }
         return Scene(alice: alice, bob: bob, remote: remote, aliceProfile: aliceProfile, bobProfile: bobProfile,
-                     forger: Forger(test: self, bare: remote.bare))
+                     forger: Forger(test: self, bare: remote.bare, signingKey: alice.keyFile))
     }
 
     /// What a refused sync must leave alone: Bob's files, HEAD, status, tracking ref and git

@@ -39,6 +39,55 @@ final class InvitationTests: SyncTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.appendingPathComponent("replay").path))
     }
 
+    /// The acceptance races another member's commit: the new member's merge of the two is signed by
+    /// someone who is pending in one parent and active in the other, which the merged membership
+    /// (not every parent's) decides, so every device takes it.
+    func testAnAcceptanceMergedWithConcurrentWorkIsAcceptedEverywhere() throws {
+        let remote = try makeRemote(.path)
+        let alice = try makeDevice("alice", device: "laptop")
+        let profile = try publishProfile(owner: alice, remote: remote, directory: "alice")
+        let invitation = try share(["dana", "--role", "editor"], as: alice, in: profile)
+        try concordOK(["sync"], as: alice, in: profile)
+        let shared = try XCTUnwrap(try remoteMain(remote))
+        let dana = try makeDevice("dana", device: "ipad")
+        let joined = try accept(invitation, as: dana, remote: remote, into: "dana")
+        // As if the acceptance had not reached the remote before Alice's next commit did.
+        try gitOK(["update-ref", "refs/heads/main", shared], in: remote.bare)
+        try gitOK(["update-ref", "refs/remotes/origin/main", shared], in: joined)
+        try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: alice, in: profile)
+        try concordOK(["sync"], as: alice, in: profile)
+        try concordOK(["sync"], as: dana, in: joined)
+        XCTAssertEqual(try gitOK(["rev-list", "--count", "--merges", "-1", "HEAD"], in: joined), "1", "Dana merged")
+        try concordOK(["sync"], as: alice, in: profile)
+        XCTAssertEqual(try revParse("HEAD", in: profile), try revParse("HEAD", in: joined))
+        XCTAssertTrue(try concordOK(["members"], as: alice, in: profile).contains("dana  editor  active  devices: ipad"))
+        XCTAssertTrue(try concordOK(["verify"], as: alice, in: profile).contains("verified"))
+    }
+
+    /// An invited member's key signing anything but the acceptance is refused by the other devices.
+    func testAPendingMemberCanSignNothingButTheirAcceptance() throws {
+        let remote = try makeRemote(.path)
+        let alice = try makeDevice("alice", device: "laptop")
+        let profile = try publishProfile(owner: alice, remote: remote, directory: "alice")
+        let dana = try makeDevice("dana", device: "ipad")
+        _ = try share(["dana", "--role", "editor", "--key", dana.publicKeyLine], as: alice, in: profile)
+        try concordOK(["sync"], as: alice, in: profile)
+        fsckAtEnd.removeAll { $0 == remote.bare }
+        let clone = sandbox.appendingPathComponent("dana-by-hand")
+        try gitOK(["clone", "--quiet", "--branch", "main", remote.bare.path, clone.path])
+        let member = clone.appendingPathComponent(".concord/members/dana.json")
+        let text = try String(contentsOf: member, encoding: .utf8)
+        // Accepting and raising the role at once.
+        try Data(text.replacingOccurrences(of: #""status": "invited""#, with: #""status": "active""#)
+            .replacingOccurrences(of: #""role": "editor""#, with: #""role": "admin""#).utf8).write(to: member)
+        try gitOK(GitSigning.options(keyFile: dana.keyFile.path) + ["commit", "-S", "--quiet", "-am", "accept as admin"], in: clone)
+        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: clone)
+        let before = try revParse("HEAD", in: profile)
+        let result = try concord(["sync"], as: alice, in: profile)
+        assertOneLineRefusal(result, status: 5, mentions: ["dana is invited, not an active member"])
+        XCTAssertEqual(try revParse("HEAD", in: profile), before)
+    }
+
     func testAKeyInvitationIsForThatKeyOnly() throws {
         let remote = try makeRemote(.path)
         let alice = try makeDevice("alice", device: "laptop")

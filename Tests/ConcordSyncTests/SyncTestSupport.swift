@@ -79,6 +79,8 @@ struct SyncDevice {
     let home: URL
     /// `ssh-ed25519 AAAA… member@device`, as `concord identity show --public-key` prints it.
     let publicKeyLine: String
+    /// The device's OpenSSH private key file (what plain git signs with, see `GitSigning`).
+    var keyFile: URL { home.appendingPathComponent("id_ed25519") }
 }
 
 extension SyncTestCase {

@@ -18,21 +18,36 @@ import ConcordModel
 ///   `.gitattributes` the one the commit's kinds generate;
 /// - no record, log, member or profile file removed, against any parent (deletions are tombstones);
 /// - no second root: a history that does not descend from this profile's first commit is refused.
+///
+/// Before its content is read, each commit must also pass the access rule (`CommitAuthorizer`,
+/// `AccessRule`): signed by an active member of its parent's membership, changing only what that
+/// member's role may write under the parent's kinds.
 struct IncomingCheck {
     let repository: Repository
     /// The profile's id; nil while cloning (the first commit's profile.json sets it).
     let profileID: String?
 
-    /// Checks every commit reachable from `tip` and from none of `known`; throws
-    /// `ConcordError.invalidCommit` for the first one that fails.
-    func verify(tip: ObjectID, known: [ObjectID]) throws {
+    /// Checks every commit reachable from `tip` and from none of `known` (commits reachable from
+    /// `known` were checked when they arrived, or written here); throws
+    /// `ConcordError.unauthorizedCommit` or `.invalidCommit` for the first one that fails.
+    /// Returns how many commits were checked.
+    @discardableResult
+    func verify(tip: ObjectID, known: [ObjectID]) throws -> Int {
         let commits: [Commit]
         do { commits = try repository.newCommits(from: tip, excluding: known) } catch let error as GitError {
             throw ConcordError.invalidCommit(commit: tip.short, path: nil, reason: "its history cannot be read (\(error.message))")
         }
         var expectedID = profileID
         var sawRoot = !known.isEmpty
-        for commit in commits {
+        let authorizer = CommitAuthorizer(repository: repository)
+        var signatures = [CommitAuthorizer.SignatureCheck]()
+        var kindsTables = [ObjectID: KindsTable]()
+        for (position, commit) in commits.enumerated() {
+            // Signatures are verified ahead, a batch at a time, on every core.
+            let batch = position % Self.signatureBatch
+            if batch == 0 {
+                signatures = try authorizer.signatureChecks(commits[position..<min(position + Self.signatureBatch, commits.count)])
+            }
             if commit.parents.isEmpty {
                 guard !sawRoot else {
                     throw ConcordError.invalidCommit(commit: commit.id.short, path: nil,
@@ -40,18 +55,29 @@ struct IncomingCheck {
                 }
                 sawRoot = true
             }
-            try check(commit, profileID: &expectedID)
+            let changes: [TreeChange]
+            do {
+                // The walk checks every new tree's order first (a lookup in a tree out of order can miss).
+                let parentTree = try commit.parents.first.map { try repository.commit($0).tree }
+                changes = try repository.treeChanges(from: parentTree, to: commit.tree)
+            } catch let error as GitError {
+                throw ConcordError.invalidCommit(commit: commit.id.short, path: nil, reason: error.message)
+            }
+            try authorizer.authorize(commit, changes: changes, signature: signatures[batch])
+            try check(commit, changes: changes, profileID: &expectedID, kindsTables: &kindsTables)
         }
+        return commits.count
     }
 
-    private func check(_ commit: Commit, profileID: inout String?) throws {
+    /// How many commits' signatures are verified at once (bounds the signed bytes held in memory).
+    static let signatureBatch = 1_024
+
+    private func check(_ commit: Commit, changes: [TreeChange], profileID: inout String?,
+                       kindsTables: inout [ObjectID: KindsTable]) throws {
         func refuse(_ path: String?, _ reason: String) -> ConcordError {
             ConcordError.invalidCommit(commit: commit.id.short, path: path, reason: reason)
         }
         do {
-            // The walk checks every new tree's order first (a lookup in a tree out of order can miss).
-            let parentTree = try commit.parents.first.map { try repository.commit($0).tree }
-            let changes = try repository.treeChanges(from: parentTree, to: commit.tree)
             guard let kindsEntry = try repository.entry(at: KindsTable.path, inTree: commit.tree), kindsEntry.kind == .blob else {
                 throw refuse(KindsTable.path, "missing")
             }
@@ -59,8 +85,13 @@ struct IncomingCheck {
                 throw refuse(ProfilePaths.profile, "missing")
             }
             let kinds: KindsTable
-            do { kinds = try KindsTable.decode(try read(kindsEntry.id, limit: ProfilePathRules.maxDocumentBytes, path: KindsTable.path, refuse)) } catch let error as ModelError {
-                throw refuse(KindsTable.path, error.localizedDescription)
+            if let known = kindsTables[kindsEntry.id] {
+                kinds = known
+            } else {
+                do { kinds = try KindsTable.decode(try read(kindsEntry.id, limit: ProfilePathRules.maxDocumentBytes, path: KindsTable.path, refuse)) } catch let error as ModelError {
+                    throw refuse(KindsTable.path, error.localizedDescription)
+                }
+                kindsTables[kindsEntry.id] = kinds
             }
             // kinds.json and .gitattributes change together: the attributes are generated from the kinds.
             if changes.contains(where: { $0.path.elementsEqual(KindsTable.path.utf8) }),

@@ -226,8 +226,9 @@ public final class Transaction {
     private var authorized: Set<String> = []
 
     func stage(_ path: String, _ bytes: [UInt8], _ change: RecordChange) {
-        // Its own stamp, as any write: the commit is stamped with the last one (a fresh clone has no saved clock).
-        _ = tick(after: nil)
+        // A commit needs a stamp: a file staged on its own (a member file) on a fresh clone, which
+        // has no saved clock yet, takes one here. Records staged by `put` were stamped already.
+        if lastStamp == nil { _ = tick(after: nil) }
         if let index = pendingIndex.updateValue(pending.count, forKey: path) {
             pendingIndex[path] = index
             pending[index].bytes = bytes

@@ -1,0 +1,219 @@
+import ConcordGit
+import ConcordModel
+import ConcordTrust
+
+/// Applies the access rule (`AccessRule`, rules 1–4 of docs/security.md) to commits of a
+/// repository: reads each commit's SSHSIG signature and the membership and kinds in force at its
+/// parents, and refuses with `ConcordError.unauthorizedCommit`.
+///
+/// Membership is read from the PARENT's tree, never the working tree or a later commit, so a
+/// commit that changes membership is judged by the membership just before it (rule 4). Parsed
+/// memberships and kinds tables are kept by the object id of the members tree and the kinds blob:
+/// a run of commits that leave both alone costs one Ed25519 verification each plus the tree diff
+/// the structural check already made.
+final class CommitAuthorizer {
+    let repository: Repository
+    private var memberships: [ObjectID: Membership] = [:]
+    private var kindsTables: [ObjectID: KindsTable] = [:]
+    private var rootID: ObjectID?
+    private static let noMembers = Membership([])
+
+    init(repository: Repository) {
+        self.repository = repository
+    }
+
+    /// What a commit's signature says on its own, before any membership is consulted.
+    enum SignatureCheck: Sendable {
+        case unsigned
+        case bad(TrustError)
+        /// A good signature by this key.
+        case good(SSHPublicKey)
+    }
+
+    /// The signature checks of `commits`, in order. The signatures are read here and verified on
+    /// every core: one Ed25519 verification is most of what checking a commit costs.
+    func signatureChecks(_ commits: ArraySlice<Commit>) throws -> [SignatureCheck] {
+        let signatures = try commits.map { commit -> CommitSignature? in
+            do { return try repository.signature(ofCommit: commit.id) } catch let error as GitError {
+                throw ConcordError.invalidCommit(commit: commit.id.short, path: nil, reason: "its signature cannot be read (\(error.message))")
+            }
+        }
+        return Parallel.map(signatures, minimumPerShare: 64) { signed -> SignatureCheck in
+            guard let signed else { return .unsigned }
+            do throws(TrustError) {
+                return .good(try SSHSignature.verify(signed.signature, message: signed.signedData))
+            } catch {
+                return .bad(error)
+            }
+        }
+    }
+
+    /// Checks `commit` (whose changes against its first parent are `changes`, and whose signature
+    /// says `signature`); returns who signed it.
+    @discardableResult
+    func authorize(_ commit: Commit, changes: [TreeChange], signature: SignatureCheck) throws -> CommitSigner {
+        func refuse(_ signer: String, _ change: String?, _ reason: String) -> ConcordError {
+            .unauthorizedCommit(commit: commit.id.short, signer: signer, change: change, reason: reason)
+        }
+        do {
+            // Rule 1: a good signature by an active member of the parent (the root: an Admin of its own tree).
+            let key: SSHPublicKey
+            switch signature {
+            case .unsigned:
+                throw refuse(commit.author.name, nil, "it is not signed; every commit must be signed with a member's device key")
+            case .bad(let error):
+                throw refuse(commit.author.name, nil, "its signature does not verify (\(error.localizedDescription))")
+            case .good(let signer):
+                key = signer
+            }
+            let parentTrees = try commit.parents.map { try repository.commit($0).tree }
+            let decided = if let parentTree = parentTrees.first {
+                AccessRule.signer(key, in: try membership(at: parentTree))
+            } else {
+                AccessRule.rootSigner(key, in: try membership(at: commit.tree))
+            }
+            let signer: CommitSigner
+            switch decided {
+            case .failure(let refusal):
+                // The one commit an invited member signs: their acceptance (rule 1's exception).
+                if let accepted = try acceptance(commit, changes: changes, key: key, parentTree: parentTrees.first) { return accepted }
+                throw refuse(refusal.signer, nil, refusal.reason)
+            case .success(let found): signer = found
+            }
+            // Rule 3: a merge's signer must be active, with this key, in the MERGED membership of its
+            // parents (member files merged as a sync merges them: a revocation on either side wins).
+            if commit.parents.count > 1 {
+                let merged = try mergedMember(signer.member.name, parents: commit.parents, trees: parentTrees)
+                guard let merged, merged.status == .active, merged.keys.contains(where: { $0.publicKey == key }) else {
+                    let status = merged.map { "\($0.status.rawValue)" } ?? "not a member"
+                    throw refuse(signer.label, nil, "\(signer.member.name) is \(status) in the merged membership of the parents it merges")
+                }
+            }
+            guard let parentTree = parentTrees.first, signer.member.role != .admin else { return signer }
+            // Rule 2, against the first parent's kinds.
+            let kinds = try kindsTable(at: parentTree)
+            let ownFile = ProfilePaths.member(signer.member.name)
+            for change in changes {
+                let path = String(decoding: change.path, as: UTF8.self)
+                var files: (before: [UInt8]?, after: [UInt8]?)?
+                if path == ownFile { files = (try bytes(of: change.old), try bytes(of: change.new)) }
+                guard let reason = AccessRule.mayChange(path, by: signer.member, kinds: kinds, inMerge: commit.parents.count > 1,
+                                                        ownMemberFile: files) else { continue }
+                // A merge may bring in what another parent changed, or what the policies make of both sides.
+                if try isPolicyMerge(commit, path: path, result: change.new) { continue }
+                throw refuse(signer.label, Self.label(path, kinds: kinds), reason)
+            }
+            return signer
+        } catch let error as GitError {
+            throw refuse(commit.author.name, nil, "it cannot be read (\(error.message))")
+        }
+    }
+
+    /// `commit` as the acceptance of an invitation (`Acceptance`): one parent, one changed path,
+    /// the accepting member's own file, changed as an acceptance may change it and signed by the
+    /// key it binds. The signer, or nil when it is not one.
+    private func acceptance(_ commit: Commit, changes: [TreeChange], key: SSHPublicKey, parentTree: ObjectID?) throws -> CommitSigner? {
+        guard let parentTree, commit.parents.count == 1, changes.count == 1 else { return nil }
+        let path = String(decoding: changes[0].path, as: UTF8.self)
+        guard case .success(.member(let name)) = ProfilePathRules.classify(changes[0].path, kinds: try kindsTable(at: parentTree)),
+              let before = try membership(at: parentTree).members[name],
+              let bytes = try bytes(of: changes[0].new), let after = try? Member.decode(bytes, path: path),
+              Acceptance.problem(before: before, after: after, signer: key, root: try root(of: commit).hex) == nil else { return nil }
+        return CommitSigner(member: after, device: after.keys[0].device)
+    }
+
+    /// The profile's first commit, found from `commit` by first parents (once).
+    private func root(of commit: Commit) throws -> ObjectID {
+        if let rootID { return rootID }
+        var current = commit
+        while let parent = current.parents.first { current = try repository.commit(parent) }
+        rootID = current.id
+        return current.id
+    }
+
+    /// Member `name` as merging the member files of a two-parent merge's parents gives it (nil when
+    /// neither parent has them). Octopus merges: every parent must hold the member active, unchanged.
+    private func mergedMember(_ name: String, parents: [ObjectID], trees: [ObjectID]) throws -> Member? {
+        let path = ProfilePaths.member(name)
+        func file(_ tree: ObjectID) throws -> [UInt8]? {
+            try repository.entry(at: path, inTree: tree).flatMap { try bytes(of: .file($0.id)) }
+        }
+        let sides = try trees.map(file)
+        guard parents.count == 2 else {
+            guard let first = sides[0], sides.allSatisfy({ $0 == first }) else { return nil }
+            return try? Member.decode(first, path: path)
+        }
+        let base = try repository.mergeBase(parents[0], parents[1]).map { try file(try repository.commit($0).tree) } ?? nil
+        let result: [UInt8]?
+        switch (sides[0], sides[1]) {
+        case (nil, nil): result = nil
+        case (let one?, nil), (nil, let one?): result = base == nil ? one : nil  // a member file is never deleted
+        case (let ours?, let theirs?):
+            guard case .merged(let bytes, _) = RecordMerge.mergeMemberFile(base: base, ours: ours, theirs: theirs) else { return nil }
+            result = bytes
+        }
+        return result.flatMap { try? Member.decode($0, path: path) }
+    }
+
+    /// The membership in tree `tree`'s `.concord/members/`.
+    private func membership(at tree: ObjectID) throws -> Membership {
+        guard let directory = try repository.entry(at: ProfilePaths.membersDirectory, inTree: tree), directory.kind == .tree else {
+            return Self.noMembers
+        }
+        if let known = memberships[directory.id] { return known }
+        var members = [Member]()
+        for entry in try repository.entries(inDirectory: ProfilePaths.membersDirectory, ofTree: tree)
+        where entry.kind == .blob && entry.name.hasSuffix(".json") {
+            let path = ProfilePaths.membersDirectory + "/" + entry.name
+            // A member file that does not read, or names someone else, gives its keys to no one.
+            guard let bytes = try bytes(of: .file(entry.id)), let member = try? Member.decode(bytes, path: path),
+                  ProfilePaths.member(member.name) == path else { continue }
+            members.append(member)
+        }
+        let membership = Membership(members)
+        memberships[directory.id] = membership
+        return membership
+    }
+
+    /// The kinds table in tree `tree` (empty when it has none that reads).
+    private func kindsTable(at tree: ObjectID) throws -> KindsTable {
+        guard let entry = try repository.entry(at: KindsTable.path, inTree: tree), entry.kind == .blob else { return .empty }
+        if let known = kindsTables[entry.id] { return known }
+        let table = (try bytes(of: .file(entry.id))).flatMap { try? KindsTable.decode($0) } ?? .empty
+        kindsTables[entry.id] = table
+        return table
+    }
+
+    /// A file's bytes, or nil when it is no file or larger than any profile document may be.
+    private func bytes(of value: TreeEntryValue?) throws -> [UInt8]? {
+        guard case .file(let blob)? = value else { return nil }
+        let header = try repository.objectHeader(blob)
+        guard header.type == .blob, header.size <= ProfilePathRules.maxLogFileBytes else { return nil }
+        return try repository.blob(blob)
+    }
+
+    /// Whether `path` holds in a two-parent merge exactly what merging its parents gives: the
+    /// other side's version where only that side changed it since the merge base, or the merge
+    /// policy's result (under the merged kinds) where both did.
+    private func isPolicyMerge(_ commit: Commit, path: String, result: TreeEntryValue?) throws -> Bool {
+        guard commit.parents.count == 2, let base = try repository.mergeBase(commit.parents[0], commit.parents[1]) else { return false }
+        let trees = try [base, commit.parents[0], commit.parents[1]].map { try repository.commit($0).tree }
+        let sides = try trees.map { try repository.entry(at: path, inTree: $0).map { TreeEntryValue.file($0.id) } }
+        let (ancestor, ours, theirs) = (sides[0], sides[1], sides[2])
+        if ours == ancestor { return result == theirs }
+        if theirs == ancestor || ours == theirs { return result == ours }
+        guard let ours = try bytes(of: ours), let theirs = try bytes(of: theirs), let result = try bytes(of: result) else { return false }
+        let kindsFiles = try trees.map { try repository.entry(at: KindsTable.path, inTree: $0).flatMap { try bytes(of: .file($0.id)) } }
+        let planner = MergePlanner(kinds: MergePlanner.mergedKinds(base: kindsFiles[0], ours: kindsFiles[1], theirs: kindsFiles[2]))
+        guard case .merged(let merged, _)? = planner.outcome(path: path, base: try bytes(of: ancestor), ours: ours, theirs: theirs) else {
+            return false
+        }
+        return merged == result
+    }
+
+    /// How a refusal names a changed path: `kind/id` for a record, the path otherwise.
+    static func label(_ path: String, kinds: KindsTable) -> String {
+        if case .success(.record(let kind, let id)) = ProfilePathRules.classify(Array(path.utf8), kinds: kinds) { return "\(kind.name)/\(id)" }
+        return path
+    }
+}

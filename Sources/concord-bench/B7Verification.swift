@@ -1,0 +1,120 @@
+import ConcordKit
+import Foundation
+
+/// B7: every fetched commit is verified (signature by an active member of its parent, paths its
+/// role may write). A sync receiving 10,000 one-record commits must check them at 10,000
+/// commits/s or more; `concord verify` of that history is compared with `git log
+/// --show-signature`-style checking by git (`%G?`, ssh-keygen per commit) with the same allowed signers.
+enum VerificationBenchmark {
+    static let commits = 10_000
+    static let rateTarget = 10_000.0
+    static let remoteName = "bench-b7"
+
+    static func run(_ context: BenchContext) throws -> ScenarioResult {
+        let homeA = context.path("home-a"), homeB = context.path("home-b")
+        try context.concord.makeHome(homeA, member: "alice", device: "a")
+        try context.concord.makeHome(homeB, member: "bob", device: "b")
+        let profileA = context.path("profile-a"), bare = context.path("remote.git"), pristineB = context.path("device-b")
+        context.progress("B7 preparing: profile A, bare repository, device B")
+        try context.concord.run(["init", profileA.path, "--name", "B7", "--template", "aac"], home: homeA, what: "concord init (A)")
+        try context.concord.run(["members", "add", "bob", "--role", "editor", "--key", try context.concord.publicKey(home: homeB),
+                                 "--device", "b", "-C", profileA.path], home: homeA, what: "concord members add bob")
+        try context.concord.run(["init", "--bare", bare.path], home: homeA, what: "concord init --bare")
+        try context.concord.run(["remote", "add", remoteName, bare.path, "-C", profileA.path], home: homeA, what: "concord remote add (A)")
+        try context.concord.run(["sync", "--remote", remoteName, "-C", profileA.path], home: homeA, what: "concord sync (A)")
+        try context.concord.run(["clone", bare.path, pristineB.path], home: homeB, what: "concord clone (B)")
+
+        // A's 10,000 one-record commits, written in this process through the library (10,000
+        // `concord put` processes would take minutes), then pushed.
+        context.progress("B7 preparing: \(Format.count(commits)) one-record commits on A")
+        let environment = ConcordEnvironment(home: homeA)
+        let identity = try Identity.load(from: homeA)
+        let profile = try Profile.open(at: profileA, environment: environment)
+        for index in 0..<commits {
+            try profile.records.write(as: identity) { transaction in
+                try transaction.put(VocabularyData.kind, VocabularyData.id(index), data: VocabularyData.data(index, revision: 1))
+            }
+            if index % 2_000 == 1_999 { context.progress("B7 preparing: \(Format.count(index + 1)) commits") }
+        }
+        try context.concord.run(["sync", "--remote", remoteName, "-C", profileA.path], home: homeA, what: "concord sync (A pushes)")
+        let main = try context.git.resolve("refs/heads/main", in: bare)
+        let total = try context.git.commitCount(bare)
+
+        var check = Samples(), sync = Samples(), verify = Samples(), gitCheck = Samples()
+        let runs = context.runs
+        for run in 0...runs {
+            let step = run == 0 ? "warm-up" : "\(run)/\(runs)"
+            let deviceB = context.path("device-b-\(run)")
+            try context.copy(pristineB, to: deviceB)
+            context.progress("B7 run \(step): concord sync on B receiving \(Format.count(commits)) commits")
+            var environmentB = context.concord.environment(home: homeB)
+            environmentB["CONCORD_TRACE_PERF"] = "1"
+            let result = try context.concord.runner.run(context.concord.path, ["sync", "-C", deviceB.path, "--json"],
+                                                        environment: environmentB, what: "concord sync (B)")
+            guard try context.git.resolve("HEAD", in: deviceB) == main else { throw BenchError("B's sync did not reach the bare repository's main") }
+            guard let checked = stepMilliseconds("new commits checked", in: result.errorOutput) else {
+                throw BenchError("concord sync with CONCORD_TRACE_PERF=1 printed no 'new commits checked' step:\n\(result.errorOutput.prefix(2000))")
+            }
+            context.progress("B7 run \(step): concord verify on B")
+            let verified = try context.concord.run(["verify", "-C", deviceB.path], home: homeB, what: "concord verify (B)")
+            guard verified.output.hasPrefix("\(total) commits verified") else {
+                throw BenchError("concord verify on B printed \(verified.output.prefix(200)), expected \(total) commits verified")
+            }
+            guard run > 0 else { continue }
+            check.append(checked / 1000)
+            sync.append(result.seconds)
+            verify.append(verified.seconds)
+        }
+        // git runs ssh-keygen once per commit: one timed run (minutes), on the last device.
+        let deviceB = context.path("device-b-\(runs)")
+        let signers = deviceB.appendingPathComponent(".git/concord/allowed_signers").path
+        context.progress("B7 git: git log --format=%G? over \(Format.count(total)) commits (ssh-keygen per commit)")
+        let log = try context.git.run(["-c", "gpg.format=ssh", "-c", "gpg.ssh.allowedSignersFile=\(signers)", "log", "--format=%G?"],
+                                      in: deviceB, what: "git log --format=%G?")
+        let verdicts = log.output.split(separator: "\n")
+        guard verdicts.count == total, verdicts.allSatisfy({ $0 == "G" }) else {
+            throw BenchError("git log --format=%G? on B: \(verdicts.count) commits, not all G: \(Set(verdicts))")
+        }
+        gitCheck.append(log.seconds)
+
+        let rate = Double(commits) / check.median
+        let headline = ResultRow(
+            label: "B7 sync receiving \(Format.count(commits)) one-record commits: commits verified per second",
+            concordCell: "\(Format.count(Int(rate)))/s (\(Format.duration(check.median)))", gitCell: "—", ratio: .nan,
+            targetCell: "≥ \(Format.count(Int(rateTarget)))/s", met: rate >= rateTarget,
+            fastest: "concord \(Format.count(Int(Double(commits) / check.fastest)))/s")
+        return ScenarioResult(
+            scenario: context.scenario,
+            rows: [
+                headline,
+                ResultRow(label: "B7 concord verify vs git log --format=%G? (\(Format.count(total)) commits, same allowed signers)",
+                          concord: verify, git: gitCheck, target: context.scenario.targetRatio),
+                ResultRow(label: "B7 the whole sync receiving \(Format.count(commits)) commits (fetch, check, fast-forward, checkout)",
+                          concordCell: Format.duration(sync.median), gitCell: "—", ratio: .nan, targetCell: nil, met: nil, fastest: nil),
+            ],
+            notes: [
+                "Set-up, not timed: A (alice@a, Admin) makes an `aac` profile, adds B (bob@b, Editor) and a bare repository, "
+                    + "and pushes; B clones it. A then writes \(Format.count(commits)) commits of one vocabulary record each "
+                    + "through the library in one process (each a normal signed concord commit) and pushes them.",
+                "Timed, per run: a `cp -a` copy of B's clone (not timed) runs `concord sync --json` with "
+                    + "`CONCORD_TRACE_PERF=1`; the headline is the sync's \"new commits checked\" step (signature, "
+                    + "membership and role check plus the structural check of every new commit), as "
+                    + "\(Format.count(commits)) / its median. Then `concord verify` on the synced copy (all "
+                    + "\(Format.count(total)) commits). Checks: B ends at the bare repository's main; verify "
+                    + "reports every commit.",
+                "git side: `git log --format=%G?` in the last copy with `gpg.format=ssh` and B's own allowed-signers file "
+                    + "(what `concord` generates for `git verify-commit`); git runs `ssh-keygen -Y find-principals` and "
+                    + "`-Y verify` per commit, so one timed run. Every commit must show `G`.",
+                "Runs: check \(Format.runs(check)); sync \(Format.runs(sync)); verify \(Format.runs(verify)); git \(Format.runs(gitCheck)).",
+            ])
+    }
+
+    /// The milliseconds of the `concord perf:` line for `step` in `text`.
+    static func stepMilliseconds(_ step: String, in text: String) -> Double? {
+        for line in text.split(separator: "\n") where line.hasPrefix("concord perf: ") && line.hasSuffix(" " + step) {
+            let fields = line.dropFirst("concord perf: ".count).split(separator: " ")
+            if let value = fields.first.flatMap({ Double($0) }) { return value }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,245 @@
+import Foundation
+import XCTest
+
+/// The access rule on every device (issue 13, validity rules 1, 2 and 4): each commit a sync
+/// receives must be signed by a member active in its parent's membership and change only what
+/// that member's role may write under the parent's kinds. Every forged commit here is made with
+/// plain git (signed with `gpg.format=ssh`, or not at all) and pushed to the remote; a refused
+/// one stops Alice's sync with exit 5 and one line naming the commit, the signer and the rule,
+/// and leaves her HEAD, tracking ref and working tree as they were.
+final class SyncAccessTests: SyncTestCase {
+    struct Team {
+        let alice: SyncDevice   // admin
+        let eddie: SyncDevice   // editor
+        let uma: SyncDevice     // user
+        let vera: SyncDevice    // viewer
+        let remote: SyncRemote
+        let aliceProfile: URL
+    }
+
+    /// Alice's aac profile with a vocabulary record and a setting, and one member of each other role.
+    func makeTeam() throws -> Team {
+        let alice = try makeDevice("alice", device: "laptop")
+        let eddie = try makeDevice("eddie", device: "laptop")
+        let uma = try makeDevice("uma", device: "tablet")
+        let vera = try makeDevice("vera", device: "tablet")
+        let remote = try makeRemote(.path)
+        let profile = try publishProfile(owner: alice, remote: remote, directory: "alice",
+                                         members: [(eddie, "editor"), (uma, "user"), (vera, "viewer")],
+                                         records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#), ("settings/theme", #"{"color":"blue"}"#)])
+        // Forged commits stay in the remote on purpose; only the devices must stay whole.
+        fsckAtEnd.removeAll { $0 == remote.bare }
+        return Team(alice: alice, eddie: eddie, uma: uma, vera: vera, remote: remote, aliceProfile: profile)
+    }
+
+    /// A commit made with plain git in a fresh clone of the remote: `edit` changes files there,
+    /// the commit is signed with `key` (unsigned when nil) and pushed as the remote's main.
+    @discardableResult
+    func pushWithGit(_ team: Team, signedWith key: URL?, message: String = "by hand", _ edit: (URL) throws -> Void) throws -> String {
+        let clone = sandbox.appendingPathComponent("hand-\(UUID().uuidString.prefix(8))")
+        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, clone.path])
+        try edit(clone)
+        try gitOK(["add", "-A"], in: clone)
+        let signing = key.map { GitSigning.options(keyFile: $0.path) + ["commit", "-S"] } ?? ["commit", "--no-gpg-sign"]
+        try gitOK(signing + ["--quiet", "-m", message], in: clone)
+        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: clone)
+        return try gitOK(["rev-parse", "HEAD"], in: clone)
+    }
+
+    /// The path of record `id` in `clone` (under its bucket directory).
+    func recordFile(_ kind: String, _ id: String, in clone: URL) throws -> URL {
+        let files = try gitOK(["ls-files", kind], in: clone).split(separator: "\n")
+        let path = try XCTUnwrap(files.first { $0.hasSuffix("/\(id).json") }, "no \(kind)/\(id) in \(files)")
+        return clone.appendingPathComponent(String(path))
+    }
+
+    /// Replaces `old` with `new` in the file at `url` (which must contain it).
+    func replace(_ old: String, with new: String, in url: URL) throws {
+        let text = try String(contentsOf: url, encoding: .utf8)
+        XCTAssertTrue(text.contains(old), "\(url.lastPathComponent) has no \(old)")
+        try Data(text.replacingOccurrences(of: old, with: new).utf8).write(to: url)
+    }
+
+    /// A member file with `change` applied to its JSON object.
+    func editMember(_ name: String, in clone: URL, _ change: (inout [String: Any]) -> Void) throws {
+        let url = clone.appendingPathComponent(".concord/members/\(name).json")
+        var object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        change(&object)
+        try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted]).write(to: url)
+    }
+
+    /// Alice's sync is refused: exit 5, one line naming the commit and `mentions`; nothing of hers changes.
+    func assertRefused(_ team: Team, commit: String, mentions: [String], file: StaticString = #filePath, line: UInt = #line) throws {
+        let before = try workTreeSnapshot(team.aliceProfile)
+        let tracking = try revParse("refs/remotes/origin/main", in: team.aliceProfile)
+        let result = try concordWithDeadline(["sync"], as: team.alice, in: team.aliceProfile)
+        assertOneLineRefusal(result, status: 5, mentions: [String(commit.prefix(7))] + mentions, file: file, line: line)
+        XCTAssertEqual(try workTreeSnapshot(team.aliceProfile), before, "HEAD, status and files unchanged", file: file, line: line)
+        XCTAssertEqual(try revParse("refs/remotes/origin/main", in: team.aliceProfile), tracking, "tracking ref unchanged",
+                       file: file, line: line)
+    }
+
+    /// Alice's sync takes the commit in: HEAD is it (a fast-forward).
+    func assertAccepted(_ team: Team, commit: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        XCTAssertEqual(try revParse("HEAD", in: team.aliceProfile), commit, file: file, line: line)
+    }
+
+    func testAnUnsignedCommitIsRefused() throws {
+        let team = try makeTeam()
+        let commit = try pushWithGit(team, signedWith: nil) { clone in
+            try replace("\"puzzle\"", with: "\"unsigned\"", in: try recordFile("vocabulary", "puzzle", in: clone))
+        }
+        try assertRefused(team, commit: commit, mentions: ["by Tester", "not signed"])
+    }
+
+    func testACommitSignedByAnUnknownKeyIsRefused() throws {
+        let team = try makeTeam()
+        let stranger = sandbox.appendingPathComponent("stranger_key")
+        _ = try GitSigning.makeKey(at: stranger, comment: "mallory@laptop", environment: environment())
+        let commit = try pushWithGit(team, signedWith: stranger) { clone in
+            try replace("\"puzzle\"", with: "\"stranger\"", in: try recordFile("vocabulary", "puzzle", in: clone))
+        }
+        try assertRefused(team, commit: commit, mentions: ["by an unknown key (SHA256:", "no member"])
+    }
+
+    func testAViewerWritingVocabularyIsRefused() throws {
+        let team = try makeTeam()
+        let commit = try pushWithGit(team, signedWith: team.vera.keyFile) { clone in
+            try replace("\"puzzle\"", with: "\"viewer was here\"", in: try recordFile("vocabulary", "puzzle", in: clone))
+        }
+        try assertRefused(team, commit: commit, mentions: ["by vera@tablet changes vocabulary/puzzle: Viewers may not write vocabulary"])
+    }
+
+    func testAViewerMakingThemselvesAdminIsRefused() throws {
+        let team = try makeTeam()
+        let commit = try pushWithGit(team, signedWith: team.vera.keyFile) { clone in
+            try editMember("vera", in: clone) { $0["role"] = "admin" }
+        }
+        try assertRefused(team, commit: commit,
+                          mentions: ["by vera@tablet changes .concord/members/vera.json", "only add or remove their own device keys"])
+    }
+
+    func testAnEditorEditingTheKindsIsRefused() throws {
+        let team = try makeTeam()
+        let commit = try pushWithGit(team, signedWith: team.eddie.keyFile) { clone in
+            let kinds = clone.appendingPathComponent(".concord/kinds.json")
+            let text = try String(contentsOf: kinds, encoding: .utf8)
+            // Settings become writable by editors (the generated .gitattributes does not change with writers).
+            let edited = text.replacingOccurrences(of: #""name": "settings",\#n      "policy": "lww",\#n      "writers": "admin""#,
+                                                   with: #""name": "settings",\#n      "policy": "lww",\#n      "writers": "editor""#)
+            XCTAssertNotEqual(edited, text, "kinds.json as written: \(text)")
+            try Data(edited.utf8).write(to: kinds)
+        }
+        try assertRefused(team, commit: commit, mentions: ["by eddie@laptop changes .concord/kinds.json", "only Admins", "eddie is Editor"])
+    }
+
+    func testAUserMayAppendToALogButNotWriteSettings() throws {
+        let team = try makeTeam()
+        let logged = try pushWithGit(team, signedWith: team.uma.keyFile) { clone in
+            let day = clone.appendingPathComponent("logs/2026-01-01.jsonl")
+            try FileManager.default.createDirectory(at: day.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data((#"{"at":"2026-01-01T10:00:00.000Z-0000","by":"uma","data":{"symbol":"puzzle"},"device":"tablet","id":"tap1"}"# + "\n").utf8)
+                .write(to: day)
+        }
+        try assertAccepted(team, commit: logged)
+
+        let settings = try pushWithGit(team, signedWith: team.uma.keyFile) { clone in
+            try replace("\"blue\"", with: "\"red\"", in: try recordFile("settings", "theme", in: clone))
+        }
+        try assertRefused(team, commit: settings, mentions: ["by uma@tablet changes settings/theme: Users may not write settings"])
+    }
+
+    func testAMemberMayAddTheirOwnDeviceKeyButNotAnothers() throws {
+        let team = try makeTeam()
+        let phoneKey = try GitSigning.makeKey(at: sandbox.appendingPathComponent("uma_phone"), comment: "uma@phone", environment: environment())
+        let own = try pushWithGit(team, signedWith: team.uma.keyFile) { clone in
+            try editMember("uma", in: clone) { member in
+                member["keys"] = (member["keys"] as? [Any] ?? []) + [["device": "phone", "publicKey": phoneKey]]
+            }
+        }
+        try assertAccepted(team, commit: own)
+        XCTAssertTrue(try concordOK(["members"], as: team.alice, in: team.aliceProfile).contains("phone"))
+
+        let others = try pushWithGit(team, signedWith: team.uma.keyFile) { clone in
+            try editMember("vera", in: clone) { member in
+                member["keys"] = (member["keys"] as? [Any] ?? []) + [["device": "phone", "publicKey": phoneKey]]
+            }
+        }
+        try assertRefused(team, commit: others, mentions: ["by uma@tablet changes .concord/members/vera.json", "only Admins may change another member"])
+    }
+
+    /// Alice revokes Eddie with a commit of her own (plain git, signed with her key); Eddie's next
+    /// commit, on top of it, is refused: he is judged by the membership just before his commit.
+    func testARevokedMembersCommitIsRefused() throws {
+        let team = try makeTeam()
+        let revocation = try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
+            try editMember("eddie", in: clone) { $0["status"] = "revoked" }
+        }
+        try assertAccepted(team, commit: revocation)
+        let commit = try pushWithGit(team, signedWith: team.eddie.keyFile) { clone in
+            try replace("\"puzzle\"", with: "\"still here\"", in: try recordFile("vocabulary", "puzzle", in: clone))
+        }
+        try assertRefused(team, commit: commit, mentions: ["by eddie@laptop", "eddie is revoked, not an active member"])
+    }
+
+    /// A revoked member's branch forked before the revocation: its own commit was valid when made,
+    /// but the merge that would bring it in is signed by someone revoked in the merged membership.
+    func testARevokedMembersMergeOfABranchForkedBeforeTheRevocationIsRefused() throws {
+        let team = try makeTeam()
+        let fork = sandbox.appendingPathComponent("eddie-fork")
+        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
+        try replace(#""label": "puzzle""#, with: #""label": "forked""#, in: try recordFile("vocabulary", "puzzle", in: fork))
+        try gitOK(GitSigning.options(keyFile: team.eddie.keyFile.path) + ["commit", "-S", "--quiet", "-am", "before the revocation"], in: fork)
+        let revocation = try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
+            try editMember("eddie", in: clone) { $0["status"] = "revoked" }
+        }
+        try assertAccepted(team, commit: revocation)
+        try gitOK(["pull", "--quiet", "--no-rebase", "--no-edit"], in: fork)
+        try gitOK(GitSigning.options(keyFile: team.eddie.keyFile.path) + ["commit", "--amend", "-S", "--no-edit", "--quiet"], in: fork)
+        XCTAssertEqual(try gitOK(["rev-list", "--count", "--merges", "HEAD~1..HEAD"], in: fork), "1", "the fork's tip is a merge")
+        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: fork)
+        let merge = try gitOK(["rev-parse", "HEAD"], in: fork)
+        try assertRefused(team, commit: merge, mentions: ["by eddie@laptop", "eddie is revoked in the merged membership"])
+    }
+
+    /// An editor's edit and a merge of concurrent work pass; `concord verify` then checks the
+    /// whole history, and `git verify-commit` still accepts every concord commit.
+    func testAllowedChangesPassAndVerifyChecksTheWholeHistory() throws {
+        let team = try makeTeam()
+        let eddieProfile = try cloneProfile(team.eddie, from: team.remote, into: "eddie")
+        try concordOK(["put", "vocabulary/cookie", "--json", #"{"label":"cookie"}"#], as: team.eddie, in: eddieProfile)
+        try concordOK(["put", "settings/theme", "--json", #"{"color":"green"}"#], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        // Eddie (an Editor) merges Alice's settings change: a merge may carry what its other parent changed.
+        try concordOK(["sync"], as: team.eddie, in: eddieProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        XCTAssertEqual(try revParse("HEAD", in: team.aliceProfile), try revParse("HEAD", in: eddieProfile))
+        XCTAssertEqual(try gitOK(["rev-list", "--merges", "--count", "HEAD"], in: team.aliceProfile), "1", "Eddie's sync merged")
+
+        let count = try gitOK(["rev-list", "--count", "HEAD"], in: team.aliceProfile)
+        XCTAssertEqual(try concordOK(["verify"], as: team.alice, in: team.aliceProfile), "\(count) commits verified")
+        let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(concordOK(["verify", "--json"], as: team.alice, in: team.aliceProfile).utf8))
+                                 as? [String: Any])
+        XCTAssertEqual(json["verified"] as? Int, Int(count))
+        XCTAssertEqual(json["head"] as? String, try revParse("HEAD", in: team.aliceProfile))
+        for commit in try gitOK(["rev-list", "HEAD"], in: team.aliceProfile).split(separator: "\n") {
+            try gitOK(["verify-commit", String(commit)], in: team.aliceProfile)
+        }
+    }
+
+    /// `concord verify` runs the same check on the local history: a commit made by hand here,
+    /// unsigned, is named (exit 5), and `--json` says so too.
+    func testVerifyNamesTheFirstInvalidCommitInTheLocalHistory() throws {
+        let team = try makeTeam()
+        try replace("\"puzzle\"", with: "\"by hand\"", in: try recordFile("vocabulary", "puzzle", in: team.aliceProfile))
+        try gitOK(["commit", "--quiet", "--no-gpg-sign", "-am", "hand edit"], in: team.aliceProfile)
+        let commit = try revParse("HEAD", in: team.aliceProfile)
+        let result = try concord(["verify"], as: team.alice, in: team.aliceProfile)
+        assertOneLineRefusal(result, status: 5, mentions: [String(commit.prefix(7)), "by Tester", "not signed"])
+        let json = try concord(["verify", "--json"], as: team.alice, in: team.aliceProfile)
+        XCTAssertEqual(json.status, 5)
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: json.stdoutData) as? [String: Any])
+        XCTAssertTrue((object["error"] as? String)?.contains(String(commit.prefix(7))) == true, json.stdout)
+    }
+}
