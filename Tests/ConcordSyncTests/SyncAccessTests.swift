@@ -134,6 +134,30 @@ final class SyncAccessTests: SyncTestCase {
         try assertRefused(team, commit: commit, mentions: ["by eddie@laptop changes .concord/kinds.json", "only Admins", "eddie is Editor"])
     }
 
+    /// A log only grows, and a member adds only entries of their own: a User rewriting another's
+    /// entry, or adding one in someone else's name, is refused.
+    func testALogEntryMayNotBeRewrittenOrAddedInAnothersName() throws {
+        let team = try makeTeam()
+        let line = { (by: String, id: String, symbol: String) in
+            #"{"at":"2026-01-01T10:00:00.000Z-0000","by":"\#(by)","data":{"symbol":"\#(symbol)"},"device":"tablet","id":"\#(id)"}"# + "\n"
+        }
+        let day = "logs/2026-01-01.jsonl"
+        let first = try pushWithGit(team, signedWith: team.uma.keyFile) { clone in
+            try FileManager.default.createDirectory(at: clone.appendingPathComponent("logs"), withIntermediateDirectories: true)
+            try Data(line("uma", "tap1", "puzzle").utf8).write(to: clone.appendingPathComponent(day))
+        }
+        try assertAccepted(team, commit: first)
+        let rewritten = try pushWithGit(team, signedWith: team.uma.keyFile) { clone in
+            try Data(line("uma", "tap1", "cookie").utf8).write(to: clone.appendingPathComponent(day))
+        }
+        try assertRefused(team, commit: rewritten, mentions: ["by uma@tablet", "a log only grows"])
+        try gitOK(["update-ref", "refs/heads/main", first], in: team.remote.bare)
+        let impersonated = try pushWithGit(team, signedWith: team.uma.keyFile) { clone in
+            try Data((line("uma", "tap1", "puzzle") + line("vera", "tap2", "cookie")).utf8).write(to: clone.appendingPathComponent(day))
+        }
+        try assertRefused(team, commit: impersonated, mentions: ["by uma@tablet", "uma may only add entries of their own; this adds one by vera"])
+    }
+
     func testAUserMayAppendToALogButNotWriteSettings() throws {
         let team = try makeTeam()
         let logged = try pushWithGit(team, signedWith: team.uma.keyFile) { clone in

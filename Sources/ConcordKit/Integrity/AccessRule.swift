@@ -104,6 +104,27 @@ enum AccessRule {
         return old == new ? nil : refusal
     }
 
+    /// A non-Admin's change to a log file: every entry it had is still there, byte for byte, and
+    /// every entry added is attributed to `signer` (`by`). Nil when it is such an append, else why not.
+    static func logAppendProblem(before: [UInt8], after: [UInt8]?, by signer: Member) -> String? {
+        guard let after else { return "a log file is never removed" }
+        func lines(_ bytes: [UInt8]) -> [ArraySlice<UInt8>] {
+            bytes.split(separator: 0x0A).filter { $0.contains { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D } }
+        }
+        let kept = Set(lines(before).map(Array.init))
+        let now = lines(after)
+        guard kept.isSubset(of: Set(now.map(Array.init))) else {
+            return "a log only grows: \(signer.name) removed or changed entries already in it"
+        }
+        for line in now where !kept.contains(Array(line)) {
+            guard let entry = try? LogEntry.decode(line: line) else { return "it adds a log line that does not read" }
+            guard entry.by == signer.name else {
+                return "\(signer.name) may only add entries of their own; this adds one by \(entry.by)"
+            }
+        }
+        return nil
+    }
+
     /// Why a commit is refused, and who signed it as far as that is known.
     struct Refusal: Error, Sendable {
         let signer: String

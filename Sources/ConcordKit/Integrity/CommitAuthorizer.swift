@@ -98,7 +98,15 @@ final class CommitAuthorizer {
                 var files: (before: [UInt8]?, after: [UInt8]?)?
                 if path == ownFile { files = (try bytes(of: change.old), try bytes(of: change.new)) }
                 guard let reason = AccessRule.mayChange(path, by: signer.member, kinds: kinds, inMerge: commit.parents.count > 1,
-                                                        ownMemberFile: files) else { continue }
+                                                        ownMemberFile: files) else {
+                    // A log only grows, and what a member adds to it is theirs (a merge brings in the other side's entries).
+                    if commit.parents.count == 1, case .success(.logDay) = ProfilePathRules.classify(change.path, kinds: kinds),
+                       let problem = AccessRule.logAppendProblem(before: try bytes(of: change.old) ?? [], after: try bytes(of: change.new),
+                                                                 by: signer.member) {
+                        throw refuse(signer.label, Self.label(path, kinds: kinds), problem)
+                    }
+                    continue
+                }
                 // A merge may bring in what another parent changed, or what the policies make of both sides.
                 if try isPolicyMerge(commit, path: path, result: change.new) { continue }
                 throw refuse(signer.label, Self.label(path, kinds: kinds), reason)
