@@ -85,18 +85,22 @@ extension Repository {
     }
 
     /// The same, with the new trees added to `pack` (written by the caller) instead of loose
-    /// objects: a bulk write then makes one file, not one fsynced file per directory. libgit2
-    /// builds the trees into memory (`StagingObjects`), from where they join the pack; the blobs they
-    /// name must be stored already (libgit2's strict object creation checks that they exist). Bench row
-    /// "G1 trees of a 10k-record import into its pack" (5 runs on 2 shared cores): 37 ms, against
-    /// 20 ms for the bare libgit2 call into a mempack (the rest is the checks and the copy into the
-    /// pack) and 8 ms for the hand-written splicing it replaced (commit e9b7ede), of a ~400 ms import.
+    /// objects: a bulk write then makes one file, not one fsynced file per directory. The trees are
+    /// spliced by hand (`writeTreeBySplicing`): libgit2 building them into memory took 76–108 ms of
+    /// a 10,000-record import on this machine, against 8 ms spliced, and made B1 12% slower than
+    /// before the redesign (2026-11-24, alternating runs); tests compare both writers' trees.
     public func writeTree(base: ObjectID?, edits: [TreePath: ObjectID?], into pack: inout ObjectPack) throws -> ObjectID {
         try writeTree(base: base, edits: edits.map { ($0.key, $0.value) }, into: &pack)
     }
 
     /// The same, with the edits as a list (each path at most once), as a bulk write has them.
     public func writeTree(base: ObjectID?, edits: [(path: TreePath, blob: ObjectID?)], into pack: inout ObjectPack) throws -> ObjectID {
+        try writeTreeBySplicing(base: base, edits: edits) { try pack.add($0, type: .tree) }
+    }
+
+    /// The bulk write's trees as libgit2 builds them (into memory, `StagingObjects`), then copied
+    /// into `pack`: what bench row G1 compares `writeTree(base:edits:into:)` with.
+    public func writeTreeWithLibgit2(base: ObjectID?, edits: [(path: TreePath, blob: ObjectID?)], into pack: inout ObjectPack) throws -> ObjectID {
         let staging = try StagingObjects(over: self)
         let tree = try staging.repository.writeTreeWithLibgit2(base: base, edits: edits)
         try staging.copyTrees(from: tree, into: &pack, present: self)

@@ -88,8 +88,8 @@ enum ImportBenchmark {
                     + "records array in two halves on two cores, each record's data written straight into its "
                     + "canonical form, no `JSONValue` trees), staging ~24 ms (ids, paths, clock stamps; the record "
                     + "files encoded on every core), journaling the paths ~3 ms. Then the files are created by one "
-                    + "thread per core WHILE the blobs are hashed (~15 ms), the trees built (~16 ms when they were spliced by hand; "
-                    + "libgit2 builds them now, see G1's import row for today's figure), the pack "
+                    + "thread per core WHILE the blobs are hashed (~15 ms), the trees spliced by hand (~8 ms; "
+                    + "see G1's import row), the pack "
                     + "deflated and written (~45 ms: one fixed-Huffman block per object, `SmallDeflater`) and the "
                     + "commit signed (~1 ms), these sharing the two cores with the file writes; the index patch is "
                     + "planned while the last files are written and written ~6 ms after them.",
