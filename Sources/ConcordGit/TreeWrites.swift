@@ -113,37 +113,3 @@ private struct TreeLookup {
         return (String(path[..<slash]), path[path.index(after: slash)...])
     }
 }
-
-/// A libgit2 repository over another repository's objects whose NEW objects stay in memory: an
-/// object database of a mempack backend (`git_mempack_new`, written to) and the other
-/// repository's object directory as an alternate (read from). A bulk write builds its trees here
-/// with `git_tree_create_updated`, then copies them into its own pack (`copyTrees`), so they land
-/// in the one pack file with the blobs instead of one fsynced loose file per directory.
-final class StagingObjects {
-    let repository: Repository
-
-    init(over other: Repository) throws {
-        Libgit2.ensure()
-        var odb: OpaquePointer?
-        try check("git_odb_new", git_odb_new(&odb))
-        defer { git_odb_free(odb) }   // the wrapping repository holds its own reference
-        var backend: UnsafeMutablePointer<git_odb_backend>?
-        try check("git_mempack_new", git_mempack_new(&backend))
-        try check("git_odb_add_backend", git_odb_add_backend(odb, backend, 999))
-        try check("git_odb_add_disk_alternate", git_odb_add_disk_alternate(odb, other.gitDirectory + "objects"))
-        var handle: OpaquePointer?
-        try check("git_repository_wrap_odb", git_repository_wrap_odb(&handle, odb))
-        guard let handle else { throw GitError(function: "git_repository_wrap_odb", code: .other(-1), message: "no repository") }
-        repository = Repository(handle: handle)
-    }
-
-    /// Adds tree `id` and every tree below it that `present` lacks to `pack`, read from memory.
-    func copyTrees(from id: ObjectID, into pack: inout ObjectPack, present: Repository) throws {
-        if pack.contains(id) || present.containsWithoutRefresh(id) { return }
-        let tree = try repository.rawTree(id)
-        try pack.add(tree.bytes, type: .tree, expected: id)
-        for entry in tree.entries where entry.isTree {
-            try copyTrees(from: tree.id(entry), into: &pack, present: present)
-        }
-    }
-}

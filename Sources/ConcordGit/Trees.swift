@@ -97,15 +97,6 @@ extension Repository {
     public func writeTree(base: ObjectID?, edits: [(path: TreePath, blob: ObjectID?)], into pack: inout ObjectPack) throws -> ObjectID {
         try writeTreeBySplicing(base: base, edits: edits) { try pack.add($0, type: .tree) }
     }
-
-    /// The bulk write's trees as libgit2 builds them (into memory, `StagingObjects`), then copied
-    /// into `pack`: what bench row G1 compares `writeTree(base:edits:into:)` with.
-    public func writeTreeWithLibgit2(base: ObjectID?, edits: [(path: TreePath, blob: ObjectID?)], into pack: inout ObjectPack) throws -> ObjectID {
-        let staging = try StagingObjects(over: self)
-        let tree = try staging.repository.writeTreeWithLibgit2(base: base, edits: edits)
-        try staging.copyTrees(from: tree, into: &pack, present: self)
-        return tree
-    }
 }
 
 extension TreeEntry {
