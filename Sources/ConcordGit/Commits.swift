@@ -153,6 +153,13 @@ extension Repository {
         }
     }
 
+    /// The first commit of `commit`'s history, reached by first parents.
+    public func rootCommit(of commit: ObjectID) throws -> ObjectID {
+        var id = commit
+        while let parent = try self.commit(id).parents.first { id = parent }
+        return id
+    }
+
     /// True when `ancestor` is `descendant` or one of its ancestors.
     public func isAncestor(_ ancestor: ObjectID, of descendant: ObjectID) throws -> Bool {
         if ancestor == descendant { return true }

@@ -133,10 +133,9 @@ final class CommitAuthorizer {
     /// The profile's first commit, found from `commit` by first parents (once).
     private func root(of commit: Commit) throws -> ObjectID {
         if let rootID { return rootID }
-        var current = commit
-        while let parent = current.parents.first { current = try repository.commit(parent) }
-        rootID = current.id
-        return current.id
+        let root = try repository.rootCommit(of: commit.id)
+        rootID = root
+        return root
     }
 
     /// Member `name` as merging the member files of a two-parent merge's parents gives it (nil when

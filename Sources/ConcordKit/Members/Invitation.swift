@@ -29,11 +29,10 @@ public struct Invitation: Sendable, Equatable {
     /// invitee's key was given.
     public let oneTimeKey: String?
     /// The inviting admin's SSHSIG (namespace `concord-invitation`) over the other fields.
-    public let signature: String
+    public internal(set) var signature: String
 
     /// The fields the signature covers, as canonical JSON.
-    static func signedBytes(url: String, profileID: String, profileName: String, root: String, member: String, role: Role,
-                            expiresAt: String, invitedBy: String, oneTimeKey: String?) -> [UInt8] {
+    var signedBytes: [UInt8] {
         var fields: [String: JSONValue] = [
             "url": .string(url), "profile": .string(profileID), "profileName": .string(profileName), "root": .string(root),
             "member": .string(member), "role": .string(role.rawValue), "expiresAt": .string(expiresAt), "invitedBy": .string(invitedBy),
@@ -42,9 +41,10 @@ public struct Invitation: Sendable, Equatable {
         return JSONValue.object(fields).canonicalBytes()
     }
 
-    var signedBytes: [UInt8] {
-        Self.signedBytes(url: url, profileID: profileID, profileName: profileName, root: root, member: member, role: role,
-                         expiresAt: expiresAt, invitedBy: invitedBy, oneTimeKey: oneTimeKey)
+    /// Whether the invitation has lapsed at `now` (milliseconds since 1970).
+    func hasExpired(at now: Int64) -> Bool {
+        guard let expires = HLClock.parseInstant(expiresAt) else { return true }
+        return now >= expires
     }
 
     /// The text to send.

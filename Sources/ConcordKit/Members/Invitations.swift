@@ -21,44 +21,31 @@ extension Members {
     /// cannot be invited again (revoke them first).
     public func share(_ name: String, role: Role, key: SSHPublicKey? = nil, device: String? = nil, expiresIn: Int64,
                       remote: String = "origin", as identity: Identity) throws -> SharedInvitation {
-        do {
-            try Identity.validateName(name, kind: "member")
-            if let device { try Identity.validateName(device, kind: "device") }
-        } catch {
-            throw ConcordError.invalidInput(error.localizedDescription)
-        }
+        try validate(member: name, device: device)
         guard expiresIn > 0 else { throw ConcordError.invalidInput("an invitation must expire in the future") }
         guard let url = try gitCall({ try profile.repository.remoteURL(remote) }) else { throw ConcordError.unknownRemote(remote) }
         let now = profile.environment.wallClock()
         let expiresAt = HLClock.formatInstant(now + expiresIn * 1000)
         let oneTime = key == nil ? SigningKey.generate() : nil
-        let result = try profile.records.write(as: identity) { transaction -> Member in
+        let result = try commitMember(as: identity) {
             try authorizeAdmin(identity)
             let members = try list()
             if let existing = members.first(where: { $0.name == name }), existing.status != .revoked {
                 throw ConcordError.invalidInput("\(name) is already \(existing.status == .invited ? "invited" : "a member") "
                                                 + "of \"\(profile.info.name)\": revoke them first to invite them again")
             }
-            if let key, let owner = members.first(where: { $0.keys.contains { $0.publicKey == key } }) {
-                throw ConcordError.invalidInput("that key is already \(owner.name)'s in \"\(profile.info.name)\": a key belongs to one member")
-            }
+            if let key { try refuseKeyHeldByAnother(key, in: members) }
             let member = Member(name: name, role: role, status: .invited,
                                 keys: key.map { [Member.Key(device: device ?? "device", publicKey: $0)] } ?? [],
                                 addedBy: identity.member, addedAt: HLClock.formatInstant(now), expiresAt: expiresAt,
                                 invitationKey: oneTime?.publicKey)
-            transaction.stage(ProfilePaths.member(name), member.json.canonicalBytes(),
-                              RecordChange(kind: "members", id: name, action: .added))
-            return member
+            return (member, .added)
         }
-        try profile.configureGit(members: try list())
         let root = try profile.rootCommit().hex
-        let oneTimeText = oneTime?.openSSHPrivateKeyFile(comment: "concord-invitation")
-        let signed = Invitation.signedBytes(url: url, profileID: profile.info.id, profileName: profile.info.name, root: root,
-                                            member: name, role: role, expiresAt: expiresAt, invitedBy: identity.member,
-                                            oneTimeKey: oneTimeText)
-        let invitation = Invitation(url: url, profileID: profile.info.id, profileName: profile.info.name, root: root, member: name,
-                                    role: role, expiresAt: expiresAt, invitedBy: identity.member, oneTimeKey: oneTimeText,
-                                    signature: SSHSignature.sign(signed, with: identity.key, namespace: Invitation.namespace))
+        var invitation = Invitation(url: url, profileID: profile.info.id, profileName: profile.info.name, root: root, member: name,
+                                    role: role, expiresAt: expiresAt, invitedBy: identity.member,
+                                    oneTimeKey: oneTime?.openSSHPrivateKeyFile(comment: "concord-invitation"), signature: "")
+        invitation.signature = SSHSignature.sign(invitation.signedBytes, with: identity.key, namespace: Invitation.namespace)
         return SharedInvitation(member: result.value, invitation: invitation, commit: result.commit)
     }
 
@@ -86,7 +73,7 @@ extension Members {
         guard pending.expiresAt == invitation.expiresAt, pending.role == invitation.role else {
             throw refuse("it does not match the pending invitation in the profile; ask for a new one")
         }
-        guard let expires = HLClock.parseInstant(invitation.expiresAt), profile.environment.wallClock() < expires else {
+        guard !invitation.hasExpired(at: profile.environment.wallClock()) else {
             throw refuse("it expired at \(invitation.expiresAt); ask \(invitation.invitedBy) for a new one")
         }
         var accepted = pending
@@ -108,13 +95,7 @@ extension Members {
             accepted.keys = pending.keys.map { $0.publicKey == identity.key.publicKey
                 ? Member.Key(device: identity.device, publicKey: $0.publicKey) : $0 }
         }
-        let result = try profile.records.write(as: identity) { transaction -> Member in
-            transaction.stage(ProfilePaths.member(accepted.name), accepted.json.canonicalBytes(),
-                              RecordChange(kind: "members", id: accepted.name, action: .updated))
-            return accepted
-        }
-        try profile.configureGit(members: try list())
-        return result
+        return try commitMember(as: identity) { (accepted, .updated) }
     }
 }
 
@@ -131,7 +112,7 @@ extension Profile {
             throw ConcordError.invitationRefused(member: invitation.member, reason: "it is for \(invitation.member), and this "
                 + "device's identity is \(identity.member): accept it with an identity named \(invitation.member)")
         }
-        if let expires = HLClock.parseInstant(invitation.expiresAt), environment.wallClock() >= expires {
+        if invitation.hasExpired(at: environment.wallClock()) {
             throw ConcordError.invitationRefused(member: invitation.member,
                                                  reason: "it expired at \(invitation.expiresAt); ask \(invitation.invitedBy) for a new one")
         }
@@ -149,11 +130,10 @@ extension Profile {
     /// The first commit of this profile's history (the trust anchor an invitation pins).
     func rootCommit() throws -> ObjectID {
         try gitCall {
-            guard var id = try repository.resolveReference("HEAD") else {
+            guard let head = try repository.resolveReference("HEAD") else {
                 throw GitError(function: "rootCommit", code: .notFound, message: "the profile has no commits")
             }
-            while let parent = try repository.commit(id).parents.first { id = parent }
-            return id
+            return try repository.rootCommit(of: head)
         }
     }
 }

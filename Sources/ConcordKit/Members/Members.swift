@@ -26,13 +26,8 @@ public struct Members {
     public func add(
         _ name: String, role: Role, device: String, key: SSHPublicKey, as identity: Identity
     ) throws -> WriteResult<Member> {
-        do {
-            try Identity.validateName(name, kind: "member")
-            try Identity.validateName(device, kind: "device")
-        } catch {
-            throw ConcordError.invalidInput(error.localizedDescription)
-        }
-        let result = try profile.records.write(as: identity) { transaction -> Member in
+        try validate(member: name, device: device)
+        return try commitMember(as: identity) {
             try authorizeAdmin(identity)
             let existing = try list().first { $0.name == name }
             var keys = existing?.keys.filter { $0.device != device && $0.publicKey != key } ?? []
@@ -41,14 +36,42 @@ public struct Members {
                 name: name, role: role, status: .active, keys: keys.sorted { $0.device < $1.device },
                 addedBy: existing?.addedBy ?? identity.member,
                 addedAt: existing?.addedAt ?? HLClock.formatInstant(profile.environment.wallClock()))
-            if member != existing {
-                transaction.stage(ProfilePaths.member(name), member.json.canonicalBytes(),
-                                  RecordChange(kind: "members", id: name, action: existing == nil ? .added : .updated))
+            return (member, member == existing ? nil : existing == nil ? .added : .updated)
+        }
+    }
+
+    /// One signed commit of one member file: `body` (run inside the write, against the branch tip)
+    /// gives the member as they should be and what happened to them (nil: nothing changed, so
+    /// nothing is committed). The allowed-signers file is regenerated afterwards.
+    func commitMember(as identity: Identity, _ body: () throws -> (member: Member, action: ChangeAction?)) throws -> WriteResult<Member> {
+        let result = try profile.records.write(as: identity) { transaction -> Member in
+            let (member, action) = try body()
+            if let action {
+                transaction.stage(ProfilePaths.member(member.name), member.json.canonicalBytes(),
+                                  RecordChange(kind: "members", id: member.name, action: action))
             }
             return member
         }
         try profile.configureGit(members: try list())
         return result
+    }
+
+    /// Refuses a member or device name that is not allowed, as invalid input.
+    func validate(member: String? = nil, device: String? = nil) throws {
+        do {
+            if let member { try Identity.validateName(member, kind: "member") }
+            if let device { try Identity.validateName(device, kind: "device") }
+        } catch {
+            throw ConcordError.invalidInput(error.localizedDescription)
+        }
+    }
+
+    /// Refuses `key` when a member of `members` other than `name` (any member when nil) holds it:
+    /// a key belongs to one member.
+    func refuseKeyHeldByAnother(_ key: SSHPublicKey, in members: [Member], except name: String? = nil) throws {
+        if let owner = members.first(where: { $0.name != name && $0.keys.contains { $0.publicKey == key } }) {
+            throw ConcordError.invalidInput("that key is already \(owner.name)'s in \"\(profile.info.name)\": a key belongs to one member")
+        }
     }
 
     /// Refuses `identity` unless it is an active member whose role may write `kind`.
@@ -72,13 +95,15 @@ public struct Members {
         return member
     }
 
-    /// Refuses `identity` unless it is an active admin.
-    func authorizeAdmin(_ identity: Identity) throws {
+    /// The active admin `identity` is; refused otherwise, naming `action`.
+    @discardableResult
+    func authorizeAdmin(_ identity: Identity, action: String = "changing its members") throws -> Member {
         let member = try active(identity)
         guard member.role == .admin else {
-            throw ConcordError.notAllowed(member: identity.member, role: member.role, action: "changing its members",
+            throw ConcordError.notAllowed(member: identity.member, role: member.role, action: action,
                                           needs: .admin, profile: profile.info.name)
         }
+        return member
     }
 }
 

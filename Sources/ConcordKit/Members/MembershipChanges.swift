@@ -37,12 +37,8 @@ extension Members {
     /// Adds a device key to the acting member's own keys (any active member may).
     @discardableResult
     public func addDevice(_ device: String, key: SSHPublicKey, as identity: Identity) throws -> WriteResult<Member> {
-        do { try Identity.validateName(device, kind: "device") } catch {
-            throw ConcordError.invalidInput(error.localizedDescription)
-        }
-        if let owner = try list().first(where: { $0.keys.contains { $0.publicKey == key } }), owner.name != identity.member {
-            throw ConcordError.invalidInput("that key is already \(owner.name)'s in \"\(profile.info.name)\": a key belongs to one member")
-        }
+        try validate(device: device)
+        try refuseKeyHeldByAnother(key, in: try list(), except: identity.member)
         return try change(identity.member, as: identity, action: "adding devices", adminOnly: false) { member in
             guard !member.keys.contains(where: { $0.device == device || $0.publicKey == key }) else {
                 throw ConcordError.invalidInput("\(member.name) already has a device \(device) or that key: remove it first")
@@ -86,13 +82,9 @@ extension Members {
     /// change passes: the actor is active (and an admin when `adminOnly`), the member exists, and
     /// at least one active admin remains.
     private func change(_ name: String, as identity: Identity, action: String, adminOnly: Bool,
-                        _ mutate: @escaping (inout Member) throws -> Void) throws -> WriteResult<Member> {
-        let result = try profile.records.write(as: identity) { transaction -> Member in
-            let actor = try active(identity)
-            if adminOnly, actor.role != .admin {
-                throw ConcordError.notAllowed(member: identity.member, role: actor.role, action: action, needs: .admin,
-                                              profile: profile.info.name)
-            }
+                        _ mutate: (inout Member) throws -> Void) throws -> WriteResult<Member> {
+        try commitMember(as: identity) {
+            if adminOnly { try authorizeAdmin(identity, action: action) } else { _ = try active(identity) }
             var members = try list()
             guard let index = members.firstIndex(where: { $0.name == name }) else {
                 throw ConcordError.unknownMember(member: name, profile: profile.info.name)
@@ -102,13 +94,7 @@ extension Members {
             guard members.contains(where: { $0.role == .admin && $0.status == .active }) else {
                 throw ConcordError.lastAdmin(member: name, profile: profile.info.name)
             }
-            if members[index] != before {
-                transaction.stage(ProfilePaths.member(name), members[index].json.canonicalBytes(),
-                                  RecordChange(kind: "members", id: name, action: .updated))
-            }
-            return members[index]
+            return (members[index], members[index] == before ? nil : .updated)
         }
-        try profile.configureGit(members: try list())
-        return result
     }
 }
