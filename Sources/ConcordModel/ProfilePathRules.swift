@@ -8,6 +8,8 @@ public enum ProfilePathRules {
         case profileInfo
         case kinds
         case member(name: String)
+        /// An open invitation (`.concord/invitations/<id>.json`, format 4): joins up to its number of uses.
+        case invitation(id: String)
         case gitattributes
         /// A copy of the other side of a file a merge could not resolve (`.concord/conflicts/…`).
         case conflictCopy
@@ -38,6 +40,10 @@ public enum ProfilePathRules {
         if components.count == 3, text.hasPrefix(".concord/members/"), text.hasSuffix(".json") {
             let name = String(text.dropFirst(".concord/members/".count).dropLast(5))
             return RecordID.isValid(name) ? .success(.member(name: name)) : .failure(.notInFormat)
+        }
+        if components.count == 3, text.hasPrefix(".concord/invitations/"), text.hasSuffix(".json") {
+            let id = String(text.dropFirst(".concord/invitations/".count).dropLast(5))
+            return RecordID.isValid(id) ? .success(.invitation(id: id)) : .failure(.notInFormat)
         }
         if components.count > 2, text.hasPrefix(".concord/conflicts/") {
             return .success(.conflictCopy)

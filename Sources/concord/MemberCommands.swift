@@ -13,9 +13,11 @@ struct Members: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "list", abstract: "List members with role, status and devices.")
 
         @OptionGroup var profile: ProfileOption
+        @Flag(help: "List the open invitations (made by 'concord share --open') instead of the members.") var open = false
         @Flag(help: "Print the result as JSON.") var json = false
 
         func run() throws {
+            if open { return try listOpenInvitations() }
             let members = try profile.open().members.list()
             if json {
                 printJSON(.array(members.map { member in
@@ -23,6 +25,7 @@ struct Members: ParsableCommand {
                         "name": .string(member.name), "role": .string(member.role.rawValue), "status": .string(member.status.rawValue),
                         "revokedBy": member.revokedBy.map(JSONValue.string) ?? .null, "revokedAt": member.revokedAt.map(JSONValue.string) ?? .null,
                         "expiresAt": member.expiresAt.map(JSONValue.string) ?? .null, "invitedBy": .string(member.addedBy),
+                        "joinedBy": member.invitation.map(JSONValue.string) ?? .null,
                         "devices": .array(member.keys.map { .object(["device": .string($0.device), "fingerprint": .string($0.publicKey.fingerprint)]) }),
                     ])
                 }))
@@ -34,6 +37,28 @@ struct Members: ParsableCommand {
                     case .active: "active"
                     }
                     print("\(member.name)  \(member.role.rawValue)  \(status)  devices: \(member.keys.map(\.device).joined(separator: ", "))")
+                }
+                let open = try profile.open().members.openInvitations().filter { $0.used < $0.invitation.uses }
+                if !open.isEmpty { print("\(open.count) open invitation\(open.count == 1 ? "" : "s"): 'concord members --open' lists them") }
+            }
+        }
+
+        private func listOpenInvitations() throws {
+            let invitations = try profile.open().members.openInvitations()
+            if json {
+                printJSON(.array(invitations.map { invitation, used in
+                    .object([
+                        "id": .string(invitation.id), "role": .string(invitation.role.rawValue), "uses": .number(String(invitation.uses)),
+                        "used": .number(String(used)), "expiresAt": .string(invitation.expiresAt), "invitedBy": .string(invitation.invitedBy),
+                        "invitedAt": .string(invitation.invitedAt),
+                    ])
+                }))
+            } else if invitations.isEmpty {
+                print("no open invitations")
+            } else {
+                for (invitation, used) in invitations {
+                    print("\(invitation.id)  \(invitation.role.rawValue)  \(used) of \(invitation.uses) joined  "
+                          + "(opened by \(invitation.invitedBy), expires \(invitation.expiresAt))")
                 }
             }
         }
@@ -128,23 +153,38 @@ struct Devices: ParsableCommand {
 
 struct Share: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Invite a member (Admins only): prints an invitation to send them by any channel.",
+        abstract: "Invite a member, or open an invitation for a group (Admins only): prints an invitation to send by any channel.",
         discussion: """
         With --key, only that key can accept. Without it, a one-time key is made and travels in the invitation \
         (a link invitation): anyone holding the text can accept it once, before it expires, so send it privately. \
         The invitee runs 'concord accept <invitation> <dir>'. Until then 'concord members' lists them as pending.
+
+        With --open (and no member name), anyone holding the invitation joins under their own identity's name, \
+        as --role (not admin), until --uses people have joined or it expires: for a public group session. \
+        'concord members --open' shows how many joined.
         """)
 
     @OptionGroup var profile: ProfileOption
-    @Argument(help: "The invitee's member name.") var member: String
+    @Argument(help: "The invitee's member name (none with --open).") var member: String?
     @Option(help: "admin, editor, user or viewer.") var role: Role
     @Option(help: "The invitee's public key line (ssh-ed25519 AAAA... name@device), if known.") var key: String?
-    @Option(help: "How long the invitation stays valid: e.g. 30m, 12h, 7d (default 7d with --key, else 2d).") var expires: String?
+    @Flag(help: "Open invitation: anyone holding it may join, up to --uses people.") var open = false
+    @Option(help: "With --open: how many people may join by it (default 10).") var uses: Int?
+    @Option(help: "How long the invitation stays valid: e.g. 30m, 12h, 7d (default 7d with --key, 1d with --open, else 2d).")
+    var expires: String?
     @Option(help: "The remote whose URL the invitation carries.") var remote = "origin"
     @Flag(help: "Print the result as JSON.") var json = false
 
     func validate() throws {
         if let expires, Share.seconds(expires) == nil { throw ValidationError("--expires takes a number and m, h or d, e.g. 2d, not \"\(expires)\"") }
+        if open {
+            if member != nil { throw ValidationError("--open invites no one by name: drop \"\(member ?? "")\" (each joiner uses their own name)") }
+            if key != nil { throw ValidationError("--open takes no --key: whoever holds the invitation may join") }
+            if role == .admin { throw ValidationError("an open invitation cannot make Admins: invite an Admin by name") }
+        } else {
+            if member == nil { throw ValidationError("name the member to invite, or use --open for an open invitation") }
+            if uses != nil { throw ValidationError("--uses goes with --open") }
+        }
     }
 
     static func seconds(_ text: String) -> Int64? {
@@ -158,6 +198,8 @@ struct Share: ParsableCommand {
     }
 
     func run() throws {
+        if open { return try shareOpen() }
+        let member = member ?? ""
         let publicKey = try key.map { try SSHPublicKey(line: $0) }
         let device = key?.split(separator: " ").dropFirst(2).first?.split(separator: "@").last.map(String.init)
         let lifetime = Share.seconds(expires ?? (key == nil ? "2d" : "7d")) ?? 172_800
@@ -171,26 +213,56 @@ struct Share: ParsableCommand {
             print(shared.invitation.text)
         }
     }
+
+    private func shareOpen() throws {
+        let shared = try profile.open().members.shareOpen(role: role, uses: uses ?? 10, expiresIn: Share.seconds(expires ?? "1d") ?? 86_400,
+                                                          remote: remote, as: try loadIdentity())
+        let invitation = shared.invitation
+        if json {
+            printJSON(.object(["id": .string(invitation.id), "role": .string(role.rawValue), "uses": .number(String(invitation.uses)),
+                               "expiresAt": .string(invitation.expiresAt), "invitation": .string(shared.text.text)]))
+        } else {
+            print("opened invitation \(invitation.id): up to \(invitation.uses) people may join as \(role.rawValue) until "
+                  + "\(invitation.expiresAt); run 'concord sync', then share:")
+            print(shared.text.text)
+        }
+    }
 }
 
 struct Accept: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Accept an invitation: clone the profile, check the invitation against it, join as active, and sync.",
-        discussion: "Refused, leaving nothing behind, when the invitation expired, was used or withdrawn, was altered, or names another history or key.")
+        abstract: "Accept an invitation: clone the profile, check the invitation against it, join as active, and send the acceptance.",
+        discussion: """
+        Refused, leaving nothing behind, when the invitation expired, was used up or withdrawn, was altered, names another \
+        history or key, or the remote cannot be reached to record the acceptance. An open invitation is joined under this \
+        device's identity name.
+        """)
 
     @Argument(help: "The invitation text (concord-invitation-1:...), or a file holding it.") var invitation: String
     @Argument(help: "The new, empty directory for the profile.") var directory: String
+    @Option(name: .customLong("as"), help: "The name to join an open invitation under; it must be this device's identity name.")
+    var name: String?
     @Option(help: "Trust this ssh host key fingerprint (SHA256:...) for the remote.") var trustHost: String?
+    @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
         var text = invitation
         if !text.hasPrefix(Invitation.prefix), let file = try? String(contentsOfFile: invitation, encoding: .utf8) { text = file }
         let parsed = try Invitation(text: text)
-        let (profile, sync) = try Profile.accept(parsed, into: URL(fileURLWithPath: directory), identity: try loadIdentity(),
+        let identity = try loadIdentity()
+        if let name, name != identity.member {
+            throw ValidationError("this device's identity is \(identity.member), not \(name): members join under their identity's name; "
+                                  + "use a CONCORD_HOME whose identity is \(name) ('concord identity init --name \(name) --device DEVICE')")
+        }
+        if name != nil, parsed.open == nil { throw ValidationError("--as is for open invitations; this one is for \(parsed.member)") }
+        let (profile, sync) = try Profile.accept(parsed, into: URL(fileURLWithPath: directory), identity: identity,
                                                  environment: try processEnvironment(), trustHost: trustHost)
-        print("joined \"\(profile.info.name)\" as \(parsed.member) (\(parsed.role.rawValue)) in \(profile.root.path)")
-        if case .failure(let error) = sync {
-            FileHandle.standardError.write(Data("concord: warning: the acceptance is committed but not yet sent (\(describe(error))); run 'concord sync'\n".utf8))
+        let role = try profile.members.list().first { $0.name == identity.member }?.role ?? parsed.role
+        if json {
+            printJSON(.object(["profile": .string(profile.info.name), "member": .string(identity.member), "role": .string(role.rawValue),
+                               "path": .string(profile.root.path), "head": .string(sync.head)]))
+        } else {
+            print("joined \"\(profile.info.name)\" as \(identity.member) (\(role.rawValue)) in \(profile.root.path)")
         }
     }
 }

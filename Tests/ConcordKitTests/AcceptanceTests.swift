@@ -75,4 +75,60 @@ final class AcceptanceTests: XCTestCase {
         XCTAssertEqual(Acceptance.problem(before: active, after: active, signer: device.publicKey, root: root),
                        "dana has no pending invitation")
     }
+
+    // MARK: Open invitations
+
+    private func openInvitation(role: Role = .user, uses: Int = 2) -> OpenInvitation {
+        OpenInvitation(id: "0123456789abcdef", role: role, uses: uses, expiresAt: "2026-01-02T10:00:00.000Z", invitedBy: "alice",
+                       invitedAt: "2026-01-01T10:00:00.000Z", key: oneTime.publicKey)
+    }
+
+    private func joined(_ invitation: OpenInvitation, as name: String = "erin", signedBy link: SigningKey) -> Member {
+        Member(name: name, role: invitation.role, status: .active, keys: [Member.Key(device: "phone", publicKey: device.publicKey)],
+               addedBy: invitation.invitedBy, addedAt: "2026-01-01T11:00:00.000Z",
+               acceptance: SSHSignature.sign(Invitation.acceptanceMessage(root: root, member: name, key: device.publicKey), with: link,
+                                             namespace: Invitation.acceptanceNamespace),
+               invitation: invitation.id)
+    }
+
+    func testJoiningByAnOpenInvitationNeedsAPlaceItsRoleAndItsOneTimeKey() {
+        let invitation = openInvitation()
+        XCTAssertNil(Acceptance.openProblem(invitation: invitation, used: 1, member: joined(invitation, signedBy: oneTime),
+                                            signer: device.publicKey, root: root))
+        XCTAssertEqual(Acceptance.openProblem(invitation: invitation, used: 2, member: joined(invitation, signedBy: oneTime),
+                                              signer: device.publicKey, root: root),
+                       "all 2 places of open invitation 0123456789abcdef were taken")
+        XCTAssertEqual(Acceptance.openProblem(invitation: invitation, used: 0, member: joined(invitation, signedBy: SigningKey.generate()),
+                                              signer: device.publicKey, root: root),
+                       "the open invitation's one-time key did not sign the accepting key")
+        var raised = joined(invitation, signedBy: oneTime)
+        raised.role = .editor
+        var otherInvitation = joined(invitation, signedBy: oneTime)
+        otherInvitation.invitation = "fedcba9876543210"
+        var pending = joined(invitation, signedBy: oneTime)
+        pending.status = .invited
+        for member in [raised, otherInvitation, pending] {
+            XCTAssertEqual(Acceptance.openProblem(invitation: invitation, used: 0, member: member, signer: device.publicKey, root: root),
+                           "joining by open invitation 0123456789abcdef may only add an active user, as it invites")
+        }
+        var twoKeys = joined(invitation, signedBy: oneTime)
+        twoKeys.keys.append(Member.Key(device: "laptop", publicKey: SigningKey.generate().publicKey))
+        XCTAssertEqual(Acceptance.openProblem(invitation: invitation, used: 0, member: twoKeys, signer: device.publicKey, root: root),
+                       "an acceptance must hold exactly the key that signs it")
+        let admins = openInvitation(role: .admin)
+        XCTAssertEqual(Acceptance.openProblem(invitation: admins, used: 0, member: joined(admins, signedBy: oneTime),
+                                              signer: device.publicKey, root: root),
+                       "an open invitation cannot make Admins")
+    }
+
+    func testAnOpenInvitationFileRoundTripsAndRefusesWhatItCannotBe() throws {
+        let invitation = openInvitation(uses: 5)
+        let path = ".concord/invitations/0123456789abcdef.json"
+        XCTAssertEqual(try OpenInvitation.decode(invitation.json.canonicalBytes(), path: path), invitation)
+        var noUses = invitation.json.objectValue ?? [:]
+        noUses["uses"] = .number("0")
+        for broken in [#"{"id":"x"}"#, "not json", String(decoding: JSONValue.object(noUses).canonicalBytes(), as: UTF8.self)] {
+            XCTAssertThrowsError(try OpenInvitation.decode(Array(broken.utf8), path: path), broken)
+        }
+    }
 }

@@ -32,7 +32,8 @@ final class AccessRuleTests: XCTestCase {
 
     func testProfileDocumentsAndOtherMembersAreAdminOnly() {
         let kinds = Template.aac.kinds
-        for path in [KindsTable.path, ".concord/profile.json", ".gitattributes", ".concord/members/bob.json", "unknown/x1.json"] {
+        for path in [KindsTable.path, ".concord/profile.json", ".gitattributes", ".concord/members/bob.json",
+                     ".concord/invitations/0123456789abcdef.json", "unknown/x1.json"] {
             for role in Role.allCases {
                 let verdict = AccessRule.mayChange(path, by: member("m", role), kinds: kinds, inMerge: false)
                 XCTAssertEqual(verdict == nil, role == .admin, "\(role) changing \(path): \(verdict ?? "allowed")")

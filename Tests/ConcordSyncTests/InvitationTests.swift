@@ -150,28 +150,4 @@ final class InvitationTests: SyncTestCase {
         assertOneLineRefusal(try concord(["share", "bob", "--role", "viewer"], as: scene.owner, in: scene.ownerProfile),
                              mentions: ["bob is already a member"])
     }
-
-    // MARK: Helpers
-
-    private func share(_ arguments: [String], as device: SyncDevice, in profile: URL) throws -> String {
-        let output = try concordOK(["share"] + arguments, as: device, in: profile)
-        let invitation = output.split(separator: "\n").last.map(String.init) ?? ""
-        XCTAssertTrue(invitation.hasPrefix(Invitation.prefix), output)
-        return invitation
-    }
-
-    private func acceptResult(_ invitation: String, as device: SyncDevice, remote: SyncRemote, into directory: String) throws -> RunResult {
-        try allow(device, on: remote, trustHost: false)
-        var arguments = ["accept", invitation, sandbox.appendingPathComponent(directory).path]
-        if let server = remote.server { arguments += ["--trust-host", server.hostKeyFingerprint] }
-        return try concord(arguments, as: device)
-    }
-
-    private func accept(_ invitation: String, as device: SyncDevice, remote: SyncRemote, into directory: String) throws -> URL {
-        let result = try acceptResult(invitation, as: device, remote: remote, into: directory)
-        XCTAssertEqual(result.status, 0, result.stderr)
-        let profile = sandbox.appendingPathComponent(directory)
-        fsckAtEnd.append(profile)
-        return profile
-    }
 }

@@ -1,3 +1,4 @@
+import ConcordKit
 import Foundation
 import XCTest
 
@@ -169,5 +170,34 @@ extension SyncTestCase {
             XCTAssertTrue(result.stderr.contains(mention), "stderr should mention \(mention.debugDescription): \(summary)",
                           file: file, line: line)
         }
+    }
+}
+
+// MARK: - Invitations
+
+extension SyncTestCase {
+    /// Runs `concord share arguments` as `device` and returns the invitation text it prints last.
+    func share(_ arguments: [String], as device: SyncDevice, in profile: URL) throws -> String {
+        let output = try concordOK(["share"] + arguments, as: device, in: profile)
+        let invitation = output.split(separator: "\n").last.map(String.init) ?? ""
+        XCTAssertTrue(invitation.hasPrefix(Invitation.prefix), output)
+        return invitation
+    }
+
+    /// Runs `concord accept invitation <sandbox>/directory` as `device` (allowed on `remote` first).
+    func acceptResult(_ invitation: String, as device: SyncDevice, remote: SyncRemote, into directory: String) throws -> RunResult {
+        try allow(device, on: remote, trustHost: false)
+        var arguments = ["accept", invitation, sandbox.appendingPathComponent(directory).path]
+        if let server = remote.server { arguments += ["--trust-host", server.hostKeyFingerprint] }
+        return try concord(arguments, as: device)
+    }
+
+    /// `acceptResult`, failing the test unless it succeeds; the joined profile (fsck'd at the end).
+    func accept(_ invitation: String, as device: SyncDevice, remote: SyncRemote, into directory: String) throws -> URL {
+        let result = try acceptResult(invitation, as: device, remote: remote, into: directory)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let profile = sandbox.appendingPathComponent(directory)
+        fsckAtEnd.append(profile)
+        return profile
     }
 }

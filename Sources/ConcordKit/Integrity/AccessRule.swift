@@ -35,8 +35,8 @@ struct CommitSigner: Sendable {
 /// - Rule 1: a commit is signed by a key of a member ACTIVE in its parent's membership (a root
 ///   commit: an active Admin of its own tree; a merge: active in every parent's membership).
 /// - Rule 2: every path it changes is writable by that member's role under the parent's kinds;
-///   `.concord/kinds.json`, `.concord/profile.json`, `.gitattributes` and member files are
-///   Admin-only, except that a member may add or remove their own device keys.
+///   `.concord/kinds.json`, `.concord/profile.json`, `.gitattributes`, open invitations and member
+///   files are Admin-only, except that a member may add or remove their own device keys.
 enum AccessRule {
     /// Rule 1: the active member of `membership` holding `key`, or why there is none.
     static func signer(_ key: SSHPublicKey, in membership: Membership) -> Result<CommitSigner, Refusal> {
@@ -77,7 +77,7 @@ enum AccessRule {
             return "it is not a file of the kinds in the parent's \(KindsTable.path) (only Admins may add kinds); \(signer.name) is \(signer.role.title)"
         case .success(let file):
             switch file {
-            case .profileInfo, .kinds, .gitattributes:
+            case .profileInfo, .kinds, .gitattributes, .invitation:
                 return adminOnly
             case .member(let name):
                 guard name == signer.name else { return "only Admins may change another member; \(signer.name) is \(signer.role.title)" }

@@ -80,6 +80,7 @@ final class CommitAuthorizer {
                 throw refuse(refusal.signer, nil, refusal.reason)
             case .success(let found): signer = found
             }
+            try checkInvitationUses(commit, changes: changes, signer: signer)
             // Rule 3: a merge's signer must be active, with this key, in the MERGED membership of its
             // parents (member files merged as a sync merges them: a revocation on either side wins).
             if commit.parents.count > 1 {
@@ -120,14 +121,62 @@ final class CommitAuthorizer {
     /// `commit` as the acceptance of an invitation (`Acceptance`): one parent, one changed path,
     /// the accepting member's own file, changed as an acceptance may change it and signed by the
     /// key it binds. The signer, or nil when it is not one.
+    ///
+    /// Joining by an open invitation adds the member file instead (`Acceptance.openProblem`); a
+    /// commit that adds a member file naming an open invitation and holding the signer's key is
+    /// refused with what is wrong with it.
     private func acceptance(_ commit: Commit, changes: [TreeChange], key: SSHPublicKey, parentTree: ObjectID?) throws -> CommitSigner? {
         guard let parentTree, commit.parents.count == 1, changes.count == 1 else { return nil }
         let path = String(decoding: changes[0].path, as: UTF8.self)
         guard case .success(.member(let name)) = ProfilePathRules.classify(changes[0].path, kinds: try kindsTable(at: parentTree)),
-              let before = try membership(at: parentTree).members[name],
-              let bytes = try bytes(of: changes[0].new), let after = try? Member.decode(bytes, path: path),
-              Acceptance.problem(before: before, after: after, signer: key, root: try root(of: commit).hex) == nil else { return nil }
+              let bytes = try bytes(of: changes[0].new), let after = try? Member.decode(bytes, path: path), after.name == name else { return nil }
+        let membership = try membership(at: parentTree)
+        if let before = membership.members[name] {
+            guard Acceptance.problem(before: before, after: after, signer: key, root: try root(of: commit).hex) == nil else { return nil }
+        } else {
+            guard changes[0].old == nil, let id = after.invitation, after.keys.contains(where: { $0.publicKey == key }) else { return nil }
+            let signer = "\(name)@\(after.keys.first { $0.publicKey == key }?.device ?? "?")"
+            guard let invitation = try openInvitation(id, at: parentTree) else {
+                throw ConcordError.unauthorizedCommit(commit: commit.id.short, signer: signer, change: path,
+                                                      reason: "it joins by open invitation \(id), which the profile before it does not hold")
+            }
+            let used = invitation.used(by: membership.members.values)
+            if let problem = Acceptance.openProblem(invitation: invitation, used: used, member: after, signer: key, root: try root(of: commit).hex) {
+                throw ConcordError.unauthorizedCommit(commit: commit.id.short, signer: signer, change: path, reason: problem)
+            }
+        }
         return CommitSigner(member: after, device: after.keys[0].device)
+    }
+
+    /// Open invitations are bounded on every commit, merges included: a tree holding more members who
+    /// joined by an open invitation than it has uses, or members naming one it does not hold, is
+    /// refused. (Two acceptances racing for the last place each pass on their own; their merge does not.)
+    private func checkInvitationUses(_ commit: Commit, changes: [TreeChange], signer: CommitSigner) throws {
+        let prefix = Array((ProfilePaths.membersDirectory + "/").utf8)
+        guard changes.contains(where: { $0.path.starts(with: prefix) }) else { return }
+        var joined = [String: Int]()
+        for member in try membership(at: commit.tree).members.values {
+            if let id = member.invitation { joined[id, default: 0] += 1 }
+        }
+        for (id, count) in joined.sorted(by: { $0.key < $1.key }) {
+            let path = ProfilePaths.invitation(id)
+            guard let invitation = try openInvitation(id, at: commit.tree) else {
+                throw ConcordError.unauthorizedCommit(commit: commit.id.short, signer: signer.label, change: path,
+                                                      reason: "members name open invitation \(id), which the profile does not hold")
+            }
+            if count > invitation.uses {
+                throw ConcordError.unauthorizedCommit(commit: commit.id.short, signer: signer.label, change: path,
+                                                      reason: "open invitation \(id) admits \(invitation.uses) members and this commit makes it \(count)")
+            }
+        }
+    }
+
+    /// Open invitation `id` as tree `tree` holds it (nil when it holds none that reads).
+    private func openInvitation(_ id: String, at tree: ObjectID) throws -> OpenInvitation? {
+        let path = ProfilePaths.invitation(id)
+        guard let entry = try repository.entry(at: path, inTree: tree), entry.kind == .blob,
+              let bytes = try bytes(of: .file(entry.id)) else { return nil }
+        return try? OpenInvitation.decode(bytes, path: path)
     }
 
     /// The profile's first commit, found from `commit` by first parents (once).

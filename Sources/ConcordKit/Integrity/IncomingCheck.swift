@@ -149,6 +149,9 @@ struct IncomingCheck {
         case .profileInfo:
             let info: ProfileInfo
             do { info = try ProfileInfo.decode(bytes) } catch { throw refuse(path, "unreadable") }
+            if info.formatVersion > concordFormatVersion {
+                throw refuse(path, "it is of data format \(info.formatVersion), newer than this concord reads (\(concordFormatVersion)): upgrade concord")
+            }
             if let expected = profileID, info.id != expected {
                 throw refuse(path, "it names another profile (id \(info.id), this one is \(expected))")
             }
@@ -157,6 +160,11 @@ struct IncomingCheck {
             let member: Member
             do { member = try Member.decode(bytes, path: path) } catch { throw refuse(path, "unreadable member file") }
             if member.name != name { throw refuse(path, "the file names member \(member.name)") }
+        case .invitation(let id):
+            let invitation: OpenInvitation
+            do { invitation = try OpenInvitation.decode(bytes, path: path) } catch { throw refuse(path, "unreadable open invitation") }
+            if invitation.id != id { throw refuse(path, "the file names open invitation \(invitation.id)") }
+            if invitation.role == .admin { throw refuse(path, "an open invitation cannot make Admins") }
         case .gitattributes:
             if bytes != Array(kinds.gitattributes().utf8) {
                 throw refuse(path, "it differs from what .concord/kinds.json generates (it would change how plain git merges)")

@@ -37,4 +37,28 @@ enum Acceptance {
         }
         return nil
     }
+
+    /// Why `member`, a member file that `commit` adds, is not a valid acceptance of open invitation
+    /// `invitation` (of which `used` places were taken in the parent) signed by `signer`; nil when it
+    /// is: active, as the invitation's role (never Admin), added by its admin, holding exactly the
+    /// signer's key, which the invitation's one-time key signed with the root and the member's name.
+    static func openProblem(invitation: OpenInvitation, used: Int, member: Member, signer: SSHPublicKey, root: String) -> String? {
+        guard invitation.role != .admin else { return "an open invitation cannot make Admins" }
+        guard used < invitation.uses else { return "all \(invitation.uses) places of open invitation \(invitation.id) were taken" }
+        guard member.status == .active, member.role == invitation.role, member.invitation == invitation.id,
+              member.addedBy == invitation.invitedBy, member.expiresAt == nil, member.invitationKey == nil,
+              member.revokedBy == nil, member.revokedAt == nil else {
+            return "joining by open invitation \(invitation.id) may only add an active \(invitation.role.rawValue), as it invites"
+        }
+        guard member.keys.count == 1, member.keys[0].publicKey == signer else {
+            return "an acceptance must hold exactly the key that signs it"
+        }
+        guard let acceptance = member.acceptance,
+              let bound = try? SSHSignature.verify(acceptance, message: Invitation.acceptanceMessage(root: root, member: member.name, key: signer),
+                                                   namespace: Invitation.acceptanceNamespace),
+              bound == invitation.key else {
+            return "the open invitation's one-time key did not sign the accepting key"
+        }
+        return nil
+    }
 }

@@ -20,7 +20,11 @@ public struct Invitation: Sendable, Equatable {
     public let profileName: String
     /// The profile's root commit id (hex): a remote whose history does not start there is refused.
     public let root: String
+    /// The invitee's member name; empty for an open invitation (each joiner chooses theirs).
     public let member: String
+    /// An open invitation's id (`OpenInvitation`), and how many may join by it; nil for a named one.
+    public let open: String?
+    public let uses: Int?
     public let role: Role
     /// ISO-8601 UTC.
     public let expiresAt: String
@@ -38,6 +42,8 @@ public struct Invitation: Sendable, Equatable {
             "member": .string(member), "role": .string(role.rawValue), "expiresAt": .string(expiresAt), "invitedBy": .string(invitedBy),
         ]
         if let oneTimeKey { fields["oneTimeKey"] = .string(oneTimeKey) }
+        if let open { fields["open"] = .string(open) }
+        if let uses { fields["uses"] = .number(String(uses)) }
         return JSONValue.object(fields).canonicalBytes()
     }
 
@@ -72,15 +78,18 @@ public struct Invitation: Sendable, Equatable {
               let expiresAt = value["expiresAt"]?.stringValue, HLClock.parseInstant(expiresAt) != nil,
               let invitedBy = value["invitedBy"]?.stringValue, let signature = value["signature"]?.stringValue
         else { throw bad }
+        let open = value["open"]?.stringValue
+        guard (open == nil) == (value["uses"] == nil), open == nil || value["oneTimeKey"] != nil else { throw bad }
         self.init(url: url, profileID: profileID, profileName: profileName, root: root, member: member, role: role,
-                  expiresAt: expiresAt, invitedBy: invitedBy, oneTimeKey: value["oneTimeKey"]?.stringValue, signature: signature)
+                  expiresAt: expiresAt, invitedBy: invitedBy, oneTimeKey: value["oneTimeKey"]?.stringValue,
+                  open: open, uses: value["uses"]?.intValue, signature: signature)
     }
 
     init(url: String, profileID: String, profileName: String, root: String, member: String, role: Role, expiresAt: String,
-         invitedBy: String, oneTimeKey: String?, signature: String) {
+         invitedBy: String, oneTimeKey: String?, open: String? = nil, uses: Int? = nil, signature: String) {
         (self.url, self.profileID, self.profileName, self.root) = (url, profileID, profileName, root)
         (self.member, self.role, self.expiresAt, self.invitedBy) = (member, role, expiresAt, invitedBy)
-        (self.oneTimeKey, self.signature) = (oneTimeKey, signature)
+        (self.oneTimeKey, self.open, self.uses, self.signature) = (oneTimeKey, open, uses, signature)
     }
 
     /// The key that signed this invitation, if the signature over its fields is good.

@@ -54,16 +54,7 @@ extension Members {
     /// replaced by its signature over the new key. Throws, committing nothing, when anything is off.
     func accept(_ invitation: Invitation, as identity: Identity) throws -> WriteResult<Member> {
         let refuse = { (why: String) in ConcordError.invitationRefused(member: invitation.member, reason: why) }
-        guard try profile.rootCommit().hex == invitation.root else {
-            throw refuse("the remote's history does not start at the invitation's root commit: it is not the profile you were invited to")
-        }
-        guard profile.info.id == invitation.profileID else { throw refuse("the remote holds another profile") }
-        let members = try list()
-        let signer = try invitation.signer()
-        guard let admin = members.first(where: { $0.name == invitation.invitedBy }), admin.status == .active, admin.role == .admin,
-              admin.keys.contains(where: { $0.publicKey == signer }) else {
-            throw refuse("it was not signed by an active admin of \"\(profile.info.name)\"")
-        }
+        let members = try checkOrigin(of: invitation)
         guard let pending = members.first(where: { $0.name == invitation.member }) else { throw refuse("it was withdrawn") }
         switch pending.status {
         case .active: throw refuse("it was already used")
@@ -95,36 +86,95 @@ extension Members {
             accepted.keys = pending.keys.map { $0.publicKey == identity.key.publicKey
                 ? Member.Key(device: identity.device, publicKey: $0.publicKey) : $0 }
         }
+        // What every other device will check (`CommitAuthorizer`), checked here first.
+        if let problem = Acceptance.problem(before: pending, after: accepted, signer: identity.key.publicKey, root: invitation.root) {
+            throw refuse(problem)
+        }
         return try commitMember(as: identity) { (accepted, .updated) }
+    }
+
+    /// Checks that `invitation` names this profile (its root commit and id) and was signed by one of
+    /// its active admins; returns the members.
+    func checkOrigin(of invitation: Invitation) throws -> [Member] {
+        let refuse = { (why: String) in ConcordError.invitationRefused(member: invitation.member, reason: why) }
+        guard try profile.rootCommit().hex == invitation.root else {
+            throw refuse("the remote's history does not start at the invitation's root commit: it is not the profile you were invited to")
+        }
+        guard profile.info.id == invitation.profileID else { throw refuse("the remote holds another profile") }
+        let members = try list()
+        let signer = try invitation.signer()
+        guard let admin = members.first(where: { $0.name == invitation.invitedBy }), admin.status == .active, admin.role == .admin,
+              admin.keys.contains(where: { $0.publicKey == signer }) else {
+            throw refuse("it was not signed by an active admin of \"\(profile.info.name)\"")
+        }
+        return members
     }
 }
 
 extension Profile {
     /// Accepts `invitation` into `directory`: clones what it names (every commit checked), checks the
     /// invitation against that history (root, the inviting admin's signature, the pending member
-    /// file, the expiry), commits the acceptance signed by this device's key, and syncs it. When any
-    /// check fails, the clone is removed and nothing is left. A sync that cannot reach the remote
-    /// keeps the acceptance for the next sync (its error is returned, not thrown).
+    /// file or open invitation, the expiry, the places left), commits the acceptance signed by this
+    /// device's key, and pushes it by compare-and-swap. Accepted means on the remote: when another
+    /// push got there first (another acceptance racing for the last place, or any commit), the clone
+    /// is dropped and the whole acceptance made again on what the remote now holds, so of two
+    /// acceptances racing for one place exactly one stands. When any check fails, or the remote
+    /// cannot be reached, the clone is removed and nothing is left.
+    ///
+    /// `beforePublishing` runs between the acceptance commit and its push (tests race it there).
     public static func accept(
-        _ invitation: Invitation, into directory: URL, identity: Identity, environment: ConcordEnvironment, trustHost: String? = nil
-    ) throws -> (profile: Profile, sync: Result<SyncReport, Error>) {
-        guard identity.member == invitation.member else {
+        _ invitation: Invitation, into directory: URL, identity: Identity, environment: ConcordEnvironment, trustHost: String? = nil,
+        beforePublishing: () throws -> Void = {}
+    ) throws -> (profile: Profile, sync: SyncReport) {
+        if invitation.open == nil, identity.member != invitation.member {
             throw ConcordError.invitationRefused(member: invitation.member, reason: "it is for \(invitation.member), and this "
                 + "device's identity is \(identity.member): accept it with an identity named \(invitation.member)")
         }
         if invitation.hasExpired(at: environment.wallClock()) {
-            throw ConcordError.invitationRefused(member: invitation.member,
+            throw ConcordError.invitationRefused(member: invitation.open == nil ? invitation.member : identity.member,
                                                  reason: "it expired at \(invitation.expiresAt); ask \(invitation.invitedBy) for a new one")
         }
-        let profile = try clone(url: invitation.url, into: directory, identity: identity, environment: environment, trustHost: trustHost)
-        do {
-            try profile.members.accept(invitation, as: identity)
-        } catch {
-            try? ProfileRegistry(home: environment.home).unregister(path: profile.root.path)
-            try? FileManager.default.removeItem(at: profile.root)
-            throw error
+        for attempt in 1...maxSyncAttempts {
+            let profile = try clone(url: invitation.url, into: directory, identity: identity, environment: environment, trustHost: trustHost)
+            let report: SyncReport?
+            do {
+                if invitation.open == nil {
+                    try profile.members.accept(invitation, as: identity)
+                } else {
+                    try profile.members.acceptOpen(invitation, as: identity)
+                }
+                try beforePublishing()
+                report = try profile.publishAcceptance(as: identity, attempt: attempt)
+            } catch {
+                profile.discardClone()
+                throw error
+            }
+            if let report { return (profile, report) }
+            profile.discardClone()
+            usleep(useconds_t.random(in: 20_000...(60_000 * useconds_t(attempt))))
         }
-        return (profile, Result { try profile.sync.run(as: identity) })
+        throw ConcordError.remoteKeptMoving(remote: "origin", attempts: maxSyncAttempts)
+    }
+
+    /// Pushes a fresh clone's acceptance commit onto the main it was made on; nil when the remote
+    /// moved meanwhile.
+    private func publishAcceptance(as identity: Identity, attempt: Int) throws -> SyncReport? {
+        let lock = try self.lock()
+        defer { withExtendedLifetime(lock) {} }
+        let location = try remoteLocation("origin")
+        let options = transportOptions(for: identity, remote: "origin", location: location)
+        let tracking = try gitCall { try repository.resolveReference(Profile.trackingRef("origin")) }
+        guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else { return nil }
+        guard try push(head, expected: tracking, remote: "origin", location: location, options: options, attemptsLeft: 1) else { return nil }
+        try gitCall { try repository.updateReference(Profile.trackingRef("origin"), to: head, expected: tracking, message: "concord: pushed") }
+        try recordSync(remote: "origin", head: head)
+        return SyncReport(remote: "origin", received: 0, sent: 1, changedFiles: [], resolved: [], unresolved: [], head: head.hex, attempts: attempt)
+    }
+
+    /// Removes a clone made by `accept` and its registry entry.
+    private func discardClone() {
+        try? ProfileRegistry(home: environment.home).unregister(path: root.path)
+        try? FileManager.default.removeItem(at: root)
     }
 
     /// The first commit of this profile's history (the trust anchor an invitation pins).

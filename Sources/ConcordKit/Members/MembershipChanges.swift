@@ -73,9 +73,30 @@ extension Members {
     }
 
     /// Refuses with `accessRemoved` when `commit` (the remote's main) revokes `identity`'s member.
+    /// Refuses with `invitationRefused` when this device joined by an open invitation whose places
+    /// `commit` shows all taken by others: its acceptance lost the race and is merged nowhere.
     func checkAccess(at commit: ObjectID, for identity: Identity) throws {
-        guard let member = try member(identity.member, at: commit), member.status == .revoked else { return }
+        guard let member = try member(identity.member, at: commit) else { return try checkOpenAcceptance(at: commit, for: identity) }
+        guard member.status == .revoked else { return }
         throw ConcordError.accessRemoved(member: identity.member, by: member.revokedBy ?? "an admin", profile: profile.info.name)
+    }
+
+    private func checkOpenAcceptance(at commit: ObjectID, for identity: Identity) throws {
+        guard let mine = try list().first(where: { $0.name == identity.member }), let id = mine.invitation else { return }
+        let path = ProfilePaths.invitation(id)
+        let (invitationBytes, memberFiles): ([UInt8]?, [[UInt8]]) = try gitCall {
+            let tree = try profile.repository.commit(commit).tree
+            let invitation = try profile.repository.entry(at: path, inTree: tree).map { try profile.repository.blob($0.id) }
+            let members = try profile.repository.entries(inDirectory: ProfilePaths.membersDirectory, ofTree: tree)
+                .filter { $0.kind == .blob }.map { try profile.repository.blob($0.id) }
+            return (invitation, members)
+        }
+        guard let invitationBytes, let invitation = try? OpenInvitation.decode(invitationBytes, path: path) else { return }
+        let used = invitation.used(by: memberFiles.compactMap { try? Member.decode($0, path: path) })
+        guard used >= invitation.uses else { return }
+        throw ConcordError.invitationRefused(member: identity.member, reason: "all \(invitation.uses) places of open invitation \(id) were "
+            + "taken by others before this device's acceptance reached the remote, so it is not recorded; remove this copy and ask "
+            + "\(invitation.invitedBy) for a new invitation")
     }
 
     /// Applies `mutate` to member `name` in one signed commit, after the checks every membership

@@ -70,7 +70,9 @@ final class MergePlanner {
         if path == KindsTable.path { return RecordMerge.mergeKindsFile(base: base, ours: ours, theirs: theirs) }
         // Generated from the kinds: whatever either side holds, the merge holds the merged kinds' version.
         if path == ProfilePaths.gitattributes { return .merged(bytes: Array(kinds.gitattributes().utf8), conflicts: []) }
-        if path == ProfilePaths.profile { return RecordMerge.mergeDocument(base: base, ours: ours, theirs: theirs) }
+        if path == ProfilePaths.profile || (path.hasPrefix(ProfilePaths.invitationsDirectory + "/") && path.hasSuffix(".json")) {
+            return RecordMerge.mergeDocument(base: base, ours: ours, theirs: theirs)
+        }
         if path.hasPrefix(ProfilePaths.membersDirectory + "/") && path.hasSuffix(".json") {
             return RecordMerge.mergeMemberFile(base: base, ours: ours, theirs: theirs)
         }

@@ -8,10 +8,16 @@ import Foundation
 /// kind one flat directory. 2 — record files in 256 bucket directories per kind (`RecordPaths`),
 /// so a one-record change no longer rewrites a tree of every record of its kind. 3 — per-field
 /// stamps: a live record's `fields` and `lastDeleted` (see `Record`), so `lww` merges each field by
-/// its own last write and the result no longer depends on the order devices sync in.
-public let concordFormatVersion = 3
+/// its own last write and the result no longer depends on the order devices sync in. 4 — open
+/// invitations (`.concord/invitations/<id>.json`, `OpenInvitation`) and the member field
+/// `invitation`; the first open invitation of a format 3 profile moves its `profile.json` to 4 in the
+/// same commit. A concord that reads only format 3 refuses that commit (a path its format lacks)
+/// rather than misreading it, and a fetched `profile.json` of a newer format than this build reads
+/// is refused with "upgrade concord".
+public let concordFormatVersion = 4
 /// The oldest format this build reads. A format 2 record has no field stamps, and reading one as
-/// format 3 would say all its fields were written at its `updatedAt`: not what happened.
+/// format 3 would say all its fields were written at its `updatedAt`: not what happened. A format 3
+/// profile is a format 4 profile with no open invitations, so it is read as it is.
 public let oldestReadableFormatVersion = 3
 
 /// Paths of the files Concord keeps in every profile.
@@ -19,9 +25,11 @@ enum ProfilePaths {
     static let profile = ".concord/profile.json"
     static let kinds = KindsTable.path
     static let membersDirectory = ".concord/members"
+    static let invitationsDirectory = ".concord/invitations"
     static let gitattributes = ".gitattributes"
 
     static func member(_ name: String) -> String { "\(membersDirectory)/\(name).json" }
+    static func invitation(_ id: String) -> String { "\(invitationsDirectory)/\(id).json" }
 }
 
 /// `.concord/profile.json`: what this profile is.
@@ -78,6 +86,8 @@ public struct Member: Sendable, Equatable {
     /// The one-time key's SSHSIG (namespace `concord-acceptance`) binding the device key that accepted
     /// a link invitation: what lets every device check the acceptance commit.
     public var acceptance: String?
+    /// The open invitation (`OpenInvitation.id`) this member joined by; nil for everyone else.
+    public var invitation: String?
 
     var json: JSONValue {
         var fields: [String: JSONValue] = [
@@ -90,6 +100,7 @@ public struct Member: Sendable, Equatable {
         if let expiresAt { fields["expiresAt"] = .string(expiresAt) }
         if let invitationKey { fields["invitationKey"] = .string(invitationKey.line(comment: nil)) }
         if let acceptance { fields["acceptance"] = .string(acceptance) }
+        if let invitation { fields["invitation"] = .string(invitation) }
         return .object(fields)
     }
 
@@ -111,7 +122,7 @@ public struct Member: Sendable, Equatable {
                           revokedBy: value["revokedBy"]?.stringValue, revokedAt: value["revokedAt"]?.stringValue,
                           expiresAt: value["expiresAt"]?.stringValue,
                           invitationKey: try value["invitationKey"]?.stringValue.map { try SSHPublicKey(line: $0) },
-                          acceptance: value["acceptance"]?.stringValue)
+                          acceptance: value["acceptance"]?.stringValue, invitation: value["invitation"]?.stringValue)
         } catch let error as ConcordError {
             throw error
         } catch {

@@ -1,0 +1,54 @@
+import ConcordModel
+import ConcordTrust
+
+/// `.concord/invitations/<id>.json` (format 4): an open invitation, for a public group session.
+/// Anyone holding its link joins under a name of their own choosing, as `role`, until `uses`
+/// people have joined by it or it expires, whichever comes first.
+///
+/// The link carries the private half of a one-time key whose public half is `key`; an acceptance
+/// is a new member file naming this invitation (`Member.invitation`) and carrying that key's
+/// signature over the root commit, the new member and their device key (`Acceptance`). How many
+/// joined is counted from the member files, so it is the same on every device: a history in which
+/// more members name the invitation than it has uses is invalid (`AccessRule.overusedInvitation`),
+/// and of two acceptances racing for the last use only the one the remote took first stands.
+public struct OpenInvitation: Sendable, Equatable {
+    public let id: String
+    public let role: Role
+    public let uses: Int
+    /// ISO-8601 UTC.
+    public let expiresAt: String
+    public let invitedBy: String
+    public let invitedAt: String
+    /// The public half of the one-time key the link carries.
+    public let key: SSHPublicKey
+
+    /// The most uses an open invitation may be given.
+    public static let maxUses = 1_000
+
+    var json: JSONValue {
+        .object([
+            "id": .string(id), "role": .string(role.rawValue), "uses": .number(String(uses)), "expiresAt": .string(expiresAt),
+            "invitedBy": .string(invitedBy), "invitedAt": .string(invitedAt), "key": .string(key.line(comment: nil)),
+        ])
+    }
+
+    static func decode(_ bytes: [UInt8], path: String) throws -> OpenInvitation {
+        let value: JSONValue
+        do { value = try JSONValue.parse(bytes) } catch {
+            throw ConcordError.corruptRecord(path: path, reason: "\(error)")
+        }
+        guard let id = value["id"]?.stringValue, let role = value["role"]?.stringValue.flatMap(Role.init(parsing:)),
+              let uses = value["uses"]?.intValue, (1...maxUses).contains(uses),
+              let expiresAt = value["expiresAt"]?.stringValue, HLClock.parseInstant(expiresAt) != nil,
+              let invitedBy = value["invitedBy"]?.stringValue, let invitedAt = value["invitedAt"]?.stringValue,
+              let line = value["key"]?.stringValue, let key = try? SSHPublicKey(line: line) else {
+            throw ConcordError.corruptRecord(path: path, reason: "an open invitation needs id, role, uses (1–\(maxUses)), expiresAt, invitedBy, invitedAt and key")
+        }
+        return OpenInvitation(id: id, role: role, uses: uses, expiresAt: expiresAt, invitedBy: invitedBy, invitedAt: invitedAt, key: key)
+    }
+
+    /// How many of `members` joined by this invitation.
+    func used(by members: some Sequence<Member>) -> Int {
+        members.reduce(0) { $0 + ($1.invitation == id ? 1 : 0) }
+    }
+}

@@ -1,0 +1,109 @@
+import ConcordGit
+import ConcordModel
+import ConcordTrust
+import Foundation
+
+/// An open invitation made by `Members.shareOpen`: the invitation file it committed and the text to send.
+public struct SharedOpenInvitation: Sendable {
+    public let invitation: OpenInvitation
+    public let text: Invitation
+    public let commit: String?
+}
+
+/// Open invitations (`OpenInvitation`): an admin commits the invitation file and sends its link to
+/// anyone; each person who accepts it commits a new member file of their own, bound by the link's
+/// one-time key, until its uses are taken or it expires.
+extension Members {
+    /// Opens an invitation to join as `role` (not Admin), for up to `uses` people, until `expiresIn`
+    /// seconds from now, through `remote`'s URL. Admins only. A format 3 profile moves to format 4
+    /// in the same commit (docs/security.md).
+    public func shareOpen(role: Role, uses: Int, expiresIn: Int64, remote: String = "origin",
+                          as identity: Identity) throws -> SharedOpenInvitation {
+        guard role != .admin else {
+            throw ConcordError.invalidInput("an open invitation cannot make Admins: invite an Admin by name ('concord share NAME --role admin')")
+        }
+        guard (1...OpenInvitation.maxUses).contains(uses) else {
+            throw ConcordError.invalidInput("--uses must be between 1 and \(OpenInvitation.maxUses), not \(uses)")
+        }
+        guard expiresIn > 0 else { throw ConcordError.invalidInput("an invitation must expire in the future") }
+        guard let url = try gitCall({ try profile.repository.remoteURL(remote) }) else { throw ConcordError.unknownRemote(remote) }
+        let now = profile.environment.wallClock()
+        let oneTime = SigningKey.generate()
+        let id = (0..<8).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        let document = OpenInvitation(id: id, role: role, uses: uses, expiresAt: HLClock.formatInstant(now + expiresIn * 1000),
+                                      invitedBy: identity.member, invitedAt: HLClock.formatInstant(now), key: oneTime.publicKey)
+        let result = try profile.records.write(as: identity) { transaction in
+            try authorizeAdmin(identity, action: "opening an invitation")
+            transaction.stage(ProfilePaths.invitation(id), document.json.canonicalBytes(),
+                              RecordChange(kind: "invitations", id: id, action: .added))
+            if profile.info.formatVersion < concordFormatVersion {
+                let info = ProfileInfo(id: profile.info.id, name: profile.info.name, formatVersion: concordFormatVersion,
+                                       createdAt: profile.info.createdAt)
+                transaction.stage(ProfilePaths.profile, info.json.canonicalBytes(), RecordChange(kind: "profile", id: "profile", action: .updated))
+            }
+        }
+        var text = Invitation(url: url, profileID: profile.info.id, profileName: profile.info.name, root: try profile.rootCommit().hex,
+                              member: "", role: role, expiresAt: document.expiresAt, invitedBy: identity.member,
+                              oneTimeKey: oneTime.openSSHPrivateKeyFile(comment: "concord-invitation"), open: id, uses: uses, signature: "")
+        text.signature = SSHSignature.sign(text.signedBytes, with: identity.key, namespace: Invitation.namespace)
+        return SharedOpenInvitation(invitation: document, text: text, commit: result.commit)
+    }
+
+    /// The open invitations of this profile, read from `.concord/invitations/`, with how many joined by each.
+    public func openInvitations() throws -> [(invitation: OpenInvitation, used: Int)] {
+        let directory = profile.root.appendingPathComponent(ProfilePaths.invitationsDirectory)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        let members = try list()
+        return try names.filter { $0.hasSuffix(".json") }.sorted().map { name in
+            let bytes = try Array(Data(contentsOf: directory.appendingPathComponent(name)))
+            let invitation = try OpenInvitation.decode(bytes, path: ProfilePaths.invitationsDirectory + "/" + name)
+            return (invitation, invitation.used(by: members))
+        }
+    }
+
+    /// Checks open `invitation` against this profile (a fresh clone of what it names) and commits
+    /// `identity` joining by it: a new, active member file named after the identity's member, with
+    /// this device's key and the one-time key's signature over it. Throws, committing nothing, when
+    /// the invitation is altered, withdrawn, expired or used up, or the name is taken.
+    func acceptOpen(_ invitation: Invitation, as identity: Identity) throws -> WriteResult<Member> {
+        let refuse = { (why: String) in ConcordError.invitationRefused(member: identity.member, reason: why) }
+        guard let id = invitation.open, let oneTimeText = invitation.oneTimeKey else { throw refuse("it is not an open invitation") }
+        let members = try checkOrigin(of: invitation)
+        let path = ProfilePaths.invitation(id)
+        guard let bytes = try? Array(Data(contentsOf: profile.root.appendingPathComponent(path))) else {
+            throw refuse("the profile does not hold it: ask \(invitation.invitedBy) to run 'concord sync' and send it again")
+        }
+        let document = try OpenInvitation.decode(bytes, path: path)
+        let oneTime: SigningKey
+        do { oneTime = try SigningKey(openSSHPrivateKeyFile: oneTimeText) } catch { throw refuse("its one-time key is damaged") }
+        guard document.role == invitation.role, document.uses == invitation.uses, document.expiresAt == invitation.expiresAt,
+              document.invitedBy == invitation.invitedBy, document.key == oneTime.publicKey else {
+            throw refuse("it does not match the open invitation in the profile; ask for a new one")
+        }
+        guard !invitation.hasExpired(at: profile.environment.wallClock()) else {
+            throw refuse("it expired at \(invitation.expiresAt); ask \(invitation.invitedBy) for a new one")
+        }
+        let used = document.used(by: members)
+        guard used < document.uses else {
+            throw refuse("all \(document.uses) of its places are taken; ask \(invitation.invitedBy) for a new one")
+        }
+        if members.contains(where: { $0.name == identity.member }) {
+            throw refuse("\"\(profile.info.name)\" already has a member named \(identity.member): join with an identity of another name "
+                         + "(a CONCORD_HOME of its own, 'concord identity init --name NAME')")
+        }
+        try refuseKeyHeldByAnother(identity.key.publicKey, in: members)
+        let root = try profile.rootCommit().hex
+        let member = Member(
+            name: identity.member, role: document.role, status: .active,
+            keys: [Member.Key(device: identity.device, publicKey: identity.key.publicKey)],
+            addedBy: document.invitedBy, addedAt: HLClock.formatInstant(profile.environment.wallClock()),
+            acceptance: SSHSignature.sign(Invitation.acceptanceMessage(root: root, member: identity.member, key: identity.key.publicKey),
+                                          with: oneTime, namespace: Invitation.acceptanceNamespace),
+            invitation: id)
+        // What every other device will check (`CommitAuthorizer`), checked here first.
+        if let problem = Acceptance.openProblem(invitation: document, used: used, member: member, signer: identity.key.publicKey, root: root) {
+            throw refuse(problem)
+        }
+        return try commitMember(as: identity) { (member, .added) }
+    }
+}
