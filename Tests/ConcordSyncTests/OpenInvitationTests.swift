@@ -130,4 +130,43 @@ final class OpenInvitationTests: SyncTestCase {
         assertOneLineRefusal(late, mentions: ["the invitation for erin cannot be accepted", "expired"])
         XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.appendingPathComponent("late").path))
     }
+
+    /// Scenarios D1–D2: a host opens a session; three people join by one open invitation and add
+    /// themselves to the participant list; everyone chats, two of them offline. After syncing, every
+    /// device lists all four participants and holds every message, in the same order.
+    func testAGroupSessionJoinedByAnOpenInvitationLosesNoMessage() throws {
+        let remote = try makeRemote(.path)
+        let host = try makeDevice("host", device: "laptop")
+        let session = try publishProfile(owner: host, remote: remote, directory: "host", template: "sessions",
+                                         records: [("sessions/tonight", #"{"title":"Tuesday group"}"#), ("participants/host", #"{"name":"host"}"#)])
+        let text = try share(["--open", "--role", "user", "--uses", "3"], as: host, in: session)
+        try concordOK(["sync"], as: host, in: session)
+        var devices = [(host, session)]
+        for (name, device) in [("ana", "phone"), ("ben", "tablet"), ("cai", "phone")] {
+            let person = try makeDevice(name, device: device)
+            let copy = try accept(text, as: person, remote: remote, into: name)
+            try concordOK(["put", "participants/\(name)", "--json", #"{"name":"\#(name)"}"#], as: person, in: copy)
+            try concordOK(["sync"], as: person, in: copy)
+            devices.append((person, copy))
+        }
+        // Everyone has everyone's acceptance before the chat starts; then two of them write offline.
+        for (person, copy) in devices { try concordOK(["sync"], as: person, in: copy) }
+        var sent = [String]()
+        for round in 1...2 {
+            for (person, copy) in devices {
+                let message = "\(person.member) says \(round)"
+                try concordOK(["append", "messages", "--json", #"{"text":"\#(message)"}"#], as: person, in: copy)
+                sent.append(message)
+                if !["ben", "cai"].contains(person.member) { try concordOK(["sync"], as: person, in: copy) }
+            }
+        }
+        for _ in 0..<2 { for (person, copy) in devices { try concordOK(["sync"], as: person, in: copy) } }
+        let exports = try devices.map { person, copy in try concordOK(["export"], as: person, in: copy) }
+        XCTAssertEqual(Set(exports).count, 1, "every device holds the same records and messages, in the same order")
+        for message in sent { XCTAssertTrue(exports[0].contains(message), "\(message) is missing") }
+        let participants = try concordOK(["ls", "participants"], as: devices[2].0, in: devices[2].1)
+        XCTAssertEqual(participants.split(separator: "\n").count, 4, participants)
+        XCTAssertTrue(try concordOK(["members", "--open"], as: host, in: session).contains("3 of 3 joined"))
+        XCTAssertTrue(try concordOK(["verify"], as: host, in: session).contains("verified"))
+    }
 }

@@ -68,13 +68,13 @@ extension SyncTestCase {
         }
     }
 
-    /// `owner` creates an aac profile in `<sandbox>/<directory>`, adds each of `members` (device, role)
-    /// by key, adds `remote` as origin and publishes it with `concord sync`.
+    /// `owner` creates a profile of `template` (aac) in `<sandbox>/<directory>`, adds each of `members`
+    /// (device, role) by key, adds `remote` as origin and publishes it with `concord sync`.
     func publishProfile(owner: SyncDevice, remote: SyncRemote, directory: String = "profile-\(UUID().uuidString.prefix(6))",
-                        members: [(SyncDevice, String)] = [], records: [(String, String)] = [],
+                        template: String = "aac", members: [(SyncDevice, String)] = [], records: [(String, String)] = [],
                         file: StaticString = #filePath, line: UInt = #line) throws -> URL {
         let profile = sandbox.appendingPathComponent(directory)
-        try concordOK(["init", profile.path, "--name", "Shared", "--template", "aac"], as: owner, file: file, line: line)
+        try concordOK(["init", profile.path, "--name", "Shared", "--template", template], as: owner, file: file, line: line)
         for (device, role) in members {
             try concordOK(["members", "add", device.member, "--role", role, "--key", device.publicKeyLine, "--device", device.device],
                           as: owner, in: profile, file: file, line: line)
