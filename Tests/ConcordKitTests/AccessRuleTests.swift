@@ -19,7 +19,7 @@ final class AccessRuleTests: XCTestCase {
             for kind in kinds.kinds {
                 let path = kind.policy == .append ? "\(kind.directory)/2026-01-01.jsonl" : kind.recordPath(try RecordID("x1"))
                 for role in Role.allCases {
-                    let verdict = AccessRule.mayChange(path, by: member("m", role), kinds: kinds, inMerge: false)
+                    let verdict = AccessRule.mayChange(path, by: member("m", role), kinds: kinds)
                     if role >= kind.writers {
                         XCTAssertNil(verdict, "\(role) writing \(kind.name)")
                     } else {
@@ -35,7 +35,7 @@ final class AccessRuleTests: XCTestCase {
         for path in [KindsTable.path, ".concord/profile.json", ".gitattributes", ".concord/members/bob.json",
                      ".concord/invitations/0123456789abcdef.json", "unknown/x1.json"] {
             for role in Role.allCases {
-                let verdict = AccessRule.mayChange(path, by: member("m", role), kinds: kinds, inMerge: false)
+                let verdict = AccessRule.mayChange(path, by: member("m", role), kinds: kinds)
                 XCTAssertEqual(verdict == nil, role == .admin, "\(role) changing \(path): \(verdict ?? "allowed")")
             }
         }
@@ -48,7 +48,7 @@ final class AccessRuleTests: XCTestCase {
         let promoted = member("vera", .admin)
         let revived = member("vera", .viewer, .invited)
         func verdict(_ after: [UInt8]?, before old: [UInt8]? = before.json.canonicalBytes()) -> String? {
-            AccessRule.mayChange(".concord/members/vera.json", by: before, kinds: kinds, inMerge: false, ownMemberFile: (old, after))
+            AccessRule.mayChange(".concord/members/vera.json", by: before, kinds: kinds, ownMemberFile: (old, after))
         }
         XCTAssertNil(verdict(withKey.json.canonicalBytes()), "adding a device key")
         XCTAssertNil(verdict(before.json.canonicalBytes(), before: withKey.json.canonicalBytes()), "removing a device key")
@@ -61,10 +61,12 @@ final class AccessRuleTests: XCTestCase {
         XCTAssertNotNil(verdict(extra.canonicalBytes()), "a new field riding along with a key")
     }
 
-    func testConflictCopiesComeOnlyFromMerges() {
+    /// A conflict copy the policy merge writes is not a change of the merge's signer (rule 3 compares
+    /// the merge with the recomputed policy merge); one written by hand is an Admin's to write.
+    func testConflictCopiesByHandAreAdminOnly() {
         let path = ".concord/conflicts/vocabulary/ab/x1.0123456.json"
-        XCTAssertNil(AccessRule.mayChange(path, by: member("m", .viewer), kinds: Template.aac.kinds, inMerge: true))
-        XCTAssertNotNil(AccessRule.mayChange(path, by: member("m", .editor), kinds: Template.aac.kinds, inMerge: false))
+        XCTAssertNil(AccessRule.mayChange(path, by: member("m", .admin), kinds: Template.aac.kinds))
+        XCTAssertNotNil(AccessRule.mayChange(path, by: member("m", .editor), kinds: Template.aac.kinds))
     }
 
     func testOnlyActiveMembersSignAndARootNeedsAnAdmin() {

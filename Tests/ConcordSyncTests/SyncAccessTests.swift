@@ -266,4 +266,75 @@ final class SyncAccessTests: SyncTestCase {
         let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: json.stdoutData) as? [String: Any])
         XCTAssertTrue((object["error"] as? String)?.contains(String(commit.prefix(7))) == true, json.stdout)
     }
+
+    // MARK: Rule 3: a merge is judged against the policy merge of its parents, recomputed
+
+    /// A User's merge made with `git merge -s ours` keeps only their side of a log day: the policy
+    /// merge holds both entries, the merge drops Alice's, so it is refused (a log only grows).
+    func testAMergeThatDropsAnotherMembersLogEntriesIsRefused() throws {
+        let team = try makeTeam()
+        let line = { (by: String, id: String) in
+            #"{"at":"2026-01-01T10:00:00.000Z-0000","by":"\#(by)","data":{"symbol":"puzzle"},"device":"tablet","id":"\#(id)"}"# + "\n"
+        }
+        let day = "logs/2026-01-01.jsonl"
+        let fork = sandbox.appendingPathComponent("uma-fork")
+        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
+        let alices = try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
+            try FileManager.default.createDirectory(at: clone.appendingPathComponent("logs"), withIntermediateDirectories: true)
+            try Data(line("alice", "a1").utf8).write(to: clone.appendingPathComponent(day))
+        }
+        try assertAccepted(team, commit: alices)
+        try FileManager.default.createDirectory(at: fork.appendingPathComponent("logs"), withIntermediateDirectories: true)
+        try Data(line("uma", "u1").utf8).write(to: fork.appendingPathComponent(day))
+        let signing = GitSigning.options(keyFile: team.uma.keyFile.path)
+        try gitOK(["add", "-A"], in: fork)
+        try gitOK(signing + ["commit", "-S", "--quiet", "-m", "uma's tap"], in: fork)
+        try gitOK(["fetch", "--quiet", "origin"], in: fork)
+        try gitOK(signing + ["merge", "-S", "--quiet", "-s", "ours", "--no-edit", "origin/main"], in: fork)
+        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: fork)
+        let merge = try gitOK(["rev-parse", "HEAD"], in: fork)
+        try assertRefused(team, commit: merge, mentions: ["by uma@tablet", "logs/", "a log only grows"])
+    }
+
+    /// An Editor's merge that slips a settings change in (beyond what either parent had) is refused.
+    func testAMergeThatAddsAChangeTheSignerMayNotMakeIsRefused() throws {
+        let team = try makeTeam()
+        let fork = sandbox.appendingPathComponent("eddie-fork")
+        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
+        try replace(#""label": "puzzle""#, with: #""label": "jigsaw""#, in: try recordFile("vocabulary", "puzzle", in: fork))
+        let signing = GitSigning.options(keyFile: team.eddie.keyFile.path)
+        try gitOK(signing + ["commit", "-S", "--quiet", "-am", "eddie's edit"], in: fork)
+        let alices = try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
+            try FileManager.default.createDirectory(at: clone.appendingPathComponent("logs"), withIntermediateDirectories: true)
+            try Data(#"{"at":"2026-01-01T10:00:00.000Z-0000","by":"alice","data":{},"device":"laptop","id":"a1"}"#.utf8 + [0x0A])
+                .write(to: clone.appendingPathComponent("logs/2026-01-01.jsonl"))
+        }
+        try assertAccepted(team, commit: alices)
+        try gitOK(["pull", "--quiet", "--no-rebase", "--no-commit", "origin", "main"], in: fork)
+        try replace(#""color": "blue""#, with: #""color": "black""#, in: try recordFile("settings", "theme", in: fork))
+        try gitOK(["add", "-A"], in: fork)
+        try gitOK(signing + ["commit", "-S", "--quiet", "--no-edit"], in: fork)
+        XCTAssertEqual(try gitOK(["rev-list", "--count", "--merges", "HEAD~1..HEAD"], in: fork), "1", "the fork's tip is a merge")
+        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: fork)
+        let merge = try gitOK(["rev-parse", "HEAD"], in: fork)
+        try assertRefused(team, commit: merge, mentions: ["by eddie@laptop", "settings/theme", "Editors may not write settings"])
+    }
+
+    /// Concurrent edits of one record by an Editor and the Admin: the Editor's concord merge resolves
+    /// them by the lww policy, which every device recomputes to the same tree, so it is taken.
+    func testAnEditorsPolicyMergeOfAConflictIsAccepted() throws {
+        let team = try makeTeam()
+        let eddieProfile = try cloneProfile(team.eddie, from: team.remote, into: "eddie")
+        try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"alice's"}"#], as: team.alice, in: team.aliceProfile,
+                      clock: "2099-01-01T10:00:00.000Z")
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"eddie's"}"#], as: team.eddie, in: eddieProfile,
+                      clock: "2099-01-01T11:00:00.000Z")
+        let synced = try syncJSON(team.eddie, in: eddieProfile)
+        XCTAssertTrue(synced.movedAnything)
+        XCTAssertEqual(try gitOK(["rev-list", "--count", "--merges", "-1", "HEAD"], in: eddieProfile), "1", "Eddie merged")
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        XCTAssertEqual(try revParse("HEAD", in: team.aliceProfile), try revParse("HEAD", in: eddieProfile))
+        XCTAssertTrue(try concordOK(["get", "vocabulary/puzzle"], as: team.alice, in: team.aliceProfile).contains("eddie's"))
+    }
 }

@@ -66,9 +66,9 @@ enum AccessRule {
     /// Rule 2 for one changed path: nil when `signer` may make the change under `kinds`, or the
     /// refusal's reason ("Viewers may not write vocabulary"). `memberFile` holds the member file's
     /// bytes before and after the change when `path` is the signer's own member file (the only
-    /// member file a non-Admin may touch, and then only its keys); `inMerge` allows the conflict
-    /// copies a merge writes.
-    static func mayChange(_ path: String, by signer: Member, kinds: KindsTable, inMerge: Bool,
+    /// member file a non-Admin may touch, and then only its keys). Conflict copies a merge writes
+    /// are not asked about (rule 3 compares a merge with the policy merge, which writes them).
+    static func mayChange(_ path: String, by signer: Member, kinds: KindsTable,
                           ownMemberFile: (before: [UInt8]?, after: [UInt8]?)? = nil) -> String? {
         if signer.role == .admin { return nil }
         let adminOnly = "only Admins may change it; \(signer.name) is \(signer.role.title)"
@@ -83,7 +83,7 @@ enum AccessRule {
                 guard name == signer.name else { return "only Admins may change another member; \(signer.name) is \(signer.role.title)" }
                 return ownKeysOnly(ownMemberFile, path: path, signer: signer)
             case .conflictCopy:
-                return inMerge ? nil : "only a merge writes conflict copies, and only Admins may change them by hand; \(signer.name) is \(signer.role.title)"
+                return "only a merge writes conflict copies, and only Admins may change them by hand; \(signer.name) is \(signer.role.title)"
             case .record(let kind, _), .logDay(let kind, _):
                 return signer.role >= kind.writers ? nil : "\(signer.role.title)s may not write \(kind.name)"
             }

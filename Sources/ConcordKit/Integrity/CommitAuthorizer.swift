@@ -91,26 +91,32 @@ final class CommitAuthorizer {
                 }
             }
             guard let parentTree = parentTrees.first, signer.member.role != .admin else { return signer }
+            // Rule 3: a merge of two parents is judged against their policy merge, recomputed here.
+            // Where its tree is that merge, nothing more is asked; where it differs, rule 2 applies
+            // to each difference. (Other commits, octopus merges included, are judged against their
+            // first parent.)
+            var judged = changes
+            if commit.parents.count == 2 {
+                let policyTree = try PolicyMerge.compute(in: repository, ours: commit.parents[0], theirs: commit.parents[1]).tree
+                if policyTree == commit.tree { return signer }
+                judged = try repository.treeChanges(from: policyTree, to: commit.tree)
+            }
             // Rule 2, against the first parent's kinds.
             let kinds = try kindsTable(at: parentTree)
             let ownFile = ProfilePaths.member(signer.member.name)
-            for change in changes {
+            for change in judged {
                 let path = String(decoding: change.path, as: UTF8.self)
                 var files: (before: [UInt8]?, after: [UInt8]?)?
                 if path == ownFile { files = (try bytes(of: change.old), try bytes(of: change.new)) }
-                guard let reason = AccessRule.mayChange(path, by: signer.member, kinds: kinds, inMerge: commit.parents.count > 1,
-                                                        ownMemberFile: files) else {
-                    // A log only grows, and what a member adds to it is theirs (a merge brings in the other side's entries).
-                    if commit.parents.count == 1, case .success(.logDay) = ProfilePathRules.classify(change.path, kinds: kinds),
-                       let problem = AccessRule.logAppendProblem(before: try bytes(of: change.old) ?? [], after: try bytes(of: change.new),
-                                                                 by: signer.member) {
-                        throw refuse(signer.label, Self.label(path, kinds: kinds), problem)
-                    }
-                    continue
+                if let reason = AccessRule.mayChange(path, by: signer.member, kinds: kinds, ownMemberFile: files) {
+                    throw refuse(signer.label, Self.label(path, kinds: kinds), reason)
                 }
-                // A merge may bring in what another parent changed, or what the policies make of both sides.
-                if try isPolicyMerge(commit, path: path, result: change.new) { continue }
-                throw refuse(signer.label, Self.label(path, kinds: kinds), reason)
+                // A log only grows, and what a member adds to it is theirs.
+                if case .success(.logDay) = ProfilePathRules.classify(change.path, kinds: kinds),
+                   let problem = AccessRule.logAppendProblem(before: try bytes(of: change.old) ?? [], after: try bytes(of: change.new),
+                                                             by: signer.member) {
+                    throw refuse(signer.label, Self.label(path, kinds: kinds), problem)
+                }
             }
             return signer
         } catch let error as GitError {
@@ -246,25 +252,6 @@ final class CommitAuthorizer {
         let header = try repository.objectHeader(blob)
         guard header.type == .blob, header.size <= ProfilePathRules.maxLogFileBytes else { return nil }
         return try repository.blob(blob)
-    }
-
-    /// Whether `path` holds in a two-parent merge exactly what merging its parents gives: the
-    /// other side's version where only that side changed it since the merge base, or the merge
-    /// policy's result (under the merged kinds) where both did.
-    private func isPolicyMerge(_ commit: Commit, path: String, result: TreeEntryValue?) throws -> Bool {
-        guard commit.parents.count == 2, let base = try repository.mergeBase(commit.parents[0], commit.parents[1]) else { return false }
-        let trees = try [base, commit.parents[0], commit.parents[1]].map { try repository.commit($0).tree }
-        let sides = try trees.map { try repository.entry(at: path, inTree: $0).map { TreeEntryValue.file($0.id) } }
-        let (ancestor, ours, theirs) = (sides[0], sides[1], sides[2])
-        if ours == ancestor { return result == theirs }
-        if theirs == ancestor || ours == theirs { return result == ours }
-        guard let ours = try bytes(of: ours), let theirs = try bytes(of: theirs), let result = try bytes(of: result) else { return false }
-        let kindsFiles = try trees.map { try repository.entry(at: KindsTable.path, inTree: $0).flatMap { try bytes(of: .file($0.id)) } }
-        let planner = MergePlanner(kinds: MergePlanner.mergedKinds(base: kindsFiles[0], ours: kindsFiles[1], theirs: kindsFiles[2]))
-        guard case .merged(let merged, _)? = planner.outcome(path: path, base: try bytes(of: ancestor), ours: ours, theirs: theirs) else {
-            return false
-        }
-        return merged == result
     }
 
     /// How a refusal names a changed path: `kind/id` for a record, the path otherwise.

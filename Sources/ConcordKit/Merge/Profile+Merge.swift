@@ -45,29 +45,8 @@ extension Profile {
         if try repository.isAncestor(head, of: theirs) {
             return try moveBranch(branch, .fastForward, from: head, to: theirs, message: "concord: fast-forward", resolved: [], unresolved: [])
         }
-        let base = try repository.mergeBase(head, theirs)
-        let kinds = MergePlanner.mergedKinds(
-            base: try base.flatMap { try blob(KindsTable.path, atCommit: $0) },
-            ours: try blob(KindsTable.path, atCommit: head), theirs: try blob(KindsTable.path, atCommit: theirs))
-        let planner = MergePlanner(kinds: kinds)
-        let index = try repository.mergeCommits(ours: head, theirs: theirs, resolver: planner.resolve)
-        var unresolved = [UnresolvedFile]()
-        for conflict in try index.conflicts() {
-            // Keep ours (or theirs when we have none); save the other side so nothing is lost.
-            try index.resolve(conflict.path, to: conflict.ours ?? conflict.theirs)
-            guard conflict.ours != nil else { continue }
-            var savedAs: String?
-            if let theirBlob = conflict.theirs {
-                let copy = MergePlanner.conflictCopyPath(for: conflict.path.string, theirs: theirs)
-                try index.set(try treePath(copy), to: theirBlob)
-                savedAs = copy
-            }
-            let reason = planner.failures[conflict.path.string]
-                ?? (conflict.theirs == nil ? "the other side removed the file outside Concord; ours is kept"
-                                           : "both sides changed it and no Concord policy covers it")
-            unresolved.append(UnresolvedFile(path: conflict.path.string, savedAs: savedAs, reason: reason))
-        }
-        let tree = try index.writeTree()
+        let merge = try PolicyMerge.compute(in: repository, ours: head, theirs: theirs)
+        let (tree, planner, unresolved) = (merge.tree, merge.planner, merge.unresolved)
         let (ourTree, theirTree) = (try repository.commit(head).tree, try repository.commit(theirs).tree)
         let resolved = try planner.conflicts { paths in
             zip(try repository.entries(at: paths, inTree: ourTree), try repository.entries(at: paths, inTree: theirTree))

@@ -1,0 +1,44 @@
+import ConcordGit
+import ConcordModel
+
+/// The deterministic policy merge of two commits: the tree a sync commits when it merges them,
+/// and the tree every device recomputes to check a merge commit it receives (rule 3 of
+/// docs/security.md). Each file both sides changed goes through its kind's policy
+/// (`MergePlanner`, under the kinds merged from base, ours and theirs); a file no policy resolves
+/// keeps ours (or theirs when we have none), and the other side is saved under
+/// `.concord/conflicts/` (`MergePlanner.conflictCopyPath`). Histories with several merge bases
+/// are merged by libgit2 through a virtual base, with the same policies.
+struct PolicyMerge {
+    let tree: ObjectID
+    let planner: MergePlanner
+    let unresolved: [UnresolvedFile]
+
+    /// Merges `theirs` into `ours` in `repository` (writing the merged blobs and trees to its object
+    /// database; no ref, index or working tree changes).
+    static func compute(in repository: Repository, ours: ObjectID, theirs: ObjectID) throws -> PolicyMerge {
+        func kindsFile(_ commit: ObjectID) throws -> [UInt8]? {
+            try repository.entry(at: KindsTable.path, inTree: try repository.commit(commit).tree).map { try repository.blob($0.id) }
+        }
+        let base = try repository.mergeBase(ours, theirs)
+        let planner = MergePlanner(kinds: MergePlanner.mergedKinds(base: try base.flatMap(kindsFile), ours: try kindsFile(ours),
+                                                                   theirs: try kindsFile(theirs)))
+        let index = try repository.mergeCommits(ours: ours, theirs: theirs, resolver: planner.resolve)
+        var unresolved = [UnresolvedFile]()
+        for conflict in try index.conflicts() {
+            // Keep ours (or theirs when we have none); save the other side so nothing is lost.
+            try index.resolve(conflict.path, to: conflict.ours ?? conflict.theirs)
+            guard conflict.ours != nil else { continue }
+            var savedAs: String?
+            if let theirBlob = conflict.theirs {
+                let copy = MergePlanner.conflictCopyPath(for: conflict.path.string, theirs: theirs)
+                try index.set(try treePath(copy), to: theirBlob)
+                savedAs = copy
+            }
+            let reason = planner.failures[conflict.path.string]
+                ?? (conflict.theirs == nil ? "the other side removed the file outside Concord; ours is kept"
+                                           : "both sides changed it and no Concord policy covers it")
+            unresolved.append(UnresolvedFile(path: conflict.path.string, savedAs: savedAs, reason: reason))
+        }
+        return PolicyMerge(tree: try index.writeTree(), planner: planner, unresolved: unresolved)
+    }
+}
