@@ -337,4 +337,15 @@ final class SyncAccessTests: SyncTestCase {
         XCTAssertEqual(try revParse("HEAD", in: team.aliceProfile), try revParse("HEAD", in: eddieProfile))
         XCTAssertTrue(try concordOK(["get", "vocabulary/puzzle"], as: team.alice, in: team.aliceProfile).contains("eddie's"))
     }
+
+    /// A commit whose Concord-Actor trailer names someone other than its signer is refused: the
+    /// audit trail says who changed what, and only the key decides who that is.
+    func testACommitClaimingAnotherActorIsRefused() throws {
+        let team = try makeTeam()
+        let forged = try pushWithGit(team, signedWith: team.eddie.keyFile,
+                                     message: "put vocabulary/puzzle\n\nConcord-Actor: alice\nConcord-Device: laptop\nConcord-Action: updated") { clone in
+            try replace(#""label": "puzzle""#, with: #""label": "jigsaw""#, in: try recordFile("vocabulary", "puzzle", in: clone))
+        }
+        try assertRefused(team, commit: forged, mentions: ["by eddie@laptop", "Concord-Actor trailer names alice"])
+    }
 }

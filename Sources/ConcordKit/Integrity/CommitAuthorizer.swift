@@ -80,6 +80,10 @@ final class CommitAuthorizer {
                 throw refuse(refusal.signer, nil, refusal.reason)
             case .success(let found): signer = found
             }
+            // The audit trail is the signer's: a Concord-Actor trailer must name the member whose key signed.
+            if let actor = CommitTrailers(message: commit.message).actor, actor != signer.member.name {
+                throw refuse(signer.label, nil, "its Concord-Actor trailer names \(actor), but \(signer.member.name)'s key signed it")
+            }
             try checkInvitationUses(commit, changes: changes, signer: signer)
             // Rule 3: a merge's signer must be active, with this key, in the MERGED membership of its
             // parents (member files merged as a sync merges them: a revocation on either side wins).
