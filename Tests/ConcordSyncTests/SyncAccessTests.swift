@@ -8,85 +8,8 @@ import XCTest
 /// one stops Alice's sync with exit 5 and one line naming the commit, the signer and the rule,
 /// and leaves her HEAD, tracking ref and working tree as they were.
 final class SyncAccessTests: SyncTestCase {
-    struct Team {
-        let alice: SyncDevice   // admin
-        let eddie: SyncDevice   // editor
-        let uma: SyncDevice     // user
-        let vera: SyncDevice    // viewer
-        let remote: SyncRemote
-        let aliceProfile: URL
-    }
-
-    /// Alice's aac profile with a vocabulary record and a setting, and one member of each other role.
-    func makeTeam() throws -> Team {
-        let alice = try makeDevice("alice", device: "laptop")
-        let eddie = try makeDevice("eddie", device: "laptop")
-        let uma = try makeDevice("uma", device: "tablet")
-        let vera = try makeDevice("vera", device: "tablet")
-        let remote = try makeRemote(.path)
-        let profile = try publishProfile(owner: alice, remote: remote, directory: "alice",
-                                         members: [(eddie, "editor"), (uma, "user"), (vera, "viewer")],
-                                         records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#), ("settings/theme", #"{"color":"blue"}"#)])
-        // Forged commits stay in the remote on purpose; only the devices must stay whole.
-        fsckAtEnd.removeAll { $0 == remote.bare }
-        return Team(alice: alice, eddie: eddie, uma: uma, vera: vera, remote: remote, aliceProfile: profile)
-    }
-
-    /// A commit made with plain git in a fresh clone of the remote: `edit` changes files there,
-    /// the commit is signed with `key` (unsigned when nil) and pushed as the remote's main.
-    @discardableResult
-    func pushWithGit(_ team: Team, signedWith key: URL?, message: String = "by hand", _ edit: (URL) throws -> Void) throws -> String {
-        let clone = sandbox.appendingPathComponent("hand-\(UUID().uuidString.prefix(8))")
-        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, clone.path])
-        try edit(clone)
-        try gitOK(["add", "-A"], in: clone)
-        let signing = key.map { GitSigning.options(keyFile: $0.path) + ["commit", "-S"] } ?? ["commit", "--no-gpg-sign"]
-        try gitOK(signing + ["--quiet", "-m", message], in: clone)
-        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: clone)
-        return try gitOK(["rev-parse", "HEAD"], in: clone)
-    }
-
-    /// The path of record `id` in `clone` (under its bucket directory).
-    func recordFile(_ kind: String, _ id: String, in clone: URL) throws -> URL {
-        let files = try gitOK(["ls-files", kind], in: clone).split(separator: "\n")
-        let path = try XCTUnwrap(files.first { $0.hasSuffix("/\(id).json") }, "no \(kind)/\(id) in \(files)")
-        return clone.appendingPathComponent(String(path))
-    }
-
-    /// Replaces `old` with `new` in the file at `url` (which must contain it).
-    func replace(_ old: String, with new: String, in url: URL) throws {
-        let text = try String(contentsOf: url, encoding: .utf8)
-        XCTAssertTrue(text.contains(old), "\(url.lastPathComponent) has no \(old)")
-        try Data(text.replacingOccurrences(of: old, with: new).utf8).write(to: url)
-    }
-
-    /// A member file with `change` applied to its JSON object.
-    func editMember(_ name: String, in clone: URL, _ change: (inout [String: Any]) -> Void) throws {
-        let url = clone.appendingPathComponent(".concord/members/\(name).json")
-        var object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
-        change(&object)
-        try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted]).write(to: url)
-    }
-
-    /// Alice's sync is refused: exit 5, one line naming the commit and `mentions`; nothing of hers changes.
-    func assertRefused(_ team: Team, commit: String, mentions: [String], file: StaticString = #filePath, line: UInt = #line) throws {
-        let before = try workTreeSnapshot(team.aliceProfile)
-        let tracking = try revParse("refs/remotes/origin/main", in: team.aliceProfile)
-        let result = try concordWithDeadline(["sync"], as: team.alice, in: team.aliceProfile)
-        assertOneLineRefusal(result, status: 5, mentions: [String(commit.prefix(7))] + mentions, file: file, line: line)
-        XCTAssertEqual(try workTreeSnapshot(team.aliceProfile), before, "HEAD, status and files unchanged", file: file, line: line)
-        XCTAssertEqual(try revParse("refs/remotes/origin/main", in: team.aliceProfile), tracking, "tracking ref unchanged",
-                       file: file, line: line)
-    }
-
-    /// Alice's sync takes the commit in: HEAD is it (a fast-forward).
-    func assertAccepted(_ team: Team, commit: String, file: StaticString = #filePath, line: UInt = #line) throws {
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        XCTAssertEqual(try revParse("HEAD", in: team.aliceProfile), commit, file: file, line: line)
-    }
-
     func testAnUnsignedCommitIsRefused() throws {
-        let team = try makeTeam()
+        let team = try makeAccessTeam()
         let commit = try pushWithGit(team, signedWith: nil) { clone in
             try replace("\"puzzle\"", with: "\"unsigned\"", in: try recordFile("vocabulary", "puzzle", in: clone))
         }
@@ -94,7 +17,7 @@ final class SyncAccessTests: SyncTestCase {
     }
 
     func testACommitSignedByAnUnknownKeyIsRefused() throws {
-        let team = try makeTeam()
+        let team = try makeAccessTeam()
         let stranger = sandbox.appendingPathComponent("stranger_key")
         _ = try GitSigning.makeKey(at: stranger, comment: "mallory@laptop", environment: environment())
         let commit = try pushWithGit(team, signedWith: stranger) { clone in
@@ -104,7 +27,7 @@ final class SyncAccessTests: SyncTestCase {
     }
 
     func testAViewerWritingVocabularyIsRefused() throws {
-        let team = try makeTeam()
+        let team = try makeAccessTeam()
         let commit = try pushWithGit(team, signedWith: team.vera.keyFile) { clone in
             try replace("\"puzzle\"", with: "\"viewer was here\"", in: try recordFile("vocabulary", "puzzle", in: clone))
         }
@@ -112,7 +35,7 @@ final class SyncAccessTests: SyncTestCase {
     }
 
     func testAViewerMakingThemselvesAdminIsRefused() throws {
-        let team = try makeTeam()
+        let team = try makeAccessTeam()
         let commit = try pushWithGit(team, signedWith: team.vera.keyFile) { clone in
             try editMember("vera", in: clone) { $0["role"] = "admin" }
         }
@@ -121,7 +44,7 @@ final class SyncAccessTests: SyncTestCase {
     }
 
     func testAnEditorEditingTheKindsIsRefused() throws {
-        let team = try makeTeam()
+        let team = try makeAccessTeam()
         let commit = try pushWithGit(team, signedWith: team.eddie.keyFile) { clone in
             let kinds = clone.appendingPathComponent(".concord/kinds.json")
             let text = try String(contentsOf: kinds, encoding: .utf8)
@@ -137,7 +60,7 @@ final class SyncAccessTests: SyncTestCase {
     /// A log only grows, and a member adds only entries of their own: a User rewriting another's
     /// entry, or adding one in someone else's name, is refused.
     func testALogEntryMayNotBeRewrittenOrAddedInAnothersName() throws {
-        let team = try makeTeam()
+        let team = try makeAccessTeam()
         let line = { (by: String, id: String, symbol: String) in
             #"{"at":"2026-01-01T10:00:00.000Z-0000","by":"\#(by)","data":{"symbol":"\#(symbol)"},"device":"tablet","id":"\#(id)"}"# + "\n"
         }
@@ -159,7 +82,7 @@ final class SyncAccessTests: SyncTestCase {
     }
 
     func testAUserMayAppendToALogButNotWriteSettings() throws {
-        let team = try makeTeam()
+        let team = try makeAccessTeam()
         let logged = try pushWithGit(team, signedWith: team.uma.keyFile) { clone in
             let day = clone.appendingPathComponent("logs/2026-01-01.jsonl")
             try FileManager.default.createDirectory(at: day.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -175,7 +98,7 @@ final class SyncAccessTests: SyncTestCase {
     }
 
     func testAMemberMayAddTheirOwnDeviceKeyButNotAnothers() throws {
-        let team = try makeTeam()
+        let team = try makeAccessTeam()
         let phoneKey = try GitSigning.makeKey(at: sandbox.appendingPathComponent("uma_phone"), comment: "uma@phone", environment: environment())
         let own = try pushWithGit(team, signedWith: team.uma.keyFile) { clone in
             try editMember("uma", in: clone) { member in
@@ -196,7 +119,7 @@ final class SyncAccessTests: SyncTestCase {
     /// Alice revokes Eddie with a commit of her own (plain git, signed with her key); Eddie's next
     /// commit, on top of it, is refused: he is judged by the membership just before his commit.
     func testARevokedMembersCommitIsRefused() throws {
-        let team = try makeTeam()
+        let team = try makeAccessTeam()
         let revocation = try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
             try editMember("eddie", in: clone) { $0["status"] = "revoked" }
         }
@@ -210,7 +133,7 @@ final class SyncAccessTests: SyncTestCase {
     /// A revoked member's branch forked before the revocation: its own commit was valid when made,
     /// but the merge that would bring it in is signed by someone revoked in the merged membership.
     func testARevokedMembersMergeOfABranchForkedBeforeTheRevocationIsRefused() throws {
-        let team = try makeTeam()
+        let team = try makeAccessTeam()
         let fork = sandbox.appendingPathComponent("eddie-fork")
         try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
         try replace(#""label": "puzzle""#, with: #""label": "forked""#, in: try recordFile("vocabulary", "puzzle", in: fork))
@@ -230,7 +153,7 @@ final class SyncAccessTests: SyncTestCase {
     /// An editor's edit and a merge of concurrent work pass; `concord verify` then checks the
     /// whole history, and `git verify-commit` still accepts every concord commit.
     func testAllowedChangesPassAndVerifyChecksTheWholeHistory() throws {
-        let team = try makeTeam()
+        let team = try makeAccessTeam()
         let eddieProfile = try cloneProfile(team.eddie, from: team.remote, into: "eddie")
         try concordOK(["put", "vocabulary/cookie", "--json", #"{"label":"cookie"}"#], as: team.eddie, in: eddieProfile)
         try concordOK(["put", "settings/theme", "--json", #"{"color":"green"}"#], as: team.alice, in: team.aliceProfile)
@@ -255,7 +178,7 @@ final class SyncAccessTests: SyncTestCase {
     /// `concord verify` runs the same check on the local history: a commit made by hand here,
     /// unsigned, is named (exit 5), and `--json` says so too.
     func testVerifyNamesTheFirstInvalidCommitInTheLocalHistory() throws {
-        let team = try makeTeam()
+        let team = try makeAccessTeam()
         try replace("\"puzzle\"", with: "\"by hand\"", in: try recordFile("vocabulary", "puzzle", in: team.aliceProfile))
         try gitOK(["commit", "--quiet", "--no-gpg-sign", "-am", "hand edit"], in: team.aliceProfile)
         let commit = try revParse("HEAD", in: team.aliceProfile)
@@ -272,7 +195,7 @@ final class SyncAccessTests: SyncTestCase {
     /// A User's merge made with `git merge -s ours` keeps only their side of a log day: the policy
     /// merge holds both entries, the merge drops Alice's, so it is refused (a log only grows).
     func testAMergeThatDropsAnotherMembersLogEntriesIsRefused() throws {
-        let team = try makeTeam()
+        let team = try makeAccessTeam()
         let line = { (by: String, id: String) in
             #"{"at":"2026-01-01T10:00:00.000Z-0000","by":"\#(by)","data":{"symbol":"puzzle"},"device":"tablet","id":"\#(id)"}"# + "\n"
         }
@@ -298,7 +221,7 @@ final class SyncAccessTests: SyncTestCase {
 
     /// An Editor's merge that slips a settings change in (beyond what either parent had) is refused.
     func testAMergeThatAddsAChangeTheSignerMayNotMakeIsRefused() throws {
-        let team = try makeTeam()
+        let team = try makeAccessTeam()
         let fork = sandbox.appendingPathComponent("eddie-fork")
         try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
         try replace(#""label": "puzzle""#, with: #""label": "jigsaw""#, in: try recordFile("vocabulary", "puzzle", in: fork))
@@ -323,7 +246,7 @@ final class SyncAccessTests: SyncTestCase {
     /// Concurrent edits of one record by an Editor and the Admin: the Editor's concord merge resolves
     /// them by the lww policy, which every device recomputes to the same tree, so it is taken.
     func testAnEditorsPolicyMergeOfAConflictIsAccepted() throws {
-        let team = try makeTeam()
+        let team = try makeAccessTeam()
         let eddieProfile = try cloneProfile(team.eddie, from: team.remote, into: "eddie")
         try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"alice's"}"#], as: team.alice, in: team.aliceProfile,
                       clock: "2099-01-01T10:00:00.000Z")
@@ -341,7 +264,7 @@ final class SyncAccessTests: SyncTestCase {
     /// A commit whose Concord-Actor trailer names someone other than its signer is refused: the
     /// audit trail says who changed what, and only the key decides who that is.
     func testACommitClaimingAnotherActorIsRefused() throws {
-        let team = try makeTeam()
+        let team = try makeAccessTeam()
         let forged = try pushWithGit(team, signedWith: team.eddie.keyFile,
                                      message: "put vocabulary/puzzle\n\nConcord-Actor: alice\nConcord-Device: laptop\nConcord-Action: updated") { clone in
             try replace(#""label": "puzzle""#, with: #""label": "jigsaw""#, in: try recordFile("vocabulary", "puzzle", in: clone))
