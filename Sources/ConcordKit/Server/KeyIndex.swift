@@ -1,0 +1,92 @@
+import ConcordGit
+import ConcordModel
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `<root>/keys.index`: which keys may log in to a concord server, so sshd's
+/// `AuthorizedKeysCommand` (`concord serve --lookup`) answers from one small file instead of
+/// reading every repository. One line per key and profile:
+///
+///     SHA256:<fingerprint> <profile> active -
+///     SHA256:<fingerprint> <profile> invited 2026-01-08T10:00:00.000Z
+///
+/// Active members' keys, and the keys of pending invitations (the invited key, or a link
+/// invitation's one-time key) with their expiry; revoked members are left out, so their next
+/// connection is refused. The post-receive of a push that changes a profile's members rewrites
+/// that profile's lines: under an exclusive `flock` on `keys.lock`, written aside and renamed into
+/// place, so a lookup reads the old file or the new one, never half of one.
+struct KeyIndex {
+    let root: URL
+    var path: String { root.appendingPathComponent("keys.index").path }
+    static let header = "# concord key index 1: <fingerprint> <profile> <active|invited> <expiry|->\n"
+
+    /// The index lines for profile `name` with `membership`.
+    static func lines(profile name: String, membership: Membership) -> [String] {
+        var lines = [String]()
+        for member in membership.members.values.sorted(by: { $0.name < $1.name }) {
+            switch member.status {
+            case .active:
+                lines += member.keys.map { "\($0.publicKey.fingerprint) \(name) active -" }
+            case .invited:
+                let expiry = member.expiresAt ?? "-"
+                lines += member.keys.map { "\($0.publicKey.fingerprint) \(name) invited \(expiry)" }
+                if let oneTime = member.invitationKey { lines.append("\(oneTime.fingerprint) \(name) invited \(expiry)") }
+            case .revoked:
+                break
+            }
+        }
+        return lines
+    }
+
+    /// Replaces profile `name`'s lines with those of `membership`.
+    func update(profile name: String, membership: Membership) throws {
+        try rewrite { old in
+            old.filter { $0.split(separator: " ").dropFirst().first.map(String.init) != name } + Self.lines(profile: name, membership: membership)
+        }
+    }
+
+    /// Replaces the whole index with the lines of `memberships` (by profile name).
+    func replaceAll(_ memberships: [String: Membership]) throws {
+        try rewrite { _ in memberships.sorted { $0.key < $1.key }.flatMap { Self.lines(profile: $0.key, membership: $0.value) } }
+    }
+
+    /// Whether the key with fingerprint `fingerprint` may log in at `now`: it is an active member's
+    /// somewhere, or a pending invitation's that has not expired.
+    func admits(_ fingerprint: String, now: Int64) -> Bool {
+        guard let data = FileManager.default.contents(atPath: path) else { return false }
+        let needle = Array((fingerprint + " ").utf8)
+        return data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Bool in
+            let bytes = buffer.bindMemory(to: UInt8.self)
+            var start = 0
+            while start < bytes.count {
+                let end = bytes[start...].firstIndex(of: 0x0A) ?? bytes.count
+                if end - start > needle.count, bytes[start..<(start + needle.count)].elementsEqual(needle) {
+                    let fields = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self).split(separator: " ")
+                    if fields.count == 4 {
+                        if fields[2] == "active" { return true }
+                        if fields[2] == "invited", let expiry = HLClock.parseInstant(String(fields[3])), now < expiry { return true }
+                    }
+                }
+                start = end + 1
+            }
+            return false
+        }
+    }
+
+    /// Rewrites the index's lines (without the header) with `change`, under the lock.
+    private func rewrite(_ change: ([String]) -> [String]) throws {
+        let lockPath = root.appendingPathComponent("keys.lock").path
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw ConcordError.io("cannot open \(lockPath): \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        while flock(descriptor, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw ConcordError.io("cannot lock \(lockPath): \(String(cString: strerror(errno)))") }
+        }
+        let old = (FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) } ?? "")
+            .split(separator: "\n").filter { !$0.hasPrefix("#") }.map(String.init)
+        let text = Self.header + change(old).map { $0 + "\n" }.joined()
+        do { try FileIO.write(Array(text.utf8), to: path, durable: true) } catch { throw ConcordError.io(error.description) }
+    }
+}
