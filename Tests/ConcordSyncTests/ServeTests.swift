@@ -174,7 +174,9 @@ final class ServeTests: ConcordServeTestCase {
         let seconds = Date().timeIntervalSince(pushed)
         XCTAssertEqual(after.status, 255, "sshd no longer lets the key in: \(after.summary)")
         XCTAssertTrue(after.stderr.contains("Permission denied (publickey)"), after.stderr)
-        XCTAssertLessThanOrEqual(seconds, 1.0 + 5, "refused at the first connection after the push (it took \(seconds) s, the connection included)")
+        // The post-receive rewrote the index before the push returned: the very first connection is refused.
+        XCTAssertLessThanOrEqual(seconds, 3, "the refused connection took \(seconds) s")
+        print("revoked key refused \(String(format: "%.3f", seconds)) s after the revocation's push returned (one ssh connection)")
         XCTAssertFalse(try String(contentsOf: host.root.appendingPathComponent("keys.index"), encoding: .utf8)
             .contains(try fingerprint(bob)), "the post-receive dropped Bob's key from the index")
         // Were the key still let in by sshd (an old index), concord serve itself says no: it reads main.
