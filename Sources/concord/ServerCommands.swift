@@ -17,20 +17,28 @@ struct ServerCommand: ParsableCommand {
         @Option(name: .customLong("admin-key"), help: "The public key (ssh-ed25519 AAAA...) allowed to create profiles by pushing them.")
         var adminKey: String
         @Option(help: "The account sshd serves concord through (default: the user running this).") var user: String?
+        @Option(name: .customLong("authorized-keys"),
+                help: ArgumentHelp("Also keep concord's block of this authorized_keys file (for an sshd without AuthorizedKeysCommand).",
+                                   valueName: "file"))
+        var authorizedKeys: String?
         @Flag(help: "Print the result as JSON.") var json = false
 
         func run() throws {
             guard let executable = currentExecutable() else { throw ConcordError.io("cannot find the running concord executable's path") }
             let key = try SSHPublicKey(line: adminKey)
             let server = try ConcordServer.initialize(root: URL(fileURLWithPath: root), adminKey: key,
-                                                      user: user ?? ProcessInfo.processInfo.userName, executable: executable)
+                                                      user: user ?? ProcessInfo.processInfo.userName, executable: executable,
+                                                      authorizedKeys: authorizedKeys.map { URL(fileURLWithPath: $0).standardizedFileURL.path })
             let command = "\(executable) serve --root \(server.root.path) --lookup %u %k"
+            let file = server.configuration.authorizedKeys
             if json {
                 printJSON(.object(["root": .string(server.root.path), "user": .string(server.configuration.user),
-                                   "adminKey": .string(key.fingerprint), "authorizedKeysCommand": .string(command)]))
+                                   "adminKey": .string(key.fingerprint), "authorizedKeysCommand": .string(command),
+                                   "authorizedKeys": file.map(JSONValue.string) ?? .null]))
             } else {
                 print("concord server ready in \(server.root.path) for user \(server.configuration.user); admin key \(key.fingerprint)")
-                print("in sshd_config: AuthorizedKeysCommand \(command)")
+                print(file.map { "concord keeps its block of \($0) (rewritten after every membership change)" }
+                      ?? "in sshd_config: AuthorizedKeysCommand \(command)")
             }
         }
     }

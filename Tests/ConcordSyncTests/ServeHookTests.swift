@@ -70,6 +70,33 @@ final class ServeHookTests: ConcordServeTestCase {
         XCTAssertEqual(try syncJSON(dave, in: target).sent, 1, "now a member, dave writes as an editor")
     }
 
+    func testALinkInvitationIsAcceptedThroughTheServerWithItsOneTimeKey() throws {
+        let alice = try makeDevice("alice", device: "laptop")
+        let erin = try makeDevice("erin", device: "tablet")
+        let host = try makeHost(admin: alice)
+        let aliceProfile = try publish("kid", on: host)
+        let output = try concordOK(["share", "erin", "--role", "user"], as: alice, in: aliceProfile)
+        let invitation = try XCTUnwrap(output.split(separator: "\n").last.map(String.init))
+        try concordOK(["sync"], as: alice, in: aliceProfile)
+        let erinKey = try SSHPublicKey(line: erin.publicKeyLine).fingerprint
+        // Erin's own key is no one's yet: sshd does not let it in.
+        XCTAssertEqual(try ssh("git-upload-pack '/kid.git'", as: erin, host: host).status, 255)
+
+        let target = sandbox.appendingPathComponent("kid-erin")
+        let accepted = try concord(["accept", invitation, target.path, "--trust-host", host.sshd.hostKeyFingerprint], as: erin)
+        XCTAssertEqual(accepted.status, 0, accepted.summary)
+        XCTAssertFalse(accepted.stderr.contains("not yet sent"), accepted.stderr)
+        fsckAtEnd.append(target)
+        XCTAssertEqual(try serverMain("kid", host: host), try revParse("HEAD", in: target), "the acceptance reached the server")
+        let index = try String(contentsOf: host.root.appendingPathComponent("keys.index"), encoding: .utf8)
+        XCTAssertTrue(index.contains("\(erinKey) kid active -"), index)
+        XCTAssertFalse(index.contains(" invited "), "the one-time key is let in no more: \(index)")
+        XCTAssertFalse(try FileManager.default.contentsOfDirectory(atPath: erin.home.path).contains { $0.hasPrefix("invitation-login") },
+                       "the one-time key file is removed")
+        // From now on Erin's own key is a member's.
+        XCTAssertEqual(try syncJSON(erin, in: target).received, 0)
+    }
+
     func testKeyLookupAtAThousandProfilesOfTenMembers() throws {
         let alice = try makeDevice("alice", device: "laptop")
         let root = sandbox.appendingPathComponent("server")

@@ -33,16 +33,20 @@ class ConcordServeTestCase: SyncTestCase {
         return binary
     }
 
-    /// `admin` runs `concord server init`, and an sshd serves it; stopped when the test ends.
-    func makeHost(admin: SyncDevice, file: StaticString = #filePath, line: UInt = #line) throws -> ConcordServeHost {
+    /// `admin` runs `concord server init`, and an sshd serves it; stopped when the test ends. sshd
+    /// finds keys through `concord serve --lookup` (AuthorizedKeysCommand), or with `authorizedKeysFile`
+    /// in its authorized_keys file, whose block concord keeps.
+    func makeHost(admin: SyncDevice, authorizedKeysFile: Bool = false, file: StaticString = #filePath, line: UInt = #line) throws -> ConcordServeHost {
         guard FileManager.default.isExecutableFile(atPath: SSHServer.sshdPath) else {
             throw XCTSkip("\(SSHServer.sshdPath) is missing: run `make test` or `apt-get install openssh-server`")
         }
-        let binary = try secureBinary()
         let root = sandbox.appendingPathComponent("server")
-        try concordOK(["server", "init", "--root", root.path, "--admin-key", admin.publicKeyLine], as: nil, file: file, line: line)
-        let sshd = try SSHServer(directory: try makeDirectory("sshd"),
-                                 authorizedKeysCommand: "\(binary) serve --root \(root.path) --lookup %u %k")
+        let directory = try makeDirectory("sshd")
+        let sshd = try authorizedKeysFile
+            ? SSHServer(directory: directory)
+            : SSHServer(directory: directory, authorizedKeysCommand: "\(try secureBinary()) serve --root \(root.path) --lookup %u %k")
+        try concordOK(["server", "init", "--root", root.path, "--admin-key", admin.publicKeyLine]
+                      + (authorizedKeysFile ? ["--authorized-keys", sshd.authorizedKeysURL.path] : []), as: nil, file: file, line: line)
         addTeardownBlock { sshd.stop() }
         try sshd.start()
         return ConcordServeHost(sshd: sshd, root: root, admin: admin)

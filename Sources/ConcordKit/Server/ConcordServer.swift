@@ -9,7 +9,8 @@ import Foundation
 ///   the account's user, and the `concord` executable sshd and the hooks run;
 /// - `repositories/<profile>.git`: one bare repository per profile, each with a `pre-receive` and a
 ///   `post-receive` hook calling `concord serve --pre-receive` / `--post-receive`;
-/// - `keys.index`: which keys may log in (`KeyIndex`), kept current by every post-receive.
+/// - `keys.index`: which keys may log in (`KeyIndex`), kept current by every post-receive;
+/// - optionally, concord's block of an `authorized_keys` file (`AuthorizedKeysFile`), rewritten with it.
 public struct ConcordServer: Sendable {
     public let root: URL
     public let configuration: ServerConfiguration
@@ -19,10 +20,15 @@ public struct ConcordServer: Sendable {
 
     /// Prepares `root` (created when missing) to serve profiles: writes the state file, installs
     /// the hooks in every repository already there, and rebuilds the key index from their mains.
-    /// Running it again (say, after moving the concord binary) rewrites all three.
-    public static func initialize(root: URL, adminKey: SSHPublicKey, user: String, executable: String) throws -> ConcordServer {
+    /// With `authorizedKeys`, concord also keeps a block of that authorized_keys file (for an sshd
+    /// without AuthorizedKeysCommand). Running it again (say, after moving the concord binary)
+    /// rewrites all of them.
+    public static func initialize(root: URL, adminKey: SSHPublicKey, user: String, executable: String,
+                                  authorizedKeys: String? = nil) throws -> ConcordServer {
         let root = root.standardizedFileURL
-        for (what, path) in [("the server directory", root.path), ("the concord executable", executable)] {
+        var paths = [("the server directory", root.path), ("the concord executable", executable)]
+        if let authorizedKeys { paths.append(("the authorized_keys file", authorizedKeys)) }
+        for (what, path) in paths {
             guard path.hasPrefix("/"), !path.contains(where: { "'\"\\\n\r".contains($0) }) else {
                 throw ConcordError.invalidInput("\(what) \(path.debugDescription) must be an absolute path without quotes, backslashes or newlines "
                                                 + "(sshd runs it from an authorized_keys line)")
@@ -39,7 +45,7 @@ public struct ConcordServer: Sendable {
             throw ConcordError.io("cannot create \(root.path): \(error.localizedDescription)")
         }
         let configuration = ServerConfiguration(formatVersion: ServerConfiguration.currentFormatVersion, adminKey: adminKey, user: user,
-                                                executable: executable)
+                                                executable: executable, authorizedKeys: authorizedKeys)
         do { try FileIO.write(configuration.json.canonicalBytes(), to: configurationPath, durable: true) } catch {
             throw ConcordError.io(error.description)
         }
@@ -63,7 +69,10 @@ public struct ConcordServer: Sendable {
         return ConcordServer(root: root, configuration: try ServerConfiguration.decode(Array(bytes), path: path))
     }
 
-    var keyIndex: KeyIndex { KeyIndex(root: root) }
+    var keyIndex: KeyIndex {
+        KeyIndex(root: root, adminKey: configuration.adminKey,
+                 authorizedKeys: configuration.authorizedKeys.map { AuthorizedKeysFile(path: $0, line: forcedCommandLine) })
+    }
 
     /// `<root>/repositories/<name>.git`.
     public func repositoryPath(_ name: String) -> String {
@@ -151,13 +160,19 @@ public struct ConcordServer: Sendable {
         guard let key = try? SSHPublicKey(line: line) else { return nil }
         let fingerprint = key.fingerprint
         guard isAdminKey(fingerprint) || keyIndex.admits(fingerprint, now: now) else { return nil }
-        return "command=\"'\(configuration.executable)' serve --root '\(root.path)' --key \(fingerprint)\",restrict \(key.line(comment: nil))"
+        return forcedCommandLine(for: key)
+    }
+
+    /// The authorized_keys line that lets `key` in to run only `concord serve` as itself.
+    func forcedCommandLine(for key: SSHPublicKey) -> String {
+        "command=\"'\(configuration.executable)' serve --root '\(root.path)' --key \(key.fingerprint)\",restrict \(key.line(comment: nil))"
     }
 }
 
 /// `concord-server.json`, the server's state file.
 ///
-/// Format history: 1 — the admin key, the account's user and the concord executable.
+/// Format history: 1 — the admin key, the account's user, the concord executable and, when concord
+/// keeps a block of one, the authorized_keys file.
 public struct ServerConfiguration: Sendable, Equatable {
     public static let currentFormatVersion = 1
 
@@ -168,10 +183,14 @@ public struct ServerConfiguration: Sendable, Equatable {
     public let user: String
     /// The absolute path of the concord executable the authorized_keys lines and hooks run.
     public let executable: String
+    /// The authorized_keys file concord keeps its block of (absolute), or nil (AuthorizedKeysCommand mode).
+    public let authorizedKeys: String?
 
     var json: JSONValue {
-        .object(["formatVersion": .number(String(formatVersion)), "adminKey": .string(adminKey.line(comment: nil)),
-                 "user": .string(user), "executable": .string(executable)])
+        var fields: [String: JSONValue] = ["formatVersion": .number(String(formatVersion)), "adminKey": .string(adminKey.line(comment: nil)),
+                                           "user": .string(user), "executable": .string(executable)]
+        if let authorizedKeys { fields["authorizedKeys"] = .string(authorizedKeys) }
+        return .object(fields)
     }
 
     static func decode(_ bytes: [UInt8], path: String) throws -> ServerConfiguration {
@@ -185,7 +204,8 @@ public struct ServerConfiguration: Sendable, Equatable {
               let user = value["user"]?.stringValue, let executable = value["executable"]?.stringValue else {
             throw ConcordError.corruptRecord(path: path, reason: "missing or damaged adminKey, user or executable")
         }
-        return ServerConfiguration(formatVersion: version, adminKey: adminKey, user: user, executable: executable)
+        return ServerConfiguration(formatVersion: version, adminKey: adminKey, user: user, executable: executable,
+                                   authorizedKeys: value["authorizedKeys"]?.stringValue)
     }
 
     /// Why `user` cannot be the served account's name, or nil.

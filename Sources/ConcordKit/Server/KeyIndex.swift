@@ -1,5 +1,6 @@
 import ConcordGit
 import ConcordModel
+import ConcordTrust
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -9,8 +10,8 @@ import Glibc
 /// `AuthorizedKeysCommand` (`concord serve --lookup`) answers from one small file instead of
 /// reading every repository. One line per key and profile:
 ///
-///     SHA256:<fingerprint> <profile> active -
-///     SHA256:<fingerprint> <profile> invited 2026-01-08T10:00:00.000Z
+///     SHA256:<fingerprint> <profile> active - <key base64>
+///     SHA256:<fingerprint> <profile> invited 2026-01-08T10:00:00.000Z <key base64>
 ///
 /// Active members' keys, and the keys of pending invitations (the invited key, or a link
 /// invitation's one-time key) with their expiry; revoked members are left out, so their next
@@ -19,8 +20,13 @@ import Glibc
 /// place, so a lookup reads the old file or the new one, never half of one.
 struct KeyIndex {
     let root: URL
+    /// The server's admin key (always let in).
+    let adminKey: SSHPublicKey
+    /// The authorized_keys file concord keeps a block of, rewritten with the index; nil in
+    /// AuthorizedKeysCommand mode.
+    let authorizedKeys: AuthorizedKeysFile?
     var path: String { root.appendingPathComponent("keys.index").path }
-    static let header = "# concord key index 1: <fingerprint> <profile> <active|invited> <expiry|->\n"
+    static let header = "# concord key index 2: <fingerprint> <profile> <active|invited> <expiry|-> <key base64>\n"
 
     /// The index lines for profile `name` with `membership`.
     static func lines(profile name: String, membership: Membership) -> [String] {
@@ -28,11 +34,11 @@ struct KeyIndex {
         for member in membership.members.values.sorted(by: { $0.name < $1.name }) {
             switch member.status {
             case .active:
-                lines += member.keys.map { "\($0.publicKey.fingerprint) \(name) active -" }
+                lines += member.keys.map { "\($0.publicKey.fingerprint) \(name) active - \($0.publicKey.base64)" }
             case .invited:
                 let expiry = member.expiresAt ?? "-"
-                lines += member.keys.map { "\($0.publicKey.fingerprint) \(name) invited \(expiry)" }
-                if let oneTime = member.invitationKey { lines.append("\(oneTime.fingerprint) \(name) invited \(expiry)") }
+                lines += member.keys.map { "\($0.publicKey.fingerprint) \(name) invited \(expiry) \($0.publicKey.base64)" }
+                if let oneTime = member.invitationKey { lines.append("\(oneTime.fingerprint) \(name) invited \(expiry) \(oneTime.base64)") }
             case .revoked:
                 break
             }
@@ -70,17 +76,23 @@ struct KeyIndex {
                 let end = strchr(line, 0x0A).map { UnsafePointer($0) } ?? base + data.count
                 let fields = String(decoding: UnsafeRawBufferPointer(start: line, count: line.distance(to: end)), as: UTF8.self)
                     .split(separator: " ")
-                if fields.count == 4 {
-                    if fields[2] == "active" { return true }
-                    if fields[2] == "invited", let expiry = HLClock.parseInstant(String(fields[3])), now < expiry { return true }
-                }
+                if Self.admits(fields, now: now) { return true }
                 from = end
             }
             return false
         }
     }
 
-    /// Rewrites the index's lines (without the header) with `change`, under the lock.
+    /// Whether an index line (split in fields) lets its key in at `now`.
+    private static func admits(_ fields: [Substring], now: Int64) -> Bool {
+        guard fields.count == 5 else { return false }
+        if fields[2] == "active" { return true }
+        if fields[2] == "invited", let expiry = HLClock.parseInstant(String(fields[3])), now < expiry { return true }
+        return false
+    }
+
+    /// Rewrites the index's lines (without the header) with `change`, under the lock; then the
+    /// authorized_keys block, if there is one, from the new lines.
     private func rewrite(_ change: ([String]) -> [String]) throws {
         let lockPath = root.appendingPathComponent("keys.lock").path
         let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
@@ -91,7 +103,14 @@ struct KeyIndex {
         }
         let old = (FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) } ?? "")
             .split(separator: "\n").filter { !$0.hasPrefix("#") }.map(String.init)
-        let text = Self.header + change(old).map { $0 + "\n" }.joined()
+        let new = change(old)
+        let text = Self.header + new.map { $0 + "\n" }.joined()
         do { try FileIO.write(Array(text.utf8), to: path, durable: true) } catch { throw ConcordError.io(error.description) }
+        if let authorizedKeys {
+            let now = ConcordEnvironment.systemClock()
+            let keys = new.map { $0.split(separator: " ") }.filter { Self.admits($0, now: now) }
+                .compactMap { try? SSHPublicKey(line: "\(SSHPublicKey.keyType) \($0[4])") }
+            try authorizedKeys.replaceBlock(with: [adminKey] + keys)
+        }
     }
 }
