@@ -113,6 +113,20 @@ final class ServeTests: ConcordServeTestCase {
         XCTAssertTrue(pushed.stderr.contains("remote: concord serve: refused: \(commit.prefix(7)) by vera@tablet changes vocabulary/puzzle"),
                       pushed.stderr)
         XCTAssertEqual(try serverMain("kid", host: host), published)
+
+        // Nor may she make herself an admin in her member file.
+        try gitOK(["reset", "--quiet", "--hard", published], in: veraProfile)
+        let escalation = try commitWithGit(in: veraProfile, signedWith: vera.keyFile) { clone in
+            let file = clone.appendingPathComponent(".concord/members/vera.json")
+            let text = try String(contentsOf: file, encoding: .utf8)
+            XCTAssertTrue(text.contains("\"viewer\""), text)
+            try Data(text.replacingOccurrences(of: "\"viewer\"", with: "\"admin\"").utf8).write(to: file)
+        }
+        let escalated = try concord(["sync"], as: vera, in: veraProfile)
+        assertOneLineRefusal(escalated, status: 4, mentions: [
+            "\(escalation.prefix(7)) by vera@tablet changes .concord/members/vera.json", "only add or remove their own device keys",
+        ])
+        XCTAssertEqual(try serverMain("kid", host: host), published)
     }
 
     func testForgedAndMixedPushesAreRefusedWhole() throws {
