@@ -234,3 +234,17 @@ public final class Repository {
         return git_odb_exists_ext(odb, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1
     }
 }
+
+extension Repository {
+    /// Makes objects in `directory` (an `objects` directory: loose objects and `pack/`) readable
+    /// through this repository, after its own: how a `pre-receive` hook sees what a push brought,
+    /// which git keeps in a quarantine directory (`GIT_QUARANTINE_PATH`) until the hook accepts it.
+    /// libgit2 reads git's `GIT_OBJECT_DIRECTORY` and `GIT_ALTERNATE_OBJECT_DIRECTORIES` only for a
+    /// repository opened "from the environment"; Concord names the directory instead.
+    public func addObjectDirectory(_ directory: String) throws {
+        var odb: OpaquePointer?
+        try check("git_repository_odb", git_repository_odb(&odb, handle))
+        defer { git_odb_free(odb) }
+        try check("git_odb_add_disk_alternate", git_odb_add_disk_alternate(odb, directory))
+    }
+}

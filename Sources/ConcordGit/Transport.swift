@@ -29,6 +29,10 @@ public struct HostKey: Sendable, Hashable {
 public struct TransportOptions {
     /// The OpenSSH private key file for ssh remotes (Concord's identity key).
     public var sshPrivateKey: String?
+    /// A second private key, offered when the server refuses the first: a link invitation's
+    /// one-time key, which a concord server lets in (for the acceptance) before it knows this
+    /// device's key.
+    public var sshSecondKey: String?
     /// The user name when the URL has none.
     public var sshUser: String?
     /// Decides whether to trust an SSH host key; without it every host key is refused.
@@ -145,9 +149,11 @@ final class TransportSession {
             return git_credential_username_new(out, user)
         }
         // libgit2 asks again after every refusal: one attempt per key, then give up.
-        guard allowedTypes & GIT_CREDENTIAL_SSH_KEY.rawValue != 0, let key = options.sshPrivateKey, credentialAttempts == 0 else {
+        let keys = [options.sshPrivateKey, options.sshSecondKey].compactMap { $0 }
+        guard allowedTypes & GIT_CREDENTIAL_SSH_KEY.rawValue != 0, credentialAttempts < keys.count else {
             return GIT_EAUTH.rawValue
         }
+        let key = keys[credentialAttempts]
         credentialAttempts += 1
         return git_credential_ssh_key_new(out, user, nil, key, nil)
     }

@@ -77,12 +77,18 @@ public final class SSHServer {
 
     private var child: ChildProcess?
     private let logLevel: String
+    /// sshd's `AuthorizedKeysCommand` (run as this process's user), in place of the authorized_keys file.
+    private let authorizedKeysCommand: String?
 
     /// Creates the host key, config and an empty authorized_keys in `directory` (which the caller owns and
     /// removes); does not start sshd. `logLevel` is sshd's LogLevel (the bench's soak keeps INFO: a
-    /// VERBOSE line per connection adds up over 10,000 of them).
-    public init(directory: URL, logLevel: String = "VERBOSE") throws {
+    /// VERBOSE line per connection adds up over 10,000 of them). With `authorizedKeysCommand`, sshd
+    /// asks that command for each key (`AuthorizedKeysCommand`, run as this process's user) and reads
+    /// no authorized_keys file: sshd runs it only when its program's path, and every directory above
+    /// it, is owned by root and writable by no one else.
+    public init(directory: URL, logLevel: String = "VERBOSE", authorizedKeysCommand: String? = nil) throws {
         self.logLevel = logLevel
+        self.authorizedKeysCommand = authorizedKeysCommand
         for program in [Self.sshdPath, Self.sshKeygenPath] where !FileManager.default.isExecutableFile(atPath: program) {
             throw SSHServerError.programMissing(program)
         }
@@ -174,13 +180,15 @@ public final class SSHServer {
 
     private func configText() -> String {
         func quoted(_ url: URL) -> String { "\"\(url.path)\"" }
+        let keys = authorizedKeysCommand.map { "AuthorizedKeysFile none\nAuthorizedKeysCommand \($0)\nAuthorizedKeysCommandUser \(user)" }
+            ?? "AuthorizedKeysFile \(quoted(authorizedKeysURL))"
         return """
             # Written by the Concord test fixture SSHServer; sshd runs as `sshd -D -e -f` this file.
             Port \(port)
             ListenAddress 127.0.0.1
             HostKey \(quoted(hostKeyURL))
             PidFile \(quoted(directory.appendingPathComponent("sshd.pid")))
-            AuthorizedKeysFile \(quoted(authorizedKeysURL))
+            \(keys)
             PasswordAuthentication no
             KbdInteractiveAuthentication no
             PubkeyAuthentication yes

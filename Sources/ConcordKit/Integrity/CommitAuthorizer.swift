@@ -221,24 +221,33 @@ final class CommitAuthorizer {
         return result.flatMap { try? Member.decode($0, path: path) }
     }
 
-    /// The membership in tree `tree`'s `.concord/members/`.
+    /// The membership in tree `tree`'s `.concord/members/` (cached by the members tree's id).
     private func membership(at tree: ObjectID) throws -> Membership {
         guard let directory = try repository.entry(at: ProfilePaths.membersDirectory, inTree: tree), directory.kind == .tree else {
             return Self.noMembers
         }
         if let known = memberships[directory.id] { return known }
+        let membership = try Self.membership(in: repository, tree: tree)
+        memberships[directory.id] = membership
+        return membership
+    }
+
+    /// The membership in tree `tree`'s `.concord/members/` of `repository`: what the access rule
+    /// reads at a parent, and what a concord server reads at its main to let a key in.
+    static func membership(in repository: Repository, tree: ObjectID) throws -> Membership {
+        guard let directory = try repository.entry(at: ProfilePaths.membersDirectory, inTree: tree), directory.kind == .tree else {
+            return noMembers
+        }
         var members = [Member]()
         for entry in try repository.entries(inDirectory: ProfilePaths.membersDirectory, ofTree: tree)
         where entry.kind == .blob && entry.name.hasSuffix(".json") {
             let path = ProfilePaths.membersDirectory + "/" + entry.name
             // A member file that does not read, or names someone else, gives its keys to no one.
-            guard let bytes = try bytes(of: .file(entry.id)), let member = try? Member.decode(bytes, path: path),
+            guard let bytes = try bytes(of: .file(entry.id), in: repository), let member = try? Member.decode(bytes, path: path),
                   ProfilePaths.member(member.name) == path else { continue }
             members.append(member)
         }
-        let membership = Membership(members)
-        memberships[directory.id] = membership
-        return membership
+        return Membership(members)
     }
 
     /// The kinds table in tree `tree` (empty when it has none that reads).
@@ -252,6 +261,10 @@ final class CommitAuthorizer {
 
     /// A file's bytes, or nil when it is no file or larger than any profile document may be.
     private func bytes(of value: TreeEntryValue?) throws -> [UInt8]? {
+        try Self.bytes(of: value, in: repository)
+    }
+
+    private static func bytes(of value: TreeEntryValue?, in repository: Repository) throws -> [UInt8]? {
         guard case .file(let blob)? = value else { return nil }
         let header = try repository.objectHeader(blob)
         guard header.type == .blob, header.size <= ProfilePathRules.maxLogFileBytes else { return nil }

@@ -134,6 +134,18 @@ extension Profile {
             throw ConcordError.invitationRefused(member: invitation.open == nil ? invitation.member : identity.member,
                                                  reason: "it expired at \(invitation.expiresAt); ask \(invitation.invitedBy) for a new one")
         }
+        // A concord server does not know this device's key before the acceptance: a link invitation's
+        // one-time key is offered when it refuses this one (docs/server.md), for the clone and the acceptance's push.
+        var environment = environment
+        let loginKey = try invitation.oneTimeKey.map { text -> URL in
+            let url = environment.home.appendingPathComponent("invitation-login-\(getpid())")
+            do { try FileIO.write(Array(text.utf8), to: url.path, makingParents: false, mode: 0o600) } catch {
+                throw ConcordError.io("\(error)")
+            }
+            return url
+        }
+        defer { if let loginKey { try? FileManager.default.removeItem(at: loginKey) } }
+        environment.invitationLoginKey = loginKey?.path
         for attempt in 1...maxSyncAttempts {
             let profile = try clone(url: invitation.url, into: directory, identity: identity, environment: environment, trustHost: trustHost)
             let report: SyncReport?

@@ -14,6 +14,10 @@ public struct ConcordEnvironment: Sendable {
     /// Seconds a remote may send nothing before a sync or clone gives up on it as offline
     /// (`CONCORD_NETWORK_TIMEOUT`, default 30); the profile lock is never held longer for it.
     public var networkTimeout: TimeInterval = 30
+    /// A private key file ssh remotes are offered when they refuse this device's key: set by
+    /// `Profile.accept` to a link invitation's one-time key for its clone and acceptance push (a
+    /// concord server knows that key, and not yet this device's); nil otherwise.
+    public var invitationLoginKey: String?
 
     public init(home: URL, wallClock: @escaping @Sendable () -> Int64 = ConcordEnvironment.systemClock,
                 driverExecutable: String? = nil) {

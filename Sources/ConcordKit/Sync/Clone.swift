@@ -55,7 +55,7 @@ extension Profile {
         let knownHosts = KnownHosts(home: environment.home)
         let hostName = location.knownHostsName ?? ""
         var trusted: HostKey?
-        let options = TransportOptions(sshPrivateKey: identity.privateKeyPath.path, trustHostKey: { key in
+        var options = TransportOptions(sshPrivateKey: identity.privateKeyPath.path, trustHostKey: { key in
             if knownHosts.verdict(host: hostName, key: key) == true { return true }
             if let trustHost, knownHosts.verdict(host: hostName, key: key) == nil, key.fingerprint == trustHost {
                 trusted = key
@@ -64,6 +64,7 @@ extension Profile {
             return false
         }, stallTimeout: environment.networkTimeout,
            knownHostLines: location.knownHostsName == nil ? [] : knownHosts.lines(for: hostName))
+        options.sshSecondKey = environment.invitationLoginKey
         // A profile object only to reuse the transport error mapping; replaced below.
         let provisional = Profile(root: root, repository: repository, environment: environment,
                                   info: ProfileInfo(id: "", name: "", formatVersion: concordFormatVersion, createdAt: ""), kinds: .empty)

@@ -50,10 +50,12 @@ extension Profile {
     func transportOptions(for identity: Identity, remote: String, location: RemoteLocation) -> TransportOptions {
         let knownHosts = KnownHosts(home: environment.home)
         let hostName = location.knownHostsName ?? ""
-        return TransportOptions(sshPrivateKey: identity.privateKeyPath.path, trustHostKey: { key in
+        var options = TransportOptions(sshPrivateKey: identity.privateKeyPath.path, trustHostKey: { key in
             knownHosts.verdict(host: hostName, key: key) == true
         }, stallTimeout: environment.networkTimeout,
            knownHostLines: location.knownHostsName == nil ? [] : knownHosts.lines(for: hostName))
+        options.sshSecondKey = environment.invitationLoginKey
+        return options
     }
 
     /// Where a fetch puts the remote's main, inside the quarantine (see `fetchVerified`).

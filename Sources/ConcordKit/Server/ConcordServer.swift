@@ -1,0 +1,219 @@
+import ConcordGit
+import ConcordModel
+import ConcordTrust
+import Foundation
+
+/// A concord server: one directory (`--root`) an sshd account serves through `concord serve`.
+///
+/// - `concord-server.json`: the state file (`ServerConfiguration`): format version, the admin key,
+///   the account's user, and the `concord` executable sshd and the hooks run;
+/// - `repositories/<profile>.git`: one bare repository per profile, each with a `pre-receive` and a
+///   `post-receive` hook calling `concord serve --pre-receive` / `--post-receive`;
+/// - `keys.index`: which keys may log in (`KeyIndex`), kept current by every post-receive;
+/// - optionally, concord's block of an `authorized_keys` file (`AuthorizedKeysFile`), rewritten with it.
+public struct ConcordServer: Sendable {
+    public let root: URL
+    public let configuration: ServerConfiguration
+
+    static let configurationFile = "concord-server.json"
+    static let repositoriesDirectory = "repositories"
+
+    /// Prepares `root` (created when missing) to serve profiles: writes the state file, installs
+    /// the hooks in every repository already there, and rebuilds the key index from their mains.
+    /// With `authorizedKeys`, concord also keeps a block of that authorized_keys file (for an sshd
+    /// without AuthorizedKeysCommand). Running it again (say, after moving the concord binary)
+    /// rewrites all of them.
+    public static func initialize(root: URL, adminKey: SSHPublicKey, user: String, executable: String,
+                                  authorizedKeys: String? = nil) throws -> ConcordServer {
+        let root = root.standardizedFileURL
+        var paths = [("the server directory", root.path), ("the concord executable", executable)]
+        if let authorizedKeys { paths.append(("the authorized_keys file", authorizedKeys)) }
+        for (what, path) in paths {
+            guard path.hasPrefix("/"), !path.contains(where: { "'\"\\\n\r".contains($0) }) else {
+                throw ConcordError.invalidInput("\(what) \(path.debugDescription) must be an absolute path without quotes, backslashes or newlines "
+                                                + "(sshd runs it from an authorized_keys line)")
+            }
+        }
+        if let problem = ServerConfiguration.userProblem(user) { throw ConcordError.invalidInput(problem) }
+        let configurationPath = root.appendingPathComponent(configurationFile).path
+        if let existing = FileManager.default.contents(atPath: configurationPath) {
+            _ = try ServerConfiguration.decode(Array(existing), path: configurationPath)   // a newer format is refused, not overwritten
+        }
+        do {
+            try FileManager.default.createDirectory(at: root.appendingPathComponent(repositoriesDirectory), withIntermediateDirectories: true)
+        } catch {
+            throw ConcordError.io("cannot create \(root.path): \(error.localizedDescription)")
+        }
+        let configuration = ServerConfiguration(formatVersion: ServerConfiguration.currentFormatVersion, adminKey: adminKey, user: user,
+                                                executable: executable, authorizedKeys: authorizedKeys)
+        do { try FileIO.write(configuration.json.canonicalBytes(), to: configurationPath, durable: true) } catch {
+            throw ConcordError.io(error.description)
+        }
+        let server = ConcordServer(root: root, configuration: configuration)
+        var memberships = [String: Membership]()
+        for name in try server.profileNames() {
+            try server.installHooks(in: server.repositoryPath(name))
+            memberships[name] = try server.membership(of: name) ?? Membership([])
+        }
+        try server.keyIndex.replaceAll(memberships)
+        return server
+    }
+
+    /// The server prepared at `root` by `initialize`.
+    public static func open(root: URL) throws -> ConcordServer {
+        let root = root.standardizedFileURL
+        let path = root.appendingPathComponent(configurationFile).path
+        guard let bytes = FileManager.default.contents(atPath: path) else {
+            throw ConcordError.io("\(root.path) is not a concord server directory (no \(configurationFile)): run 'concord server init --root \(root.path) --admin-key KEY'")
+        }
+        return ConcordServer(root: root, configuration: try ServerConfiguration.decode(Array(bytes), path: path))
+    }
+
+    var keyIndex: KeyIndex {
+        KeyIndex(root: root, adminKey: configuration.adminKey,
+                 authorizedKeys: configuration.authorizedKeys.map { AuthorizedKeysFile(path: $0, line: forcedCommandLine) })
+    }
+
+    /// `<root>/repositories/<name>.git`.
+    public func repositoryPath(_ name: String) -> String {
+        root.appendingPathComponent(Self.repositoriesDirectory).appendingPathComponent(name + ".git").path
+    }
+
+    /// The names of the profiles this server holds, sorted.
+    func profileNames() throws -> [String] {
+        let directory = root.appendingPathComponent(Self.repositoriesDirectory).path
+        return ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+            .filter { $0.hasSuffix(".git") }.map { String($0.dropLast(4)) }
+            .filter { ServeRequest.nameProblem($0) == nil }.sorted()
+    }
+
+    /// The membership at profile `name`'s main, or nil when it has no repository or no main yet.
+    func membership(of name: String) throws -> Membership? {
+        let path = repositoryPath(name)
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        return try gitCall {
+            let repository = try Repository.open(path)
+            guard let main = try repository.resolveReference("refs/heads/main") else { return nil }
+            return try CommitAuthorizer.membership(in: repository, tree: try repository.commit(main).tree)
+        }
+    }
+
+    /// Whether `key` (`SHA256:…`) is the server's admin key.
+    func isAdminKey(_ key: String) -> Bool { configuration.adminKey.fingerprint == key }
+
+    /// Decides `request` by the key `key` (`SHA256:…`) at `now`; for the admin's first push of a new
+    /// profile, creates its repository. Returns the repository to hand to git and the grant.
+    public func admit(_ request: ServeRequest, key: String, now: Int64) throws -> (repository: String, grant: ServerGrant) {
+        let state: ServerAccess.ProfileState = try membership(of: request.profile).map { .present($0) } ?? .absent
+        switch ServerAccess.decide(request, key: key, isAdminKey: isAdminKey(key), profile: state, now: now) {
+        case .failure(let refusal):
+            throw refusal
+        case .success(let admission):
+            if admission.grant == .creator { try createRepository(request.profile) }
+            return (repositoryPath(request.profile), admission.grant)
+        }
+    }
+
+    /// Creates profile `name`'s bare repository with its settings and hooks, unless it exists: made
+    /// aside and renamed into place, so no process ever sees half of one.
+    func createRepository(_ name: String) throws {
+        let path = repositoryPath(name)
+        guard !FileManager.default.fileExists(atPath: path) else { return }
+        let staging = root.appendingPathComponent(Self.repositoriesDirectory).appendingPathComponent(".new-\(getpid())-\(name)").path
+        try? FileManager.default.removeItem(atPath: staging)
+        try Profile.createBareRemote(at: URL(fileURLWithPath: staging))
+        try installHooks(in: staging)
+        if rename(staging, path) != 0 {
+            let failure = errno
+            try? FileManager.default.removeItem(atPath: staging)
+            // Another connection created it first: theirs is as good as ours.
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw ConcordError.io("cannot create \(path): \(String(cString: strerror(failure)))")
+            }
+        }
+    }
+
+    /// Writes the `pre-receive` and `post-receive` hooks of the repository at `path`.
+    func installHooks(in path: String) throws {
+        for hook in ["pre-receive", "post-receive"] {
+            let script = """
+                #!/bin/sh
+                # Written by 'concord server init': \(hook == "pre-receive"
+                    ? "every pushed commit must pass Concord's validity rule" : "keeps the server's key index current").
+                exec '\(configuration.executable)' serve --root '\(root.path)' --\(hook)
+
+                """
+            do { try FileIO.write(Array(script.utf8), to: path + "/hooks/" + hook, mode: 0o755) } catch {
+                throw ConcordError.io(error.description)
+            }
+        }
+    }
+
+    /// The `authorized_keys` line sshd's `AuthorizedKeysCommand` prints for `key` (a public key
+    /// line, or its base64 blob alone, as sshd's `%k` gives it) logging in as `user`: a forced
+    /// `concord serve` for a key that is the admin's, an active member's or a pending invitation's
+    /// in any profile here; nil for any other key or user.
+    public func authorizedKeysLine(user: String, key text: String, now: Int64) -> String? {
+        guard user == configuration.user else { return nil }
+        let words = text.split(whereSeparator: { $0 == " " || $0 == "\t" })
+        let line = words.count == 1 ? "\(SSHPublicKey.keyType) \(words[0])" : text
+        guard let key = try? SSHPublicKey(line: line) else { return nil }
+        let fingerprint = key.fingerprint
+        guard isAdminKey(fingerprint) || keyIndex.admits(fingerprint, now: now) else { return nil }
+        return forcedCommandLine(for: key)
+    }
+
+    /// The authorized_keys line that lets `key` in to run only `concord serve` as itself.
+    func forcedCommandLine(for key: SSHPublicKey) -> String {
+        "command=\"'\(configuration.executable)' serve --root '\(root.path)' --key \(key.fingerprint)\",restrict \(key.line(comment: nil))"
+    }
+}
+
+/// `concord-server.json`, the server's state file.
+///
+/// Format history: 1 — the admin key, the account's user, the concord executable and, when concord
+/// keeps a block of one, the authorized_keys file.
+public struct ServerConfiguration: Sendable, Equatable {
+    public static let currentFormatVersion = 1
+
+    public let formatVersion: Int
+    /// The key that may create profiles (its first push of a new profile name).
+    public let adminKey: SSHPublicKey
+    /// The account sshd serves concord through; `--lookup` answers for no other user.
+    public let user: String
+    /// The absolute path of the concord executable the authorized_keys lines and hooks run.
+    public let executable: String
+    /// The authorized_keys file concord keeps its block of (absolute), or nil (AuthorizedKeysCommand mode).
+    public let authorizedKeys: String?
+
+    var json: JSONValue {
+        var fields: [String: JSONValue] = ["formatVersion": .number(String(formatVersion)), "adminKey": .string(adminKey.line(comment: nil)),
+                                           "user": .string(user), "executable": .string(executable)]
+        if let authorizedKeys { fields["authorizedKeys"] = .string(authorizedKeys) }
+        return .object(fields)
+    }
+
+    static func decode(_ bytes: [UInt8], path: String) throws -> ServerConfiguration {
+        guard let value = try? JSONValue.parse(bytes), let version = value["formatVersion"]?.intValue else {
+            throw ConcordError.corruptRecord(path: path, reason: "not a concord server state file")
+        }
+        guard version <= currentFormatVersion else {
+            throw ConcordError.newerFormat(found: version, supported: currentFormatVersion)
+        }
+        guard let line = value["adminKey"]?.stringValue, let adminKey = try? SSHPublicKey(line: line),
+              let user = value["user"]?.stringValue, let executable = value["executable"]?.stringValue else {
+            throw ConcordError.corruptRecord(path: path, reason: "missing or damaged adminKey, user or executable")
+        }
+        return ServerConfiguration(formatVersion: version, adminKey: adminKey, user: user, executable: executable,
+                                   authorizedKeys: value["authorizedKeys"]?.stringValue)
+    }
+
+    /// Why `user` cannot be the served account's name, or nil.
+    static func userProblem(_ user: String) -> String? {
+        guard !user.isEmpty, user.utf8.count <= 32,
+              user.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D || $0 == 0x5F || $0 == 0x2E }) else {
+            return "\(user.debugDescription) is not a user name sshd serves (lower-case letters, digits, '.', '-', '_')"
+        }
+        return nil
+    }
+}

@@ -1,0 +1,125 @@
+import ArgumentParser
+import ConcordKit
+import Foundation
+
+/// `concord server init`: prepares a directory for an sshd account to serve profiles from.
+struct ServerCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "server", abstract: "Set up a concord server (profiles served over ssh by 'concord serve'; docs/server.md).",
+        subcommands: [Init.self]
+    )
+
+    struct Init: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Prepare DIR: the state file, repositories/ with hooks, the key index sshd's AuthorizedKeysCommand reads.")
+
+        @Option(help: ArgumentHelp("The server directory (created when missing).", valueName: "dir")) var root: String
+        @Option(name: .customLong("admin-key"), help: "The public key (ssh-ed25519 AAAA...) allowed to create profiles by pushing them.")
+        var adminKey: String
+        @Option(help: "The account sshd serves concord through (default: the user running this).") var user: String?
+        @Option(name: .customLong("authorized-keys"),
+                help: ArgumentHelp("Also keep concord's block of this authorized_keys file (for an sshd without AuthorizedKeysCommand).",
+                                   valueName: "file"))
+        var authorizedKeys: String?
+        @Flag(help: "Print the result as JSON.") var json = false
+
+        func run() throws {
+            guard let executable = currentExecutable() else { throw ConcordError.io("cannot find the running concord executable's path") }
+            let key = try SSHPublicKey(line: adminKey)
+            let server = try ConcordServer.initialize(root: URL(fileURLWithPath: root), adminKey: key,
+                                                      user: user ?? ProcessInfo.processInfo.userName, executable: executable,
+                                                      authorizedKeys: authorizedKeys.map { URL(fileURLWithPath: $0).standardizedFileURL.path })
+            let command = "\(executable) serve --root \(server.root.path) --lookup %u %k"
+            let file = server.configuration.authorizedKeys
+            if json {
+                printJSON(.object(["root": .string(server.root.path), "user": .string(server.configuration.user),
+                                   "adminKey": .string(key.fingerprint), "authorizedKeysCommand": .string(command),
+                                   "authorizedKeys": file.map(JSONValue.string) ?? .null]))
+            } else {
+                print("concord server ready in \(server.root.path) for user \(server.configuration.user); admin key \(key.fingerprint)")
+                print(file.map { "concord keeps its block of \($0) (rewritten after every membership change)" }
+                      ?? "in sshd_config: AuthorizedKeysCommand \(command)")
+            }
+        }
+    }
+}
+
+/// `concord serve`: what sshd runs. As the forced command (`--key`), it serves one git request;
+/// with `--lookup` it is sshd's AuthorizedKeysCommand; with `--pre-receive` / `--post-receive` it
+/// is a repository's hook.
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve profiles to devices through sshd (the forced command, the key lookup and the hooks; docs/server.md).")
+
+    @Option(help: ArgumentHelp("The server directory ('concord server init').", valueName: "dir")) var root: String
+    @Option(help: ArgumentHelp("The connecting key's fingerprint (set by the authorized_keys line).", valueName: "SHA256:...")) var key: String?
+    @Flag(help: "Answer sshd's AuthorizedKeysCommand: give the user (%u) and the key (%k).") var lookup = false
+    @Flag(name: .customLong("pre-receive"), help: "Run as a repository's pre-receive hook.") var preReceive = false
+    @Flag(name: .customLong("post-receive"), help: "Run as a repository's post-receive hook.") var postReceive = false
+    @Argument(help: ArgumentHelp("With --lookup: the user and the key.", valueName: "user key")) var lookupArguments: [String] = []
+
+    func validate() throws {
+        let modes = [key != nil, lookup, preReceive, postReceive].filter { $0 }.count
+        guard modes == 1 else { throw ValidationError("give exactly one of --key SHA256:..., --lookup USER KEY, --pre-receive or --post-receive") }
+        if lookup != (lookupArguments.count == 2) {
+            throw ValidationError(lookup ? "--lookup takes the user and the key: --lookup %u %k" : "unexpected arguments \(lookupArguments)")
+        }
+        if let key, !Self.isFingerprint(key) { throw ValidationError("--key takes a key fingerprint, SHA256: and 43 base64 characters") }
+    }
+
+    func run() throws {
+        let environment = ProcessInfo.processInfo.environment
+        let now = ((try? ConcordEnvironment.fromProcess())?.wallClock ?? ConcordEnvironment.systemClock)()
+        let server: ConcordServer
+        do { server = try ConcordServer.open(root: URL(fileURLWithPath: root)) } catch {
+            refuse(describe(error))
+        }
+        if lookup {
+            if let line = server.authorizedKeysLine(user: lookupArguments[0], key: lookupArguments[1], now: now) { print(line) }
+        } else if preReceive || postReceive {
+            let check = PushCheck(server: server, repositoryPath: environment["GIT_DIR"] ?? FileManager.default.currentDirectoryPath)
+            let input = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+            do {
+                let updates = try PushCheck.Update.parse(input)
+                if preReceive {
+                    try check.check(updates, key: environment["CONCORD_SERVE_KEY"], quarantine: environment["GIT_QUARANTINE_PATH"], now: now)
+                } else {
+                    try check.refreshKeyIndex(updates)
+                }
+            } catch let refusal as ServerRefusal {
+                refuse(refusal.message)
+            }
+        } else if let key {
+            do {
+                let request = try ServeRequest.parse(environment["SSH_ORIGINAL_COMMAND"])
+                let admitted = try server.admit(request, key: key, now: now)
+                setenv("CONCORD_SERVE_KEY", key, 1)
+                let failure = execute([request.verb.rawValue, admitted.repository])
+                refuse("cannot run \(request.verb.rawValue): \(failure)")
+            } catch let refusal as ServerRefusal {
+                refuse(refusal.message)
+            }
+        }
+    }
+
+    /// One line on stderr, exit 1: what sshd logs, or what git shows the device.
+    private func refuse(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("concord serve: \(message.replacingOccurrences(of: "\n", with: " "))\n".utf8))
+        Foundation.exit(ExitStatus.failure)
+    }
+
+    /// Replaces this process with `arguments[0]` found in PATH; returns only on failure, with why.
+    private func execute(_ arguments: [String]) -> String {
+        let pointers = arguments.map { strdup($0) } + [nil]
+        defer { pointers.forEach { free($0) } }
+        execvp(arguments[0], pointers)
+        return String(cString: strerror(errno))
+    }
+
+    static func isFingerprint(_ text: String) -> Bool {
+        let body = text.utf8.dropFirst(7)
+        return text.hasPrefix("SHA256:") && body.count == 43 && body.allSatisfy {
+            ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2B || $0 == 0x2F
+        }
+    }
+}

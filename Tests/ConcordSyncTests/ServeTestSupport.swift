@@ -1,0 +1,136 @@
+import Foundation
+import XCTest
+
+/// A concord server for a test: `concord server init` in `<sandbox>/server`, and a real sshd on
+/// 127.0.0.1 whose AuthorizedKeysCommand is `concord serve --lookup %u %k`, so every connection
+/// goes through `concord serve` as the forced command.
+struct ConcordServeHost {
+    let sshd: SSHServer
+    let root: URL
+    let admin: SyncDevice
+
+    /// `ssh://<user>@127.0.0.1:<port>/<profile>.git`.
+    func url(_ profile: String) -> String { "ssh://\(sshd.user)@127.0.0.1:\(sshd.port)/\(profile).git" }
+
+    /// The bare repository of `profile` on the server.
+    func repository(_ profile: String) -> URL { root.appendingPathComponent("repositories/\(profile).git") }
+}
+
+class ConcordServeTestCase: SyncTestCase {
+    /// The concord binary by its real path: sshd runs an AuthorizedKeysCommand only from a path
+    /// owned by root and writable by no one else, up to `/`.
+    func secureBinary() throws -> String {
+        let binary = URL(fileURLWithPath: try ConcordBinary.required()).resolvingSymlinksInPath().path
+        guard getuid() == 0 else { throw XCTSkip("sshd's AuthorizedKeysCommand needs a root-owned program: run the tests as root") }
+        var directory = URL(fileURLWithPath: binary)
+        while directory.path != "/" {
+            let attributes = try FileManager.default.attributesOfItem(atPath: directory.path)
+            let mode = (attributes[.posixPermissions] as? Int) ?? 0o777
+            XCTAssertTrue((attributes[.ownerAccountID] as? Int) == 0 && mode & 0o022 == 0,
+                          "sshd refuses an AuthorizedKeysCommand under \(directory.path) (owner or mode): build the package in a root-owned directory")
+            directory.deleteLastPathComponent()
+        }
+        return binary
+    }
+
+    /// `admin` runs `concord server init`, and an sshd serves it; stopped when the test ends. sshd
+    /// finds keys through `concord serve --lookup` (AuthorizedKeysCommand), or with `authorizedKeysFile`
+    /// in its authorized_keys file, whose block concord keeps.
+    func makeHost(admin: SyncDevice, authorizedKeysFile: Bool = false, file: StaticString = #filePath, line: UInt = #line) throws -> ConcordServeHost {
+        guard FileManager.default.isExecutableFile(atPath: SSHServer.sshdPath) else {
+            throw XCTSkip("\(SSHServer.sshdPath) is missing: run `make test` or `apt-get install openssh-server`")
+        }
+        let root = sandbox.appendingPathComponent("server")
+        let directory = try makeDirectory("sshd")
+        let sshd = try authorizedKeysFile
+            ? SSHServer(directory: directory)
+            : SSHServer(directory: directory, authorizedKeysCommand: "\(try secureBinary()) serve --root \(root.path) --lookup %u %k")
+        try concordOK(["server", "init", "--root", root.path, "--admin-key", admin.publicKeyLine]
+                      + (authorizedKeysFile ? ["--authorized-keys", sshd.authorizedKeysURL.path] : []), as: nil, file: file, line: line)
+        addTeardownBlock { sshd.stop() }
+        try sshd.start()
+        return ConcordServeHost(sshd: sshd, root: root, admin: admin)
+    }
+
+    /// Writes the server's host key into `device`'s `$CONCORD_HOME/known_hosts` and a known_hosts
+    /// file for plain ssh; returns the latter.
+    @discardableResult
+    func trust(_ host: ConcordServeHost, by device: SyncDevice) throws -> URL {
+        let knownHosts = device.home.appendingPathComponent("known_hosts")
+        let old = (try? String(contentsOf: knownHosts, encoding: .utf8)) ?? ""
+        if !old.contains(host.sshd.knownHostsLine) {
+            try Data((old + host.sshd.knownHostsLine + "\n").utf8).write(to: knownHosts)
+        }
+        return knownHosts
+    }
+
+    /// The environment for plain git over ssh with `device`'s key.
+    func gitSSHEnvironment(_ device: SyncDevice, host: ConcordServeHost) throws -> [String: String] {
+        let knownHosts = try trust(host, by: device)
+        let words = ["/usr/bin/ssh", "-F", "/dev/null", "-i", device.keyFile.path, "-o", "IdentitiesOnly=yes",
+                     "-o", "UserKnownHostsFile=\(knownHosts.path)", "-o", "GlobalKnownHostsFile=/dev/null",
+                     "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5"]
+        return ["GIT_SSH_COMMAND": words.map(ProcessRunner.shellQuoted).joined(separator: " ")]
+    }
+
+    /// Runs `ssh <host> <command>` with `device`'s key: what `SSH_ORIGINAL_COMMAND` a client sends.
+    func ssh(_ command: String, as device: SyncDevice, host: ConcordServeHost) throws -> RunResult {
+        let knownHosts = try trust(host, by: device)
+        return try ProcessRunner.run("/usr/bin/ssh", ["-T", "-F", "/dev/null", "-i", device.keyFile.path, "-o", "IdentitiesOnly=yes",
+                                                     "-o", "UserKnownHostsFile=\(knownHosts.path)", "-o", "GlobalKnownHostsFile=/dev/null",
+                                                     "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5",
+                                                     "-p", String(host.sshd.port), "\(host.sshd.user)@127.0.0.1", command],
+                                     environment: environment(), deadline: 30)
+    }
+
+    /// The admin creates profile `name` (aac template) in `<sandbox>/<name>-admin` with `members`
+    /// and `records`, and publishes it to the server: its first push creates the repository.
+    func publish(_ name: String, on host: ConcordServeHost, members: [(SyncDevice, String)] = [],
+                 records: [(String, String)] = [], file: StaticString = #filePath, line: UInt = #line) throws -> URL {
+        let profile = sandbox.appendingPathComponent("\(name)-admin")
+        try concordOK(["init", profile.path, "--name", name, "--template", "aac"], as: host.admin, file: file, line: line)
+        for (device, role) in members {
+            try concordOK(["members", "add", device.member, "--role", role, "--key", device.publicKeyLine, "--device", device.device],
+                          as: host.admin, in: profile, file: file, line: line)
+        }
+        for (reference, json) in records {
+            try concordOK(["put", reference, "--json", json], as: host.admin, in: profile, file: file, line: line)
+        }
+        try trust(host, by: host.admin)
+        try concordOK(["remote", "add", "origin", host.url(name)], as: host.admin, in: profile, file: file, line: line)
+        try concordOK(["sync"], as: host.admin, in: profile, file: file, line: line)
+        fsckAtEnd += [profile, host.repository(name)]
+        return profile
+    }
+
+    /// `device` runs `concord clone` of profile `name` into `<sandbox>/<name>-<member>`.
+    func cloneThroughServer(_ name: String, as device: SyncDevice, host: ConcordServeHost) throws -> (RunResult, URL) {
+        let target = sandbox.appendingPathComponent("\(name)-\(device.member)")
+        let result = try concord(["clone", host.url(name), target.path, "--trust-host", host.sshd.hostKeyFingerprint], as: device)
+        if result.status == 0 { fsckAtEnd.append(target) }
+        return (result, target)
+    }
+
+    /// A commit made with plain git in `clone` (a git clone of the server's profile): `edit` changes
+    /// files, the commit is signed with `key` (unsigned when nil). Returns its id.
+    @discardableResult
+    func commitWithGit(in clone: URL, signedWith key: URL?, message: String = "by hand", _ edit: (URL) throws -> Void) throws -> String {
+        try edit(clone)
+        try gitOK(["add", "-A"], in: clone)
+        let signing = key.map { GitSigning.options(keyFile: $0.path) + ["commit", "-S"] } ?? ["commit", "--no-gpg-sign"]
+        try gitOK(signing + ["--quiet", "-m", message], in: clone)
+        return try gitOK(["rev-parse", "HEAD"], in: clone)
+    }
+
+    /// The path of record `kind/id` in a work tree.
+    func recordFile(_ kind: String, _ id: String, in clone: URL) throws -> URL {
+        let files = try gitOK(["ls-files", kind], in: clone).split(separator: "\n")
+        let path = try XCTUnwrap(files.first { $0.hasSuffix("/\(id).json") }, "no \(kind)/\(id) in \(files)")
+        return clone.appendingPathComponent(String(path))
+    }
+
+    /// `refs/heads/main` of profile `name` on the server.
+    func serverMain(_ name: String, host: ConcordServeHost) throws -> String {
+        try gitOK(["rev-parse", "refs/heads/main"], in: host.repository(name))
+    }
+}
