@@ -33,12 +33,9 @@ extension SyncTestCase {
     func pushWithGit(_ team: AccessTeam, signedWith key: URL?, message: String = "by hand", _ edit: (URL) throws -> Void) throws -> String {
         let clone = sandbox.appendingPathComponent("hand-\(UUID().uuidString.prefix(8))")
         try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, clone.path])
-        try edit(clone)
-        try gitOK(["add", "-A"], in: clone)
-        let signing = key.map { GitSigning.options(keyFile: $0.path) + ["commit", "-S"] } ?? ["commit", "--no-gpg-sign"]
-        try gitOK(signing + ["--quiet", "-m", message], in: clone)
+        let commit = try commitWithGit(in: clone, signedWith: key, message: message, edit)
         try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: clone)
-        return try gitOK(["rev-parse", "HEAD"], in: clone)
+        return commit
     }
 
     /// The path of record `id` in `clone` (under its bucket directory).
@@ -78,5 +75,16 @@ extension SyncTestCase {
     func assertAccepted(_ team: AccessTeam, commit: String, file: StaticString = #filePath, line: UInt = #line) throws {
         try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
         XCTAssertEqual(try revParse("HEAD", in: team.aliceProfile), commit, file: file, line: line)
+    }
+
+    /// A commit made with plain git in `clone` (a git clone of a remote): `edit` changes
+    /// files, the commit is signed with `key` (unsigned when nil). Returns its id.
+    @discardableResult
+    func commitWithGit(in clone: URL, signedWith key: URL?, message: String = "by hand", _ edit: (URL) throws -> Void) throws -> String {
+        try edit(clone)
+        try gitOK(["add", "-A"], in: clone)
+        let signing = key.map { GitSigning.options(keyFile: $0.path) + ["commit", "-S"] } ?? ["commit", "--no-gpg-sign"]
+        try gitOK(signing + ["--quiet", "-m", message], in: clone)
+        return try gitOK(["rev-parse", "HEAD"], in: clone)
     }
 }

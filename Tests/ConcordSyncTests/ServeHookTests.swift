@@ -97,6 +97,38 @@ final class ServeHookTests: ConcordServeTestCase {
         XCTAssertEqual(try syncJSON(erin, in: target).received, 0)
     }
 
+    /// An open invitation through the server: its one-time key lets each joiner clone and push their
+    /// own joining while places are left; once taken, the key is let in no more.
+    func testAnOpenInvitationIsJoinedThroughTheServerUntilItsPlacesAreTaken() throws {
+        let alice = try makeDevice("alice", device: "laptop")
+        let host = try makeHost(admin: alice)
+        let aliceProfile = try publish("group", on: host)
+        let output = try concordOK(["share", "--open", "--role", "user", "--uses", "1"], as: alice, in: aliceProfile)
+        let invitation = try XCTUnwrap(output.split(separator: "\n").last.map(String.init))
+        try concordOK(["sync"], as: alice, in: aliceProfile)
+        let index = { try String(contentsOf: host.root.appendingPathComponent("keys.index"), encoding: .utf8) }
+        let opened = try index()
+        XCTAssertTrue(opened.contains(" group invited "), "the open invitation's key is let in: \(opened)")
+
+        let erin = try makeDevice("erin", device: "tablet")
+        let target = sandbox.appendingPathComponent("group-erin")
+        let accepted = try concord(["accept", invitation, target.path, "--trust-host", host.sshd.hostKeyFingerprint], as: erin)
+        XCTAssertEqual(accepted.status, 0, accepted.summary)
+        fsckAtEnd.append(target)
+        XCTAssertEqual(try serverMain("group", host: host), try revParse("HEAD", in: target), "the joining reached the server")
+        let erinKey = try SSHPublicKey(line: erin.publicKeyLine).fingerprint
+        let joined = try index()
+        XCTAssertTrue(joined.contains("\(erinKey) group active -"), joined)
+        XCTAssertFalse(joined.contains(" invited "), "no place left, so the one-time key is let in no more: \(joined)")
+
+        let fay = try makeDevice("fay", device: "phone")
+        let late = try concord(["accept", invitation, sandbox.appendingPathComponent("group-fay").path,
+                                "--trust-host", host.sshd.hostKeyFingerprint], as: fay)
+        XCTAssertNotEqual(late.status, 0, late.summary)
+        XCTAssertEqual(late.stderr.split(separator: "\n").count, 1, late.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.appendingPathComponent("group-fay").path))
+    }
+
     func testKeyLookupAtAThousandProfilesOfTenMembers() throws {
         let alice = try makeDevice("alice", device: "laptop")
         let root = sandbox.appendingPathComponent("server")

@@ -111,24 +111,6 @@ class ConcordServeTestCase: SyncTestCase {
         return (result, target)
     }
 
-    /// A commit made with plain git in `clone` (a git clone of the server's profile): `edit` changes
-    /// files, the commit is signed with `key` (unsigned when nil). Returns its id.
-    @discardableResult
-    func commitWithGit(in clone: URL, signedWith key: URL?, message: String = "by hand", _ edit: (URL) throws -> Void) throws -> String {
-        try edit(clone)
-        try gitOK(["add", "-A"], in: clone)
-        let signing = key.map { GitSigning.options(keyFile: $0.path) + ["commit", "-S"] } ?? ["commit", "--no-gpg-sign"]
-        try gitOK(signing + ["--quiet", "-m", message], in: clone)
-        return try gitOK(["rev-parse", "HEAD"], in: clone)
-    }
-
-    /// The path of record `kind/id` in a work tree.
-    func recordFile(_ kind: String, _ id: String, in clone: URL) throws -> URL {
-        let files = try gitOK(["ls-files", kind], in: clone).split(separator: "\n")
-        let path = try XCTUnwrap(files.first { $0.hasSuffix("/\(id).json") }, "no \(kind)/\(id) in \(files)")
-        return clone.appendingPathComponent(String(path))
-    }
-
     /// `refs/heads/main` of profile `name` on the server.
     func serverMain(_ name: String, host: ConcordServeHost) throws -> String {
         try gitOK(["rev-parse", "refs/heads/main"], in: host.repository(name))

@@ -4,6 +4,9 @@ import ConcordTrust
 /// The members of a profile at one commit (its `.concord/members/*.json`), indexed by device key.
 struct Membership: Sendable {
     let members: [String: Member]
+    /// The open invitations beside them (read where a server decides who may connect; the access
+    /// rule reads each one when a commit needs it).
+    var openInvitations: [OpenInvitation] = []
     private let keyOwners: [SSHPublicKey: [(member: String, device: String)]]
 
     init(_ members: [Member]) {

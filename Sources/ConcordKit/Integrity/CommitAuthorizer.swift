@@ -250,6 +250,22 @@ final class CommitAuthorizer {
         return Membership(members)
     }
 
+    /// `membership(in:tree:)` with the open invitations of `tree`'s `.concord/invitations/` (those that read).
+    static func membershipWithInvitations(in repository: Repository, tree: ObjectID) throws -> Membership {
+        var membership = try membership(in: repository, tree: tree)
+        guard let directory = try repository.entry(at: ProfilePaths.invitationsDirectory, inTree: tree), directory.kind == .tree else {
+            return membership
+        }
+        for entry in try repository.entries(inDirectory: ProfilePaths.invitationsDirectory, ofTree: tree)
+        where entry.kind == .blob && entry.name.hasSuffix(".json") {
+            let path = ProfilePaths.invitationsDirectory + "/" + entry.name
+            guard let bytes = try bytes(of: .file(entry.id), in: repository), let invitation = try? OpenInvitation.decode(bytes, path: path),
+                  ProfilePaths.invitation(invitation.id) == path else { continue }
+            membership.openInvitations.append(invitation)
+        }
+        return membership
+    }
+
     /// The kinds table in tree `tree` (empty when it has none that reads).
     private func kindsTable(at tree: ObjectID) throws -> KindsTable {
         guard let entry = try repository.entry(at: KindsTable.path, inTree: tree), entry.kind == .blob else { return .empty }

@@ -94,7 +94,7 @@ public struct ConcordServer: Sendable {
         return try gitCall {
             let repository = try Repository.open(path)
             guard let main = try repository.resolveReference("refs/heads/main") else { return nil }
-            return try CommitAuthorizer.membership(in: repository, tree: try repository.commit(main).tree)
+            return try CommitAuthorizer.membershipWithInvitations(in: repository, tree: try repository.commit(main).tree)
         }
     }
 

@@ -14,7 +14,8 @@ import Glibc
 ///     SHA256:<fingerprint> <profile> invited 2026-01-08T10:00:00.000Z <key base64>
 ///
 /// Active members' keys, and the keys of pending invitations (the invited key, or a link
-/// invitation's one-time key) with their expiry; revoked members are left out, so their next
+/// invitation's one-time key, or an open invitation's one-time key while it has places left) with
+/// their expiry; revoked members are left out, so their next
 /// connection is refused. The post-receive of a push that changes a profile's members rewrites
 /// that profile's lines: under an exclusive `flock` on `keys.lock`, written aside and renamed into
 /// place, so a lookup reads the old file or the new one, never half of one.
@@ -42,6 +43,9 @@ struct KeyIndex {
             case .revoked:
                 break
             }
+        }
+        for open in membership.openInvitations.sorted(by: { $0.id < $1.id }) where open.used(by: membership.members.values) < open.uses {
+            lines.append("\(open.key.fingerprint) \(name) invited \(open.expiresAt) \(open.key.base64)")
         }
         return lines
     }

@@ -78,7 +78,7 @@ public struct PushCheck {
         let repository = try Repository.open(repositoryPath)
         if let quarantine { try repository.addObjectDirectory(quarantine) }
         let current = try repository.resolveReference("refs/heads/main")
-        let membership = try current.map { try CommitAuthorizer.membership(in: repository, tree: try repository.commit($0).tree) }
+        let membership = try current.map { try CommitAuthorizer.membershipWithInvitations(in: repository, tree: try repository.commit($0).tree) }
         let request = ServeRequest(verb: .receive, profile: profile)
         let admission: ServerAccess.Admission
         switch ServerAccess.decide(request, key: key, isAdminKey: server.isAdminKey(key),
@@ -95,6 +95,22 @@ public struct PushCheck {
                 throw ServerRefusal("refused a non-fast-forward update of main: fetch, merge and push again (history is never rewritten)")
             }
             let known = [current, update.old].compactMap { $0 }
+            if admission.grant == .invited, admission.member == nil {
+                // An open invitation's key: one commit adding one new member file (the hook's
+                // validity check then requires it to be a valid joining of that invitation).
+                let commits = try repository.newCommits(from: new, excluding: known)
+                let prefix = Array((ProfilePaths.membersDirectory + "/").utf8)
+                var onlyJoining = commits.count == 1
+                for commit in commits where onlyJoining {
+                    let parent = try commit.parents.first.map { try repository.commit($0).tree }
+                    let changes = try repository.treeChanges(from: parent, to: commit.tree)
+                    onlyJoining = changes.count == 1 && changes[0].old == nil && changes[0].path.starts(with: prefix)
+                }
+                guard onlyJoining else {
+                    throw ServerRefusal("refused: an open invitation's key may push one joining member's acceptance only "
+                                        + "(one commit adding one member file), and this push brings \(commits.count) commit(s) or other changes")
+                }
+            }
             if admission.grant == .invited, let member = admission.member {
                 let commits = try repository.newCommits(from: new, excluding: known)
                 let ownFile = ProfilePaths.member(member)
@@ -120,12 +136,13 @@ public struct PushCheck {
         try gitCall {
             for update in updates where update.ref == "refs/heads/main" {
                 guard let new = update.new else { continue }
-                let newMembers = try repository.entry(at: ProfilePaths.membersDirectory, inTree: try repository.commit(new).tree)?.id
-                let oldMembers = try update.old.flatMap {
-                    try repository.entry(at: ProfilePaths.membersDirectory, inTree: try repository.commit($0).tree)?.id
+                // Members and open invitations both let keys in.
+                func access(_ commit: ObjectID) throws -> [ObjectID?] {
+                    let tree = try repository.commit(commit).tree
+                    return try [ProfilePaths.membersDirectory, ProfilePaths.invitationsDirectory].map { try repository.entry(at: $0, inTree: tree)?.id }
                 }
-                guard update.old == nil || newMembers != oldMembers else { continue }
-                let membership = try CommitAuthorizer.membership(in: repository, tree: try repository.commit(new).tree)
+                guard try update.old.map(access) != (try access(new)) else { continue }
+                let membership = try CommitAuthorizer.membershipWithInvitations(in: repository, tree: try repository.commit(new).tree)
                 try server.keyIndex.update(profile: profile, membership: membership)
             }
         }

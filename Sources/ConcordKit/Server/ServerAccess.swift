@@ -6,7 +6,8 @@ import ConcordTrust
 /// so `concord serve`, its tests and the docs all state the same rule.
 ///
 /// - `git-upload-pack` (read): an active member of that profile; a pending invitation's key (it
-///   must read the profile to accept). Nobody else, the server's admin key included.
+///   must read the profile to accept), or an open invitation's one-time key while it has places
+///   left and has not expired. Nobody else, the server's admin key included.
 /// - `git-receive-pack` (write): an active member (every member may write something: at least
 ///   their own device keys; the `pre-receive` hook judges each commit); a pending invitation's key,
 ///   for its acceptance only (the hook checks that).
@@ -42,7 +43,19 @@ enum ServerAccess {
             .sorted { rank($0.status) < rank($1.status) }
         // A link invitation's one-time key: it may fetch the profile and push the acceptance it signs.
         let invitation = membership.members.values.first { $0.status == .invited && $0.invitationKey?.fingerprint == key }
-        guard let member = holders.first ?? invitation else { return .failure(noAccess) }
+        guard let member = holders.first ?? invitation else {
+            // An open invitation's one-time key: it may fetch the profile and push one joining member's acceptance.
+            guard let open = membership.openInvitations.first(where: { $0.key.fingerprint == key }) else { return .failure(noAccess) }
+            if let expiry = HLClock.parseInstant(open.expiresAt), now >= expiry {
+                return .failure(ServerRefusal("open invitation \(open.id) to \"\(request.profile)\" expired at \(open.expiresAt): "
+                                              + "ask \(open.invitedBy) for a new one"))
+            }
+            guard open.used(by: membership.members.values) < open.uses else {
+                return .failure(ServerRefusal("all \(open.uses) places of open invitation \(open.id) to \"\(request.profile)\" are taken: "
+                                              + "ask \(open.invitedBy) for a new one"))
+            }
+            return .success(Admission(grant: .invited, member: nil))
+        }
         switch member.status {
         case .active:
             return .success(Admission(grant: .member, member: member.name))
