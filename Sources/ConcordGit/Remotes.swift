@@ -178,6 +178,16 @@ extension Repository {
     /// Branch `ref` of the repository at `path` on this machine, read from its ref files without
     /// opening it with libgit2 (a path remote is not trusted; see `SourceObjects`). nil when it
     /// has no such branch.
+    /// Waits on a concord server (ssh `url`) until its main is no longer `known`, or `seconds` pass
+    /// (`concord-wait`); returns its main then. A server that does not offer the wait fails, as a
+    /// connection to it that runs an unknown command would.
+    public static func waitForRemoteMain(url: String, known: ObjectID?, seconds: Int, options: TransportOptions) throws -> ObjectID? {
+        var options = options
+        // The server is silent while it waits: the stall timer must outlast the wait.
+        options.stallTimeout = options.stallTimeout.map { max($0, TimeInterval(seconds) + 10) }
+        return try SSHRefAdvertisement.heads(url: url, options: options, waitingFor: (known, seconds))["refs/heads/main"]
+    }
+
     public static func localRemoteHead(at path: String, ref: String) throws -> ObjectID? {
         try SourceObjects.reference(ref, gitDirectory: SourceObjects.gitDirectory(of: path))
     }

@@ -26,8 +26,10 @@ enum SSHRefAdvertisement {
     /// The most advertisement bytes read (a profile's remote has a handful of refs).
     static let byteLimit = 1 << 20
 
-    /// The refs (name → id) advertised by the repository at ssh `url`.
-    static func heads(url: String, options: TransportOptions) throws -> [String: ObjectID] {
+    /// The refs (name → id) advertised by the repository at ssh `url`. With `waitingFor`, asks a
+    /// concord server's `concord-wait` instead of `git-upload-pack`: it answers once main is no
+    /// longer `known` (or after `seconds`), with the same advertisement.
+    static func heads(url: String, options: TransportOptions, waitingFor: (known: ObjectID?, seconds: Int)? = nil) throws -> [String: ObjectID] {
         guard let components = URLComponents(string: url), components.scheme == "ssh",
               let host = components.host, !host.isEmpty, !components.path.isEmpty else {
             throw GitError(function: "URLComponents", code: .other(-1), message: "malformed ssh URL \(url)",
@@ -43,6 +45,10 @@ enum SSHRefAdvertisement {
         let connection = try Connection(host: host, port: components.port ?? 22, options: options)
         try connection.verifyHostKey(host: host)
         try connection.authenticate(user: user)
+        if let waitingFor {
+            let known = waitingFor.known?.hex ?? String(repeating: "0", count: 40)
+            return try connection.advertisedRefs(command: "concord-wait '\(path)' \(known) \(waitingFor.seconds)")
+        }
         return try connection.advertisedRefs(command: "git-upload-pack '\(path)'")
     }
 

@@ -93,6 +93,11 @@ struct Serve: ParsableCommand {
             do {
                 let request = try ServeRequest.parse(environment["SSH_ORIGINAL_COMMAND"])
                 let admitted = try server.admit(request, key: key, now: now)
+                if request.verb == .wait {
+                    let main = ServerWait.wait(repository: admitted.repository, known: request.known, seconds: request.seconds)
+                    FileHandle.standardOutput.write(Data(ServerWait.advertisement(main: main)))
+                    return
+                }
                 setenv("CONCORD_SERVE_KEY", key, 1)
                 let failure = execute([request.verb.rawValue, admitted.repository])
                 refuse("cannot run \(request.verb.rawValue): \(failure)")

@@ -1,3 +1,4 @@
+import ConcordGit
 @testable import ConcordKit
 import XCTest
 
@@ -17,6 +18,24 @@ final class ServeRequestTests: XCTestCase {
         }
     }
 
+    /// `concord-wait '<profile>' <main> <seconds>`: live updates for watch, read as strictly.
+    func testTheWaitVerbIsReadStrictly() throws {
+        let tip = String(repeating: "ab", count: 20)
+        XCTAssertEqual(try ServeRequest.parse("concord-wait '/kid.git' \(tip) 20"),
+                       ServeRequest(verb: .wait, profile: "kid", known: ObjectID(hex: tip), seconds: 20))
+        XCTAssertEqual(try ServeRequest.parse("concord-wait '/kid.git' \(String(repeating: "0", count: 40)) 1"),
+                       ServeRequest(verb: .wait, profile: "kid", known: nil, seconds: 1))
+        for command in ["concord-wait '/kid.git'", "concord-wait '/kid.git' \(tip)", "concord-wait '/kid.git' \(tip) 0",
+                        "concord-wait '/kid.git' \(tip) 61", "concord-wait '/kid.git' \(tip.dropLast()) 5", "concord-wait '/kid.git' \(tip) 5 x",
+                        "concord-wait '/kid.git' zz\(tip.dropFirst(2)) 5", "concord-wait '/../kid.git' \(tip) 5"] {
+            XCTAssertThrowsError(try ServeRequest.parse(command), command)
+        }
+        // Reading is enough to wait; the admin key creates nothing by waiting.
+        let noOne = ServerAccess.decide(ServeRequest(verb: .wait, profile: "new", known: nil, seconds: 5), key: "SHA256:x",
+                                        isAdminKey: true, profile: .absent, now: 0)
+        if case .success = noOne { XCTFail("waiting on a profile that is not there creates nothing") }
+    }
+
     func testAnythingElseIsRefusedWithOneLine() {
         let long = String(repeating: "a", count: 65)
         for (command, mention) in [
@@ -31,10 +50,10 @@ final class ServeRequestTests: XCTestCase {
             ("git-upload-pack '../../root/.ssh'", "'..'"),
             ("git-upload-pack '/kid\u{0}.git'", "control character"),
             ("git-upload-pack '/kid\t.git'", "control character"),
-            ("git-upload-archive '/kid.git'", "only git-upload-pack and git-receive-pack"),
-            ("git upload-pack '/kid.git'", "only git-upload-pack and git-receive-pack"),
-            ("scp -t /tmp", "only git-upload-pack and git-receive-pack"),
-            ("sh", "only git-upload-pack and git-receive-pack"),
+            ("git-upload-archive '/kid.git'", "only git-upload-pack, git-receive-pack and concord-wait"),
+            ("git upload-pack '/kid.git'", "only git-upload-pack, git-receive-pack and concord-wait"),
+            ("scp -t /tmp", "only git-upload-pack, git-receive-pack and concord-wait"),
+            ("sh", "only git-upload-pack, git-receive-pack and concord-wait"),
             ("git-upload-pack /kid.git", "single quotes"),
             ("git-upload-pack '/kid.git' '/other.git'", "lower-case letters"),
             ("git-upload-pack '/kid.git", "single quotes"),

@@ -200,6 +200,33 @@ final class ServeTests: ConcordServeTestCase {
         XCTAssertTrue(direct.stderr.contains("access removed: alice revoked bob's access to \"kid\""), direct.stderr)
     }
 
+    /// `watch` on a concord server does not wait for its poll: with a 300 s interval, a record Alice
+    /// syncs reaches Bob's copy within seconds, because `concord-wait` answers when main moves.
+    func testWatchGetsLiveUpdatesFromConcordServe() throws {
+        let alice = try makeDevice("alice", device: "laptop")
+        let bob = try makeDevice("bob", device: "phone")
+        let host = try makeHost(admin: alice)
+        let aliceProfile = try publish("kid", on: host, members: [(bob, "editor")])
+        let (cloned, bobsCopy) = try cloneThroughServer("kid", as: bob, host: host)
+        XCTAssertEqual(cloned.status, 0, cloned.summary)
+        let log = sandbox.appendingPathComponent("watch-bob.log")
+        let watcher = try ChildProcess(path: try ConcordBinary.required(), arguments: ["watch", "-C", bobsCopy.path, "--interval", "300", "--json"],
+                                       environment: concordEnvironment(bob), output: log)
+        defer { _ = watcher.stop(grace: 5) }
+        let output = { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+        XCTAssertTrue(waitUntil(30) { output().contains("\"synced\"") || output().contains("\"started\"") }, output())
+        for round in 1...2 {
+            try concordOK(["put", "vocabulary/live\(round)", "--json", #"{"label":"live"}"#], as: alice, in: aliceProfile)
+            try concordOK(["sync"], as: alice, in: aliceProfile)
+            let pushed = Date()
+            XCTAssertTrue(waitUntil(60) {
+                (try? self.concord(["get", "vocabulary/live\(round)"], as: bob, in: bobsCopy).status) == 0
+            }, "vocabulary/live\(round) did not reach Bob within 60 s (the poll interval is 300 s)\n\(output())")
+            print("live update \(round): \(String(format: "%.2f", Date().timeIntervalSince(pushed))) s from Alice's push to Bob's copy")
+        }
+        XCTAssertNil(watcher.exitStatus(), "watch keeps running: \(output())")
+    }
+
     /// Sets the `label` of vocabulary record `id` in the work tree `clone` (a valid record still).
     func setLabel(_ label: String, of id: String, in clone: URL) throws {
         let file = try recordFile("vocabulary", id, in: clone)

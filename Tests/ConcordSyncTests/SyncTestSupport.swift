@@ -84,6 +84,16 @@ struct SyncDevice {
 }
 
 extension SyncTestCase {
+    /// Polls `condition` every 20 ms for up to `seconds`; true as soon as it holds.
+    func waitUntil(_ seconds: TimeInterval, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try condition() { return true }
+            usleep(20_000)
+        }
+        return try condition()
+    }
+
     /// The environment `device` runs concord with (see `environment(_:)`); `clock` sets CONCORD_CLOCK.
     func concordEnvironment(_ device: SyncDevice?, clock: String? = nil) -> [String: String] {
         var extra = [String: String]()

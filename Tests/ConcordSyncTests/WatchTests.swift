@@ -37,15 +37,6 @@ final class WatchTests: SyncTestCase {
     /// wait ends as soon as what it waits for is seen.
     private let deadline: TimeInterval = 60
 
-    /// Polls `condition` every 20 ms for up to `seconds`; true as soon as it holds.
-    private func waitUntil(_ seconds: TimeInterval, _ condition: () throws -> Bool) rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try condition() { return true }
-            usleep(20_000)
-        }
-        return try condition()
-    }
 
     private func watchScenario(transport: RaceKill.Transport) throws {
         let fleet = try RaceKill.Fleet(in: self, devices: 2, transport: transport)

@@ -1,6 +1,7 @@
+import ConcordGit
 /// What a device asks a concord server for, read from sshd's `SSH_ORIGINAL_COMMAND`: git's own
-/// `git-upload-pack '<profile>'` (fetch, clone) or `git-receive-pack '<profile>'` (push), nothing
-/// else. The command is read strictly, as gitolite reads it: one line of at most 256 bytes, one of
+/// `git-upload-pack '<profile>'` (fetch, clone) or `git-receive-pack '<profile>'` (push), or
+/// `concord-wait '<profile>' <main> <seconds>` (wait for main to move), nothing else. The command is read strictly, as gitolite reads it: one line of at most 256 bytes, one of
 /// the two verbs, one space, the profile in single quotes (`'/kid.git'`, `'kid.git'`, `'kid'`: a
 /// leading `/`, a trailing `.git` and `/` are dropped), and a profile name of lower-case letters,
 /// digits, `-` and `_` (at most 64, starting with a letter or digit). Anything else — a newline,
@@ -11,18 +12,28 @@ public struct ServeRequest: Sendable, Equatable {
         case upload = "git-upload-pack"
         /// git-receive-pack: push to the profile.
         case receive = "git-receive-pack"
+        /// concord-wait: hold the connection until the profile's main moves from `known` (or
+        /// `seconds` pass), then answer with its ref advertisement (live updates for `watch`).
+        case wait = "concord-wait"
     }
 
     public let verb: Verb
     /// The profile's name on the server (its repository is `<root>/repositories/<name>.git`).
     public let profile: String
+    /// `concord-wait`: the main the device has (nil: none), and the longest wait in seconds.
+    public let known: ObjectID?
+    public let seconds: Int
 
     public static let maxCommandBytes = 256
     public static let maxNameLength = 64
+    /// The longest a `concord-wait` holds its connection.
+    public static let maxWaitSeconds = 60
 
-    public init(verb: Verb, profile: String) {
+    public init(verb: Verb, profile: String, known: ObjectID? = nil, seconds: Int = 0) {
         self.verb = verb
         self.profile = profile
+        self.known = known
+        self.seconds = seconds
     }
 
     /// Parses `SSH_ORIGINAL_COMMAND` (nil when the client asked for a shell).
@@ -41,12 +52,24 @@ public struct ServeRequest: Sendable, Equatable {
         if command.contains(";") { throw ServerRefusal("refused a command with ';' in it: one git command per connection") }
         if command.contains("..") { throw ServerRefusal("refused a command with '..' in it: profiles are named, not reached by path") }
         guard let space = command.firstIndex(of: " ") else {
-            throw ServerRefusal("refused '\(command)': only git-upload-pack and git-receive-pack are served")
+            throw ServerRefusal("refused '\(command)': only git-upload-pack, git-receive-pack and concord-wait are served")
         }
         guard let verb = Verb(rawValue: String(command[..<space])) else {
-            throw ServerRefusal("refused '\(command[..<space])': only git-upload-pack and git-receive-pack are served")
+            throw ServerRefusal("refused '\(command[..<space])': only git-upload-pack, git-receive-pack and concord-wait are served")
         }
-        let argument = command[command.index(after: space)...]
+        var argument = command[command.index(after: space)...]
+        var known: ObjectID?
+        var seconds = 0
+        if verb == .wait {
+            // concord-wait '<profile>' <40 hex digits of the main the device has, or 40 zeros> <seconds>
+            let fields = argument.split(separator: " ", omittingEmptySubsequences: false)
+            guard fields.count == 3, fields[1].utf8.count == 40, let tip = ObjectID(hex: String(fields[1])),
+                  let wait = Int(fields[2]), (1...maxWaitSeconds).contains(wait) else {
+                throw ServerRefusal("refused concord-wait \(argument): it takes '<profile>', the 40-digit id of the main the device has, "
+                                    + "and 1 to \(maxWaitSeconds) seconds")
+            }
+            (argument, known, seconds) = (fields[0], fields[1].allSatisfy { $0 == "0" } ? nil : tip, wait)
+        }
         guard argument.count >= 2, argument.first == "'", argument.last == "'" else {
             throw ServerRefusal("refused \(verb.rawValue) \(argument): the profile must be one name in single quotes, as git sends it")
         }
@@ -56,7 +79,7 @@ public struct ServeRequest: Sendable, Equatable {
         if name.hasSuffix(".git") { name = name.dropLast(4) }
         let profile = String(name)
         if let problem = nameProblem(profile) { throw ServerRefusal("refused \(verb.rawValue) \(argument): \(problem)") }
-        return ServeRequest(verb: verb, profile: profile)
+        return ServeRequest(verb: verb, profile: profile, known: known, seconds: seconds)
     }
 
     /// Why `name` cannot name a profile on a concord server, or nil when it can.

@@ -8,6 +8,7 @@ import ConcordTrust
 /// - `git-upload-pack` (read): an active member of that profile; a pending invitation's key (it
 ///   must read the profile to accept), or an open invitation's one-time key while it has places
 ///   left and has not expired. Nobody else, the server's admin key included.
+/// - `concord-wait` (live updates): whoever may read.
 /// - `git-receive-pack` (write): an active member (every member may write something: at least
 ///   their own device keys; the `pre-receive` hook judges each commit); a pending invitation's key,
 ///   for its acceptance only (the hook checks that).
@@ -34,9 +35,9 @@ enum ServerAccess {
     static func decide(_ request: ServeRequest, key: String, isAdminKey: Bool, profile: ProfileState,
                               now: Int64) -> Result<Admission, ServerRefusal> {
         let noAccess = ServerRefusal("no profile \"\(request.profile)\" here that the key \(key) may "
-                                     + (request.verb == .upload ? "read" : "write") + ": ask the profile's admin to add this device")
+                                     + (request.verb == .receive ? "write" : "read") + ": ask the profile's admin to add this device")
         guard case .present(let membership) = profile else {
-            return isAdminKey ? .success(Admission(grant: .creator, member: nil)) : .failure(noAccess)
+            return isAdminKey && request.verb != .wait ? .success(Admission(grant: .creator, member: nil)) : .failure(noAccess)
         }
         // A key listed twice is judged by its active holder (as the access rule judges its commits).
         let holders = membership.members.values.filter { $0.keys.contains { $0.publicKey.fingerprint == key } }

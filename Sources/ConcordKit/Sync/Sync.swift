@@ -188,7 +188,8 @@ public struct Sync {
     /// Keeps this profile in sync until `shouldStop` returns true: every 50 ms it looks for local
     /// commits the remote lacks (two ref reads; writes by other processes are seen the same way),
     /// and every `interval` seconds it checks cheaply whether the remote's main moved (reading only
-    /// its ref list); either one triggers a sync. Stops only between syncs, never inside a ref update.
+    /// its ref list); either one triggers a sync. On a concord server, the server also says the
+    /// moment main moves (`LiveUpdates`, `concord-wait`), which triggers a sync at once. Stops only between syncs, never inside a ref update.
     ///
     /// Ends by throwing `ConcordError.accessRemoved` when the remote revokes this device's member
     /// (reported first as a `.failed` event); every other failure is reported and retried.
@@ -205,17 +206,23 @@ public struct Sync {
         // remote is asked again after a delay that doubles each time, up to `maxBackoff`.
         var lastFailure: String?
         var backoff = interval
+        // On a concord server, the server says when main moves (`LiveUpdates`); polling stays as the fallback.
+        let live = try liveUpdates(remote: remote, identity: identity)
+        live?.start()
+        defer { live?.stop() }
         while !shouldStop() {
             let now = Date()
-            let remoteDue = now >= nextRemoteCheck
+            let told = live?.takeMoved() == true
+            let remoteDue = now >= nextRemoteCheck || told
             let localWork = now >= quietUntil && (try? hasUnsentCommits(remote: remote)) == true
             if remoteDue || localWork {
                 if remoteDue { nextRemoteCheck = now.addingTimeInterval(interval) }
                 do {
-                    if try localWork || isNeeded(remote: remote, as: identity) {
+                    if try localWork || told || isNeeded(remote: remote, as: identity) {
                         // A sync frees what it allocated, but glibc keeps the pages (`ProcessMemory`).
                         defer { ProcessMemory.returnFreedMemory() }
                         let report = try run(remote: remote, as: identity)
+                        live?.update(known: try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) })
                         if offline { offline = false; onEvent(.online) }
                         onEvent(.synced(report))
                     } else if offline {
@@ -250,6 +257,15 @@ public struct Sync {
             while Date() < tickEnd, !shouldStop() { usleep(10_000) }
         }
         onEvent(.stopped)
+    }
+
+    /// Live updates from `remote` when it is reached over ssh (nil for a path remote).
+    private func liveUpdates(remote: String, identity: Identity) throws -> LiveUpdates? {
+        let location = try profile.remoteLocation(remote)
+        guard case .ssh = location else { return nil }
+        let known = try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) }
+        return LiveUpdates(url: location.transportURL, options: profile.transportOptions(for: identity, remote: remote, location: location),
+                           known: known)
     }
 
     /// How often `watch` looks for local commits to send.
