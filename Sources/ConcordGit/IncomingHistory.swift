@@ -17,6 +17,13 @@ public struct TreeChange: Sendable {
     public let new: TreeEntryValue?
 }
 
+/// The trees one `treeChanges` call read on its new side, for the next call along a history.
+public struct RecentTrees {
+    var trees = [ObjectID: RawTree]()
+
+    public init() {}
+}
+
 extension Repository {
     /// The commits reachable from `tip` and from none of `known`, parents before children. Reads
     /// only commit objects, each of which must be present.
@@ -46,18 +53,33 @@ extension Repository {
     /// entries' exact modes. Each tree read on the new side must be in git's strict order (no
     /// duplicate names), or the walk could miss an entry: such a tree is refused.
     public func treeChanges(from old: ObjectID?, to new: ObjectID?) throws -> [TreeChange] {
+        var recent = RecentTrees()
+        return try treeChanges(from: old, to: new, recent: &recent)
+    }
+
+    /// The same, for a walk along a history: the trees are looked up in `recent` first, which
+    /// then holds the trees this call read on its new side. A commit's first parent is most
+    /// often the commit compared just before it, so its trees are read once, not twice (a
+    /// 256-directory kind tree is not kept by libgit2's cache and was inflated again; bench row B7).
+    public func treeChanges(from old: ObjectID?, to new: ObjectID?, recent: inout RecentTrees) throws -> [TreeChange] {
         var out = [TreeChange]()
-        try collectTreeChanges(from: old, to: new, prefix: [], into: &out)
+        var read = RecentTrees()
+        try collectTreeChanges(from: old, to: new, prefix: [], recent: recent, read: &read, into: &out)
+        recent = read
         return out
     }
 
-    private func collectTreeChanges(from old: ObjectID?, to new: ObjectID?, prefix: [UInt8], into out: inout [TreeChange]) throws {
+    private func collectTreeChanges(from old: ObjectID?, to new: ObjectID?, prefix: [UInt8], recent: RecentTrees,
+                                    read: inout RecentTrees, into out: inout [TreeChange]) throws {
         if old == new { return }
-        let before = try old.map(rawTree) ?? RawTree([], id: nil)
-        let after = try new.map(rawTree) ?? RawTree([], id: nil)
-        if let new, !after.isStrictlyOrdered {
-            throw GitError(function: "tree check", code: .other(-1),
-                           message: "tree \(new) at '\(String(decoding: prefix, as: UTF8.self))' has entries out of order or twice")
+        let before = try old.map { try recent.trees[$0] ?? rawTree($0) } ?? RawTree([], id: nil)
+        let after = try new.map { try recent.trees[$0] ?? rawTree($0) } ?? RawTree([], id: nil)
+        if let new {
+            guard after.isStrictlyOrdered else {
+                throw GitError(function: "tree check", code: .other(-1),
+                               message: "tree \(new) at '\(String(decoding: prefix, as: UTF8.self))' has entries out of order or twice")
+            }
+            read.trees[new] = after
         }
         try RawTree.forEachDifference(from: before, to: after) { removed, added in
             let path = prefix + (added.map(after.name) ?? before.name(removed!))
@@ -66,7 +88,7 @@ extension Repository {
             if case .tree(let id)? = oldValue { oldTree = id }
             if case .tree(let id)? = newValue { newTree = id }
             if oldTree != nil || newTree != nil {
-                try collectTreeChanges(from: oldTree, to: newTree, prefix: path + [0x2F], into: &out)
+                try collectTreeChanges(from: oldTree, to: newTree, prefix: path + [0x2F], recent: recent, read: &read, into: &out)
             }
             let oldFile = oldTree == nil ? oldValue : nil, newFile = newTree == nil ? newValue : nil
             if oldFile != nil || newFile != nil { out.append(TreeChange(path: path, old: oldFile, new: newFile)) }
@@ -93,15 +115,6 @@ extension Repository {
 }
 
 extension RawTree {
-    /// Whether every entry sorts strictly after the one before it (git's order, no name twice).
-    var isStrictlyOrdered: Bool {
-        entries.indices.dropFirst().allSatisfy { index in
-            let a = entries[index - 1], b = entries[index]
-            return Self.compare(name(a), a.isTree, name(b), b.isTree) < 0
-                && !(name(a).elementsEqual(name(b)))   // a file and a directory of one name
-        }
-    }
-
     /// `entry` as the structural check sees it: only modes 100644 and 40000 are a file and a tree.
     func value(_ entry: Entry) -> TreeEntryValue {
         let mode = self.mode(entry)

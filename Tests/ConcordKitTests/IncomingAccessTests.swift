@@ -1,3 +1,5 @@
+import ConcordGit
+import ConcordTestSupport
 import XCTest
 
 @testable import ConcordKit
@@ -35,5 +37,53 @@ final class IncomingAccessTests: KitTestCase {
         XCTAssertEqual(try gitOK(["status", "--porcelain"], in: profile.root), "")
         XCTAssertNotEqual(try gitOK(["rev-parse", "refs/remotes/origin/main"], in: profile.root), forged)
         XCTAssertEqual(try profile.verification.run().commits, Int(try gitOK(["rev-list", "--count", "HEAD"], in: profile.root)))
+    }
+
+    /// Signatures are verified a batch ahead of the rest of the check, on other threads. In
+    /// batches of 2 and 3 commits, a bad commit in a middle batch (a later batch still being
+    /// verified) is refused as checking everything in one batch refuses it, and the history
+    /// before it passes whole.
+    func testSignaturesVerifiedAheadInBatchesReportWhatOneBatchReports() throws {
+        let alice = try makeIdentity("alice", device: "laptop")
+        let vera = try makeIdentity("vera", device: "tablet")
+        let profile = try makeProfile("alice", identity: alice)
+        try profile.members.add("vera", role: .viewer, device: "tablet", key: vera.key.publicKey, as: alice)
+        try profile.records.write(as: alice) { try $0.put("vocabulary", "puzzle", data: ["label": .string("label-0")]) }
+        let bare = sandbox.appendingPathComponent("remote.git")
+        try Profile.createBareRemote(at: bare)
+        try profile.sync.addRemote("origin", url: bare.path)
+        _ = try profile.sync.run(as: alice)
+
+        // Alice's edits by hand around Vera's (a Viewer's) one.
+        let clone = sandbox.appendingPathComponent("by-hand")
+        try gitOK(["clone", "--quiet", "--branch", "main", bare.path, clone.path], in: sandbox)
+        let file = try XCTUnwrap(try gitOK(["ls-files", "vocabulary"], in: clone).split(separator: "\n").first { $0.hasSuffix("/puzzle.json") })
+        let url = clone.appendingPathComponent(String(file))
+        var label = "label-0"
+        func edit(as identity: Identity, _ name: String) throws -> String {
+            let text = try String(contentsOf: url, encoding: .utf8)
+            try Data(text.replacingOccurrences(of: "\"\(label)\"", with: "\"\(name)\"").utf8).write(to: url)
+            label = name
+            try gitOK(GitSigning.options(keyFile: identity.privateKeyPath.path)
+                      + ["-c", "user.name=\(identity.member)", "-c", "user.email=x@example.com", "commit", "-S", "--quiet", "-am", name], in: clone)
+            return try gitOK(["rev-parse", "HEAD"], in: clone)
+        }
+        for index in 1...4 { _ = try edit(as: alice, "alice-\(index)") }
+        let forged = try edit(as: vera, "vera")
+        for index in 5...11 { _ = try edit(as: alice, "alice-\(index)") }
+
+        let repository = try Repository.open(clone.path)
+        let tip = try XCTUnwrap(ObjectID(hex: try gitOK(["rev-parse", "HEAD"], in: clone)))
+        let beforeForged = try XCTUnwrap(ObjectID(hex: try gitOK(["rev-parse", "\(forged)~1"], in: clone)))
+        let inBatches = IncomingCheck(repository: repository, profileID: profile.info.id, signatureBatches: (first: 2, next: 3))
+        let inOne = IncomingCheck(repository: repository, profileID: profile.info.id, signatureBatches: (first: 1_000, next: 1_000))
+        XCTAssertGreaterThan(inBatches.batches(of: try repository.newCommits(from: tip, excluding: []).count).count, 4)
+        let expected = ConcordError.unauthorizedCommit(commit: String(forged.prefix(7)), signer: "vera@tablet", change: "vocabulary/puzzle",
+                                                       reason: "Viewers may not write vocabulary")
+        XCTAssertEqual(concordError { try inOne.verify(tip: tip, known: []) }, expected)
+        XCTAssertEqual(concordError { try inBatches.verify(tip: tip, known: []) }, expected)
+        let passing = try inOne.verify(tip: beforeForged, known: [])
+        XCTAssertEqual(try inBatches.verify(tip: beforeForged, known: []), passing)
+        XCTAssertEqual(passing, Int(try gitOK(["rev-list", "--count", beforeForged.hex], in: clone)))
     }
 }

@@ -1,6 +1,7 @@
 import ConcordGit
 import ConcordModel
 import ConcordTrust
+import Dispatch
 
 /// Applies the access rule (`AccessRule`, rules 1–4 of docs/security.md) to commits of a
 /// repository: reads each commit's SSHSIG signature and the membership and kinds in force at its
@@ -17,6 +18,9 @@ final class CommitAuthorizer {
     private var kindsTables: [ObjectID: KindsTable] = [:]
     private var rootID: ObjectID?
     private static let noMembers = Membership([])
+    /// The trees of commits known by id (the new commits being checked), so that a parent's tree
+    /// is not read again through libgit2; other commits are read.
+    var commitTrees: [ObjectID: ObjectID] = [:]
 
     init(repository: Repository) {
         self.repository = repository
@@ -33,12 +37,29 @@ final class CommitAuthorizer {
     /// The signature checks of `commits`, in order. The signatures are read here and verified on
     /// every core: one Ed25519 verification is most of what checking a commit costs.
     func signatureChecks(_ commits: ArraySlice<Commit>) throws -> [SignatureCheck] {
-        let signatures = try commits.map { commit -> CommitSignature? in
+        Self.verify(try signatures(of: commits))
+    }
+
+    /// `signatureChecks`, verified on other threads while the caller goes on (with the checks
+    /// of the commits before these): the signatures are read here, on the caller's thread, as
+    /// the repository is used from one thread at a time.
+    func startSignatureChecks(_ commits: ArraySlice<Commit>) throws -> PendingSignatureChecks {
+        let signatures = try signatures(of: commits)
+        let pending = PendingSignatureChecks()
+        DispatchQueue.global().async(group: pending.group) { pending.checks = Self.verify(signatures) }
+        return pending
+    }
+
+    private func signatures(of commits: ArraySlice<Commit>) throws -> [CommitSignature?] {
+        try commits.map { commit -> CommitSignature? in
             do { return try repository.signature(ofCommit: commit.id) } catch let error as GitError {
                 throw ConcordError.invalidCommit(commit: commit.id.short, path: nil, reason: "its signature cannot be read (\(error.message))")
             }
         }
-        return Parallel.map(signatures, minimumPerShare: 64) { signed -> SignatureCheck in
+    }
+
+    private static func verify(_ signatures: [CommitSignature?]) -> [SignatureCheck] {
+        Parallel.map(signatures, minimumPerShare: 64) { signed -> SignatureCheck in
             guard let signed else { return .unsigned }
             do throws(TrustError) {
                 return .good(try SSHSignature.verify(signed.signature, message: signed.signedData))
@@ -66,7 +87,7 @@ final class CommitAuthorizer {
             case .good(let signer):
                 key = signer
             }
-            let parentTrees = try commit.parents.map { try repository.commit($0).tree }
+            let parentTrees = try commit.parents.map { try commitTrees[$0] ?? repository.commit($0).tree }
             let decided = if let parentTree = parentTrees.first {
                 AccessRule.signer(key, in: try membership(at: parentTree))
             } else {
@@ -291,5 +312,18 @@ final class CommitAuthorizer {
     static func label(_ path: String, kinds: KindsTable) -> String {
         if case .success(.record(let kind, let id)) = ProfilePathRules.classify(Array(path.utf8), kinds: kinds) { return "\(kind.name)/\(id)" }
         return path
+    }
+}
+
+/// Signature checks being verified on other threads (`CommitAuthorizer.startSignatureChecks`).
+/// The checks are written by the worker before it leaves the group and read only after waiting on it.
+final class PendingSignatureChecks: @unchecked Sendable {
+    let group = DispatchGroup()
+    fileprivate var checks = [CommitAuthorizer.SignatureCheck]()
+
+    /// Waits for the checks, in the order of the commits given.
+    func wait() -> [CommitAuthorizer.SignatureCheck] {
+        group.wait()
+        return checks
     }
 }

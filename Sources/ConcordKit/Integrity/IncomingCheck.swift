@@ -26,6 +26,9 @@ struct IncomingCheck {
     let repository: Repository
     /// The profile's id; nil while cloning (the first commit's profile.json sets it).
     let profileID: String?
+    /// How many commits' signatures are verified at once (bounds the signed bytes held in
+    /// memory): a small first batch, as nothing else runs while it is verified, then larger ones.
+    var signatureBatches = (first: 256, next: 512)
 
     /// Checks every commit reachable from `tip` and from none of `known` (commits reachable from
     /// `known` were checked when they arrived, or written here); throws
@@ -40,37 +43,53 @@ struct IncomingCheck {
         var expectedID = profileID
         var sawRoot = !known.isEmpty
         let authorizer = CommitAuthorizer(repository: repository)
-        var signatures = [CommitAuthorizer.SignatureCheck]()
+        // A commit's parent is most often one of the new commits: its tree is known.
+        for commit in commits { authorizer.commitTrees[commit.id] = commit.tree }
         var kindsTables = [ObjectID: KindsTable]()
-        for (position, commit) in commits.enumerated() {
-            // Signatures are verified ahead, a batch at a time, on every core.
-            let batch = position % Self.signatureBatch
-            if batch == 0 {
-                signatures = try authorizer.signatureChecks(commits[position..<min(position + Self.signatureBatch, commits.count)])
-            }
-            if commit.parents.isEmpty {
-                guard !sawRoot else {
-                    throw ConcordError.invalidCommit(commit: commit.id.short, path: nil,
-                                                     reason: "it starts a history of its own: the remote's main does not descend from this profile's first commit")
+        var recentTrees = RecentTrees()
+        // Signatures are verified ahead, a batch at a time, on every core: the first batch before
+        // anything else, each next one on other threads while the commits before it are checked.
+        let batches = self.batches(of: commits.count)
+        var next: Result<PendingSignatureChecks, any Error>?
+        defer { _ = try? next?.get().wait() }   // no verification outlives a refusal
+        for (number, batch) in batches.enumerated() {
+            let signatures = try next.map { try $0.get().wait() } ?? authorizer.signatureChecks(commits[batch])
+            // An error reading the next batch's signatures is thrown when that batch's turn comes.
+            next = number + 1 < batches.count ? Result { try authorizer.startSignatureChecks(commits[batches[number + 1]]) } : nil
+            for position in batch {
+                let commit = commits[position]
+                if commit.parents.isEmpty {
+                    guard !sawRoot else {
+                        throw ConcordError.invalidCommit(commit: commit.id.short, path: nil,
+                                                         reason: "it starts a history of its own: the remote's main does not descend from this profile's first commit")
+                    }
+                    sawRoot = true
                 }
-                sawRoot = true
+                let changes: [TreeChange]
+                do {
+                    // The walk checks every new tree's order first (a lookup in a tree out of order can miss).
+                    let parentTree = try commit.parents.first.map { try authorizer.commitTrees[$0] ?? repository.commit($0).tree }
+                    changes = try repository.treeChanges(from: parentTree, to: commit.tree, recent: &recentTrees)
+                } catch let error as GitError {
+                    throw ConcordError.invalidCommit(commit: commit.id.short, path: nil, reason: error.message)
+                }
+                try authorizer.authorize(commit, changes: changes, signature: signatures[position - batch.lowerBound])
+                try check(commit, changes: changes, profileID: &expectedID, kindsTables: &kindsTables)
             }
-            let changes: [TreeChange]
-            do {
-                // The walk checks every new tree's order first (a lookup in a tree out of order can miss).
-                let parentTree = try commit.parents.first.map { try repository.commit($0).tree }
-                changes = try repository.treeChanges(from: parentTree, to: commit.tree)
-            } catch let error as GitError {
-                throw ConcordError.invalidCommit(commit: commit.id.short, path: nil, reason: error.message)
-            }
-            try authorizer.authorize(commit, changes: changes, signature: signatures[batch])
-            try check(commit, changes: changes, profileID: &expectedID, kindsTables: &kindsTables)
         }
         return commits.count
     }
 
-    /// How many commits' signatures are verified at once (bounds the signed bytes held in memory).
-    static let signatureBatch = 1_024
+    /// The signature batches of `count` commits, in order.
+    func batches(of count: Int) -> [Range<Int>] {
+        var batches = [Range<Int>](), start = 0
+        while start < count {
+            let end = min(count, start + max(1, start == 0 ? signatureBatches.first : signatureBatches.next))
+            batches.append(start..<end)
+            start = end
+        }
+        return batches
+    }
 
     private func check(_ commit: Commit, changes: [TreeChange], profileID: inout String?,
                        kindsTables: inout [ObjectID: KindsTable]) throws {
@@ -78,12 +97,9 @@ struct IncomingCheck {
             ConcordError.invalidCommit(commit: commit.id.short, path: path, reason: reason)
         }
         do {
-            guard let kindsEntry = try repository.entry(at: KindsTable.path, inTree: commit.tree), kindsEntry.kind == .blob else {
-                throw refuse(KindsTable.path, "missing")
-            }
-            guard try repository.entry(at: ProfilePaths.profile, inTree: commit.tree)?.kind == .blob else {
-                throw refuse(ProfilePaths.profile, "missing")
-            }
+            let documents = try repository.entries(at: [KindsTable.path, ProfilePaths.profile], inTree: commit.tree)
+            guard let kindsEntry = documents[0], kindsEntry.kind == .blob else { throw refuse(KindsTable.path, "missing") }
+            guard documents[1]?.kind == .blob else { throw refuse(ProfilePaths.profile, "missing") }
             let kinds: KindsTable
             if let known = kindsTables[kindsEntry.id] {
                 kinds = known
