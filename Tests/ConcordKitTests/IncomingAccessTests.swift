@@ -8,21 +8,8 @@ import XCTest
 /// naming the commit, the signer and the rule, and moves nothing.
 final class IncomingAccessTests: KitTestCase {
     func testASyncThrowsOnAViewersVocabularyCommitAndMovesNothing() throws {
-        let alice = try makeIdentity("alice", device: "laptop")
-        let vera = try makeIdentity("vera", device: "tablet")
-        let profile = try makeProfile("alice", identity: alice)
-        try profile.members.add("vera", role: .viewer, device: "tablet", key: vera.key.publicKey, as: alice)
-        try profile.records.write(as: alice) { try $0.put("vocabulary", "puzzle", data: ["label": .string("puzzle")]) }
-        let bare = sandbox.appendingPathComponent("remote.git")
-        try Profile.createBareRemote(at: bare)
-        try profile.sync.addRemote("origin", url: bare.path)
-        _ = try profile.sync.run(as: alice)
-
+        let (alice, vera, profile, clone, url) = try publishedWithAViewer(label: "puzzle")
         // Vera edits the record with plain git, signs with her device key and pushes.
-        let clone = sandbox.appendingPathComponent("vera-git")
-        try gitOK(["clone", "--quiet", "--branch", "main", bare.path, clone.path], in: sandbox)
-        let file = try XCTUnwrap(try gitOK(["ls-files", "vocabulary"], in: clone).split(separator: "\n").first { $0.hasSuffix("/puzzle.json") })
-        let url = clone.appendingPathComponent(String(file))
         try Data(try String(contentsOf: url, encoding: .utf8).replacingOccurrences(of: "\"puzzle\"", with: "\"mine\"").utf8).write(to: url)
         try gitOK(GitSigning.options(keyFile: vera.privateKeyPath.path)
                   + ["-c", "user.name=vera", "-c", "user.email=vera@example.com", "commit", "-S", "--quiet", "-am", "by hand"], in: clone)
@@ -44,21 +31,8 @@ final class IncomingAccessTests: KitTestCase {
     /// verified) is refused as checking everything in one batch refuses it, and the history
     /// before it passes whole.
     func testSignaturesVerifiedAheadInBatchesReportWhatOneBatchReports() throws {
-        let alice = try makeIdentity("alice", device: "laptop")
-        let vera = try makeIdentity("vera", device: "tablet")
-        let profile = try makeProfile("alice", identity: alice)
-        try profile.members.add("vera", role: .viewer, device: "tablet", key: vera.key.publicKey, as: alice)
-        try profile.records.write(as: alice) { try $0.put("vocabulary", "puzzle", data: ["label": .string("label-0")]) }
-        let bare = sandbox.appendingPathComponent("remote.git")
-        try Profile.createBareRemote(at: bare)
-        try profile.sync.addRemote("origin", url: bare.path)
-        _ = try profile.sync.run(as: alice)
-
+        let (alice, vera, profile, clone, url) = try publishedWithAViewer(label: "label-0")
         // Alice's edits by hand around Vera's (a Viewer's) one.
-        let clone = sandbox.appendingPathComponent("by-hand")
-        try gitOK(["clone", "--quiet", "--branch", "main", bare.path, clone.path], in: sandbox)
-        let file = try XCTUnwrap(try gitOK(["ls-files", "vocabulary"], in: clone).split(separator: "\n").first { $0.hasSuffix("/puzzle.json") })
-        let url = clone.appendingPathComponent(String(file))
         var label = "label-0"
         func edit(as identity: Identity, _ name: String) throws -> String {
             let text = try String(contentsOf: url, encoding: .utf8)
@@ -85,5 +59,23 @@ final class IncomingAccessTests: KitTestCase {
         let passing = try inOne.verify(tip: beforeForged, known: [])
         XCTAssertEqual(try inBatches.verify(tip: beforeForged, known: []), passing)
         XCTAssertEqual(passing, Int(try gitOK(["rev-list", "--count", beforeForged.hex], in: clone)))
+    }
+
+    /// Alice's profile, with Vera as a Viewer and vocabulary/puzzle labelled `label`, synced to a bare
+    /// remote; a plain git clone of that remote, and the record's file in it.
+    private func publishedWithAViewer(label: String) throws -> (alice: Identity, vera: Identity, profile: Profile, clone: URL, record: URL) {
+        let alice = try makeIdentity("alice", device: "laptop")
+        let vera = try makeIdentity("vera", device: "tablet")
+        let profile = try makeProfile("alice", identity: alice)
+        try profile.members.add("vera", role: .viewer, device: "tablet", key: vera.key.publicKey, as: alice)
+        try profile.records.write(as: alice) { try $0.put("vocabulary", "puzzle", data: ["label": .string(label)]) }
+        let bare = sandbox.appendingPathComponent("remote.git")
+        try Profile.createBareRemote(at: bare)
+        try profile.sync.addRemote("origin", url: bare.path)
+        _ = try profile.sync.run(as: alice)
+        let clone = sandbox.appendingPathComponent("by-hand")
+        try gitOK(["clone", "--quiet", "--branch", "main", bare.path, clone.path], in: sandbox)
+        let file = try XCTUnwrap(try gitOK(["ls-files", "vocabulary"], in: clone).split(separator: "\n").first { $0.hasSuffix("/puzzle.json") })
+        return (alice, vera, profile, clone, clone.appendingPathComponent(String(file)))
     }
 }

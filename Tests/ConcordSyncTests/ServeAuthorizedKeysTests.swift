@@ -94,11 +94,7 @@ final class ServeAuthorizedKeysTests: ConcordServeTestCase {
         try concordOK(["put", "vocabulary/ball", "--json", #"{"label":"ball"}"#], as: bob, in: bobProfile)
         XCTAssertEqual(try syncJSON(bob, in: bobProfile).sent, 1)
 
-        try concordOK(["revoke", "bob"], as: alice, in: aliceProfile)
-        try concordOK(["sync"], as: alice, in: aliceProfile)
-        let pushed = Date()
-        let after = try ssh("git-upload-pack '/kid.git'", as: bob, host: host)
-        let seconds = Date().timeIntervalSince(pushed)
+        let (after, seconds) = try revokeAndConnect("bob", as: alice, in: aliceProfile, device: bob, host: host)
         XCTAssertEqual(after.status, 255, "sshd no longer finds the key: \(after.summary)")
         XCTAssertTrue(after.stderr.contains("Permission denied (publickey)"), after.stderr)
         XCTAssertLessThanOrEqual(seconds, 3)

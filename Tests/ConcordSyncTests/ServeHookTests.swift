@@ -59,12 +59,7 @@ final class ServeHookTests: ConcordServeTestCase {
         let daveKey = try SSHPublicKey(line: dave.publicKeyLine).fingerprint
         XCTAssertTrue(try String(contentsOf: index, encoding: .utf8).contains("\(daveKey) kid invited 20"), "the post-receive listed the pending key")
 
-        let target = sandbox.appendingPathComponent("kid-dave")
-        let accepted = try concord(["accept", invitation, target.path, "--trust-host", host.sshd.hostKeyFingerprint], as: dave)
-        XCTAssertEqual(accepted.status, 0, accepted.summary)
-        XCTAssertFalse(accepted.stderr.contains("not yet sent"), accepted.stderr)
-        fsckAtEnd.append(target)
-        XCTAssertEqual(try serverMain("kid", host: host), try revParse("HEAD", in: target), "the acceptance reached the server")
+        let target = try acceptThroughServer(invitation, as: dave, host: host, profile: "kid", into: "kid-dave")
         XCTAssertTrue(try String(contentsOf: index, encoding: .utf8).contains("\(daveKey) kid active -"), "dave's key is now an active member's")
         try concordOK(["put", "vocabulary/ball", "--json", #"{"label":"ball"}"#], as: dave, in: target)
         XCTAssertEqual(try syncJSON(dave, in: target).sent, 1, "now a member, dave writes as an editor")
@@ -82,12 +77,7 @@ final class ServeHookTests: ConcordServeTestCase {
         // Erin's own key is no one's yet: sshd does not let it in.
         XCTAssertEqual(try ssh("git-upload-pack '/kid.git'", as: erin, host: host).status, 255)
 
-        let target = sandbox.appendingPathComponent("kid-erin")
-        let accepted = try concord(["accept", invitation, target.path, "--trust-host", host.sshd.hostKeyFingerprint], as: erin)
-        XCTAssertEqual(accepted.status, 0, accepted.summary)
-        XCTAssertFalse(accepted.stderr.contains("not yet sent"), accepted.stderr)
-        fsckAtEnd.append(target)
-        XCTAssertEqual(try serverMain("kid", host: host), try revParse("HEAD", in: target), "the acceptance reached the server")
+        let target = try acceptThroughServer(invitation, as: erin, host: host, profile: "kid", into: "kid-erin")
         let index = try String(contentsOf: host.root.appendingPathComponent("keys.index"), encoding: .utf8)
         XCTAssertTrue(index.contains("\(erinKey) kid active -"), index)
         XCTAssertFalse(index.contains(" invited "), "the one-time key is let in no more: \(index)")
@@ -111,11 +101,7 @@ final class ServeHookTests: ConcordServeTestCase {
         XCTAssertTrue(opened.contains(" group invited "), "the open invitation's key is let in: \(opened)")
 
         let erin = try makeDevice("erin", device: "tablet")
-        let target = sandbox.appendingPathComponent("group-erin")
-        let accepted = try concord(["accept", invitation, target.path, "--trust-host", host.sshd.hostKeyFingerprint], as: erin)
-        XCTAssertEqual(accepted.status, 0, accepted.summary)
-        fsckAtEnd.append(target)
-        XCTAssertEqual(try serverMain("group", host: host), try revParse("HEAD", in: target), "the joining reached the server")
+        _ = try acceptThroughServer(invitation, as: erin, host: host, profile: "group", into: "group-erin")
         let erinKey = try SSHPublicKey(line: erin.publicKeyLine).fingerprint
         let joined = try index()
         XCTAssertTrue(joined.contains("\(erinKey) group active -"), joined)

@@ -111,6 +111,30 @@ class ConcordServeTestCase: SyncTestCase {
         return (result, target)
     }
 
+    /// `device` accepts `invitation` through the server into `<sandbox>/<directory>`; fails the test
+    /// unless it succeeds and the acceptance is the server's main.
+    func acceptThroughServer(_ invitation: String, as device: SyncDevice, host: ConcordServeHost, profile: String,
+                             into directory: String, file: StaticString = #filePath, line: UInt = #line) throws -> URL {
+        let target = sandbox.appendingPathComponent(directory)
+        let accepted = try concord(["accept", invitation, target.path, "--trust-host", host.sshd.hostKeyFingerprint], as: device)
+        XCTAssertEqual(accepted.status, 0, accepted.summary, file: file, line: line)
+        fsckAtEnd.append(target)
+        XCTAssertEqual(try serverMain(profile, host: host), try revParse("HEAD", in: target), "the acceptance reached the server",
+                       file: file, line: line)
+        return target
+    }
+
+    /// Alice revokes `member` and syncs; then `device` connects once. Returns that connection and
+    /// the seconds from the revocation's push returning to its end.
+    func revokeAndConnect(_ member: String, as admin: SyncDevice, in profile: URL, device: SyncDevice,
+                          host: ConcordServeHost) throws -> (result: RunResult, seconds: TimeInterval) {
+        try concordOK(["revoke", member], as: admin, in: profile)
+        try concordOK(["sync"], as: admin, in: profile)
+        let pushed = Date()
+        let result = try ssh("git-upload-pack '/kid.git'", as: device, host: host)
+        return (result, Date().timeIntervalSince(pushed))
+    }
+
     /// `refs/heads/main` of profile `name` on the server.
     func serverMain(_ name: String, host: ConcordServeHost) throws -> String {
         try gitOK(["rev-parse", "refs/heads/main"], in: host.repository(name))

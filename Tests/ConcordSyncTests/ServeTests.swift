@@ -181,11 +181,7 @@ final class ServeTests: ConcordServeTestCase {
         let index = try String(contentsOf: host.root.appendingPathComponent("keys.index"), encoding: .utf8)
         XCTAssertTrue(index.contains("\(try fingerprint(bob)) kid active"), index)
 
-        try concordOK(["revoke", "bob"], as: alice, in: aliceProfile)
-        try concordOK(["sync"], as: alice, in: aliceProfile)
-        let pushed = Date()
-        let after = try ssh("git-upload-pack '/kid.git'", as: bob, host: host)
-        let seconds = Date().timeIntervalSince(pushed)
+        let (after, seconds) = try revokeAndConnect("bob", as: alice, in: aliceProfile, device: bob, host: host)
         XCTAssertEqual(after.status, 255, "sshd no longer lets the key in: \(after.summary)")
         XCTAssertTrue(after.stderr.contains("Permission denied (publickey)"), after.stderr)
         // The post-receive rewrote the index before the push returned: the very first connection is refused.
