@@ -16,6 +16,36 @@ enum PropagationBenchmark {
     /// A record that takes longer than this to arrive aborts the scenario.
     static let timeout = Duration.seconds(20)
 
+    /// B4S: the same propagation when the server is a concord server, so B's watch is told by
+    /// `concord-wait` when main moves instead of finding out at its next poll.
+    static func runThroughServe(_ context: BenchContext) throws -> ScenarioResult {
+        let fleet = try Fleet.make(context, throughServe: true)
+        defer { fleet.devices.stop() }
+        let watchers = try fleet.startWatchers(context)
+        defer { for watcher in watchers { watcher.child.stop(grace: 5) } }
+        context.progress("B4S A puts \(recordCount) records with \(gapRange.lowerBound)–\(gapRange.upperBound) s gaps (seed \(seed)); ~75 s")
+        let (latencies, early, putTimes) = try measure(context, fleet: fleet, watchers: watchers)
+        for watcher in watchers {
+            let status = watcher.child.stop(grace: 10)
+            guard status == 0 else { throw BenchError("concord watch on \(watcher.name) exited \(status) after SIGTERM:\n\(watcher.tail)") }
+        }
+        return ScenarioResult(
+            scenario: context.scenario,
+            rows: [
+                .latency(label: "B4S propagation A put → B working tree, \(recordCount) records, both `watch --interval 1`, ssh through "
+                            + "concord serve (live updates)", samples: latencies, p95Target: context.scenario.targetRatio),
+            ],
+            notes: [
+                "As B4 (same records, gaps and seed, same checks), but sshd's AuthorizedKeysCommand is `concord serve --lookup` on a "
+                    + "directory made by `concord server init`, every connection runs `concord serve` as its forced command, and A's "
+                    + "first sync creates the profile on the server. B's watch keeps a `concord-wait` open beside its 1 s poll.",
+                "Latencies: min \(Format.duration(latencies.fastest)), p50 \(Format.duration(latencies.median)), p95 "
+                    + "\(Format.duration(latencies.percentile(95))), max \(Format.duration(latencies.percentile(100))). \(early) "
+                    + "record(s) reached B before A's put process had exited (counted as 0). `concord put` took "
+                    + "\(Format.duration(putTimes.median)) (median).",
+            ])
+    }
+
     static func run(_ context: BenchContext) throws -> ScenarioResult {
         let fleet = try Fleet.make(context)
         defer { fleet.devices.stop() }
@@ -182,9 +212,9 @@ enum PropagationBenchmark {
         var profileA: URL { devices.profileA }
         var profileB: URL { devices.profileB }
 
-        static func make(_ context: BenchContext) throws -> Fleet {
-            context.progress("B4 preparing: sshd, a bare repository over ssh, devices A and B")
-            return Fleet(devices: try TwoDevices.make(context, in: context.directory, overSSH: true))
+        static func make(_ context: BenchContext, throughServe: Bool = false) throws -> Fleet {
+            context.progress("B4 preparing: sshd" + (throughServe ? " with concord serve" : "") + ", a bare repository over ssh, devices A and B")
+            return Fleet(devices: try TwoDevices.make(context, in: context.directory, overSSH: true, throughServe: throughServe))
         }
 
         /// `concord watch --interval 1 --json` on A and B, once both have printed their `started` event.

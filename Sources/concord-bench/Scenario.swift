@@ -18,6 +18,8 @@ struct Scenario: Sendable {
                  run: MergeBenchmark.run),
         Scenario(id: "B4", title: "propagation between two watching devices over ssh", targetRatio: 2.0,
                  run: PropagationBenchmark.run),
+        Scenario(id: "B4S", title: "propagation between two watching devices through concord serve (live updates)", targetRatio: 0.5,
+                 run: PropagationBenchmark.runThroughServe),
         Scenario(id: "B5", title: "clone a 10,000-record profile from a local bare repository", targetRatio: 1.5,
                  run: CloneBenchmark.run),
         Scenario(id: "B6", title: "sync receiving 10 changed records: 1,000 vs 100,000 records", targetRatio: 1.5,

@@ -10,7 +10,9 @@ struct TwoDevices {
     let bare: URL
     let server: SSHServer?
 
-    static func make(_ context: BenchContext, in root: URL, overSSH: Bool) throws -> TwoDevices {
+    /// With `throughServe`, the sshd is a concord server: `concord server init` in `<root>/server`,
+    /// sshd's AuthorizedKeysCommand is `concord serve --lookup`, and A's first sync creates the profile.
+    static func make(_ context: BenchContext, in root: URL, overSSH: Bool, throughServe: Bool = false) throws -> TwoDevices {
         let concord = context.concord
         let homeA = root.appendingPathComponent("home-a"), homeB = root.appendingPathComponent("home-b")
         try concord.makeHome(homeA, member: "alice", device: "a")
@@ -18,7 +20,17 @@ struct TwoDevices {
         let keyB = try concord.publicKey(home: homeB)
         let bare = root.appendingPathComponent("remote.git")
         var server: SSHServer?
-        if overSSH {
+        let serverRoot = root.appendingPathComponent("server")
+        if throughServe {
+            // sshd runs an AuthorizedKeysCommand only by a root-owned path: the binary's real one.
+            let binary = URL(fileURLWithPath: concord.path).resolvingSymlinksInPath().path
+            try concord.run(["server", "init", "--root", serverRoot.path, "--admin-key", try concord.publicKey(home: homeA)],
+                            home: homeA, what: "concord server init")
+            let sshd = try SSHServer(directory: root.appendingPathComponent("sshd"), logLevel: "INFO",
+                                     authorizedKeysCommand: "\(binary) serve --root \(serverRoot.path) --lookup %u %k")
+            server = sshd
+            try sshd.start()
+        } else if overSSH {
             let sshd = try SSHServer(directory: root.appendingPathComponent("sshd"), logLevel: "INFO")
             server = sshd
             try sshd.start()
@@ -26,21 +38,23 @@ struct TwoDevices {
             try sshd.authorize(publicKeyLine: keyB)
         }
         do {
-            let url = server?.url(for: bare) ?? bare.path
+            let url = throughServe ? "ssh://\(server?.user ?? "root")@127.0.0.1:\(server?.port ?? 22)/bench.git"
+                : server?.url(for: bare) ?? bare.path
             let profileA = root.appendingPathComponent("device-a"), profileB = root.appendingPathComponent("device-b")
             func onA(_ arguments: [String], _ what: String) throws {
                 try concord.run(arguments, home: homeA, what: "concord \(what)")
             }
-            try onA(["init", "--bare", bare.path], "init --bare")
+            if !throughServe { try onA(["init", "--bare", bare.path], "init --bare") }
             try onA(["init", profileA.path, "--name", "bench", "--template", "aac"], "init (A)")
             try onA(["members", "add", "alice", "--role", "admin", "--key", keyB, "--device", "b", "-C", profileA.path],
                     "members add (B's key)")
             try onA(["remote", "add", "origin", url, "-C", profileA.path], "remote add (A)")
-            if overSSH { try onA(["remote", "trust", "origin", "-C", profileA.path], "remote trust (A)") }
+            if overSSH || throughServe { try onA(["remote", "trust", "origin", "-C", profileA.path], "remote trust (A)") }
             try onA(["sync", "-C", profileA.path], "sync (A publishes)")
             let trust = server.map { ["--trust-host", $0.hostKeyFingerprint] } ?? []
             try concord.run(["clone", url, profileB.path] + trust, home: homeB, what: "concord clone (B)")
-            return TwoDevices(homeA: homeA, homeB: homeB, profileA: profileA, profileB: profileB, bare: bare, server: server)
+            return TwoDevices(homeA: homeA, homeB: homeB, profileA: profileA, profileB: profileB,
+                              bare: throughServe ? serverRoot.appendingPathComponent("repositories/bench.git") : bare, server: server)
         } catch {
             server?.stop()
             throw error
