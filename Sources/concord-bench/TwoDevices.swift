@@ -9,6 +9,8 @@ struct TwoDevices {
     let profileA: URL, profileB: URL
     let bare: URL
     let server: SSHServer?
+    /// Deletes the root-owned copy of concord that sshd's AuthorizedKeysCommand ran, if one was made.
+    let removeCopy: @Sendable () -> Void
 
     /// With `throughServe`, the sshd is a concord server: `concord server init` in `<root>/server`,
     /// sshd's AuthorizedKeysCommand is `concord serve --lookup`, and A's first sync creates the profile.
@@ -21,9 +23,11 @@ struct TwoDevices {
         let bare = root.appendingPathComponent("remote.git")
         var server: SSHServer?
         let serverRoot = root.appendingPathComponent("server")
+        var copyRemoval: @Sendable () -> Void = {}
         if throughServe {
-            // sshd runs an AuthorizedKeysCommand only by a root-owned path: the binary's real one.
-            let binary = URL(fileURLWithPath: concord.path).resolvingSymlinksInPath().path
+            // sshd runs an AuthorizedKeysCommand only by a root-owned path (a copy, for a checkout under /tmp).
+            let (binary, removeCopy) = try SSHServer.authorizedKeysCommandPath(for: concord.path)
+            copyRemoval = removeCopy
             try concord.run(["server", "init", "--root", serverRoot.path, "--admin-key", try concord.publicKey(home: homeA)],
                             home: homeA, what: "concord server init")
             let sshd = try SSHServer(directory: root.appendingPathComponent("sshd"), logLevel: "INFO",
@@ -54,12 +58,17 @@ struct TwoDevices {
             let trust = server.map { ["--trust-host", $0.hostKeyFingerprint] } ?? []
             try concord.run(["clone", url, profileB.path] + trust, home: homeB, what: "concord clone (B)")
             return TwoDevices(homeA: homeA, homeB: homeB, profileA: profileA, profileB: profileB,
-                              bare: throughServe ? serverRoot.appendingPathComponent("repositories/bench.git") : bare, server: server)
+                              bare: throughServe ? serverRoot.appendingPathComponent("repositories/bench.git") : bare, server: server,
+                              removeCopy: copyRemoval)
         } catch {
             server?.stop()
+            copyRemoval()
             throw error
         }
     }
 
-    func stop() { server?.stop() }
+    func stop() {
+        server?.stop()
+        removeCopy()
+    }
 }

@@ -17,20 +17,13 @@ struct ConcordServeHost {
 }
 
 class ConcordServeTestCase: SyncTestCase {
-    /// The concord binary by its real path: sshd runs an AuthorizedKeysCommand only from a path
-    /// owned by root and writable by no one else, up to `/`.
+    /// The concord binary at a path sshd accepts as an AuthorizedKeysCommand (a root-owned copy when
+    /// the checkout is under a world-writable directory such as /tmp); the copy goes when the test ends.
     func secureBinary() throws -> String {
-        let binary = URL(fileURLWithPath: try ConcordBinary.required()).resolvingSymlinksInPath().path
         guard getuid() == 0 else { throw XCTSkip("sshd's AuthorizedKeysCommand needs a root-owned program: run the tests as root") }
-        var directory = URL(fileURLWithPath: binary)
-        while directory.path != "/" {
-            let attributes = try FileManager.default.attributesOfItem(atPath: directory.path)
-            let mode = (attributes[.posixPermissions] as? Int) ?? 0o777
-            XCTAssertTrue((attributes[.ownerAccountID] as? Int) == 0 && mode & 0o022 == 0,
-                          "sshd refuses an AuthorizedKeysCommand under \(directory.path) (owner or mode): build the package in a root-owned directory")
-            directory.deleteLastPathComponent()
-        }
-        return binary
+        let (path, remove) = try SSHServer.authorizedKeysCommandPath(for: try ConcordBinary.required())
+        addTeardownBlock { remove() }
+        return path
     }
 
     /// `admin` runs `concord server init`, and an sshd serves it; stopped when the test ends. sshd

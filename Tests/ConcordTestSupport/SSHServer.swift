@@ -16,6 +16,8 @@ public enum SSHServerError: Error, CustomStringConvertible {
     case badPublicKeyLine(String)
     case exitedEarly(status: Int32, log: String)
     case notListening(port: Int, log: String)
+    case needsRoot
+    case notRootOwned(String)
 
     public var description: String {
         switch self {
@@ -33,6 +35,10 @@ public enum SSHServerError: Error, CustomStringConvertible {
             return "sshd exited with status \(status) before it accepted connections:\n\(log)"
         case .notListening(let port, let log):
             return "sshd did not accept connections on 127.0.0.1:\(port) within 10 s:\n\(log)"
+        case .needsRoot:
+            return "sshd runs an AuthorizedKeysCommand only from a root-owned path: run this as root"
+        case .notRootOwned(let path):
+            return "\(path) or a directory above it is not owned by root or is writable by others: sshd will not run it"
         }
     }
 }
@@ -304,5 +310,38 @@ public enum Loopback {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         return status == 0
+    }
+}
+
+extension SSHServer {
+    /// A path to `program` that sshd accepts as an AuthorizedKeysCommand: sshd runs one only when
+    /// the file and every directory above it are owned by root and writable by no one else. When
+    /// `program`'s own path is not such a path (a checkout under `/tmp`, mode 1777), it is copied
+    /// into a new directory under `/var/lib/concord-tests/`; `remove` deletes that copy (call it
+    /// when the server stops). Needs root.
+    public static func authorizedKeysCommandPath(for program: String) throws -> (path: String, remove: @Sendable () -> Void) {
+        let real = URL(fileURLWithPath: program).resolvingSymlinksInPath().path
+        guard getuid() == 0 else { throw SSHServerError.needsRoot }
+        if isRootOwnedAllTheWay(real) { return (real, {}) }
+        let directory = URL(fileURLWithPath: "/var/lib/concord-tests").appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o755])
+        _ = chmod("/var/lib/concord-tests", 0o755)
+        let copy = directory.appendingPathComponent(URL(fileURLWithPath: real).lastPathComponent)
+        try FileManager.default.copyItem(atPath: real, toPath: copy.path)
+        _ = chmod(copy.path, 0o755)
+        guard isRootOwnedAllTheWay(copy.path) else { throw SSHServerError.notRootOwned(copy.path) }
+        return (copy.path, { try? FileManager.default.removeItem(at: directory) })
+    }
+
+    /// Whether `path` and every directory above it are owned by root and writable by no one else.
+    static func isRootOwnedAllTheWay(_ path: String) -> Bool {
+        var current = URL(fileURLWithPath: path)
+        while true {
+            var info = stat()
+            guard stat(current.path, &info) == 0, info.st_uid == 0, info.st_mode & 0o022 == 0 else { return false }
+            if current.path == "/" { return true }
+            current.deleteLastPathComponent()
+        }
     }
 }
