@@ -94,7 +94,8 @@ struct Serve: ParsableCommand {
                 let request = try ServeRequest.parse(environment["SSH_ORIGINAL_COMMAND"])
                 let admitted = try server.admit(request, key: key, now: now)
                 if request.verb == .wait {
-                    let main = ServerWait.wait(repository: admitted.repository, known: request.known, seconds: request.seconds)
+                    let main = ServerWait.wait(repository: admitted.repository, known: request.known, seconds: request.seconds,
+                                               clientLeft: ServerWait.standardInputClosed)
                     FileHandle.standardOutput.write(Data(ServerWait.advertisement(main: main)))
                     return
                 }

@@ -223,6 +223,20 @@ final class ServeTests: ConcordServeTestCase {
         XCTAssertNil(watcher.exitStatus(), "watch keeps running: \(output())")
     }
 
+    /// A `concord-wait` whose device hangs up (here: plain ssh, whose input is empty, closes it at
+    /// once) ends then, not when its seconds are up, and leaves no `concord serve` behind.
+    func testAWaitEndsWhenTheDeviceHangsUp() throws {
+        let alice = try makeDevice("alice", device: "laptop")
+        let host = try makeHost(admin: alice)
+        _ = try publish("kid", on: host)
+        let started = Date()
+        let result = try ssh("concord-wait '/kid.git' \(try serverMain("kid", host: host)) 30", as: alice, host: host)
+        XCTAssertEqual(result.status, 0, result.summary)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 20, "the wait outlived its device")
+        XCTAssertTrue(waitUntil(10) { (try? ProcessRunner.run("/usr/bin/pgrep", ["-f", "serve --root \(host.root.path)"], environment: environment()).status) == 1 },
+                      "a concord serve is still running")
+    }
+
     /// Sets the `label` of vocabulary record `id` in the work tree `clone` (a valid record still).
     func setLabel(_ label: String, of id: String, in clone: URL) throws {
         let file = try recordFile("vocabulary", id, in: clone)

@@ -10,11 +10,14 @@ public enum ServerWait {
     /// How often the ref is read while waiting.
     static let pollInterval: useconds_t = 25_000
 
-    /// Waits in repository `path` until main differs from `known` or `seconds` pass; returns main then.
-    public static func wait(repository path: String, known: ObjectID?, seconds: Int) -> ObjectID? {
+    /// Waits in repository `path` until main differs from `known` or `seconds` pass; returns main
+    /// then. Stops early, returning nil, when `clientLeft` says the device hung up.
+    public static func wait(repository path: String, known: ObjectID?, seconds: Int,
+                            clientLeft: () -> Bool = { false }) -> ObjectID? {
         let deadline = Date().addingTimeInterval(TimeInterval(seconds))
         var main = known
         while Date() < deadline {
+            if clientLeft() { return nil }
             // A ref caught mid-rewrite reads as an error: read it again on the next round.
             if let now = try? Repository.localRemoteHead(at: path, ref: "refs/heads/main"), now != known {
                 main = now
@@ -23,6 +26,16 @@ public enum ServerWait {
             usleep(pollInterval)
         }
         return main
+    }
+
+    /// Whether standard input has reached its end: sshd closes it when the device's connection
+    /// goes, while a device that still waits sends nothing.
+    public static func standardInputClosed() -> Bool {
+        var descriptor = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
+        guard poll(&descriptor, 1, 0) > 0 else { return false }
+        if descriptor.revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 { return true }
+        var byte: UInt8 = 0
+        return read(0, &byte, 1) == 0
     }
 
     /// The ref advertisement for `main` (just the flush packet when there is none).
