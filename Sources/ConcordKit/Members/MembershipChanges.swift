@@ -83,16 +83,11 @@ extension Members {
 
     private func checkOpenAcceptance(at commit: ObjectID, for identity: Identity) throws {
         guard let mine = try list().first(where: { $0.name == identity.member }), let id = mine.invitation else { return }
-        let path = ProfilePaths.invitation(id)
-        let (invitationBytes, memberFiles): ([UInt8]?, [[UInt8]]) = try gitCall {
-            let tree = try profile.repository.commit(commit).tree
-            let invitation = try profile.repository.entry(at: path, inTree: tree).map { try profile.repository.blob($0.id) }
-            let members = try profile.repository.entries(inDirectory: ProfilePaths.membersDirectory, ofTree: tree)
-                .filter { $0.kind == .blob }.map { try profile.repository.blob($0.id) }
-            return (invitation, members)
+        let membership = try gitCall {
+            try CommitAuthorizer.membershipWithInvitations(in: profile.repository, tree: try profile.repository.commit(commit).tree)
         }
-        guard let invitationBytes, let invitation = try? OpenInvitation.decode(invitationBytes, path: path) else { return }
-        let used = invitation.used(by: memberFiles.compactMap { try? Member.decode($0, path: path) })
+        guard let invitation = membership.openInvitations.first(where: { $0.id == id }) else { return }
+        let used = invitation.used(by: membership.members.values)
         guard used >= invitation.uses else { return }
         throw ConcordError.invitationRefused(member: identity.member, reason: "all \(invitation.uses) places of open invitation \(id) were "
             + "taken by others before this device's acceptance reached the remote, so it is not recorded; remove this copy and ask "

@@ -16,9 +16,7 @@ struct PolicyMerge {
     /// Merges `theirs` into `ours` in `repository` (writing the merged blobs and trees to its object
     /// database; no ref, index or working tree changes).
     static func compute(in repository: Repository, ours: ObjectID, theirs: ObjectID) throws -> PolicyMerge {
-        func kindsFile(_ commit: ObjectID) throws -> [UInt8]? {
-            try repository.entry(at: KindsTable.path, inTree: try repository.commit(commit).tree).map { try repository.blob($0.id) }
-        }
+        func kindsFile(_ commit: ObjectID) throws -> [UInt8]? { try repository.blob(KindsTable.path, atCommit: commit) }
         let base = try repository.mergeBase(ours, theirs)
         let planner = MergePlanner(kinds: MergePlanner.mergedKinds(base: try base.flatMap(kindsFile), ours: try kindsFile(ours),
                                                                    theirs: try kindsFile(theirs)))

@@ -146,7 +146,13 @@ extension Profile {
 
     /// The bytes of `path` in commit `id`, or nil.
     func blob(_ path: String, atCommit id: ObjectID) throws -> [UInt8]? {
-        let tree = try repository.commit(id).tree
-        return try repository.entry(at: path, inTree: tree).map { try repository.blob($0.id) }
+        try repository.blob(path, atCommit: id)
+    }
+}
+
+extension Repository {
+    /// The bytes of `path` in commit `id`, or nil.
+    func blob(_ path: String, atCommit id: ObjectID) throws -> [UInt8]? {
+        try entry(at: path, inTree: try commit(id).tree).map { try blob($0.id) }
     }
 }

@@ -95,34 +95,25 @@ public struct PushCheck {
                 throw ServerRefusal("refused a non-fast-forward update of main: fetch, merge and push again (history is never rewritten)")
             }
             let known = [current, update.old].compactMap { $0 }
-            if admission.grant == .invited, admission.member == nil {
-                // An open invitation's key: one commit adding one new member file (the hook's
-                // validity check then requires it to be a valid joining of that invitation).
+            if admission.grant == .invited {
+                // An invitation's key pushes one commit, and that commit changes one file: the pending
+                // member's own file (a named invitation) or a new member file (an open one); the
+                // validity check below then requires it to be a valid acceptance.
                 let commits = try repository.newCommits(from: new, excluding: known)
-                let prefix = Array((ProfilePaths.membersDirectory + "/").utf8)
-                var onlyJoining = commits.count == 1
-                for commit in commits where onlyJoining {
-                    let parent = try commit.parents.first.map { try repository.commit($0).tree }
-                    let changes = try repository.treeChanges(from: parent, to: commit.tree)
-                    onlyJoining = changes.count == 1 && changes[0].old == nil && changes[0].path.starts(with: prefix)
-                }
-                guard onlyJoining else {
-                    throw ServerRefusal("refused: an open invitation's key may push one joining member's acceptance only "
-                                        + "(one commit adding one member file), and this push brings \(commits.count) commit(s) or other changes")
-                }
-            }
-            if admission.grant == .invited, let member = admission.member {
-                let commits = try repository.newCommits(from: new, excluding: known)
-                let ownFile = ProfilePaths.member(member)
-                var onlyAcceptance = commits.count == 1
-                for commit in commits where onlyAcceptance {
-                    let parent = try commit.parents.first.map { try repository.commit($0).tree }
-                    let changes = try repository.treeChanges(from: parent, to: commit.tree)
-                    onlyAcceptance = changes.allSatisfy { $0.path.elementsEqual(ownFile.utf8) }
-                }
-                guard onlyAcceptance else {
-                    throw ServerRefusal("refused: \(member)'s pending invitation lets this key push its acceptance only "
-                                        + "(one commit changing \(ownFile)), and this push brings \(commits.count) commit(s) or other changes")
+                let changes = try commits.count == 1
+                    ? repository.treeChanges(from: commits[0].parents.first.map { try repository.commit($0).tree }, to: commits[0].tree) : []
+                if let member = admission.member {
+                    let ownFile = ProfilePaths.member(member)
+                    guard commits.count == 1, changes.allSatisfy({ $0.path.elementsEqual(ownFile.utf8) }) else {
+                        throw ServerRefusal("refused: \(member)'s pending invitation lets this key push its acceptance only "
+                                            + "(one commit changing \(ownFile)), and this push brings \(commits.count) commit(s) or other changes")
+                    }
+                } else {
+                    let prefix = Array((ProfilePaths.membersDirectory + "/").utf8)
+                    guard commits.count == 1, changes.count == 1, changes[0].old == nil, changes[0].path.starts(with: prefix) else {
+                        throw ServerRefusal("refused: an open invitation's key may push one joining member's acceptance only "
+                                            + "(one commit adding one member file), and this push brings \(commits.count) commit(s) or other changes")
+                    }
                 }
             }
             try IncomingCheck(repository: repository, profileID: profileID).verify(tip: new, known: known)

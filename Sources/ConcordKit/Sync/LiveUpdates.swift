@@ -16,6 +16,7 @@ final class LiveUpdates: @unchecked Sendable {
     private var known: ObjectID?
     private var moved = false
     private var stopped = false
+    /// Whether the server offers the wait (nil until its first answer or failure).
     private var offered: Bool?
 
     init(url: String, options: TransportOptions, known: ObjectID?) {
@@ -39,9 +40,6 @@ final class LiveUpdates: @unchecked Sendable {
             return moved
         }
     }
-
-    /// Whether the server offers the wait (nil until its first answer or failure).
-    var isOffered: Bool? { locked { offered } }
 
     private func run() {
         var failures = 0
