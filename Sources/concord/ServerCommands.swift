@@ -94,12 +94,21 @@ struct Serve: ParsableCommand {
                 let request = try ServeRequest.parse(environment["SSH_ORIGINAL_COMMAND"])
                 let admitted = try server.admit(request, key: key, now: now)
                 if request.verb == .wait {
-                    let main = ServerWait.wait(repository: admitted.repository, known: request.known, seconds: request.seconds,
-                                               clientLeft: ServerWait.standardInputClosed)
+                    let main = ServerWait.wait(repository: admitted.repository, ref: admitted.mainRef, known: request.known,
+                                               seconds: request.seconds, clientLeft: ServerWait.standardInputClosed)
                     FileHandle.standardOutput.write(Data(ServerWait.advertisement(main: main)))
                     return
                 }
                 setenv("CONCORD_SERVE_KEY", key, 1)
+                if let namespace = admitted.namespace {
+                    // A revoked member's key sees its view of main alone (`RevocationView`).
+                    setenv("GIT_NAMESPACE", namespace, 1)
+                } else {
+                    // Everyone else never sees the revoked members' views.
+                    setenv("GIT_CONFIG_COUNT", "1", 1)
+                    setenv("GIT_CONFIG_KEY_0", "transfer.hideRefs", 1)
+                    setenv("GIT_CONFIG_VALUE_0", ConcordServer.hiddenRefs, 1)
+                }
                 let failure = execute([request.verb.rawValue, admitted.repository])
                 refuse("cannot run \(request.verb.rawValue): \(failure)")
             } catch let refusal as ServerRefusal {

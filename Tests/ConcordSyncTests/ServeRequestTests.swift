@@ -107,9 +107,12 @@ final class ServeRequestTests: XCTestCase {
             }
         }
         let revoked = [alice, member("bob", .editor, .revoked, keys: [bob])]
-        for verb in [ServeRequest.Verb.upload, .receive] {
-            guard case .failure(let refusal) = decide(verb, bob, revoked) else { return XCTFail("a revoked member got in") }
-            XCTAssertTrue(refusal.message.contains("access removed: alice revoked bob's access to \"kid\""), refusal.message)
+        // A revoked member reads (and waits on) the view of its revocation, and writes nothing.
+        guard case .failure(let refusal) = decide(.receive, bob, revoked) else { return XCTFail("a revoked member may push") }
+        XCTAssertTrue(refusal.message.contains("access removed: alice revoked bob's access to \"kid\""), refusal.message)
+        XCTAssertEqual(try decide(.upload, bob, revoked).get(), .init(grant: .revoked, member: "bob"))
+        XCTAssertEqual(try decide(.wait, bob, revoked).get(), .init(grant: .revoked, member: "bob"))
+        for verb in [ServeRequest.Verb.upload, .receive, .wait] {
             guard case .failure(let strangerRefusal) = decide(verb, stranger, revoked) else { return XCTFail("a stranger got in") }
             XCTAssertTrue(strangerRefusal.message.contains("no profile \"kid\" here that the key \(stranger.fingerprint)"), strangerRefusal.message)
         }

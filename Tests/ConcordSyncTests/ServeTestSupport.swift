@@ -117,14 +117,14 @@ class ConcordServeTestCase: SyncTestCase {
         return target
     }
 
-    /// Alice revokes `member` and syncs; then `device` connects once. Returns that connection and
-    /// the seconds from the revocation's push returning to its end.
+    /// Alice revokes `member` and syncs; then `device` connects once, to push. Returns that connection
+    /// and the seconds from the revocation's push returning to its end.
     func revokeAndConnect(_ member: String, as admin: SyncDevice, in profile: URL, device: SyncDevice,
                           host: ConcordServeHost) throws -> (result: RunResult, seconds: TimeInterval) {
         try concordOK(["revoke", member], as: admin, in: profile)
         try concordOK(["sync"], as: admin, in: profile)
         let pushed = Date()
-        let result = try ssh("git-upload-pack '/kid.git'", as: device, host: host)
+        let result = try ssh("git-receive-pack '/kid.git'", as: device, host: host)
         return (result, Date().timeIntervalSince(pushed))
     }
 

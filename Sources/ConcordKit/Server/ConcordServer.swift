@@ -101,16 +101,38 @@ public struct ConcordServer: Sendable {
     /// Whether `key` (`SHA256:…`) is the server's admin key.
     func isAdminKey(_ key: String) -> Bool { configuration.adminKey.fingerprint == key }
 
+    /// Where `concord serve` hands a connection it let in.
+    public struct Admitted: Sendable {
+        /// The repository to hand to git.
+        public let repository: String
+        public let grant: ServerGrant
+        /// A revoked member's git namespace (`GIT_NAMESPACE`), whose main is the one they may read; nil for everyone else.
+        public let namespace: String?
+        /// The ref whose moves `concord-wait` reports.
+        public var mainRef: String { namespace.map { "refs/namespaces/\($0)/refs/heads/main" } ?? "refs/heads/main" }
+    }
+
+    /// The refs `git-upload-pack` and `git-receive-pack` hide from members (revoked members' views).
+    public static var hiddenRefs: String { RevocationView.hiddenRefs }
+
     /// Decides `request` by the key `key` (`SHA256:…`) at `now`; for the admin's first push of a new
-    /// profile, creates its repository. Returns the repository to hand to git and the grant.
-    public func admit(_ request: ServeRequest, key: String, now: Int64) throws -> (repository: String, grant: ServerGrant) {
-        let state: ServerAccess.ProfileState = try membership(of: request.profile).map { .present($0) } ?? .absent
-        switch ServerAccess.decide(request, key: key, isAdminKey: isAdminKey(key), profile: state, now: now) {
+    /// profile, creates its repository. A revoked member is let in only when the post-receive has
+    /// recorded the view of their revocation (`RevocationView`).
+    public func admit(_ request: ServeRequest, key: String, now: Int64) throws -> Admitted {
+        let membership = try membership(of: request.profile)
+        switch ServerAccess.decide(request, key: key, isAdminKey: isAdminKey(key), profile: membership.map { .present($0) } ?? .absent, now: now) {
         case .failure(let refusal):
             throw refusal
         case .success(let admission):
+            let path = repositoryPath(request.profile)
             if admission.grant == .creator { try createRepository(request.profile) }
-            return (repositoryPath(request.profile), admission.grant)
+            guard admission.grant == .revoked, let name = admission.member, let member = membership?.members[name] else {
+                return Admitted(repository: path, grant: admission.grant, namespace: nil)
+            }
+            guard case .some(.some) = try? Repository.localRemoteHead(at: path, ref: RevocationView.ref(member: name)) else {
+                throw ServerAccess.removed(member, profile: request.profile)
+            }
+            return Admitted(repository: path, grant: .revoked, namespace: RevocationView.namespace(member: name))
         }
     }
 

@@ -41,7 +41,8 @@ struct KeyIndex {
                 lines += member.keys.map { "\($0.publicKey.fingerprint) \(name) invited \(expiry) \($0.publicKey.base64)" }
                 if let oneTime = member.invitationKey { lines.append("\(oneTime.fingerprint) \(name) invited \(expiry) \(oneTime.base64)") }
             case .revoked:
-                break
+                // Let in to read the view of their revocation alone (`RevocationView`); concord serve decides.
+                lines += member.keys.map { "\($0.publicKey.fingerprint) \(name) revoked - \($0.publicKey.base64)" }
             }
         }
         for open in membership.openInvitations.sorted(by: { $0.id < $1.id }) where open.used(by: membership.members.values) < open.uses {
@@ -90,7 +91,7 @@ struct KeyIndex {
     /// Whether an index line (split in fields) lets its key in at `now`.
     private static func admits(_ fields: [Substring], now: Int64) -> Bool {
         guard fields.count == 5 else { return false }
-        if fields[2] == "active" { return true }
+        if fields[2] == "active" || fields[2] == "revoked" { return true }
         if fields[2] == "invited", let expiry = HLClock.parseInstant(String(fields[3])), now < expiry { return true }
         return false
     }

@@ -16,8 +16,9 @@ import Foundation
 /// rule; git prints it on the pushing device. The pushed objects wait in git's quarantine
 /// (`GIT_QUARANTINE_PATH`), which the check reads through `Repository.addObjectDirectory`.
 ///
-/// After the refs moved (`post-receive`), a push that changed `.concord/members/` rewrites the
-/// profile's lines of the key index, so a revoked key is refused from its next connection.
+/// After the refs moved (`post-receive`), a push that changed `.concord/members/` records each
+/// newly revoked member's view of main (`RevocationView`) and rewrites the profile's lines of the
+/// key index, so a revoked key reads nothing newer and writes nothing from its next connection.
 public struct PushCheck {
     public let server: ConcordServer
     /// The repository the hook runs in (git's `GIT_DIR`).
@@ -134,6 +135,8 @@ public struct PushCheck {
                 }
                 guard try update.old.map(access) != (try access(new)) else { continue }
                 let membership = try CommitAuthorizer.membershipWithInvitations(in: repository, tree: try repository.commit(new).tree)
+                // The view first: a revoked key the index lets in finds it ready.
+                try RevocationView.record(membership, tip: new, old: update.old, in: repository)
                 try server.keyIndex.update(profile: profile, membership: membership)
             }
         }

@@ -14,8 +14,10 @@ import ConcordTrust
 ///   for its acceptance only (the hook checks that).
 /// - The server's admin key, for a profile that does not exist yet (or has no main): both, so its
 ///   first sync (a fetch that finds nothing, then a push) creates the profile's repository.
-/// - A revoked member, an expired invitation, any other key: refused. A profile that does not
-///   exist and one the key may not open are refused alike, so a stranger learns no profile names.
+/// - A revoked member: `git-upload-pack` and `concord-wait` of main as it was at the revocation
+///   (`RevocationView`), so the device learns it was revoked from the Admin's signed commit; no push.
+/// - An expired invitation, any other key: refused. A profile that does not exist and one the key
+///   may not open are refused alike, so a stranger learns no profile names.
 enum ServerAccess {
     /// What the server holds under a profile name.
     enum ProfileState: Sendable {
@@ -67,9 +69,14 @@ enum ServerAccess {
             }
             return .success(Admission(grant: .invited, member: member.name))
         case .revoked:
-            return .failure(ServerRefusal("access removed: \(member.revokedBy ?? "an admin") revoked \(member.name)'s access to "
-                                          + "\"\(request.profile)\""))
+            return request.verb == .receive ? .failure(removed(member, profile: request.profile))
+                : .success(Admission(grant: .revoked, member: member.name))
         }
+    }
+
+    /// The refusal a revoked member's key gets.
+    static func removed(_ member: Member, profile: String) -> ServerRefusal {
+        ServerRefusal("access removed: \(member.revokedBy ?? "an admin") revoked \(member.name)'s access to \"\(profile)\"")
     }
 
     private static func rank(_ status: Member.Status) -> Int {
@@ -89,4 +96,6 @@ public enum ServerGrant: String, Sendable, Equatable {
     case invited
     /// The server's admin key creating a profile: fetches nothing, pushes its first history.
     case creator
+    /// A revoked member's key: reads main as it was at the revocation (`RevocationView`); pushes nothing.
+    case revoked
 }

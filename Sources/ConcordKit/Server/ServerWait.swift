@@ -10,16 +10,17 @@ public enum ServerWait {
     /// How often the ref is read while waiting.
     static let pollInterval: useconds_t = 25_000
 
-    /// Waits in repository `path` until main differs from `known` or `seconds` pass; returns main
-    /// then. Stops early, returning nil, when `clientLeft` says the device hung up.
-    public static func wait(repository path: String, known: ObjectID?, seconds: Int,
+    /// Waits in repository `path` until main (`ref`: a revoked member's view of it has another
+    /// name) differs from `known` or `seconds` pass; returns main then. Stops early, returning nil,
+    /// when `clientLeft` says the device hung up.
+    public static func wait(repository path: String, ref: String = "refs/heads/main", known: ObjectID?, seconds: Int,
                             clientLeft: () -> Bool = { false }) -> ObjectID? {
         let deadline = Date().addingTimeInterval(TimeInterval(seconds))
         var main = known
         while Date() < deadline {
             if clientLeft() { return nil }
             // A ref caught mid-rewrite reads as an error: read it again on the next round.
-            if let now = try? Repository.localRemoteHead(at: path, ref: "refs/heads/main"), now != known {
+            if let now = try? Repository.localRemoteHead(at: path, ref: ref), now != known {
                 main = now
                 break
             }

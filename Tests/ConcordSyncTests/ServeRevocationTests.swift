@@ -1,0 +1,96 @@
+import ConcordKit
+import ConcordTestSupport
+import ConcordTrust
+import Foundation
+import XCTest
+
+/// A revoked member on a concord server: their key still reaches `concord serve`, which shows it
+/// main as it was at the revocation and nothing newer, and takes no push; the device learns of
+/// its revocation from the Admin's signed commit (`RevocationView`).
+final class ServeRevocationTests: ConcordServeTestCase {
+    /// Bob's `watch` (polling every 300 s, so only the server's live update can tell it) reports
+    /// "access removed" and deletes its copy within seconds of Alice's push; what Alice wrote
+    /// after the revocation never reaches Bob's key.
+    func testARevokedDeviceWatchingThroughConcordServeLearnsItAndDeletesItsCopy() throws {
+        let alice = try makeDevice("alice", device: "laptop")
+        let bob = try makeDevice("bob", device: "phone")
+        let host = try makeHost(admin: alice)
+        let aliceProfile = try publish("kid", on: host, members: [(bob, "editor")])
+        let (cloned, bobsCopy) = try cloneThroughServer("kid", as: bob, host: host)
+        XCTAssertEqual(cloned.status, 0, cloned.summary)
+        fsckAtEnd.removeAll { $0 == bobsCopy }
+        let log = sandbox.appendingPathComponent("watch-bob.log")
+        let watcher = try ChildProcess(path: try ConcordBinary.required(), arguments: ["watch", "-C", bobsCopy.path, "--interval", "300", "--json"],
+                                       environment: concordEnvironment(bob), output: log)
+        defer { if watcher.exitStatus() == nil { _ = watcher.stop(grace: 5) } }
+        let output = { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+        XCTAssertTrue(waitUntil(60) { output().contains(#""event":"started""#) }, output())
+
+        try concordOK(["revoke", "bob"], as: alice, in: aliceProfile)
+        let revocation = try gitOK(["rev-parse", "HEAD"], in: aliceProfile)
+        try concordOK(["put", "vocabulary/after", "--json", #"{"label":"written after the revocation"}"#], as: alice, in: aliceProfile)
+        try concordOK(["sync"], as: alice, in: aliceProfile)
+        let pushed = Date()
+        let main = try serverMain("kid", host: host)
+        XCTAssertNotEqual(main, revocation)
+
+        XCTAssertTrue(waitUntil(60) { watcher.exitStatus() != nil }, "watch still running 60 s after the revocation's push: \(output())")
+        let seconds = Date().timeIntervalSince(pushed)
+        print("revoked device's watch ended \(String(format: "%.2f", seconds)) s after the revocation's push returned (concord serve, live updates)")
+        XCTAssertEqual(watcher.exitStatus(), 4, output())
+        XCTAssertTrue(output().contains("access removed: alice revoked your access"), output())
+        XCTAssertFalse(FileManager.default.fileExists(atPath: bobsCopy.path), "the revoked device kept its copy")
+
+        // The server keeps Bob's view at the revocation commit; Bob's key is shown that alone.
+        let view = "refs/namespaces/revoked-626f62/refs/heads/main"
+        XCTAssertEqual(try gitOK(["rev-parse", view], in: host.repository("kid")), revocation)
+        let advertised = try ssh("git-upload-pack '/kid.git'", as: bob, host: host)
+        XCTAssertTrue(advertised.stdout.contains("\(revocation) refs/heads/main"), advertised.summary)
+        XCTAssertFalse(advertised.stdout.contains(main), "Bob's key sees main after the revocation: \(advertised.summary)")
+        XCTAssertFalse(advertised.stdout.contains("namespaces"), advertised.summary)
+        let push = try ssh("git-receive-pack '/kid.git'", as: bob, host: host)
+        XCTAssertNotEqual(push.status, 0, push.summary)
+        XCTAssertTrue(push.stderr.contains("access removed: alice revoked bob's access to \"kid\""), push.stderr)
+        let wait = try ssh("concord-wait '/kid.git' \(revocation) 1", as: bob, host: host)
+        XCTAssertFalse(wait.stdout.contains(main), "a wait shows Bob main after the revocation: \(wait.summary)")
+        // Members never see the views.
+        let members = try ssh("git-upload-pack '/kid.git'", as: alice, host: host)
+        XCTAssertTrue(members.stdout.contains("\(main) refs/heads/main"), members.summary)
+        XCTAssertFalse(members.stdout.contains("namespaces"), members.summary)
+
+        // Without a recorded view (a repository from before views), the revoked key is refused outright.
+        try gitOK(["update-ref", "-d", view], in: host.repository("kid"))
+        let refused = try ssh("git-upload-pack '/kid.git'", as: bob, host: host)
+        XCTAssertNotEqual(refused.status, 0, refused.summary)
+        XCTAssertTrue(refused.stderr.contains("access removed: alice revoked bob's access to \"kid\""), refused.stderr)
+        XCTAssertFalse(refused.stdout.contains(revocation), refused.summary)
+    }
+
+    /// The view contains the main before the revoking push, so it is a fast-forward for the revoked
+    /// device: here Alice revokes Bob offline while Bob pushes, and her sync merges Bob's work in
+    /// on top of the revocation; Bob's view is that merge, not the revocation commit (which lacks
+    /// the main Bob last fetched), and Bob's sync reports "access removed", not a rewritten history.
+    func testTheViewOfAnOfflineRevocationContainsWhatTheDeviceFetched() throws {
+        let alice = try makeDevice("alice", device: "laptop")
+        let bob = try makeDevice("bob", device: "phone")
+        let host = try makeHost(admin: alice)
+        let aliceProfile = try publish("kid", on: host, members: [(bob, "editor")])
+        let (cloned, bobsCopy) = try cloneThroughServer("kid", as: bob, host: host)
+        XCTAssertEqual(cloned.status, 0, cloned.summary)
+        fsckAtEnd.removeAll { $0 == bobsCopy }
+        try concordOK(["revoke", "bob"], as: alice, in: aliceProfile)
+        let revocation = try gitOK(["rev-parse", "HEAD"], in: aliceProfile)
+        try concordOK(["put", "vocabulary/ball", "--json", #"{"label":"ball"}"#], as: bob, in: bobsCopy)
+        XCTAssertEqual(try syncJSON(bob, in: bobsCopy).sent, 1)
+        let bobsMain = try serverMain("kid", host: host)
+        try concordOK(["sync"], as: alice, in: aliceProfile)
+        let view = try gitOK(["rev-parse", "refs/namespaces/revoked-626f62/refs/heads/main"], in: host.repository("kid"))
+        XCTAssertNotEqual(view, revocation, "the view must contain the main Bob fetched")
+        XCTAssertEqual(try git(["merge-base", "--is-ancestor", bobsMain, view], in: host.repository("kid")).status, 0)
+
+        let synced = try concord(["sync"], as: bob, in: bobsCopy)
+        XCTAssertEqual(synced.status, 4, synced.summary)
+        XCTAssertTrue(synced.stderr.contains("access removed: alice revoked your access"), synced.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: bobsCopy.path), "the revoked device kept its copy")
+    }
+}
