@@ -67,26 +67,52 @@ public struct CommitTrailers: Sendable, Equatable {
             && lhs.records == rhs.records && lhs.recordCount == rhs.recordCount
     }
 
-    /// Reads `Key: value` lines of the message's last paragraph.
+    /// Reads `Key: value` lines of the message's last paragraph (paragraphs are separated by a
+    /// blank line; a message of one paragraph has no trailers). Reads the UTF-8 bytes: every
+    /// fetched commit's trailers are read while it is verified, and splitting the String by
+    /// characters took 40% of that check (bench row B7).
     public init(message: String) {
-        let paragraphs = message.split(separator: "\n\n", omittingEmptySubsequences: true)
-        guard paragraphs.count > 1, let last = paragraphs.last else { return }
-        for line in last.split(separator: "\n") {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            let key = String(line[..<colon])
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            switch key {
-            case "Concord-Actor": actor = value
-            case "Concord-Device": device = value
-            case "Concord-Action": action = value
-            case "Concord-Clock": clock = value
-            case "Concord-Record": records.append(value)
-            case "Concord-Record-Count": recordCount = Int(value)
-            case "Concord-Resolved": resolved.append(value)
-            case "Concord-Unresolved": unresolved.append(value)
-            default: other.append((key, value))
+        var message = message
+        message.withUTF8 { bytes in
+            // The paragraphs: pieces between "\n\n"s (taken left to right), empty ones dropped.
+            var paragraphs = 0
+            var last: Range<Int>?
+            var start = 0, index = 0
+            while index <= bytes.count {
+                let end = index == bytes.count
+                if end || (bytes[index] == 0x0A && index + 1 < bytes.count && bytes[index + 1] == 0x0A) {
+                    if index > start { paragraphs += 1; last = start..<index }
+                    if end { break }
+                    index += 2
+                    start = index
+                } else {
+                    index += 1
+                }
+            }
+            guard paragraphs > 1, let last else { return }
+            var lineStart = last.lowerBound
+            for position in last.lowerBound...last.upperBound where position == last.upperBound || bytes[position] == 0x0A {
+                defer { lineStart = position + 1 }
+                guard let colon = bytes[lineStart..<position].firstIndex(of: 0x3A) else { continue }
+                var from = colon + 1, to = position
+                while from < to, bytes[from] == 0x20 || bytes[from] == 0x09 { from += 1 }
+                while to > from, bytes[to - 1] == 0x20 || bytes[to - 1] == 0x09 { to -= 1 }
+                add(key: String(decoding: bytes[lineStart..<colon], as: UTF8.self), value: String(decoding: bytes[from..<to], as: UTF8.self))
             }
         }
     }
-}
 
+    private mutating func add(key: String, value: String) {
+        switch key {
+        case "Concord-Actor": actor = value
+        case "Concord-Device": device = value
+        case "Concord-Action": action = value
+        case "Concord-Clock": clock = value
+        case "Concord-Record": records.append(value)
+        case "Concord-Record-Count": recordCount = Int(value)
+        case "Concord-Resolved": resolved.append(value)
+        case "Concord-Unresolved": unresolved.append(value)
+        default: other.append((key, value))
+        }
+    }
+}
