@@ -47,19 +47,35 @@ struct Export: ParsableCommand {
 
 struct Log: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show the history: who, when, on which device, what, to which records, and whether the signature checks out.")
+        abstract: "Show the audit trail: who changed what (fields old → new), when, on which device, and whether the signature checks out.",
+        discussion: """
+            One line per commit, newest first, e.g.
+              2026-11-24 14:30  therapist@ipad  added vocabulary/puzzle (label: "puzzle")  f239296 [signature: good]
+            Times are this machine's local time (--utc for UTC). DATE is 2026-11-24, 2026-11-24T14:30 (local time),
+            2026-11-24T14:30:00Z (UTC), or 7d / 12h / 30m for that long ago. docs/audit.md has the same with plain git.
+            """)
 
     @OptionGroup var profile: ProfileOption
     @Option(help: ArgumentHelp("Only commits that changed this record.", valueName: "kind/id")) var record: String?
+    @Option(help: ArgumentHelp("Only commits by this member (the acting member).", valueName: "name")) var member: String?
+    @Option(help: ArgumentHelp("Only commits made at or after DATE.", valueName: "DATE")) var since: String?
+    @Option(help: ArgumentHelp("Only commits made before DATE.", valueName: "DATE")) var until: String?
     @Option(help: "Show at most this many commits.") var limit: Int?
+    @Flag(help: "Show times in UTC instead of local time.") var utc = false
     @Flag(help: "Print the result as JSON.") var json = false
 
     func validate() throws {
         if let limit, limit < 1 { throw ValidationError("--limit must be 1 or more") }
+        let now = Int64(Date().timeIntervalSince1970)
+        if let since, AuditTime.parse(since, now: now) == nil { throw ValidationError(AuditTime.problem("--since", since)) }
+        if let until, AuditTime.parse(until, now: now) == nil { throw ValidationError(AuditTime.problem("--until", until)) }
     }
 
     func run() throws {
-        let entries = try profile.open().history.entries(record: record, limit: limit)
+        let now = Int64(Date().timeIntervalSince1970)
+        let filter = HistoryFilter(record: record, member: member, since: since.flatMap { AuditTime.parse($0, now: now) },
+                                   until: until.flatMap { AuditTime.parse($0, now: now) }, limit: limit)
+        let entries = try profile.open().history.entries(filter)
         if json {
             printJSON(.array(entries.map { entry in
                 .object([
@@ -67,35 +83,121 @@ struct Log: ParsableCommand {
                     "device": .string(entry.device), "action": .string(entry.action), "time": .string(entry.time),
                     "clock": entry.clock.map { .string($0) } ?? .null,
                     "records": .array(entry.records.map { .string($0) }), "recordCount": .number(String(entry.recordCount)),
+                    "changes": .array(entry.changes.map(AuditTime.json)),
                     "parents": .array(entry.parents.map { .string($0) }), "signature": .string(entry.signature.rawValue),
                 ])
             }))
             return
         }
         for entry in entries {
-            let records = entry.records.isEmpty ? (entry.recordCount > 0 ? "\(entry.recordCount) records" : "") : entry.records.joined(separator: ", ")
-            print("\(entry.commit.prefix(7))  \(entry.time)  \(entry.member)@\(entry.device)  \(entry.action)  \(records)  [signature: \(entry.signature.rawValue)]")
+            print("\(AuditTime.format(entry.seconds, utc: utc))  \(entry.member)@\(entry.device)  \(AuditTime.describe(entry))  "
+                  + "\(entry.commit.prefix(7)) [signature: \(entry.signature.rawValue)]")
         }
+    }
+}
+
+/// How `concord log` reads and writes times and changes.
+enum AuditTime {
+    /// DATE (see `concord log --help`) as seconds since 1970, or nil.
+    static func parse(_ text: String, now: Int64) -> Int64? {
+        if let unit = text.last, let amount = Int64(text.dropLast()), amount >= 0 {
+            switch unit {
+            case "d": return now - amount * 86_400
+            case "h": return now - amount * 3_600
+            case "m": return now - amount * 60
+            default: break
+            }
+        }
+        let utc = text.hasSuffix("Z")
+        let body = utc ? String(text.dropLast()) : text
+        for format in ["yyyy-MM-dd'T'HH:mm:ss", "yyyy-MM-dd'T'HH:mm", "yyyy-MM-dd"] {
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = utc ? TimeZone(identifier: "UTC") : TimeZone.current
+            formatter.dateFormat = format
+            if let date = formatter.date(from: body) { return Int64(date.timeIntervalSince1970) }
+        }
+        return nil
+    }
+
+    static func problem(_ option: String, _ text: String) -> String {
+        "\(option) \(text.debugDescription) is not a date: give 2026-11-24, 2026-11-24T14:30 (local time), 2026-11-24T14:30:00Z (UTC), or 7d / 12h / 30m"
+    }
+
+    /// `2026-11-24 14:30:05` in local time, or `2026-11-24 14:30:05Z` in UTC.
+    static func format(_ seconds: Int64, utc: Bool) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = utc ? TimeZone(identifier: "UTC") : TimeZone.current
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(seconds))) + (utc ? "Z" : "")
+    }
+
+    /// What a commit did, in words: each record's change with its fields, else its action and records.
+    static func describe(_ entry: HistoryEntry) -> String {
+        if !entry.changes.isEmpty {
+            let described = Set(entry.changes.map(\.record))
+            let others = entry.records.filter { !described.contains($0) }
+            return (entry.changes.map(describe) + (others.isEmpty ? [] : ["\(entry.action) \(others.joined(separator: ", "))"]))
+                .joined(separator: "; ")
+        }
+        if !entry.records.isEmpty { return "\(entry.action) \(entry.records.joined(separator: ", "))" }
+        if entry.recordCount > 0 { return "\(entry.action) \(entry.recordCount) records" }
+        return entry.summary
+    }
+
+    /// `edited vocabulary/puzzle (label: "puzzle" → "jigsaw")`.
+    static func describe(_ change: AuditChange) -> String {
+        let fields = change.fields.map { field -> String in
+            switch (field.old, field.new) {
+            case (nil, let new?): return "\(field.field): \(value(new))"
+            case (let old?, nil): return "\(field.field): \(value(old)) → removed"
+            case (let old?, let new?): return "\(field.field): \(value(old)) → \(value(new))"
+            case (nil, nil): return field.field
+            }
+        }
+        return "\(change.action) \(change.record)" + (fields.isEmpty ? "" : " (\(fields.joined(separator: ", ")))")
+    }
+
+    /// A field's value as compact JSON, cut to 60 characters.
+    private static func value(_ json: JSONValue) -> String {
+        let text = String(decoding: json.canonicalLine(), as: UTF8.self).trimmingCharacters(in: .newlines)
+        return text.count > 60 ? String(text.prefix(59)) + "…" : text
+    }
+
+    static func json(_ change: AuditChange) -> JSONValue {
+        .object(["record": .string(change.record), "action": .string(change.action),
+                 "fields": .array(change.fields.map { field in
+                     .object(["field": .string(field.field), "old": field.old ?? .null, "new": field.new ?? .null])
+                 })])
     }
 }
 
 struct History: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show every version of one record: who changed it, when, on which device (the same as log --record).")
+        abstract: "Show every version of one record: who wrote it, when, on which device, what changed, and which merge it lost in.",
+        discussion: "Versions that lost an lww or delete-wins merge are listed too, with that merge and the side that won; --content prints each version.")
 
     @OptionGroup var profile: ProfileOption
     @Argument(help: "The record, as <kind>/<id>.") var reference: String
+    @Flag(help: "Show times in UTC instead of local time.") var utc = false
     @Flag(help: "Print the result as JSON.") var json = false
     @Flag(help: "Also print each version's content.") var content = false
 
     func run() throws {
         let profile = try profile.open()
-        let entries = try profile.history.entries(record: reference)
+        let versions = try profile.history.versions(of: reference)
         if json {
-            printJSON(.array(try entries.map { entry in
+            printJSON(.array(try versions.map { version in
+                let entry = version.entry
                 var fields: [String: JSONValue] = [
                     "commit": .string(entry.commit), "member": .string(entry.member), "device": .string(entry.device),
                     "action": .string(entry.action), "time": .string(entry.time), "signature": .string(entry.signature.rawValue),
+                    "changes": .array(entry.changes.filter { $0.record == reference }.map(AuditTime.json)),
+                    "lostIn": version.lostIn.map { lost in
+                        .object(["merge": .string(lost.merge), "winner": .string("\(lost.winner.member)@\(lost.winner.device)"),
+                                 "winnerChange": .string(lost.winner.change.rawValue)])
+                    } ?? .null,
                 ]
                 if let bytes = try profile.history.recordVersion(reference, atCommit: entry.commit) {
                     fields["content"] = (try? JSONValue.parse(bytes)) ?? .string(String(decoding: bytes, as: UTF8.self))
@@ -104,8 +206,13 @@ struct History: ParsableCommand {
             }))
             return
         }
-        for entry in entries {
-            print("\(entry.commit.prefix(7))  \(entry.time)  \(entry.member)@\(entry.device)  \(entry.action)  [signature: \(entry.signature.rawValue)]")
+        for version in versions {
+            let entry = version.entry
+            let changes = entry.changes.filter { $0.record == reference }
+            let what = changes.isEmpty ? "\(entry.action) \(reference)" : changes.map(AuditTime.describe).joined(separator: "; ")
+            let lost = version.lostIn.map { "  — lost in merge \($0.merge.prefix(7)) to \($0.winner.member)@\($0.winner.device)'s \($0.winner.change.rawValue)" } ?? ""
+            print("\(AuditTime.format(entry.seconds, utc: utc))  \(entry.member)@\(entry.device)  \(what)  \(entry.commit.prefix(7)) "
+                  + "[signature: \(entry.signature.rawValue)]\(lost)")
             if content, let bytes = try profile.history.recordVersion(reference, atCommit: entry.commit) {
                 print(String(decoding: bytes, as: UTF8.self).split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
             }

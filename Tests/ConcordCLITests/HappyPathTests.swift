@@ -142,8 +142,9 @@ final class HappyPathTests: CLITestCase {
         let log = try concordOK(["log"], as: alice, in: profile)
         XCTAssertEqual(log.stdoutLines.count, 6, log.stdout)
         let actions = ["appended", "deleted", "updated", "added", "added", "created"]
-        for (line, action) in zip(log.stdoutLines, actions) {
-            XCTAssertTrue(line.contains("  \(action)  "), "\(line) should show \(action)")
+        let described = ["  appended logs/", "  deleted vocabulary/", "  edited vocabulary/apple (", "  added vocabulary/", "  added vocabulary/", "  profile "]
+        for (line, words) in zip(log.stdoutLines, described) {
+            XCTAssertTrue(line.contains(words), "\(line) should show \(words)")
             XCTAssertTrue(line.hasSuffix("[signature: good]"), line)
             XCTAssertTrue(line.contains("alice@laptop"), line)
         }

@@ -75,6 +75,13 @@ final class MergeInteropTests: CLITestCase {
         // Both edits stay in history.
         let history = try concordOK(["history", "characters/bob", "--json"], as: alice, in: merged).stdout
         XCTAssertTrue(history.contains("cookie") && history.contains("cracker"), history)
+        // The losing version says which merge it lost in, and to whom.
+        let merge = try gitOK(["rev-parse", "--short=7", "HEAD"], in: merged)
+        let lines = try concordOK(["history", "characters/bob", "--utc"], as: alice, in: merged).stdoutLines
+        let lost = lines.filter { $0.contains("lost in merge") }
+        XCTAssertEqual(lost.count, 1, lines.joined(separator: "\n"))
+        XCTAssertTrue(lost.first?.contains(#"edited characters/bob (name: "biscuit" → "cookie")"#) == true, lost.first ?? "")
+        XCTAssertTrue(lost.first?.hasSuffix("lost in merge \(merge) to alice@mac's edit") == true, lost.first ?? "")
     }
 
     func testLWWDifferentFieldsBothKept() throws {
@@ -110,6 +117,8 @@ final class MergeInteropTests: CLITestCase {
         // The lost edit is still reachable in history.
         let history = try concordOK(["history", "scenes/7", "--content"], as: alice, in: merged).stdout
         XCTAssertTrue(history.contains("INT. KITCHEN - NIGHT"), history)
+        XCTAssertTrue(history.contains(#"edited scenes/7 (text: "INT. KITCHEN" → "INT. KITCHEN - NIGHT")"#), history)
+        XCTAssertTrue(history.contains("lost in merge \(try gitOK(["rev-parse", "--short=7", "HEAD"], in: merged)) to alice@mac's delete"), history)
     }
 
     func testLWWTombstoneVersusEditLaterWins() throws {

@@ -29,6 +29,47 @@ public struct HistoryEntry: Sendable {
     public let recordCount: Int
     public let parents: [String]
     public let signature: SignatureStatus
+    /// What changed in each listed record (lww and delete-wins kinds), against the first parent:
+    /// filled in by `History.entries` for the entries it returns.
+    public internal(set) var changes: [AuditChange] = []
+    /// The commit's time in seconds since 1970.
+    public let seconds: Int64
+}
+
+/// What one commit did to one record: its fields (the top-level keys of `data`) with their old
+/// and new values; a record added shows only new values, a deleted one none.
+public struct AuditChange: Sendable, Equatable {
+    public let record: String
+    /// `added`, `edited`, `deleted` (or `restored`: a tombstone brought back).
+    public let action: String
+    public let fields: [FieldChange]
+}
+
+/// One field of a record before and after a commit (nil: absent).
+public struct FieldChange: Sendable, Equatable {
+    public let field: String
+    public let old: JSONValue?
+    public let new: JSONValue?
+}
+
+/// Which commits `History.entries` returns: all of them by default.
+public struct HistoryFilter: Sendable {
+    /// Only commits that changed this record (`kind/id`).
+    public var record: String?
+    /// Only commits by this member (the acting member, `Concord-Actor`).
+    public var member: String?
+    /// Only commits made at or after / before this time (seconds since 1970).
+    public var since: Int64?
+    public var until: Int64?
+    public var limit: Int?
+
+    public init(record: String? = nil, member: String? = nil, since: Int64? = nil, until: Int64? = nil, limit: Int? = nil) {
+        self.record = record
+        self.member = member
+        self.since = since
+        self.until = until
+        self.limit = limit
+    }
 }
 
 /// A profile's history, the audit trail: its commits newest first, who made each on which device,
@@ -39,7 +80,12 @@ public struct History {
 
     /// The commits newest first; with `record` ("kind/id"), only those that changed it.
     public func entries(record reference: String? = nil, limit: Int? = nil) throws -> [HistoryEntry] {
-        let filter = try reference.map { text -> (kind: RecordKind, id: RecordID) in
+        try entries(HistoryFilter(record: reference, limit: limit))
+    }
+
+    /// The commits `filter` lets through, newest first, each with what it changed in its records.
+    public func entries(_ filter: HistoryFilter) throws -> [HistoryEntry] {
+        let record = try filter.record.map { text -> (kind: RecordKind, id: RecordID) in
             let (kind, id) = try profile.parseReference(text)
             return (kind, id)
         }
@@ -48,12 +94,41 @@ public struct History {
         var entries = [HistoryEntry]()
         try gitCall {
             try repository.walkHistory(from: head) { commit in
-                if let filter, try !touches(commit, filter.kind, filter.id) { return true }
-                entries.append(try entry(for: commit, keys: keys))
-                return limit.map { entries.count < $0 } ?? true
+                if let since = filter.since, commit.author.time < since { return true }
+                if let until = filter.until, commit.author.time >= until { return true }
+                if let member = filter.member, (CommitTrailers(message: commit.message).actor ?? commit.author.name) != member { return true }
+                if let record, try !touches(commit, record.kind, record.id) { return true }
+                var entry = try entry(for: commit, keys: keys)
+                entry.changes = try changes(of: commit, records: entry.records)
+                entries.append(entry)
+                return filter.limit.map { entries.count < $0 } ?? true
             }
         }
         return entries
+    }
+
+    /// What `commit` changed in each of `references` that is a record of an lww or delete-wins
+    /// kind, against its first parent (log entries are appended whole: nothing to compare).
+    private func changes(of commit: Commit, records references: [String]) throws -> [AuditChange] {
+        let parentTree = try commit.parents.first.map { try repository.commit($0).tree }
+        return try references.compactMap { reference -> AuditChange? in
+            guard let (kind, id) = try? profile.parseReference(reference), kind.policy != .append else { return nil }
+            let path = Transaction.recordPath(kind, id)
+            func record(in tree: ObjectID?) throws -> JSONValue? {
+                guard let tree, let entry = try repository.entry(at: path, inTree: tree), entry.kind == .blob else { return nil }
+                return try? JSONValue.parse(try repository.blob(entry.id))
+            }
+            let before = try record(in: parentTree), after = try record(in: commit.tree)
+            let wasLive = before != nil && before?["deleted"]?.boolValue != true
+            let isLive = after != nil && after?["deleted"]?.boolValue != true
+            let action = isLive ? (wasLive ? "edited" : (before == nil ? "added" : "restored")) : "deleted"
+            guard isLive else { return AuditChange(record: reference, action: action, fields: []) }
+            let old = wasLive ? before?["data"]?.objectValue ?? [:] : [:], new = after?["data"]?.objectValue ?? [:]
+            let fields = Set(old.keys).union(new.keys).sorted().compactMap { field -> FieldChange? in
+                old[field] == new[field] ? nil : FieldChange(field: field, old: old[field], new: new[field])
+            }
+            return AuditChange(record: reference, action: action, fields: fields)
+        }
     }
 
     private func touches(_ commit: Commit, _ kind: RecordKind, _ id: RecordID) throws -> Bool {
@@ -99,7 +174,8 @@ public struct History {
             records: trailers.records,
             recordCount: trailers.recordCount ?? trailers.records.count,
             parents: commit.parents.map(\.hex),
-            signature: try signatureStatus(commit, member: member, keys: keys)
+            signature: try signatureStatus(commit, member: member, keys: keys),
+            seconds: commit.author.time
         )
     }
 
@@ -133,7 +209,37 @@ extension History {
     }
 }
 
+/// One version of a record, as `concord history` shows it: the commit that wrote it, and the merge
+/// it lost in, if a merge policy overrode it.
+public struct RecordVersion: Sendable {
+    public let entry: HistoryEntry
+    /// The merge that overrode this version, with the winning side; nil when it did not lose.
+    public let lostIn: (merge: String, winner: MergeSide)?
+}
+
 extension History {
+    /// Every version of record `reference` (kind/id), newest first, including versions that lost an
+    /// lww or delete-wins merge (they were written on a branch the merge overrode), each with the
+    /// merge it lost in: the merge whose `Concord-Resolved` trailer names this record with this
+    /// version's stamp as the loser's.
+    public func versions(of reference: String) throws -> [RecordVersion] {
+        let (kind, id) = try profile.parseReference(reference)
+        let path = Transaction.recordPath(kind, id)
+        var losses = [String: (merge: String, winner: MergeSide)]()
+        for (commit, conflict) in try resolvedConflicts() where conflict.kind == kind.name && conflict.id == id.rawValue {
+            losses["\(conflict.loser.stamp)"] = losses["\(conflict.loser.stamp)"] ?? (commit, conflict.winner)
+        }
+        return try entries(record: reference).map { entry in
+            guard entry.parents.count < 2, let commit = ObjectID(hex: entry.commit),
+                  let bytes = try gitCall({ try profile.blob(path, atCommit: commit) }),
+                  let record = try? JSONValue.parse(bytes),
+                  let stamp = (record["deleted"]?.boolValue == true ? record["deletedAt"] : record["updatedAt"])?.stringValue else {
+                return RecordVersion(entry: entry, lostIn: nil)
+            }
+            return RecordVersion(entry: entry, lostIn: losses[stamp])
+        }
+    }
+
     /// The bytes of record `reference` (kind/id) as of commit `hex`, or nil if it did not exist then.
     public func recordVersion(_ reference: String, atCommit hex: String) throws -> [UInt8]? {
         let (kind, id) = try profile.parseReference(reference)

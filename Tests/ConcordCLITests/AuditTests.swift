@@ -1,0 +1,73 @@
+import Foundation
+import XCTest
+
+/// `concord log` and `concord history` as the audit trail: who changed what (fields old → new),
+/// when (local time or UTC), on which device; filtered by record, member and time; and the
+/// versions that lost a merge, with the merge they lost in.
+final class AuditTests: CLITestCase {
+    /// Scenario A11: a therapist adds the symbol "puzzle" at 14:30; the parent's audit view shows
+    /// the action, the symbol, the therapist's name, the time and the device.
+    func testLogShowsWhoChangedWhatWhenOnWhichDevice() throws {
+        let parent = try makePerson("parent")
+        let therapist = try makePerson("therapist", device: "ipad")
+        let profile = try makeProfile(owner: parent)
+        let key = try concordOK(["identity", "show", "--public-key"], as: therapist).stdout.trimmingCharacters(in: .newlines)
+        try concordOK(["members", "add", "therapist", "--role", "editor", "--key", key, "--device", "ipad"], as: parent, in: profile,
+                      clock: "2026-03-02T09:00:00.000Z")
+        try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"puzzle","color":"red"}"#], as: therapist, in: profile,
+                      clock: "2026-03-02T14:30:00.000Z")
+        try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"jigsaw","color":"red"}"#], as: parent, in: profile,
+                      clock: "2026-03-03T08:15:00.000Z")
+        try concordOK(["rm", "vocabulary/puzzle"], as: therapist, in: profile, clock: "2026-03-04T17:00:00.000Z")
+
+        let utc = try concordOK(["log", "--utc"], as: parent, in: profile).stdoutLines
+        XCTAssertEqual(utc.count, 5, utc.joined(separator: "\n"))
+        XCTAssertTrue(utc[0].hasPrefix("2026-03-04 17:00:00Z  therapist@ipad  deleted vocabulary/puzzle  "), utc[0])
+        XCTAssertTrue(utc[1].hasPrefix(#"2026-03-03 08:15:00Z  parent@laptop  edited vocabulary/puzzle (label: "puzzle" → "jigsaw")  "#), utc[1])
+        XCTAssertTrue(utc[2].hasPrefix(#"2026-03-02 14:30:00Z  therapist@ipad  added vocabulary/puzzle (color: "red", label: "puzzle")  "#), utc[2])
+        for line in utc { XCTAssertTrue(line.hasSuffix("[signature: good]"), line) }
+
+        // Local time by default: the same instants in the machine's zone (TZ).
+        var environment = self.environment(for: parent)
+        environment["TZ"] = "America/New_York"
+        let local = try ProcessRunner.run(try ConcordBinary.required(), ["log", "--limit", "1"], environment: environment, in: profile)
+        XCTAssertTrue(local.stdout.hasPrefix("2026-03-04 12:00:00  therapist@ipad  deleted vocabulary/puzzle"), local.stdout)
+
+        // --member, --since, --until (UTC with Z, a day in local time).
+        let byTherapist = try concordOK(["log", "--member", "therapist", "--utc"], as: parent, in: profile).stdoutLines
+        XCTAssertEqual(byTherapist.count, 2, byTherapist.joined(separator: "\n"))
+        XCTAssertTrue(byTherapist.allSatisfy { $0.contains("therapist@ipad") })
+        let window = try concordOK(["log", "--since", "2026-03-02T12:00:00Z", "--until", "2026-03-04T00:00:00Z", "--utc"],
+                                   as: parent, in: profile).stdoutLines
+        XCTAssertEqual(window.map { String($0.prefix(20)) }, ["2026-03-03 08:15:00Z", "2026-03-02 14:30:00Z"])
+        environment["TZ"] = "UTC"
+        let day = try ProcessRunner.run(try ConcordBinary.required(), ["log", "--since", "2026-03-03", "--until", "2026-03-04"],
+                                        environment: environment, in: profile)
+        XCTAssertEqual(day.stdout.split(separator: "\n").count, 1, day.stdout)
+
+        // --json carries the same: fields with old and new values.
+        let json = try XCTUnwrap(parseJSON(try concordOK(["log", "--json", "--member", "parent", "--limit", "1"], as: parent, in: profile).stdout)
+                                 as? [[String: Any]])
+        let change = try XCTUnwrap((json.first?["changes"] as? [[String: Any]])?.first)
+        XCTAssertEqual(change["record"] as? String, "vocabulary/puzzle")
+        XCTAssertEqual(change["action"] as? String, "edited")
+        let fields = try XCTUnwrap(change["fields"] as? [[String: Any]])
+        XCTAssertEqual(fields.count, 1)
+        XCTAssertEqual(fields.first?["field"] as? String, "label")
+        XCTAssertEqual(fields.first?["old"] as? String, "puzzle")
+        XCTAssertEqual(fields.first?["new"] as? String, "jigsaw")
+    }
+
+    func testABadDateIsRefusedWithWhatToGive() throws {
+        let alice = try makePerson("alice")
+        let profile = try makeProfile(owner: alice)
+        for arguments in [["log", "--since", "yesterday"], ["log", "--until", "2026-13-45"], ["log", "--since", "3 days"]] {
+            let result = try concord(arguments, as: alice, in: profile)
+            XCTAssertEqual(result.status, 2, result.summary)
+            XCTAssertTrue(result.stderr.contains("is not a date: give 2026-11-24"), result.stderr)
+        }
+        let unknown = try concord(["log", "--member", "nobody"], as: alice, in: profile)
+        XCTAssertEqual(unknown.status, 0, unknown.summary)
+        XCTAssertEqual(unknown.stdout, "")
+    }
+}
