@@ -58,6 +58,71 @@ final class AuditTests: CLITestCase {
         XCTAssertEqual(fields.first?["new"] as? String, "jigsaw")
     }
 
+    /// Each `<!-- recipe: name -->` block of docs/audit.md, run as written with /bin/sh in a real
+    /// profile (a parent, a therapist, an edit, a delete, and a conflict a merge resolved).
+    func testEveryRecipeInDocsAuditRuns() throws {
+        let parent = try makePerson("parent")
+        let therapist = try makePerson("therapist", device: "ipad")
+        let profile = try makeProfile(owner: parent)
+        let key = try concordOK(["identity", "show", "--public-key"], as: therapist).stdout.trimmingCharacters(in: .newlines)
+        try concordOK(["members", "add", "therapist", "--role", "editor", "--key", key, "--device", "ipad"], as: parent, in: profile,
+                      clock: "2026-03-01T09:00:00.000Z")
+        try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"puzzle"}"#], as: therapist, in: profile, clock: "2026-03-02T14:30:00.000Z")
+        try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"jigsaw"}"#], as: parent, in: profile, clock: "2026-03-03T08:15:00.000Z")
+        try concordOK(["rm", "vocabulary/puzzle"], as: therapist, in: profile, clock: "2026-03-04T17:00:00.000Z")
+        // A conflict: the same record written on a clone and here, merged.
+        let other = sandbox.appendingPathComponent("other")
+        try gitOK(["clone", "-q", profile.path, other.path], in: sandbox)
+        try concordOK(["doctor", "--fix"], as: parent, in: other)
+        try concordOK(["put", "vocabulary/snack", "--json", #"{"label":"biscuit"}"#], as: parent, in: profile, clock: "2026-03-05T10:00:00.000Z")
+        try concordOK(["put", "vocabulary/snack", "--json", #"{"label":"cracker"}"#], as: parent, in: other, clock: "2026-03-05T10:01:00.000Z")
+        try gitOK(["fetch", "-q", other.path, "main:refs/remotes/other/main"], in: profile)
+        try concordOK(["merge", "refs/remotes/other/main"], as: parent, in: profile, clock: "2026-03-05T10:02:00.000Z")
+
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("docs/audit.md")
+        let recipes = try Self.recipes(in: String(contentsOf: docs, encoding: .utf8))
+        XCTAssertEqual(Set(recipes.keys), ["trailers", "signatures", "record", "member", "window", "conflicts"])
+        func run(_ name: String) throws -> [String] {
+            let result = try ProcessRunner.run("/bin/sh", ["-c", try XCTUnwrap(recipes[name])], environment: environment(for: parent), in: profile)
+            XCTAssertEqual(result.status, 0, "\(name): \(result.summary)")
+            return result.stdoutLines
+        }
+        let trailers = try run("trailers")
+        XCTAssertTrue(trailers.contains { $0.hasPrefix("2026-03-02T14:30:00") && $0.hasSuffix("therapist@ipad added vocabulary/puzzle") },
+                      trailers.joined(separator: "\n"))
+        XCTAssertTrue(trailers.contains { $0.hasSuffix("parent@laptop updated vocabulary/puzzle") }, trailers.joined(separator: "\n"))
+        let signatures = try run("signatures")
+        XCTAssertEqual(signatures.count, try commits(profile).count)
+        XCTAssertTrue(signatures.allSatisfy { $0.split(separator: " ")[1] == "G" }, signatures.joined(separator: "\n"))
+        XCTAssertTrue(signatures.contains { $0.contains(" G therapist vocabulary/puzzle: added") }, signatures.joined(separator: "\n"))
+        let record = try run("record")
+        XCTAssertTrue(record.contains(#"+    "label": "puzzle""#) && record.contains(#"-    "label": "puzzle""#), record.joined(separator: "\n"))
+        XCTAssertEqual(record.filter { $0.contains(" vocabulary/puzzle: ") }.count, 3, record.joined(separator: "\n"))
+        let member = try run("member")
+        XCTAssertEqual(member.map { String($0.dropFirst(8)) }, ["vocabulary/puzzle: deleted", "vocabulary/puzzle: added"])
+        let window = try run("window")
+        XCTAssertEqual(window.count, 2, window.joined(separator: "\n"))
+        let conflicts = try run("conflicts")
+        XCTAssertEqual(conflicts.count, 1, conflicts.joined(separator: "\n"))
+        XCTAssertTrue(conflicts.first?.contains("vocabulary/snack lww winner=parent@laptop loser=parent@laptop") == true, conflicts.first ?? "")
+    }
+
+    /// The shell block after each `<!-- recipe: name -->` line.
+    static func recipes(in markdown: String) throws -> [String: String] {
+        var recipes = [String: String]()
+        let lines = markdown.components(separatedBy: "\n")
+        for (index, line) in lines.enumerated() where line.hasPrefix("<!-- recipe: ") {
+            let name = String(line.dropFirst("<!-- recipe: ".count).dropLast(" -->".count))
+            guard index + 2 < lines.count, lines[index + 1] == "```sh", let end = lines[(index + 2)...].firstIndex(of: "```") else {
+                XCTFail("recipe \(name) is not followed by a ```sh block")
+                continue
+            }
+            recipes[name] = lines[(index + 2)..<end].joined(separator: "\n")
+        }
+        return recipes
+    }
+
     func testABadDateIsRefusedWithWhatToGive() throws {
         let alice = try makePerson("alice")
         let profile = try makeProfile(owner: alice)
