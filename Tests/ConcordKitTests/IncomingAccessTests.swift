@@ -26,11 +26,11 @@ final class IncomingAccessTests: KitTestCase {
         XCTAssertEqual(try profile.verification.run().commits, Int(try gitOK(["rev-list", "--count", "HEAD"], in: profile.root)))
     }
 
-    /// Signatures are verified a batch ahead of the rest of the check, on other threads. In
-    /// batches of 2 and 3 commits, a bad commit in a middle batch (a later batch still being
-    /// verified) is refused as checking everything in one batch refuses it, and the history
-    /// before it passes whole.
-    func testSignaturesVerifiedAheadInBatchesReportWhatOneBatchReports() throws {
+    /// Signatures are verified ahead of the rest of the check, on other threads (`SignaturePipeline`).
+    /// In chunks of 2 commits with 2 chunks in flight, a bad commit in a middle chunk (later chunks
+    /// still being verified) is refused as checking everything in one chunk refuses it, and the
+    /// history before it passes whole.
+    func testSignaturesVerifiedAheadInChunksReportWhatOneChunkReports() throws {
         let (alice, vera, profile, clone, url) = try publishedWithAViewer(label: "label-0")
         // Alice's edits by hand around Vera's (a Viewer's) one.
         var label = "label-0"
@@ -49,9 +49,9 @@ final class IncomingAccessTests: KitTestCase {
         let repository = try Repository.open(clone.path)
         let tip = try XCTUnwrap(ObjectID(hex: try gitOK(["rev-parse", "HEAD"], in: clone)))
         let beforeForged = try XCTUnwrap(ObjectID(hex: try gitOK(["rev-parse", "\(forged)~1"], in: clone)))
-        let inBatches = IncomingCheck(repository: repository, profileID: profile.info.id, signatureBatches: (first: 2, next: 3))
-        let inOne = IncomingCheck(repository: repository, profileID: profile.info.id, signatureBatches: (first: 1_000, next: 1_000))
-        XCTAssertGreaterThan(inBatches.batches(of: try repository.newCommits(from: tip, excluding: []).count).count, 4)
+        let inBatches = IncomingCheck(repository: repository, profileID: profile.info.id, signatureChunks: (size: 2, ahead: 2))
+        let inOne = IncomingCheck(repository: repository, profileID: profile.info.id, signatureChunks: (size: 1_000, ahead: 0))
+        XCTAssertGreaterThan(try repository.newCommits(from: tip, excluding: []).count, 8, "more than four chunks of two")
         let expected = ConcordError.unauthorizedCommit(commit: String(forged.prefix(7)), signer: "vera@tablet", change: "vocabulary/puzzle",
                                                        reason: "Viewers may not write vocabulary")
         XCTAssertEqual(concordError { try inOne.verify(tip: tip, known: []) }, expected)

@@ -34,23 +34,8 @@ final class CommitAuthorizer {
         case good(SSHPublicKey)
     }
 
-    /// The signature checks of `commits`, in order. The signatures are read here and verified on
-    /// every core: one Ed25519 verification is most of what checking a commit costs.
-    func signatureChecks(_ commits: ArraySlice<Commit>) throws -> [SignatureCheck] {
-        Self.verify(try signatures(of: commits))
-    }
-
-    /// `signatureChecks`, verified on other threads while the caller goes on (with the checks
-    /// of the commits before these): the signatures are read here, on the caller's thread, as
-    /// the repository is used from one thread at a time.
-    func startSignatureChecks(_ commits: ArraySlice<Commit>) throws -> PendingSignatureChecks {
-        let signatures = try signatures(of: commits)
-        let pending = PendingSignatureChecks()
-        DispatchQueue.global().async(group: pending.group) { pending.checks = Self.verify(signatures) }
-        return pending
-    }
-
-    private func signatures(of commits: ArraySlice<Commit>) throws -> [CommitSignature?] {
+    /// The signatures of `commits`, read from the repository (by the one thread that uses it).
+    func signatures(of commits: ArraySlice<Commit>) throws -> [CommitSignature?] {
         try commits.map { commit -> CommitSignature? in
             do { return try repository.signature(ofCommit: commit.id) } catch let error as GitError {
                 throw ConcordError.invalidCommit(commit: commit.id.short, path: nil, reason: "its signature cannot be read (\(error.message))")
@@ -58,8 +43,9 @@ final class CommitAuthorizer {
         }
     }
 
-    private static func verify(_ signatures: [CommitSignature?]) -> [SignatureCheck] {
-        Parallel.map(signatures, minimumPerShare: 64) { signed -> SignatureCheck in
+    /// Verifies each of `signatures`, in order.
+    static func verify(_ signatures: [CommitSignature?]) -> [SignatureCheck] {
+        signatures.map { signed -> SignatureCheck in
             guard let signed else { return .unsigned }
             do throws(TrustError) {
                 return .good(try SSHSignature.verify(signed.signature, message: signed.signedData))
@@ -315,15 +301,74 @@ final class CommitAuthorizer {
     }
 }
 
-/// Signature checks being verified on other threads (`CommitAuthorizer.startSignatureChecks`).
-/// The checks are written by the worker before it leaves the group and read only after waiting on it.
-final class PendingSignatureChecks: @unchecked Sendable {
-    let group = DispatchGroup()
-    fileprivate var checks = [CommitAuthorizer.SignatureCheck]()
+/// The signature checks of a list of commits, verified ahead of the checks that need them, on
+/// every core. One Ed25519 verification is most of what checking a commit costs. The caller (the one
+/// thread that uses the repository) reads a chunk's signatures and hands the chunk to GCD's global
+/// queue, keeping up to `ahead` chunks in flight beyond the one it waits for: the cores verify
+/// while the caller checks the commits before them, and the signed bytes held stay bounded.
+/// (Batches verified one at a time, each spread over the cores, left a core idle while the caller
+/// checked: bench row B7.) A chunk whose signatures cannot be read throws when its turn comes, so
+/// the first bad commit in order is the one reported.
+final class SignaturePipeline {
+    private let authorizer: CommitAuthorizer
+    private let commits: [Commit]
+    private let size: Int
+    private let ahead: Int
+    private var flights = [Int: Flight]()
+    private var started = 0
+    private var current: (chunk: Int, checks: [CommitAuthorizer.SignatureCheck])?
 
-    /// Waits for the checks, in the order of the commits given.
-    func wait() -> [CommitAuthorizer.SignatureCheck] {
-        group.wait()
-        return checks
+    init(authorizer: CommitAuthorizer, commits: [Commit], chunkSize: Int, ahead: Int) {
+        self.authorizer = authorizer
+        self.commits = commits
+        self.size = max(1, chunkSize)
+        self.ahead = max(0, ahead)
+    }
+
+    /// How many chunks `commits` make.
+    var chunkCount: Int { (commits.count + size - 1) / size }
+
+    /// The signature check of `commits[position]`; positions are asked in order.
+    func check(at position: Int) throws -> CommitAuthorizer.SignatureCheck {
+        let chunk = position / size
+        if current?.chunk != chunk {
+            while started < chunkCount, started <= chunk + ahead {
+                start(started)
+                started += 1
+            }
+            guard let flight = flights.removeValue(forKey: chunk) else { preconditionFailure("signature chunk \(chunk) asked out of order") }
+            current = (chunk, try flight.wait())
+        }
+        return current!.checks[position - chunk * size]
+    }
+
+    /// Waits for the chunks still in flight: no verification outlives the check that started it.
+    func finish() {
+        for flight in flights.values { _ = try? flight.wait() }
+        flights.removeAll()
+    }
+
+    private func start(_ chunk: Int) {
+        let flight = Flight()
+        let range = chunk * size..<min(commits.count, (chunk + 1) * size)
+        do {
+            let signatures = try authorizer.signatures(of: commits[range])
+            DispatchQueue.global().async(group: flight.group) { flight.checks = .success(CommitAuthorizer.verify(signatures)) }
+        } catch {
+            flight.checks = .failure(error)
+        }
+        flights[chunk] = flight
+    }
+
+    /// One chunk on its way. Its checks are written by the worker before it leaves the group and
+    /// read only after waiting on it.
+    private final class Flight: @unchecked Sendable {
+        let group = DispatchGroup()
+        var checks: Result<[CommitAuthorizer.SignatureCheck], any Error> = .success([])
+
+        func wait() throws -> [CommitAuthorizer.SignatureCheck] {
+            group.wait()
+            return try checks.get()
+        }
     }
 }

@@ -26,9 +26,9 @@ struct IncomingCheck {
     let repository: Repository
     /// The profile's id; nil while cloning (the first commit's profile.json sets it).
     let profileID: String?
-    /// How many commits' signatures are verified at once (bounds the signed bytes held in
-    /// memory): a small first batch, as nothing else runs while it is verified, then larger ones.
-    var signatureBatches = (first: 256, next: 512)
+    /// Signatures are verified in chunks of `size` commits, up to `ahead` chunks beyond the one
+    /// being checked (bounds the signed bytes held in memory; `SignaturePipeline`).
+    var signatureChunks = (size: 128, ahead: 8)
 
     /// Checks every commit reachable from `tip` and from none of `known` (commits reachable from
     /// `known` were checked when they arrived, or written here); throws
@@ -47,48 +47,29 @@ struct IncomingCheck {
         for commit in commits { authorizer.commitTrees[commit.id] = commit.tree }
         var kindsTables = [ObjectID: KindsTable]()
         var recentTrees = RecentTrees()
-        // Signatures are verified ahead, a batch at a time, on every core: the first batch before
-        // anything else, each next one on other threads while the commits before it are checked.
-        let batches = self.batches(of: commits.count)
-        var next: Result<PendingSignatureChecks, any Error>?
-        defer { _ = try? next?.get().wait() }   // no verification outlives a refusal
-        for (number, batch) in batches.enumerated() {
-            let signatures = try next.map { try $0.get().wait() } ?? authorizer.signatureChecks(commits[batch])
-            // An error reading the next batch's signatures is thrown when that batch's turn comes.
-            next = number + 1 < batches.count ? Result { try authorizer.startSignatureChecks(commits[batches[number + 1]]) } : nil
-            for position in batch {
-                let commit = commits[position]
-                if commit.parents.isEmpty {
-                    guard !sawRoot else {
-                        throw ConcordError.invalidCommit(commit: commit.id.short, path: nil,
-                                                         reason: "it starts a history of its own: the remote's main does not descend from this profile's first commit")
-                    }
-                    sawRoot = true
+        // Signatures are verified ahead, on every core, while the commits before them are checked.
+        let signatures = SignaturePipeline(authorizer: authorizer, commits: commits, chunkSize: signatureChunks.size, ahead: signatureChunks.ahead)
+        defer { signatures.finish() }   // no verification outlives a refusal
+        for (position, commit) in commits.enumerated() {
+            if commit.parents.isEmpty {
+                guard !sawRoot else {
+                    throw ConcordError.invalidCommit(commit: commit.id.short, path: nil,
+                                                     reason: "it starts a history of its own: the remote's main does not descend from this profile's first commit")
                 }
-                let changes: [TreeChange]
-                do {
-                    // The walk checks every new tree's order first (a lookup in a tree out of order can miss).
-                    let parentTree = try commit.parents.first.map { try authorizer.commitTrees[$0] ?? repository.commit($0).tree }
-                    changes = try repository.treeChanges(from: parentTree, to: commit.tree, recent: &recentTrees)
-                } catch let error as GitError {
-                    throw ConcordError.invalidCommit(commit: commit.id.short, path: nil, reason: error.message)
-                }
-                try authorizer.authorize(commit, changes: changes, signature: signatures[position - batch.lowerBound])
-                try check(commit, changes: changes, profileID: &expectedID, kindsTables: &kindsTables)
+                sawRoot = true
             }
+            let changes: [TreeChange]
+            do {
+                // The walk checks every new tree's order first (a lookup in a tree out of order can miss).
+                let parentTree = try commit.parents.first.map { try authorizer.commitTrees[$0] ?? repository.commit($0).tree }
+                changes = try repository.treeChanges(from: parentTree, to: commit.tree, recent: &recentTrees)
+            } catch let error as GitError {
+                throw ConcordError.invalidCommit(commit: commit.id.short, path: nil, reason: error.message)
+            }
+            try authorizer.authorize(commit, changes: changes, signature: try signatures.check(at: position))
+            try check(commit, changes: changes, profileID: &expectedID, kindsTables: &kindsTables)
         }
         return commits.count
-    }
-
-    /// The signature batches of `count` commits, in order.
-    func batches(of count: Int) -> [Range<Int>] {
-        var batches = [Range<Int>](), start = 0
-        while start < count {
-            let end = min(count, start + max(1, start == 0 ? signatureBatches.first : signatureBatches.next))
-            batches.append(start..<end)
-            start = end
-        }
-        return batches
     }
 
     private func check(_ commit: Commit, changes: [TreeChange], profileID: inout String?,
