@@ -103,7 +103,8 @@ func removingCopyIfRevoked<T>(_ profile: Profile, remote: String, keep: Bool, _ 
     } catch ConcordError.accessRemoved(let member, let admin, let name) {
         var what = "the local copy is kept (--keep)"
         if !keep {
-            let saved = try profile.removeLocalCopy(unsentTo: remote)
+            let saved = try profile.removeLocalCopy(unsentTo: remote,
+                                                    removedBecause: "access removed: \(admin) revoked \(member)'s access on \(HLClock.formatInstant(ConcordEnvironment.systemClock()))")
             what = "this device's copy was deleted" + (saved.map { "; its unsent edits are saved in \($0.path)" } ?? "")
         }
         throw ConcordError.accessRemoved(member: member, by: admin, profile: "\(name) (\(what))")

@@ -61,6 +61,26 @@ final class AccessRuleTests: XCTestCase {
         XCTAssertNotNil(verdict(extra.canonicalBytes()), "a new field riding along with a key")
     }
 
+    /// `concord leave`: a member may revoke themselves, dropping every key, and nothing else.
+    func testAMemberMayLeaveButNotOtherwiseChangeTheirStatus() {
+        let kinds = Template.aac.kinds
+        let before = member("vera", .viewer)
+        func left(by: String = "vera", keys: [SSHPublicKey] = [], at: String? = "2026-05-01T10:00:00.000Z", role: Role = .viewer) -> [UInt8] {
+            var gone = member("vera", role, .revoked, keys: keys)
+            gone.revokedBy = by
+            gone.revokedAt = at
+            return gone.json.canonicalBytes()
+        }
+        func verdict(_ after: [UInt8]) -> String? {
+            AccessRule.mayChange(".concord/members/vera.json", by: before, kinds: kinds, ownMemberFile: (before.json.canonicalBytes(), after))
+        }
+        XCTAssertNil(verdict(left()), "leaving")
+        XCTAssertNotNil(verdict(left(keys: [key])), "leaving but keeping a key")
+        XCTAssertNotNil(verdict(left(by: "alice")), "a revocation in an Admin's name")
+        XCTAssertNotNil(verdict(left(at: nil)), "no time")
+        XCTAssertNotNil(verdict(left(role: .admin)), "leaving as an Admin")
+    }
+
     /// A conflict copy the policy merge writes is not a change of the merge's signer (rule 3 compares
     /// the merge with the recomputed policy merge); one written by hand is an Admin's to write.
     func testConflictCopiesByHandAreAdminOnly() {

@@ -94,16 +94,23 @@ enum AccessRule {
     }
 
     /// A member's change to their own member file: only the device keys may differ (the rest of
-    /// the file, as JSON, stays exactly as it was: no role, status or new field rides along).
+    /// the file, as JSON, stays exactly as it was: no role, status or new field rides along) —
+    /// or the member leaves (`concord leave`): status revoked, by themselves, no keys left.
     private static func ownKeysOnly(_ files: (before: [UInt8]?, after: [UInt8]?)?, path: String, signer: Member) -> String? {
-        let refusal = "a member may only add or remove their own device keys; anything else in a member file needs an Admin"
+        let refusal = "a member may only add or remove their own device keys, or leave; anything else in a member file needs an Admin"
         guard let files, let before = files.before, let after = files.after,
-              (try? Member.decode(after, path: path)) != nil,
+              let leaving = try? Member.decode(after, path: path),
               case .object(var old)? = try? JSONValue.parse(before), case .object(var new)? = try? JSONValue.parse(after) else {
             return refusal
         }
         old["keys"] = nil
         new["keys"] = nil
+        if leaving.status == .revoked {
+            guard leaving.revokedBy == signer.name, leaving.keys.isEmpty, leaving.revokedAt.flatMap(HLClock.parseInstant) != nil else {
+                return "a member who leaves is revoked by themselves with no device keys left; anything else needs an Admin"
+            }
+            for field in ["status", "revokedBy", "revokedAt"] { old[field] = nil; new[field] = nil }
+        }
         return old == new ? nil : refusal
     }
 

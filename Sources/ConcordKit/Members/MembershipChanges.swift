@@ -23,6 +23,19 @@ extension Members {
         }
     }
 
+    /// The acting member leaves the profile: their own member file says revoked, by themselves,
+    /// with their device keys gone (any active member may; an Admin only while another active
+    /// Admin stays). Their devices then end as a revoked one does.
+    @discardableResult
+    public func leave(as identity: Identity) throws -> WriteResult<Member> {
+        try change(identity.member, as: identity, action: "leaving", adminOnly: false) { member in
+            member.status = .revoked
+            member.revokedBy = identity.member
+            member.revokedAt = HLClock.formatInstant(profile.environment.wallClock())
+            member.keys = []
+        }
+    }
+
     /// Gives `name` the role `role`. Admins only; demoting the last active admin is refused.
     @discardableResult
     public func setRole(_ name: String, to role: Role, as identity: Identity) throws -> WriteResult<Member> {

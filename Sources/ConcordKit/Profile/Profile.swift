@@ -115,8 +115,10 @@ public final class Profile {
     /// entry in the profile registry: what a revoked member's device does. Commits that never
     /// reached `remote` are not lost silently: the profile is first exported as a dump under
     /// `$CONCORD_HOME/saved/`, whose path is returned (nil when there was nothing unsent).
+    /// `removedBecause` keeps the profile listed in the registry as removed, with that reason
+    /// (a revocation); nil forgets it (the member left).
     @discardableResult
-    public func removeLocalCopy(unsentTo remote: String) throws -> URL? {
+    public func removeLocalCopy(unsentTo remote: String, removedBecause reason: String? = nil) throws -> URL? {
         var saved: URL?
         if try localCommits(remote) > 0 {
             let directory = environment.home.appendingPathComponent("saved")
@@ -134,7 +136,8 @@ public final class Profile {
         }
         let lock = try lock()
         defer { withExtendedLifetime(lock) {} }
-        try ProfileRegistry(home: environment.home).unregister(path: root.path)
+        let registry = ProfileRegistry(home: environment.home)
+        try reason.map { try registry.markRemoved(path: root.path, reason: $0) } ?? registry.unregister(path: root.path)
         do { try FileManager.default.removeItem(at: root) } catch {
             throw ConcordError.io("could not delete \(root.path): \(error.localizedDescription)")
         }

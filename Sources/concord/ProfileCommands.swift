@@ -1,0 +1,85 @@
+import ArgumentParser
+import ConcordKit
+import Foundation
+
+struct Profiles: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the profiles on this device: name, path, your role, remote, last sync and access.",
+        discussion: "Access is active, pending (invited, not accepted), removed (an Admin revoked you: the copy was deleted), "
+            + "not a member, or missing (the directory was moved or deleted outside concord). Each identity ($CONCORD_HOME) has its own list.")
+
+    @Flag(help: "Print the result as JSON.") var json = false
+
+    func run() throws {
+        let environment = try processEnvironment()
+        let identity = try loadIdentity()
+        let summaries = ProfileRegistry(home: environment.home).summaries(member: identity.member, environment: environment)
+        if json {
+            printJSON(.array(summaries.map { summary in
+                .object(["name": .string(summary.name), "path": .string(summary.path), "id": .string(summary.id),
+                         "role": summary.role.map { .string($0.rawValue) } ?? .null, "remote": summary.remote.map(JSONValue.string) ?? .null,
+                         "lastSync": summary.lastSync.map(JSONValue.string) ?? .null, "access": .string(summary.access),
+                         "note": summary.note.map(JSONValue.string) ?? .null])
+            }))
+            return
+        }
+        if summaries.isEmpty { print("no profiles on this device for \(identity.member): 'concord init', 'concord clone' or 'concord accept' adds one") }
+        for summary in summaries {
+            let role = summary.role.map(\.rawValue) ?? "-"
+            let synced = summary.lastSync.map { "synced \($0)" } ?? "never synced"
+            print("\(summary.name)  \(summary.path)  \(role)  \(summary.access)  \(summary.remote ?? "no remote")  \(synced)"
+                  + (summary.note.map { "  (\($0))" } ?? ""))
+        }
+    }
+}
+
+struct Leave: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Leave a profile: record your departure (unless you are an Admin), then delete this device's copy.",
+        discussion: """
+            When you are not an Admin and the remote answers, your member file is first marked as left (revoked by \
+            yourself, no device keys) and synced, so the others see you left and your other devices remove their copies. \
+            Offline, the copy is still deleted (unsent edits are saved as a dump under $CONCORD_HOME/saved/) and the \
+            departure is not recorded: ask an Admin to revoke you. An Admin's membership stays: hand over and revoke \
+            yourself, or 'concord destroy'. Data already synced to other people's devices is not recalled.
+            """)
+
+    @OptionGroup var profile: ProfileOption
+    @Option(help: "The remote to record the departure on.") var remote = "origin"
+    @Flag(help: "Print the result as JSON.") var json = false
+
+    func run() throws {
+        let profile = try profile.open()
+        let identity = try loadIdentity()
+        let name = profile.info.name, path = profile.root.path
+        let mine = try profile.members.list().first { $0.name == identity.member }
+        let hasRemote = try profile.sync.remotes().contains { $0.name == remote }
+        var departure: String
+        switch (mine?.status, mine?.role) {
+        case (.active?, .admin?):
+            departure = "not recorded: \(identity.member) is an Admin of \"\(name)\" (name another Admin and revoke yourself, or 'concord destroy')"
+        case (.active?, _) where hasRemote:
+            try profile.members.leave(as: identity)
+            do {
+                _ = try profile.sync.run(remote: remote, as: identity)
+                departure = "recorded on \(remote)"
+            } catch ConcordError.accessRemoved {
+                departure = "not needed: access had already been removed"
+            } catch {
+                departure = "not recorded: \(remote) could not be reached (\(describe(error))); ask an Admin to revoke \(identity.member)"
+            }
+        case (.active?, _):
+            departure = "not recorded: the profile has no remote \(remote)"
+        default:
+            departure = "not needed: \(identity.member) is not an active member"
+        }
+        let saved = try profile.removeLocalCopy(unsentTo: hasRemote ? remote : "")
+        if json {
+            printJSON(.object(["profile": .string(name), "path": .string(path), "departure": .string(departure),
+                               "saved": saved.map { .string($0.path) } ?? .null]))
+        } else {
+            print("left \"\(name)\": departure \(departure); this device's copy at \(path) was deleted"
+                  + (saved.map { "; unsent edits saved in \($0.path)" } ?? ""))
+        }
+    }
+}
