@@ -58,7 +58,7 @@ let package = Package(
         // concord-lookup: sshd's AuthorizedKeysCommand for a concord server, run once per connection.
         .executableTarget(name: "concord-lookup", dependencies: ["ConcordKeyIndex"]),
         // concord-bench: the benchmark harness behind `make bench` (concord vs the git CLI, same data).
-        .executableTarget(name: "concord-bench", dependencies: ["ConcordKit", "ConcordGit", "ConcordTestSupport"]),
+        .executableTarget(name: "concord-bench", dependencies: ["ConcordKit", "ConcordGit", "ConcordKeyIndex", "ConcordTestSupport"]),
 
         // ConcordTestSupport: the fixtures every test target and the bench share: child processes, a real
         // sshd, the concord binary, sandboxes, seeded generators, hand-made object files. No XCTest here.
