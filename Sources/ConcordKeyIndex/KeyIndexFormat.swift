@@ -45,6 +45,24 @@ public enum KeyIndexFormat {
         }
     }
 
+    /// `text` cut at every `byte` (an ASCII separator), empty pieces kept. Byte by byte rather than
+    /// `split(separator:)`, which walks Characters: a post-receive splits a 10,000-line index and
+    /// authorized_keys file, and sshd's lookup waits on none of this, but the pushing device does.
+    public static func split(_ text: Substring, at byte: UInt8) -> [Substring] {
+        var pieces = [Substring]()
+        let bytes = text.utf8
+        var start = bytes.startIndex, index = bytes.startIndex
+        while index != bytes.endIndex {
+            if bytes[index] == byte {
+                pieces.append(text[start..<index])
+                start = bytes.index(after: index)
+            }
+            index = bytes.index(after: index)
+        }
+        pieces.append(text[start...])
+        return pieces
+    }
+
     /// The authorized_keys line that lets a key in to run only `concord serve` as itself.
     public static func authorizedKeysLine(executable: String, root: String, fingerprint: Substring, base64: Substring) -> String {
         "command=\"'\(executable)' serve --root '\(root)' --key \(fingerprint)\",restrict ssh-ed25519 \(base64)"
@@ -105,7 +123,7 @@ public struct KeyIndexLine: Equatable, Sendable {
 
     /// The line `text` (without its newline), or nil when it does not have five fields.
     public init?(_ text: Substring) {
-        let fields = text.split(separator: " ", omittingEmptySubsequences: false)
+        let fields = KeyIndexFormat.split(text, at: 0x20)
         guard fields.count == 5, !fields.contains(where: \.isEmpty) else { return nil }
         self.init(fingerprint: fields[0], profile: fields[1], status: fields[2], expiry: fields[3], base64: fields[4])
     }

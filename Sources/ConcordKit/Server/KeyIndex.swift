@@ -59,7 +59,10 @@ struct KeyIndex {
     /// Replaces profile `name`'s lines with those of `membership`.
     func update(profile name: String, membership: Membership) throws {
         try rewrite { old in
-            old.filter { $0.split(separator: " ").dropFirst().first.map(String.init) != name } + Self.lines(profile: name, membership: membership)
+            old.filter { line in
+                let fields = KeyIndexFormat.split(Substring(line), at: 0x20)
+                return fields.count < 2 || !fields[1].utf8.elementsEqual(name.utf8)
+            } + Self.lines(profile: name, membership: membership)
         }
     }
 
@@ -81,12 +84,12 @@ struct KeyIndex {
             guard errno == EINTR else { throw ConcordError.io("cannot lock \(lockPath): \(String(cString: strerror(errno)))") }
         }
         let oldText = FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) } ?? ""
-        let oldLines = oldText.split(separator: "\n")
+        let oldLines = KeyIndexFormat.split(Substring(oldText), at: 0x0A)
         if let first = oldLines.first, let version = KeyIndexFormat.version(ofFirstLine: first), version > KeyIndexFormat.currentVersion {
             throw ConcordError.io("\(path) is key index version \(version), newer than this concord understands "
                                   + "(\(KeyIndexFormat.currentVersion)): upgrade concord")
         }
-        let new = change(oldLines.filter { !$0.hasPrefix("#") }.map(String.init))
+        let new = change(oldLines.filter { !$0.isEmpty && $0.utf8.first != 0x23 }.map(String.init))   // not the header's '#' lines
         let text = settings.header + new.map { $0 + "\n" }.joined()
         do { try FileIO.write(Array(text.utf8), to: path, durable: true) } catch { throw ConcordError.io(error.description) }
         if let authorizedKeys {
