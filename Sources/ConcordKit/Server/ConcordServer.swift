@@ -141,15 +141,39 @@ public struct ConcordServer: Sendable {
     }
 
     /// Writes the `pre-receive` and `post-receive` hooks of the repository at `path`.
+    ///
+    /// The post-receive starts concord only when the push may have changed who can log in: when it
+    /// moves main from or to nothing, or changes main's `.concord/members` or `.concord/invitations`
+    /// (or git cannot tell). git answers that in about a millisecond, where starting concord takes
+    /// ~20 ms on every push (`make bench` B8). It only filters: `PushCheck.refreshKeyIndex` decides
+    /// again, on the same updates, whether and how the index changes.
     func installHooks(in path: String) throws {
-        for hook in ["pre-receive", "post-receive"] {
-            let script = """
+        let command = "'\(configuration.executable)' serve --root '\(root.path)'"
+        let hooks = [
+            ("pre-receive", """
                 #!/bin/sh
-                # Written by 'concord server init': \(hook == "pre-receive"
-                    ? "every pushed commit must pass Concord's validity rule" : "keeps the server's key index current").
-                exec '\(configuration.executable)' serve --root '\(root.path)' --\(hook)
+                # Written by 'concord server init': every pushed commit must pass Concord's validity rule.
+                exec \(command) --pre-receive
 
-                """
+                """),
+            ("post-receive", """
+                #!/bin/sh
+                # Written by 'concord server init': keeps the server's key index current. Only a push that
+                # changes main's members or invitations can change it, so concord runs only for those.
+                zero=0000000000000000000000000000000000000000
+                updates=$(cat)
+                printf '%s\\n' "$updates" | while read -r old new ref; do
+                    [ "$ref" = refs/heads/main ] || continue
+                    if [ "$old" = "$zero" ] || [ "$new" = "$zero" ] \\
+                        || ! git diff-tree --quiet "$old" "$new" -- .concord/members .concord/invitations; then
+                        exit 1
+                    fi
+                done && exit 0
+                printf '%s\\n' "$updates" | exec \(command) --post-receive
+
+                """),
+        ]
+        for (hook, script) in hooks {
             do { try FileIO.write(Array(script.utf8), to: path + "/hooks/" + hook, mode: 0o755) } catch {
                 throw ConcordError.io(error.description)
             }
