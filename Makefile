@@ -51,6 +51,7 @@ test: deps
 
 bench: deps
 	$(RELEASE_BUILD) --product concord
+	$(RELEASE_BUILD) --product concord-lookup
 	$(RELEASE_BUILD) --product concord-bench
 	$(RELEASE)/release/concord-bench --concord $(RELEASE)/release/concord --output docs/benchmarks.md
 

@@ -1,6 +1,7 @@
 // swift-tools-version:6.0
 // Concord: an offline-first, file-based sync kit. Layers depend downward only:
-//   concord (CLI) → ConcordKit → ConcordTrust, ConcordGit, ConcordModel;
+//   concord (CLI) → ConcordKit → ConcordTrust, ConcordGit, ConcordModel, ConcordKeyIndex;
+//   concord-lookup → ConcordKeyIndex (the Swift standard library alone);
 //   ConcordGit → CLibgit2, CLibssh2, ConcordGitFormats → CShims
 import PackageDescription
 
@@ -10,6 +11,7 @@ let package = Package(
     products: [
         .library(name: "ConcordKit", targets: ["ConcordKit"]),
         .executable(name: "concord", targets: ["concord"]),
+        .executable(name: "concord-lookup", targets: ["concord-lookup"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -37,11 +39,14 @@ let package = Package(
         .target(name: "ConcordModel"),
         // ConcordTrust: Ed25519 identities as OpenSSH keys, SSHSIG signing and verification.
         .target(name: "ConcordTrust", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // ConcordKeyIndex: a server's keys.index (header, lines, who is let in) and sshd's key lookup from it;
+        // no Foundation, no libgit2, so concord-lookup starts fast.
+        .target(name: "ConcordKeyIndex"),
         // ConcordKit: the engine apps embed: profiles, transactions, reads, history.
         .target(
             name: "ConcordKit",
             dependencies: [
-                "ConcordGit", "ConcordModel", "ConcordTrust",
+                "ConcordGit", "ConcordModel", "ConcordTrust", "ConcordKeyIndex",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -50,8 +55,10 @@ let package = Package(
             name: "concord",
             dependencies: ["ConcordKit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        // concord-lookup: sshd's AuthorizedKeysCommand for a concord server, run once per connection.
+        .executableTarget(name: "concord-lookup", dependencies: ["ConcordKeyIndex"]),
         // concord-bench: the benchmark harness behind `make bench` (concord vs the git CLI, same data).
-        .executableTarget(name: "concord-bench", dependencies: ["ConcordKit", "ConcordGit", "ConcordTestSupport"]),
+        .executableTarget(name: "concord-bench", dependencies: ["ConcordKit", "ConcordGit", "ConcordKeyIndex", "ConcordTestSupport"]),
 
         // ConcordTestSupport: the fixtures every test target and the bench share: child processes, a real
         // sshd, the concord binary, sandboxes, seeded generators, hand-made object files. No XCTest here.

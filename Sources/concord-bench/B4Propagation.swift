@@ -36,7 +36,8 @@ enum PropagationBenchmark {
                             + "concord serve (live updates)", samples: latencies, p95Target: context.scenario.targetRatio),
             ],
             notes: [
-                "As B4 (same records, gaps and seed, same checks), but sshd's AuthorizedKeysCommand is `concord serve --lookup` on a "
+                "As B4 (same records, gaps and seed, same checks), but sshd's AuthorizedKeysCommand is "
+                    + (TwoDevices.lookupPath(beside: context.concord.path) == nil ? "`concord serve --lookup`" : "`concord-lookup`") + " on a "
                     + "directory made by `concord server init`, every connection runs `concord serve` as its forced command, and A's "
                     + "first sync creates the profile on the server. B's watch keeps a `concord-wait` open beside its 1 s poll.",
                 "Latencies: min \(Format.duration(latencies.fastest)), p50 \(Format.duration(latencies.median)), p95 "

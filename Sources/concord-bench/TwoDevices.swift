@@ -9,11 +9,12 @@ struct TwoDevices {
     let profileA: URL, profileB: URL
     let bare: URL
     let server: SSHServer?
-    /// Deletes the root-owned copy of concord that sshd's AuthorizedKeysCommand ran, if one was made.
+    /// Deletes the root-owned copy of the program sshd's AuthorizedKeysCommand ran, if one was made.
     let removeCopy: @Sendable () -> Void
 
     /// With `throughServe`, the sshd is a concord server: `concord server init` in `<root>/server`,
-    /// sshd's AuthorizedKeysCommand is `concord serve --lookup`, and A's first sync creates the profile.
+    /// sshd's AuthorizedKeysCommand is `concord-lookup` (as `init` advises; `concord serve --lookup`
+    /// when no concord-lookup was built beside concord), and A's first sync creates the profile.
     static func make(_ context: BenchContext, in root: URL, overSSH: Bool, throughServe: Bool = false) throws -> TwoDevices {
         let concord = context.concord
         let homeA = root.appendingPathComponent("home-a"), homeB = root.appendingPathComponent("home-b")
@@ -26,12 +27,13 @@ struct TwoDevices {
         var copyRemoval: @Sendable () -> Void = {}
         if throughServe {
             // sshd runs an AuthorizedKeysCommand only by a root-owned path (a copy, for a checkout under /tmp).
-            let (binary, removeCopy) = try SSHServer.authorizedKeysCommandPath(for: concord.path)
+            let lookup = lookupPath(beside: concord.path)
+            let (binary, removeCopy) = try SSHServer.authorizedKeysCommandPath(for: lookup ?? concord.path)
             copyRemoval = removeCopy
             try concord.run(["server", "init", "--root", serverRoot.path, "--admin-key", try concord.publicKey(home: homeA)],
                             home: homeA, what: "concord server init")
-            let sshd = try SSHServer(directory: root.appendingPathComponent("sshd"), logLevel: "INFO",
-                                     authorizedKeysCommand: "\(binary) serve --root \(serverRoot.path) --lookup %u %k")
+            let command = lookup == nil ? "\(binary) serve --root \(serverRoot.path) --lookup %u %k" : "\(binary) \(serverRoot.path) %u %k"
+            let sshd = try SSHServer(directory: root.appendingPathComponent("sshd"), logLevel: "INFO", authorizedKeysCommand: command)
             server = sshd
             try sshd.start()
         } else if overSSH {
@@ -65,6 +67,12 @@ struct TwoDevices {
             copyRemoval()
             throw error
         }
+    }
+
+    /// `concord-lookup` in the directory of the concord binary at `concord`, if it was built there.
+    static func lookupPath(beside concord: String) -> String? {
+        let path = URL(fileURLWithPath: concord).deletingLastPathComponent().appendingPathComponent("concord-lookup").path
+        return FileManager.default.isExecutableFile(atPath: path) ? path : nil
     }
 
     func stop() {

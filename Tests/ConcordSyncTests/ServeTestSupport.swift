@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 
 /// A concord server for a test: `concord server init` in `<sandbox>/server`, and a real sshd on
-/// 127.0.0.1 whose AuthorizedKeysCommand is `concord serve --lookup %u %k`, so every connection
+/// 127.0.0.1 whose AuthorizedKeysCommand is `concord-lookup <root> %u %k`, so every connection
 /// goes through `concord serve` as the forced command.
 struct ConcordServeHost {
     let sshd: SSHServer
@@ -17,17 +17,17 @@ struct ConcordServeHost {
 }
 
 class ConcordServeTestCase: SyncTestCase {
-    /// The concord binary at a path sshd accepts as an AuthorizedKeysCommand (a root-owned copy when
-    /// the checkout is under a world-writable directory such as /tmp); the copy goes when the test ends.
-    func secureBinary() throws -> String {
+    /// The concord-lookup binary at a path sshd accepts as an AuthorizedKeysCommand (a root-owned copy
+    /// when the checkout is under a world-writable directory such as /tmp); the copy goes when the test ends.
+    func secureLookupBinary() throws -> String {
         guard getuid() == 0 else { throw XCTSkip("sshd's AuthorizedKeysCommand needs a root-owned program: run the tests as root") }
-        let (path, remove) = try SSHServer.authorizedKeysCommandPath(for: try ConcordBinary.required())
+        let (path, remove) = try SSHServer.authorizedKeysCommandPath(for: try ConcordBinary.requiredLookup())
         addTeardownBlock { remove() }
         return path
     }
 
     /// `admin` runs `concord server init`, and an sshd serves it; stopped when the test ends. sshd
-    /// finds keys through `concord serve --lookup` (AuthorizedKeysCommand), or with `authorizedKeysFile`
+    /// finds keys through `concord-lookup` (AuthorizedKeysCommand), or with `authorizedKeysFile`
     /// in its authorized_keys file, whose block concord keeps.
     func makeHost(admin: SyncDevice, authorizedKeysFile: Bool = false, file: StaticString = #filePath, line: UInt = #line) throws -> ConcordServeHost {
         guard FileManager.default.isExecutableFile(atPath: SSHServer.sshdPath) else {
@@ -37,7 +37,7 @@ class ConcordServeTestCase: SyncTestCase {
         let directory = try makeDirectory("sshd")
         let sshd = try authorizedKeysFile
             ? SSHServer(directory: directory)
-            : SSHServer(directory: directory, authorizedKeysCommand: "\(try secureBinary()) serve --root \(root.path) --lookup %u %k")
+            : SSHServer(directory: directory, authorizedKeysCommand: "\(try secureLookupBinary()) \(root.path) %u %k")
         try concordOK(["server", "init", "--root", root.path, "--admin-key", admin.publicKeyLine]
                       + (authorizedKeysFile ? ["--authorized-keys", sshd.authorizedKeysURL.path] : []), as: nil, file: file, line: line)
         addTeardownBlock { sshd.stop() }
@@ -117,8 +117,8 @@ class ConcordServeTestCase: SyncTestCase {
         return target
     }
 
-    /// Alice revokes `member` and syncs; then `device` connects once, to push. Returns that connection
-    /// and the seconds from the revocation's push returning to its end.
+    /// Alice revokes `member` and syncs; then `device` connects once, to push (`git-receive-pack`).
+    /// Returns that connection and the seconds from the revocation's push returning to its end.
     func revokeAndConnect(_ member: String, as admin: SyncDevice, in profile: URL, device: SyncDevice,
                           host: ConcordServeHost) throws -> (result: RunResult, seconds: TimeInterval) {
         try concordOK(["revoke", member], as: admin, in: profile)

@@ -2,7 +2,7 @@ import ConcordKit
 import Foundation
 import XCTest
 
-/// `concord serve` behind a real OpenSSH sshd (issue 14): sshd asks `concord serve --lookup` for
+/// `concord serve` behind a real OpenSSH sshd (issue 14): sshd asks `concord-lookup` for
 /// each key, runs `concord serve --key …` as the forced command, and every push passes the
 /// repository's pre-receive hook (the validity rule on every pushed commit).
 final class ServeTests: ConcordServeTestCase {
@@ -181,6 +181,8 @@ final class ServeTests: ConcordServeTestCase {
         let index = try String(contentsOf: host.root.appendingPathComponent("keys.index"), encoding: .utf8)
         XCTAssertTrue(index.contains("\(try fingerprint(bob)) kid active"), index)
 
+        // sshd still lets the revoked key in (so its device can learn it was revoked), and concord
+        // serve, which reads main, refuses its push.
         let (after, seconds) = try revokeAndConnect("bob", as: alice, in: aliceProfile, device: bob, host: host)
         // The key still reaches concord serve (to read the view of its revocation, ServeRevocationTests), which refuses the push.
         XCTAssertEqual(after.status, 1, after.summary)

@@ -3,14 +3,22 @@ import Foundation
 /// The `concord` executable the tests run.
 public enum ConcordBinary {
     public struct Missing: Error, CustomStringConvertible {
-        public init() {}
-        public var description: String { "the concord binary was not found: run swift build first (or set CONCORD_BIN)" }
+        let program: String
+        public init(program: String = "concord") { self.program = program }
+        public var description: String { "the \(program) binary was not found: run swift build first (or set CONCORD_BIN)" }
     }
 
     /// `path`, or `Missing` (which says to build it) for a test to fail with.
     public static func required() throws -> String {
         guard let path else { throw Missing() }
         return path
+    }
+
+    /// `concord-lookup` (sshd's AuthorizedKeysCommand), built beside `concord`; `Missing` when it is not there.
+    public static func requiredLookup() throws -> String {
+        let lookup = URL(fileURLWithPath: try required()).deletingLastPathComponent().appendingPathComponent("concord-lookup").path
+        guard FileManager.default.isExecutableFile(atPath: lookup) else { throw Missing(program: "concord-lookup") }
+        return lookup
     }
 
     /// `CONCORD_BIN`, else next to the test bundle (.build/debug), else the package's `.build/debug`.

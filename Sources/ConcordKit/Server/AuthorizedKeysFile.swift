@@ -1,4 +1,5 @@
 import ConcordGit
+import ConcordKeyIndex
 import ConcordTrust
 import Foundation
 
@@ -12,23 +13,25 @@ import Foundation
 /// - Never a partial file: the new file is written aside, fsynced and renamed over the old one,
 ///   under the key index's lock; a file changed by someone else while concord read it is not
 ///   overwritten (the rewrite fails, and the next one starts from the new file).
-/// - Rewritten with the key index: by `concord server init` and by every post-receive that changes
-///   a profile's members, so a revoked key is gone from the file before the push returns.
+/// - Rewritten with the key index, with the keys the lookup would let in (`KeyIndexFormat.admits`):
+///   by `concord server init` and by every post-receive that changes a profile's members.
 struct AuthorizedKeysFile {
     let path: String
-    /// The line for one key.
-    let line: (SSHPublicKey) -> String
+    /// The line for one key, by its fingerprint and base64 (as the key index holds them: no key to
+    /// decode and hash again for each of thousands of lines).
+    let line: (_ fingerprint: String, _ base64: String) -> String
 
     static let start = "# concord start: the lines up to '# concord end' are written by concord (docs/server.md); edit outside them"
     static let end = "# concord end"
 
     /// Replaces concord's block with the lines of `keys` (each once), keeping every other line.
-    func replaceBlock(with keys: [SSHPublicKey]) throws {
+    func replaceBlock(with keys: [(fingerprint: String, base64: String)]) throws {
         let old = FileManager.default.contents(atPath: path)
-        var lines = old.map { String(decoding: $0, as: UTF8.self).components(separatedBy: "\n") } ?? []
+        var lines = old.map { KeyIndexFormat.split(Substring(String(decoding: $0, as: UTF8.self)), at: 0x0A) } ?? []
         if lines.last == "" { lines.removeLast() }
-        let first = lines.firstIndex { $0.hasPrefix("# concord start") }, last = lines.firstIndex(of: Self.end)
-        let (before, after): ([String], [String])
+        let first = lines.firstIndex { $0.utf8.starts(with: "# concord start".utf8) }
+        let last = lines.firstIndex { $0.utf8.elementsEqual(Self.end.utf8) }
+        let (before, after): ([Substring], [Substring])
         var block = 0..<0
         switch (first, last) {
         case (nil, nil):
@@ -43,11 +46,12 @@ struct AuthorizedKeysFile {
         var seen = Set<String>()
         let unique = keys.filter { seen.insert($0.fingerprint).inserted }.sorted { $0.fingerprint < $1.fingerprint }
         for (index, text) in lines.enumerated() where !block.contains(index) {
-            guard let key = Self.key(in: text), seen.contains(key.fingerprint) else { continue }
+            guard let key = Self.key(in: String(text)), seen.contains(key.fingerprint) else { continue }
             throw ConcordError.io("the key \(key.fingerprint) is already in \(path) outside concord's block (line \(index + 1)), and sshd "
                                   + "would use that line for it: remove that line, then run 'concord server init' again")
         }
-        let text = (before + [Self.start] + unique.map(line) + [Self.end] + after).map { $0 + "\n" }.joined()
+        let concordLines = [Self.start] + unique.map { line($0.fingerprint, $0.base64) } + [Self.end]
+        let text = (before.map(String.init) + concordLines + after.map(String.init)).map { $0 + "\n" }.joined()
         var mode: UInt32 = 0o600
         if let attributes = try? FileManager.default.attributesOfItem(atPath: path), let existing = attributes[.posixPermissions] as? Int {
             mode = UInt32(existing)

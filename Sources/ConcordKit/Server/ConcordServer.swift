@@ -1,4 +1,5 @@
 import ConcordGit
+import ConcordKeyIndex
 import ConcordModel
 import ConcordTrust
 import Foundation
@@ -70,8 +71,14 @@ public struct ConcordServer: Sendable {
     }
 
     var keyIndex: KeyIndex {
-        KeyIndex(root: root, adminKey: configuration.adminKey,
-                 authorizedKeys: configuration.authorizedKeys.map { AuthorizedKeysFile(path: $0, line: forcedCommandLine) })
+        let settings = KeyIndexSettings(user: configuration.user, executable: configuration.executable, root: root.path,
+                                        adminFingerprint: configuration.adminKey.fingerprint, adminBase64: configuration.adminKey.base64)
+        return KeyIndex(root: root, settings: settings, authorizedKeys: configuration.authorizedKeys.map {
+            AuthorizedKeysFile(path: $0) { fingerprint, base64 in
+                KeyIndexFormat.authorizedKeysLine(executable: settings.executable, root: settings.root,
+                                                  fingerprint: Substring(fingerprint), base64: Substring(base64))
+            }
+        })
     }
 
     /// `<root>/repositories/<name>.git`.
@@ -156,15 +163,39 @@ public struct ConcordServer: Sendable {
     }
 
     /// Writes the `pre-receive` and `post-receive` hooks of the repository at `path`.
+    ///
+    /// The post-receive starts concord only when the push may have changed who can log in: when it
+    /// moves main from or to nothing, or changes main's `.concord/members` or `.concord/invitations`
+    /// (or git cannot tell). git answers that in about a millisecond, where starting concord takes
+    /// ~20 ms on every push (`make bench` B8). It only filters: `PushCheck.refreshKeyIndex` decides
+    /// again, on the same updates, whether and how the index changes.
     func installHooks(in path: String) throws {
-        for hook in ["pre-receive", "post-receive"] {
-            let script = """
+        let command = "'\(configuration.executable)' serve --root '\(root.path)'"
+        let hooks = [
+            ("pre-receive", """
                 #!/bin/sh
-                # Written by 'concord server init': \(hook == "pre-receive"
-                    ? "every pushed commit must pass Concord's validity rule" : "keeps the server's key index current").
-                exec '\(configuration.executable)' serve --root '\(root.path)' --\(hook)
+                # Written by 'concord server init': every pushed commit must pass Concord's validity rule.
+                exec \(command) --pre-receive
 
-                """
+                """),
+            ("post-receive", """
+                #!/bin/sh
+                # Written by 'concord server init': keeps the server's key index current. Only a push that
+                # changes main's members or invitations can change it, so concord runs only for those.
+                zero=0000000000000000000000000000000000000000
+                updates=$(cat)
+                printf '%s\\n' "$updates" | while read -r old new ref; do
+                    [ "$ref" = refs/heads/main ] || continue
+                    if [ "$old" = "$zero" ] || [ "$new" = "$zero" ] \\
+                        || ! git diff-tree --quiet "$old" "$new" -- .concord/members .concord/invitations; then
+                        exit 1
+                    fi
+                done && exit 0
+                printf '%s\\n' "$updates" | exec \(command) --post-receive
+
+                """),
+        ]
+        for (hook, script) in hooks {
             do { try FileIO.write(Array(script.utf8), to: path + "/hooks/" + hook, mode: 0o755) } catch {
                 throw ConcordError.io(error.description)
             }
@@ -173,21 +204,24 @@ public struct ConcordServer: Sendable {
 
     /// The `authorized_keys` line sshd's `AuthorizedKeysCommand` prints for `key` (a public key
     /// line, or its base64 blob alone, as sshd's `%k` gives it) logging in as `user`: a forced
-    /// `concord serve` for a key that is the admin's, an active member's or a pending invitation's
-    /// in any profile here; nil for any other key or user.
-    public func authorizedKeysLine(user: String, key text: String, now: Int64) -> String? {
-        guard user == configuration.user else { return nil }
+    /// `concord serve` for a key that is the admin's, or an active or revoked member's, or a pending
+    /// invitation's in any profile here; nil for any other key or user. The answer is
+    /// `KeyIndexLookup`'s, from the key index alone, as `concord-lookup` gives it; throws when the
+    /// index is missing, damaged or of another version.
+    public func authorizedKeysLine(user: String, key text: String, now: Int64) throws -> String? {
         let words = text.split(whereSeparator: { $0 == " " || $0 == "\t" })
-        let line = words.count == 1 ? "\(SSHPublicKey.keyType) \(words[0])" : text
-        guard let key = try? SSHPublicKey(line: line) else { return nil }
-        let fingerprint = key.fingerprint
-        guard isAdminKey(fingerprint) || keyIndex.admits(fingerprint, now: now) else { return nil }
-        return forcedCommandLine(for: key)
+        guard words.count == 1 || (words.count >= 2 && words[0] == SSHPublicKey.keyType) else { return nil }
+        do {
+            return try KeyIndexLookup.answer(indexAt: keyIndex.path, user: user, key: String(words[words.count == 1 ? 0 : 1]), now: now)
+        } catch {
+            throw ConcordError.io(error.description)
+        }
     }
 
     /// The authorized_keys line that lets `key` in to run only `concord serve` as itself.
     func forcedCommandLine(for key: SSHPublicKey) -> String {
-        "command=\"'\(configuration.executable)' serve --root '\(root.path)' --key \(key.fingerprint)\",restrict \(key.line(comment: nil))"
+        KeyIndexFormat.authorizedKeysLine(executable: configuration.executable, root: root.path,
+                                          fingerprint: Substring(key.fingerprint), base64: Substring(key.base64))
     }
 }
 

@@ -1,0 +1,73 @@
+import Foundation
+
+/// B8: what `concord serve` costs a device's sync: the same 10-record push and fetch through a
+/// concord server (sshd's AuthorizedKeysCommand, the forced command, the pre-receive hook checking
+/// every pushed commit, the post-receive) and through a stock sshd serving a bare repository.
+enum ServePushFetchBenchmark {
+    static let recordCount = 10
+
+    static func run(_ context: BenchContext) throws -> ScenarioResult {
+        context.progress("B8 preparing: a stock sshd with a bare repository, and a concord server, each with devices A and B")
+        let stock = try TwoDevices.make(context, in: context.path("stock"), overSSH: true)
+        defer { stock.stop() }
+        let served = try TwoDevices.make(context, in: context.path("serve"), overSSH: true, throughServe: true)
+        defer { served.stop() }
+        let lookup = TwoDevices.lookupPath(beside: context.concord.path) == nil ? "`concord serve --lookup`" : "`concord-lookup`"
+
+        var push = (stock: Samples(), serve: Samples()), fetch = (stock: Samples(), serve: Samples())
+        for run in 1...context.runs {
+            // Alternate which server goes first, so neither always runs on a disk the other just wrote to.
+            let order = run % 2 == 1 ? [false, true] : [true, false]
+            for throughServe in order {
+                let devices = throughServe ? served : stock
+                let side = throughServe ? "concord serve" : "stock sshd"
+                context.progress("B8 run \(run)/\(context.runs), \(side): \(recordCount) puts on A, then sync A, sync B")
+                for index in 0..<recordCount {
+                    let id = "b8-\(run)-\(index)"
+                    try context.concord.run(["put", "-C", devices.profileA.path, "\(VocabularyData.kind)/\(id)",
+                                             "--json", "{\"label\":\"\(id)\",\"category\":\"b8\"}"],
+                                            home: devices.homeA, what: "concord put (A, \(side))")
+                }
+                let pushed = try context.concord.run(["sync", "-C", devices.profileA.path], home: devices.homeA,
+                                                     what: "concord sync (A, \(side))").seconds
+                let fetched = try context.concord.run(["sync", "-C", devices.profileB.path], home: devices.homeB,
+                                                      what: "concord sync (B, \(side))").seconds
+                let heads = try [devices.profileA, devices.profileB].map { try context.git.resolve("HEAD", in: $0) }
+                let main = try context.git.resolve("refs/heads/main", in: devices.bare)
+                guard heads[0] == main, heads[1] == main else {
+                    throw BenchError("B8 \(side): after the syncs A is at \(heads[0]), B at \(heads[1]), the server's main at \(main)")
+                }
+                if throughServe { push.serve.append(pushed); fetch.serve.append(fetched) } else { push.stock.append(pushed); fetch.stock.append(fetched) }
+            }
+        }
+        let total = (stock: push.stock + fetch.stock, serve: push.serve + fetch.serve)
+        return ScenarioResult(
+            scenario: context.scenario,
+            rows: [
+                ResultRow(label: "B8 push \(recordCount) records + fetch them (`concord sync` on A, then on B) through concord serve "
+                              + "(git column: the same through a stock sshd + bare repository)",
+                          concord: total.serve, git: total.stock, target: context.scenario.targetRatio),
+                ResultRow(label: "B8 the push alone (A's `concord sync`: a fetch, then the push of \(recordCount) commits)",
+                          concord: push.serve, git: push.stock),
+                ResultRow(label: "B8 the fetch alone (B's `concord sync`: \(recordCount) new commits)", concord: fetch.serve, git: fetch.stock),
+            ],
+            notes: [
+                "Both sides use the concord CLI (`concord sync`); the server is what differs. Same machine, same run, same "
+                    + "data: each run puts \(recordCount) records on A (\(recordCount) signed commits; not timed), then times "
+                    + "`concord sync` on A (a fetch that finds nothing new, then the push) and `concord sync` on B (the fetch "
+                    + "of those commits, fast-forward, working tree). The two servers take turns going first.",
+                "Stock: the sshd fixture on 127.0.0.1 with both device keys in its authorized_keys, serving a bare "
+                    + "repository made by `concord init --bare` (no hooks) through git-upload-pack / git-receive-pack.",
+                "concord serve: the same sshd fixture whose AuthorizedKeysCommand is \(lookup) on a directory made by "
+                    + "`concord server init`; every connection runs `concord serve --key …` as its forced command (which "
+                    + "reads the profile's membership at main and decides), every push passes the repository's pre-receive "
+                    + "hook (`concord serve --pre-receive`: the validity rule on each of the \(recordCount) commits) and the "
+                    + "post-receive. Each sync is two ssh connections (a fetch and a push on A, one fetch on B: B's sync "
+                    + "pushes nothing).",
+                "Checks after every run: A's and B's HEAD equal the server's main.",
+                "Runs, push + fetch: concord serve \(Format.runs(total.serve)); stock \(Format.runs(total.stock)). Push: concord "
+                    + "serve \(Format.runs(push.serve)); stock \(Format.runs(push.stock)). Fetch: concord serve "
+                    + "\(Format.runs(fetch.serve)); stock \(Format.runs(fetch.stock)).",
+            ])
+    }
+}
