@@ -13,14 +13,27 @@ public struct Identity: Sendable {
     /// - 1: `member`, `device`, `formatVersion`.
     public static let formatVersion = 1
 
-    /// The member (person) this device belongs to.
+    /// The member this identity writes as: the device's owner, or the member acting on this
+    /// device after `concord switch` (`acting(as:)`).
     public let member: String
+    /// The member whose key this is (the device's owner), who signs whatever `member` writes.
+    public var owner: String { actingFor ?? member }
+    private var actingFor: String? = nil
     /// This device's name, unique among the member's devices.
     public let device: String
     /// The device's signing key.
     public let key: SigningKey
     /// The directory the identity is stored in.
     public let home: URL
+
+    /// This identity writing as `member` (a caregiver switched to on a shared device): its commits
+    /// and records name `member`, and this device's key (its owner's) still signs them.
+    public func acting(as member: String) -> Identity {
+        guard member != owner else { return Identity(member: owner, device: device, key: key, home: home) }
+        var acting = Identity(member: member, device: device, key: key, home: home)
+        acting.actingFor = owner
+        return acting
+    }
 
     /// `identity.json` in `home`.
     public var identityFilePath: URL { home.appendingPathComponent("identity.json") }

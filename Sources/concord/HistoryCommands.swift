@@ -85,12 +85,13 @@ struct Log: ParsableCommand {
                     "records": .array(entry.records.map { .string($0) }), "recordCount": .number(String(entry.recordCount)),
                     "changes": .array(entry.changes.map(AuditTime.json)),
                     "parents": .array(entry.parents.map { .string($0) }), "signature": .string(entry.signature.rawValue),
+                    "signedBy": entry.signedBy.map(JSONValue.string) ?? .null,
                 ])
             }))
             return
         }
         for entry in entries {
-            print("\(AuditTime.format(entry.seconds, utc: utc))  \(entry.member)@\(entry.device)  \(AuditTime.describe(entry))  "
+            print("\(AuditTime.format(entry.seconds, utc: utc))  \(AuditTime.who(entry))  \(AuditTime.describe(entry))  "
                   + "\(entry.commit.prefix(7)) [signature: \(entry.signature.rawValue)]")
         }
     }
@@ -131,6 +132,11 @@ enum AuditTime {
         formatter.timeZone = utc ? TimeZone(identifier: "UTC") : TimeZone.current
         formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
         return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(seconds))) + (utc ? "Z" : "")
+    }
+
+    /// `member@device`, and whose device it was when another member acted on it: `grandma@tablet (parent's device)`.
+    static func who(_ entry: HistoryEntry) -> String {
+        "\(entry.member)@\(entry.device)" + (entry.signedBy.map { $0 == entry.member ? "" : " (\($0)'s device)" } ?? "")
     }
 
     /// What a commit did, in words: each record's change with its fields, else its action and records.
@@ -211,7 +217,7 @@ struct History: ParsableCommand {
             let changes = entry.changes.filter { $0.record == reference }
             let what = changes.isEmpty ? "\(entry.action) \(reference)" : changes.map(AuditTime.describe).joined(separator: "; ")
             let lost = version.lostIn.map { "  — lost in merge \($0.merge.prefix(7)) to \($0.winner.member)@\($0.winner.device)'s \($0.winner.change.rawValue)" } ?? ""
-            print("\(AuditTime.format(entry.seconds, utc: utc))  \(entry.member)@\(entry.device)  \(what)  \(entry.commit.prefix(7)) "
+            print("\(AuditTime.format(entry.seconds, utc: utc))  \(AuditTime.who(entry))  \(what)  \(entry.commit.prefix(7)) "
                   + "[signature: \(entry.signature.rawValue)]\(lost)")
             if content, let bytes = try profile.history.recordVersion(reference, atCommit: entry.commit) {
                 print(String(decoding: bytes, as: UTF8.self).split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))

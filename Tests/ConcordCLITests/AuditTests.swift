@@ -8,12 +8,7 @@ final class AuditTests: CLITestCase {
     /// Scenario A11: a therapist adds the symbol "puzzle" at 14:30; the parent's audit view shows
     /// the action, the symbol, the therapist's name, the time and the device.
     func testLogShowsWhoChangedWhatWhenOnWhichDevice() throws {
-        let parent = try makePerson("parent")
-        let therapist = try makePerson("therapist", device: "ipad")
-        let profile = try makeProfile(owner: parent)
-        let key = try concordOK(["identity", "show", "--public-key"], as: therapist).stdout.trimmingCharacters(in: .newlines)
-        try concordOK(["members", "add", "therapist", "--role", "editor", "--key", key, "--device", "ipad"], as: parent, in: profile,
-                      clock: "2026-03-02T09:00:00.000Z")
+        let (parent, therapist, profile) = try careTeam(joined: "2026-03-02T09:00:00.000Z")
         try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"puzzle","color":"red"}"#], as: therapist, in: profile,
                       clock: "2026-03-02T14:30:00.000Z")
         try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"jigsaw","color":"red"}"#], as: parent, in: profile,
@@ -61,12 +56,7 @@ final class AuditTests: CLITestCase {
     /// Each `<!-- recipe: name -->` block of docs/audit.md, run as written with /bin/sh in a real
     /// profile (a parent, a therapist, an edit, a delete, and a conflict a merge resolved).
     func testEveryRecipeInDocsAuditRuns() throws {
-        let parent = try makePerson("parent")
-        let therapist = try makePerson("therapist", device: "ipad")
-        let profile = try makeProfile(owner: parent)
-        let key = try concordOK(["identity", "show", "--public-key"], as: therapist).stdout.trimmingCharacters(in: .newlines)
-        try concordOK(["members", "add", "therapist", "--role", "editor", "--key", key, "--device", "ipad"], as: parent, in: profile,
-                      clock: "2026-03-01T09:00:00.000Z")
+        let (parent, therapist, profile) = try careTeam(joined: "2026-03-01T09:00:00.000Z")
         try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"puzzle"}"#], as: therapist, in: profile, clock: "2026-03-02T14:30:00.000Z")
         try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"jigsaw"}"#], as: parent, in: profile, clock: "2026-03-03T08:15:00.000Z")
         try concordOK(["rm", "vocabulary/puzzle"], as: therapist, in: profile, clock: "2026-03-04T17:00:00.000Z")
@@ -106,6 +96,16 @@ final class AuditTests: CLITestCase {
         let conflicts = try run("conflicts")
         XCTAssertEqual(conflicts.count, 1, conflicts.joined(separator: "\n"))
         XCTAssertTrue(conflicts.first?.contains("vocabulary/snack lww winner=parent@laptop loser=parent@laptop") == true, conflicts.first ?? "")
+    }
+
+    /// A parent's profile with a therapist (an editor on an iPad) added at `joined`.
+    private func careTeam(joined: String) throws -> (parent: Person, therapist: Person, profile: URL) {
+        let parent = try makePerson("parent")
+        let therapist = try makePerson("therapist", device: "ipad")
+        let profile = try makeProfile(owner: parent)
+        let key = try concordOK(["identity", "show", "--public-key"], as: therapist).stdout.trimmingCharacters(in: .newlines)
+        try concordOK(["members", "add", "therapist", "--role", "editor", "--key", key, "--device", "ipad"], as: parent, in: profile, clock: joined)
+        return (parent, therapist, profile)
     }
 
     /// The shell block after each `<!-- recipe: name -->` line.

@@ -8,7 +8,7 @@ final class HelpTests: CLITestCase {
             [], ["identity"], ["identity", "new"], ["identity", "show"], ["init"], ["put"], ["get"], ["rm"], ["append"],
             ["ls"], ["import"], ["export"], ["log"], ["history"], ["members"], ["members", "add"], ["revoke"], ["role"], ["devices", "add"], ["devices", "remove"], ["merge"], ["conflicts"],
             ["doctor"], ["merge-driver"], ["remote"], ["remote", "add"], ["remote", "trust"], ["clone"], ["sync"],
-            ["status"], ["watch"], ["profiles"], ["leave"],
+            ["status"], ["watch"], ["profiles"], ["leave"], ["switch"],
         ]
         for command in commands {
             let result = try concord(command + ["--help"], as: nil)

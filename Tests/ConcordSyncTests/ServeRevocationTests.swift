@@ -12,12 +12,7 @@ final class ServeRevocationTests: ConcordServeTestCase {
     /// "access removed" and deletes its copy within seconds of Alice's push; what Alice wrote
     /// after the revocation never reaches Bob's key.
     func testARevokedDeviceWatchingThroughConcordServeLearnsItAndDeletesItsCopy() throws {
-        let alice = try makeDevice("alice", device: "laptop")
-        let bob = try makeDevice("bob", device: "phone")
-        let host = try makeHost(admin: alice)
-        let aliceProfile = try publish("kid", on: host, members: [(bob, "editor")])
-        let (cloned, bobsCopy) = try cloneThroughServer("kid", as: bob, host: host)
-        XCTAssertEqual(cloned.status, 0, cloned.summary)
+        let (alice, bob, host, aliceProfile, bobsCopy) = try aliceAndBobThroughServer()
         fsckAtEnd.removeAll { $0 == bobsCopy }
         let log = sandbox.appendingPathComponent("watch-bob.log")
         let watcher = try ChildProcess(path: try ConcordBinary.required(), arguments: ["watch", "-C", bobsCopy.path, "--interval", "300", "--json"],
@@ -71,12 +66,7 @@ final class ServeRevocationTests: ConcordServeTestCase {
     /// on top of the revocation; Bob's view is that merge, not the revocation commit (which lacks
     /// the main Bob last fetched), and Bob's sync reports "access removed", not a rewritten history.
     func testTheViewOfAnOfflineRevocationContainsWhatTheDeviceFetched() throws {
-        let alice = try makeDevice("alice", device: "laptop")
-        let bob = try makeDevice("bob", device: "phone")
-        let host = try makeHost(admin: alice)
-        let aliceProfile = try publish("kid", on: host, members: [(bob, "editor")])
-        let (cloned, bobsCopy) = try cloneThroughServer("kid", as: bob, host: host)
-        XCTAssertEqual(cloned.status, 0, cloned.summary)
+        let (alice, bob, host, aliceProfile, bobsCopy) = try aliceAndBobThroughServer()
         fsckAtEnd.removeAll { $0 == bobsCopy }
         try concordOK(["revoke", "bob"], as: alice, in: aliceProfile)
         let revocation = try gitOK(["rev-parse", "HEAD"], in: aliceProfile)

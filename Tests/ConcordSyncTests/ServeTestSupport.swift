@@ -128,6 +128,18 @@ class ConcordServeTestCase: SyncTestCase {
         return (result, Date().timeIntervalSince(pushed))
     }
 
+    /// Alice's server with profile "kid", Bob an editor of it with a copy cloned through the server.
+    func aliceAndBobThroughServer(file: StaticString = #filePath, line: UInt = #line) throws
+        -> (alice: SyncDevice, bob: SyncDevice, host: ConcordServeHost, aliceProfile: URL, bobsCopy: URL) {
+        let alice = try makeDevice("alice", device: "laptop")
+        let bob = try makeDevice("bob", device: "phone")
+        let host = try makeHost(admin: alice, file: file, line: line)
+        let aliceProfile = try publish("kid", on: host, members: [(bob, "editor")], file: file, line: line)
+        let (cloned, bobsCopy) = try cloneThroughServer("kid", as: bob, host: host)
+        XCTAssertEqual(cloned.status, 0, cloned.summary, file: file, line: line)
+        return (alice, bob, host, aliceProfile, bobsCopy)
+    }
+
     /// `refs/heads/main` of profile `name` on the server.
     func serverMain(_ name: String, host: ConcordServeHost) throws -> String {
         try gitOK(["rev-parse", "refs/heads/main"], in: host.repository(name))

@@ -203,12 +203,7 @@ final class ServeTests: ConcordServeTestCase {
     /// `watch` on a concord server does not wait for its poll: with a 300 s interval, a record Alice
     /// syncs reaches Bob's copy within seconds, because `concord-wait` answers when main moves.
     func testWatchGetsLiveUpdatesFromConcordServe() throws {
-        let alice = try makeDevice("alice", device: "laptop")
-        let bob = try makeDevice("bob", device: "phone")
-        let host = try makeHost(admin: alice)
-        let aliceProfile = try publish("kid", on: host, members: [(bob, "editor")])
-        let (cloned, bobsCopy) = try cloneThroughServer("kid", as: bob, host: host)
-        XCTAssertEqual(cloned.status, 0, cloned.summary)
+        let (alice, bob, _, aliceProfile, bobsCopy) = try aliceAndBobThroughServer()
         let log = sandbox.appendingPathComponent("watch-bob.log")
         let watcher = try ChildProcess(path: try ConcordBinary.required(), arguments: ["watch", "-C", bobsCopy.path, "--interval", "300", "--json"],
                                        environment: concordEnvironment(bob), output: log)

@@ -261,14 +261,36 @@ final class SyncAccessTests: SyncTestCase {
         XCTAssertTrue(try concordOK(["get", "vocabulary/puzzle"], as: team.alice, in: team.aliceProfile).contains("eddie's"))
     }
 
-    /// A commit whose Concord-Actor trailer names someone other than its signer is refused: the
-    /// audit trail says who changed what, and only the key decides who that is.
-    func testACommitClaimingAnotherActorIsRefused() throws {
+    /// A commit whose Concord-Actor trailer names someone other than its signer is a member acting on
+    /// the signer's device (`concord switch`): it is judged as that member with the lower of the two
+    /// roles, may write records and logs only, and the acting member must be active. Eddie (Editor)
+    /// acting for Vera (Viewer) may not edit vocabulary; for a stranger, nothing; for Alice (Admin),
+    /// no member file, and vocabulary only as an Editor may.
+    func testACommitForAnotherMemberIsJudgedByTheLowerRole() throws {
         let team = try makeAccessTeam()
-        let forged = try pushWithGit(team, signedWith: team.eddie.keyFile,
-                                     message: "put vocabulary/puzzle\n\nConcord-Actor: alice\nConcord-Device: laptop\nConcord-Action: updated") { clone in
-            try replace(#""label": "puzzle""#, with: #""label": "jigsaw""#, in: try recordFile("vocabulary", "puzzle", in: clone))
+        func byEddie(for actor: String, _ edit: @escaping (URL) throws -> Void) throws -> String {
+            try pushWithGit(team, signedWith: team.eddie.keyFile,
+                            message: "by hand\n\nConcord-Actor: \(actor)\nConcord-Device: laptop\nConcord-Action: updated", edit)
         }
-        try assertRefused(team, commit: forged, mentions: ["by eddie@laptop", "Concord-Actor trailer names alice"])
+        let editVocabulary: (URL) throws -> Void = { clone in
+            try self.replace(#""label": "puzzle""#, with: #""label": "jigsaw""#, in: try self.recordFile("vocabulary", "puzzle", in: clone))
+        }
+        // Each refused commit is taken off the remote's main again, so the next is judged on its own.
+        let published = try XCTUnwrap(try remoteMain(team.remote))
+        func refused(_ commit: String, _ mentions: [String]) throws {
+            try assertRefused(team, commit: commit, mentions: mentions)
+            try gitOK(["update-ref", "refs/heads/main", published], in: team.remote.bare)
+        }
+        try refused(try byEddie(for: "vera", editVocabulary), ["by eddie@laptop", "Viewers may not write vocabulary"])
+        try refused(try byEddie(for: "mallory", editVocabulary), ["by eddie@laptop", "Concord-Actor trailer names mallory, who is not an active member"])
+        try refused(try byEddie(for: "alice") { clone in
+            try self.editMember("vera", in: clone) { $0["role"] = "admin" }
+        }, ["by eddie@laptop", "acting for alice on eddie's device, a commit writes records and logs only"])
+        try refused(try byEddie(for: "alice") { clone in
+            try self.replace(#""color": "blue""#, with: #""color": "red""#, in: try self.recordFile("settings", "theme", in: clone))
+        }, ["by eddie@laptop", "Editors may not write settings"])
+        try assertAccepted(team, commit: try byEddie(for: "alice", editVocabulary))
+        let log = try concordOK(["log", "--json", "--limit", "1"], as: team.alice, in: team.aliceProfile)
+        XCTAssertTrue(log.contains(#""member": "alice""#) && log.contains(#""signedBy": "eddie""#), log)
     }
 }

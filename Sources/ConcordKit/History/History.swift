@@ -29,6 +29,9 @@ public struct HistoryEntry: Sendable {
     public let recordCount: Int
     public let parents: [String]
     public let signature: SignatureStatus
+    /// The member whose key signed the commit, when a member's key did: the device's owner, who may
+    /// differ from `member` when another member acted on that device (`concord switch`).
+    public let signedBy: String?
     /// What changed in each listed record (lww and delete-wins kinds), against the first parent:
     /// filled in by `History.entries` for the entries it returns.
     public internal(set) var changes: [AuditChange] = []
@@ -163,6 +166,7 @@ public struct History {
     private func entry(for commit: Commit, keys: [String: Set<SSHPublicKey>]) throws -> HistoryEntry {
         let trailers = CommitTrailers(message: commit.message)
         let member = trailers.actor ?? commit.author.name
+        let (signature, signedBy) = try signatureStatus(commit, member: member, keys: keys)
         return HistoryEntry(
             commit: commit.id.hex,
             summary: String(commit.message.prefix { $0 != "\n" }),
@@ -174,16 +178,21 @@ public struct History {
             records: trailers.records,
             recordCount: trailers.recordCount ?? trailers.records.count,
             parents: commit.parents.map(\.hex),
-            signature: try signatureStatus(commit, member: member, keys: keys),
+            signature: signature,
+            signedBy: signedBy,
             seconds: commit.author.time
         )
     }
 
-    /// Verifies the SSHSIG of `commit` and checks the key belongs to `member`.
-    func signatureStatus(_ commit: Commit, member: String, keys: [String: Set<SSHPublicKey>]) throws -> SignatureStatus {
-        guard let signed = try repository.signature(ofCommit: commit.id) else { return .unsigned }
-        guard let signer = try? SSHSignature.verify(signed.signature, message: signed.signedData) else { return .bad }
-        return keys[member]?.contains(signer) == true ? .good : .unknownKey
+    /// Verifies the SSHSIG of `commit` and finds the member whose key it is: `member`'s own, or the
+    /// owner's of the device `member` acted on (`concord switch`). Whether such a commit was allowed
+    /// is the validity rule's to say (`concord verify`); this names who signed.
+    func signatureStatus(_ commit: Commit, member: String, keys: [String: Set<SSHPublicKey>]) throws -> (SignatureStatus, String?) {
+        guard let signed = try repository.signature(ofCommit: commit.id) else { return (.unsigned, nil) }
+        guard let signer = try? SSHSignature.verify(signed.signature, message: signed.signedData) else { return (.bad, nil) }
+        if keys[member]?.contains(signer) == true { return (.good, member) }
+        guard let owner = keys.first(where: { $0.value.contains(signer) })?.key else { return (.unknownKey, nil) }
+        return (.good, owner)
     }
 
     /// Every member's public keys, by member name.

@@ -87,10 +87,8 @@ final class CommitAuthorizer {
                 throw refuse(refusal.signer, nil, refusal.reason)
             case .success(let found): signer = found
             }
-            // The audit trail is the signer's: a Concord-Actor trailer must name the member whose key signed.
-            if let actor = CommitTrailers(message: commit.message).actor, actor != signer.member.name {
-                throw refuse(signer.label, nil, "its Concord-Actor trailer names \(actor), but \(signer.member.name)'s key signed it")
-            }
+            // Whom the commit is judged as: its signer, or the member acting on the signer's device.
+            let judged = try actingMember(commit, changes: changes, signer: signer, parentTrees: parentTrees, refuse: refuse)
             try checkInvitationUses(commit, changes: changes, signer: signer)
             // Rule 3: a merge's signer must be active, with this key, in the MERGED membership of its
             // parents (member files merged as a sync merges them: a revocation on either side wins).
@@ -101,31 +99,31 @@ final class CommitAuthorizer {
                     throw refuse(signer.label, nil, "\(signer.member.name) is \(status) in the merged membership of the parents it merges")
                 }
             }
-            guard let parentTree = parentTrees.first, signer.member.role != .admin else { return signer }
+            guard let parentTree = parentTrees.first, judged.role != .admin else { return signer }
             // Rule 3: a merge of two parents is judged against their policy merge, recomputed here.
             // Where its tree is that merge, nothing more is asked; where it differs, rule 2 applies
             // to each difference. (Other commits, octopus merges included, are judged against their
             // first parent.)
-            var judged = changes
+            var differences = changes
             if commit.parents.count == 2 {
                 let policyTree = try PolicyMerge.compute(in: repository, ours: commit.parents[0], theirs: commit.parents[1]).tree
                 if policyTree == commit.tree { return signer }
-                judged = try repository.treeChanges(from: policyTree, to: commit.tree)
+                differences = try repository.treeChanges(from: policyTree, to: commit.tree)
             }
             // Rule 2, against the first parent's kinds.
             let kinds = try kindsTable(at: parentTree)
             let ownFile = ProfilePaths.member(signer.member.name)
-            for change in judged {
+            for change in differences {
                 let path = String(decoding: change.path, as: UTF8.self)
                 var files: (before: [UInt8]?, after: [UInt8]?)?
                 if path == ownFile { files = (try bytes(of: change.old), try bytes(of: change.new)) }
-                if let reason = AccessRule.mayChange(path, by: signer.member, kinds: kinds, ownMemberFile: files) {
+                if let reason = AccessRule.mayChange(path, by: judged, kinds: kinds, ownMemberFile: files) {
                     throw refuse(signer.label, Self.label(path, kinds: kinds), reason)
                 }
-                // A log only grows, and what a member adds to it is theirs.
+                // A log only grows, and what a member adds to it is theirs (the acting member's).
                 if case .success(.logDay) = ProfilePathRules.classify(change.path, kinds: kinds),
                    let problem = AccessRule.logAppendProblem(before: try bytes(of: change.old) ?? [], after: try bytes(of: change.new),
-                                                             by: signer.member) {
+                                                             by: judged) {
                     throw refuse(signer.label, Self.label(path, kinds: kinds), problem)
                 }
             }
@@ -133,6 +131,38 @@ final class CommitAuthorizer {
         } catch let error as GitError {
             throw refuse(commit.author.name, nil, "it cannot be read (\(error.message))")
         }
+    }
+
+    /// The member `commit` is judged as. Its signer, unless its `Concord-Actor` trailer names another
+    /// member: a caregiver acting on the signer's device (`concord switch`). Then that member must
+    /// be active in the parent's membership, the commit must have one parent and change records
+    /// and log files only (never membership, kinds or settings documents), and it is judged as the
+    /// acting member with the LOWER of the two roles: a switch never gives a device more than its
+    /// owner may do, nor the acting member more than theirs. Log entries it adds must be the acting
+    /// member's.
+    private func actingMember(_ commit: Commit, changes: [TreeChange], signer: CommitSigner, parentTrees: [ObjectID],
+                              refuse: (String, String?, String) -> ConcordError) throws -> Member {
+        guard let actor = CommitTrailers(message: commit.message).actor, actor != signer.member.name else { return signer.member }
+        guard commit.parents.count == 1, let parentTree = parentTrees.first else {
+            throw refuse(signer.label, nil, "its Concord-Actor trailer names \(actor), but \(signer.member.name)'s key signed it, and a commit "
+                         + "for a member acting on another's device has exactly one parent")
+        }
+        guard var acting = try membership(at: parentTree).members[actor], acting.status == .active else {
+            throw refuse(signer.label, nil, "its Concord-Actor trailer names \(actor), who is not an active member, but \(signer.member.name)'s key signed it")
+        }
+        let kinds = try kindsTable(at: parentTree)
+        for change in changes {
+            switch ProfilePathRules.classify(change.path, kinds: kinds) {
+            case .success(.record), .success(.logDay): continue
+            default:
+                let path = String(decoding: change.path, as: UTF8.self)
+                throw refuse(signer.label, Self.label(path, kinds: kinds),
+                             "acting for \(actor) on \(signer.member.name)'s device, a commit writes records and logs only; "
+                             + "membership and settings documents are changed by a member as themselves")
+            }
+        }
+        acting.role = min(acting.role, signer.member.role)
+        return acting
     }
 
     /// `commit` as the acceptance of an invitation (`Acceptance`): one parent, one changed path,

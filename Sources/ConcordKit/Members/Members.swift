@@ -85,14 +85,23 @@ public struct Members {
 
     /// The active member `identity` is, checked by name AND device key: a key the member never
     /// registered (someone else's identity under the same name, or a device not yet added) is refused.
+    /// For a member acting on another's device (`concord switch`), both must be active, and the
+    /// member returned has the lower of their two roles (the validity rule judges such commits so).
     func active(_ identity: Identity) throws -> Member {
-        guard let member = try list().first(where: { $0.name == identity.member }), member.status == .active else {
-            throw ConcordError.notAMember(member: identity.member, profile: profile.info.name)
+        let members = try list()
+        guard let owner = members.first(where: { $0.name == identity.owner }), owner.status == .active else {
+            throw ConcordError.notAMember(member: identity.owner, profile: profile.info.name)
         }
-        guard member.keys.contains(where: { $0.publicKey == identity.key.publicKey }) else {
-            throw ConcordError.keyNotRegistered(member: identity.member, fingerprint: identity.key.publicKey.fingerprint, profile: profile.info.name)
+        guard owner.keys.contains(where: { $0.publicKey == identity.key.publicKey }) else {
+            throw ConcordError.keyNotRegistered(member: identity.owner, fingerprint: identity.key.publicKey.fingerprint, profile: profile.info.name)
         }
-        return member
+        guard identity.member != identity.owner else { return owner }
+        guard var acting = members.first(where: { $0.name == identity.member }), acting.status == .active else {
+            throw ConcordError.invalidInput("\(identity.member), who acts on this device ('concord switch'), is not an active member of "
+                                            + "\"\(profile.info.name)\": run 'concord switch \(identity.owner)' or switch to an active member")
+        }
+        acting.role = min(acting.role, owner.role)
+        return acting
     }
 
     /// The active admin `identity` is; refused otherwise, naming `action`.

@@ -60,12 +60,15 @@ public struct Records {
     /// `identity`. Nothing is committed (and nothing changes on disk) if `body` throws or writes
     /// nothing. The branch moves by compare-and-swap; if it moved meanwhile (a plain git commit,
     /// another process), the transaction is rebuilt on the new tip.
+    /// Records are written by whoever acts on this device (`concord switch`), signed by its owner;
+    /// `asOwner` writes as the owner all the same (the switch's own log entry).
     @discardableResult
     public func write<Value>(
-        as identity: Identity, action: ChangeAction? = nil, _ body: (Transaction) throws -> Value
+        as identity: Identity, action: ChangeAction? = nil, asOwner: Bool = false, _ body: (Transaction) throws -> Value
     ) throws -> WriteResult<Value> {
         let lock = try profile.lock()
         defer { withExtendedLifetime(lock) {} }
+        let identity = asOwner ? identity.acting(as: identity.owner) : try profile.acting(identity)
         var attempt = 0
         while true {
             attempt += 1
