@@ -120,6 +120,38 @@ final class TreeAndCommitTests: GitTestCase {
         XCTAssertEqual(try git(["fsck", "--full", "--strict", "--no-dangling"], in: url).status, 0)
     }
 
+    /// `signature(ofCommit:)` splits the parsed commit itself (bench row B7); it must give what
+    /// libgit2's `git_commit_extract_signature` gives: a commit signed by plain git with an ssh key,
+    /// one signed here, an unsigned one, and hand-made ones with the signature between other
+    /// header fields, two signature fields, and a blank line inside the signature.
+    func testSignatureSplitAgreesWithLibgit2() throws {
+        let (repository, url) = try makeRepository()
+        let tree = try repository.writeTree(base: nil, edits: ["f.txt": try blob(repository, "f")])
+        let author = GitSignature(name: "Alice", email: "alice@laptop", time: 1_767_261_600, offsetMinutes: 60)
+        var ids = [try repository.createSignedCommit(tree: tree, parents: [], author: author, message: "m\n\nConcord-Actor: alice\n") { _ in
+            Self.fakeSignature
+        }]
+        let key = sandbox.appendingPathComponent("key")
+        try ProcessRunner.run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "g@x", "-f", key.path], environment: [:])
+        ids.append(try XCTUnwrap(ObjectID(hex: try gitOK(["-c", "user.name=G", "-c", "user.email=g@x", "-c", "gpg.format=ssh",
+                                                          "-c", "user.signingkey=\(key.path)", "commit-tree", "-S", tree.hex, "-m", "by git"], in: url))))
+        ids.append(try XCTUnwrap(ObjectID(hex: try gitOK(["-c", "user.name=G", "-c", "user.email=g@x", "commit-tree", tree.hex, "-m", "plain"], in: url))))
+        let people = "author A <a@x> 1767261600 +0000\ncommitter A <a@x> 1767261600 +0000\n"
+        for raw in [
+            "tree \(tree.hex)\n\(people)gpgsig -----BEGIN SSH SIGNATURE-----\n U0lH\n -----END SSH SIGNATURE-----\nencoding UTF-8\n\nmiddle\n",
+            "tree \(tree.hex)\n\(people)gpgsig first\n line\ngpgsig second\n\ntwo fields\n",
+            "tree \(tree.hex)\n\(people)gpgsig -----BEGIN SSH SIGNATURE-----\n U0lH\n \n -----END SSH SIGNATURE-----\n\nblank line inside\n\ngpgsig in the message\n",
+        ] {
+            ids.append(try XCTUnwrap(ObjectID(hex: try gitOK(["hash-object", "-t", "commit", "-w", "--literally", "--stdin"], in: url,
+                                                            input: Data(raw.utf8)))))
+        }
+        for id in ids {
+            XCTAssertEqual(try repository.signature(ofCommit: id), try repository.libgit2Signature(ofCommit: id), id.hex)
+        }
+        XCTAssertNil(try repository.signature(ofCommit: ids[2]))
+        XCTAssertEqual(try repository.signature(ofCommit: ids[4])?.signature, "first\nline")
+    }
+
     func testSignerErrorsWriteNoCommit() throws {
         struct SignerFailed: Error {}
         let (repository, url) = try makeRepository()
