@@ -72,6 +72,33 @@ final class ProfileListTests: SyncTestCase {
         XCTAssertEqual(try remoteMain(scene.remote), published, "nothing of Bob's reached the remote, and the Admin's leave pushed nothing")
     }
 
+    /// Scenario A7: a caregiver's personal profile (template `personal`: name, role, personality)
+    /// set on the phone is on the tablet after `devices add` and a sync, and the other way round;
+    /// both devices list it, and the phone lists no one else's.
+    func testAPersonalProfileFollowsItsOwnerToTheirOtherDevice() throws {
+        let phone = try makeDevice("alice", device: "phone")
+        let tablet = try makeDevice("alice", device: "tablet")
+        let remote = try makeRemote(.path, name: "personal.git")
+        let mine = try publishProfile(owner: phone, remote: remote, directory: "personal-phone", template: "personal",
+                                      records: [("profile/me", #"{"name":"Alice","role":"ABA therapist","personality":"calm"}"#)])
+        try concordOK(["devices", "add", "--name", "tablet", "--key", tablet.publicKeyLine], as: phone, in: mine)
+        try concordOK(["sync"], as: phone, in: mine)
+        let onTablet = try cloneProfile(tablet, from: remote, into: "personal-tablet")
+        let record = try concordOK(["get", "profile/me"], as: tablet, in: onTablet)
+        XCTAssertTrue(record.contains(#""role": "ABA therapist""#) && record.contains(#""personality": "calm""#), record)
+
+        try concordOK(["put", "profile/me", "--json", #"{"name":"Alice","role":"ABA therapist","personality":"playful"}"#], as: tablet, in: onTablet)
+        try concordOK(["sync"], as: tablet, in: onTablet)
+        try concordOK(["sync"], as: phone, in: mine)
+        XCTAssertTrue(try concordOK(["get", "profile/me"], as: phone, in: mine).contains(#""personality": "playful""#))
+        for (device, path) in [(phone, mine), (tablet, onTablet)] {
+            let listed = try profilesJSON(device)
+            XCTAssertEqual(listed.map { $0["path"] as? String }, [path.path])
+            XCTAssertEqual(listed.first?["role"] as? String, "admin")
+        }
+        try concordOK(["verify"], as: phone, in: mine)
+    }
+
     private func profilesJSON(_ device: SyncDevice) throws -> [[String: Any]] {
         try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try concordOK(["profiles", "--json"], as: device).utf8)) as? [[String: Any]])
     }
