@@ -113,8 +113,10 @@ struct Serve: ParsableCommand {
                 }
                 setenv("CONCORD_SERVE_KEY", key, 1)
                 if let namespace = admitted.namespace {
-                    // A revoked member's key sees its view of main alone (`RevocationView`).
+                    // A revoked member's key sees its view of main alone (`RevocationView`). Protocol v0
+                    // only: git's v2 upload-pack hands out any object asked for by id, advertised or not.
                     setenv("GIT_NAMESPACE", namespace, 1)
+                    unsetenv("GIT_PROTOCOL")
                 } else {
                     // Everyone else never sees the revoked members' views.
                     setenv("GIT_CONFIG_COUNT", "1", 1)

@@ -53,6 +53,22 @@ final class ServeRevocationTests: ConcordServeTestCase {
         XCTAssertTrue(members.stdout.contains("\(main) refs/heads/main"), members.summary)
         XCTAssertFalse(members.stdout.contains("namespaces"), members.summary)
 
+        // Plain git asking for protocol v2 (which would hand out any object by id) gets v0, which
+        // refuses an object it did not advertise: main after the revocation stays out of reach.
+        let probe = sandbox.appendingPathComponent("probe")
+        try gitOK(["init", "--quiet", probe.path])
+        let v2 = try git(["-c", "protocol.version=2", "fetch", host.url("kid"), main], in: probe, environment: try gitSSHEnvironment(bob, host: host))
+        XCTAssertNotEqual(v2.status, 0, "a revoked key fetched main by its id: \(v2.summary)")
+        XCTAssertNotEqual(try git(["cat-file", "-e", main], in: probe).status, 0)
+
+        // A view recorded late (here: deleted, then recorded by the next membership change) still
+        // stops at the revocation, not at what was pushed since.
+        try gitOK(["update-ref", "-d", view], in: host.repository("kid"))
+        let carol = try makeDevice("carol", device: "phone")
+        try concordOK(["members", "add", "carol", "--role", "viewer", "--key", carol.publicKeyLine, "--device", "phone"], as: alice, in: aliceProfile)
+        try concordOK(["sync"], as: alice, in: aliceProfile)
+        XCTAssertEqual(try gitOK(["rev-parse", view], in: host.repository("kid")), revocation, "the late view is the revocation commit")
+
         // Without a recorded view (a repository from before views), the revoked key is refused outright.
         try gitOK(["update-ref", "-d", view], in: host.repository("kid"))
         let refused = try ssh("git-upload-pack '/kid.git'", as: bob, host: host)

@@ -135,9 +135,11 @@ public struct PushCheck {
                 }
                 guard try update.old.map(access) != (try access(new)) else { continue }
                 let membership = try CommitAuthorizer.membershipWithInvitations(in: repository, tree: try repository.commit(new).tree)
-                // The view first: a revoked key the index lets in finds it ready.
-                try RevocationView.record(membership, tip: new, old: update.old, in: repository)
+                // The view first, so a revoked key the index lets in finds it ready; the index is
+                // rewritten whether or not that worked (a revoked key without a view is refused).
+                let recorded = Result { try RevocationView.record(membership, tip: new, old: update.old, in: repository) }
                 try server.keyIndex.update(profile: profile, membership: membership)
+                try recorded.get()
             }
         }
     }

@@ -40,7 +40,11 @@ enum RevocationView {
             if let current = try repository.resolveReference(ref), try status(of: member.name, at: current, in: repository) == .revoked {
                 continue
             }
-            let point = try revocationPoint(of: member.name, from: tip, containing: old, in: repository)
+            // The view must contain the main before this push only when this push revoked them; a
+            // view recorded later (a server from before views, a failed post-receive) goes back to
+            // where the revocation happened, whatever was pushed since.
+            let revokedBefore = try old.map { try status(of: member.name, at: $0, in: repository) == .revoked } ?? false
+            let point = try revocationPoint(of: member.name, from: tip, containing: revokedBefore ? nil : old, in: repository)
             try repository.updateReference(ref, to: point, expected: nil, message: "concord serve: \(member.name)'s revocation")
         }
     }
