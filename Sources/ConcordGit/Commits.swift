@@ -44,8 +44,9 @@ public struct CommitSignature: Sendable, Equatable {
     /// Splits a commit's raw header (its field lines, each ending in a newline) and message: the
     /// first `gpgsig` field, its continuation lines (starting with a space) unfolded, is the
     /// signature; the other header lines, the blank line and the message are what it signs.
-    /// Nil when the header has no `gpgsig` field.
-    static func split(header: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer) -> CommitSignature? {
+    /// Nil when the header has no `gpgsig` field; a header with a second signature field
+    /// (`gpgsig` again, or `gpgsig-sha256`, which git would join or drop) is refused.
+    static func split(header: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer) throws -> CommitSignature? {
         let field = Array("gpgsig ".utf8)
         var signed = [UInt8]()
         signed.reserveCapacity(header.count + message.count + 1)
@@ -60,7 +61,10 @@ public struct CommitSignature: Sendable, Equatable {
             if inSignature, line.first == 0x20 {
                 signature.append(0x0A)
                 signature.append(contentsOf: line.dropFirst())
-            } else if !found, line.starts(with: field) {
+            } else if line.starts(with: field) || line.starts(with: Array("gpgsig-".utf8)) {
+                guard !found, line.starts(with: field) else {
+                    throw GitError(function: "commit signature", code: .other(-1), message: "a commit with more than one signature field")
+                }
                 found = true
                 inSignature = true
                 signature.append(contentsOf: line.dropFirst(field.count))
@@ -169,8 +173,14 @@ extension Repository {
         guard let header = git_commit_raw_header(commit), let message = git_commit_message_raw(commit) else {
             throw GitError(function: "git_commit_raw_header", code: .other(-1), message: "commit \(id) cannot be read")
         }
-        return CommitSignature.split(header: UnsafeRawBufferPointer(start: header, count: strlen(header)),
-                                     message: UnsafeRawBufferPointer(start: message, count: strlen(message)))
+        let headerBytes = UnsafeRawBufferPointer(start: header, count: strlen(header))
+        let messageBytes = UnsafeRawBufferPointer(start: message, count: strlen(message))
+        // libgit2 keeps a header and message up to their first NUL; git signs and verifies every
+        // byte. A commit with a NUL in it would verify here and not in git: refused.
+        guard try objectHeader(id).size == headerBytes.count + 1 + messageBytes.count else {
+            throw GitError(function: "commit signature", code: .other(-1), message: "commit \(id) holds a NUL byte")
+        }
+        return try CommitSignature.split(header: headerBytes, message: messageBytes)
     }
 
     /// `signature(ofCommit:)` by libgit2's `git_commit_extract_signature` (for the test that

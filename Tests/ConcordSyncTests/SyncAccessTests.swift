@@ -283,6 +283,8 @@ final class SyncAccessTests: SyncTestCase {
         }
         try refused(try byEddie(for: "vera", editVocabulary), ["by eddie@laptop", "Viewers may not write vocabulary"])
         try refused(try byEddie(for: "mallory", editVocabulary), ["by eddie@laptop", "Concord-Actor trailer names mallory, who is not an active member"])
+        // Two Concord-Actor trailers (git's %(trailers) would show both names): refused.
+        try refused(try byEddie(for: "eddie\nConcord-Actor: alice", editVocabulary), ["by eddie@laptop", "it has 2 Concord-Actor trailers"])
         try refused(try byEddie(for: "alice") { clone in
             try self.editMember("vera", in: clone) { $0["role"] = "admin" }
         }, ["by eddie@laptop", "acting for alice on eddie's device, a commit writes records and logs only"])

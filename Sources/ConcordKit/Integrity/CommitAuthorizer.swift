@@ -142,7 +142,11 @@ final class CommitAuthorizer {
     /// member's.
     private func actingMember(_ commit: Commit, changes: [TreeChange], signer: CommitSigner, parentTrees: [ObjectID],
                               refuse: (String, String?, String) -> ConcordError) throws -> Member {
-        guard let actor = CommitTrailers(message: commit.message).actor, actor != signer.member.name else { return signer.member }
+        let trailers = CommitTrailers(message: commit.message)
+        guard trailers.actorCount <= 1 else {
+            throw refuse(signer.label, nil, "it has \(trailers.actorCount) Concord-Actor trailers: a commit names one acting member")
+        }
+        guard let actor = trailers.actor, actor != signer.member.name else { return signer.member }
         guard commit.parents.count == 1, let parentTree = parentTrees.first else {
             throw refuse(signer.label, nil, "its Concord-Actor trailer names \(actor), but \(signer.member.name)'s key signed it, and a commit "
                          + "for a member acting on another's device has exactly one parent")

@@ -61,6 +61,8 @@ public struct CommitTrailers: Sendable, Equatable {
     /// `Concord-Unresolved` values: files a merge could not resolve.
     public var unresolved: [String] = []
     public var other: [(key: String, value: String)] = []
+    /// How many `Concord-Actor` trailers the message has (a commit naming two is refused).
+    public var actorCount = 0
 
     public static func == (lhs: CommitTrailers, rhs: CommitTrailers) -> Bool {
         lhs.actor == rhs.actor && lhs.device == rhs.device && lhs.action == rhs.action && lhs.clock == rhs.clock
@@ -104,7 +106,7 @@ public struct CommitTrailers: Sendable, Equatable {
 
     private mutating func add(key: String, value: String) {
         switch key {
-        case "Concord-Actor": actor = value
+        case "Concord-Actor": actor = value; actorCount += 1
         case "Concord-Device": device = value
         case "Concord-Action": action = value
         case "Concord-Clock": clock = value
