@@ -36,6 +36,12 @@ final class SwitchTests: CLITestCase {
         XCTAssertTrue(line.contains("  grandma@ipad (therapist's device)  appended logs/"), line)
         XCTAssertTrue(line.contains("[signature: good]"), line)
         try concordOK(["verify"], as: parent, in: profile)
+        // Membership commands act as the device's owner, whoever acts: a commit the others accept.
+        let spare = try makePerson("spare", device: "spare")
+        let spareKey = try concordOK(["identity", "show", "--public-key"], as: spare).stdout.trimmingCharacters(in: .newlines)
+        try concordOK(["devices", "add", "--name", "spare", "--key", spareKey], as: therapist, in: profile)
+        XCTAssertEqual(try gitOK(["log", "-1", "--format=%(trailers:key=Concord-Actor,valueonly)"], in: profile), "therapist")
+        try concordOK(["verify"], as: parent, in: profile)
 
         // Only active members; back to the owner, who edits vocabulary again.
         try assertRefusedWithoutChange(["switch", "nobody"], as: therapist, profile: profile, mentions: ["nobody"])

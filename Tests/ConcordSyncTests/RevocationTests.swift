@@ -118,6 +118,28 @@ final class RevocationTests: SyncTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: scene.otherProfile.path), "the revoked device kept its copy")
     }
 
+    /// A remote rewound to a commit where Bob was revoked, after he was invited again and synced:
+    /// his device reports the rewind and pushes its history back; it does not take the old
+    /// revocation for a new one and delete its copy.
+    func testARewindToAnOldRevocationDoesNotRemoveAReinvitedDevice() throws {
+        let scene = try makeTwoDevices(other: ("bob", "tablet"), role: "editor")
+        try concordOK(["revoke", "bob"], as: scene.owner, in: scene.ownerProfile)
+        try concordOK(["sync"], as: scene.owner, in: scene.ownerProfile)
+        let revocation = try XCTUnwrap(try remoteMain(scene.remote))
+        try concordOK(["members", "add", "bob", "--role", "editor", "--key", scene.other.publicKeyLine, "--device", "tablet"],
+                      as: scene.owner, in: scene.ownerProfile)
+        try concordOK(["sync"], as: scene.owner, in: scene.ownerProfile)
+        XCTAssertEqual(try syncJSON(scene.other, in: scene.otherProfile).sent, 0)
+        let current = try XCTUnwrap(try remoteMain(scene.remote))
+        // The server goes back to the revocation.
+        try gitOK(["update-ref", "refs/heads/main", revocation], in: scene.remote.bare)
+        let synced = try concord(["sync"], as: scene.other, in: scene.otherProfile)
+        XCTAssertEqual(synced.status, 0, synced.summary)
+        XCTAssertTrue(synced.stdout.contains("went back") || synced.stderr.contains("went back"), synced.summary)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: scene.otherProfile.path), "the re-invited device kept its copy")
+        XCTAssertEqual(try remoteMain(scene.remote), current, "the device pushed its history back")
+    }
+
     private func wait(_ seconds: TimeInterval, _ condition: () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {

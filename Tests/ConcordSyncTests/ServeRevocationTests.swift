@@ -68,6 +68,14 @@ final class ServeRevocationTests: ConcordServeTestCase {
         try concordOK(["members", "add", "carol", "--role", "viewer", "--key", carol.publicKeyLine, "--device", "phone"], as: alice, in: aliceProfile)
         try concordOK(["sync"], as: alice, in: aliceProfile)
         XCTAssertEqual(try gitOK(["rev-parse", view], in: host.repository("kid")), revocation, "the late view is the revocation commit")
+        // Invited again, Bob has no view; revoked a second time, his view is that second revocation.
+        try concordOK(["members", "add", "bob", "--role", "editor", "--key", bob.publicKeyLine, "--device", "phone"], as: alice, in: aliceProfile)
+        try concordOK(["sync"], as: alice, in: aliceProfile)
+        XCTAssertNotEqual(try git(["rev-parse", "--verify", "--quiet", view], in: host.repository("kid")).status, 0, "the old view is gone")
+        try concordOK(["revoke", "bob"], as: alice, in: aliceProfile)
+        let second = try gitOK(["rev-parse", "HEAD"], in: aliceProfile)
+        try concordOK(["sync"], as: alice, in: aliceProfile)
+        XCTAssertEqual(try gitOK(["rev-parse", view], in: host.repository("kid")), second)
 
         // Without a recorded view (a repository from before views), the revoked key is refused outright.
         try gitOK(["update-ref", "-d", view], in: host.repository("kid"))

@@ -44,7 +44,7 @@ public struct Members {
     /// gives the member as they should be and what happened to them (nil: nothing changed, so
     /// nothing is committed). The allowed-signers file is regenerated afterwards.
     func commitMember(as identity: Identity, _ body: () throws -> (member: Member, action: ChangeAction?)) throws -> WriteResult<Member> {
-        let result = try profile.records.write(as: identity) { transaction -> Member in
+        let result = try profile.records.write(as: identity, asOwner: true) { transaction -> Member in
             let (member, action) = try body()
             if let action {
                 transaction.stage(ProfilePaths.member(member.name), member.json.canonicalBytes(),

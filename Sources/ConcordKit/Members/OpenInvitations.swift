@@ -32,7 +32,7 @@ extension Members {
         let id = (0..<8).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         let document = OpenInvitation(id: id, role: role, uses: uses, expiresAt: HLClock.formatInstant(now + expiresIn * 1000),
                                       invitedBy: identity.member, invitedAt: HLClock.formatInstant(now), key: oneTime.publicKey)
-        let result = try profile.records.write(as: identity) { transaction in
+        let result = try profile.records.write(as: identity, asOwner: true) { transaction in
             try authorizeAdmin(identity, action: "opening an invitation")
             transaction.stage(ProfilePaths.invitation(id), document.json.canonicalBytes(),
                               RecordChange(kind: "invitations", id: id, action: .added))

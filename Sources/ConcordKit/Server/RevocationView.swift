@@ -14,9 +14,9 @@ import Foundation
 /// member revoked there, and ends (`ConcordError.accessRemoved`). It reads nothing it could not
 /// have read just before the revocation; it writes nothing (`git-receive-pack` stays refused).
 ///
-/// The post-receive of every push that changes the members sets the ref for each member revoked
-/// at the new main who has none yet (or whose ref shows them not revoked: revoked again after a
-/// re-invitation): the oldest commit on the new main's first-parent line from which on the member
+/// The post-receive of every push that changes the members deletes the view of a member who is
+/// no longer revoked (invited again), and sets the ref for each member revoked at the new main who
+/// has none: the oldest commit on the new main's first-parent line from which on the member
 /// stays revoked and that still contains the main before the push. So the view descends from
 /// every main the device fetched (it is a fast-forward for it, not a rewritten history), and shows
 /// nothing of what others pushed after. Members' devices never see these refs (`transfer.hideRefs`).
@@ -35,6 +35,10 @@ enum RevocationView {
     /// Sets the view of every member revoked in `membership` (main's, at `tip`, pushed over `old`)
     /// that lacks a good one.
     static func record(_ membership: Membership, tip: ObjectID, old: ObjectID?, in repository: Repository) throws {
+        // A member no longer revoked (invited again) loses the old view, so a later revocation gets its own.
+        for member in membership.members.values where member.status != .revoked {
+            if try repository.resolveReference(ref(member: member.name)) != nil { try repository.deleteReference(ref(member: member.name)) }
+        }
         for member in membership.members.values where member.status == .revoked {
             let ref = ref(member: member.name)
             if let current = try repository.resolveReference(ref), try status(of: member.name, at: current, in: repository) == .revoked {

@@ -29,6 +29,7 @@ public struct Sync {
         var resolved = [ResolvedConflict]()
         var unresolved = [UnresolvedFile]()
         var warnings = [String]()
+        var rewound = false
         for attempt in 1...Profile.maxSyncAttempts {
             let before = try gitCall { try repository.resolveReference("HEAD") }
             let lastFetched = try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) }
@@ -40,6 +41,7 @@ public struct Sync {
                     try gitCall { try repository.deleteReference(Profile.trackingRef(remote)) }
                 } else if let remoteTip, remoteTip != lastFetched, try gitCall({ try repository.isAncestor(remoteTip, of: lastFetched) }) {
                     warnings.append("\(remote)'s main went back from \(lastFetched.short) to \(remoteTip.short) (rewound on the server); this device's history is pushed back")
+                    rewound = true
                 } else if let remoteTip, remoteTip != lastFetched, try !gitCall({ try repository.isAncestor(lastFetched, of: remoteTip) }) {
                     // Neither a rewind nor new commits on what this device had: history replaced on
                     // the server. Nothing of it is merged, and the tracking ref goes back, so the next
@@ -53,7 +55,9 @@ public struct Sync {
             }
             if let remoteTip {
                 // A revocation of this device's member is final: nothing of theirs is merged or pushed.
-                try profile.members.checkAccess(at: remoteTip, for: identity)
+                // Not when main went back: what a rewound main says is older than what this device
+                // already fetched (a server replaying a revocation from before a re-invitation).
+                if !rewound { try profile.members.checkAccess(at: remoteTip, for: identity) }
                 if let before { received += try gitCall { try repository.aheadBehind(local: before, upstream: remoteTip).behind } }
                 let report = try profile.mergeLocked(remoteTip, as: identity)
                 changed += report.changedFiles
