@@ -21,14 +21,7 @@ enum PropagationBenchmark {
     static func runThroughServe(_ context: BenchContext) throws -> ScenarioResult {
         let fleet = try Fleet.make(context, throughServe: true)
         defer { fleet.devices.stop() }
-        let watchers = try fleet.startWatchers(context)
-        defer { for watcher in watchers { watcher.child.stop(grace: 5) } }
-        context.progress("B4S A puts \(recordCount) records with \(gapRange.lowerBound)–\(gapRange.upperBound) s gaps (seed \(seed)); ~75 s")
-        let (latencies, early, putTimes) = try measure(context, fleet: fleet, watchers: watchers)
-        for watcher in watchers {
-            let status = watcher.child.stop(grace: 10)
-            guard status == 0 else { throw BenchError("concord watch on \(watcher.name) exited \(status) after SIGTERM:\n\(watcher.tail)") }
-        }
+        let (latencies, early, putTimes, _) = try propagate(context, fleet: fleet, id: "B4S")
         return ScenarioResult(
             scenario: context.scenario,
             rows: [
@@ -50,25 +43,7 @@ enum PropagationBenchmark {
     static func run(_ context: BenchContext) throws -> ScenarioResult {
         let fleet = try Fleet.make(context)
         defer { fleet.devices.stop() }
-        let watchers = try fleet.startWatchers(context)
-        defer { for watcher in watchers { watcher.child.stop(grace: 5) } }
-
-        context.progress("B4 A puts \(recordCount) records with \(gapRange.lowerBound)–\(gapRange.upperBound) s gaps (seed \(seed)); ~75 s")
-        let (latencies, early, putTimes) = try measure(context, fleet: fleet, watchers: watchers)
-
-        // Both watchers stop cleanly on SIGTERM and reported no errors; B's commit holds every record.
-        for watcher in watchers {
-            let status = watcher.child.stop(grace: 10)
-            guard status == 0 else { throw BenchError("concord watch on \(watcher.name) exited \(status) after SIGTERM:\n\(watcher.tail)") }
-            let errors = watcher.events().filter { $0["event"] as? String == "error" }
-            guard errors.isEmpty else { throw BenchError("concord watch on \(watcher.name) reported errors:\n\(watcher.tail)") }
-        }
-        let committed = try context.git.run(["ls-tree", "-r", "--name-only", "HEAD", "\(VocabularyData.kind)/"], in: fleet.profileB,
-                                            what: "git ls-tree on B").output.split(separator: "\n").count
-        guard committed == recordCount else {
-            throw BenchError("B's HEAD holds \(committed) \(VocabularyData.kind) records after the run, expected \(recordCount)")
-        }
-        let synced = watchers.map { watcher in watcher.events().filter { $0["event"] as? String == "synced" }.count }
+        let (latencies, early, putTimes, synced) = try propagate(context, fleet: fleet, id: "B4")
         let rounds = try measureSyncRounds(context, fleet: fleet)
 
         let scenario = context.scenario
@@ -125,6 +100,31 @@ enum PropagationBenchmark {
 
     /// After the run: a few `concord sync`s on A right after a put (fetch + push over ssh) and on B
     /// with nothing new (one fetch), timed, to put numbers on the parts of a propagation.
+    /// Starts both devices' watches, times A's puts until each arrives in B's working tree
+    /// (`measure`), then checks the run, for B4 and B4S alike: both watchers exit 0 on SIGTERM with
+    /// no `error` event, and B's HEAD holds every record. Returns the latencies, the records that
+    /// arrived before their put exited, the puts' own times, and how often each watch synced.
+    static func propagate(_ context: BenchContext, fleet: Fleet, id: String) throws
+        -> (latencies: Samples, early: Int, putTimes: Samples, synced: [Int]) {
+        let watchers = try fleet.startWatchers(context)
+        defer { for watcher in watchers { watcher.child.stop(grace: 5) } }
+        context.progress("\(id) A puts \(recordCount) records with \(gapRange.lowerBound)–\(gapRange.upperBound) s gaps (seed \(seed)); ~75 s")
+        let (latencies, early, putTimes) = try measure(context, fleet: fleet, watchers: watchers)
+        for watcher in watchers {
+            let status = watcher.child.stop(grace: 10)
+            guard status == 0 else { throw BenchError("concord watch on \(watcher.name) exited \(status) after SIGTERM:\n\(watcher.tail)") }
+            let errors = watcher.events().filter { $0["event"] as? String == "error" }
+            guard errors.isEmpty else { throw BenchError("concord watch on \(watcher.name) reported errors:\n\(watcher.tail)") }
+        }
+        let committed = try context.git.run(["ls-tree", "-r", "--name-only", "HEAD", "\(VocabularyData.kind)/"], in: fleet.profileB,
+                                            what: "git ls-tree on B").output.split(separator: "\n").count
+        guard committed == recordCount else {
+            throw BenchError("B's HEAD holds \(committed) \(VocabularyData.kind) records after the run, expected \(recordCount)")
+        }
+        let synced = watchers.map { watcher in watcher.events().filter { $0["event"] as? String == "synced" }.count }
+        return (latencies, early, putTimes, synced)
+    }
+
     static func measureSyncRounds(_ context: BenchContext, fleet: Fleet) throws -> (push: Samples, fetch: Samples) {
         var push = Samples(), fetch = Samples()
         for round in 0..<3 {
