@@ -127,11 +127,19 @@ enum AuditTime {
 
     /// `2026-11-24 14:30:05` in local time, or `2026-11-24 14:30:05Z` in UTC.
     static func format(_ seconds: Int64, utc: Bool) -> String {
+        (utc ? utcFormatter : localFormatter).string(from: Date(timeIntervalSince1970: TimeInterval(seconds))) + (utc ? "Z" : "")
+    }
+
+    /// Made once per process, not once per line: a log prints one time per commit.
+    private static let localFormatter = lineFormatter(TimeZone.current)
+    private static let utcFormatter = lineFormatter(TimeZone(identifier: "UTC")!)
+
+    private static func lineFormatter(_ zone: TimeZone) -> DateFormatter {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = utc ? TimeZone(identifier: "UTC") : TimeZone.current
+        formatter.timeZone = zone
         formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
-        return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(seconds))) + (utc ? "Z" : "")
+        return formatter
     }
 
     /// `member@device`, and whose device it was when another member acted on it: `grandma@tablet (parent's device)`.

@@ -99,9 +99,11 @@ public struct History {
             try repository.walkHistory(from: head) { commit in
                 if let since = filter.since, commit.author.time < since { return true }
                 if let until = filter.until, commit.author.time >= until { return true }
-                if let member = filter.member, (CommitTrailers(message: commit.message).actor ?? commit.author.name) != member { return true }
-                if let record, try !touches(commit, record.kind, record.id) { return true }
-                var entry = try entry(for: commit, keys: keys)
+                // Each commit's trailers are read once, for the filters and the entry.
+                let trailers = CommitTrailers(message: commit.message)
+                if let member = filter.member, (trailers.actor ?? commit.author.name) != member { return true }
+                if let record, try !touches(commit, trailers: trailers, record.kind, record.id) { return true }
+                var entry = try entry(for: commit, trailers: trailers, keys: keys)
                 entry.changes = try changes(of: commit, records: entry.records)
                 entries.append(entry)
                 return filter.limit.map { entries.count < $0 } ?? true
@@ -134,8 +136,7 @@ public struct History {
         }
     }
 
-    private func touches(_ commit: Commit, _ kind: RecordKind, _ id: RecordID) throws -> Bool {
-        let trailers = CommitTrailers(message: commit.message)
+    private func touches(_ commit: Commit, trailers: CommitTrailers, _ kind: RecordKind, _ id: RecordID) throws -> Bool {
         if kind.policy == .append {
             if trailers.records.contains("\(kind.name)/\(id)") { return true }
             // Big commits list a count instead of each record: look for the entry in the day files they changed.
@@ -163,8 +164,7 @@ public struct History {
         return false
     }
 
-    private func entry(for commit: Commit, keys: [String: Set<SSHPublicKey>]) throws -> HistoryEntry {
-        let trailers = CommitTrailers(message: commit.message)
+    private func entry(for commit: Commit, trailers: CommitTrailers, keys: [String: Set<SSHPublicKey>]) throws -> HistoryEntry {
         let member = trailers.actor ?? commit.author.name
         let (signature, signedBy) = try signatureStatus(commit, member: member, keys: keys)
         return HistoryEntry(

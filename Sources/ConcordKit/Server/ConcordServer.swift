@@ -116,7 +116,7 @@ public struct ConcordServer: Sendable {
         /// A revoked member's git namespace (`GIT_NAMESPACE`), whose main is the one they may read; nil for everyone else.
         public let namespace: String?
         /// The ref whose moves `concord-wait` reports.
-        public var mainRef: String { namespace.map { "refs/namespaces/\($0)/refs/heads/main" } ?? "refs/heads/main" }
+        public var mainRef: String { namespace.map(RevocationView.ref(namespace:)) ?? "refs/heads/main" }
     }
 
     /// The refs `git-upload-pack` and `git-receive-pack` hide from members (revoked members' views).

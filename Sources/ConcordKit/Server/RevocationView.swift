@@ -27,7 +27,10 @@ enum RevocationView {
     }
 
     /// The full name of `member`'s view of main in a profile's repository.
-    static func ref(member: String) -> String { "refs/namespaces/\(namespace(member: member))/refs/heads/main" }
+    static func ref(member: String) -> String { ref(namespace: namespace(member: member)) }
+
+    /// The name of main in git namespace `namespace`.
+    static func ref(namespace: String) -> String { "refs/namespaces/\(namespace)/refs/heads/main" }
 
     /// The namespace root every view lives under; hidden from everyone else's fetches and pushes.
     static let hiddenRefs = "refs/namespaces/"
