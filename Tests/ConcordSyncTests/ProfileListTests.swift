@@ -97,6 +97,14 @@ final class ProfileListTests: SyncTestCase {
             XCTAssertEqual(listed.first?["role"] as? String, "admin")
         }
         try concordOK(["verify"], as: phone, in: mine)
+
+        // A copy moved away outside concord is listed as missing, with where it was.
+        let moved = sandbox.appendingPathComponent("personal-moved")
+        try FileManager.default.moveItem(at: mine, to: moved)
+        fsckAtEnd.removeAll { $0 == mine }
+        let listed = try profilesJSON(phone)
+        XCTAssertEqual(listed.first?["access"] as? String, "missing", "\(listed)")
+        XCTAssertTrue((listed.first?["note"] as? String)?.contains("no profile at \(mine.path)") == true, "\(listed)")
     }
 
     private func profilesJSON(_ device: SyncDevice) throws -> [[String: Any]] {
