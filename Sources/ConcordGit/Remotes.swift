@@ -188,6 +188,14 @@ extension Repository {
         return try SSHRefAdvertisement.heads(url: url, options: options, waitingFor: (known, seconds))["refs/heads/main"]
     }
 
+    /// Runs a concord server's verb `verb` for the repository at ssh `url` (`concord-notice`,
+    /// `concord-destroy`), sending `input`; returns what it printed (at most `limit` bytes). A
+    /// server that says no (or runs no concord) throws `TransportFailure.refused` with its message.
+    public static func runServerVerb(_ verb: String, url: String, input: [UInt8] = [], limit: Int = 64 * 1024,
+                                     options: TransportOptions) throws -> [UInt8] {
+        try SSHRefAdvertisement.run(verb: verb, url: url, input: input, limit: limit, options: options)
+    }
+
     public static func localRemoteHead(at path: String, ref: String) throws -> ObjectID? {
         try SourceObjects.reference(ref, gitDirectory: SourceObjects.gitDirectory(of: path))
     }

@@ -30,6 +30,24 @@ enum SSHRefAdvertisement {
     /// concord server's `concord-wait` instead of `git-upload-pack`: it answers once main is no
     /// longer `known` (or after `seconds`), with the same advertisement.
     static func heads(url: String, options: TransportOptions, waitingFor: (known: ObjectID?, seconds: Int)? = nil) throws -> [String: ObjectID] {
+        let (connection, path) = try connect(url: url, options: options)
+        if let waitingFor {
+            let known = waitingFor.known?.hex ?? String(repeating: "0", count: 40)
+            return try connection.advertisedRefs(command: "concord-wait '\(path)' \(known) \(waitingFor.seconds)")
+        }
+        return try connection.advertisedRefs(command: "git-upload-pack '\(path)'")
+    }
+
+    /// Runs `<verb> '<path>'` (a concord server's own verb, such as `concord-notice`) on the server
+    /// of ssh `url`, writes `input` to it, and returns what it printed, at most `limit` bytes. A
+    /// command that exits non-zero throws `.refused` with what it said on stderr.
+    static func run(verb: String, url: String, input: [UInt8], limit: Int, options: TransportOptions) throws -> [UInt8] {
+        let (connection, path) = try connect(url: url, options: options)
+        return try connection.output(command: "\(verb) '\(path)'", input: input, limit: limit)
+    }
+
+    /// An authenticated connection to the server of ssh `url`, and the path it names.
+    private static func connect(url: String, options: TransportOptions) throws -> (Connection, String) {
         guard let components = URLComponents(string: url), components.scheme == "ssh",
               let host = components.host, !host.isEmpty, !components.path.isEmpty else {
             throw GitError(function: "URLComponents", code: .other(-1), message: "malformed ssh URL \(url)",
@@ -45,11 +63,7 @@ enum SSHRefAdvertisement {
         let connection = try Connection(host: host, port: components.port ?? 22, options: options)
         try connection.verifyHostKey(host: host)
         try connection.authenticate(user: user)
-        if let waitingFor {
-            let known = waitingFor.known?.hex ?? String(repeating: "0", count: 40)
-            return try connection.advertisedRefs(command: "concord-wait '\(path)' \(known) \(waitingFor.seconds)")
-        }
-        return try connection.advertisedRefs(command: "git-upload-pack '\(path)'")
+        return (connection, path)
     }
 
     /// The host key types of `lines` (OpenSSH known_hosts lines `host type key`), in order,
@@ -174,6 +188,54 @@ enum SSHRefAdvertisement {
                 if count == 0 { throw try endedEarly(channel, spoke: !reader.isEmpty) }
                 try reader.append(buffer[0..<count])
             }
+        }
+
+        /// Runs `command` on one channel, sends `input` and end-of-file, and reads its output to the
+        /// end (at most `limit` bytes). Exit status 0: the output; otherwise `.refused` with its stderr.
+        func output(command: String, input: [UInt8], limit: Int) throws -> [UInt8] {
+            guard let channel = libssh2_channel_open_ex(session, "session", 7, 2 << 20, 32_768, nil, 0) else {
+                throw failure("libssh2_channel_open_ex", "Failed to open SSH channel", lastCode)
+            }
+            defer {
+                _ = libssh2_channel_close(channel)
+                _ = libssh2_channel_free(channel)
+            }
+            let started = libssh2_channel_process_startup(channel, "exec", 4, command, UInt32(command.utf8.count))
+            if started != 0 { throw failure("libssh2_channel_process_startup", "SSH could not execute request", started) }
+            var sent = 0
+            while sent < input.count {
+                let count = input[sent...].withUnsafeBytes {
+                    libssh2_channel_write_ex(channel, 0, $0.baseAddress?.assumingMemoryBound(to: CChar.self), $0.count)
+                }
+                if count < 0 { throw failure("libssh2_channel_write_ex", "SSH could not write data", Int32(count)) }
+                sent += count
+            }
+            _ = libssh2_channel_send_eof(channel)
+            func readAll(_ stream: Int32) throws -> [UInt8] {
+                var data = [UInt8]()
+                var buffer = [UInt8](repeating: 0, count: 16_384)
+                while true {
+                    let count = buffer.withUnsafeMutableBytes {
+                        libssh2_channel_read_ex(channel, stream, $0.baseAddress?.assumingMemoryBound(to: CChar.self), $0.count)
+                    }
+                    if count < 0 { throw failure("libssh2_channel_read_ex", "SSH could not read data", Int32(count)) }
+                    if count == 0 { return data }
+                    data += buffer[0..<count]
+                    guard data.count <= limit else {
+                        throw GitError(function: "libssh2_channel_read_ex", code: .other(-1), message: "the server's answer is over \(limit) bytes",
+                                       errorClass: Int32(GIT_ERROR_SSH.rawValue))
+                    }
+                }
+            }
+            let output = try readAll(0)
+            let errors = try readAll(Int32(SSH_EXTENDED_DATA_STDERR))
+            _ = libssh2_channel_close(channel)
+            _ = libssh2_channel_wait_closed(channel)
+            guard libssh2_channel_get_exit_status(channel) == 0 else {
+                let message = String(decoding: errors, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                throw TransportFailure.refused(message.isEmpty ? "'\(command)' failed on the server" : message)
+            }
+            return output
         }
 
         /// The error for a server whose output ended before the advertisement did: what it said on

@@ -58,6 +58,9 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     case lastAdmin(member: String, profile: String)
     /// The remote's main revokes this device's member (`by` is the admin who did).
     case accessRemoved(member: String, by: String, profile: String)
+    /// An Admin deleted the profile everywhere (`concord destroy`): the remote holds only their
+    /// signed deletion notice (`DeletionNotice`), which this device checked. `by` is `member@device`.
+    case profileDeleted(profile: String, by: String, at: String)
     /// The remote's main no longer contains what this device last fetched from it (history replaced).
     case remoteRewritten(remote: String, was: String, now: String)
     /// An invitation that cannot be accepted (expired, used, withdrawn, altered, or for another history or key).
@@ -169,6 +172,9 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
         case .accessRemoved(let member, let admin, let profile):
             return ("access removed: \(admin) revoked your access to \(profile)",
                     "\(member)'s edits that had not reached the remote before it are not accepted by anyone")
+        case .profileDeleted(let profile, let by, let at):
+            return ("profile deleted: \(by) deleted \(profile) at \(at)",
+                    "its remote keeps only the signed deletion notice; data already on other devices is not recalled")
         case .invalidCommit(let commit, let path, let reason):
             return ("invalid commit \(commit):\(path.map { " \($0):" } ?? "") \(reason)", "refused, nothing here changed; the remote "
                     + "holds a commit Concord will not accept: ask the profile's admin to find who pushed it and restore the remote's main")

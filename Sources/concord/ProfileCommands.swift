@@ -116,3 +116,59 @@ struct Switch: ParsableCommand {
         }
     }
 }
+
+struct Destroy: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Delete a profile everywhere concord can (Admin): every remote's repository, then this device's copy.",
+        discussion: """
+            Signs a deletion notice with this device's key and leaves it where each remote's repository was: a path \
+            remote's directory keeps only the notice; a concord server deletes the repository (through concord serve) \
+            and keeps the notice for the members' devices. Every other device checks the notice on its next sync \
+            (signed by a key of an active Admin in the membership it holds, for this profile and history), removes its \
+            copy and reports "profile deleted" (exit 4). A remote that cannot be reached, or a stock ssh + git server \
+            (it cannot delete), is reported, and this device's copy is kept so that running destroy again finishes \
+            the job; 'concord remote remove NAME' first for a remote you will delete by hand. Data already synced to \
+            other people's devices, and their saved exports, are not recalled.
+            """)
+
+    @OptionGroup var profile: ProfileOption
+    @Flag(help: "Confirm: delete the profile and its whole history everywhere.") var yes = false
+    @Flag(help: "Print the result as JSON.") var json = false
+
+    func run() throws {
+        let profile = try profile.open()
+        let identity = try loadIdentity()
+        let name = profile.info.name, path = profile.root.path
+        guard yes else {
+            throw ValidationError("destroy deletes \"\(name)\" and its history on every remote and on this device: run it again with --yes")
+        }
+        let notice = try profile.deletionNotice(as: identity)
+        var deleted = [(remote: String, what: String)]()
+        var failures = [(remote: String, error: Error)]()
+        for remote in try profile.sync.remotes() {
+            do { deleted.append((remote.name, try profile.deleteRemote(remote.name, notice: notice, as: identity))) } catch {
+                failures.append((remote.name, error))
+            }
+        }
+        let copyDeleted = failures.isEmpty
+        if copyDeleted {
+            try profile.removeLocalCopy(unsentTo: "", removedBecause: "deleted: you deleted it at \(notice.deletedAt)", savingUnsent: false)
+        }
+        if json {
+            printJSON(.object([
+                "profile": .string(name), "path": .string(path), "copyDeleted": .bool(copyDeleted),
+                "deleted": .array(deleted.map { .object(["remote": .string($0.remote), "what": .string($0.what)]) }),
+                "failed": .array(failures.map { .object(["remote": .string($0.remote), "error": .string(describe($0.error))]) }),
+            ]))
+        } else {
+            for item in deleted { print("\(item.remote): \(item.what)") }
+            for failure in failures { print("\(failure.remote): NOT deleted: \(describe(failure.error))") }
+            print(copyDeleted ? "deleted \"\(name)\": this device's copy at \(path) is gone; other devices remove theirs on their next sync"
+                  : "\"\(name)\" is not deleted everywhere: this device's copy at \(path) is kept; run 'concord destroy --yes' again "
+                    + "once \(failures.map(\.remote).joined(separator: ", ")) can be reached (or remove a remote you will delete by hand)")
+        }
+        if let failure = failures.first?.error {
+            throw ExitCode((failure as? ConcordError).map(ExitStatus.code(for:)) ?? ExitStatus.failure)
+        }
+    }
+}

@@ -105,6 +105,19 @@ struct Serve: ParsableCommand {
             do {
                 let request = try ServeRequest.parse(environment["SSH_ORIGINAL_COMMAND"])
                 let admitted = try server.admit(request, key: key, now: now)
+                switch request.verb {
+                case .notice:
+                    // `admit` let in one of a deleted profile's members: the Admin's signed notice, which the device checks.
+                    guard let notice = try server.deletionNotice(of: request.profile) else { refuse("\"\(request.profile)\" has not been deleted") }
+                    FileHandle.standardOutput.write(Data(notice))
+                    return
+                case .destroy:
+                    let notice = FileHandle.standardInput.readData(ofLength: DeletionNotice.maxBytes + 1)
+                    try server.destroy(request.profile, key: key, noticeBytes: Array(notice))
+                    print("deleted \"\(request.profile)\"")
+                    return
+                default: break
+                }
                 if request.verb == .wait {
                     let main = ServerWait.wait(repository: admitted.repository, ref: admitted.mainRef, known: request.known,
                                                seconds: request.seconds, clientLeft: ServerWait.standardInputClosed)
@@ -127,6 +140,8 @@ struct Serve: ParsableCommand {
                 refuse("cannot run \(request.verb.rawValue): \(failure)")
             } catch let refusal as ServerRefusal {
                 refuse(refusal.message)
+            } catch {
+                refuse(describe(error))
             }
         }
     }

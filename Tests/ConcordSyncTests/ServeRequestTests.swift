@@ -13,6 +13,8 @@ final class ServeRequestTests: XCTestCase {
             ("git-upload-pack '/kid'", .upload, "kid"),
             ("git-upload-pack '/kid.git/'", .upload, "kid"),
             ("git-receive-pack 'care-team_2'", .receive, "care-team_2"),
+            ("concord-notice '/kid.git'", .notice, "kid"),
+            ("concord-destroy '/kid.git'", .destroy, "kid"),
         ] {
             XCTAssertEqual(try ServeRequest.parse(command), ServeRequest(verb: verb, profile: profile), command)
         }
@@ -50,10 +52,10 @@ final class ServeRequestTests: XCTestCase {
             ("git-upload-pack '../../root/.ssh'", "'..'"),
             ("git-upload-pack '/kid\u{0}.git'", "control character"),
             ("git-upload-pack '/kid\t.git'", "control character"),
-            ("git-upload-archive '/kid.git'", "only git-upload-pack, git-receive-pack and concord-wait"),
-            ("git upload-pack '/kid.git'", "only git-upload-pack, git-receive-pack and concord-wait"),
-            ("scp -t /tmp", "only git-upload-pack, git-receive-pack and concord-wait"),
-            ("sh", "only git-upload-pack, git-receive-pack and concord-wait"),
+            ("git-upload-archive '/kid.git'", "only git-upload-pack, git-receive-pack, concord-wait, concord-notice and concord-destroy"),
+            ("git upload-pack '/kid.git'", "only git-upload-pack, git-receive-pack, concord-wait, concord-notice and concord-destroy"),
+            ("scp -t /tmp", "only git-upload-pack, git-receive-pack, concord-wait, concord-notice and concord-destroy"),
+            ("sh", "only git-upload-pack, git-receive-pack, concord-wait, concord-notice and concord-destroy"),
             ("git-upload-pack /kid.git", "single quotes"),
             ("git-upload-pack '/kid.git' '/other.git'", "lower-case letters"),
             ("git-upload-pack '/kid.git", "single quotes"),

@@ -116,11 +116,12 @@ public final class Profile {
     /// reached `remote` are not lost silently: the profile is first exported as a dump under
     /// `$CONCORD_HOME/saved/`, whose path is returned (nil when there was nothing unsent).
     /// `removedBecause` keeps the profile listed in the registry as removed, with that reason
-    /// (a revocation); nil forgets it (the member left).
+    /// (a revocation); nil forgets it (the member left). `savingUnsent` false saves nothing (the
+    /// Admin deleting the profile everywhere).
     @discardableResult
-    public func removeLocalCopy(unsentTo remote: String, removedBecause reason: String? = nil) throws -> URL? {
+    public func removeLocalCopy(unsentTo remote: String, removedBecause reason: String? = nil, savingUnsent: Bool = true) throws -> URL? {
         var saved: URL?
-        if try localCommits(remote) > 0 {
+        if try savingUnsent && localCommits(remote) > 0 {
             let directory = environment.home.appendingPathComponent("saved")
             let stamp = HLClock.formatInstant(environment.wallClock()).replacingOccurrences(of: ":", with: "")
             let file = directory.appendingPathComponent("\(info.id)-\(stamp).json")

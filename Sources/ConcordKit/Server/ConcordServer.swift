@@ -89,13 +89,16 @@ public struct ConcordServer: Sendable {
     /// The names of the profiles this server holds, sorted.
     func profileNames() throws -> [String] {
         let directory = root.appendingPathComponent(Self.repositoriesDirectory).path
-        return ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
-            .filter { $0.hasSuffix(".git") }.map { String($0.dropLast(4)) }
-            .filter { ServeRequest.nameProblem($0) == nil }.sorted()
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        let repositories = entries.filter { $0.hasSuffix(".git") }.map { String($0.dropLast(4)) }
+        let deleted = entries.filter { $0.hasSuffix(ServerDeletion.suffix) }.map { String($0.dropLast(ServerDeletion.suffix.count)) }
+        return Set(repositories + deleted).filter { ServeRequest.nameProblem($0) == nil }.sorted()
     }
 
-    /// The membership at profile `name`'s main, or nil when it has no repository or no main yet.
+    /// The membership at profile `name`'s main, or nil when it has no repository or no main yet;
+    /// for a deleted profile, its members at the deletion, all revoked (`ServerDeletion`).
     func membership(of name: String) throws -> Membership? {
+        if let deletion = try deletion(of: name) { return deletion.membership }
         let path = repositoryPath(name)
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         return try gitCall {
@@ -126,6 +129,17 @@ public struct ConcordServer: Sendable {
     /// profile, creates its repository. A revoked member is let in only when the post-receive has
     /// recorded the view of their revocation (`RevocationView`).
     public func admit(_ request: ServeRequest, key: String, now: Int64) throws -> Admitted {
+        if let deletion = try deletion(of: request.profile) {
+            // A deleted profile: its members' devices may read the notice (and an Admin finish the deletion); nothing else.
+            guard deletion.knows(key) else {
+                throw ServerRefusal("no profile \"\(request.profile)\" here that the key \(key) may read: ask the profile's admin to add this device")
+            }
+            guard request.verb == .notice || request.verb == .destroy else { throw deletion.refusal(profile: request.profile) }
+            return Admitted(repository: deletionPath(request.profile), grant: .revoked, namespace: nil)
+        }
+        if request.verb == .notice {
+            throw ServerRefusal("\"\(request.profile)\" has not been deleted: there is no deletion notice to give")
+        }
         let membership = try membership(of: request.profile)
         switch ServerAccess.decide(request, key: key, isAdminKey: isAdminKey(key), profile: membership.map { .present($0) } ?? .absent, now: now) {
         case .failure(let refusal):

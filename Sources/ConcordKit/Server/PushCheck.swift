@@ -87,7 +87,7 @@ public struct PushCheck {
         case .failure(let refusal): throw refusal
         case .success(let admitted): admission = admitted
         }
-        let profileID = try current.flatMap { try readProfileID(in: repository, at: $0) }
+        let profileID = try current.flatMap { try Self.readProfileID(in: repository, at: $0) }
         for update in updates {
             guard let new = update.new else { continue }
             // A push that raced another (`old` is not the main now) is checked all the same; git then
@@ -145,7 +145,7 @@ public struct PushCheck {
     }
 
     /// The profile id in `.concord/profile.json` at `commit`, or nil when it has none that reads.
-    private func readProfileID(in repository: Repository, at commit: ObjectID) throws -> String? {
+    static func readProfileID(in repository: Repository, at commit: ObjectID) throws -> String? {
         guard let entry = try repository.entry(at: ProfilePaths.profile, inTree: try repository.commit(commit).tree), entry.kind == .blob else {
             return nil
         }

@@ -1,8 +1,9 @@
 import ConcordGit
 /// What a device asks a concord server for, read from sshd's `SSH_ORIGINAL_COMMAND`: git's own
 /// `git-upload-pack '<profile>'` (fetch, clone) or `git-receive-pack '<profile>'` (push), or
-/// `concord-wait '<profile>' <main> <seconds>` (wait for main to move), nothing else. The command is read strictly, as gitolite reads it: one line of at most 256 bytes, one of
-/// the two verbs, one space, the profile in single quotes (`'/kid.git'`, `'kid.git'`, `'kid'`: a
+/// `concord-wait '<profile>' <main> <seconds>` (wait for main to move), `concord-notice '<profile>'`
+/// (a deleted profile's notice) or `concord-destroy '<profile>'` (delete it), nothing else. The
+/// command is read strictly, as gitolite reads it: one line of at most 256 bytes, one of the verbs, one space, the profile in single quotes (`'/kid.git'`, `'kid.git'`, `'kid'`: a
 /// leading `/`, a trailing `.git` and `/` are dropped), and a profile name of lower-case letters,
 /// digits, `-` and `_` (at most 64, starting with a letter or digit). Anything else — a newline,
 /// `;`, `..`, another verb, a long or odd name — is refused before any file is touched.
@@ -15,6 +16,10 @@ public struct ServeRequest: Sendable, Equatable {
         /// concord-wait: hold the connection until the profile's main moves from `known` (or
         /// `seconds` pass), then answer with its ref advertisement (live updates for `watch`).
         case wait = "concord-wait"
+        /// concord-notice: print the signed deletion notice of a profile an Admin deleted.
+        case notice = "concord-notice"
+        /// concord-destroy: delete the profile; an Admin's signed deletion notice comes on stdin.
+        case destroy = "concord-destroy"
     }
 
     public let verb: Verb
@@ -52,10 +57,10 @@ public struct ServeRequest: Sendable, Equatable {
         if command.contains(";") { throw ServerRefusal("refused a command with ';' in it: one git command per connection") }
         if command.contains("..") { throw ServerRefusal("refused a command with '..' in it: profiles are named, not reached by path") }
         guard let space = command.firstIndex(of: " ") else {
-            throw ServerRefusal("refused '\(command)': only git-upload-pack, git-receive-pack and concord-wait are served")
+            throw ServerRefusal("refused '\(command)': only git-upload-pack, git-receive-pack, concord-wait, concord-notice and concord-destroy are served")
         }
         guard let verb = Verb(rawValue: String(command[..<space])) else {
-            throw ServerRefusal("refused '\(command[..<space])': only git-upload-pack, git-receive-pack and concord-wait are served")
+            throw ServerRefusal("refused '\(command[..<space])': only git-upload-pack, git-receive-pack, concord-wait, concord-notice and concord-destroy are served")
         }
         var argument = command[command.index(after: space)...]
         var known: ObjectID?

@@ -9,6 +9,9 @@ import ConcordTrust
 ///   must read the profile to accept), or an open invitation's one-time key while it has places
 ///   left and has not expired. Nobody else, the server's admin key included.
 /// - `concord-wait` (live updates): whoever may read.
+/// - `concord-destroy` (delete the profile): an active member (`ConcordServer.destroy` then
+///   requires an active Admin's key and their signed notice).
+/// - `concord-notice`: decided before this, by `ConcordServer.admit` (a deleted profile's members).
 /// - `git-receive-pack` (write): an active member (every member may write something: at least
 ///   their own device keys; the `pre-receive` hook judges each commit); a pending invitation's key,
 ///   for its acceptance only (the hook checks that).
@@ -39,7 +42,7 @@ enum ServerAccess {
         let noAccess = ServerRefusal("no profile \"\(request.profile)\" here that the key \(key) may "
                                      + (request.verb == .receive ? "write" : "read") + ": ask the profile's admin to add this device")
         guard case .present(let membership) = profile else {
-            return isAdminKey && request.verb != .wait ? .success(Admission(grant: .creator, member: nil)) : .failure(noAccess)
+            return isAdminKey && [.upload, .receive].contains(request.verb) ? .success(Admission(grant: .creator, member: nil)) : .failure(noAccess)
         }
         // A key listed twice is judged by its active holder (as the access rule judges its commits).
         let holders = membership.members.values.filter { $0.keys.contains { $0.publicKey.fingerprint == key } }
@@ -69,7 +72,7 @@ enum ServerAccess {
             }
             return .success(Admission(grant: .invited, member: member.name))
         case .revoked:
-            return request.verb == .receive ? .failure(removed(member, profile: request.profile))
+            return [.receive, .destroy].contains(request.verb) ? .failure(removed(member, profile: request.profile))
                 : .success(Admission(grant: .revoked, member: member.name))
         }
     }

@@ -89,8 +89,15 @@ extension Profile {
     }
 
     private func fetch(remote: String, location: RemoteLocation, options: TransportOptions, into target: Repository, cloning: Bool) throws {
-        if case .path(let path) = location, !FileManager.default.fileExists(atPath: path) {
-            throw ConcordError.offline(remote: remote, reason: "\(path) does not exist", localCommits: cloning ? nil : try localCommits(remote))
+        if case .path(let path) = location {
+            // An Admin deleted the profile (`concord destroy`): the directory keeps only the signed notice.
+            let noticePath = (path as NSString).appendingPathComponent(DeletionNotice.fileName)
+            if let bytes = FileManager.default.contents(atPath: noticePath) {
+                throw try deletionFound(Array(bytes), source: noticePath, remote: remote, cloning: cloning)
+            }
+            if !FileManager.default.fileExists(atPath: path) {
+                throw ConcordError.offline(remote: remote, reason: "\(path) does not exist", localCommits: cloning ? nil : try localCommits(remote))
+            }
         }
         do {
             if case .path(let path) = location {
@@ -101,7 +108,9 @@ extension Profile {
                 try target.fetch(url: location.transportURL, refspecs: ["+refs/heads/main:\(Self.incomingRef)"], options: options)
             }
         } catch {
-            throw try transportError(error, remote: remote, location: location, cloning: cloning)
+            let failure = try transportError(error, remote: remote, location: location, cloning: cloning)
+            guard isServerDeletion(failure, location: location) else { throw failure }
+            throw try deletionFromServer(remote: remote, location: location, options: options, cloning: cloning, original: failure)
         }
     }
 

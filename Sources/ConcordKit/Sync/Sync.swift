@@ -119,6 +119,8 @@ public struct Sync {
         if head != tracking { return true }
         if case .path(let path) = location {
             // Read from the ref files: no libgit2 on an untrusted directory, and far cheaper.
+            // A deletion notice there (`concord destroy`) is for the sync to judge.
+            if FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent(DeletionNotice.fileName)) { return true }
             guard FileManager.default.fileExists(atPath: path) else {
                 throw ConcordError.offline(remote: remote, reason: "\(path) does not exist", localCommits: try profile.localCommits(remote))
             }
@@ -130,7 +132,10 @@ public struct Sync {
         do {
             heads = try repository.remoteHeads(remote: remote, options: profile.transportOptions(for: identity, remote: remote, location: location))
         } catch {
-            throw try profile.transportError(error, remote: remote, location: location)
+            let failure = try profile.transportError(error, remote: remote, location: location)
+            // A concord server saying the profile was deleted: the sync asks for the notice and judges it.
+            if profile.isServerDeletion(failure, location: location) { return true }
+            throw failure
         }
         return heads["refs/heads/main"] != tracking
     }
@@ -195,8 +200,8 @@ public struct Sync {
     /// its ref list); either one triggers a sync. On a concord server, the server also says the
     /// moment main moves (`LiveUpdates`, `concord-wait`), which triggers a sync at once. Stops only between syncs, never inside a ref update.
     ///
-    /// Ends by throwing `ConcordError.accessRemoved` when the remote revokes this device's member
-    /// (reported first as a `.failed` event); every other failure is reported and retried.
+    /// Ends by throwing `ConcordError.accessRemoved` when the remote revokes this device's member,
+    /// or `.profileDeleted` when an Admin deleted the profile (reported first as a `.failed` event); every other failure is reported and retried.
     public func watch(remote: String = "origin", interval: Double, as identity: Identity,
                       shouldStop: () -> Bool, onEvent: (WatchEvent) -> Void) throws {
         onEvent(.started(remote: remote, interval: interval))
@@ -238,9 +243,11 @@ public struct Sync {
                 } catch {
                     // A stop requested meanwhile may have cut the transfer short: not an outage.
                     if shouldStop() { break }
-                    if case ConcordError.accessRemoved = error {
+                    switch error {
+                    case ConcordError.accessRemoved, ConcordError.profileDeleted:
                         onEvent(.failed(error.localizedDescription))
                         throw error
+                    default: break
                     }
                     if case ConcordError.offline = error {
                         if !offline { onEvent(.offline(error.localizedDescription)) }
