@@ -6,7 +6,7 @@ struct IdentityCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "identity",
         abstract: "Create or show this device's identity (member name, device name, Ed25519 key).",
-        subcommands: [New.self, Show.self]
+        subcommands: [New.self, Show.self, Delete.self]
     )
 
     struct New: ParsableCommand {
@@ -47,6 +47,63 @@ struct IdentityCommand: ParsableCommand {
                 print("fingerprint: \(identity.key.publicKey.fingerprint)")
                 print("home: \(identity.home.path)")
             }
+        }
+    }
+}
+
+extension IdentityCommand {
+    struct Delete: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete your account on this device: leave or destroy every profile, then remove the identity.",
+            discussion: """
+                Each profile this identity has here: one you alone administer is destroyed ('concord destroy': its \
+                remotes keep only your signed deletion notice, and the other members' devices remove their copies); \
+                from every other one you leave ('concord leave': your departure, with no device keys, is synced so the \
+                others see it). Then this device's copy goes. A profile whose remote cannot be reached is kept, and so \
+                is the identity: run the command again to finish. Once every profile is done, the identity's files \
+                (key, registry, known hosts, saved exports) are removed. Data already synced to other people's \
+                devices is not recalled.
+                """)
+
+        @Flag(help: "Confirm: leave or delete every profile and remove this identity.") var yes = false
+        @Flag(help: "Print the result as JSON.") var json = false
+
+        func run() throws {
+            let environment = try processEnvironment()
+            let identity = try loadIdentity()
+            guard yes else {
+                throw ValidationError("identity delete leaves or deletes every profile of \(identity.principal) on this device and removes "
+                                      + "the identity: run it again with --yes")
+            }
+            let report = AccountDeletion(identity: identity, environment: environment).run()
+            func text(_ outcome: AccountDeletion.Outcome) -> (String, String) {
+                switch outcome {
+                case .destroyed(let detail): return ("destroyed", detail)
+                case .left(let detail): return ("left", detail)
+                case .alreadyGone(let detail): return ("already gone", detail)
+                case .notDone(let detail): return ("NOT done", detail)
+                }
+            }
+            if json {
+                printJSON(.object([
+                    "member": .string(identity.member), "identityDeleted": .bool(report.identityDeleted),
+                    "profiles": .array(report.steps.map { step in
+                        let (result, detail) = text(step.outcome)
+                        return .object(["profile": .string(step.profile), "path": .string(step.path), "result": .string(result),
+                                        "detail": .string(detail)])
+                    }),
+                    "removedFiles": .array(report.removedFiles.map(JSONValue.string)),
+                ]))
+            } else {
+                for step in report.steps {
+                    let (result, detail) = text(step.outcome)
+                    print("\(step.profile.isEmpty ? step.path : "\"\(step.profile)\" (\(step.path))"): \(result): \(detail)")
+                }
+                print(report.identityDeleted
+                      ? "deleted identity \(identity.principal) from \(identity.home.path); data already on other people's devices is not recalled"
+                      : "identity \(identity.principal) is kept until every profile is done: run 'concord identity delete --yes' again")
+            }
+            if !report.identityDeleted { throw ExitCode(ExitStatus.failure) }
         }
     }
 }

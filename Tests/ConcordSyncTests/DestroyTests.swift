@@ -129,3 +129,56 @@ final class DestroyTests: ConcordServeTestCase {
         try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try concordOK(["profiles", "--json"], as: device).utf8)) as? [[String: Any]])
     }
 }
+
+/// `concord identity delete`: leave every shared profile, destroy the ones the person alone
+/// administers, remove the identity; what cannot be reached is said, and a second run finishes.
+final class AccountDeletionTests: SyncTestCase {
+    func testIdentityDeleteDestroysWhatItAloneAdministersLeavesTheRestAndFinishesOnASecondRun() throws {
+        // Alice alone administers "mine" (Bob edits it); Bob administers "theirs" (Alice edits it).
+        let mine = try makeTwoDevices(other: ("bob", "tablet"), role: "editor")
+        let theirsRemote = try makeRemote(.path, name: "theirs.git")
+        let theirs = try publishProfile(owner: mine.other, remote: theirsRemote, directory: "theirs-bob", members: [(mine.owner, "editor")])
+        let alicesTheirs = try cloneProfile(mine.owner, from: theirsRemote, into: "theirs-alice")
+        fsckAtEnd.removeAll { [mine.remote.bare, mine.ownerProfile, mine.otherProfile, alicesTheirs].contains($0) }
+
+        let unconfirmed = try concord(["identity", "delete"], as: mine.owner)
+        XCTAssertNotEqual(unconfirmed.status, 0)
+        XCTAssertTrue(unconfirmed.stderr.contains("run it again with --yes"), unconfirmed.summary)
+
+        // "theirs" is out of reach: it is not done, and the identity stays.
+        let away = theirsRemote.bare.appendingPathExtension("away")
+        try FileManager.default.moveItem(at: theirsRemote.bare, to: away)
+        let first = try concord(["identity", "delete", "--yes", "--json"], as: mine.owner)
+        XCTAssertEqual(first.status, 1, first.summary)
+        let firstReport = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual(firstReport["identityDeleted"] as? Bool, false)
+        let results = Dictionary(uniqueKeysWithValues: ((firstReport["profiles"] as? [[String: Any]]) ?? []).map {
+            ($0["path"] as? String ?? "", $0["result"] as? String ?? "")
+        })
+        XCTAssertEqual(results[mine.ownerProfile.path], "destroyed", "\(firstReport)")
+        XCTAssertEqual(results[alicesTheirs.path], "NOT done", "\(firstReport)")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: mine.ownerProfile.path))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: alicesTheirs.path), "kept for the next run")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: mine.owner.home.appendingPathComponent("identity.json").path))
+        XCTAssertEqual(try concord(["sync"], as: mine.other, in: mine.otherProfile).status, 4, "Bob's copy of the destroyed profile goes")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: mine.otherProfile.path))
+
+        try FileManager.default.moveItem(at: away, to: theirsRemote.bare)
+        let second = try concordOK(["identity", "delete", "--yes"], as: mine.owner)
+        XCTAssertTrue(second.contains("left: departure recorded on origin"), second)
+        XCTAssertTrue(second.contains("deleted identity alice@laptop"), second)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: alicesTheirs.path))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: mine.owner.home.appendingPathComponent("id_ed25519").path))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: mine.owner.home.appendingPathComponent("profiles.json").path))
+
+        // Bob sees Alice's departure in "theirs": revoked by herself, no device keys left.
+        try concordOK(["sync"], as: mine.other, in: theirs)
+        let members = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try concordOK(["members", "--json"], as: mine.other, in: theirs).utf8))
+                                    as? [[String: Any]])
+        let alice = try XCTUnwrap(members.first { $0["name"] as? String == "alice" })
+        XCTAssertEqual(alice["status"] as? String, "revoked")
+        XCTAssertEqual(alice["revokedBy"] as? String, "alice")
+        XCTAssertEqual((alice["devices"] as? [Any])?.count, 0)
+        try concordOK(["verify"], as: mine.other, in: theirs)
+    }
+}

@@ -1,0 +1,123 @@
+import ConcordModel
+import ConcordTrust
+import Foundation
+
+/// `concord identity delete`: a person's account deleted from this device. Every profile in the
+/// identity's registry is handled in turn: one the person alone administers is destroyed
+/// (`Profile.deleteRemote` on each remote, then the copy); from every other one the person leaves
+/// (their member file marked left, with no device keys, and synced, so the others see it), then
+/// the copy goes. A profile whose remote cannot be reached keeps its copy and registry entry, and
+/// the identity stays, so running it again finishes the job. Once every profile is done, the
+/// identity's files go. Data already synced to other people's devices is not recalled.
+public struct AccountDeletion {
+    public enum Outcome: Sendable, Equatable {
+        /// The profile was deleted everywhere (the person was its only active Admin).
+        case destroyed(String)
+        /// The person left it (the departure reached the remote, or was not needed).
+        case left(String)
+        /// Nothing to do: the copy was already gone.
+        case alreadyGone(String)
+        /// Not done; the copy and the registry entry are kept for the next run.
+        case notDone(String)
+    }
+
+    public struct Step: Sendable, Equatable {
+        public let profile: String
+        public let path: String
+        public let outcome: Outcome
+    }
+
+    public struct Report: Sendable {
+        public let steps: [Step]
+        /// Whether the identity's files were removed (every profile was done).
+        public let identityDeleted: Bool
+        /// The files and directories removed from the identity's home.
+        public let removedFiles: [String]
+    }
+
+    /// The files `Identity.create` and the rest of concord keep in a home directory.
+    static let homeFiles = ["profiles.json", "known_hosts", "saved", "id_ed25519", "id_ed25519.pub", "identity.json"]
+
+    let identity: Identity
+    let environment: ConcordEnvironment
+
+    public init(identity: Identity, environment: ConcordEnvironment) {
+        (self.identity, self.environment) = (identity.acting(as: identity.owner), environment)
+    }
+
+    /// Handles every profile, then removes the identity when all are done.
+    public func run() -> Report {
+        let registry = ProfileRegistry(home: environment.home)
+        var steps = [Step]()
+        for entry in registry.entries() where entry.removed == nil {
+            let outcome: Outcome
+            do { outcome = try handle(entry, registry: registry) } catch {
+                outcome = .notDone((error as? LocalizedError)?.errorDescription ?? "\(error)")
+            }
+            steps.append(Step(profile: entry.name, path: entry.path, outcome: outcome))
+        }
+        let done = !steps.contains { if case .notDone = $0.outcome { return true } else { return false } }
+        guard done else { return Report(steps: steps, identityDeleted: false, removedFiles: []) }
+        var removed = [String]()
+        for name in Self.homeFiles {
+            let file = environment.home.appendingPathComponent(name)
+            guard FileManager.default.fileExists(atPath: file.path) else { continue }
+            do {
+                try FileManager.default.removeItem(at: file)
+                removed.append(file.path)
+            } catch {
+                steps.append(Step(profile: "", path: file.path, outcome: .notDone("cannot delete \(file.path): \(error.localizedDescription)")))
+                return Report(steps: steps, identityDeleted: false, removedFiles: removed)
+            }
+        }
+        // The home itself, when nothing else is left in it.
+        if (try? FileManager.default.contentsOfDirectory(atPath: environment.home.path))?.isEmpty == true {
+            try? FileManager.default.removeItem(at: environment.home)
+        }
+        return Report(steps: steps, identityDeleted: true, removedFiles: removed)
+    }
+
+    private func handle(_ entry: ProfileRegistry.Entry, registry: ProfileRegistry) throws -> Outcome {
+        guard FileManager.default.fileExists(atPath: entry.path) else {
+            try registry.unregister(path: entry.path)
+            return .alreadyGone("no copy at \(entry.path) any more")
+        }
+        let profile = try Profile.open(at: URL(fileURLWithPath: entry.path), environment: environment)
+        let members = try profile.members.list()
+        let mine = members.first { $0.name == identity.member }
+        let remotes = try profile.sync.remotes().map(\.name)
+        let otherAdmins = members.contains { $0.name != identity.member && $0.role == .admin && $0.status == .active }
+        if mine?.status == .active, mine?.role == .admin, !otherAdmins {
+            let notice = try profile.deletionNotice(as: identity)
+            var deleted = [String]()
+            for remote in remotes {
+                do { deleted.append("\(remote): " + (try profile.deleteRemote(remote, notice: notice, as: identity))) } catch {
+                    return .notDone("could not delete it on \(remote): \((error as? LocalizedError)?.errorDescription ?? "\(error)"); the copy is kept")
+                }
+            }
+            try profile.removeLocalCopy(unsentTo: "", savingUnsent: false)
+            return .destroyed(deleted.isEmpty ? "it had no remote" : deleted.joined(separator: "; "))
+        }
+        var departure = "not needed: \(identity.member) is not an active member"
+        if mine?.status == .active { try profile.members.leave(as: identity) }
+        if mine?.status == .active || (mine?.status == .revoked && mine?.revokedBy == identity.member) {
+            // The departure (made now, or by a run that could not send it) goes to the remote first.
+            if let remote = remotes.contains("origin") ? "origin" : remotes.first {
+                do {
+                    _ = try profile.sync.run(remote: remote, as: identity)
+                    departure = "recorded on \(remote)"
+                } catch ConcordError.accessRemoved {
+                    departure = "not needed: access had already been removed"
+                } catch ConcordError.profileDeleted {
+                    departure = "not needed: the profile was deleted"
+                } catch {
+                    return .notDone("the departure could not be sent to \(remote) (\((error as? LocalizedError)?.errorDescription ?? "\(error)")); the copy is kept")
+                }
+            } else {
+                departure = "not recorded: the profile has no remote"
+            }
+        }
+        try profile.removeLocalCopy(unsentTo: "", savingUnsent: false)
+        return .left("departure \(departure)")
+    }
+}
