@@ -30,6 +30,8 @@ struct Scenario: Sendable {
                  run: ServePushFetchBenchmark.run),
         Scenario(id: "B9", title: "key lookup per connection and authorized_keys rewrite at 1,000 profiles × 10 members",
                  targetRatio: 0.010, run: KeyLookupBenchmark.run),
+        Scenario(id: "B12", title: "the audit of one record at 100,000 commits: concord log --record and history vs git log -- <file>",
+                 targetRatio: .nan, run: AuditBenchmark.run),
         Scenario(id: "B11", title: "a long-running watch: resident memory over idle polls and syncs", targetRatio: 2.0,
                  run: WatchSoakBenchmark.run),
         Scenario(id: "G1", title: "tree writes: Repository.writeTree vs bare git_tree_create_updated", targetRatio: .nan,

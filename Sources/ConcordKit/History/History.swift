@@ -95,19 +95,25 @@ public struct History {
         guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else { return [] }
         let keys = try memberKeys()
         var entries = [HistoryEntry]()
+        let visit = { (commit: Commit) throws -> Bool in
+            if let since = filter.since, commit.author.time < since { return true }
+            if let until = filter.until, commit.author.time >= until { return true }
+            // Each commit's trailers are read once, for the filters and the entry.
+            let trailers = CommitTrailers(message: commit.message)
+            if let member = filter.member, (trailers.actor ?? commit.author.name) != member { return true }
+            if let record, try !touches(commit, trailers: trailers, record.kind, record.id) { return true }
+            var entry = try entry(for: commit, trailers: trailers, keys: keys)
+            entry.changes = try changes(of: commit, records: entry.records)
+            entries.append(entry)
+            return filter.limit.map { entries.count < $0 } ?? true
+        }
         try gitCall {
-            try repository.walkHistory(from: head) { commit in
-                if let since = filter.since, commit.author.time < since { return true }
-                if let until = filter.until, commit.author.time >= until { return true }
-                // Each commit's trailers are read once, for the filters and the entry.
-                let trailers = CommitTrailers(message: commit.message)
-                if let member = filter.member, (trailers.actor ?? commit.author.name) != member { return true }
-                if let record, try !touches(commit, trailers: trailers, record.kind, record.id) { return true }
-                var entry = try entry(for: commit, trailers: trailers, keys: keys)
-                entry.changes = try changes(of: commit, records: entry.records)
-                entries.append(entry)
-                return filter.limit.map { entries.count < $0 } ?? true
-            }
+            guard let record else { return try repository.walkHistory(from: head, visit) }
+            // One record: only the commits the audit index says changed its file (a log kind: any of its day files).
+            let index = try AuditIndex(repository: repository).update(to: head)
+            let hits = record.kind.policy == .append ? AuditIndex.commits(in: index, path: record.kind.directory + "/", prefix: true)
+                : AuditIndex.commits(in: index, path: Transaction.recordPath(record.kind, record.id))
+            for hit in hits where try !visit(repository.commit(hit.commit)) { break }
         }
         return entries
     }
@@ -218,6 +224,22 @@ extension History {
     }
 }
 
+extension History {
+    /// The conflicts on record `kind`/`id` that merges resolved, newest first: only the merges the
+    /// audit index names for it are read.
+    func resolvedConflicts(of kind: RecordKind, _ id: RecordID) throws -> [(commit: String, conflict: ResolvedConflict)] {
+        guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else { return [] }
+        return try gitCall {
+            let index = try AuditIndex(repository: repository).update(to: head)
+            return try AuditIndex.commits(in: index, path: "=\(kind.name)/\(id)").flatMap { hit in
+                try CommitTrailers(message: repository.commit(hit.commit).message).resolved.compactMap { value in
+                    ResolvedConflict(trailerValue: value).flatMap { $0.kind == kind.name && $0.id == id.rawValue ? (hit.commit.hex, $0) : nil }
+                }
+            }
+        }
+    }
+}
+
 /// One version of a record, as `concord history` shows it: the commit that wrote it, and the merge
 /// it lost in, if a merge policy overrode it.
 public struct RecordVersion: Sendable {
@@ -235,7 +257,7 @@ extension History {
         let (kind, id) = try profile.parseReference(reference)
         let path = Transaction.recordPath(kind, id)
         var losses = [String: (merge: String, winner: MergeSide)]()
-        for (commit, conflict) in try resolvedConflicts() where conflict.kind == kind.name && conflict.id == id.rawValue {
+        for (commit, conflict) in try resolvedConflicts(of: kind, id) {
             losses["\(conflict.loser.stamp)"] = losses["\(conflict.loser.stamp)"] ?? (commit, conflict.winner)
         }
         return try entries(record: reference).map { entry in
