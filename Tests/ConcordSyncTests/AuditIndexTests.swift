@@ -52,6 +52,36 @@ final class AuditIndexTests: SyncTestCase {
         XCTAssertFalse(listed.contains(abandoned))
     }
 
+    /// `init` and `clone` create the index; writes and syncs keep it at HEAD where it exists
+    /// (without a query); where it was removed, a write does not bring it back and a query does.
+    func testWritesSyncsAndClonesKeepTheIndexAtHead() throws {
+        let scene = try makeTwoDevices(other: ("bob", "tablet"), role: "editor")
+        let (alice, bob) = (scene.owner, scene.other)
+        XCTAssertEqual(try indexTip(scene.ownerProfile), try revParse("HEAD", in: scene.ownerProfile), "init and the writes after it")
+        XCTAssertEqual(try indexTip(scene.otherProfile), try revParse("HEAD", in: scene.otherProfile), "clone")
+        try concordOK(["put", "vocabulary/a", "--json", #"{"label":"a"}"#], as: alice, in: scene.ownerProfile)
+        try concordOK(["put", "vocabulary/b", "--json", #"{"label":"b"}"#], as: bob, in: scene.otherProfile)
+        try concordOK(["sync"], as: alice, in: scene.ownerProfile)
+        try concordOK(["sync"], as: bob, in: scene.otherProfile)
+        XCTAssertEqual(try indexTip(scene.otherProfile), try revParse("HEAD", in: scene.otherProfile), "a sync with a merge")
+        try concordOK(["sync"], as: alice, in: scene.ownerProfile)
+        XCTAssertEqual(try indexTip(scene.ownerProfile), try revParse("HEAD", in: scene.ownerProfile), "a fast-forwarding sync")
+        try assertLogMatchesAWalk("vocabulary/a", in: scene.otherProfile, as: bob)
+
+        let index = scene.otherProfile.appendingPathComponent(".git/concord/audit-index")
+        try FileManager.default.removeItem(at: index)
+        try concordOK(["put", "vocabulary/c", "--json", #"{"label":"c"}"#], as: bob, in: scene.otherProfile)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: index.path))
+        try assertLogMatchesAWalk("vocabulary/b", in: scene.otherProfile, as: bob)
+        XCTAssertEqual(try indexTip(scene.otherProfile), try revParse("HEAD", in: scene.otherProfile), "built by the query")
+    }
+
+    /// The commit the index's last tip line names, or nil.
+    private func indexTip(_ profile: URL) throws -> String? {
+        let text = try String(contentsOf: profile.appendingPathComponent(".git/concord/audit-index"), encoding: .utf8)
+        return text.split(separator: "\n").last { $0.hasPrefix("t ") }.map { String($0.dropFirst(2)) }
+    }
+
     /// Fails unless `concord log --record reference` lists, newest first by time, exactly the
     /// commits of HEAD's history whose file for the record differs from its first parent's.
     @discardableResult

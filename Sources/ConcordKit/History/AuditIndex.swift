@@ -17,13 +17,15 @@ import Foundation
 ///                                                       record a `Concord-Resolved` trailer names
 ///     t <commit hex>                                  after each batch: the tip it now covers
 ///
-/// Each update appends the commits reachable from HEAD and not from the covered tip, parents
-/// before children, then the new tip line, in one write. The index covers exactly the history of
-/// its last tip line; when HEAD no longer contains that tip (history replaced by hand), or the
-/// file is of another version or malformed, it is built again from nothing. A torn last batch
-/// (a killed process) has no tip line, so the next update appends it again; repeated lines are
-/// harmless. Nothing here is trusted beyond what the profile's own history says: the commits it
-/// names are read and checked as before.
+/// Each catch-up appends the commits reachable from HEAD and not from the covered tip, parents
+/// before children, then the new tip line, in one write. `init` and `clone` create the index;
+/// every write, sync and clone catches it up where it exists (a sync from what its incoming check
+/// already compared), and every query does before reading it, so a profile from before the index
+/// pays one walk of its history at its first query. The index covers exactly the history of its
+/// last tip line; when HEAD no longer contains that tip (history replaced by hand), or the file
+/// is of another version or malformed, it is built again from nothing. A torn last batch (a
+/// killed process) has no tip line: it is cut off and appended again. Nothing here is trusted
+/// beyond what the profile's own history says: the commits it names are read and checked as before.
 struct AuditIndex {
     static let header = "concord-audit-index 1\n"
     let repository: Repository
@@ -37,39 +39,72 @@ struct AuditIndex {
         let offset: Int
     }
 
-    /// Brings the index up to `head` and returns its bytes (up to its last tip line). Updates are
-    /// serialized by a lock on the file; queries read what the update returns.
-    func update(to head: ObjectID) throws -> [UInt8] {
+    /// The index brought up to `head` (`catchUp`), as bytes up to its last tip line: what queries read.
+    func read(upTo head: ObjectID) throws -> [UInt8] {
+        try catchUp(to: head)
+        guard let data = FileManager.default.contents(atPath: path) else { return [] }
+        var bytes = Array(data)
+        // Lines after the last tip line are a batch being written by another process: not yet covered.
+        bytes.removeSubrange(Self.coveredTip(in: bytes).1...)
+        return bytes
+    }
+
+    /// Appends to the index the commits reachable from `head` and not from the tip it covers.
+    /// Reads only the end of the file (and its header). Updates are serialized by a lock on the
+    /// file. `known` gives the changed files of commits already compared with their first parent
+    /// (a sync's or clone's `IncomingCheck`), whose trees are then not read again. With
+    /// `onlyIfPresent`, a profile without an index is left without one.
+    func catchUp(to head: ObjectID, known: [ObjectID: [[UInt8]]] = [:], onlyIfPresent: Bool = false) throws {
+        if onlyIfPresent, !FileManager.default.fileExists(atPath: path) { return }
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw ConcordError.io("cannot open \(path): \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
         while flock(descriptor, LOCK_EX) != 0 {
             guard errno == EINTR else { throw ConcordError.io("cannot lock \(path): \(String(cString: strerror(errno)))") }
         }
-        var bytes = try readAll(descriptor)
-        var (tip, end) = Self.coveredTip(in: bytes)
         let header = Array(Self.header.utf8)
+        let size = Int(lseek(descriptor, 0, SEEK_END))
+        var (tip, end) = (ObjectID?.none, header.count)
+        let hasHeader = try size >= header.count && readBytes(descriptor, at: 0, count: header.count) == header
+        if hasHeader {
+            // The last tip line, from the end: a window that doubles until it holds one (or is the whole file).
+            var window = min(size, 64 * 1024)
+            while true {
+                let start = size - window
+                let (found, foundEnd) = Self.coveredTip(in: try readBytes(descriptor, at: start, count: window))
+                if let found {
+                    (tip, end) = (found, start + foundEnd)
+                    break
+                }
+                if start == 0 { break }   // no tip line yet
+                window = min(size, window * 2)
+            }
+        }
         // A tip HEAD does not contain, or one that is not even here, is a history replaced by hand.
-        let current = bytes.starts(with: header) && (tip.map { (try? repository.isAncestor($0, of: head)) == true } ?? true)
+        let current = hasHeader && (tip.map { (try? repository.isAncestor($0, of: head)) == true } ?? true)
         if !current {
-            // Another version, damage, or a history replaced by hand: built again from nothing.
-            (bytes, tip, end) = (header, nil, header.count)
+            // Another version, damage, or a replaced history: built again from nothing.
+            (tip, end) = (nil, header.count)
             try truncate(descriptor, to: 0)
             try append(header, to: descriptor)
-        } else if end < bytes.count {
+        } else if end < size {
             // What a killed update left after the last tip line.
-            bytes.removeSubrange(end...)
             try truncate(descriptor, to: end)
         }
-        if tip == head { return bytes }
+        if tip == head { return }
         let commits = try repository.newCommits(from: head, excluding: tip.map { [$0] } ?? [])
         var batch = [UInt8]()
         var recent = RecentTrees()
         var trees = [ObjectID: ObjectID]()   // commit → tree, for the commits of this batch
         for commit in commits {
             trees[commit.id] = commit.tree
-            let parentTree = try commit.parents.first.map { try trees[$0] ?? repository.commit($0).tree }
-            var paths = try repository.treeChanges(from: parentTree, to: commit.tree, recent: &recent).map(\.path)
+            var paths: [[UInt8]]
+            if let changed = known[commit.id] {
+                paths = changed
+            } else {
+                let parentTree = try commit.parents.first.map { try trees[$0] ?? repository.commit($0).tree }
+                paths = try repository.treeChanges(from: parentTree, to: commit.tree, recent: &recent).map(\.path)
+            }
             for value in CommitTrailers(message: commit.message).resolved {
                 if let conflict = ResolvedConflict(trailerValue: value) { paths.append(Array("=\(conflict.kind)/\(conflict.id)".utf8)) }
             }
@@ -80,7 +115,6 @@ struct AuditIndex {
         }
         batch += Array("t \(head.hex)\n".utf8)
         try append(batch, to: descriptor)
-        return bytes + batch
     }
 
     /// The commits whose line names `path` exactly (a file, or `=<kind>/<id>`), or, with
@@ -119,19 +153,19 @@ struct AuditIndex {
             }
             end = start
         }
-        return (nil, min(bytes.count, header.utf8.count))
+        return (nil, min(bytes.count, Self.header.utf8.count))
     }
 
-    private func readAll(_ descriptor: Int32) throws -> [UInt8] {
-        var bytes = [UInt8]()
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0, errno == EINTR { continue }
-            guard count >= 0 else { throw ConcordError.io("cannot read \(path): \(String(cString: strerror(errno)))") }
-            if count == 0 { return bytes }
-            bytes += buffer[0..<count]
+    private func readBytes(_ descriptor: Int32, at offset: Int, count: Int) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let got = bytes[done...].withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(offset + done)) }
+            if got < 0, errno == EINTR { continue }
+            guard got > 0 else { throw ConcordError.io("cannot read \(path): \(got < 0 ? String(cString: strerror(errno)) : "it ended early")") }
+            done += got
         }
+        return bytes
     }
 
     private func truncate(_ descriptor: Int32, to size: Int) throws {
@@ -148,5 +182,20 @@ struct AuditIndex {
             guard count > 0 else { throw ConcordError.io("cannot write \(path): \(String(cString: strerror(errno)))") }
             written += count
         }
+    }
+}
+
+/// The files each new commit changed against its first parent, as `IncomingCheck` found them,
+/// kept for the audit index (`AuditIndex.catchUp(to:known:)`).
+final class ChangedPaths {
+    var byCommit = [ObjectID: [[UInt8]]]()
+}
+
+extension Profile {
+    /// Brings the audit index up to HEAD after a sync or clone, from what the incoming check found;
+    /// only where the index exists, unless `create`. A cache: a failure here fails nothing.
+    func updateAuditIndex(known: ChangedPaths, create: Bool = false) {
+        guard let head = try? repository.resolveReference("HEAD") else { return }
+        try? AuditIndex(repository: repository).catchUp(to: head, known: known.byCommit, onlyIfPresent: !create)
     }
 }

@@ -110,7 +110,7 @@ public struct History {
         try gitCall {
             guard let record else { return try repository.walkHistory(from: head, visit) }
             // One record: only the commits the audit index says changed its file (a log kind: any of its day files).
-            let index = try AuditIndex(repository: repository).update(to: head)
+            let index = try AuditIndex(repository: repository).read(upTo: head)
             let hits = record.kind.policy == .append ? AuditIndex.commits(in: index, path: record.kind.directory + "/", prefix: true)
                 : AuditIndex.commits(in: index, path: Transaction.recordPath(record.kind, record.id))
             for hit in hits where try !visit(repository.commit(hit.commit)) { break }
@@ -230,7 +230,7 @@ extension History {
     func resolvedConflicts(of kind: RecordKind, _ id: RecordID) throws -> [(commit: String, conflict: ResolvedConflict)] {
         guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else { return [] }
         return try gitCall {
-            let index = try AuditIndex(repository: repository).update(to: head)
+            let index = try AuditIndex(repository: repository).read(upTo: head)
             return try AuditIndex.commits(in: index, path: "=\(kind.name)/\(id)").flatMap { hit in
                 try CommitTrailers(message: repository.commit(hit.commit).message).resolved.compactMap { value in
                     ResolvedConflict(trailerValue: value).flatMap { $0.kind == kind.name && $0.id == id.rawValue ? (hit.commit.hex, $0) : nil }

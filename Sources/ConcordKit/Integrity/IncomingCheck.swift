@@ -29,6 +29,8 @@ struct IncomingCheck {
     /// Signatures are verified in chunks of `size` commits, up to `ahead` chunks beyond the one
     /// being checked (bounds the signed bytes held in memory; `SignaturePipeline`).
     var signatureChunks = (size: 128, ahead: 8)
+    /// Where the files each checked commit changed are kept (for the audit index), if anywhere.
+    var changedPaths: ChangedPaths?
 
     /// Checks every commit reachable from `tip` and from none of `known` (commits reachable from
     /// `known` were checked when they arrived, or written here); throws
@@ -68,6 +70,7 @@ struct IncomingCheck {
             }
             try authorizer.authorize(commit, changes: changes, signature: try signatures.check(at: position))
             try check(commit, changes: changes, profileID: &expectedID, kindsTables: &kindsTables)
+            changedPaths?.byCommit[commit.id] = changes.map(\.path)
         }
         return commits.count
     }

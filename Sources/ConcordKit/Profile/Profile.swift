@@ -82,12 +82,13 @@ public final class Profile {
         let profile = Profile(root: root, repository: repository, environment: environment, info: info, kinds: kinds)
         try profile.configureGit(members: [creator])
         let writer = CommitWriter(profile: profile, identity: identity)
-        _ = try writer.commit(
+        let first = try writer.commit(
             files: files.map { FileChange(path: $0.0, bytes: $0.1) },
             message: CommitMessage(summary: "profile \"\(name)\": created", actor: identity, action: .created,
                                    stamp: stamp, references: []),
             expectedHead: nil)
         try profile.saveClock(stamp)
+        try? AuditIndex(repository: repository).catchUp(to: first)
         try ProfileRegistry(home: environment.home).register(profile)
         return profile
     }

@@ -85,6 +85,8 @@ public struct Records {
                 let commit = try CommitWriter(profile: profile, identity: identity)
                     .commit(files: transaction.files, message: message, expectedHead: head)
                 try profile.saveClock(stamp)
+                // The audit index (a cache) follows the branch where it exists; a failure here fails nothing.
+                try? AuditIndex(repository: profile.repository).catchUp(to: commit, onlyIfPresent: true)
                 return WriteResult(value: value, commit: commit.hex, changes: transaction.changes)
             } catch let error as GitError where (error.code == .modified || error.code == .exists || error.code == .locked)
                         && attempt < Profile.maxWriteAttempts {

@@ -71,7 +71,9 @@ extension Profile {
         // Every commit is checked (IncomingCheck) before the tracking ref moves or anything is
         // checked out; the tip's profile.json is read first, so another format is named as such.
         var info: ProfileInfo?
-        let fetched = try provisional.fetchVerified(remote: "origin", location: location, options: options, cloning: true) { tip, fetched in
+        let changedPaths = ChangedPaths()
+        let fetched = try provisional.fetchVerified(remote: "origin", location: location, options: options, cloning: true,
+                                                    changedPaths: changedPaths) { tip, fetched in
             let entry = try gitCall { try fetched.entry(at: ProfilePaths.profile, inTree: try fetched.commit(tip).tree) }
             guard let entry, entry.kind == .blob,
                   try gitCall({ try fetched.objectHeader(entry.id).size }) <= ProfilePathRules.maxDocumentBytes else {
@@ -93,6 +95,9 @@ extension Profile {
         let lock = try profile.lock()
         profile.clonedRecords = try gitCall { try profile.mergeLocked(tip, as: identity) }.liveRecordsWritten
         PerformanceTrace.step("checked out")
+        // Every commit was just compared with its parent: the audit index costs a walk of the commits alone.
+        profile.updateAuditIndex(known: changedPaths, create: true)
+        PerformanceTrace.step("audit index written")
         repository.releaseCaches()
         withExtendedLifetime(lock) {}
         try profile.configureGit(members: try profile.members.list())

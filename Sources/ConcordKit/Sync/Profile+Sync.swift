@@ -68,7 +68,7 @@ extension Profile {
     /// and no ref moves. `first`, when given, looks at the fetched tip before the check (a clone
     /// reads the profile's format version there, so another format is reported as such).
     func fetchVerified(remote: String, location: RemoteLocation, options: TransportOptions, cloning: Bool = false,
-                       first: ((ObjectID, Repository) throws -> Void)? = nil) throws -> ObjectID? {
+                       changedPaths: ChangedPaths? = nil, first: ((ObjectID, Repository) throws -> Void)? = nil) throws -> ObjectID? {
         let tracking = try gitCall { try repository.resolveReference(Self.trackingRef(remote)) }
         let head = try gitCall { try repository.resolveReference("HEAD") }
         let known = [head, tracking].compactMap { $0 }
@@ -78,7 +78,9 @@ extension Profile {
         PerformanceTrace.step("fetched into the quarantine")
         guard let tip = try gitCall({ try quarantine.repository.resolveReference(Self.incomingRef) }) else { return nil }
         try first?(tip, quarantine.repository)
-        try IncomingCheck(repository: quarantine.repository, profileID: info.id.isEmpty ? nil : info.id).verify(tip: tip, known: known)
+        var check = IncomingCheck(repository: quarantine.repository, profileID: info.id.isEmpty ? nil : info.id)
+        check.changedPaths = changedPaths
+        try check.verify(tip: tip, known: known)
         PerformanceTrace.step("new commits checked")
         try gitCall { try quarantine.admit() }
         PerformanceTrace.step("objects admitted")

@@ -30,10 +30,13 @@ public struct Sync {
         var unresolved = [UnresolvedFile]()
         var warnings = [String]()
         var rewound = false
+        // The files each received commit changed, for the audit index once the sync is done.
+        let changedPaths = ChangedPaths()
+        defer { profile.updateAuditIndex(known: changedPaths) }
         for attempt in 1...Profile.maxSyncAttempts {
             let before = try gitCall { try repository.resolveReference("HEAD") }
             let lastFetched = try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) }
-            let remoteTip = try profile.fetchVerified(remote: remote, location: location, options: options)
+            let remoteTip = try profile.fetchVerified(remote: remote, location: location, options: options, changedPaths: changedPaths)
             if let lastFetched, attempt == 1 {
                 if remoteTip == nil {
                     // Deleted on the server: this device still has everything; pushing restores it.
