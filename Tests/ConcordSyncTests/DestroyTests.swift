@@ -115,6 +115,13 @@ final class DestroyTests: ConcordServeTestCase {
         XCTAssertTrue(output().contains("profile deleted: alice@laptop deleted"), output())
         XCTAssertFalse(FileManager.default.fileExists(atPath: bobsCopy.path))
 
+        // Setting the server up again keeps the deletion: no repository comes back, the members' keys stay (revoked).
+        try concordOK(["server", "init", "--root", host.root.path, "--admin-key", alice.publicKeyLine], as: nil)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: host.repository("kid").path))
+        let keys = try String(contentsOf: host.root.appendingPathComponent("keys.index"), encoding: .utf8)
+        XCTAssertTrue(keys.split(separator: "\n").contains { $0.contains(" kid revoked ") && $0.hasSuffix(bob.publicKeyLine.split(separator: " ")[1]) },
+                      keys)
+
         // Nothing is served under that name any more, to the Admin either; a stranger's key learns nothing.
         let (clone, _) = try cloneThroughServer("kid", as: alice, host: host)
         XCTAssertEqual(clone.status, 4, clone.summary)

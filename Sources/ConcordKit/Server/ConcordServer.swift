@@ -53,7 +53,8 @@ public struct ConcordServer: Sendable {
         let server = ConcordServer(root: root, configuration: configuration)
         var memberships = [String: Membership]()
         for name in try server.profileNames() {
-            try server.installHooks(in: server.repositoryPath(name))
+            // A deleted profile has no repository left, only its record (`ServerDeletion`).
+            if FileManager.default.fileExists(atPath: server.repositoryPath(name)) { try server.installHooks(in: server.repositoryPath(name)) }
             memberships[name] = try server.membership(of: name) ?? Membership([])
         }
         try server.keyIndex.replaceAll(memberships)
