@@ -3,9 +3,22 @@ import ArgumentParser
 import ConcordKit
 import Foundation
 
+/// The commands machines run once per connection or per merged file (sshd's forced command and
+/// key lookup, the repositories' hooks, git's merge driver) are parsed on their own: building the
+/// whole command tree first costs about a quarter of concord's start (perf: Swift protocol
+/// conformance lookups for each command type ArgumentParser names). Help goes through the tree,
+/// so it reads `concord serve …` as always.
+let directCommands: [String: ParsableCommand.Type] = ["serve": Serve.self, "merge-driver": MergeDriverCommand.self]
+
 let command: ParsableCommand
 do {
-    command = try Concord.parseAsRoot()
+    let arguments = Array(CommandLine.arguments.dropFirst())
+    if let name = arguments.first, let direct = directCommands[name],
+       !arguments.contains(where: { ["-h", "--help"].contains($0) }) {
+        command = try direct.parseAsRoot(Array(arguments.dropFirst()))
+    } else {
+        command = try Concord.parseAsRoot()
+    }
 } catch {
     let code = Concord.exitCode(for: error)
     if code == .success { Concord.exit(withError: error) }
