@@ -142,18 +142,8 @@ struct Destroy: ParsableCommand {
         guard yes else {
             throw ValidationError("destroy deletes \"\(name)\" and its history on every remote and on this device: run it again with --yes")
         }
-        let notice = try profile.deletionNotice(as: identity)
-        var deleted = [(remote: String, what: String)]()
-        var failures = [(remote: String, error: Error)]()
-        for remote in try profile.sync.remotes() {
-            do { deleted.append((remote.name, try profile.deleteRemote(remote.name, notice: notice, as: identity))) } catch {
-                failures.append((remote.name, error))
-            }
-        }
-        let copyDeleted = failures.isEmpty
-        if copyDeleted {
-            try profile.removeLocalCopy(unsentTo: "", removedBecause: "deleted: you deleted it at \(notice.deletedAt)", savingUnsent: false)
-        }
+        let report = try profile.destroy(as: identity)
+        let (deleted, failures, copyDeleted) = (report.deleted, report.failed, report.copyDeleted)
         if json {
             printJSON(.object([
                 "profile": .string(name), "path": .string(path), "copyDeleted": .bool(copyDeleted),
@@ -167,8 +157,6 @@ struct Destroy: ParsableCommand {
                   : "\"\(name)\" is not deleted everywhere: this device's copy at \(path) is kept; run 'concord destroy --yes' again "
                     + "once \(failures.map(\.remote).joined(separator: ", ")) can be reached (or remove a remote you will delete by hand)")
         }
-        if let failure = failures.first?.error {
-            throw ExitCode((failure as? ConcordError).map(ExitStatus.code(for:)) ?? ExitStatus.failure)
-        }
+        if let failure = failures.first?.error { throw ExitCode(ExitStatus.code(for: failure)) }
     }
 }

@@ -88,15 +88,11 @@ public struct AccountDeletion {
         let remotes = try profile.sync.remotes().map(\.name)
         let otherAdmins = members.contains { $0.name != identity.member && $0.role == .admin && $0.status == .active }
         if mine?.status == .active, mine?.role == .admin, !otherAdmins {
-            let notice = try profile.deletionNotice(as: identity)
-            var deleted = [String]()
-            for remote in remotes {
-                do { deleted.append("\(remote): " + (try profile.deleteRemote(remote, notice: notice, as: identity))) } catch {
-                    return .notDone("could not delete it on \(remote): \((error as? LocalizedError)?.errorDescription ?? "\(error)"); the copy is kept")
-                }
+            let report = try profile.destroy(as: identity, forget: true)
+            if let failure = report.failed.first {
+                return .notDone("could not delete it on \(failure.remote): \(failure.error.localizedDescription); the copy is kept")
             }
-            try profile.removeLocalCopy(unsentTo: "", savingUnsent: false)
-            return .destroyed(deleted.isEmpty ? "it had no remote" : deleted.joined(separator: "; "))
+            return .destroyed(report.deleted.isEmpty ? "it had no remote" : report.deleted.map { "\($0.remote): \($0.what)" }.joined(separator: "; "))
         }
         var departure = "not needed: \(identity.member) is not an active member"
         if mine?.status == .active { try profile.members.leave(as: identity) }

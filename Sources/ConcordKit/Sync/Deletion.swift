@@ -19,6 +19,35 @@ extension Profile {
                                    at: environment.wallClock())
     }
 
+    /// What `destroy` did: each remote deleted (one line each) or not (why), and whether this
+    /// device's copy went (only once every remote is done).
+    public struct DestroyReport: Sendable {
+        public let notice: DeletionNotice
+        public let deleted: [(remote: String, what: String)]
+        public let failed: [(remote: String, error: ConcordError)]
+        public var copyDeleted: Bool { failed.isEmpty }
+    }
+
+    /// `concord destroy`: signs the deletion notice (`identity`'s owner must be an active Admin),
+    /// deletes every remote's repository (`deleteRemote`), and, once all are done, this device's
+    /// copy and its registry entry (`removeLocalCopy`; kept in the registry as deleted, or
+    /// forgotten with `forget`). A remote that fails keeps the copy, so that running it again
+    /// finishes the job.
+    public func destroy(as identity: Identity, forget: Bool = false) throws -> DestroyReport {
+        let notice = try deletionNotice(as: identity)
+        var deleted = [(remote: String, what: String)]()
+        var failed = [(remote: String, error: ConcordError)]()
+        for remote in try sync.remotes() {
+            do { deleted.append((remote.name, try deleteRemote(remote.name, notice: notice, as: identity))) } catch {
+                failed.append((remote.name, error as? ConcordError ?? .io((error as? LocalizedError)?.errorDescription ?? "\(error)")))
+            }
+        }
+        if failed.isEmpty {
+            try removeLocalCopy(unsentTo: "", removedBecause: forget ? nil : "deleted: you deleted it at \(notice.deletedAt)", savingUnsent: false)
+        }
+        return DestroyReport(notice: notice, deleted: deleted, failed: failed)
+    }
+
     /// Deletes the repository of `remote`, leaving `notice` in its place: a path remote's directory
     /// keeps only the notice file; a concord server deletes it through `concord-destroy` (a stock
     /// ssh + git server refuses, and says so). Running it again after a failure finishes the job.
