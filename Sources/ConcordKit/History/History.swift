@@ -88,6 +88,12 @@ public struct History {
 
     /// The commits `filter` lets through, newest first, each with what it changed in its records.
     public func entries(_ filter: HistoryFilter) throws -> [HistoryEntry] {
+        try entries(filter, index: nil)
+    }
+
+    /// `entries(filter)`, reading a record's commits from `index` (the audit index as
+    /// `auditIndex()` returned it) when given, so that a caller that also needs it reads it once.
+    private func entries(_ filter: HistoryFilter, index preread: [UInt8]?) throws -> [HistoryEntry] {
         let record = try filter.record.map { text -> (kind: RecordKind, id: RecordID) in
             let (kind, id) = try profile.parseReference(text)
             return (kind, id)
@@ -110,7 +116,7 @@ public struct History {
         try gitCall {
             guard let record else { return try repository.walkHistory(from: head, visit) }
             // One record: only the commits the audit index says changed its file (a log kind: any of its day files).
-            let index = try AuditIndex(repository: repository).read(upTo: head)
+            let index = try preread ?? AuditIndex(repository: repository).read(upTo: head)
             let hits = record.kind.policy == .append ? AuditIndex.commits(in: index, path: record.kind.directory + "/", prefix: true)
                 : AuditIndex.commits(in: index, path: Transaction.recordPath(record.kind, record.id))
             for hit in hits where try !visit(repository.commit(hit.commit)) { break }
@@ -225,13 +231,17 @@ extension History {
 }
 
 extension History {
+    /// The audit index brought up to HEAD (`AuditIndex.read(upTo:)`); nil when there are no commits.
+    private func auditIndex() throws -> [UInt8]? {
+        guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else { return nil }
+        return try gitCall { try AuditIndex(repository: repository).read(upTo: head) }
+    }
+
     /// The conflicts on record `kind`/`id` that merges resolved, newest first: only the merges the
-    /// audit index names for it are read.
-    func resolvedConflicts(of kind: RecordKind, _ id: RecordID) throws -> [(commit: String, conflict: ResolvedConflict)] {
-        guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else { return [] }
-        return try gitCall {
-            let index = try AuditIndex(repository: repository).read(upTo: head)
-            return try AuditIndex.commits(in: index, path: "=\(kind.name)/\(id)").flatMap { hit in
+    /// audit `index` names for it are read.
+    private func resolvedConflicts(of kind: RecordKind, _ id: RecordID, index: [UInt8]) throws -> [(commit: String, conflict: ResolvedConflict)] {
+        try gitCall {
+            try AuditIndex.commits(in: index, path: "=\(kind.name)/\(id)").flatMap { hit in
                 try CommitTrailers(message: repository.commit(hit.commit).message).resolved.compactMap { value in
                     ResolvedConflict(trailerValue: value).flatMap { $0.kind == kind.name && $0.id == id.rawValue ? (hit.commit.hex, $0) : nil }
                 }
@@ -256,11 +266,13 @@ extension History {
     public func versions(of reference: String) throws -> [RecordVersion] {
         let (kind, id) = try profile.parseReference(reference)
         let path = Transaction.recordPath(kind, id)
+        // The audit index is read once, for the merges and the versions.
+        guard let index = try auditIndex() else { return [] }
         var losses = [String: (merge: String, winner: MergeSide)]()
-        for (commit, conflict) in try resolvedConflicts(of: kind, id) {
+        for (commit, conflict) in try resolvedConflicts(of: kind, id, index: index) {
             losses["\(conflict.loser.stamp)"] = losses["\(conflict.loser.stamp)"] ?? (commit, conflict.winner)
         }
-        return try entries(record: reference).map { entry in
+        return try entries(HistoryFilter(record: reference), index: index).map { entry in
             guard entry.parents.count < 2, let commit = ObjectID(hex: entry.commit),
                   let bytes = try gitCall({ try profile.blob(path, atCommit: commit) }),
                   let record = try? JSONValue.parse(bytes),
