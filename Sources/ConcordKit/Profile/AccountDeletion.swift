@@ -4,7 +4,7 @@ import Foundation
 
 /// `concord identity delete`: a person's account deleted from this device. Every profile in the
 /// identity's registry is handled in turn: one the person alone administers is destroyed
-/// (`Profile.deleteRemote` on each remote, then the copy); from every other one the person leaves
+/// (`Profile.destroy`: every remote, then the copy); from every other one the person leaves
 /// (their member file marked left, with no device keys, and synced, so the others see it), then
 /// the copy goes. A profile whose remote cannot be reached keeps its copy and registry entry, and
 /// the identity stays, so running it again finishes the job. Once every profile is done, the

@@ -68,7 +68,7 @@ public struct DeletionNotice: Sendable, Equatable {
     }
 
     /// Parses a notice read from `source` (a remote: hostile) and checks its signature against the
-    /// key it names; who that key belongs to is `check(against:)`'s question.
+    /// key it names; who that key belongs to is `problem(profileID:root:membership:)`'s question.
     init(bytes: [UInt8], source: String) throws {
         func bad(_ why: String) -> ConcordError { .invalidInput("the deletion notice at \(source) is not valid (\(why)); nothing here changed") }
         guard bytes.count <= Self.maxBytes else { throw bad("over \(Self.maxBytes) bytes") }
