@@ -132,6 +132,26 @@ final class DestroyTests: ConcordServeTestCase {
         XCTAssertFalse(strangerClone.stderr.contains("deleted"), strangerClone.summary)
     }
 
+    /// The server as the attacker: it claims "kid" was deleted and hands out a notice signed by an
+    /// Editor's key (Bob's own, as a stolen or malicious member's would be). The device refuses it
+    /// with one line and keeps its copy exactly as it was.
+    func testAServerClaimingADeletionWithoutAnAdminsNoticeChangesNothing() throws {
+        let (_, bob, host, _, bobsCopy) = try aliceAndBobThroughServer()
+        let snapshot = try workTreeSnapshot(bobsCopy)
+        let profile = try Profile.open(at: bobsCopy, environment: ConcordEnvironment(home: bob.home))
+        let forged = DeletionNotice.sign(profileID: profile.info.id, profileName: profile.info.name, root: try profile.rootCommit(),
+                                         identity: try Identity.load(from: bob.home), at: 1_700_000_000_000)
+        try Data(ServerDeletion(notice: forged, members: try profile.members.list()).bytes)
+            .write(to: host.root.appendingPathComponent("repositories/kid.deleted.json"))
+
+        let synced = try concord(["sync"], as: bob, in: bobsCopy)
+        XCTAssertEqual(synced.status, 4, synced.summary)
+        XCTAssertTrue(synced.stderr.contains("holds a deletion notice that does not count: bob is not an active Admin"), synced.summary)
+        XCTAssertEqual(synced.stderr.split(separator: "\n").count, 1, synced.summary)
+        XCTAssertFalse(synced.stderr.contains("profile deleted"), synced.summary)
+        XCTAssertEqual(try workTreeSnapshot(bobsCopy), snapshot)
+    }
+
     private func profiles(_ device: SyncDevice) throws -> [[String: Any]] {
         try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try concordOK(["profiles", "--json"], as: device).utf8)) as? [[String: Any]])
     }
