@@ -2,7 +2,7 @@
 // Concord: an offline-first, file-based sync kit. Layers depend downward only:
 //   concord (CLI) → ConcordKit → ConcordTrust, ConcordGit, ConcordModel, ConcordKeyIndex;
 //   concord-lookup → ConcordKeyIndex (the Swift standard library alone);
-//   ConcordGit → CLibgit2, CLibssh2, ConcordGitFormats → CShims
+//   ConcordGit → CLibgit2, CLibgit2Startup, CLibssh2, ConcordGitFormats → CShims
 import PackageDescription
 
 let package = Package(
@@ -24,6 +24,8 @@ let package = Package(
             pkgConfig: "libgit2",
             providers: [.apt(["libgit2-dev"])]
         ),
+        // CLibgit2Startup: keeps libgit2's start-up from parsing the system's CA certificates (HTTPS only; Concord has none).
+        .target(name: "CLibgit2Startup"),
         // CShims: zlib through typed wrappers, Linux's renameat2 and glibc's malloc_trim (what Swift cannot call directly).
         .systemLibrary(name: "CShims", providers: [.apt(["zlib1g-dev"])]),
         // CLibssh2: the system libssh2 (1.10, the one libgit2 links), for reading an ssh remote's refs.
@@ -34,7 +36,7 @@ let package = Package(
         // ConcordGit: the only importer of CLibgit2 and CLibssh2; repositories, objects, trees, refs, signed
         // commits, merge driver, remotes, fetch and push, the quarantine; re-exports ConcordGitFormats.
         .target(name: "ConcordGit",
-                dependencies: ["CLibgit2", "CLibssh2", "CShims", "ConcordGitFormats", .product(name: "Crypto", package: "swift-crypto")]),
+                dependencies: ["CLibgit2", "CLibgit2Startup", "CLibssh2", "CShims", "ConcordGitFormats", .product(name: "Crypto", package: "swift-crypto")]),
         // ConcordModel: pure Swift data model: canonical JSON, ids, kinds, records, HLC, roles.
         .target(name: "ConcordModel"),
         // ConcordTrust: Ed25519 identities as OpenSSH keys, SSHSIG signing and verification.

@@ -1,5 +1,6 @@
 // This file touches the libgit2 C API.
 internal import CLibgit2
+internal import CLibgit2Startup
 
 /// One-time process-wide libgit2 set-up: `git_libgit2_init` and the options Concord relies on.
 enum Libgit2 {
@@ -39,4 +40,11 @@ enum Libgit2 {
     static func ensure() {
         _ = initialized
     }
+}
+
+/// How this process's libgit2 starts.
+public enum Libgit2Startup {
+    /// True when libgit2's start-up skips parsing the system's CA certificates (CLibgit2Startup:
+    /// HTTPS only, which Concord never uses; ~6 ms of every concord process).
+    public static var skipsCACertificates: Bool { concord_libgit2_skips_ca_certificates() == 1 }
 }

@@ -148,20 +148,53 @@ extension Repository {
     /// Pushes `refspec` (never forced: a leading `+` is refused) over a network transport and
     /// returns each ref's status. libgit2 reports a server-side rejection only through the
     /// per-ref status, so callers must check `rejections`.
-    public func push(remote name: String, refspec: String, options: TransportOptions) throws -> PushOutcome {
+    ///
+    /// With `onlyIf` `.remoteAt(tip)`, the push is a compare-and-swap: once the server has said
+    /// where its ref is, and before any object is sent, the push ends unless the ref is at `tip`
+    /// (nil: absent), throwing `GitError` with code `.modified`. git's receive-pack then also refuses
+    /// the update if the ref moved meanwhile (its old value is the one advertised).
+    public func push(remote name: String, refspec: String, options: TransportOptions,
+                     onlyIf condition: PushCondition = .always) throws -> PushOutcome {
         precondition(!refspec.hasPrefix("+"), "Concord never force-pushes")
         return try withRemote(name, options: options) { remote, url in
             let session = TransportSession(options: options, url: url)
             var pushOptions = git_push_options()
             try check("git_push_options_init", git_push_options_init(&pushOptions, UInt32(GIT_PUSH_OPTIONS_VERSION)))
             session.install(in: &pushOptions.callbacks)
+            if case .remoteAt(let expected) = condition {
+                session.expectedRemoteTip = .some(expected)
+                pushOptions.callbacks.push_negotiation = { updates, count, payload in
+                    guard let payload else { return -1 }
+                    let session = Unmanaged<TransportSession>.fromOpaque(payload).takeUnretainedValue()
+                    for index in 0..<count {
+                        guard let update = updates?[index] else { continue }
+                        let current = ObjectID(update.pointee.src)
+                        let remoteTip = current.bytes.allSatisfy { $0 == 0 } ? nil : current
+                        if remoteTip != session.expectedRemoteTip ?? nil {
+                            session.remoteTipMoved = true
+                            return -1
+                        }
+                    }
+                    return 0
+                }
+            }
             let specs = StringArray([refspec])
             let result = withExtendedLifetime(session) {
                 specs.withRaw { git_remote_push(remote, $0, &pushOptions) }
             }
+            if session.remoteTipMoved {
+                throw GitError(function: "git_remote_push", code: .modified, message: "the remote's ref is no longer where this device last saw it")
+            }
             if result < 0 { throw session.failure(GitError.last("git_remote_push", result)) }
             return PushOutcome(statuses: session.pushStatuses, serverMessages: session.serverMessages)
         }
+    }
+
+    /// When `push` sends anything.
+    public enum PushCondition: Sendable {
+        case always
+        /// Only if the remote's ref is at this commit (nil: the remote has no such ref).
+        case remoteAt(ObjectID?)
     }
 
     /// Pushes to a bare repository on a local path WITH compare-and-swap: copies the objects
@@ -186,6 +219,37 @@ extension Repository {
         // The server is silent while it waits: the stall timer must outlast the wait.
         options.stallTimeout = options.stallTimeout.map { max($0, TimeInterval(seconds) + 10) }
         return try SSHRefAdvertisement.heads(url: url, options: options, waitingFor: (known, seconds))["refs/heads/main"]
+    }
+
+    /// As `waitForRemoteMain`, asking a concord server to send with its answer a pack of what
+    /// main has beyond `known` (`concord-wait … pack`), so the device need not connect again to
+    /// fetch it. The pack is empty when the server sent none (or over `packLimit` bytes); it is
+    /// not trusted: see `indexPack`.
+    public static func waitForRemoteMainWithPack(url: String, known: ObjectID, seconds: Int, packLimit: Int,
+                                                 options: TransportOptions) throws -> (main: ObjectID?, pack: [UInt8]) {
+        var options = options
+        options.stallTimeout = options.stallTimeout.map { max($0, TimeInterval(seconds) + 10) }
+        let answer = try SSHRefAdvertisement.headsAndPack(url: url, options: options, known: known, seconds: seconds, packLimit: packLimit)
+        return (answer.heads["refs/heads/main"], answer.pack)
+    }
+
+    /// Indexes `pack` (git's pack format, possibly thin) into this repository's object database
+    /// with libgit2's indexer, as a fetch does: every object is inflated and hashed, a thin pack's
+    /// bases are taken from the objects this repository sees, and the pack and its index are
+    /// written only if all of it reads. Throws otherwise, leaving nothing behind.
+    public func indexPack(_ pack: [UInt8]) throws {
+        var odb: OpaquePointer?
+        try check("git_repository_odb", git_repository_odb(&odb, handle))
+        defer { git_odb_free(odb) }
+        var writer: UnsafeMutablePointer<git_odb_writepack>?
+        try check("git_odb_write_pack", git_odb_write_pack(&writer, odb, nil, nil))
+        guard let writer else { throw GitError(function: "git_odb_write_pack", code: .other(-1), message: "no pack writer") }
+        defer { writer.pointee.free(writer) }
+        var stats = git_indexer_progress()
+        try pack.withUnsafeBytes { bytes in
+            try check("git_odb_writepack.append", writer.pointee.append(writer, bytes.baseAddress, bytes.count, &stats))
+        }
+        try check("git_odb_writepack.commit", writer.pointee.commit(writer, &stats))
     }
 
     /// Runs a concord server's verb `verb` for the repository at ssh `url` (`concord-notice`,

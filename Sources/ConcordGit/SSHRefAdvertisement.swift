@@ -38,6 +38,17 @@ enum SSHRefAdvertisement {
         return try connection.advertisedRefs(command: "git-upload-pack '\(path)'")
     }
 
+    /// `concord-wait '<path>' <known> <seconds> pack`: as `heads(waitingFor:)`, and when main moved
+    /// from `known`, what the server sent after the advertisement: a pack of the commits and objects
+    /// from `known` to main (thin: bases may be objects `known` reaches), empty when it sent none
+    /// or more than `packLimit` bytes. Nothing in it is trusted: the caller indexes it (hashing
+    /// every object) and checks every commit, as for a fetch.
+    static func headsAndPack(url: String, options: TransportOptions, known: ObjectID, seconds: Int,
+                             packLimit: Int) throws -> (heads: [String: ObjectID], pack: [UInt8]) {
+        let (connection, path) = try connect(url: url, options: options)
+        return try connection.advertisedRefsAndPack(command: "concord-wait '\(path)' \(known.hex) \(seconds) pack", packLimit: packLimit)
+    }
+
     /// Runs `<verb> '<path>'` (a concord server's own verb, such as `concord-notice`) on the server
     /// of ssh `url`, writes `input` to it, and returns what it printed, at most `limit` bytes. A
     /// command that exits non-zero throws `.refused` with what it said on stderr.
@@ -156,8 +167,9 @@ enum SSHRefAdvertisement {
             throw TransportFailure.authenticationFailed("Failed to authenticate SSH session: \(lastMessage)")
         }
 
-        /// Runs `command` on one channel and reads git's v0 ref advertisement up to its flush packet.
-        func advertisedRefs(command: String) throws -> [String: ObjectID] {
+        /// Runs `command` on a new channel and hands the channel to `body`, which sets `answered`
+        /// once the server said what it had to; the channel is closed and freed after.
+        private func execute<T>(_ command: String, _ body: (_ channel: OpaquePointer, _ answered: inout Bool) throws -> T) throws -> T {
             guard let channel = libssh2_channel_open_ex(session, "session", 7, 2 << 20, 32_768, nil, 0) else {
                 throw failure("libssh2_channel_open_ex", "Failed to open SSH channel", lastCode)
             }
@@ -171,22 +183,65 @@ enum SSHRefAdvertisement {
             }
             let started = libssh2_channel_process_startup(channel, "exec", 4, command, UInt32(command.utf8.count))
             if started != 0 { throw failure("libssh2_channel_process_startup", "SSH could not execute request", started) }
-            var reader = PacketReader()
-            var buffer = [UInt8](repeating: 0, count: 16_384)
-            while true {
-                if let refs = try reader.refs() {
-                    // A flush packet: we want nothing, and upload-pack exits.
-                    _ = libssh2_channel_write_ex(channel, 0, "0000", 4)
-                    _ = libssh2_channel_send_eof(channel)
-                    answered = true
-                    return refs
+            return try body(channel, &answered)
+        }
+
+        /// Runs `command` on one channel and reads git's v0 ref advertisement up to its flush packet.
+        func advertisedRefs(command: String) throws -> [String: ObjectID] {
+            try execute(command) { channel, answered in
+                var reader = PacketReader()
+                var buffer = [UInt8](repeating: 0, count: 16_384)
+                while true {
+                    if let refs = try reader.refs() {
+                        // A flush packet: we want nothing, and upload-pack exits.
+                        _ = libssh2_channel_write_ex(channel, 0, "0000", 4)
+                        _ = libssh2_channel_send_eof(channel)
+                        answered = true
+                        return refs
+                    }
+                    let count = buffer.withUnsafeMutableBytes {
+                        libssh2_channel_read_ex(channel, 0, $0.baseAddress?.assumingMemoryBound(to: CChar.self), $0.count)
+                    }
+                    if count < 0 { throw failure("libssh2_channel_read_ex", "SSH could not read data", Int32(count)) }
+                    if count == 0 { throw try endedEarly(channel, spoke: !reader.isEmpty) }
+                    try reader.append(buffer[0..<count])
                 }
-                let count = buffer.withUnsafeMutableBytes {
-                    libssh2_channel_read_ex(channel, 0, $0.baseAddress?.assumingMemoryBound(to: CChar.self), $0.count)
+            }
+        }
+
+        /// Runs `command` (a `concord-wait … pack`) on one channel and reads the ref advertisement,
+        /// then everything after its flush packet to the end of the output: the pack (empty when
+        /// there is none, or when more than `packLimit` bytes came).
+        func advertisedRefsAndPack(command: String, packLimit: Int) throws -> (heads: [String: ObjectID], pack: [UInt8]) {
+            try execute(command) { channel, answered in
+                var reader = PacketReader()
+                var heads: [String: ObjectID]?
+                var pack = [UInt8]()
+                var buffer = [UInt8](repeating: 0, count: 65_536)
+                while true {
+                    if heads == nil, let refs = try reader.refs() {
+                        heads = refs
+                        pack = Array(reader.afterFlush)
+                    }
+                    if pack.count > packLimit {
+                        // Too much to take this way: the device fetches instead.
+                        return (heads ?? [:], [])
+                    }
+                    let count = buffer.withUnsafeMutableBytes {
+                        libssh2_channel_read_ex(channel, 0, $0.baseAddress?.assumingMemoryBound(to: CChar.self), $0.count)
+                    }
+                    if count < 0 {
+                        // The answer came and the pack did not: the device fetches instead.
+                        if let heads { return (heads, []) }
+                        throw failure("libssh2_channel_read_ex", "SSH could not read data", Int32(count))
+                    }
+                    if count == 0 {
+                        guard let heads else { throw try endedEarly(channel, spoke: !reader.isEmpty) }
+                        answered = true
+                        return (heads, pack)
+                    }
+                    if heads == nil { try reader.append(buffer[0..<count]) } else { pack += buffer[0..<count] }
                 }
-                if count < 0 { throw failure("libssh2_channel_read_ex", "SSH could not read data", Int32(count)) }
-                if count == 0 { throw try endedEarly(channel, spoke: !reader.isEmpty) }
-                try reader.append(buffer[0..<count])
             }
         }
 
@@ -287,6 +342,9 @@ enum SSHRefAdvertisement {
         private var heads = [String: ObjectID]()
 
         var isEmpty: Bool { data.isEmpty }
+
+        /// What came after the flush packet, once `refs()` has returned the refs.
+        var afterFlush: ArraySlice<UInt8> { data[min(data.count, offset + 4)...] }
 
         mutating func append(_ bytes: ArraySlice<UInt8>) throws {
             data += bytes

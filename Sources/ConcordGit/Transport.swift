@@ -87,6 +87,10 @@ final class TransportSession {
     var rejectedHostKey: HostKey?
     var pushStatuses: [String: String?] = [:]
     var serverText = ""
+    /// For a compare-and-swap push (`Repository.PushCondition.remoteAt`): where the remote's ref
+    /// must be (`.some(nil)`: absent), and whether it was elsewhere.
+    var expectedRemoteTip: ObjectID??
+    var remoteTipMoved = false
 
     /// The server's sideband text as lines, without git's "remote: " noise or progress meters.
     var serverMessages: [String] {

@@ -32,7 +32,9 @@ enum PropagationBenchmark {
                 "As B4 (same records, gaps and seed, same checks), but sshd's AuthorizedKeysCommand is "
                     + (TwoDevices.lookupPath(beside: context.concord.path) == nil ? "`concord serve --lookup`" : "`concord-lookup`") + " on a "
                     + "directory made by `concord server init`, every connection runs `concord serve` as its forced command, and A's "
-                    + "first sync creates the profile on the server. B's watch keeps a `concord-wait` open beside its 1 s poll.",
+                    + "first sync creates the profile on the server. Each watch keeps a `concord-wait … pack` open: the server answers "
+                    + "the moment main moves, with the new commits, so B's sync takes them without connecting again; while the "
+                    + "waits work, a watch polls at most every 60 s instead of every second.",
                 "Latencies: min \(Format.duration(latencies.fastest)), p50 \(Format.duration(latencies.median)), p95 "
                     + "\(Format.duration(latencies.percentile(95))), max \(Format.duration(latencies.percentile(100))). \(early) "
                     + "record(s) reached B before A's put process had exited (counted as 0). `concord put` took "
@@ -66,10 +68,10 @@ enum PropagationBenchmark {
                     + "the next put, SplitMix64 seed \(seed)); the latency is the time from that put's exit until "
                     + "`vocabulary/<bucket>/<id>.json` exists in B's working tree, checked every 20 ms (so ±20 ms). Records "
                     + "are in flight concurrently.",
-                "What a latency contains: A's watch looks for local commits every 50 ms and then syncs (fetch + push "
-                    + "over ssh, two SSH connections); B's watch lists the remote's refs once per interval (1 s, counted "
+                "What a latency contains: A's watch looks for local commits every 20 ms and then syncs (the push alone "
+                    + "when the server's main is where A last saw it: one SSH connection); B's watch lists the remote's refs once per interval (1 s, counted "
                     + "from the start of the previous check; one connection) and, seeing `main` moved, syncs (fetch: "
-                    + "another connection; fast-forward; working tree). So a latency is ≤ 50 ms + A's sync + a wait "
+                    + "another connection; fast-forward; working tree). So a latency is ≤ 20 ms + A's sync + a wait "
                     + "of 0–1 s + B's check + B's sync.",
                 "Latencies: min \(Format.duration(latencies.fastest)), p25 \(Format.duration(latencies.percentile(25))), "
                     + "p50 \(Format.duration(latencies.median)), p75 \(Format.duration(latencies.percentile(75))), p95 "
@@ -80,21 +82,19 @@ enum PropagationBenchmark {
                 "Checks: every put exits 0; every record arrives within \(timeout.components.seconds) s; both watchers exit 0 "
                     + "on SIGTERM with no `error` event; B's HEAD holds all \(recordCount) records.",
                 "After the watchers stop, for the finding below (not part of the latency): `concord sync` on A right after "
-                    + "a put (fetch + push) \(Format.runs(rounds.push)); `concord sync` on B with nothing new (one fetch) "
+                    + "a put (the push alone) \(Format.runs(rounds.push)); `concord sync` on B with nothing new (one fetch) "
                     + "\(Format.runs(rounds.fetch)). These are whole processes (start-up included), so a little slower "
                     + "than the same syncs inside a running watch.",
             ],
             findings: [
                 "**Where a propagation's time goes.** A's sync after a put takes "
-                    + "\(Format.duration(rounds.push.median)): two SSH connections, a fetch and then the push; a sync with "
-                    + "nothing to fetch takes \(Format.duration(rounds.fetch.median)), nearly all of it the SSH handshake "
-                    + "and sshd starting git-upload-pack, and B pays that twice per record (the ref listing that notices "
-                    + "the change, then the fetch), after waiting up to 1 s for its next check. Measured p50 "
-                    + "\(Format.duration(latencies.median)), p95 \(Format.duration(p95)). Each avoided handshake saves "
-                    + "~\(Format.duration(rounds.fetch.median)) per record: push first and fetch only when the push is "
-                    + "rejected as not a fast-forward (the writer's usual case needs no fetch), and on the reader fetch "
-                    + "directly instead of listing refs first, or keep one SSH session for both; a shorter `--interval` "
-                    + "shortens the wait at the cost of more connections to the server.",
+                    + "\(Format.duration(rounds.push.median)): one SSH connection, the push (a compare-and-swap against "
+                    + "what A last fetched, so no fetch first); a sync with nothing to fetch takes "
+                    + "\(Format.duration(rounds.fetch.median)), nearly all of it the SSH handshake and sshd starting "
+                    + "git-upload-pack, and B pays that twice per record (the ref listing that notices the change, then the "
+                    + "fetch), after waiting up to 1 s for its next check. Measured p50 \(Format.duration(latencies.median)), "
+                    + "p95 \(Format.duration(p95)). Through a concord server (B4S) B pays neither: its `concord-wait` is "
+                    + "answered the moment main moves, with the commits.",
             ])
     }
 

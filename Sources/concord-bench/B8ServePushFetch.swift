@@ -47,14 +47,15 @@ enum ServePushFetchBenchmark {
                 ResultRow(label: "B8 push \(recordCount) records + fetch them (`concord sync` on A, then on B) through concord serve "
                               + "(git column: the same through a stock sshd + bare repository)",
                           concord: total.serve, git: total.stock, target: context.scenario.targetRatio),
-                ResultRow(label: "B8 the push alone (A's `concord sync`: a fetch, then the push of \(recordCount) commits)",
+                ResultRow(label: "B8 the push alone (A's `concord sync`: the push of \(recordCount) commits, one connection)",
                           concord: push.serve, git: push.stock),
                 ResultRow(label: "B8 the fetch alone (B's `concord sync`: \(recordCount) new commits)", concord: fetch.serve, git: fetch.stock),
             ],
             notes: [
                 "Both sides use the concord CLI (`concord sync`); the server is what differs. Same machine, same run, same "
                     + "data: each run puts \(recordCount) records on A (\(recordCount) signed commits; not timed), then times "
-                    + "`concord sync` on A (a fetch that finds nothing new, then the push) and `concord sync` on B (the fetch "
+                    + "`concord sync` on A (the push alone: A's commits are on top of the main it last fetched, which the push "
+                    + "checks, so no fetch first) and `concord sync` on B (the fetch "
                     + "of those commits, fast-forward, working tree). The two servers take turns going first.",
                 "Stock: the sshd fixture on 127.0.0.1 with both device keys in its authorized_keys, serving a bare "
                     + "repository made by `concord init --bare` (no hooks) through git-upload-pack / git-receive-pack.",
@@ -62,8 +63,7 @@ enum ServePushFetchBenchmark {
                     + "`concord server init`; every connection runs `concord serve --key …` as its forced command (which "
                     + "reads the profile's membership at main and decides), every push passes the repository's pre-receive "
                     + "hook (`concord serve --pre-receive`: the validity rule on each of the \(recordCount) commits) and the "
-                    + "post-receive. Each sync is two ssh connections (a fetch and a push on A, one fetch on B: B's sync "
-                    + "pushes nothing).",
+                    + "post-receive. Each sync is one ssh connection (the push on A, the fetch on B).",
                 "Checks after every run: A's and B's HEAD equal the server's main.",
                 "Runs, push + fetch: concord serve \(Format.runs(total.serve)); stock \(Format.runs(total.stock)). Push: concord "
                     + "serve \(Format.runs(push.serve)); stock \(Format.runs(push.stock)). Fetch: concord serve "

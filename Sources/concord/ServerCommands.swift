@@ -69,10 +69,55 @@ struct Serve: ParsableCommand {
     func validate() throws {
         let modes = [key != nil, lookup, preReceive, postReceive].filter { $0 }.count
         guard modes == 1 else { throw ValidationError("give exactly one of --key SHA256:..., --lookup USER KEY, --pre-receive or --post-receive") }
-        if lookup != (lookupArguments.count == 2) {
+        if lookup ? lookupArguments.count != 2 : !lookupArguments.isEmpty {
             throw ValidationError(lookup ? "--lookup takes the user and the key: --lookup %u %k" : "unexpected arguments \(lookupArguments)")
         }
         if let key, !Self.isFingerprint(key) { throw ValidationError("--key takes a key fingerprint, SHA256: and 43 base64 characters") }
+    }
+
+    func run() throws {
+        try ServeRun(root: root, mode: key.map { .forcedCommand(key: $0) } ?? (lookup ? .lookup(user: lookupArguments[0], key: lookupArguments[1])
+            : preReceive ? .preReceive : .postReceive)).run()
+    }
+
+    static func isFingerprint(_ text: String) -> Bool {
+        let body = text.utf8.dropFirst(7)
+        return text.hasPrefix("SHA256:") && body.count == 43 && body.allSatisfy {
+            ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2B || $0 == 0x2F
+        }
+    }
+}
+
+/// What `concord serve` does once its arguments are read (by `Serve`, or by `ServeRun.direct` for
+/// the fixed forms sshd and git run, once per connection or push).
+struct ServeRun {
+    enum Mode {
+        /// sshd's forced command for the connecting key.
+        case forcedCommand(key: String)
+        /// sshd's AuthorizedKeysCommand.
+        case lookup(user: String, key: String)
+        case preReceive
+        case postReceive
+    }
+
+    let root: String
+    let mode: Mode
+
+    /// The forms Concord itself writes, read without ArgumentParser: the forced command of the key
+    /// index and authorized_keys lines (`serve --root DIR --key SHA256:…`) and the hooks
+    /// (`serve --root DIR --pre-receive` / `--post-receive`). Building ArgumentParser's model of a
+    /// command costs a tenth of a connection's `concord serve` (perf: Swift type lookups). Nil for
+    /// anything else, which `Serve` parses and reports on as always.
+    static func direct(_ arguments: [String]) -> ServeRun? {
+        guard arguments.count >= 4, arguments[0] == "serve", arguments[1] == "--root", !arguments[2].hasPrefix("-") else { return nil }
+        let root = arguments[2]
+        switch Array(arguments.dropFirst(3)) {
+        case ["--pre-receive"]: return ServeRun(root: root, mode: .preReceive)
+        case ["--post-receive"]: return ServeRun(root: root, mode: .postReceive)
+        case let rest where rest.count == 2 && rest[0] == "--key" && Serve.isFingerprint(rest[1]):
+            return ServeRun(root: root, mode: .forcedCommand(key: rest[1]))
+        default: return nil
+        }
     }
 
     func run() throws {
@@ -82,18 +127,19 @@ struct Serve: ParsableCommand {
         do { server = try ConcordServer.open(root: URL(fileURLWithPath: root)) } catch {
             refuse(describe(error))
         }
-        if lookup {
+        switch mode {
+        case .lookup(let user, let key):
             do {
-                if let line = try server.authorizedKeysLine(user: lookupArguments[0], key: lookupArguments[1], now: now) { print(line) }
+                if let line = try server.authorizedKeysLine(user: user, key: key, now: now) { print(line) }
             } catch {
                 refuse(describe(error))
             }
-        } else if preReceive || postReceive {
+        case .preReceive, .postReceive:
             let check = PushCheck(server: server, repositoryPath: environment["GIT_DIR"] ?? FileManager.default.currentDirectoryPath)
             let input = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
             do {
                 let updates = try PushCheck.Update.parse(input)
-                if preReceive {
+                if case .preReceive = mode {
                     try check.check(updates, key: environment["CONCORD_SERVE_KEY"], quarantine: environment["GIT_QUARANTINE_PATH"], now: now)
                 } else {
                     try check.refreshKeyIndex(updates)
@@ -101,7 +147,7 @@ struct Serve: ParsableCommand {
             } catch let refusal as ServerRefusal {
                 refuse(refusal.message)
             }
-        } else if let key {
+        case .forcedCommand(let key):
             do {
                 let request = try ServeRequest.parse(environment["SSH_ORIGINAL_COMMAND"])
                 let admitted = try server.admit(request, key: key, now: now)
@@ -122,6 +168,10 @@ struct Serve: ParsableCommand {
                     let main = ServerWait.wait(repository: admitted.repository, ref: admitted.mainRef, known: request.known,
                                                seconds: request.seconds, clientLeft: ServerWait.standardInputClosed)
                     FileHandle.standardOutput.write(Data(ServerWait.advertisement(main: main)))
+                    if request.withPack, let main, let known = request.known, main != known,
+                       let pack = ServerWait.pack(repository: admitted.repository, from: known, to: main) {
+                        FileHandle.standardOutput.write(Data(pack))
+                    }
                     return
                 }
                 setenv("CONCORD_SERVE_KEY", key, 1)
@@ -160,10 +210,5 @@ struct Serve: ParsableCommand {
         return String(cString: strerror(errno))
     }
 
-    static func isFingerprint(_ text: String) -> Bool {
-        let body = text.utf8.dropFirst(7)
-        return text.hasPrefix("SHA256:") && body.count == 43 && body.allSatisfy {
-            ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2B || $0 == 0x2F
-        }
-    }
 }
+

@@ -10,14 +10,20 @@ import Foundation
 /// so it reads `concord serve …` as always.
 let directCommands: [String: ParsableCommand.Type] = ["serve": Serve.self, "merge-driver": MergeDriverCommand.self]
 
-let command: ParsableCommand
+/// What runs: a parsed command, or `concord serve` in one of the exact forms sshd and the hooks use
+/// (`ServeRun.direct`, read without ArgumentParser at all).
+let run: () throws -> Void
 do {
     let arguments = Array(CommandLine.arguments.dropFirst())
-    if let name = arguments.first, let direct = directCommands[name],
+    if let serve = ServeRun.direct(arguments) {
+        run = serve.run
+    } else if let name = arguments.first, let direct = directCommands[name],
        !arguments.contains(where: { ["-h", "--help"].contains($0) }) {
-        command = try direct.parseAsRoot(Array(arguments.dropFirst()))
+        var command = try direct.parseAsRoot(Array(arguments.dropFirst()))
+        run = { try command.run() }
     } else {
-        command = try Concord.parseAsRoot()
+        var command = try Concord.parseAsRoot()
+        run = { try command.run() }
     }
 } catch {
     let code = Concord.exitCode(for: error)
@@ -26,8 +32,7 @@ do {
     exit(ExitStatus.usage)
 }
 do {
-    var runnable = command
-    try runnable.run()
+    try run()
 } catch let exit as ExitCode {
     Foundation.exit(exit.rawValue)
 } catch let error as ConcordError {

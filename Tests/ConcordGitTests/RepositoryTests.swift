@@ -178,3 +178,15 @@ final class RepositoryTests: GitTestCase {
         XCTAssertTrue(FileManager.default.fileExists(atPath: url.appendingPathComponent("fine/file.json").path))
     }
 }
+
+/// libgit2's start-up without the system's CA certificates (CLibgit2Startup).
+final class Libgit2StartupTests: GitTestCase {
+    func testLibgit2StartsWithoutParsingCACertificatesAndStillWorks() throws {
+        // The dynamic linker resolves libgit2's mbedTLS certificate loading to Concord's no-op.
+        XCTAssertTrue(Libgit2Startup.skipsCACertificates, "libgit2 would parse /etc/ssl/certs at start-up")
+        // And libgit2 works as before: a repository, a blob, a reference.
+        let (repository, url) = try makeRepository()
+        XCTAssertNil(try repository.resolveReference("HEAD"))
+        XCTAssertEqual(try gitOK(["rev-parse", "--is-inside-work-tree"], in: url), "true")
+    }
+}

@@ -202,30 +202,51 @@ final class HostileRemoteTests: SyncTestCase {
     }
 
     func testADeletedMainIsReportedAndRestoredByTheNextSync() throws {
-        let scene = try makeScene()
+        try assertDeletedMainReportedAndRestored(.path)
+    }
+
+    /// Over ssh Bob's sync, having a commit to send, first tries the push alone (`Sync.pushAhead`):
+    /// its compare-and-swap sees main gone and sends nothing, and the sync fetches and reports as above.
+    func testOverSSHADeletedMainIsReportedAndRestored() throws {
+        try assertDeletedMainReportedAndRestored(.ssh)
+    }
+
+    func testARewoundMainIsReportedAndRestored() throws {
+        try assertRewoundMainReportedAndRestored(.path)
+    }
+
+    func testOverSSHARewoundMainIsReportedAndRestored() throws {
+        try assertRewoundMainReportedAndRestored(.ssh)
+    }
+
+    func assertDeletedMainReportedAndRestored(_ transport: SyncTransport, file: StaticString = #filePath, line: UInt = #line) throws {
+        let scene = try makeScene(transport)
         let main = try XCTUnwrap(try remoteMain(scene.remote))
         try gitOK(["update-ref", "-d", "refs/heads/main"], in: scene.remote.bare)
         try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: scene.bob, in: scene.bobProfile)
         let result = try concord(["sync"], as: scene.bob, in: scene.bobProfile)
-        XCTAssertEqual(result.status, 0, result.stderr)
-        XCTAssertTrue(result.stderr.contains("deleted"), "the deletion is reported: \(result.stderr)")
-        XCTAssertEqual(try remoteMain(scene.remote), try revParse("HEAD", in: scene.bobProfile))
-        XCTAssertTrue(try git(["merge-base", "--is-ancestor", main, "refs/heads/main"], in: scene.remote.bare).status == 0)
-        try assertFsck(scene.remote.bare)
+        XCTAssertEqual(result.status, 0, result.stderr, file: file, line: line)
+        XCTAssertTrue(result.stderr.contains("deleted"), "the deletion is reported: \(result.stderr)", file: file, line: line)
+        XCTAssertEqual(try remoteMain(scene.remote), try revParse("HEAD", in: scene.bobProfile), file: file, line: line)
+        XCTAssertTrue(try git(["merge-base", "--is-ancestor", main, "refs/heads/main"], in: scene.remote.bare).status == 0, file: file, line: line)
+        try assertFsck(scene.remote.bare, file: file, line: line)
     }
 
-    func testARewoundMainIsReportedAndRestored() throws {
-        let scene = try makeScene()
+    /// main set back one commit on the server while Bob has a commit of his own to send: reported,
+    /// and Bob's history (with the lost commit) pushed back.
+    func assertRewoundMainReportedAndRestored(_ transport: SyncTransport, file: StaticString = #filePath, line: UInt = #line) throws {
+        let scene = try makeScene(transport)
         try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: scene.alice, in: scene.aliceProfile)
         try concordOK(["sync"], as: scene.alice, in: scene.aliceProfile)
         try concordOK(["sync"], as: scene.bob, in: scene.bobProfile)
-        let head = try revParse("HEAD", in: scene.bobProfile)
         try gitOK(["update-ref", "refs/heads/main", "refs/heads/main~1"], in: scene.remote.bare)
+        try concordOK(["put", "vocabulary/dog", "--json", #"{"label":"dog"}"#], as: scene.bob, in: scene.bobProfile)
+        let head = try revParse("HEAD", in: scene.bobProfile)
         let result = try concord(["sync"], as: scene.bob, in: scene.bobProfile)
-        XCTAssertEqual(result.status, 0, result.stderr)
-        XCTAssertTrue(result.stderr.contains("went back"), "the rewind is reported: \(result.stderr)")
-        XCTAssertEqual(try remoteMain(scene.remote), head)
-        XCTAssertEqual(try revParse("HEAD", in: scene.bobProfile), head)
+        XCTAssertEqual(result.status, 0, result.stderr, file: file, line: line)
+        XCTAssertTrue(result.stderr.contains("went back"), "the rewind is reported: \(result.stderr)", file: file, line: line)
+        XCTAssertEqual(try remoteMain(scene.remote), head, file: file, line: line)
+        XCTAssertEqual(try revParse("HEAD", in: scene.bobProfile), head, file: file, line: line)
     }
 
     /// main replaced on the server by a history that does not contain what Bob last fetched (here,

@@ -20,15 +20,18 @@ final class ServeRequestTests: XCTestCase {
         }
     }
 
-    /// `concord-wait '<profile>' <main> <seconds>`: live updates for watch, read as strictly.
+    /// `concord-wait '<profile>' <main> <seconds> [pack]`: live updates for watch, read as strictly.
     func testTheWaitVerbIsReadStrictly() throws {
         let tip = String(repeating: "ab", count: 20)
         XCTAssertEqual(try ServeRequest.parse("concord-wait '/kid.git' \(tip) 20"),
                        ServeRequest(verb: .wait, profile: "kid", known: ObjectID(hex: tip), seconds: 20))
         XCTAssertEqual(try ServeRequest.parse("concord-wait '/kid.git' \(String(repeating: "0", count: 40)) 1"),
                        ServeRequest(verb: .wait, profile: "kid", known: nil, seconds: 1))
+        XCTAssertEqual(try ServeRequest.parse("concord-wait '/kid.git' \(tip) 20 pack"),
+                       ServeRequest(verb: .wait, profile: "kid", known: ObjectID(hex: tip), seconds: 20, withPack: true))
         for command in ["concord-wait '/kid.git'", "concord-wait '/kid.git' \(tip)", "concord-wait '/kid.git' \(tip) 0",
                         "concord-wait '/kid.git' \(tip) 61", "concord-wait '/kid.git' \(tip.dropLast()) 5", "concord-wait '/kid.git' \(tip) 5 x",
+                        "concord-wait '/kid.git' \(tip) 5 pack pack", "concord-wait '/kid.git' \(tip) 5 packs", "concord-wait '/kid.git' \(tip) 5 pack ",
                         "concord-wait '/kid.git' zz\(tip.dropFirst(2)) 5", "concord-wait '/../kid.git' \(tip) 5"] {
             XCTAssertThrowsError(try ServeRequest.parse(command), command)
         }

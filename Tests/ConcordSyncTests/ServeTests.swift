@@ -202,15 +202,25 @@ final class ServeTests: ConcordServeTestCase {
 
     /// `watch` on a concord server does not wait for its poll: with a 300 s interval, a record Alice
     /// syncs reaches Bob's copy within seconds, because `concord-wait` answers when main moves.
+    /// Bob's watch (polling every 300 s) learns of Alice's pushes from its `concord-wait`, and the
+    /// commits come with the answer (`concord-wait … pack`): Bob's key connects once per update
+    /// (the next wait), never to fetch.
     func testWatchGetsLiveUpdatesFromConcordServe() throws {
-        let (alice, bob, _, aliceProfile, bobsCopy) = try aliceAndBobThroughServer()
+        let (alice, bob, host, aliceProfile, bobsCopy) = try aliceAndBobThroughServer()
         let log = sandbox.appendingPathComponent("watch-bob.log")
         let watcher = try ChildProcess(path: try ConcordBinary.required(), arguments: ["watch", "-C", bobsCopy.path, "--interval", "300", "--json"],
                                        environment: concordEnvironment(bob), output: log)
         defer { _ = watcher.stop(grace: 5) }
         let output = { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+        let bobsKey = try fingerprint(bob)
+        // sshd ends its log lines with "\r\n" (one Character to Swift).
+        let bobsConnections = { host.sshd.log.split(whereSeparator: \.isNewline).filter { $0.contains("Accepted publickey") && $0.contains(bobsKey) }.count }
         XCTAssertTrue(waitUntil(30) { output().contains("\"synced\"") || output().contains("\"started\"") }, output())
+        // The watch's first check and its first wait.
+        XCTAssertTrue(waitUntil(30) { bobsConnections() >= 2 }, host.sshd.log)
+        Thread.sleep(forTimeInterval: 0.5)
         for round in 1...2 {
+            let before = bobsConnections()
             try concordOK(["put", "vocabulary/live\(round)", "--json", #"{"label":"live"}"#], as: alice, in: aliceProfile)
             try concordOK(["sync"], as: alice, in: aliceProfile)
             let pushed = Date()
@@ -218,6 +228,9 @@ final class ServeTests: ConcordServeTestCase {
                 (try? self.concord(["get", "vocabulary/live\(round)"], as: bob, in: bobsCopy).status) == 0
             }, "vocabulary/live\(round) did not reach Bob within 60 s (the poll interval is 300 s)\n\(output())")
             print("live update \(round): \(String(format: "%.2f", Date().timeIntervalSince(pushed))) s from Alice's push to Bob's copy")
+            XCTAssertTrue(waitUntil(30) { bobsConnections() > before }, "Bob's watch did not wait again")
+            Thread.sleep(forTimeInterval: 1)
+            XCTAssertEqual(bobsConnections() - before, 1, "Bob's key connected to fetch instead of taking the pack sent with the answer:\n\(output())")
         }
         XCTAssertNil(watcher.exitStatus(), "watch keeps running: \(output())")
     }

@@ -1,7 +1,7 @@
 import ConcordGit
 /// What a device asks a concord server for, read from sshd's `SSH_ORIGINAL_COMMAND`: git's own
 /// `git-upload-pack '<profile>'` (fetch, clone) or `git-receive-pack '<profile>'` (push), or
-/// `concord-wait '<profile>' <main> <seconds>` (wait for main to move), `concord-notice '<profile>'`
+/// `concord-wait '<profile>' <main> <seconds> [pack]` (wait for main to move), `concord-notice '<profile>'`
 /// (a deleted profile's notice) or `concord-destroy '<profile>'` (delete it), nothing else. The
 /// command is read strictly, as gitolite reads it: one line of at most 256 bytes, one of the verbs, one space, the profile in single quotes (`'/kid.git'`, `'kid.git'`, `'kid'`: a
 /// leading `/`, a trailing `.git` and `/` are dropped), and a profile name of lower-case letters,
@@ -14,7 +14,8 @@ public struct ServeRequest: Sendable, Equatable {
         /// git-receive-pack: push to the profile.
         case receive = "git-receive-pack"
         /// concord-wait: hold the connection until the profile's main moves from `known` (or
-        /// `seconds` pass), then answer with its ref advertisement (live updates for `watch`).
+        /// `seconds` pass), then answer with its ref advertisement (live updates for `watch`);
+        /// with `pack` after the seconds, followed by a pack of what main has beyond `known`.
         case wait = "concord-wait"
         /// concord-notice: print the signed deletion notice of a profile an Admin deleted.
         case notice = "concord-notice"
@@ -28,17 +29,20 @@ public struct ServeRequest: Sendable, Equatable {
     /// `concord-wait`: the main the device has (nil: none), and the longest wait in seconds.
     public let known: ObjectID?
     public let seconds: Int
+    /// `concord-wait … pack`: send the new commits and objects with the answer.
+    public let withPack: Bool
 
     public static let maxCommandBytes = 256
     public static let maxNameLength = 64
     /// The longest a `concord-wait` holds its connection.
     public static let maxWaitSeconds = 60
 
-    public init(verb: Verb, profile: String, known: ObjectID? = nil, seconds: Int = 0) {
+    public init(verb: Verb, profile: String, known: ObjectID? = nil, seconds: Int = 0, withPack: Bool = false) {
         self.verb = verb
         self.profile = profile
         self.known = known
         self.seconds = seconds
+        self.withPack = withPack
     }
 
     /// Parses `SSH_ORIGINAL_COMMAND` (nil when the client asked for a shell).
@@ -65,15 +69,16 @@ public struct ServeRequest: Sendable, Equatable {
         var argument = command[command.index(after: space)...]
         var known: ObjectID?
         var seconds = 0
+        var withPack = false
         if verb == .wait {
-            // concord-wait '<profile>' <40 hex digits of the main the device has, or 40 zeros> <seconds>
+            // concord-wait '<profile>' <40 hex digits of the main the device has, or 40 zeros> <seconds> [pack]
             let fields = argument.split(separator: " ", omittingEmptySubsequences: false)
-            guard fields.count == 3, fields[1].utf8.count == 40, let tip = ObjectID(hex: String(fields[1])),
-                  let wait = Int(fields[2]), (1...maxWaitSeconds).contains(wait) else {
+            guard fields.count == 3 || (fields.count == 4 && fields[3] == "pack"), fields[1].utf8.count == 40,
+                  let tip = ObjectID(hex: String(fields[1])), let wait = Int(fields[2]), (1...maxWaitSeconds).contains(wait) else {
                 throw ServerRefusal("refused concord-wait \(argument): it takes '<profile>', the 40-digit id of the main the device has, "
-                                    + "and 1 to \(maxWaitSeconds) seconds")
+                                    + "1 to \(maxWaitSeconds) seconds, and optionally 'pack'")
             }
-            (argument, known, seconds) = (fields[0], fields[1].allSatisfy { $0 == "0" } ? nil : tip, wait)
+            (argument, known, seconds, withPack) = (fields[0], fields[1].allSatisfy { $0 == "0" } ? nil : tip, wait, fields.count == 4)
         }
         guard argument.count >= 2, argument.first == "'", argument.last == "'" else {
             throw ServerRefusal("refused \(verb.rawValue) \(argument): the profile must be one name in single quotes, as git sends it")
@@ -84,7 +89,7 @@ public struct ServeRequest: Sendable, Equatable {
         if name.hasSuffix(".git") { name = name.dropLast(4) }
         let profile = String(name)
         if let problem = nameProblem(profile) { throw ServerRefusal("refused \(verb.rawValue) \(argument): \(problem)") }
-        return ServeRequest(verb: verb, profile: profile, known: known, seconds: seconds)
+        return ServeRequest(verb: verb, profile: profile, known: known, seconds: seconds, withPack: withPack)
     }
 
     /// Why `name` cannot name a profile on a concord server, or nil when it can.

@@ -7,8 +7,8 @@ import Foundation
 /// answers with git's v0 ref advertisement of `refs/heads/main` (what `git-upload-pack` would
 /// have said first), so the device reads it with the code that reads every ref advertisement.
 public enum ServerWait {
-    /// How often the ref is read while waiting.
-    static let pollInterval: useconds_t = 25_000
+    /// How often the ref is read while waiting (one small file read, ~10 µs).
+    static let pollInterval: useconds_t = 10_000
 
     /// Waits in repository `path` until main (`ref`: a revoked member's view of it has another
     /// name) differs from `known` or `seconds` pass; returns main then. Stops early, returning nil,
@@ -24,6 +24,8 @@ public enum ServerWait {
                 main = now
                 break
             }
+            // The repository is gone (`concord destroy`): say so now, so the device asks why.
+            if !FileManager.default.fileExists(atPath: path) { return nil }
             usleep(pollInterval)
         }
         return main
@@ -37,6 +39,42 @@ public enum ServerWait {
         if descriptor.revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 { return true }
         var byte: UInt8 = 0
         return read(0, &byte, 1) == 0
+    }
+
+    /// The most pack bytes a `concord-wait … pack` answer carries; past it the device fetches.
+    public static let packLimit = 32 << 20
+
+    /// `concord-wait … pack`: what main (`tip`) has beyond `known` in repository `path`, as one
+    /// thin pack from git's own `git pack-objects` (as upload-pack would send it). Nil when git
+    /// cannot make it (`known` is not in this repository) or it exceeds `packLimit`: the device
+    /// then fetches as usual. Objects come from `tip` alone, which the key may read.
+    public static func pack(repository path: String, from known: ObjectID, to tip: ObjectID) -> [UInt8]? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["git", "pack-objects", "--revs", "--thin", "--stdout", "--delta-base-offset", "-q"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["GIT_DIR"] = path
+        process.environment = environment
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch { return nil }
+        input.fileHandleForWriting.write(Data("\(tip.hex)\n^\(known.hex)\n".utf8))
+        try? input.fileHandleForWriting.close()
+        var pack = [UInt8]()
+        while true {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            pack += chunk
+            if pack.count > packLimit {
+                process.terminate()
+                process.waitUntilExit()
+                return nil
+            }
+        }
+        process.waitUntilExit()
+        return process.terminationStatus == 0 && !pack.isEmpty ? pack : nil
     }
 
     /// The ref advertisement for `main` (just the flush packet when there is none).

@@ -15,9 +15,16 @@ final class LiveUpdates: @unchecked Sendable {
     private let lock = NSLock()
     private var known: ObjectID?
     private var moved = false
+    private var movedTo: ObjectID?
+    private var healthy = false
     private var stopped = false
     /// Whether the server offers the wait (nil until its first answer or failure).
     private var offered: Bool?
+    /// The commits the server sent with its last answer, for the next sync (`concord-wait … pack`).
+    private var prefetched: PrefetchedPack?
+    /// Whether to ask for the pack: a concord server older than this device refuses the request,
+    /// and the wait alone is asked for from then on.
+    private var askForPack = true
 
     init(url: String, options: TransportOptions, known: ObjectID?) {
         (self.url, self.options, self.known) = (url, options, known)
@@ -33,27 +40,69 @@ final class LiveUpdates: @unchecked Sendable {
     /// The main this device now has from the remote (after each sync).
     func update(known tip: ObjectID?) { locked { known = tip } }
 
-    /// Whether the server said main moved since the last call.
-    func takeMoved() -> Bool {
+    /// Whether the server said main moved since the last `takeMoved` (which clears it).
+    var hasMoved: Bool { locked { moved } }
+
+    /// Where the server said main moved to since the last call (`.some(nil)`: deleted), or nil.
+    func takeMoved() -> ObjectID?? {
         locked {
             defer { moved = false }
-            return moved
+            return moved ? .some(movedTo) : nil
+        }
+    }
+
+    /// Whether the server answers the waits now: its last wait ended well. While it does, `watch`
+    /// hardly needs to poll.
+    var isLive: Bool { locked { offered == true && healthy } }
+
+    /// The pack that came with the last answer, if any (once).
+    func takePrefetched() -> PrefetchedPack? {
+        locked {
+            defer { prefetched = nil }
+            return prefetched
         }
     }
 
     private func run() {
         var failures = 0
+        // The last main this thread told the sync about.
+        var reported: ObjectID??
         while !locked({ stopped }) {
             let tip = locked { known }
+            let withPack = locked { askForPack } && tip != nil
             do {
-                let main = try Repository.waitForRemoteMain(url: url, known: tip, seconds: Self.waitSeconds, options: options)
-                locked { offered = true }
+                let main: ObjectID?
+                var pack = [UInt8]()
+                if withPack, let tip {
+                    (main, pack) = try Repository.waitForRemoteMainWithPack(url: url, known: tip, seconds: Self.waitSeconds,
+                                                                             packLimit: ServerWait.packLimit, options: options)
+                } else {
+                    main = try Repository.waitForRemoteMain(url: url, known: tip, seconds: Self.waitSeconds, options: options)
+                }
+                locked { (offered, healthy) = (true, true) }
                 failures = 0
                 guard main != tip else { continue }
-                locked { moved = true }
-                // Until the sync this triggers has taken it in (or a while has passed), asking again would answer at once.
-                for _ in 0..<250 where !locked({ stopped || known != tip }) { usleep(20_000) }
+                if reported == .some(main) {
+                    // Told already, and the sync has not taken it in (still running, or failed): asking
+                    // again would answer at once, so wait for the sync (or a while) first.
+                    for _ in 0..<250 where !locked({ stopped || known != tip }) { usleep(20_000) }
+                    continue
+                }
+                reported = .some(main)
+                locked {
+                    (moved, movedTo) = (true, main)
+                    if let main, let tip, !pack.isEmpty { prefetched = PrefetchedPack(base: tip, tip: main, bytes: pack) }
+                    // The next wait starts now, from the main the sync is taking in: a move while
+                    // the sync runs is answered at once (the sync's `update(known:)` then says where it got).
+                    known = main
+                }
             } catch {
+                locked { healthy = false }
+                if withPack, locked({ offered }) == nil {
+                    // Perhaps a server that has the wait without the pack: ask for the wait alone.
+                    locked { askForPack = false }
+                    continue
+                }
                 if locked({ offered }) == nil {
                     locked { offered = false }
                     return
@@ -69,4 +118,13 @@ final class LiveUpdates: @unchecked Sendable {
         defer { lock.unlock() }
         return body()
     }
+}
+
+/// The commits a concord server sent with a `concord-wait` answer: a pack of what main (`tip`) has
+/// beyond `base` (the main this device had). Untrusted, as anything fetched: a sync indexes it
+/// into its quarantine and checks every commit (`Profile.fetchVerified`).
+struct PrefetchedPack: Sendable {
+    let base: ObjectID
+    let tip: ObjectID
+    let bytes: [UInt8]
 }

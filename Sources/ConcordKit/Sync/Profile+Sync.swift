@@ -67,15 +67,25 @@ extension Profile {
     /// fails the check is refused (`ConcordError.invalidCommit`): no object enters the profile
     /// and no ref moves. `first`, when given, looks at the fetched tip before the check (a clone
     /// reads the profile's format version there, so another format is reported as such).
+    ///
+    /// `prefetched` (a pack a concord server sent with its `concord-wait` answer) stands in for the
+    /// transfer when it was made against what this device last fetched: libgit2's indexer takes it
+    /// into the quarantine as it would a fetched pack (hashing every object), and its tip is checked
+    /// exactly like a fetched one. If it does not index or lacks its tip, the fetch runs as usual.
     func fetchVerified(remote: String, location: RemoteLocation, options: TransportOptions, cloning: Bool = false,
-                       changedPaths: ChangedPaths? = nil, first: ((ObjectID, Repository) throws -> Void)? = nil) throws -> ObjectID? {
+                       changedPaths: ChangedPaths? = nil, prefetched: PrefetchedPack? = nil,
+                       first: ((ObjectID, Repository) throws -> Void)? = nil) throws -> ObjectID? {
         let tracking = try gitCall { try repository.resolveReference(Self.trackingRef(remote)) }
         let head = try gitCall { try repository.resolveReference("HEAD") }
         let known = [head, tracking].compactMap { $0 }
         PerformanceTrace.start()
         let quarantine = try gitCall { try Quarantine(for: repository, tips: known) }
-        try fetch(remote: remote, location: location, options: options, into: quarantine.repository, cloning: cloning)
-        PerformanceTrace.step("fetched into the quarantine")
+        if let prefetched, prefetched.base == tracking, (try? Self.take(prefetched, into: quarantine.repository)) != nil {
+            PerformanceTrace.step("took the pack sent with the wait into the quarantine")
+        } else {
+            try fetch(remote: remote, location: location, options: options, into: quarantine.repository, cloning: cloning)
+            PerformanceTrace.step("fetched into the quarantine")
+        }
         guard let tip = try gitCall({ try quarantine.repository.resolveReference(Self.incomingRef) }) else { return nil }
         try first?(tip, quarantine.repository)
         var check = IncomingCheck(repository: quarantine.repository, profileID: info.id.isEmpty ? nil : info.id)
@@ -88,6 +98,14 @@ extension Profile {
             try gitCall { try repository.updateReference(Self.trackingRef(remote), to: tip, expected: tracking, message: "concord: fetched") }
         }
         return tip
+    }
+
+    /// Indexes `prefetched` into `target` (a quarantine) and points the incoming ref at its tip,
+    /// which must then be a commit there.
+    private static func take(_ prefetched: PrefetchedPack, into target: Repository) throws {
+        try target.indexPack(prefetched.bytes)
+        _ = try target.commit(prefetched.tip)
+        try target.updateReference(incomingRef, to: prefetched.tip, expected: nil, message: "concord: sent with the wait")
     }
 
     private func fetch(remote: String, location: RemoteLocation, options: TransportOptions, into target: Repository, cloning: Bool) throws {
@@ -148,8 +166,10 @@ extension Profile {
         case .ssh:
             let outcome: PushOutcome
             do {
-                outcome = try repository.push(remote: remote, refspec: "refs/heads/main:refs/heads/main", options: options)
-            } catch let error as GitError where error.code == .nonFastForward {
+                // Compare-and-swap, as on a path: nothing is sent unless the server's main is at `expected`.
+                outcome = try repository.push(remote: remote, refspec: "refs/heads/main:refs/heads/main", options: options,
+                                              onlyIf: .remoteAt(expected))
+            } catch let error as GitError where [.nonFastForward, .modified].contains(error.code) {
                 return false
             } catch {
                 throw try transportError(error, remote: remote, location: location)

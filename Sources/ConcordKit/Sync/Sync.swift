@@ -16,6 +16,12 @@ public struct Sync {
     /// compare-and-swap, and pushes without ever forcing. When the push loses a race with another
     /// device, fetches, merges and pushes again (bounded, with jitter). Commits nothing implicitly.
     public func run(remote: String = "origin", as identity: Identity) throws -> SyncReport {
+        try run(remote: remote, as: identity, prefetched: nil)
+    }
+
+    /// `run`, taking `prefetched` (what a concord server sent with a `concord-wait` answer) in place
+    /// of the first fetch when it was made against what this device last fetched.
+    func run(remote: String, as identity: Identity, prefetched: PrefetchedPack?) throws -> SyncReport {
         let lock = try profile.lock()
         defer { withExtendedLifetime(lock) {} }
         // A long-running caller (`watch`) keeps this profile open across thousands of syncs: what
@@ -33,10 +39,15 @@ public struct Sync {
         // The files each received commit changed, for the audit index once the sync is done.
         let changedPaths = ChangedPaths()
         defer { profile.updateAuditIndex(known: changedPaths) }
+        // With a pack from the server the remote moved: a push alone would be refused.
+        if prefetched == nil, let report = try pushAhead(remote: remote, location: location, options: options, identity: identity) {
+            return report
+        }
         for attempt in 1...Profile.maxSyncAttempts {
             let before = try gitCall { try repository.resolveReference("HEAD") }
             let lastFetched = try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) }
-            let remoteTip = try profile.fetchVerified(remote: remote, location: location, options: options, changedPaths: changedPaths)
+            let remoteTip = try profile.fetchVerified(remote: remote, location: location, options: options, changedPaths: changedPaths,
+                                                      prefetched: attempt == 1 ? prefetched : nil)
             if let lastFetched, attempt == 1 {
                 if remoteTip == nil {
                     // Deleted on the server: this device still has everything; pushing restores it.
@@ -95,6 +106,38 @@ public struct Sync {
             usleep(useconds_t.random(in: 20_000...(60_000 * useconds_t(attempt))))
         }
         throw ConcordError.remoteKeptMoving(remote: remote, attempts: Profile.maxSyncAttempts)
+    }
+
+    /// The writer's usual sync over ssh, in one connection instead of two: this device has new
+    /// commits on top of what it last fetched, and the server's main is still there. A fetch would
+    /// bring nothing, so the push alone is the whole sync. The push is a compare-and-swap against
+    /// what was last fetched (`Repository.PushCondition.remoteAt`): if main moved, was rewound or
+    /// deleted, nothing is sent and nil is returned, and `run` fetches, checks, merges and pushes
+    /// as always (so every warning and refusal is as before). A server that refuses the push (a
+    /// revoked key, a deleted profile, a hook's verdict) also leaves it to `run`, whose fetch finds
+    /// out why; only an unreachable or untrusted server ends the sync here. Nil, too, for a path
+    /// remote (its fetch reads files, no connection to save) and when there is nothing to push.
+    private func pushAhead(remote: String, location: RemoteLocation, options: TransportOptions, identity: Identity) throws -> SyncReport? {
+        guard case .ssh = location,
+              let head = try gitCall({ try repository.resolveReference("HEAD") }),
+              let tracking = try gitCall({ try repository.resolveReference(Profile.trackingRef(remote)) }),
+              head != tracking, try gitCall({ try repository.isAncestor(tracking, of: head) }) else { return nil }
+        // As `run` after a fetch that brings nothing: a device whose member was revoked pushes nothing.
+        try profile.members.checkAccess(at: tracking, for: identity)
+        let outgoing = try gitCall { try repository.aheadBehind(local: head, upstream: tracking).ahead }
+        do {
+            guard try profile.push(head, expected: tracking, remote: remote, location: location, options: options,
+                                   attemptsLeft: Profile.maxSyncAttempts) else { return nil }
+        } catch let error as ConcordError {
+            switch error {
+            case .offline, .untrustedHost, .authenticationFailed: throw error
+            default: return nil
+            }
+        }
+        try gitCall { try repository.updateReference(Profile.trackingRef(remote), to: head, expected: tracking, message: "concord: pushed") }
+        try profile.recordSync(remote: remote, head: head)
+        return SyncReport(remote: remote, received: 0, sent: outgoing, changedFiles: [], resolved: [], unresolved: [], head: head.hex,
+                          attempts: 1, warnings: [])
     }
 
     /// Ahead/behind against the last fetched state of `remote`, and when it last synced.
@@ -197,11 +240,12 @@ public struct Sync {
         return try profile.mergeLocked(theirs, as: identity)
     }
 
-    /// Keeps this profile in sync until `shouldStop` returns true: every 50 ms it looks for local
+    /// Keeps this profile in sync until `shouldStop` returns true: every 20 ms it looks for local
     /// commits the remote lacks (two ref reads; writes by other processes are seen the same way),
     /// and every `interval` seconds it checks cheaply whether the remote's main moved (reading only
     /// its ref list); either one triggers a sync. On a concord server, the server also says the
-    /// moment main moves (`LiveUpdates`, `concord-wait`), which triggers a sync at once. Stops only between syncs, never inside a ref update.
+    /// moment main moves (`LiveUpdates`, `concord-wait`), which triggers a sync at once, and while
+    /// it does the remote is polled at most every `livePollInterval`. Stops only between syncs, never inside a ref update.
     ///
     /// Ends by throwing `ConcordError.accessRemoved` when the remote revokes this device's member,
     /// or `.profileDeleted` when an Admin deleted the profile (reported first as a `.failed` event); every other failure is reported and retried.
@@ -224,16 +268,20 @@ public struct Sync {
         defer { live?.stop() }
         while !shouldStop() {
             let now = Date()
-            let told = live?.takeMoved() == true
+            // Told of a move this device has already (its own push, say): nothing to do for it.
+            let movedTo = live?.takeMoved()
+            let told = movedTo.map { $0 != (try? gitCall { try repository.resolveReference(Profile.trackingRef(remote)) }) } ?? false
+            if !told { _ = live?.takePrefetched() }
             let remoteDue = now >= nextRemoteCheck || told
             let localWork = now >= quietUntil && (try? hasUnsentCommits(remote: remote)) == true
             if remoteDue || localWork {
-                if remoteDue { nextRemoteCheck = now.addingTimeInterval(interval) }
+                // While the server tells of every move, a poll is only a safety net.
+                if remoteDue { nextRemoteCheck = now.addingTimeInterval(live?.isLive == true ? max(interval, Self.livePollInterval) : interval) }
                 do {
                     if try localWork || told || isNeeded(remote: remote, as: identity) {
                         // A sync frees what it allocated, but glibc keeps the pages (`ProcessMemory`).
                         defer { ProcessMemory.returnFreedMemory() }
-                        let report = try run(remote: remote, as: identity)
+                        let report = try run(remote: remote, as: identity, prefetched: told ? live?.takePrefetched() : nil)
                         live?.update(known: try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) })
                         if offline { offline = false; onEvent(.online) }
                         onEvent(.synced(report))
@@ -267,8 +315,9 @@ public struct Sync {
                 // With CONCORD_TRACE_PERF=1, one line per remote check (B11 counts polls with it).
                 if remoteDue { PerformanceTrace.step("watch: remote checked") }
             }
+            // Until the next tick, or at once when the server says main moved.
             let tickEnd = Date().addingTimeInterval(Self.watchTick)
-            while Date() < tickEnd, !shouldStop() { usleep(10_000) }
+            while Date() < tickEnd, !shouldStop(), live?.hasMoved != true { usleep(5_000) }
         }
         onEvent(.stopped)
     }
@@ -282,8 +331,12 @@ public struct Sync {
                            known: known)
     }
 
-    /// How often `watch` looks for local commits to send.
-    static let watchTick: TimeInterval = 0.05
+    /// How often `watch` asks the remote while a concord server's `concord-wait` tells it of
+    /// every move (`LiveUpdates.isLive`), when `--interval` is shorter.
+    static let livePollInterval: TimeInterval = 60
+
+    /// How often `watch` looks for local commits to send (two ref reads, ~20 µs).
+    static let watchTick: TimeInterval = 0.02
     /// The longest `watch` waits before asking again a remote that refused it or failed.
     static let maxBackoff: TimeInterval = 300
 
