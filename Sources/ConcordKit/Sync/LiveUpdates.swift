@@ -84,8 +84,10 @@ final class LiveUpdates: @unchecked Sendable {
                 guard main != tip else { continue }
                 if reported == .some(main) {
                     // Told already, and the sync has not taken it in (still running, or failed): asking
-                    // again would answer at once, so wait for the sync (or a while) first.
+                    // again would answer at once, so wait for the sync (or a while) first, and if it
+                    // has not taken it in by then, tell again (the sync is tried again).
                     for _ in 0..<250 where !locked({ stopped || known != tip }) { usleep(20_000) }
+                    locked { if known == tip { (moved, movedTo) = (true, main) } }
                     continue
                 }
                 reported = .some(main)
