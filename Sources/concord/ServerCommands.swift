@@ -165,13 +165,10 @@ struct ServeRun {
                 default: break
                 }
                 if request.verb == .wait {
-                    let main = ServerWait.wait(repository: admitted.repository, ref: admitted.mainRef, known: request.known,
-                                               seconds: request.seconds, clientLeft: ServerWait.standardInputClosed)
-                    FileHandle.standardOutput.write(Data(ServerWait.advertisement(main: main)))
-                    if request.withPack, let main, let known = request.known, main != known,
-                       let pack = ServerWait.pack(repository: admitted.repository, from: known, to: main) {
-                        FileHandle.standardOutput.write(Data(pack))
-                    }
+                    let answer = try server.answerWait(request, key: key, admitted: admitted, clock: {
+                        ((try? ConcordEnvironment.fromProcess())?.wallClock ?? ConcordEnvironment.systemClock)()
+                    })
+                    FileHandle.standardOutput.write(Data(answer))
                     return
                 }
                 setenv("CONCORD_SERVE_KEY", key, 1)

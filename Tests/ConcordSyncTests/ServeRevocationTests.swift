@@ -8,6 +8,62 @@ import XCTest
 /// main as it was at the revocation and nothing newer, and takes no push; the device learns of
 /// its revocation from the Admin's signed commit (`RevocationView`).
 final class ServeRevocationTests: ConcordServeTestCase {
+    /// A `concord-wait … pack` Bob opened while still a member, answered by the push that revokes
+    /// him and adds a record after that: the answer comes from what his key may read once main
+    /// moved — his view, the revocation commit — and its pack holds nothing written after it.
+    func testAWaitOpenedBeforeARevocationIsAnsweredWithNothingWrittenAfterIt() throws {
+        let (alice, bob, host, aliceProfile, _) = try aliceAndBobThroughServer()
+        let before = try serverMain("kid", host: host)
+        // Bob's wait, over plain ssh whose input stays open (a wait ends when its device hangs up).
+        let knownHosts = try trust(host, by: bob)
+        let out = sandbox.appendingPathComponent("wait.out"), err = sandbox.appendingPathComponent("wait.err")
+        let ssh = ["/usr/bin/ssh", "-T", "-F", "/dev/null", "-i", bob.keyFile.path, "-o", "IdentitiesOnly=yes",
+                   "-o", "UserKnownHostsFile=\(knownHosts.path)", "-o", "GlobalKnownHostsFile=/dev/null", "-o", "StrictHostKeyChecking=yes",
+                   "-o", "BatchMode=yes", "-p", String(host.sshd.port), "\(host.sshd.user)@127.0.0.1",
+                   "concord-wait '/kid.git' \(before) 30 pack"].map(ProcessRunner.shellQuoted).joined(separator: " ")
+        let script = "exec 3< <(sleep 60); \(ssh) <&3 > \(ProcessRunner.shellQuoted(out.path)) 2> \(ProcessRunner.shellQuoted(err.path)); "
+            + "status=$?; kill $! 2>/dev/null; exit $status"
+        let waiting = try ChildProcess(path: "/bin/bash", arguments: ["-c", script], environment: environment(),
+                                       output: sandbox.appendingPathComponent("wait.log"))
+        defer { if waiting.exitStatus() == nil { _ = waiting.stop(grace: 2) } }
+        // The wait is open (its concord serve runs) before Alice pushes.
+        XCTAssertTrue(waitUntil(20) {
+            (try? ProcessRunner.run("/usr/bin/pgrep", ["-f", "serve --root \(host.root.path)"], environment: self.environment()).status) == 0
+        })
+        Thread.sleep(forTimeInterval: 1)
+        XCTAssertNil(waiting.exitStatus(), "the wait ended before anything moved")
+        try concordOK(["revoke", "bob"], as: alice, in: aliceProfile)
+        let revocation = try gitOK(["rev-parse", "HEAD"], in: aliceProfile)
+        try concordOK(["put", "vocabulary/after", "--json", #"{"label":"written after the revocation"}"#], as: alice, in: aliceProfile)
+        try concordOK(["sync"], as: alice, in: aliceProfile)
+        let main = try serverMain("kid", host: host)
+        XCTAssertTrue(waitUntil(40) { waiting.exitStatus() != nil }, "the wait did not answer")
+        XCTAssertEqual(waiting.exitStatus(), 0, (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+        let result = try Data(contentsOf: out)
+
+        // The advertisement, then the pack.
+        let bytes = [UInt8](result)
+        var offset = 0, advertised = ""
+        while offset + 4 <= bytes.count, let length = Int(String(decoding: bytes[offset..<(offset + 4)], as: UTF8.self), radix: 16) {
+            if length == 0 { offset += 4; break }
+            advertised += String(decoding: bytes[(offset + 4)..<(offset + length)], as: UTF8.self)
+            offset += length
+        }
+        XCTAssertTrue(advertised.contains(revocation), "the answer is not Bob's view: \(advertised)")
+        XCTAssertFalse(advertised.contains(main), "the answer shows Bob main after the revocation: \(advertised)")
+        let pack = Data(bytes[offset...])
+        XCTAssertEqual(Array(pack.prefix(4)), Array("PACK".utf8), "no pack came with the answer")
+        // Indexed beside a copy of the server's objects (its bases): the revocation is in it, the record after it is not.
+        let copy = sandbox.appendingPathComponent("server-copy.git")
+        try FileManager.default.copyItem(at: host.repository("kid"), to: copy)
+        let indexed = try ProcessRunner.run("/usr/bin/git", ["index-pack", "--fix-thin", "--stdin"], environment: environment(), in: copy, input: pack)
+        XCTAssertEqual(indexed.status, 0, indexed.summary)
+        let name = indexed.stdout.split(whereSeparator: \.isWhitespace).last.map(String.init) ?? ""
+        let listed = try gitOK(["verify-pack", "-v", "objects/pack/pack-\(name).idx"], in: copy)
+        XCTAssertTrue(listed.contains(revocation), listed)
+        XCTAssertFalse(listed.contains(main), "the pack holds the commit written after the revocation")
+    }
+
     /// Bob's `watch` (polling every 300 s, so only the server's live update can tell it) reports
     /// "access removed" and deletes its copy within seconds of Alice's push; what Alice wrote
     /// after the revocation never reaches Bob's key.

@@ -84,3 +84,36 @@ public enum ServerWait {
         return Array((String(format: "%04x", line.utf8.count + 4) + line + "0000").utf8)
     }
 }
+
+extension ConcordServer {
+    /// The whole `concord-wait` for a key let in as `admitted`: waits for main to move, then
+    /// answers from what the key may read NOW, decided again (`admit`): a revocation is often what
+    /// moved main, and the key must not be handed what came after it. A revoked member's answer
+    /// is their view of main (`RevocationView`); a key let in no more is refused. With `pack`, the
+    /// answer carries `ServerWait.pack` of that main beyond the device's.
+    public func answerWait(_ request: ServeRequest, key: String, admitted: Admitted, clock: () -> Int64,
+                           clientLeft: () -> Bool = ServerWait.standardInputClosed) throws -> [UInt8] {
+        let waited = ServerWait.wait(repository: admitted.repository, ref: admitted.mainRef, known: request.known,
+                                     seconds: request.seconds, clientLeft: clientLeft)
+        // A revoked member's view is recorded by the post-receive, just after main moved: give it a moment.
+        var attempt = 0
+        let now: Admitted
+        while true {
+            do {
+                now = try admit(request, key: key, now: clock())
+                break
+            } catch where attempt < 40 {
+                attempt += 1
+                usleep(50_000)
+            }
+        }
+        let main = now.mainRef == admitted.mainRef && now.repository == admitted.repository
+            ? waited : (try? Repository.localRemoteHead(at: now.repository, ref: now.mainRef)) ?? nil
+        var answer = ServerWait.advertisement(main: main)
+        if request.withPack, let main, let known = request.known, main != known,
+           let pack = ServerWait.pack(repository: now.repository, from: known, to: main) {
+            answer += pack
+        }
+        return answer
+    }
+}
