@@ -208,17 +208,18 @@ extension Repository {
         try target.updateReference(ref, to: tip, expected: expected, message: "concord: push")
     }
 
-    /// Branch `ref` of the repository at `path` on this machine, read from its ref files without
-    /// opening it with libgit2 (a path remote is not trusted; see `SourceObjects`). nil when it
-    /// has no such branch.
     /// Waits on a concord server (ssh `url`) until its main is no longer `known`, or `seconds` pass
     /// (`concord-wait`); returns its main then. A server that does not offer the wait fails, as a
     /// connection to it that runs an unknown command would.
     public static func waitForRemoteMain(url: String, known: ObjectID?, seconds: Int, options: TransportOptions) throws -> ObjectID? {
+        try SSHRefAdvertisement.heads(url: url, options: waiting(options, seconds: seconds), waitingFor: (known, seconds))["refs/heads/main"]
+    }
+
+    /// `options` for a wait of `seconds`: the server is silent while it waits, so the stall timer must outlast the wait.
+    private static func waiting(_ options: TransportOptions, seconds: Int) -> TransportOptions {
         var options = options
-        // The server is silent while it waits: the stall timer must outlast the wait.
         options.stallTimeout = options.stallTimeout.map { max($0, TimeInterval(seconds) + 10) }
-        return try SSHRefAdvertisement.heads(url: url, options: options, waitingFor: (known, seconds))["refs/heads/main"]
+        return options
     }
 
     /// As `waitForRemoteMain`, asking a concord server to send with its answer a pack of what
@@ -227,9 +228,8 @@ extension Repository {
     /// not trusted: see `indexPack`.
     public static func waitForRemoteMainWithPack(url: String, known: ObjectID, seconds: Int, packLimit: Int,
                                                  options: TransportOptions) throws -> (main: ObjectID?, pack: [UInt8]) {
-        var options = options
-        options.stallTimeout = options.stallTimeout.map { max($0, TimeInterval(seconds) + 10) }
-        let answer = try SSHRefAdvertisement.headsAndPack(url: url, options: options, known: known, seconds: seconds, packLimit: packLimit)
+        let answer = try SSHRefAdvertisement.headsAndPack(url: url, options: waiting(options, seconds: seconds), known: known,
+                                                          seconds: seconds, packLimit: packLimit)
         return (answer.heads["refs/heads/main"], answer.pack)
     }
 
@@ -260,6 +260,9 @@ extension Repository {
         try SSHRefAdvertisement.run(verb: verb, url: url, input: input, limit: limit, options: options)
     }
 
+    /// Branch `ref` of the repository at `path` on this machine, read from its ref files without
+    /// opening it with libgit2 (a path remote is not trusted; see `SourceObjects`). nil when it
+    /// has no such branch.
     public static func localRemoteHead(at path: String, ref: String) throws -> ObjectID? {
         try SourceObjects.reference(ref, gitDirectory: SourceObjects.gitDirectory(of: path))
     }

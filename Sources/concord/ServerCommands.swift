@@ -122,7 +122,8 @@ struct ServeRun {
 
     func run() throws {
         let environment = ProcessInfo.processInfo.environment
-        let now = ((try? ConcordEnvironment.fromProcess())?.wallClock ?? ConcordEnvironment.systemClock)()
+        let clock = (try? ConcordEnvironment.fromProcess())?.wallClock ?? ConcordEnvironment.systemClock
+        let now = clock()
         let server: ConcordServer
         do { server = try ConcordServer.open(root: URL(fileURLWithPath: root)) } catch {
             refuse(describe(error))
@@ -165,9 +166,7 @@ struct ServeRun {
                 default: break
                 }
                 if request.verb == .wait {
-                    let answer = try server.answerWait(request, key: key, admitted: admitted, clock: {
-                        ((try? ConcordEnvironment.fromProcess())?.wallClock ?? ConcordEnvironment.systemClock)()
-                    })
+                    let answer = try server.answerWait(request, key: key, admitted: admitted, clock: clock)
                     FileHandle.standardOutput.write(Data(answer))
                     return
                 }
@@ -206,6 +205,4 @@ struct ServeRun {
         execvp(arguments[0], pointers)
         return String(cString: strerror(errno))
     }
-
 }
-

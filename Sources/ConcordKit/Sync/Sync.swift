@@ -91,14 +91,7 @@ public struct Sync {
             if try profile.push(head, expected: remoteTip, remote: remote, location: location, options: options,
                         attemptsLeft: Profile.maxSyncAttempts - attempt) {
                 sent += outgoing
-                // The push does not move the tracking ref (path pushes bypass libgit2; ssh pushes use an anonymous remote).
-                let tracking = try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) }
-                if tracking != head {
-                    try gitCall {
-                        try repository.updateReference(Profile.trackingRef(remote), to: head, expected: tracking, message: "concord: pushed")
-                    }
-                }
-                try profile.recordSync(remote: remote, head: head)
+                try recordPush(of: head, to: remote)
                 return SyncReport(remote: remote, received: received, sent: sent, changedFiles: changed, resolved: resolved,
                                   unresolved: unresolved, head: head.hex, attempts: attempt, warnings: warnings)
             }
@@ -134,10 +127,19 @@ public struct Sync {
             default: return nil
             }
         }
-        try gitCall { try repository.updateReference(Profile.trackingRef(remote), to: head, expected: tracking, message: "concord: pushed") }
-        try profile.recordSync(remote: remote, head: head)
+        try recordPush(of: head, to: remote)
         return SyncReport(remote: remote, received: 0, sent: outgoing, changedFiles: [], resolved: [], unresolved: [], head: head.hex,
                           attempts: 1, warnings: [])
+    }
+
+    /// After `head` was pushed to `remote`: the tracking ref moves to it (the push does not move it:
+    /// path pushes bypass libgit2, ssh pushes use an anonymous remote) and the sync's time is recorded.
+    private func recordPush(of head: ObjectID, to remote: String) throws {
+        let tracking = try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) }
+        if tracking != head {
+            try gitCall { try repository.updateReference(Profile.trackingRef(remote), to: head, expected: tracking, message: "concord: pushed") }
+        }
+        try profile.recordSync(remote: remote, head: head)
     }
 
     /// Ahead/behind against the last fetched state of `remote`, and when it last synced.
