@@ -24,6 +24,17 @@ public struct RecentTrees {
     public init() {}
 }
 
+/// Two trees compared by `treeChanges`: the key of `Repository.fetchedChanges`.
+package struct TreePair: Hashable {
+    package let old: ObjectID?
+    package let new: ObjectID?
+
+    package init(old: ObjectID?, new: ObjectID?) {
+        self.old = old
+        self.new = new
+    }
+}
+
 extension Repository {
     /// The commits reachable from `tip` and from none of `known`, parents before children. Reads
     /// only commit objects, each of which must be present.
@@ -61,19 +72,29 @@ extension Repository {
     /// then holds the trees this call read on its new side. A commit's first parent is most
     /// often the commit compared just before it, so its trees are read once, not twice (a
     /// 256-directory kind tree is not kept by libgit2's cache and was inflated again; bench row B7).
+    /// When a fetch from a path remote already compared exactly these two trees while copying
+    /// them (`fetchedChanges`), its answer is used and nothing is read.
     public func treeChanges(from old: ObjectID?, to new: ObjectID?, recent: inout RecentTrees) throws -> [TreeChange] {
+        if let known = fetchedChanges[TreePair(old: old, new: new)] {
+            recent = RecentTrees()
+            return known
+        }
         var out = [TreeChange]()
         var read = RecentTrees()
-        try collectTreeChanges(from: old, to: new, prefix: [], recent: recent, read: &read, into: &out)
+        let kept = recent
+        try Self.collectTreeChanges(from: old, to: new, prefix: [], tree: { try kept.trees[$0] ?? self.rawTree($0) },
+                                    read: &read, into: &out)
         recent = read
         return out
     }
 
-    private func collectTreeChanges(from old: ObjectID?, to new: ObjectID?, prefix: [UInt8], recent: RecentTrees,
-                                    read: inout RecentTrees, into out: inout [TreeChange]) throws {
+    /// The walk behind `treeChanges`, over the trees `tree` gives: `read` gets every tree read on
+    /// the new side, each of which must be in git's strict order.
+    static func collectTreeChanges(from old: ObjectID?, to new: ObjectID?, prefix: [UInt8], tree: (ObjectID) throws -> RawTree,
+                                   read: inout RecentTrees, into out: inout [TreeChange]) throws {
         if old == new { return }
-        let before = try old.map { try recent.trees[$0] ?? rawTree($0) } ?? RawTree([], id: nil)
-        let after = try new.map { try recent.trees[$0] ?? rawTree($0) } ?? RawTree([], id: nil)
+        let before = try old.map(tree) ?? RawTree([], id: nil)
+        let after = try new.map(tree) ?? RawTree([], id: nil)
         if let new {
             guard after.isStrictlyOrdered else {
                 throw GitError(function: "tree check", code: .other(-1),
@@ -88,7 +109,7 @@ extension Repository {
             if case .tree(let id)? = oldValue { oldTree = id }
             if case .tree(let id)? = newValue { newTree = id }
             if oldTree != nil || newTree != nil {
-                try collectTreeChanges(from: oldTree, to: newTree, prefix: path + [0x2F], recent: recent, read: &read, into: &out)
+                try collectTreeChanges(from: oldTree, to: newTree, prefix: path + [0x2F], tree: tree, read: &read, into: &out)
             }
             let oldFile = oldTree == nil ? oldValue : nil, newFile = newTree == nil ? newValue : nil
             if oldFile != nil || newFile != nil { out.append(TreeChange(path: path, old: oldFile, new: newFile)) }

@@ -34,6 +34,18 @@ struct ObjectTransfer {
     private var blobs = [ObjectID: [UInt8]]()
     private var blobBytes = 0
     static let blobsKept = 64 << 20
+    /// The trees used last whose bytes are known to match their ids (added to the pack, or read
+    /// from the destination): a commit's first parent is most often the commit copied just
+    /// before it, and the directory a commit changes was most often written by a recent commit,
+    /// so their trees are not read (and inflated) again, here or by the check.
+    private var verified = RecentlyUsedTrees(bytesPerGeneration: 8 << 20)
+    /// What changed between each new commit's first parent's tree and its own, found from those
+    /// trees alone, up to `changesKept` bytes (path bytes plus 64 per change), handed to the
+    /// destination for the check of the new commits (`Repository.fetchedChanges`).
+    private var keepsChanges = false
+    private var changes = [TreePair: [TreeChange]]()
+    private var changeBytes = 0
+    static let changesKept = 16 << 20
 
     init(from source: ObjectSource, to destination: Repository, destinationIsEmpty: Bool = false) {
         self.source = source
@@ -42,28 +54,44 @@ struct ObjectTransfer {
     }
 
     /// Copies what `tip` needs and the destination lacks; returns how many objects were copied.
+    /// `keepingChanges`: a fetch, whose new commits are checked next (`fetchedChanges`).
     static func copy(_ tip: ObjectID, from source: ObjectSource, to destination: Repository, durable: Bool = true,
-                     destinationIsEmpty: Bool = false) throws -> Int {
+                     destinationIsEmpty: Bool = false, keepingChanges: Bool = false) throws -> Int {
         var transfer = ObjectTransfer(from: source, to: destination, destinationIsEmpty: destinationIsEmpty)
+        transfer.keepsChanges = keepingChanges
         try transfer.copyCommits(from: tip)
         try transfer.pack.write(into: destination, durable: durable)
         destination.fetchedTrees = transfer.trees
         destination.fetchedBlobs = transfer.blobs
+        destination.fetchedChanges = transfer.changes
         return transfer.pack.count
     }
 
     private mutating func readTree(_ id: ObjectID) throws -> RawTree {
-        if let tree = trees[id] { return tree }
+        if let tree = verifiedTree(id) { return tree }
         // A base tree the destination has is read there: the source's copy could be forged.
-        let bytes = destinationHas(id) ? try destination.object(id, type: .tree) : try source.object(id, type: .tree)
-        let tree = try RawTree(bytes, id: id)
-        let size = tree.bytes.count + tree.entries.count * MemoryLayout<RawTree.Entry>.stride
+        if destinationHas(id) {
+            let tree = try RawTree(destination.object(id, type: .tree), id: id)
+            verified.add(tree, id)
+            return tree
+        }
+        return try readSourceTree(id)
+    }
+
+    /// Tree `id` as read from the source (kept, up to `treesKept`, when it matches its id).
+    private mutating func readSourceTree(_ id: ObjectID) throws -> RawTree {
+        if let tree = verifiedTree(id) { return tree }
+        let tree = try RawTree(source.object(id, type: .tree), id: id)
+        let size = tree.heldBytes
         if treeBytes + size <= Self.treesKept, ObjectPack.id(of: tree.bytes, type: .tree) == id {
             trees[id] = tree
             treeBytes += size
         }
         return tree
     }
+
+    /// Tree `id` if it is held here with bytes that match its id.
+    private mutating func verifiedTree(_ id: ObjectID) -> RawTree? { verified.tree(id) ?? trees[id] }
 
     private func has(_ id: ObjectID) -> Bool { pack.contains(id) || destinationHas(id) }
 
@@ -94,14 +122,33 @@ struct ObjectTransfer {
             }
             try copyTree(header.tree, base: baseTree)
             try pack.add(raw, type: .commit, expected: id)
+            keepChanges(from: baseTree, to: header.tree)
         }
+    }
+
+    /// Compares the two trees as the check of the new commits will (`Repository.treeChanges`),
+    /// with only the trees held here whose bytes matched their ids; keeps nothing when another
+    /// tree is needed or a tree is refused (the check then reads them itself and says why).
+    private mutating func keepChanges(from old: ObjectID?, to new: ObjectID) {
+        guard keepsChanges, changeBytes < Self.changesKept, changes[TreePair(old: old, new: new)] == nil else { return }
+        var found = [TreeChange]()
+        var read = RecentTrees()
+        let compared: ()? = try? Repository.collectTreeChanges(from: old, to: new, prefix: [], tree: { id in
+            guard let tree = verifiedTree(id) else {
+                throw GitError(function: "tree changes", code: .notFound, message: "tree \(id) is not held")
+            }
+            return tree
+        }, read: &read, into: &found)
+        guard compared != nil else { return }
+        changes[TreePair(old: old, new: new)] = found
+        changeBytes += found.reduce(0) { $0 + $1.path.count + 64 }
     }
 
     /// Copies tree `id` and whatever under it differs from `base` (a tree the destination has in
     /// full, or this pack holds in full) and is missing there.
     private mutating func copyTree(_ id: ObjectID, base: ObjectID?) throws {
         if has(id) { return }
-        let tree = try readTree(id)
+        let tree = try readSourceTree(id)   // not here: has(id) just said so
         let old = try base.map { try readTree($0) } ?? RawTree([], id: nil)
         try RawTree.forEachDifference(from: old, to: tree) { baseEntry, entry in
             guard let entry else { return }   // removed: nothing to copy
@@ -119,6 +166,50 @@ struct ObjectTransfer {
             }
         }
         try pack.add(tree.bytes, type: .tree, expected: id)
+        verified.add(tree, id)   // hashed by the line above
+    }
+}
+
+extension RawTree {
+    /// About what holding this tree costs in memory.
+    var heldBytes: Int { bytes.count + entries.count * MemoryLayout<Entry>.stride }
+}
+
+/// Trees by id, the ones used last kept: new and used trees go to the young generation; when it
+/// holds `bytesPerGeneration` bytes it becomes the old one and the previous old one is let go,
+/// so at most twice that is held, and a tree used again while old is kept young. Only the bytes
+/// are held (parsing them again costs a fraction of reading them): in bench row B7 a commit's
+/// trees are ~9 KB of bytes and their parsed entries ~8 KB more.
+struct RecentlyUsedTrees {
+    let bytesPerGeneration: Int
+    private var young = [ObjectID: [UInt8]]()
+    private var old = [ObjectID: [UInt8]]()
+    private var youngBytes = 0
+
+    init(bytesPerGeneration: Int) {
+        self.bytesPerGeneration = bytesPerGeneration
+    }
+
+    mutating func tree(_ id: ObjectID) -> RawTree? {
+        if let bytes = young[id] { return try? RawTree(bytes, id: id) }
+        guard let bytes = old[id] else { return nil }
+        keep(bytes, id)
+        return try? RawTree(bytes, id: id)
+    }
+
+    mutating func add(_ tree: RawTree, _ id: ObjectID) {
+        keep(tree.bytes, id)
+    }
+
+    private mutating func keep(_ bytes: [UInt8], _ id: ObjectID) {
+        guard young[id] == nil, bytes.count <= bytesPerGeneration else { return }
+        if youngBytes + bytes.count > bytesPerGeneration {
+            old = young
+            young = [:]
+            youngBytes = 0
+        }
+        young[id] = bytes
+        youngBytes += bytes.count
     }
 }
 
@@ -157,7 +248,8 @@ extension Repository {
         guard let tip = try SourceObjects.reference(ref, gitDirectory: SourceObjects.gitDirectory(of: path)) else { return nil }
         let source = try SourceObjects(repositoryAt: path)
         if intoEmpty || !contains(tip) {
-            _ = try ObjectTransfer.copy(tip, from: source, to: self, durable: durable, destinationIsEmpty: intoEmpty)
+            _ = try ObjectTransfer.copy(tip, from: source, to: self, durable: durable, destinationIsEmpty: intoEmpty,
+                                        keepingChanges: true)
         }
         let current = try resolveReference(trackingRef)
         if current != tip {

@@ -15,6 +15,11 @@ public final class Repository {
     /// `ObjectTransfer.blobsKept` bytes: the check of the new commits and the checkout that follow
     /// read them from here instead of inflating them again. Let go with `releaseCaches`.
     var fetchedBlobs = [ObjectID: [UInt8]]()
+    /// What a fetch from a path remote found changed between each new commit's first parent's
+    /// tree and its own while copying them, from trees whose bytes matched their ids, up to
+    /// `ObjectTransfer.changesKept` bytes: the check of the new commits (`treeChanges`) reads no
+    /// tree for these. Let go with `releaseCaches`.
+    package internal(set) var fetchedChanges = [TreePair: [TreeChange]]()
 
     init(handle: OpaquePointer) {
         self.handle = handle
@@ -36,6 +41,7 @@ public final class Repository {
     public func releaseCaches() {
         fetchedTrees = [:]
         fetchedBlobs = [:]
+        fetchedChanges = [:]
         _ = git_repository__cleanup(handle)
     }
 

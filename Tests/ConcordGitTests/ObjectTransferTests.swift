@@ -96,5 +96,114 @@ final class ObjectTransferTests: GitTestCase {
         try destination.fetchFromLocalRepository(at: sourceURL.path, ref: "refs/heads/main", into: "refs/remotes/origin/main")
         let changes = try destination.changedFiles(from: try destination.commit(first).tree, to: try destination.commit(second).tree)
         XCTAssertEqual(changes.map(\.path), ["kind/c.json"])
+        // The changes kept for the check of the new commits come from the destination's own tree too.
+        let kept = destination.fetchedChanges[TreePair(old: try destination.commit(first).tree, new: try destination.commit(second).tree)]
+        XCTAssertEqual(try XCTUnwrap(kept).map { String(decoding: $0.path, as: UTF8.self) }, ["kind/c.json"])
+    }
+
+    /// What a fetch finds changed while copying each new commit (kept so the check of the new
+    /// commits reads no tree again) is exactly git's own diff of that commit against its first
+    /// parent: a seeded history of edits, removals, a file turned directory and back, reverts to
+    /// earlier trees and merges, fetched in two steps. The kept answers must also cover the
+    /// history (a cache that keeps nothing would pass the comparison alone).
+    func testChangesFoundWhileCopyingAreGitsDiffOfEachNewCommit() throws {
+        let (source, sourceURL) = try makeRepository("source")
+        var random = SeededGenerator(seed: 0xC0_4C0D)
+        let directories = ["vocabulary/0a", "vocabulary/1b", "vocabulary/2c", "scenes", ".concord/members"]
+        var commits = [try commit(source, files: ["vocabulary/0a/x.json": "x\n", ".concord/profile.json": "{}\n"])]
+        var live = Set(["vocabulary/0a/x.json", ".concord/profile.json"])
+        for step in 1..<120 {
+            let tip = commits.last!
+            let tipTree = try source.commit(tip).tree
+            var files = [String: String?]()
+            switch step % 23 {
+            case 7:   // a file turned directory, then back below
+                files["scenes/turn"] = nil
+                files["scenes/turn/inner.json"] = "\(step)\n"
+                live.remove("scenes/turn"); live.insert("scenes/turn/inner.json")
+            case 8:
+                files["scenes/turn/inner.json"] = nil
+                files["scenes/turn"] = "file again \(step)\n"
+                live.remove("scenes/turn/inner.json"); live.insert("scenes/turn")
+            case 11:  // back to the tree of a commit a few steps ago
+                let earlier = commits[max(0, commits.count - 5)]
+                commits.append(try source.createSignedCommit(tree: try source.commit(earlier).tree, parents: [tip],
+                                                             author: GitSignature(name: "T", email: "t@example.com", time: 1_767_261_600),
+                                                             message: "revert \(step)\n", sign: { _ in Self.fakeSignature }))
+                live = Set(try gitOK(["ls-tree", "-r", "--name-only", try source.commit(earlier).tree.hex], in: sourceURL)
+                    .split(separator: "\n").map(String.init))
+                continue
+            case 17:  // a merge of two branches off the tip
+                let left = try commit(source, files: ["vocabulary/1b/left\(step).json": "l\n"], base: tipTree, parents: [tip])
+                let right = try commit(source, files: ["vocabulary/2c/right\(step).json": "r\n"], base: tipTree, parents: [tip])
+                let leftTree = try source.commit(left).tree
+                commits.append(try commit(source, files: ["vocabulary/2c/right\(step).json": "r\n"], base: leftTree, parents: [left, right]))
+                live.formUnion(["vocabulary/1b/left\(step).json", "vocabulary/2c/right\(step).json"])
+                continue
+            default:
+                for _ in 0..<Int.random(in: 1...3, using: &random) {
+                    if !live.isEmpty, Int.random(in: 0..<4, using: &random) == 0 {
+                        let gone = live.sorted()[Int.random(in: 0..<live.count, using: &random)]
+                        files[gone] = nil
+                        live.remove(gone)
+                    } else {
+                        let path = "\(directories.randomElement(using: &random)!)/r\(Int.random(in: 0..<12, using: &random)).json"
+                        if live.contains(where: { $0.hasPrefix(path + "/") }) { continue }
+                        files[path] = "\(step) \(UInt32.random(in: 0...UInt32.max, using: &random))\n"
+                        live.insert(path)
+                    }
+                }
+            }
+            commits.append(try commit(source, files: files, base: tipTree, parents: [tip]))
+        }
+
+        let (destination, destinationURL) = try makeRepository("destination")
+        let middle = commits[40]
+        var kept = 0, compared = 0
+        for (tip, known) in [(middle, nil), (commits.last!, middle)] as [(ObjectID, ObjectID?)] {
+            try source.updateReference("refs/heads/main", to: tip, expected: known, message: "move")
+            try destination.fetchFromLocalRepository(at: sourceURL.path, ref: "refs/heads/main", into: "refs/remotes/origin/main")
+            let range = known.map { "\($0.hex)..\(tip.hex)" } ?? tip.hex
+            for line in try gitOK(["rev-list", range], in: destinationURL).split(separator: "\n") {
+                let id = try XCTUnwrap(ObjectID(hex: String(line)))
+                let commit = try destination.commit(id)
+                let parentTree = try commit.parents.first.map { try destination.commit($0).tree }
+                compared += 1
+                guard let found = destination.fetchedChanges[TreePair(old: parentTree, new: commit.tree)] else { continue }
+                kept += 1
+                var arguments = ["diff-tree", "-r", "--no-renames", "--raw", "-z"]
+                arguments.append(parentTree?.hex ?? "4b825dc642cb6eb9a060e54bf8d69288fbee4904")   // git's empty tree
+                arguments.append(commit.tree.hex)
+                XCTAssertEqual(Self.describe(found), try Self.gitChanges(try gitOK(arguments, in: destinationURL)), "commit \(id)")
+            }
+        }
+        XCTAssertGreaterThanOrEqual(kept, compared * 9 / 10, "\(kept) of \(compared) new commits had their changes kept")
+        XCTAssertEqual(try git(["fsck", "--full", "--strict"], in: destinationURL).status, 0)
+    }
+
+    /// `changes` as "path old-mode old-id new-mode new-id" lines, sorted.
+    private static func describe(_ changes: [TreeChange]) -> [String] {
+        func side(_ value: TreeEntryValue?) -> String {
+            switch value {
+            case nil: return "000000 " + String(repeating: "0", count: 40)
+            case .file(let id)?: return "100644 \(id.hex)"
+            case .tree(let id)?: return "040000 \(id.hex)"
+            case .other(let mode)?: return "\(mode) ?"
+            }
+        }
+        return changes.map { "\(String(decoding: $0.path, as: UTF8.self)) \(side($0.old)) \(side($0.new))" }.sorted()
+    }
+
+    /// The same lines from `git diff-tree -r --raw -z` output.
+    private static func gitChanges(_ output: String) -> [String] {
+        let fields = output.split(separator: "\0", omittingEmptySubsequences: true).map(String.init)
+        var lines = [String]()
+        var index = 0
+        while index + 1 < fields.count {
+            let meta = fields[index].dropFirst().split(separator: " ")
+            lines.append("\(fields[index + 1]) \(meta[0]) \(meta[2]) \(meta[1]) \(meta[3])")
+            index += 2
+        }
+        return lines.sorted()
     }
 }
