@@ -81,6 +81,28 @@ public struct CommitSignature: Sendable, Equatable {
     }
 }
 
+extension CommitSignature {
+    /// The signature of a raw commit object (its bytes, as hashed to its id), split as
+    /// `Repository.signature(ofCommit:)` splits it; nil when it has none, holds a NUL byte, or
+    /// cannot be split (that reader then says why).
+    public init?(rawCommit bytes: [UInt8]) {
+        guard !bytes.contains(0) else { return nil }
+        var blank: Int?
+        var index = bytes.startIndex
+        while index + 1 < bytes.endIndex {
+            if bytes[index] == 0x0A, bytes[index + 1] == 0x0A { blank = index; break }
+            index += 1
+        }
+        guard let blank else { return nil }
+        let found = bytes.withUnsafeBytes { raw in
+            try? Self.split(header: UnsafeRawBufferPointer(rebasing: raw[..<(blank + 1)]),
+                            message: UnsafeRawBufferPointer(rebasing: raw[(blank + 2)...]))
+        }
+        guard let found else { return nil }
+        self = found
+    }
+}
+
 extension Repository {
     /// Reads commit `id`.
     public func commit(_ id: ObjectID) throws -> Commit {

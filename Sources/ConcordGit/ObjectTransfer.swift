@@ -43,6 +43,7 @@ struct ObjectTransfer {
     /// trees alone, up to `changesKept` bytes (path bytes plus 64 per change), handed to the
     /// destination for the check of the new commits (`Repository.fetchedChanges`).
     private var keepsChanges = false
+    private var commitCopied: (([UInt8]) -> Void)?
     private var changes = [TreePair: [TreeChange]]()
     private var changeBytes = 0
     static let changesKept = 16 << 20
@@ -55,10 +56,13 @@ struct ObjectTransfer {
 
     /// Copies what `tip` needs and the destination lacks; returns how many objects were copied.
     /// `keepingChanges`: a fetch, whose new commits are checked next (`fetchedChanges`).
+    /// `commitCopied` is given each commit copied, parents first, once its bytes matched its id.
     static func copy(_ tip: ObjectID, from source: ObjectSource, to destination: Repository, durable: Bool = true,
-                     destinationIsEmpty: Bool = false, keepingChanges: Bool = false) throws -> Int {
+                     destinationIsEmpty: Bool = false, keepingChanges: Bool = false,
+                     commitCopied: (([UInt8]) -> Void)? = nil) throws -> Int {
         var transfer = ObjectTransfer(from: source, to: destination, destinationIsEmpty: destinationIsEmpty)
         transfer.keepsChanges = keepingChanges
+        transfer.commitCopied = commitCopied
         try transfer.copyCommits(from: tip)
         try transfer.pack.write(into: destination, durable: durable)
         destination.fetchedTrees = transfer.trees
@@ -122,6 +126,7 @@ struct ObjectTransfer {
             }
             try copyTree(header.tree, base: baseTree)
             try pack.add(raw, type: .commit, expected: id)
+            commitCopied?(raw)
             keepChanges(from: baseTree, to: header.tree)
         }
     }
@@ -241,15 +246,16 @@ extension Repository {
     /// fetch moves it, without compare-and-swap: it only mirrors the remote). Returns the remote's
     /// tip, or nil when the remote has no such branch yet.
     @discardableResult
-    /// `intoEmpty`: this repository has no objects yet (a clone's quarantine).
+    /// `intoEmpty`: this repository has no objects yet (a clone's quarantine). `commitCopied` is
+    /// given the bytes of each new commit, parents first, once they matched its id.
     public func fetchFromLocalRepository(at path: String, ref: String, into trackingRef: String, durable: Bool = true,
-                                         intoEmpty: Bool = false) throws -> ObjectID? {
+                                         intoEmpty: Bool = false, commitCopied: (([UInt8]) -> Void)? = nil) throws -> ObjectID? {
         // The branch first, then the pack list: every object the branch needs was stored before it moved.
         guard let tip = try SourceObjects.reference(ref, gitDirectory: SourceObjects.gitDirectory(of: path)) else { return nil }
         let source = try SourceObjects(repositoryAt: path)
         if intoEmpty || !contains(tip) {
             _ = try ObjectTransfer.copy(tip, from: source, to: self, durable: durable, destinationIsEmpty: intoEmpty,
-                                        keepingChanges: true)
+                                        keepingChanges: true, commitCopied: commitCopied)
         }
         let current = try resolveReference(trackingRef)
         if current != tip {

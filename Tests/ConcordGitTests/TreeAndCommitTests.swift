@@ -149,6 +149,12 @@ final class TreeAndCommitTests: GitTestCase {
             XCTAssertEqual(try repository.signature(ofCommit: id), try repository.libgit2Signature(ofCommit: id), id.hex)
         }
         XCTAssertNil(try repository.signature(ofCommit: ids[2]))
+        // The same split from a commit's bytes (what a path fetch verifies ahead): the same
+        // answer, and nothing where this reader refuses.
+        for id in ids {
+            let raw = Array(try git(["cat-file", "commit", id.hex], in: url).stdout.utf8)
+            XCTAssertEqual(CommitSignature(rawCommit: raw), try? repository.signature(ofCommit: id), id.hex)
+        }
         // Where git and libgit2 read a commit differently, it is refused: two signature fields
         // (libgit2 takes the first, git joins them), a gpgsig-sha256 field (git drops it from what
         // it verifies), a NUL byte (libgit2 stops reading there, git does not).
@@ -158,6 +164,7 @@ final class TreeAndCommitTests: GitTestCase {
                     "tree \(tree.hex)\n\(people)gpgsig -----BEGIN SSH SIGNATURE-----\n U0lH\n\nnul\u{0}after\n"] {
             let id = try XCTUnwrap(ObjectID(hex: try gitOK(["hash-object", "-t", "commit", "-w", "--literally", "--stdin"], in: url, input: Data(raw.utf8))))
             XCTAssertThrowsError(try repository.signature(ofCommit: id), raw.debugDescription)
+            XCTAssertNil(CommitSignature(rawCommit: Array(raw.utf8)), raw.debugDescription)
         }
     }
 

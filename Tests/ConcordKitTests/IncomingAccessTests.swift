@@ -26,6 +26,34 @@ final class IncomingAccessTests: KitTestCase {
         XCTAssertEqual(try profile.verification.run().commits, Int(try gitOK(["rev-list", "--count", "HEAD"], in: profile.root)))
     }
 
+    /// A path fetch verifies signatures while it copies (`SignaturePrefetch`): Alice's good commit,
+    /// then a commit carrying her very signature over other bytes (its message changed) is
+    /// refused as a bad signature, though her signature's good answer was just kept.
+    func testASignatureMovedOntoOtherBytesIsRefusedAfterTheGoodOneWasVerifiedAhead() throws {
+        let (alice, _, profile, clone, url) = try publishedWithAViewer(label: "label-0")
+        try Data(try String(contentsOf: url, encoding: .utf8).replacingOccurrences(of: "\"label-0\"", with: "\"hers\"").utf8).write(to: url)
+        try gitOK(GitSigning.options(keyFile: alice.privateKeyPath.path)
+                  + ["-c", "user.name=alice", "-c", "user.email=alice@example.com", "commit", "-S", "--quiet", "-am", "by alice"], in: clone)
+        let good = try gitOK(["rev-parse", "HEAD"], in: clone)
+        let raw = try git(["cat-file", "commit", good], in: clone).stdout
+        let movedText = raw.replacingOccurrences(of: "\nby alice\n", with: "\nby alice, moved\n")
+        XCTAssertNotEqual(movedText, raw)
+        // A child of the good commit with the good commit's tree and signature, another message.
+        let child = movedText.replacingOccurrences(of: try XCTUnwrap(raw.split(separator: "\n").first { $0.hasPrefix("parent ") }), with: "parent \(good)")
+        let file = sandbox.appendingPathComponent("moved-commit")
+        try Data(child.utf8).write(to: file)
+        let moved = try gitOK(["hash-object", "-t", "commit", "-w", file.path], in: clone)
+        try gitOK(["push", "--quiet", "origin", "\(moved):refs/heads/main"], in: clone)
+
+        let head = try gitOK(["rev-parse", "HEAD"], in: profile.root)
+        let error = concordError { try profile.sync.run(as: alice) }
+        guard case .unauthorizedCommit(let commit, _, _, let reason)? = error else { return XCTFail("\(String(describing: error))") }
+        XCTAssertEqual(commit, String(moved.prefix(7)))
+        XCTAssertTrue(reason.hasPrefix("its signature does not verify"), reason)
+        XCTAssertEqual(try gitOK(["rev-parse", "HEAD"], in: profile.root), head)
+        XCTAssertNotEqual(try gitOK(["rev-parse", "refs/remotes/origin/main"], in: profile.root), moved)
+    }
+
     /// Signatures are verified ahead of the rest of the check, on other threads (`SignaturePipeline`).
     /// In chunks of 2 commits with 2 chunks in flight, a bad commit in a middle chunk (later chunks
     /// still being verified) is refused as checking everything in one chunk refuses it, and the

@@ -43,10 +43,11 @@ final class CommitAuthorizer {
         }
     }
 
-    /// Verifies each of `signatures`, in order.
-    static func verify(_ signatures: [CommitSignature?]) -> [SignatureCheck] {
+    /// Verifies each of `signatures`, in order; `memo` answers those it was asked before.
+    static func verify(_ signatures: [CommitSignature?], memo: SignatureMemo? = nil) -> [SignatureCheck] {
         signatures.map { signed -> SignatureCheck in
             guard let signed else { return .unsigned }
+            if let memo { return memo.check(signed) }
             do throws(TrustError) {
                 return .good(try SSHSignature.verify(signed.signature, message: signed.signedData))
             } catch {
@@ -351,12 +352,14 @@ final class SignaturePipeline {
     private var flights = [Int: Flight]()
     private var started = 0
     private var current: (chunk: Int, checks: [CommitAuthorizer.SignatureCheck])?
+    private let memo: SignatureMemo?
 
-    init(authorizer: CommitAuthorizer, commits: [Commit], chunkSize: Int, ahead: Int) {
+    init(authorizer: CommitAuthorizer, commits: [Commit], chunkSize: Int, ahead: Int, memo: SignatureMemo? = nil) {
         self.authorizer = authorizer
         self.commits = commits
         self.size = max(1, chunkSize)
         self.ahead = max(0, ahead)
+        self.memo = memo
     }
 
     /// How many chunks `commits` make.
@@ -387,7 +390,8 @@ final class SignaturePipeline {
         let range = chunk * size..<min(commits.count, (chunk + 1) * size)
         do {
             let signatures = try authorizer.signatures(of: commits[range])
-            DispatchQueue.global().async(group: flight.group) { flight.checks = .success(CommitAuthorizer.verify(signatures)) }
+            let memo = memo
+            DispatchQueue.global().async(group: flight.group) { flight.checks = .success(CommitAuthorizer.verify(signatures, memo: memo)) }
         } catch {
             flight.checks = .failure(error)
         }

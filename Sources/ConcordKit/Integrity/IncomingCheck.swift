@@ -31,6 +31,8 @@ struct IncomingCheck {
     var signatureChunks = (size: 128, ahead: 8)
     /// Where the files each checked commit changed are kept (for the audit index), if anywhere.
     var changedPaths: ChangedPaths?
+    /// Signatures verified while the commits were fetched (a path fetch), waited for first.
+    var prefetchedSignatures: SignaturePrefetch?
 
     /// Checks every commit reachable from `tip` and from none of `known` (commits reachable from
     /// `known` were checked when they arrived, or written here); throws
@@ -50,7 +52,10 @@ struct IncomingCheck {
         var kindsTables = [ObjectID: KindsTable]()
         var recentTrees = RecentTrees()
         // Signatures are verified ahead, on every core, while the commits before them are checked.
-        let signatures = SignaturePipeline(authorizer: authorizer, commits: commits, chunkSize: signatureChunks.size, ahead: signatureChunks.ahead)
+        prefetchedSignatures?.finish()
+        let memo = prefetchedSignatures.flatMap { $0.memo.count > 0 ? $0.memo : nil }   // nothing to ask otherwise
+        let signatures = SignaturePipeline(authorizer: authorizer, commits: commits, chunkSize: signatureChunks.size,
+                                           ahead: signatureChunks.ahead, memo: memo)
         defer { signatures.finish() }   // no verification outlives a refusal
         for (position, commit) in commits.enumerated() {
             if commit.parents.isEmpty {

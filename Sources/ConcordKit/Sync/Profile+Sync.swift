@@ -80,16 +80,21 @@ extension Profile {
         let known = [head, tracking].compactMap { $0 }
         PerformanceTrace.start()
         let quarantine = try gitCall { try Quarantine(for: repository, tips: known) }
+        // A path fetch hands over each commit it copied: its signature is verified meanwhile.
+        let signatures = SignaturePrefetch(memo: SignatureMemo())
+        defer { signatures.finish() }   // nothing verifies on after the sync
         if let prefetched, prefetched.base == tracking, (try? Self.take(prefetched, into: quarantine.repository)) != nil {
             PerformanceTrace.step("took the pack sent with the wait into the quarantine")
         } else {
-            try fetch(remote: remote, location: location, options: options, into: quarantine.repository, cloning: cloning)
+            try fetch(remote: remote, location: location, options: options, into: quarantine.repository, cloning: cloning,
+                      commitCopied: signatures.add(rawCommit:))
             PerformanceTrace.step("fetched into the quarantine")
         }
         guard let tip = try gitCall({ try quarantine.repository.resolveReference(Self.incomingRef) }) else { return nil }
         try first?(tip, quarantine.repository)
         var check = IncomingCheck(repository: quarantine.repository, profileID: info.id.isEmpty ? nil : info.id)
         check.changedPaths = changedPaths
+        check.prefetchedSignatures = signatures
         try check.verify(tip: tip, known: known)
         PerformanceTrace.step("new commits checked")
         try gitCall { try quarantine.admit() }
@@ -108,7 +113,8 @@ extension Profile {
         try target.updateReference(incomingRef, to: prefetched.tip, expected: nil, message: "concord: sent with the wait")
     }
 
-    private func fetch(remote: String, location: RemoteLocation, options: TransportOptions, into target: Repository, cloning: Bool) throws {
+    private func fetch(remote: String, location: RemoteLocation, options: TransportOptions, into target: Repository, cloning: Bool,
+                       commitCopied: (([UInt8]) -> Void)? = nil) throws {
         if case .path(let path) = location {
             // An Admin deleted the profile (`concord destroy`): the directory keeps only the signed notice.
             let noticePath = (path as NSString).appendingPathComponent(DeletionNotice.fileName)
@@ -123,7 +129,7 @@ extension Profile {
             if case .path(let path) = location {
                 // Like a local `git fetch`, minus the pack building: copy just the new objects.
                 try target.fetchFromLocalRepository(at: path, ref: "refs/heads/main", into: Self.incomingRef, durable: false,
-                                                    intoEmpty: cloning)
+                                                    intoEmpty: cloning, commitCopied: commitCopied)
             } else {
                 try target.fetch(url: location.transportURL, refspecs: ["+refs/heads/main:\(Self.incomingRef)"], options: options)
             }
