@@ -40,7 +40,7 @@ struct ObjectTransfer {
     /// so their trees are not read (and inflated) again, here or by the check.
     private var verified = RecentlyUsedTrees(bytesPerGeneration: 8 << 20)
     /// What changed between each new commit's first parent's tree and its own, found from those
-    /// trees alone, up to `changesKept` bytes (path bytes plus 64 per change), handed to the
+    /// trees alone, up to `changesKept` bytes (`TreeChange.heldBytes` each), handed to the
     /// destination for the check of the new commits (`Repository.fetchedChanges`).
     private var keepsChanges = false
     private var commitCopied: (([UInt8]) -> Void)?
@@ -145,8 +145,13 @@ struct ObjectTransfer {
             return tree
         }, read: &read, into: &found)
         guard compared != nil else { return }
+        let size = found.reduce(0) { $0 + $1.heldBytes }
+        guard changeBytes + size <= Self.changesKept else {
+            changeBytes = Self.changesKept   // full: the check reads the rest itself
+            return
+        }
         changes[TreePair(old: old, new: new)] = found
-        changeBytes += found.reduce(0) { $0 + $1.path.count + 64 }
+        changeBytes += size
     }
 
     /// Copies tree `id` and whatever under it differs from `base` (a tree the destination has in
@@ -173,6 +178,11 @@ struct ObjectTransfer {
         try pack.add(tree.bytes, type: .tree, expected: id)
         verified.add(tree, id)   // hashed by the line above
     }
+}
+
+extension TreeChange {
+    /// About what holding this change costs in memory: the value, the path's bytes and its array header.
+    var heldBytes: Int { MemoryLayout<TreeChange>.stride + 32 + path.count }
 }
 
 extension RawTree {

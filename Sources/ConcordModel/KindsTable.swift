@@ -85,7 +85,7 @@ public struct KindsTable: Sendable, Equatable {
             throw .malformedKindsFile("invalid JSON at \(error.description)")
         }
         guard case .object(let top) = root else { throw .malformedKindsFile("the top level must be an object") }
-        for key in top.keys where key != "formatVersion" && key != "kinds" {
+        for key in top.keys.sorted(by: utf8Precedes) where key != "formatVersion" && key != "kinds" {   // the first in byte order, the same every time
             throw .malformedKindsFile("unknown field \(quoted(key))")
         }
         guard let version = top["formatVersion"]?.intValue else {
@@ -108,7 +108,7 @@ public struct KindsTable: Sendable, Equatable {
     static func decodeKind(_ entry: JSONValue, index: Int) throws(ModelError) -> RecordKind {
         let at = "kinds[\(index)]"
         guard case .object(let fields) = entry else { throw .malformedKindsFile("\(at) must be an object") }
-        for key in fields.keys where !["name", "directory", "policy", "writers"].contains(key) {
+        for key in fields.keys.sorted(by: utf8Precedes) where !["name", "directory", "policy", "writers"].contains(key) {
             throw .malformedKindsFile("\(at) has unknown field \(quoted(key))")
         }
         guard let name = fields["name"]?.stringValue else { throw .malformedKindsFile("\(at).name must be a string") }

@@ -1,3 +1,4 @@
+import ConcordGit
 import Crypto
 import Foundation
 import XCTest
@@ -20,6 +21,9 @@ final class HostileRemoteFuzzTests: KitTestCase {
         var refused = 0, accepted = 0
         for number in 1...Self.cases {
             let mutation = try fuzz.forge(&generator)
+            if let verdicts = try fuzz.checkVerdicts() {
+                XCTAssertEqual(verdicts.kept, verdicts.unkept, "case \(number) (\(mutation)): the check with what the fetch kept")
+            }
             let before = try fuzz.deviceState()
             let outcome = fuzz.syncWithDeadline(seconds: 30)
             let context = "case \(number) (\(mutation))"
@@ -79,6 +83,28 @@ struct FuzzScene {
     /// A record file that is valid in this profile, to copy and vary.
     var sampleRecord: [UInt8] = []
     var outsideBaseline: [String: Data] = [:]
+
+    /// The check of the remote's new commits, run twice in one quarantine: with what a path
+    /// fetch keeps for it (the changes found while copying, the signatures verified ahead), then
+    /// with nothing kept. Nil when the fetch itself refused the remote.
+    func checkVerdicts() throws -> (kept: String, unkept: String)? {
+        let repository = bob.repository
+        let known = try [repository.resolveReference("HEAD"), repository.resolveReference("refs/remotes/origin/main")].compactMap { $0 }
+        let quarantine = try Quarantine(for: repository, tips: known)
+        let prefetch = SignaturePrefetch(memo: SignatureMemo())
+        defer { prefetch.cancel() }
+        guard let tip = try? quarantine.repository.fetchFromLocalRepository(
+            at: bareURL.path, ref: "refs/heads/main", into: "refs/concord/incoming", durable: false, commitCopied: prefetch.add(rawCommit:))
+        else { return nil }
+        var kept = IncomingCheck(repository: quarantine.repository, profileID: bob.info.id)
+        kept.prefetchedSignatures = prefetch
+        let first = IncomingAccessTests.verdict { try kept.verify(tip: tip, known: known) }
+        quarantine.repository.releaseCaches()
+        let second = IncomingAccessTests.verdict {
+            try IncomingCheck(repository: quarantine.repository, profileID: bob.info.id).verify(tip: tip, known: known)
+        }
+        return (first, second)
+    }
 
     init(test: KitTestCase) throws {
         self.test = test

@@ -54,6 +54,60 @@ final class IncomingAccessTests: KitTestCase {
         XCTAssertNotEqual(try gitOK(["rev-parse", "refs/remotes/origin/main"], in: profile.root), moved)
     }
 
+    /// What a path fetch keeps for the check (the changes it found while copying, the signatures
+    /// it verified ahead) is what the check uses, and the check decides exactly as it does with
+    /// nothing kept: four of Alice's commits pass both ways; with a Viewer's edit and more after
+    /// it, both refuse it with the same error.
+    func testTheCheckUsesWhatAPathFetchKeptAndDecidesAsWithoutIt() throws {
+        let (alice, vera, profile, clone, url) = try publishedWithAViewer(label: "label-0")
+        let bare = try gitOK(["remote", "get-url", "origin"], in: clone)
+        var label = "label-0"
+        func edit(as identity: Identity, _ name: String) throws {
+            let text = try String(contentsOf: url, encoding: .utf8)
+            try Data(text.replacingOccurrences(of: "\"\(label)\"", with: "\"\(name)\"").utf8).write(to: url)
+            label = name
+            try gitOK(GitSigning.options(keyFile: identity.privateKeyPath.path)
+                      + ["-c", "user.name=\(identity.member)", "-c", "user.email=x@example.com", "commit", "-S", "--quiet", "-am", name], in: clone)
+        }
+        func verdicts() throws -> (kept: String, unkept: String, hits: Int, changesKept: Int) {
+            let known = try [profile.repository.resolveReference("HEAD"), profile.repository.resolveReference("refs/remotes/origin/main")]
+                .compactMap { $0 }
+            let quarantine = try Quarantine(for: profile.repository, tips: known)
+            let prefetch = SignaturePrefetch(memo: SignatureMemo())
+            let tip = try XCTUnwrap(try quarantine.repository.fetchFromLocalRepository(
+                at: bare, ref: "refs/heads/main", into: "refs/concord/incoming", durable: false, commitCopied: prefetch.add(rawCommit:)))
+            let changesKept = quarantine.repository.fetchedChanges.count
+            var kept = IncomingCheck(repository: quarantine.repository, profileID: profile.info.id)
+            kept.prefetchedSignatures = prefetch
+            let first = Self.verdict { try kept.verify(tip: tip, known: known) }
+            quarantine.repository.releaseCaches()
+            XCTAssertTrue(quarantine.repository.fetchedChanges.isEmpty)
+            let second = Self.verdict { try IncomingCheck(repository: quarantine.repository, profileID: profile.info.id).verify(tip: tip, known: known) }
+            return (first, second, prefetch.memo.hits, changesKept)
+        }
+        for index in 1...4 { try edit(as: alice, "alice-\(index)") }
+        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: clone)
+        let passing = try verdicts()
+        XCTAssertEqual(passing.kept, "checked 4")
+        XCTAssertEqual(passing.unkept, passing.kept)
+        XCTAssertEqual(passing.hits, 4, "every signature answered by the prefetch")
+        XCTAssertEqual(passing.changesKept, 4)
+
+        try edit(as: vera, "vera")
+        for index in 5...7 { try edit(as: alice, "alice-\(index)") }
+        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: clone)
+        let refused = try verdicts()
+        XCTAssertTrue(refused.kept.contains("Viewers may not write vocabulary"), refused.kept)
+        XCTAssertEqual(refused.unkept, refused.kept)
+        XCTAssertEqual(refused.changesKept, 8)
+        XCTAssertGreaterThanOrEqual(refused.hits, 5, "the signatures up to the Viewer's commit")
+    }
+
+    /// "checked N", or the error `body` threw.
+    static func verdict(_ body: () throws -> Int) -> String {
+        do { return "checked \(try body())" } catch { return "\(error)" }
+    }
+
     /// Signatures are verified ahead of the rest of the check, on other threads (`SignaturePipeline`).
     /// In chunks of 2 commits with 2 chunks in flight, a bad commit in a middle chunk (later chunks
     /// still being verified) is refused as checking everything in one chunk refuses it, and the

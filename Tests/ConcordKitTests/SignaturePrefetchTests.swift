@@ -73,6 +73,19 @@ final class SignaturePrefetchTests: KitTestCase {
         XCTAssertEqual(prefetch.memo.count, signed.count, "every answer was there already")
     }
 
+    /// A cancelled prefetch (the fetch failed) takes nothing more and returns at once.
+    func testACancelledPrefetchTakesNothingMore() throws {
+        let alice = try makeIdentity("alice", device: "laptop")
+        let prefetch = SignaturePrefetch(memo: SignatureMemo())
+        prefetch.add(rawCommit: signedCommit(by: alice, message: "one\n").raw)
+        prefetch.finish()
+        XCTAssertEqual(prefetch.memo.count, 1)
+        prefetch.cancel()
+        for index in 0..<200 { prefetch.add(rawCommit: signedCommit(by: alice, message: "later \(index)\n").raw) }
+        prefetch.finish()
+        XCTAssertEqual(prefetch.memo.count, 1)
+    }
+
     /// A raw commit signed by `identity` the way git signs (the signature over the commit without
     /// its `gpgsig` field), and the bytes signed.
     private func signedCommit(by identity: Identity, message: String) -> (raw: [UInt8], payload: [UInt8]) {

@@ -63,6 +63,14 @@ final class KindsTableTests: XCTestCase {
         XCTAssertEqual(reason(#"{"kinds": []}"#), "\"formatVersion\" must be an integer")
         XCTAssertEqual(reason(#"{"formatVersion": 1}"#), "\"kinds\" must be an array")
         XCTAssertEqual(reason(#"{"formatVersion": 1, "kinds": [], "x": 1}"#), "unknown field \"x\"")
+        // Several unknown fields: the first in byte order, every time (each decode builds its own
+        // dictionary, whose order differs; the check of a fetched commit must say the same twice).
+        let unknown = ["updatedBy", "zeta", "data", "m", "k", "y", "c", "x", "w", "Q"].map { "\"\($0)\": 1" }.joined(separator: ", ")
+        for _ in 0..<20 {
+            XCTAssertEqual(reason(#"{"formatVersion": 1, "kinds": [], "# + unknown + "}"), "unknown field \"Q\"")
+            XCTAssertEqual(reason(#"{"formatVersion": 1, "kinds": [{"name": "a", "policy": "lww", "writers": "user", "# + unknown + "}]}"),
+                           "kinds[0] has unknown field \"Q\"")
+        }
         XCTAssertEqual(reason("[]"), "the top level must be an object")
         XCTAssertEqual(reason(#"{"formatVersion": 1, "kinds": [{"name": "a", "policy": "lww", "writers": "god"}]}"#),
                        "kinds[0].writers must be one of viewer, user, editor, admin")

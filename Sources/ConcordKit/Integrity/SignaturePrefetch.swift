@@ -13,11 +13,16 @@ final class SignatureMemo: @unchecked Sendable {
     static let capacity = 100_000
     private let lock = NSLock()
     private var answers = [[UInt8]: CommitAuthorizer.SignatureCheck]()
+    private var answered = 0
 
     /// `SSHSignature.verify(signed.signature, message: signed.signedData)` as a check, remembered.
     func check(_ signed: CommitSignature) -> CommitAuthorizer.SignatureCheck {
         let key = Self.key(signed)
-        if let known = lock.withLock({ answers[key] }) { return known }
+        if let known = lock.withLock({ () -> CommitAuthorizer.SignatureCheck? in
+            let known = answers[key]
+            if known != nil { answered += 1 }
+            return known
+        }) { return known }
         let answer: CommitAuthorizer.SignatureCheck
         do throws(TrustError) {
             answer = .good(try SSHSignature.verify(signed.signature, message: signed.signedData))
@@ -30,8 +35,9 @@ final class SignatureMemo: @unchecked Sendable {
         return answer
     }
 
-    /// How many answers are kept (for tests).
+    /// How many answers are kept, and how many questions a kept answer answered (for tests).
     var count: Int { lock.withLock { answers.count } }
+    var hits: Int { lock.withLock { answered } }
 
     private static func key(_ signed: CommitSignature) -> [UInt8] {
         var hasher = SHA256()
@@ -48,16 +54,21 @@ final class SignatureMemo: @unchecked Sendable {
 /// copy of 10,000 commits runs on one core for ~2 s; their signatures cost ~1.1 s of another).
 /// Only bytes the copy has matched to their commit ids are given here, and an answer is only
 /// reused for the exact signature and signed bytes the check itself reads out of the commit, so
-/// what the check decides does not change. Bounded: at most `maxPending` signatures wait to be
-/// verified; beyond that they are left to the check.
+/// what the check decides does not change. Bounded: at most `maxPending` signatures and
+/// `maxPendingBytes` of signed bytes wait to be verified, and at most `SignatureMemo.capacity`
+/// are taken in all; the rest are left to the check.
 final class SignaturePrefetch: @unchecked Sendable {
     let memo: SignatureMemo
     static let batchSize = 64
     static let maxPending = 4_096
+    static let maxPendingBytes = 64 << 20
     private let group = DispatchGroup()
     private let lock = NSLock()
     private var batch = [CommitSignature]()
     private var pending = 0
+    private var pendingBytes = 0
+    private var taken = 0
+    private var cancelled = false
 
     init(memo: SignatureMemo) {
         self.memo = memo
@@ -66,9 +77,13 @@ final class SignaturePrefetch: @unchecked Sendable {
     /// Takes one copied commit's bytes (from the copying thread).
     func add(rawCommit bytes: [UInt8]) {
         guard let signed = CommitSignature(rawCommit: bytes) else { return }
+        let cost = Self.cost(signed)
         let full: [CommitSignature]? = lock.withLock {
-            guard pending < Self.maxPending else { return nil }
+            guard !cancelled, taken < SignatureMemo.capacity, pending < Self.maxPending,
+                  pendingBytes + cost <= Self.maxPendingBytes else { return nil }
+            taken += 1
             pending += 1
+            pendingBytes += cost
             batch.append(signed)
             guard batch.count >= Self.batchSize else { return nil }
             defer { batch = [] }
@@ -87,11 +102,30 @@ final class SignaturePrefetch: @unchecked Sendable {
         group.wait()
     }
 
+    /// Drops what waits and waits only for the signatures being verified right now: the fetch
+    /// or the check failed, nothing will ask.
+    func cancel() {
+        lock.withLock {
+            cancelled = true
+            batch = []
+        }
+        group.wait()
+    }
+
     private func start(_ signatures: [CommitSignature]) {
         let memo = memo
         DispatchQueue.global().async(group: group) { [self] in
-            for signed in signatures { _ = memo.check(signed) }
-            lock.withLock { pending -= signatures.count }
+            for signed in signatures {
+                if lock.withLock({ cancelled }) { break }
+                _ = memo.check(signed)
+            }
+            lock.withLock {
+                pending -= signatures.count
+                pendingBytes -= signatures.reduce(0) { $0 + Self.cost($1) }
+            }
         }
     }
+
+    /// The bytes a waiting signature holds.
+    private static func cost(_ signed: CommitSignature) -> Int { signed.signedData.count + signed.signature.utf8.count }
 }

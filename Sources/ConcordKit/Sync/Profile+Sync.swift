@@ -82,7 +82,7 @@ extension Profile {
         let quarantine = try gitCall { try Quarantine(for: repository, tips: known) }
         // A path fetch hands over each commit it copied: its signature is verified meanwhile.
         let signatures = SignaturePrefetch(memo: SignatureMemo())
-        defer { signatures.finish() }   // nothing verifies on after the sync
+        defer { signatures.cancel() }   // nothing verifies on after the fetch (the check waited for it all)
         if let prefetched, prefetched.base == tracking, (try? Self.take(prefetched, into: quarantine.repository)) != nil {
             PerformanceTrace.step("took the pack sent with the wait into the quarantine")
         } else {
