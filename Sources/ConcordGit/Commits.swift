@@ -86,14 +86,7 @@ extension CommitSignature {
     /// `Repository.signature(ofCommit:)` splits it; nil when it has none, holds a NUL byte, or
     /// cannot be split (that reader then says why).
     public init?(rawCommit bytes: [UInt8]) {
-        guard !bytes.contains(0) else { return nil }
-        var blank: Int?
-        var index = bytes.startIndex
-        while index + 1 < bytes.endIndex {
-            if bytes[index] == 0x0A, bytes[index + 1] == 0x0A { blank = index; break }
-            index += 1
-        }
-        guard let blank else { return nil }
+        guard !bytes.contains(0), let blank = bytes.firstRange(of: [0x0A, 0x0A])?.lowerBound else { return nil }
         let found = bytes.withUnsafeBytes { raw in
             try? Self.split(header: UnsafeRawBufferPointer(rebasing: raw[..<(blank + 1)]),
                             message: UnsafeRawBufferPointer(rebasing: raw[(blank + 2)...]))

@@ -84,7 +84,6 @@ struct ObjectTransfer {
 
     /// Tree `id` as read from the source (kept, up to `treesKept`, when it matches its id).
     private mutating func readSourceTree(_ id: ObjectID) throws -> RawTree {
-        if let tree = verifiedTree(id) { return tree }
         let tree = try RawTree(source.object(id, type: .tree), id: id)
         let size = tree.heldBytes
         if treeBytes + size <= Self.treesKept, ObjectPack.id(of: tree.bytes, type: .tree) == id {
@@ -158,7 +157,7 @@ struct ObjectTransfer {
     /// full, or this pack holds in full) and is missing there.
     private mutating func copyTree(_ id: ObjectID, base: ObjectID?) throws {
         if has(id) { return }
-        let tree = try readSourceTree(id)   // not here: has(id) just said so
+        let tree = try verifiedTree(id) ?? readSourceTree(id)   // not in the destination: has(id) just said so
         let old = try base.map { try readTree($0) } ?? RawTree([], id: nil)
         try RawTree.forEachDifference(from: old, to: tree) { baseEntry, entry in
             guard let entry else { return }   // removed: nothing to copy

@@ -32,6 +32,15 @@ final class CommitAuthorizer {
         case bad(TrustError)
         /// A good signature by this key.
         case good(SSHPublicKey)
+
+        /// What `SSHSignature.verify` says of `signed`.
+        init(verifying signed: CommitSignature) {
+            do throws(TrustError) {
+                self = .good(try SSHSignature.verify(signed.signature, message: signed.signedData))
+            } catch {
+                self = .bad(error)
+            }
+        }
     }
 
     /// The signatures of `commits`, read from the repository (by the one thread that uses it).
@@ -47,12 +56,7 @@ final class CommitAuthorizer {
     static func verify(_ signatures: [CommitSignature?], memo: SignatureMemo? = nil) -> [SignatureCheck] {
         signatures.map { signed -> SignatureCheck in
             guard let signed else { return .unsigned }
-            if let memo { return memo.check(signed) }
-            do throws(TrustError) {
-                return .good(try SSHSignature.verify(signed.signature, message: signed.signedData))
-            } catch {
-                return .bad(error)
-            }
+            return memo?.check(signed) ?? SignatureCheck(verifying: signed)
         }
     }
 

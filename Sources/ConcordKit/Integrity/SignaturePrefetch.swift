@@ -1,5 +1,4 @@
 import ConcordGit
-import ConcordTrust
 import Crypto
 import Dispatch
 import Foundation
@@ -23,12 +22,7 @@ final class SignatureMemo: @unchecked Sendable {
             if known != nil { answered += 1 }
             return known
         }) { return known }
-        let answer: CommitAuthorizer.SignatureCheck
-        do throws(TrustError) {
-            answer = .good(try SSHSignature.verify(signed.signature, message: signed.signedData))
-        } catch {
-            answer = .bad(error)
-        }
+        let answer = CommitAuthorizer.SignatureCheck(verifying: signed)
         lock.withLock {
             if answers.count < Self.capacity { answers[key] = answer }
         }
