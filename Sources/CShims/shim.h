@@ -69,6 +69,36 @@ static inline int concord_deflater_run(concord_deflater *d, const unsigned char 
 static inline void concord_deflater_free(concord_deflater *d) {
     if (d) { deflateEnd(&d->stream); free(d); }
 }
+/* One inflate stream reused for many objects of a pack (inflateInit allocates its state each time). */
+typedef struct { z_stream stream; } concord_inflater;
+
+static inline concord_inflater *concord_inflater_new(void) {
+    concord_inflater *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    if (inflateInit(&d->stream) != Z_OK) { free(d); return NULL; }
+    return d;
+}
+
+/* Inflates the zlib stream starting at `in` (it may end before `in_len`) into `out`, which has
+   room for `size` + 1 bytes: 0 when the stream is whole and holds exactly `size` bytes, -1
+   otherwise (damaged, truncated, more or fewer bytes); *consumed is then the stream's length.
+   One inflate call: time and memory are bounded by `in_len` and `size`. */
+static inline int concord_inflater_run(concord_inflater *d, const unsigned char *in, size_t in_len,
+                                       unsigned char *out, size_t size, size_t *consumed) {
+    if (in_len > 0xFFFFFFFFu || size >= 0xFFFFFFFFu || inflateReset(&d->stream) != Z_OK) return -1;
+    d->stream.next_in = (Bytef *)in;
+    d->stream.avail_in = (uInt)in_len;
+    d->stream.next_out = out;
+    d->stream.avail_out = (uInt)(size + 1);
+    int r = inflate(&d->stream, Z_FINISH);
+    *consumed = in_len - d->stream.avail_in;
+    return r == Z_STREAM_END && d->stream.avail_out == 1 ? 0 : -1;
+}
+
+static inline void concord_inflater_free(concord_inflater *d) {
+    if (d) { inflateEnd(&d->stream); free(d); }
+}
+
 /* Inflates one loose object file (`in`, `in_len` bytes) whose header must declare at most
    `max_size` bytes of content. On success returns 0 and sets *out (malloc'd, to be freed with
    free()) to the header and content, *out_len to their length. Returns -2 when the declared size

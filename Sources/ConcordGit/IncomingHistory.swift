@@ -119,6 +119,7 @@ extension Repository {
     /// The size and type of object `id` without reading its content (a record's size is checked
     /// before the record is read).
     public func objectHeader(_ id: ObjectID) throws -> (size: Int, type: ObjectType?) {
+        if let bytes = fetchedBlobs[id] { return (bytes.count, .blob) }   // kept by the fetch once they matched their id
         var odb: OpaquePointer?
         try check("git_repository_odb", git_repository_odb(&odb, handle))
         defer { git_odb_free(odb) }

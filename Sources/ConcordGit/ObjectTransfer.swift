@@ -34,6 +34,10 @@ struct ObjectTransfer {
     private var blobs = [ObjectID: [UInt8]]()
     private var blobBytes = 0
     static let blobsKept = 64 << 20
+    /// The blobs to copy, in the order met, read once every tree is walked: on every core when
+    /// there are many and the source can be read from several threads.
+    private var blobQueue = [ObjectID]()
+    private var queued = Set<ObjectID>()
     /// The trees used last whose bytes are known to match their ids (added to the pack, or read
     /// from the destination): a commit's first parent is most often the commit copied just
     /// before it, and the directory a commit changes was most often written by a recent commit,
@@ -64,6 +68,7 @@ struct ObjectTransfer {
         transfer.keepsChanges = keepingChanges
         transfer.commitCopied = commitCopied
         try transfer.copyCommits(from: tip)
+        try transfer.copyQueuedBlobs()
         try transfer.pack.write(into: destination, durable: durable)
         destination.fetchedTrees = transfer.trees
         destination.fetchedBlobs = transfer.blobs
@@ -96,7 +101,7 @@ struct ObjectTransfer {
     /// Tree `id` if it is held here with bytes that match its id.
     private mutating func verifiedTree(_ id: ObjectID) -> RawTree? { verified.tree(id) ?? trees[id] }
 
-    private func has(_ id: ObjectID) -> Bool { pack.contains(id) || destinationHas(id) }
+    private func has(_ id: ObjectID) -> Bool { pack.contains(id) || queued.contains(id) || destinationHas(id) }
 
     private func destinationHas(_ id: ObjectID) -> Bool { !destinationIsEmpty && destination.containsWithoutRefresh(id) }
 
@@ -129,6 +134,38 @@ struct ObjectTransfer {
             keepChanges(from: baseTree, to: header.tree)
         }
     }
+
+    /// Reads the queued blobs (in shares on every core, each with its own reader, when there are
+    /// many and the source allows) and adds them to the pack, which hashes them: all are refused
+    /// unless each matches its id.
+    private mutating func copyQueuedBlobs() throws {
+        guard !blobQueue.isEmpty else { return }
+        let ids = blobQueue, source = source
+        var read = [StoredObject]()
+        read.reserveCapacity(ids.count)
+        if let opener = source.opener, ids.count >= Self.blobsPerShare * 2 {
+            let shares = Parallel.shares(of: ids.count, minimumPerShare: Self.blobsPerShare) { range in
+                Result { () throws -> [StoredObject] in
+                    let reader = try opener()
+                    return try range.map { try reader.storedObject(ids[$0], type: .blob) }
+                }
+            }
+            for share in shares { read += try share.get() }
+        } else {
+            for id in ids { read.append(try source.storedObject(id, type: .blob)) }
+        }
+        // Hashed there; a pack entry's zlib stream is stored as it is (it was just inflated to these bytes).
+        try pack.add(blobs: read.map(\.bytes), expected: ids, compressed: read.map(\.compressed))
+        for (id, object) in zip(ids, read) where blobs[id] == nil && blobBytes + object.bytes.count <= Self.blobsKept {
+            blobs[id] = object.bytes
+            blobBytes += object.bytes.count
+        }
+        blobQueue = []
+        queued = []
+    }
+
+    /// Below twice this many blobs, they are read on one thread (opening another reader costs more).
+    private static let blobsPerShare = 512
 
     /// Compares the two trees as the check of the new commits will (`Repository.treeChanges`),
     /// with only the trees held here whose bytes matched their ids; keeps nothing when another
@@ -165,12 +202,8 @@ struct ObjectTransfer {
             switch tree.kind(entry) {
             case .tree: try copyTree(child, base: baseEntry.flatMap { $0.isTree ? old.id($0) : nil })
             case .blob where !has(child):
-                let bytes = try source.object(child, type: .blob)
-                try pack.add(bytes, type: .blob, expected: child)   // hashed: refused unless it matches its id
-                if blobBytes + bytes.count <= Self.blobsKept {
-                    blobs[child] = bytes
-                    blobBytes += bytes.count
-                }
+                blobQueue.append(child)
+                queued.insert(child)
             default: break   // a blob already there, or a submodule link (no object to copy)
             }
         }

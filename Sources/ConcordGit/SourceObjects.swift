@@ -7,12 +7,32 @@ import Foundation
 protocol ObjectSource {
     /// The bytes of object `id`, which must be a `type` object.
     func object(_ id: ObjectID, type: ObjectType) throws -> [UInt8]
+    /// The same, with the zlib stream they were read from when the source has one at hand (a
+    /// pack entry stored whole), which a pack may hold as it is once the bytes match their id.
+    func storedObject(_ id: ObjectID, type: ObjectType) throws -> StoredObject
+    /// Opens another reader of the same objects for another thread (libgit2's objects are used
+    /// from one thread at a time); nil when this source is read from one thread only.
+    var opener: (@Sendable () throws -> any ObjectSource)? { get }
+}
+
+/// An object's bytes and, when read from a pack entry stored whole, that entry's zlib stream.
+struct StoredObject {
+    let bytes: [UInt8]
+    var compressed: [UInt8]? = nil
+}
+
+extension ObjectSource {
+    func storedObject(_ id: ObjectID, type: ObjectType) throws -> StoredObject {
+        StoredObject(bytes: try object(id, type: type), compressed: nil)
+    }
 }
 
 extension Repository: ObjectSource {
     func object(_ id: ObjectID, type: ObjectType) throws -> [UInt8] {
         try rawObject(id, type: git_object_t(rawValue: Int32(type.rawValue)))
     }
+
+    var opener: (@Sendable () throws -> any ObjectSource)? { nil }   // this device's own objects: a push reads few
 }
 
 /// The objects of a bare repository on this machine that this device does not trust: a path
@@ -22,7 +42,8 @@ extension Repository: ObjectSource {
 /// object whose header understates its size, spins forever inflating a truncated one, and blocks
 /// opening a FIFO put where a file should be. So: the branch is read from the ref files here;
 /// loose objects are inflated here with the size their header declares as a hard bound
-/// (`concord_inflate_loose`); packs are read by a libgit2 object database holding only the
+/// (`concord_inflate_loose`); a pack entry stored whole is read by `UntrustedPack` (bounded by
+/// the size it declares); the rest (deltas) by a libgit2 object database holding only the
 /// remote's pack files (no loose objects, no alternates, no config), after checking they are
 /// regular files, and each packed object's size is read before the object. `ObjectTransfer`
 /// hashes every object it keeps against its id before anyone uses it.
@@ -34,19 +55,28 @@ final class SourceObjects: ObjectSource {
     let gitDirectory: String
     private let objectsDirectory: String
     private let packs: OpaquePointer
+    /// The same packs read here for objects stored whole (libgit2 reads the rest).
+    private let packReaders: [UntrustedPackReader]
+    private var lastPack = 0
 
-    /// Opens the objects of the repository at `path` (bare, or a working tree with `.git`).
-    init(repositoryAt path: String) throws {
+    /// Opens the objects of the repository at `path` (bare, or a working tree with `.git`);
+    /// `sharing`: the pack files another reader of the same repository opened (`opener`).
+    init(repositoryAt path: String, sharing shared: [UntrustedPack]? = nil) throws {
         Libgit2.ensure()
         gitDirectory = Self.gitDirectory(of: path)
         let directory = gitDirectory + "objects/"
         objectsDirectory = directory
+        var found = [UntrustedPack]()
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory + "pack")) ?? []
         where name.hasSuffix(".pack") || name.hasSuffix(".idx") {
             guard Self.isRegularFile(directory + "pack/" + name) else {
                 throw Self.refusal("\(directory)pack/\(name) is not a regular file")
             }
+            if shared == nil, name.hasSuffix(".pack") {
+                found.append(UntrustedPack(packPath: directory + "pack/" + name, indexPath: directory + "pack/" + name.dropLast(5) + ".idx"))
+            }
         }
+        packReaders = (shared ?? found).map(UntrustedPackReader.init)
         var odb: OpaquePointer?
         try check("git_odb_new", git_odb_new(&odb))
         guard let odb else { throw Self.refusal("no object database") }
@@ -69,17 +99,41 @@ final class SourceObjects: ObjectSource {
         git_odb_free(packs)
     }
 
+    var opener: (@Sendable () throws -> any ObjectSource)? {
+        let directory = gitDirectory, shared = packReaders.map(\.pack)
+        return { try SourceObjects(repositoryAt: directory, sharing: shared) }
+    }
+
     func object(_ id: ObjectID, type: ObjectType) throws -> [UInt8] {
+        try readObject(id, type: type, withStream: false).bytes
+    }
+
+    func storedObject(_ id: ObjectID, type: ObjectType) throws -> StoredObject {
+        try readObject(id, type: type, withStream: true)
+    }
+
+    private func readObject(_ id: ObjectID, type: ObjectType, withStream: Bool) throws -> StoredObject {
         var oid = id.raw
         // Not hashed here: `ObjectTransfer`, the only reader, adds every object it keeps to its
         // pack with its expected id (refused on a mismatch), and a tree it only walks and does
         // not keep can at most lead it to read more objects, each bounded.
-        if git_odb_exists_ext(packs, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { return try packed(id, type: type) }
-        if let bytes = try loose(id, type: type) { return bytes }
+        // The pack that held the last object first: objects written together are read together.
+        for position in packReaders.indices {
+            let reader = packReaders[(position + lastPack) % packReaders.count]
+            guard let offset = reader.pack.offset(of: id) else { continue }
+            lastPack = (position + lastPack) % packReaders.count
+            if let stored = try reader.object(at: offset, type: type, id: id, limit: Self.maxObjectBytes, withStream: withStream) {
+                return stored
+            }
+            break
+        }
+        if git_odb_exists_ext(packs, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { return StoredObject(bytes: try packed(id, type: type)) }
+        if let bytes = try loose(id, type: type) { return StoredObject(bytes: bytes) }
         // In a pack written after the pack list was read (another device pushed meanwhile): look again once.
         _ = git_odb_refresh(packs)
-        if git_odb_exists_ext(packs, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { return try packed(id, type: type) }
-        throw GitError(function: "object read", code: .notFound, message: "object \(id) is missing from the remote")
+        if git_odb_exists_ext(packs, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { return StoredObject(bytes: try packed(id, type: type)) }
+        // Not "not found": that would read as a remote that is not there (offline), but this one is damaged.
+        throw Self.refusal("object \(id) is missing from the remote (its object files are damaged or incomplete)")
     }
 
     /// `ref` of the repository whose git directory is `gitDirectory`, read from its files without

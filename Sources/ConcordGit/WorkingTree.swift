@@ -118,15 +118,17 @@ extension Repository {
     /// Writes the files and removes the removed ones; returns the written files' stat data in order.
     private static func writeFiles(_ files: [(path: TreePath, bytes: [UInt8]?)], root: String) throws(FileIO.Failure) -> [stat] {
         var directories = Set<String>()
-        var checked = Set<Substring>()
+        var checked = FileIO.CheckedDirectories()
         var writes = [(path: String, bytes: [UInt8])]()
         writes.reserveCapacity(files.count)
+        var lastDirectory: Substring = ""   // made above (files come in tree order: most share it with the one before)
         for file in files {
             try FileIO.checkInside(file.path.string, root: root, checked: &checked)
             let fullPath = root + file.path.string
             if let bytes = file.bytes {
-                if let slash = fullPath.lastIndex(of: "/"), directories.insert(String(fullPath[..<slash])).inserted {
-                    try FileIO.makeParents(of: fullPath)
+                if let slash = fullPath.lastIndex(of: "/"), fullPath[..<slash] != lastDirectory {
+                    lastDirectory = fullPath[..<slash]
+                    if directories.insert(String(lastDirectory)).inserted { try FileIO.makeParents(of: fullPath) }
                 }
                 writes.append((fullPath, bytes))
             } else {

@@ -98,13 +98,16 @@ public enum FileIO {
     /// safe by git's rules (`GitPath`), so no `..` and nothing in `.git`, and no directory on the
     /// way a symbolic link or a file (a link would lead the write anywhere). The second line of
     /// defence behind the check of every fetched commit. `checked` remembers the directories seen.
-    package static func checkInside(_ path: String, root: String, checked: inout Set<Substring>) throws(Failure) {
+    package static func checkInside(_ path: String, root: String, checked: inout CheckedDirectories) throws(Failure) {
         guard GitPath.isSafe(path) else { throw Failure(path: root + path, operation: "write outside the profile or into .git:", code: EPERM) }
+        let parent = path[..<(path.lastIndex(of: "/") ?? path.startIndex)]
+        if parent == checked.last { return }   // so were the directories above it
+        checked.last = parent
         var end = path.startIndex
         while let slash = path[end...].firstIndex(of: "/") {
             let directory = path[..<slash]
             end = path.index(after: slash)
-            guard checked.insert(directory).inserted else { continue }
+            guard checked.seen.insert(directory).inserted else { continue }
             var info = stat()
             if lstat(root + directory, &info) == 0 {
                 guard (info.st_mode & S_IFMT) == S_IFDIR else {
@@ -114,6 +117,14 @@ public enum FileIO {
                 throw Failure(path: root + directory, operation: "inspect")
             }
         }
+    }
+
+    /// The directories `checkInside` has checked, and the last file's one.
+    package struct CheckedDirectories {
+        var seen = Set<Substring>()
+        var last: Substring = ""
+
+        package init() {}
     }
 
     package static func makeParents(of path: String) throws(Failure) {

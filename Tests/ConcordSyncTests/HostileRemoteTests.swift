@@ -356,6 +356,73 @@ final class HostileRemoteTests: SyncTestCase {
         try assertFsck(scene.bobProfile)
     }
 
+    /// A path remote's pack files are read by concord's own reader (libgit2 only for deltas):
+    /// seeded damage to a pack or its index — a flipped byte, a cut, a run of garbage, an
+    /// emptied file — gets each clone refused with one line and nothing left behind, or, where
+    /// the damage touched nothing the profile needs, a whole clone git finds complete. Never a
+    /// crash or a hang.
+    func testDamagedPackFilesGetACloneRefusedOrLeaveItWhole() throws {
+        let scene = try makeScene()
+        for n in 0..<6 {
+            try concordOK(["put", "vocabulary/word\(n)", "--json", #"{"label":"word \#(n)"}"#], as: scene.alice, in: scene.aliceProfile)
+        }
+        try concordOK(["sync"], as: scene.alice, in: scene.aliceProfile)
+        let main = try gitOK(["rev-parse", "refs/heads/main"], in: scene.remote.bare)
+        let packDirectory = scene.remote.bare.appendingPathComponent("objects/pack")
+        let names = try FileManager.default.contentsOfDirectory(atPath: packDirectory.path).filter { $0.hasSuffix(".pack") || $0.hasSuffix(".idx") }
+        XCTAssertFalse(names.isEmpty)
+        var pristine = [String: Data]()
+        for name in names {
+            let path = packDirectory.appendingPathComponent(name).path
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
+            pristine[name] = try Data(contentsOf: URL(fileURLWithPath: path))
+        }
+        let carol = try makeDevice("carol", device: "phone")
+        var random = SeededGenerator(seed: 0x9ACC)
+        var refused = 0, whole = 0
+        for number in 0..<150 {
+            let name = names.sorted()[Int.random(in: 0..<names.count, using: &random)]
+            var bytes = Array(try XCTUnwrap(pristine[name]))
+            let at = Int.random(in: 0..<bytes.count, using: &random)
+            let mutation: String
+            switch Int.random(in: 0..<4, using: &random) {
+            case 0:
+                bytes[at] ^= UInt8.random(in: 1...255, using: &random)
+                mutation = "byte \(at) flipped"
+            case 1:
+                bytes = Array(bytes.prefix(at))
+                mutation = "cut at \(at)"
+            case 2:
+                for index in at..<min(bytes.count, at + 16) { bytes[index] = UInt8.random(in: 0...255, using: &random) }
+                mutation = "16 bytes of garbage at \(at)"
+            default:
+                bytes = []
+                mutation = "emptied"
+            }
+            let context = "case \(number): \(name) \(mutation)"
+            try Data(bytes).write(to: packDirectory.appendingPathComponent(name))
+            let clone = sandbox.appendingPathComponent("clone-\(number)")
+            let result = try concordWithDeadline(["clone", scene.remote.url, clone.path], as: carol, in: sandbox, seconds: 30)
+            try Data(try XCTUnwrap(pristine[name])).write(to: packDirectory.appendingPathComponent(name))
+            XCTAssertFalse(result.timedOut, "\(context): the clone hung")
+            XCTAssertLessThan(result.status, 128, "\(context): the clone crashed: \(result.stderr)")
+            if result.status == 0 {
+                whole += 1
+                XCTAssertEqual(try gitOK(["rev-parse", "HEAD"], in: clone), main, context)
+                XCTAssertEqual(try gitOK(["status", "--porcelain"], in: clone), "", context)
+                try assertFsck(clone)
+                try FileManager.default.removeItem(at: clone)
+            } else {
+                refused += 1
+                assertOneLineRefusal(result, status: result.status, mentions: [])
+                XCTAssertFalse(FileManager.default.fileExists(atPath: clone.path), "\(context): a failed clone leaves nothing")
+            }
+        }
+        print("damaged packs: \(refused) clones refused, \(whole) whole")
+        XCTAssertGreaterThan(refused, 20, "refused \(refused), whole \(whole)")
+        XCTAssertGreaterThan(whole, 0, "refused \(refused), whole \(whole)")
+    }
+
     // MARK: E. Integrity without an attacker
 
     /// A and B edit the same record, A syncs, B syncs (B's edit is later, so the merge result is

@@ -106,33 +106,41 @@ struct IncomingCheck {
                 != Array(kinds.gitattributes().utf8) {
                 throw refuse(ProfilePaths.gitattributes, "it differs from what .concord/kinds.json generates (it would change how plain git merges)")
             }
-            var pending = [(path: String, file: ProfilePathRules.File, bytes: [UInt8])]()
-            for change in changes {
-                let path = String(decoding: change.path, as: UTF8.self)
-                guard GitPath.isSafe(change.path) else { throw refuse(path, ProfilePathRules.Refusal.unsafeName.description) }
-                let file = ProfilePathRules.classify(change.path, kinds: kinds)
+            // Every path's place in the format, found on every core (a clone has one per record);
+            // then each change in order, so the first refusal is the one a walk in order meets.
+            let places = Parallel.map(changes, minimumPerShare: 512) { change in
+                (safe: GitPath.isSafe(change.path), file: ProfilePathRules.classify(change.path, kinds: kinds))
+            }
+            func text(_ path: [UInt8]) -> String { String(decoding: path, as: UTF8.self) }
+            var pending = [(path: [UInt8], file: ProfilePathRules.File, bytes: [UInt8])]()
+            for (change, place) in zip(changes, places) {
+                guard place.safe else { throw refuse(text(change.path), ProfilePathRules.Refusal.unsafeName.description) }
                 guard let new = change.new else {
-                    if case .success(let removed) = file, removed.mustStay { throw refuse(path, "removed (deletions are tombstones, files are never removed)") }
+                    if case .success(let removed) = place.file, removed.mustStay {
+                        throw refuse(text(change.path), "removed (deletions are tombstones, files are never removed)")
+                    }
                     continue
                 }
                 guard case .file(let blob) = new else {
-                    if case .other(let mode) = new { throw refuse(path, "mode \(mode): only regular files (100644) and directories are allowed") }
-                    throw refuse(path, "not a regular file")
+                    if case .other(let mode) = new {
+                        throw refuse(text(change.path), "mode \(mode): only regular files (100644) and directories are allowed")
+                    }
+                    throw refuse(text(change.path), "not a regular file")
                 }
-                switch file {
-                case .failure(let refusal): throw refuse(path, refusal.description)
+                switch place.file {
+                case .failure(let refusal): throw refuse(text(change.path), refusal.description)
                 case .success(let file):
                     switch file {
                     case .record, .logDay:
-                        pending.append((path, file, try read(blob, limit: file.limit, path: path, refuse)))
+                        pending.append((change.path, file, try read(blob, limit: file.limit, path: text(change.path), refuse)))
                     default:
-                        try checkContent(file, blob: blob, path: path, kinds: kinds, profileID: &profileID, refuse)
+                        try checkContent(file, blob: blob, path: text(change.path), kinds: kinds, profileID: &profileID, refuse)
                     }
                 }
             }
             // Records and log files are read above and checked on every core (a clone checks them all).
             let problems = Parallel.map(pending, minimumPerShare: 512) { ProfilePathRules.contentProblem(of: $0.file, bytes: $0.bytes) }
-            if let index = problems.firstIndex(where: { $0 != nil }) { throw refuse(pending[index].path, problems[index]!) }
+            if let index = problems.firstIndex(where: { $0 != nil }) { throw refuse(text(pending[index].path), problems[index]!) }
             // A merge must keep every file of its other parents too.
             for parent in commit.parents.dropFirst() {
                 let tree = try repository.commit(parent).tree
@@ -180,10 +188,11 @@ struct IncomingCheck {
     }
 
     /// The bytes of blob `id`, refusing it unread when it is larger than `limit`.
-    private func read(_ id: ObjectID, limit: Int, path: String, _ refuse: (String?, String) -> ConcordError) throws -> [UInt8] {
+    private func read(_ id: ObjectID, limit: Int, path: @autoclosure () -> String,
+                      _ refuse: (String?, String) -> ConcordError) throws -> [UInt8] {
         let header = try repository.objectHeader(id)
-        guard header.type == .blob else { throw refuse(path, "not a file") }
-        guard header.size <= limit else { throw refuse(path, "\(header.size) bytes, over the \(limit)-byte limit") }
+        guard header.type == .blob else { throw refuse(path(), "not a file") }
+        guard header.size <= limit else { throw refuse(path(), "\(header.size) bytes, over the \(limit)-byte limit") }
         return try repository.blob(id)
     }
 }

@@ -1,0 +1,193 @@
+import Foundation
+import XCTest
+
+@testable import ConcordGit
+
+/// The pack reader for path remotes (`UntrustedPack`), judged by git: every object it reads is
+/// the one `git cat-file` prints, it leaves exactly the delta entries to libgit2, a forged index
+/// only gets a fetch refused, and a copy that stores the streams it read is a pack git accepts.
+final class UntrustedPackTests: GitTestCase {
+    /// One line of `git verify-pack -v`: an object, its size (a delta entry's: the delta's), where
+    /// its entry starts and its entry's length.
+    struct PackedObject {
+        let id: ObjectID
+        let type: ObjectType
+        let size: Int
+        let sizeInPack: Int
+        let offset: Int
+        let isDelta: Bool
+    }
+
+    func packedObjects(_ repository: URL) throws -> (pack: String, objects: [PackedObject]) {
+        let directory = repository.appendingPathComponent(".git/objects/pack")
+        let names = try packFiles(repository)
+        XCTAssertEqual(names.count, 1, "one pack")
+        let pack = directory.appendingPathComponent(try XCTUnwrap(names.first)).path
+        let lines = try gitOK(["verify-pack", "-v", pack], in: repository).split(separator: "\n")
+        let objects: [PackedObject] = lines.compactMap { line in
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count == 5 || fields.count == 7, let id = ObjectID(hex: String(fields[0])) else { return nil }
+            let type: ObjectType
+            switch fields[1] {
+            case "commit": type = .commit
+            case "tree": type = .tree
+            case "blob": type = .blob
+            default: return nil
+            }
+            return PackedObject(id: id, type: type, size: Int(fields[2])!, sizeInPack: Int(fields[3])!,
+                                offset: Int(fields[4])!, isDelta: fields.count == 7)
+        }
+        return (pack, objects)
+    }
+
+    /// The length of a pack entry's header (type and size) for an object of `size` bytes.
+    func headerLength(_ size: Int) -> Int {
+        var length = 1, rest = size >> 4
+        while rest > 0 { length += 1; rest >>= 7 }
+        return length
+    }
+
+    /// Rewrites the pack index at `packPath` so that it says object `id` is at `offset`.
+    func pointIndex(of packPath: String, objects: [PackedObject], id: ObjectID, at offset: Int) throws {
+        // Version 2 index: header, fan-out, sorted ids, CRCs, then the 4-byte offsets.
+        let indexURL = URL(fileURLWithPath: String(packPath.dropLast(5)) + ".idx")
+        var index = Array(try Data(contentsOf: indexURL))
+        let position = try XCTUnwrap(objects.map(\.id).sorted().firstIndex(of: id))
+        let at = 8 + 1024 + objects.count * 24 + position * 4
+        index.replaceSubrange(at..<(at + 4), with: [UInt8(offset >> 24 & 0xFF), UInt8(offset >> 16 & 0xFF),
+                                                    UInt8(offset >> 8 & 0xFF), UInt8(offset & 0xFF)])
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: indexURL.path)
+        try Data(index).write(to: indexURL)
+    }
+
+    /// A history of records that change a little each time, packed by git with deltas.
+    func makeRepackedRepository() throws -> (Repository, URL, ObjectID) {
+        let (source, url) = try makeRepository("source")
+        var tip: ObjectID?
+        for round in 0..<12 {
+            var files = [String: String?]()
+            for record in 0..<20 {
+                files["kind/r\(record).json"] = String(repeating: "line \(record) of a record that changes a little\n", count: 30)
+                    + "round \(round)\n"
+            }
+            tip = try commit(source, files: files, base: try tip.map { try source.commit($0).tree },
+                             parents: tip.map { [$0] } ?? [], message: "round \(round)\n")
+        }
+        let main = try XCTUnwrap(tip)
+        try source.updateReference("refs/heads/main", to: main, expected: nil, message: "rounds")
+        try gitOK(["repack", "-adf", "-q"], in: url)
+        XCTAssertEqual(try looseObjects(url), [])
+        return (source, url, main)
+    }
+
+    func testEveryObjectOfAPackGitMadeIsReadAsGitReadsItAndDeltasAreLeftToLibgit2() throws {
+        let (_, url, _) = try makeRepackedRepository()
+        let (packPath, objects) = try packedObjects(url)
+        let pack = UntrustedPack(packPath: packPath, indexPath: String(packPath.dropLast(5)) + ".idx")
+        let reader = UntrustedPackReader(pack)
+        let source = try SourceObjects(repositoryAt: url.path)
+        // Every object's bytes as git prints them, through one `git cat-file --batch`.
+        let batch = Array(try git(["cat-file", "--batch"], in: url,
+                                  input: Data(objects.map { $0.id.hex + "\n" }.joined().utf8)).stdoutData)
+        var expectedBytes = [ObjectID: [UInt8]](), at = 0
+        while let newline = batch[at...].firstIndex(of: 0x0A) {
+            let header = String(decoding: batch[at..<newline], as: UTF8.self).split(separator: " ")
+            let size = try XCTUnwrap(Int(header[2]))
+            expectedBytes[try XCTUnwrap(ObjectID(hex: String(header[0])))] = Array(batch[(newline + 1)..<(newline + 1 + size)])
+            at = newline + 1 + size + 1
+        }
+        XCTAssertEqual(expectedBytes.count, objects.count)
+        var whole = 0, deltas = 0
+        for object in objects {
+            XCTAssertEqual(pack.offset(of: object.id), object.offset, "\(object.id)")
+            let expected = try XCTUnwrap(expectedBytes[object.id])
+            if !object.isDelta { XCTAssertEqual(expected.count, object.size) }   // a delta's size is its delta's
+            XCTAssertEqual(try source.object(object.id, type: object.type), expected, "\(object.type.name) \(object.id)")
+            let stored = try reader.object(at: object.offset, type: object.type, id: object.id, limit: 1 << 20, withStream: true)
+            XCTAssertEqual(stored == nil, object.isDelta, "\(object.id): only deltas are left to libgit2")
+            if let stored {
+                whole += 1
+                XCTAssertEqual(stored.bytes, expected)
+                XCTAssertEqual(stored.compressed?.count, object.sizeInPack - headerLength(object.size), "the entry's whole stream")
+            } else {
+                deltas += 1
+            }
+        }
+        XCTAssertGreaterThan(whole, 20)
+        XCTAssertGreaterThan(deltas, 20, "git stored the changed records as deltas")
+        // An id the index does not list, and a type the entry does not have.
+        XCTAssertNil(pack.offset(of: try XCTUnwrap(ObjectID(hex: String(repeating: "ab", count: 20)))))
+        let blob = try XCTUnwrap(objects.first { $0.type == .blob && !$0.isDelta })
+        XCTAssertThrowsError(try reader.object(at: blob.offset, type: .tree, id: blob.id, limit: 1 << 20, withStream: false)) { error in
+            XCTAssertTrue("\(error)".contains("is not a tree"), "\(error)")
+        }
+        XCTAssertThrowsError(try reader.object(at: blob.offset, type: .blob, id: blob.id, limit: blob.size - 1, withStream: false)) { error in
+            XCTAssertTrue("\(error)".contains("over the"), "\(error)")
+        }
+    }
+
+    /// The index is the remote's too: pointing one blob's id at another blob's entry, or at a
+    /// tree's, gets the fetch refused with one line, and the destination gets nothing.
+    func testAnIndexPointingAnIdAtAnotherEntryGetsTheFetchRefused() throws {
+        for (target, message) in [(ObjectType.blob, "does not match its content"), (.tree, "is not a blob")] {
+            let (source, url) = try makeRepository("source-\(target.name)")
+            let tip = try commit(source, files: ["kind/a.json": "the first record\n", "kind/b.json": "{\"quite\": \"another\"}\n"])
+            try source.updateReference("refs/heads/main", to: tip, expected: nil, message: "one")
+            try gitOK(["repack", "-adf", "-q"], in: url)
+            let (packPath, objects) = try packedObjects(url)
+            let a = try XCTUnwrap(try source.entry(at: "kind/a.json", inTree: try source.commit(tip).tree)).id
+            let other = target == .blob
+                ? try XCTUnwrap(try source.entry(at: "kind/b.json", inTree: try source.commit(tip).tree)).id
+                : try XCTUnwrap(try source.entry(at: "kind", inTree: try source.commit(tip).tree)).id
+            let otherOffset = try XCTUnwrap(objects.first { $0.id == other }?.offset)
+            try pointIndex(of: packPath, objects: objects, id: a, at: otherOffset)
+
+            let (destination, destinationURL) = try makeRepository("destination-\(target.name)")
+            let error = gitError {
+                try destination.fetchFromLocalRepository(at: url.path, ref: "refs/heads/main", into: "refs/remotes/origin/main")
+            }
+            XCTAssertTrue(error?.message.contains(message) == true, "\(target.name): \(String(describing: error))")
+            XCTAssertTrue(error?.message.contains(a.hex) == true, "names the object: \(String(describing: error))")
+            XCTAssertNil(try destination.resolveReference("refs/remotes/origin/main"))
+            XCTAssertEqual(try packFiles(destinationURL), [])
+        }
+    }
+
+    /// A copy of many objects from a pack (read on every core, each reader its own) stores each
+    /// entry's stream as it was read: here git's level-9 streams, whose lengths this repository's
+    /// own compressor would not reproduce. git accepts the result.
+    func testACopyStoresTheStreamsItReadAndGitAcceptsThePack() throws {
+        let (source, url) = try makeRepository("source")
+        var files = [String: String?]()
+        for record in 0..<1_200 { files["kind/b\(record % 16)/r\(record).json"] = "{\"label\": \"record \(record)\", \"note\": \"\(String(repeating: "ab", count: record % 40))\"}\n" }
+        let tip = try commit(source, files: files)
+        try source.updateReference("refs/heads/main", to: tip, expected: nil, message: "many")
+        try gitOK(["-c", "pack.compression=9", "repack", "-adf", "-q", "--window=0"], in: url)
+        let (_, sourceObjects) = try packedObjects(url)
+        XCTAssertFalse(sourceObjects.contains { $0.isDelta })
+
+        let (destination, destinationURL) = try makeRepository("destination")
+        XCTAssertEqual(try destination.fetchFromLocalRepository(at: url.path, ref: "refs/heads/main", into: "refs/remotes/origin/main",
+                                                               intoEmpty: true), tip)
+        XCTAssertEqual(try git(["fsck", "--full", "--strict"], in: destinationURL).status, 0)
+        let (_, copied) = try packedObjects(destinationURL)
+        let lengths = Dictionary(uniqueKeysWithValues: sourceObjects.map { ($0.id, $0.sizeInPack) })
+        let blobs = copied.filter { $0.type == .blob }
+        XCTAssertEqual(blobs.count, 1_200)
+        for blob in blobs { XCTAssertEqual(blob.sizeInPack, lengths[blob.id], "\(blob.id): stored as read") }
+        XCTAssertEqual(try gitOK(["rev-list", "--objects", "refs/remotes/origin/main"], in: destinationURL).split(separator: "\n").sorted(),
+                       try gitOK(["rev-list", "--objects", "main"], in: url).split(separator: "\n").sorted())
+
+        // One blob's id pointed at another blob's entry: the copy on every core refuses it all.
+        let (packPath, _) = try packedObjects(url)
+        let sourceBlobs = sourceObjects.filter { $0.type == .blob }
+        try pointIndex(of: packPath, objects: sourceObjects, id: sourceBlobs[700].id, at: sourceBlobs[701].offset)
+        let (forgedInto, forgedIntoURL) = try makeRepository("forged-into")
+        let error = gitError {
+            try forgedInto.fetchFromLocalRepository(at: url.path, ref: "refs/heads/main", into: "refs/remotes/origin/main", intoEmpty: true)
+        }
+        XCTAssertTrue(error?.message.contains("\(sourceBlobs[700].id) does not match its content") == true, "\(String(describing: error))")
+        XCTAssertNil(try forgedInto.resolveReference("refs/remotes/origin/main"))
+        XCTAssertEqual(try packFiles(forgedIntoURL), [])
+    }
+}
