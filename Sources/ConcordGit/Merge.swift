@@ -98,6 +98,18 @@ extension Repository {
         return MergeIndex(handle: index, repository: self)
     }
 
+    /// Every best common ancestor of two commits (several in a criss-cross history; none when
+    /// they share no history).
+    public func mergeBases(_ a: ObjectID, _ b: ObjectID) throws -> [ObjectID] {
+        var out = git_oidarray()
+        var first = a.raw, second = b.raw
+        let result = git_merge_bases(&out, handle, &first, &second)
+        if result == GIT_ENOTFOUND.rawValue { return [] }
+        try check("git_merge_bases", result)
+        defer { git_oidarray_dispose(&out) }
+        return (0..<out.count).map { ObjectID(out.ids[$0]) }
+    }
+
     /// The best common ancestor of two commits, or nil when they share no history.
     public func mergeBase(_ a: ObjectID, _ b: ObjectID) throws -> ObjectID? {
         var out = git_oid()

@@ -86,6 +86,25 @@ public enum FileIO {
         return true
     }
 
+    /// The bytes of the file at `path`, or nil when it cannot be read (missing, a directory,
+    /// unreadable): one `open`, `fstat` and `read`, for checking many working-tree files.
+    package static func contents(atPath path: String) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return nil }
+            done += n
+        }
+        return bytes
+    }
+
     /// fsyncs a directory, so the names just renamed into it survive a crash.
     public static func syncDirectory(_ path: String) throws(Failure) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)

@@ -117,3 +117,57 @@ final class ConcurrentChangeTests: KitTestCase {
         }
     }
 }
+
+/// A merge with one merge base decides the files both sides changed together, on every core,
+/// after libgit2's pass (`MergePlanner.queueing`); deciding each when libgit2 asks must give the
+/// same tree, the same unresolved files with the same reasons, and the same resolved conflicts.
+final class QueuedMergeTests: KitTestCase {
+    func testFilesDecidedTogetherAfterLibgit2MergeAsWhenEachIsAsked() throws {
+        let alice = try makeIdentity()
+        let clock = ManualClock("2026-01-01T10:00:00.000Z")
+        let a = try makeProfile("a", identity: alice, clock: clock)
+        try a.records.write(as: alice) { records in
+            for n in 0..<40 { try records.put("vocabulary", "w\(n)", data: ["label": .string("word \(n)"), "note": "base"]) }
+        }
+        let directory = sandbox.appendingPathComponent("b")
+        try gitOK(["clone", "-q", a.root.path, directory.path], in: sandbox)
+        let b = try Profile.open(at: directory, environment: makeEnvironment(alice, clock: clock))
+        clock.advance(by: 60_000)
+        try a.records.write(as: alice) { records in
+            for n in 0..<30 { try records.put("vocabulary", "w\(n)", data: ["label": .string("a \(n)"), "note": "base"]) }
+        }
+        clock.advance(by: 60_000)
+        try b.records.write(as: alice) { records in
+            for n in 10..<40 { try records.put("vocabulary", "w\(n)", data: ["label": .string("b \(n)"), "note": .string("b \(n)")]) }
+        }
+        // On b, by plain git: one record made unreadable (its policy cannot merge it) and a file
+        // no policy covers changed on both sides (git's text merge, conflicted).
+        let bad = RecordPaths.file(directory: "vocabulary", id: "w12")
+        try Data("not json\n".utf8).write(to: b.root.appendingPathComponent(bad))
+        try Data("b's notes\n".utf8).write(to: b.root.appendingPathComponent("notes.txt"))
+        try gitOK(["add", "-A"], in: b.root)
+        try gitOK(["-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "--no-gpg-sign", "-m", "by hand"], in: b.root)
+        try Data("a's notes\n".utf8).write(to: a.root.appendingPathComponent("notes.txt"))
+        try gitOK(["add", "-A"], in: a.root)
+        try gitOK(["-c", "user.name=a", "-c", "user.email=a@a", "commit", "-q", "--no-gpg-sign", "-m", "by hand"], in: a.root)
+        try gitOK(["fetch", "-q", b.root.path, "+main:refs/peers/b"], in: a.root)
+
+        let ours = try a.repository.resolveRevision("HEAD"), theirs = try a.repository.resolveRevision("refs/peers/b")
+        XCTAssertEqual(try a.repository.mergeBases(ours, theirs).count, 1)
+        let queued = try PolicyMerge.compute(in: a.repository, ours: ours, theirs: theirs)
+        let asked = try PolicyMerge.compute(in: a.repository, ours: ours, theirs: theirs, queueing: false)
+        XCTAssertTrue(queued.planner.queueing)
+        XCTAssertEqual(queued.tree, asked.tree)
+        XCTAssertEqual(queued.unresolved, asked.unresolved)
+        XCTAssertEqual(Set(queued.unresolved.map(\.path)), [bad, "notes.txt"])
+        XCTAssertNotEqual(queued.unresolved.first { $0.path == bad }?.reason, "both sides changed it and no Concord policy covers it",
+                          "the policy's own reason")
+        let (ourTree, theirTree) = (try a.repository.commit(ours).tree, try a.repository.commit(theirs).tree)
+        func sides(_ paths: [String]) throws -> [(ours: ObjectID?, theirs: ObjectID?)] {
+            zip(try a.repository.entries(at: paths, inTree: ourTree), try a.repository.entries(at: paths, inTree: theirTree)).map { ($0?.id, $1?.id) }
+        }
+        let resolvedQueued = try queued.planner.conflicts(between: sides), resolvedAsked = try asked.planner.conflicts(between: sides)
+        XCTAssertEqual(resolvedQueued, resolvedAsked)
+        XCTAssertEqual(resolvedQueued.count, 19, "w10..<w30 clashed, but w12 was unreadable")
+    }
+}

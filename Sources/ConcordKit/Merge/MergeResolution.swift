@@ -34,11 +34,38 @@ final class MergePlanner {
         return oursTable ?? .empty
     }
 
+    /// While set, a file a policy covers is not decided when libgit2 asks: it is left conflicted
+    /// and queued, and `decideQueued` decides them all on every core once libgit2 is done. Only
+    /// for a merge with one merge base: with several, libgit2 first merges the bases into a
+    /// virtual one, and that merge needs its answers at once.
+    var queueing = false
+    private var queued: [MergeFileInput] = []
+
     /// Decides one file. Files outside any kind and outside `.concord/` go to git's text merge.
     func resolve(_ input: MergeFileInput) -> MergeFileResolution {
-        guard let outcome = outcome(path: input.path, base: input.ancestor, ours: input.ours, theirs: input.theirs) else {
-            return .passthrough
+        if queueing, Self.merger(for: input.path, kinds: kinds) != nil {
+            queued.append(input)
+            return .conflict
         }
+        return record(input, outcome(path: input.path, base: input.ancestor, ours: input.ours, theirs: input.theirs))
+    }
+
+    /// The queued files (in the order libgit2 asked) with what was decided for each, outcomes
+    /// worked out on every core: the same as deciding each when asked, since an outcome depends
+    /// only on the file's three versions and the kinds.
+    func decideQueued() -> [(input: MergeFileInput, resolution: MergeFileResolution)] {
+        let kinds = kinds, files = queued
+        queued = []
+        let outcomes = Parallel.map(files, minimumPerShare: 64) { file in
+            Self.outcome(path: file.path, base: file.ancestor, ours: file.ours, theirs: file.theirs, kinds: kinds)
+        }
+        return zip(files, outcomes).map { ($0, record($0, $1)) }
+    }
+
+    /// Keeps what was decided for `input` (conflicts resolved, or why it could not be) and
+    /// returns it as the driver's answer.
+    private func record(_ input: MergeFileInput, _ outcome: FileMergeOutcome?) -> MergeFileResolution {
+        guard let outcome else { return .passthrough }
         switch outcome {
         case .merged(let bytes, let conflicts):
             if !conflicts.isEmpty { decisions.append((input.path, input.oursBlob, input.theirsBlob, conflicts)) }
@@ -67,19 +94,28 @@ final class MergePlanner {
 
     /// The policy outcome for `path`, or nil when no Concord policy covers it.
     func outcome(path: String, base: [UInt8]?, ours: [UInt8], theirs: [UInt8]) -> FileMergeOutcome? {
-        if path == KindsTable.path { return RecordMerge.mergeKindsFile(base: base, ours: ours, theirs: theirs) }
+        Self.outcome(path: path, base: base, ours: ours, theirs: theirs, kinds: kinds)
+    }
+
+    static func outcome(path: String, base: [UInt8]?, ours: [UInt8], theirs: [UInt8], kinds: KindsTable) -> FileMergeOutcome? {
+        merger(for: path, kinds: kinds)?(base, ours, theirs)
+    }
+
+    /// How `path` is merged under `kinds`, or nil when no Concord policy covers it.
+    static func merger(for path: String, kinds: KindsTable) -> (([UInt8]?, [UInt8], [UInt8]) -> FileMergeOutcome)? {
+        if path == KindsTable.path { return { RecordMerge.mergeKindsFile(base: $0, ours: $1, theirs: $2) } }
         // Generated from the kinds: whatever either side holds, the merge holds the merged kinds' version.
-        if path == ProfilePaths.gitattributes { return .merged(bytes: Array(kinds.gitattributes().utf8), conflicts: []) }
+        if path == ProfilePaths.gitattributes { return { _, _, _ in .merged(bytes: Array(kinds.gitattributes().utf8), conflicts: []) } }
         if path == ProfilePaths.profile || (path.hasPrefix(ProfilePaths.invitationsDirectory + "/") && path.hasSuffix(".json")) {
-            return RecordMerge.mergeDocument(base: base, ours: ours, theirs: theirs)
+            return { RecordMerge.mergeDocument(base: $0, ours: $1, theirs: $2) }
         }
         if path.hasPrefix(ProfilePaths.membersDirectory + "/") && path.hasSuffix(".json") {
-            return RecordMerge.mergeMemberFile(base: base, ours: ours, theirs: theirs)
+            return { RecordMerge.mergeMemberFile(base: $0, ours: $1, theirs: $2) }
         }
         guard let (kind, fileName) = kinds.kind(forPath: path), fileName.hasSuffix("." + kind.policy.fileExtension) else {
             return nil
         }
-        return RecordMerge.merge(policy: kind.policy, base: base, ours: ours, theirs: theirs)
+        return { RecordMerge.merge(policy: kind.policy, base: $0, ours: $1, theirs: $2) }
     }
 
     /// Where the other side of an unresolved `path` is kept: `.concord/conflicts/<dir>/<name>.<commit>.<ext>`.

@@ -15,12 +15,28 @@ struct PolicyMerge {
 
     /// Merges `theirs` into `ours` in `repository` (writing the merged blobs and trees to its object
     /// database; no ref, index or working tree changes).
-    static func compute(in repository: Repository, ours: ObjectID, theirs: ObjectID) throws -> PolicyMerge {
+    /// `queueing`: whether files are decided together after libgit2's pass (`MergePlanner.queueing`);
+    /// nil: when there is one merge base (tests compare the two ways).
+    static func compute(in repository: Repository, ours: ObjectID, theirs: ObjectID, queueing: Bool? = nil) throws -> PolicyMerge {
         func kindsFile(_ commit: ObjectID) throws -> [UInt8]? { try repository.blob(KindsTable.path, atCommit: commit) }
         let base = try repository.mergeBase(ours, theirs)
         let planner = MergePlanner(kinds: MergePlanner.mergedKinds(base: try base.flatMap(kindsFile), ours: try kindsFile(ours),
                                                                    theirs: try kindsFile(theirs)))
+        // With one merge base, libgit2 only asks about this merge's files: they are decided
+        // together afterwards, on every core, and the merged ones stored as one pack.
+        planner.queueing = try queueing ?? (repository.mergeBases(ours, theirs).count == 1)
         let index = try repository.mergeCommits(ours: ours, theirs: theirs, resolver: planner.resolve)
+        if planner.queueing {
+            let decided = planner.decideQueued()
+            var pack = ObjectPack()
+            let merged = decided.compactMap { file -> (path: String, bytes: [UInt8])? in
+                guard case .merged(let bytes) = file.resolution else { return nil }   // unresolved: left conflicted, below
+                return (file.input.path, bytes)
+            }
+            let blobs = pack.addBlobs(merged.map(\.bytes))
+            try pack.write(into: repository)
+            for (file, blob) in zip(merged, blobs) { try index.resolve(try treePath(file.path), to: blob) }
+        }
         var unresolved = [UnresolvedFile]()
         for conflict in try index.conflicts() {
             // Keep ours (or theirs when we have none); save the other side so nothing is lost.

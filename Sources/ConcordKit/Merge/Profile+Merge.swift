@@ -97,17 +97,16 @@ extension Profile {
     /// edit that no commit has: its bytes are neither those of the tree being left (`before`) nor
     /// those about to be written (`blob`).
     private func refuseOverwritingLocalEdits(_ files: [(path: TreePath, before: ObjectID?, blob: ObjectID?)]) throws {
-        var edited = [String]()
         let root = rootPath
-        for file in files {
+        // Every file read and hashed on every core (a merge can change thousands).
+        let edited = Parallel.map(files, minimumPerShare: 128) { file -> String? in
             let path = file.path.string
-            guard let bytes = FileManager.default.contents(atPath: root + path) else {
-                if file.before != nil, FileManager.default.fileExists(atPath: root + path) == false { edited.append(path) }
-                continue
+            guard let bytes = FileIO.contents(atPath: root + path) else {
+                return file.before != nil && !FileManager.default.fileExists(atPath: root + path) ? path : nil
             }
-            let id = try Repository.blobID(of: Array(bytes))
-            if id != file.before && id != file.blob { edited.append(path) }
-        }
+            let id = ObjectPack.id(of: bytes, type: .blob)
+            return id != file.before && id != file.blob ? path : nil
+        }.compactMap { $0 }
         if !edited.isEmpty { throw ConcordError.uncommittedEdits(edited) }
     }
 
