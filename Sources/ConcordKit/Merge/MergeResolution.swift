@@ -82,7 +82,8 @@ final class MergePlanner {
     /// virtual base, calling the driver for their clashes too; those are not conflicts of this merge,
     /// and were reported by the merges that made the bases.
     func conflicts(between sides: ([String]) throws -> [(ours: ObjectID?, theirs: ObjectID?)]) rethrows -> [ResolvedConflict] {
-        let current = try sides(decisions.map(\.path))
+        // Queued: every decision was of this merge's own two sides (one merge base, no virtual one).
+        let current: [(ours: ObjectID?, theirs: ObjectID?)] = queueing ? decisions.map { ($0.ours, $0.theirs) } : try sides(decisions.map(\.path))
         var byPath: [String: [ResolvedConflict]] = [:]
         var paths: [String] = []
         for (decision, side) in zip(decisions, current) {
