@@ -53,9 +53,11 @@ enum CloneBenchmark {
                     + "\(Format.duration(publish.seconds))) into a bare repository made by `concord init --bare` with "
                     + "`concord remote add` + `concord sync`, so the bare repository holds what devices really push.",
                 "concord: `concord clone <bare path> dir` as another identity (bob@b, its own `CONCORD_HOME`, not a member: "
-                    + "reading needs no membership), one process timed from launch to exit: get the objects (from a local "
-                    + "path concord links the bare repository's object files, as git does), check "
-                    + "`.concord/profile.json` and its format version, check out "
+                    + "reading needs no membership), one process timed from launch to exit: copy the objects (the bare "
+                    + "repository is not trusted: every object is read with a bounded size, hashed against its id and "
+                    + "copied into one pack; git hard-links the files), check every commit (paths, modes, signatures and "
+                    + "roles, every record readable and in its place), check `.concord/profile.json` and its format "
+                    + "version, check out "
                     + "\(Format.count(recordCount)) record files and write the index, write the git config (merge driver, "
                     + "allowed signers), register the profile in `CONCORD_HOME`.",
                 "git: `git clone -q <same bare path> dir2`. For a local path git hard-links the object files instead of "
@@ -66,6 +68,16 @@ enum CloneBenchmark {
                 "Runs: concord \(Format.runs(concord)); git \(Format.runs(git)); git --no-local \(Format.runs(gitNoLocal)).",
             ],
             findings: [
+                "**What the copy and the check cost, and how they are kept small.** Before the Integrity work concord "
+                    + "hard-linked the remote's object files unchecked (~105 ms for this row on this machine, measured "
+                    + "side by side with that binary); hashing every object and checking every record added ~80 ms at "
+                    + "first. Now the remote's pack entries stored whole are read by concord's own reader "
+                    + "(`UntrustedPack`: one reused inflate stream, no process-wide lock; libgit2 only for deltas), the "
+                    + "blobs on both cores once the trees are walked, and each entry's zlib stream is stored as it was "
+                    + "read once its bytes hash to its id; the pack is compressed on both cores; the check classifies "
+                    + "paths and checks records on both cores. `CONCORD_TRACE_PERF=1` shows ~40 ms to copy and ~18 ms "
+                    + "to check 10,000 records. The clone stays ~35% above the unchecked one: that is the price of "
+                    + "reading a remote as hostile.",
                 "**How concord's checkout is built.** Files are created directly (`O_CREAT|O_EXCL`: nothing to "
                     + "replace in a new directory), by one thread per core over the 256 bucket directories (file creation "
                     + "is kernel work and parallel across directories; git checks out on one thread unless "
