@@ -227,14 +227,7 @@ final class SourceObjects: ObjectSource {
         var info = stat()
         guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { throw refusal("\(path) is not a regular file") }
         guard Int(info.st_size) <= limit else { throw refusal("\(path) is \(info.st_size) bytes, over the \(limit)-byte limit") }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        var done = 0
-        while done < bytes.count {
-            let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + done, $0.count - done) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { throw refusal("\(path) changed while it was read") }
-            done += count
-        }
+        guard let bytes = FileIO.readAll(descriptor, count: Int(info.st_size)) else { throw refusal("\(path) changed while it was read") }
         return bytes
     }
 

@@ -94,9 +94,15 @@ public enum FileIO {
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        return readAll(fd, count: Int(info.st_size))
+    }
+
+    /// Exactly `count` bytes read from `fd`, retrying short reads and EINTR; nil when the file
+    /// ends sooner or a read fails.
+    package static func readAll(_ fd: Int32, count: Int) -> [UInt8]? {
+        var bytes = [UInt8](repeating: 0, count: count)
         var done = 0
-        while done < bytes.count {
+        while done < count {
             let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + done, $0.count - done) }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { return nil }
