@@ -177,7 +177,18 @@ final class SourceObjects: ObjectSource {
         }
     }
 
+    /// Object `id` from the remote's packs through libgit2 (deltas, and entries `UntrustedPack`
+    /// leaves alone). libgit2's failures here, "not found" among them (a delta whose base is
+    /// gone), mean a damaged pack, never a remote that is not there.
     private func packed(_ id: ObjectID, type: ObjectType) throws -> [UInt8] {
+        do {
+            return try packedThroughLibgit2(id, type: type)
+        } catch let error as GitError where error.function != "remote object" {
+            throw Self.refusal("object \(id) cannot be read from the remote's pack (damaged: \(error.message))")
+        }
+    }
+
+    private func packedThroughLibgit2(_ id: ObjectID, type: ObjectType) throws -> [UInt8] {
         var oid = id.raw
         var size = 0
         var found = GIT_OBJECT_INVALID

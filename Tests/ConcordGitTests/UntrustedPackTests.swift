@@ -61,7 +61,7 @@ final class UntrustedPackTests: GitTestCase {
     }
 
     /// A history of records that change a little each time, packed by git with deltas.
-    func makeRepackedRepository() throws -> (Repository, URL, ObjectID) {
+    func makeRepackedRepository(offsetDeltas: Bool = true) throws -> (Repository, URL, ObjectID) {
         let (source, url) = try makeRepository("source")
         var tip: ObjectID?
         for round in 0..<12 {
@@ -75,7 +75,7 @@ final class UntrustedPackTests: GitTestCase {
         }
         let main = try XCTUnwrap(tip)
         try source.updateReference("refs/heads/main", to: main, expected: nil, message: "rounds")
-        try gitOK(["repack", "-adf", "-q"], in: url)
+        try gitOK(["-c", "repack.useDeltaBaseOffset=\(offsetDeltas)", "repack", "-adf", "-q"], in: url)
         XCTAssertEqual(try looseObjects(url), [])
         return (source, url, main)
     }
@@ -124,6 +124,36 @@ final class UntrustedPackTests: GitTestCase {
         XCTAssertThrowsError(try reader.object(at: blob.offset, type: .blob, id: blob.id, limit: blob.size - 1, withStream: false)) { error in
             XCTAssertTrue("\(error)".contains("over the"), "\(error)")
         }
+    }
+
+    /// A delta entry whose base is not in the pack (its base id damaged) is left to libgit2, which
+    /// says "not found": the fetch is refused as a damaged remote, never as a remote that is not
+    /// there (a sync would report that as offline and retry it for ever).
+    func testADeltaWhoseBaseIsGoneIsADamagedRemoteNotAMissingOne() throws {
+        let (_, url, _) = try makeRepackedRepository(offsetDeltas: false)
+        let (packPath, objects) = try packedObjects(url)
+        let delta = try XCTUnwrap(objects.first { $0.isDelta && $0.type == .blob })
+        // A by-id delta entry: its type-and-size header (of the delta's size), then its base's 20-byte id.
+        var pack = Array(try Data(contentsOf: URL(fileURLWithPath: packPath)))
+        XCTAssertEqual(pack[delta.offset] >> 4 & 0x7, 7, "a by-id delta")
+        var length = 1
+        while pack[delta.offset + length - 1] & 0x80 != 0 { length += 1 }
+        pack.replaceSubrange((delta.offset + length)..<(delta.offset + length + 20), with: [UInt8](repeating: 0xAB, count: 20))
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: packPath)
+        try Data(pack).write(to: URL(fileURLWithPath: packPath))
+
+        let (destination, destinationURL) = try makeRepository("destination")
+        let error = gitError {
+            try destination.fetchFromLocalRepository(at: url.path, ref: "refs/heads/main", into: "refs/remotes/origin/main", intoEmpty: true)
+        }
+        XCTAssertNotNil(error)
+        XCTAssertNotEqual(error?.code, .notFound, "\(String(describing: error))")
+        XCTAssertTrue(error?.message.contains("damaged") == true, "\(String(describing: error))")
+        // The first delta read whose chain runs through the damaged entry is the one named.
+        XCTAssertTrue(objects.contains { $0.isDelta && error?.message.contains("object \($0.id.hex) cannot be read") == true },
+                      "names a delta: \(String(describing: error))")
+        XCTAssertNil(try destination.resolveReference("refs/remotes/origin/main"))
+        XCTAssertEqual(try packFiles(destinationURL), [])
     }
 
     /// The index is the remote's too: pointing one blob's id at another blob's entry, or at a

@@ -214,9 +214,14 @@ extension Profile {
         }
     }
 
+    /// A path remote that is not there (or not a repository) is a disconnected drive: offline.
+    /// A "not found" from a repository that is there is damage, and is not retried as an outage.
     private func isMissingRepository(_ error: GitError, _ location: RemoteLocation) -> Bool {
-        if case .path = location { return error.code == .notFound || error.message.contains("could not find repository") }
-        return false
+        guard case .path(let path) = location else { return false }
+        if error.message.contains("could not find repository") { return true }
+        let root = path.hasSuffix("/") ? path : path + "/"
+        let isRepository = [root + "HEAD", root + ".git/HEAD"].contains { FileManager.default.fileExists(atPath: $0) }
+        return error.code == .notFound && !isRepository
     }
 
     /// Local commits the remote has not received, as far as the last fetch knows.
