@@ -119,22 +119,14 @@ extension Profile {
 
     /// `updateWorkingTree(from:to:)` for changes already listed.
     func updateWorkingTree(_ files: [(path: TreePath, before: ObjectID?, blob: ObjectID?)], to newTree: ObjectID) throws -> (files: [String], liveRecords: Int) {
-        var latest: HLC?
-        var liveRecords = 0
-        try repository.applyToWorkingTree(try files.map { file in
-            guard let blob = file.blob else { return WorkingTreeChange(removing: file.path) }
-            let bytes = try repository.blob(blob)
-            if file.path.string.hasSuffix(".json"), !file.path.string.hasPrefix(".concord/"),
-               let record = Record.peekStamp(bytes) ?? (try? Record.decode(bytes)).map({ ($0.stamp, $0.isDeleted) }) {
-                if latest.map({ record.stamp > $0 }) ?? true { latest = record.stamp }
-                if !record.deleted { liveRecords += 1 }
-            } else if file.path.string.hasSuffix(".jsonl"), !file.path.string.hasPrefix(".concord/"),
-                      let newest = (try? LogEntry.parseLogFile(bytes))?.map(\.at).max() {
-                // A received log entry is a receive event too: an answer must sort after its question.
-                if latest.map({ newest > $0 }) ?? true { latest = newest }
-            }
-            return WorkingTreeChange(path: file.path, bytes: bytes, blob: blob)
-        }, rebuildingDamagedIndexFrom: newTree)
+        let changes = try files.map { file in
+            try file.blob.map { WorkingTreeChange(path: file.path, bytes: try repository.blob($0), blob: $0) } ?? WorkingTreeChange(removing: file.path)
+        }
+        // Each received record's and log file's stamp, found on every core (a clone has one per record).
+        let received = Parallel.map(changes, minimumPerShare: 512) { change in Self.receivedStamp(change) }
+        let latest = received.compactMap { $0?.stamp }.max()
+        let liveRecords = received.count { $0?.live == true }
+        try repository.applyToWorkingTree(changes, rebuildingDamagedIndexFrom: newTree)
         // A received change is an HLC receive event: later local writes must sort after it.
         if let latest { try saveClock(latest) }
         if files.contains(where: { $0.path.string.hasPrefix(ProfilePaths.membersDirectory + "/") }) {
@@ -146,6 +138,23 @@ extension Profile {
     /// The bytes of `path` in commit `id`, or nil.
     func blob(_ path: String, atCommit id: ObjectID) throws -> [UInt8]? {
         try repository.blob(path, atCommit: id)
+    }
+
+    /// The newest stamp a received file carries (a record's, or its log's newest entry's) and
+    /// whether it is a live record; nil for a removal and for other files.
+    private static func receivedStamp(_ change: WorkingTreeChange) -> (stamp: HLC, live: Bool)? {
+        guard let bytes = change.content?.bytes else { return nil }
+        let path = change.path.string
+        guard !path.hasPrefix(".concord/") else { return nil }
+        if path.hasSuffix(".json"),
+           let record = Record.peekStamp(bytes) ?? (try? Record.decode(bytes)).map({ ($0.stamp, $0.isDeleted) }) {
+            return (record.stamp, !record.deleted)
+        }
+        // A received log entry is a receive event too: an answer must sort after its question.
+        if path.hasSuffix(".jsonl"), let newest = (try? LogEntry.parseLogFile(bytes))?.map(\.at).max() {
+            return (newest, false)
+        }
+        return nil
     }
 }
 
