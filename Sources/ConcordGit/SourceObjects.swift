@@ -58,6 +58,8 @@ final class SourceObjects: ObjectSource {
     /// The same packs read here for objects stored whole (libgit2 reads the rest).
     private let packReaders: [UntrustedPackReader]
     private var lastPack = 0
+    /// Whether every pack in `packReaders` was checked fit for libgit2 (`refuseDamagedPacks`).
+    private var packsChecked = false
 
     /// Opens the objects of the repository at `path` (bare, or a working tree with `.git`);
     /// `sharing`: the pack files another reader of the same repository opened (`opener`).
@@ -127,13 +129,32 @@ final class SourceObjects: ObjectSource {
             }
             break
         }
+        try refuseDamagedPacks()
         if git_odb_exists_ext(packs, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { return StoredObject(bytes: try packed(id, type: type)) }
         if let bytes = try loose(id, type: type) { return StoredObject(bytes: bytes) }
         // In a pack written after the pack list was read (another device pushed meanwhile): look again once.
+        try refuseDamagedPacks(includingNew: true)
         _ = git_odb_refresh(packs)
         if git_odb_exists_ext(packs, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { return StoredObject(bytes: try packed(id, type: type)) }
         // Not "not found": that would read as a remote that is not there (offline), but this one is damaged.
         throw Self.refusal("object \(id) is missing from the remote (its object files are damaged or incomplete)")
+    }
+
+    /// Refuses the remote if any pack index libgit2 would read is damaged (`UntrustedPack.refuseIfDamaged`),
+    /// before libgit2 reads one; `includingNew`: also the packs written since this reader opened.
+    private func refuseDamagedPacks(includingNew: Bool = false) throws {
+        if !packsChecked {
+            for reader in packReaders { try reader.pack.refuseIfDamaged() }
+            packsChecked = true
+        }
+        guard includingNew else { return }
+        let directory = objectsDirectory + "pack/"
+        let known = Set(packReaders.map(\.pack.indexPath))
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasSuffix(".idx") {
+            let indexPath = directory + name
+            guard !known.contains(indexPath) else { continue }
+            try UntrustedPack(packPath: directory + name.dropLast(4) + ".pack", indexPath: indexPath).refuseIfDamaged()
+        }
     }
 
     /// `ref` of the repository whose git directory is `gitDirectory`, read from its files without

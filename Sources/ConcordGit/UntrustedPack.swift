@@ -14,11 +14,11 @@ import Foundation
 /// with `pread`, never mapped, so a file cut short meanwhile is a failed read, not a crash.
 final class UntrustedPack: @unchecked Sendable {   // its files are opened once, under `lock`; shared by one fetch's readers
     private let packPath: String
-    private let indexPath: String
+    let indexPath: String
     private let lock = NSLock()
     /// nil until first used (a remote holds a pack per push: most are never looked in); then
-    /// the opened files, or nil inside when they are not a pack and a version 2 index.
-    private var opened: Opened??
+    /// the opened files, or why they are not a usable pack and index.
+    private var opened: Result<Opened, Unusable>?
 
     private struct Opened {
         let descriptor: Int32
@@ -29,44 +29,107 @@ final class UntrustedPack: @unchecked Sendable {   // its files are opened once,
         let largeOffsets: Int
     }
 
+    /// Why a pack is not read here: absent (no index or no pack file: libgit2 skips it too), or
+    /// damaged (libgit2 would read it, and 1.5.1 crashes on some such indexes).
+    private enum Unusable: Error {
+        case absent
+        case damaged(String)
+    }
+
     init(packPath: String, indexPath: String) {
         self.packPath = packPath
         self.indexPath = indexPath
     }
 
     deinit {
-        if case .some(.some(let files)) = opened { close(files.descriptor) }
+        if case .success(let files)? = opened { close(files.descriptor) }
     }
 
     private var files: Opened? {
+        try? openedFiles().get()
+    }
+
+    private func openedFiles() -> Result<Opened, Unusable> {
         lock.lock()
         defer { lock.unlock() }
         if let opened { return opened }
         let made = Self.openFiles(packPath: packPath, indexPath: indexPath)
-        opened = .some(made)
+        opened = made
         return made
     }
 
-    private static func openFiles(packPath: String, indexPath: String) -> Opened? {
-        guard let index = try? SourceObjects.smallFile(indexPath, limit: 1 << 30), index.count >= 8 + 1024 + 40,
-              index.starts(with: [0xFF, 0x74, 0x4F, 0x63, 0, 0, 0, 2]) else { return nil }
+    /// Refuses a pack whose index is damaged or forged, before libgit2 is let near it: libgit2
+    /// 1.5.1 trusts an index's order and offsets (a remote's index with 16 bytes of garbage among
+    /// its ids crashed a clone with SIGSEGV). Checked as `git verify-pack` would: version 2, the
+    /// fan-out agreeing with the ids, the ids in strictly increasing order, every offset inside
+    /// the pack's entries (a large one inside the large-offset table), and the pack's header and
+    /// checksum those of the pack the index describes.
+    func refuseIfDamaged() throws {
+        if case .failure(.damaged(let reason)) = openedFiles() {
+            throw SourceObjects.refusal("the remote's pack index \(indexPath) is damaged (\(reason))")
+        }
+    }
+
+    private static func openFiles(packPath: String, indexPath: String) -> Result<Opened, Unusable> {
+        guard let read = try? SourceObjects.smallFile(indexPath, limit: 1 << 30) else { return .failure(.absent) }
+        let index = read
+        guard index.count >= 8 + 1024 + 40, index.starts(with: [0xFF, 0x74, 0x4F, 0x63, 0, 0, 0, 2]) else {
+            return .failure(.damaged("not a version 2 pack index"))
+        }
         var previous = 0
         for bucket in 0..<256 {
             let total = bigEndian32(index, at: 8 + bucket * 4)
-            guard total >= previous else { return nil }
+            guard total >= previous else { return .failure(.damaged("its fan-out table decreases")) }
             previous = total
         }
-        let fixed = 8 + 1024 + previous * 28 + 40
-        guard index.count >= fixed, (index.count - fixed) % 8 == 0 else { return nil }
+        let count = previous
+        let fixed = 8 + 1024 + count * 28 + 40
+        guard index.count >= fixed, (index.count - fixed) % 8 == 0 else { return .failure(.damaged("its size does not match its object count")) }
+        let largeOffsets = (index.count - fixed) / 8
         let descriptor = open(packPath, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
+        guard descriptor >= 0 else { return .failure(.absent) }
         var info = stat()
-        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size >= 32 else {
+        var header = [UInt8](repeating: 0, count: 12), trailer = [UInt8](repeating: 0, count: 20)
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size >= 32,
+              pread(descriptor, &header, 12, 0) == 12, pread(descriptor, &trailer, 20, off_t(info.st_size) - 20) == 20 else {
             close(descriptor)
+            return .failure(.damaged("its pack file cannot be read"))
+        }
+        let entriesEnd = Int(info.st_size) - 20
+        let problem: String? = index.withUnsafeBufferPointer { bytes in
+            guard header.starts(with: Array("PACK".utf8)), [2, 3].contains(bigEndian32(header, at: 4)),
+                  bigEndian32(header, at: 8) == count else { return "its pack file's header does not match it" }
+            guard bytes[(fixed - 40)..<(fixed - 20)].elementsEqual(trailer) else { return "it belongs to another pack file" }
+            let ids = 8 + 1024, offsets = ids + count * 24, large = offsets + count * 4
+            var bucket = 0
+            for position in 0..<count {
+                let id = ids + position * 20
+                if position > 0, !bytes[(id - 20)..<id].lexicographicallyPrecedes(bytes[id..<(id + 20)]) {
+                    return "its ids are not in order"
+                }
+                while bucket < Int(bytes[id]) {   // the fan-out counts the ids below each first byte
+                    guard bigEndian32(index, at: 8 + bucket * 4) == position else { return "its fan-out table does not match its ids" }
+                    bucket += 1
+                }
+                var offset = bigEndian32(index, at: offsets + position * 4)
+                if offset & 0x8000_0000 != 0 {
+                    let slot = offset & 0x7FFF_FFFF
+                    guard slot < largeOffsets else { return "an offset points outside its large-offset table" }
+                    offset = bigEndian32(index, at: large + slot * 8) << 32 | bigEndian32(index, at: large + slot * 8 + 4)
+                }
+                guard offset >= 12, offset < entriesEnd else { return "an offset points outside the pack" }
+            }
+            while bucket < 256 {
+                guard bigEndian32(index, at: 8 + bucket * 4) == count else { return "its fan-out table does not match its ids" }
+                bucket += 1
+            }
             return nil
         }
-        return Opened(descriptor: descriptor, entriesEnd: Int(info.st_size) - 20, index: index, count: previous,
-                      largeOffsets: (index.count - fixed) / 8)
+        if let problem {
+            close(descriptor)
+            return .failure(.damaged(problem))
+        }
+        return .success(Opened(descriptor: descriptor, entriesEnd: entriesEnd, index: index, count: count, largeOffsets: largeOffsets))
     }
 
     /// Where the entries end (the pack's trailing checksum starts); 0 when it cannot be read.
