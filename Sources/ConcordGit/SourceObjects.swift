@@ -58,7 +58,7 @@ final class SourceObjects: ObjectSource {
     /// The same packs read here for objects stored whole (libgit2 reads the rest).
     private let packReaders: [UntrustedPackReader]
     private var lastPack = 0
-    /// Whether every pack in `packReaders` was checked fit for libgit2 (`refuseDamagedPacks`).
+    /// Whether every pack index libgit2 would read was checked fit for it (`refuseDamagedPacks`).
     private var packsChecked = false
 
     /// Opens the objects of the repository at `path` (bare, or a working tree with `.git`);
@@ -133,7 +133,8 @@ final class SourceObjects: ObjectSource {
         if git_odb_exists_ext(packs, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { return StoredObject(bytes: try packed(id, type: type)) }
         if let bytes = try loose(id, type: type) { return StoredObject(bytes: bytes) }
         // In a pack written after the pack list was read (another device pushed meanwhile): look again once.
-        try refuseDamagedPacks(includingNew: true)
+        packsChecked = false
+        try refuseDamagedPacks()
         _ = git_odb_refresh(packs)
         if git_odb_exists_ext(packs, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { return StoredObject(bytes: try packed(id, type: type)) }
         // Not "not found": that would read as a remote that is not there (offline), but this one is damaged.
@@ -141,20 +142,17 @@ final class SourceObjects: ObjectSource {
     }
 
     /// Refuses the remote if any pack index libgit2 would read is damaged (`UntrustedPack.refuseIfDamaged`),
-    /// before libgit2 reads one; `includingNew`: also the packs written since this reader opened.
-    private func refuseDamagedPacks(includingNew: Bool = false) throws {
-        if !packsChecked {
-            for reader in packReaders { try reader.pack.refuseIfDamaged() }
-            packsChecked = true
-        }
-        guard includingNew else { return }
+    /// before libgit2 reads one: every index in the pack directory now (libgit2 lists it itself),
+    /// once, and again after `packsChecked` is reset for a refresh.
+    private func refuseDamagedPacks() throws {
+        guard !packsChecked else { return }
         let directory = objectsDirectory + "pack/"
-        let known = Set(packReaders.map(\.pack.indexPath))
+        let opened = Dictionary(packReaders.map { ($0.pack.indexPath, $0.pack) }, uniquingKeysWith: { first, _ in first })
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasSuffix(".idx") {
             let indexPath = directory + name
-            guard !known.contains(indexPath) else { continue }
-            try UntrustedPack(packPath: directory + name.dropLast(4) + ".pack", indexPath: indexPath).refuseIfDamaged()
+            try (opened[indexPath] ?? UntrustedPack(packPath: directory + name.dropLast(4) + ".pack", indexPath: indexPath)).refuseIfDamaged()
         }
+        packsChecked = true
     }
 
     /// `ref` of the repository whose git directory is `gitDirectory`, read from its files without
