@@ -27,6 +27,51 @@ final class UntrustedPack: @unchecked Sendable {   // its files are opened once,
         let index: [UInt8]
         let count: Int
         let largeOffsets: Int
+
+        /// Where the sorted ids start: after the header and the 256-entry fan-out table.
+        static let ids = 8 + 1024
+        private var offsets: Int { Self.ids + count * 24 }
+
+        /// Where the entry of the index's `position`-th id starts in the pack; nil when that
+        /// offset is outside the pack's entries, or names a slot past the large-offset table.
+        func entryOffset(_ position: Int) -> Int? {
+            var offset = bigEndian32(index, at: offsets + position * 4)
+            if offset & 0x8000_0000 != 0 {
+                let slot = offset & 0x7FFF_FFFF
+                guard slot < largeOffsets else { return nil }
+                let at = offsets + count * 4 + slot * 8
+                offset = bigEndian32(index, at: at) << 32 | bigEndian32(index, at: at + 4)
+            }
+            return offset >= 12 && offset < entriesEnd ? offset : nil
+        }
+
+        /// What makes this index unfit for libgit2 (see `refuseIfDamaged`), given the pack file's
+        /// first 12 and last 20 bytes; nil when nothing does.
+        func damage(packHeader header: [UInt8], packTrailer trailer: [UInt8]) -> String? {
+            guard header.starts(with: Array("PACK".utf8)), [2, 3].contains(bigEndian32(header, at: 4)),
+                  bigEndian32(header, at: 8) == count else { return "its pack file's header does not match it" }
+            // The index ends with the pack's checksum, then its own.
+            guard index[(index.count - 40)..<(index.count - 20)].elementsEqual(trailer) else {
+                return "it belongs to another pack file"
+            }
+            var bucket = 0
+            for position in 0..<count {
+                let id = Self.ids + position * 20
+                if position > 0, !index[(id - 20)..<id].lexicographicallyPrecedes(index[id..<(id + 20)]) {
+                    return "its ids are not in order"
+                }
+                while bucket < Int(index[id]) {   // the fan-out counts the ids below each first byte
+                    guard bigEndian32(index, at: 8 + bucket * 4) == position else { return "its fan-out table does not match its ids" }
+                    bucket += 1
+                }
+                guard entryOffset(position) != nil else { return "an offset points outside the pack or its large-offset table" }
+            }
+            while bucket < 256 {
+                guard bigEndian32(index, at: 8 + bucket * 4) == count else { return "its fan-out table does not match its ids" }
+                bucket += 1
+            }
+            return nil
+        }
     }
 
     /// Why a pack is not read here: absent (no index or no pack file: libgit2 skips it too), or
@@ -71,21 +116,13 @@ final class UntrustedPack: @unchecked Sendable {   // its files are opened once,
     }
 
     private static func openFiles(packPath: String, indexPath: String) -> Result<Opened, Unusable> {
-        guard let read = try? SourceObjects.smallFile(indexPath, limit: 1 << 30) else { return .failure(.absent) }
-        let index = read
+        guard let index = try? SourceObjects.smallFile(indexPath, limit: 1 << 30) else { return .failure(.absent) }
         guard index.count >= 8 + 1024 + 40, index.starts(with: [0xFF, 0x74, 0x4F, 0x63, 0, 0, 0, 2]) else {
             return .failure(.damaged("not a version 2 pack index"))
         }
-        var previous = 0
-        for bucket in 0..<256 {
-            let total = bigEndian32(index, at: 8 + bucket * 4)
-            guard total >= previous else { return .failure(.damaged("its fan-out table decreases")) }
-            previous = total
-        }
-        let count = previous
-        let fixed = 8 + 1024 + count * 28 + 40
+        let count = bigEndian32(index, at: 8 + 255 * 4)   // the fan-out's last count: every id (the rest is checked in `damage`)
+        let fixed = Opened.ids + count * 28 + 40
         guard index.count >= fixed, (index.count - fixed) % 8 == 0 else { return .failure(.damaged("its size does not match its object count")) }
-        let largeOffsets = (index.count - fixed) / 8
         let descriptor = open(packPath, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else { return .failure(.absent) }
         var info = stat()
@@ -95,41 +132,13 @@ final class UntrustedPack: @unchecked Sendable {   // its files are opened once,
             close(descriptor)
             return .failure(.damaged("its pack file cannot be read"))
         }
-        let entriesEnd = Int(info.st_size) - 20
-        let problem: String? = index.withUnsafeBufferPointer { bytes in
-            guard header.starts(with: Array("PACK".utf8)), [2, 3].contains(bigEndian32(header, at: 4)),
-                  bigEndian32(header, at: 8) == count else { return "its pack file's header does not match it" }
-            guard bytes[(fixed - 40)..<(fixed - 20)].elementsEqual(trailer) else { return "it belongs to another pack file" }
-            let ids = 8 + 1024, offsets = ids + count * 24, large = offsets + count * 4
-            var bucket = 0
-            for position in 0..<count {
-                let id = ids + position * 20
-                if position > 0, !bytes[(id - 20)..<id].lexicographicallyPrecedes(bytes[id..<(id + 20)]) {
-                    return "its ids are not in order"
-                }
-                while bucket < Int(bytes[id]) {   // the fan-out counts the ids below each first byte
-                    guard bigEndian32(index, at: 8 + bucket * 4) == position else { return "its fan-out table does not match its ids" }
-                    bucket += 1
-                }
-                var offset = bigEndian32(index, at: offsets + position * 4)
-                if offset & 0x8000_0000 != 0 {
-                    let slot = offset & 0x7FFF_FFFF
-                    guard slot < largeOffsets else { return "an offset points outside its large-offset table" }
-                    offset = bigEndian32(index, at: large + slot * 8) << 32 | bigEndian32(index, at: large + slot * 8 + 4)
-                }
-                guard offset >= 12, offset < entriesEnd else { return "an offset points outside the pack" }
-            }
-            while bucket < 256 {
-                guard bigEndian32(index, at: 8 + bucket * 4) == count else { return "its fan-out table does not match its ids" }
-                bucket += 1
-            }
-            return nil
-        }
-        if let problem {
+        let files = Opened(descriptor: descriptor, entriesEnd: Int(info.st_size) - 20, index: index, count: count,
+                           largeOffsets: (index.count - fixed) / 8)
+        if let problem = files.damage(packHeader: header, packTrailer: trailer) {
             close(descriptor)
             return .failure(.damaged(problem))
         }
-        return .success(Opened(descriptor: descriptor, entriesEnd: entriesEnd, index: index, count: count, largeOffsets: largeOffsets))
+        return .success(files)
     }
 
     /// Where the entries end (the pack's trailing checksum starts); 0 when it cannot be read.
@@ -138,25 +147,15 @@ final class UntrustedPack: @unchecked Sendable {   // its files are opened once,
     /// Where the index says object `id` is in the pack, if it lists it.
     func offset(of id: ObjectID) -> Int? {
         guard let files else { return nil }
-        let (index, count, largeOffsets, entriesEnd) = (files.index, files.count, files.largeOffsets, files.entriesEnd)
+        let index = files.index
         let first = Int(id.firstByte)
-        var low = first == 0 ? 0 : Self.bigEndian32(index, at: 8 + (first - 1) * 4)
-        var high = Self.bigEndian32(index, at: 8 + first * 4)
-        let ids = 8 + 1024
+        var low = first == 0 ? 0 : bigEndian32(index, at: 8 + (first - 1) * 4)
+        var high = bigEndian32(index, at: 8 + first * 4)
+        let ids = Opened.ids
         while low < high {
             let middle = (low + high) / 2
             let candidate = index.withUnsafeBytes { ObjectID(raw: UnsafeRawBufferPointer(rebasing: $0[(ids + middle * 20)..<(ids + middle * 20 + 20)])) }
-            if candidate == id {
-                let offsets = ids + count * 24
-                var offset = Self.bigEndian32(index, at: offsets + middle * 4)
-                if offset & 0x8000_0000 != 0 {
-                    let large = offset & 0x7FFF_FFFF
-                    guard large < largeOffsets else { return nil }
-                    let at = offsets + count * 4 + large * 8
-                    offset = Self.bigEndian32(index, at: at) << 32 | Self.bigEndian32(index, at: at + 4)
-                }
-                return offset >= 12 && offset < entriesEnd ? offset : nil
-            }
+            if candidate == id { return files.entryOffset(middle) }
             if candidate < id { low = middle + 1 } else { high = middle }
         }
         return nil
@@ -175,9 +174,10 @@ final class UntrustedPack: @unchecked Sendable {   // its files are opened once,
         return true
     }
 
-    private static func bigEndian32(_ bytes: [UInt8], at offset: Int) -> Int {
-        Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
-    }
+}
+
+private func bigEndian32(_ bytes: [UInt8], at offset: Int) -> Int {
+    Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
 }
 
 /// Reads objects of an `UntrustedPack` on one thread: a window of the pack's bytes (entries written
