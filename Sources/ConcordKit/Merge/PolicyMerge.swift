@@ -19,12 +19,14 @@ struct PolicyMerge {
     /// nil: when there is one merge base (tests compare the two ways).
     static func compute(in repository: Repository, ours: ObjectID, theirs: ObjectID, queueing: Bool? = nil) throws -> PolicyMerge {
         func kindsFile(_ commit: ObjectID) throws -> [UInt8]? { try repository.blob(KindsTable.path, atCommit: commit) }
-        let base = try repository.mergeBase(ours, theirs)
+        // Every merge base, once (git_merge_base's answer is the first of them).
+        let bases = try repository.mergeBases(ours, theirs)
+        let base = bases.first
         let planner = MergePlanner(kinds: MergePlanner.mergedKinds(base: try base.flatMap(kindsFile), ours: try kindsFile(ours),
                                                                    theirs: try kindsFile(theirs)))
         // With one merge base, libgit2 only asks about this merge's files: they are decided
         // together afterwards, on every core, and the merged ones stored as one pack.
-        planner.queueing = try queueing ?? (repository.mergeBases(ours, theirs).count == 1)
+        planner.queueing = queueing ?? (bases.count == 1)
         let index = try repository.mergeCommits(ours: ours, theirs: theirs, resolver: planner.resolve)
         if planner.queueing {
             let decided = planner.decideQueued()
