@@ -69,14 +69,15 @@ enum CloneBenchmark {
             ],
             findings: [
                 "**What the copy and the check cost, and how they are kept small.** Before the Integrity work concord "
-                    + "hard-linked the remote's object files unchecked (~105 ms for this row on this machine, measured "
+                    + "hard-linked the remote's object files unchecked (~99–108 ms for this row on this machine, measured "
                     + "side by side with that binary); hashing every object and checking every record added ~80 ms at "
                     + "first. Now the remote's pack entries stored whole are read by concord's own reader "
-                    + "(`UntrustedPack`: one reused inflate stream, no process-wide lock; libgit2 only for deltas), the "
+                    + "(`UntrustedPack`: one reused inflate stream, no process-wide lock; libgit2 only for deltas, once every "
+                    + "pack index passed the checks `git verify-pack` makes), the "
                     + "blobs on both cores once the trees are walked, and each entry's zlib stream is stored as it was "
                     + "read once its bytes hash to its id; the pack is compressed on both cores; the check classifies "
-                    + "paths and checks records on both cores. `CONCORD_TRACE_PERF=1` shows ~40 ms to copy and ~18 ms "
-                    + "to check 10,000 records. The clone stays ~35% above the unchecked one: that is the price of "
+                    + "paths and checks records on both cores. `CONCORD_TRACE_PERF=1` shows ~32 ms to copy and ~12 ms "
+                    + "to check 10,000 records. The clone stays ~25–35% above the unchecked one: that is the price of "
                     + "reading a remote as hostile.",
                 "**How concord's checkout is built.** Files are created directly (`O_CREAT|O_EXCL`: nothing to "
                     + "replace in a new directory), by one thread per core over the 256 bucket directories (file creation "
