@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import XCTest
 
@@ -213,6 +214,33 @@ final class UntrustedPackTests: GitTestCase {
         let (whole, wholeURL) = try makeRepository("whole")
         XCTAssertNotNil(try whole.fetchFromLocalRepository(at: url.path, ref: "refs/heads/main", into: "refs/remotes/origin/main", intoEmpty: true))
         XCTAssertEqual(try git(["fsck", "--full", "--strict"], in: wholeURL).status, 0)
+    }
+
+    /// An index may give an offset through its large-offset table (git does for packs over 2 GiB):
+    /// the pack's checksum then follows that table. Such an index, valid to `git verify-pack`,
+    /// is read and checked whole (the check once looked for the checksum before the table).
+    func testAnIndexWithALargeOffsetTableIsReadWhole() throws {
+        let (_, url, tip) = try makeRepackedRepository()
+        let (packPath, objects) = try packedObjects(url)
+        let indexURL = URL(fileURLWithPath: String(packPath.dropLast(5)) + ".idx")
+        var index = Array(try Data(contentsOf: indexURL))
+        let sorted = objects.map(\.id).sorted()
+        let blob = try XCTUnwrap(objects.first { $0.type == .blob && !$0.isDelta })
+        let position = try XCTUnwrap(sorted.firstIndex(of: blob.id))
+        let at = 8 + 1024 + objects.count * 24 + position * 4
+        index.replaceSubrange(at..<(at + 4), with: [0x80, 0, 0, 0])   // slot 0 of the large-offset table
+        let large = (0..<8).map { UInt8(UInt64(blob.offset) >> (56 - 8 * $0) & 0xFF) }
+        index.insert(contentsOf: large, at: index.count - 40)
+        index.replaceSubrange((index.count - 20)..., with: Array(Insecure.SHA1.hash(data: index.dropLast(20))))
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: indexURL.path)
+        try Data(index).write(to: indexURL)
+        XCTAssertEqual(try git(["verify-pack", packPath], in: url).status, 0, "git takes the index as valid")
+        XCTAssertEqual(UntrustedPack(packPath: packPath, indexPath: indexURL.path).offset(of: blob.id), blob.offset)
+
+        let (destination, destinationURL) = try makeRepository("destination")
+        XCTAssertEqual(try destination.fetchFromLocalRepository(at: url.path, ref: "refs/heads/main", into: "refs/remotes/origin/main",
+                                                               intoEmpty: true), tip)
+        XCTAssertEqual(try git(["fsck", "--full", "--strict"], in: destinationURL).status, 0)
     }
 
     /// The index is the remote's too: pointing one blob's id at another blob's entry, or at a
