@@ -115,28 +115,23 @@ extension Repository {
         _ = try write.wait()
     }
 
-    /// Writes the files and removes the removed ones; returns the written files' stat data in order.
+    /// Removes the removed files, then writes the others; returns the written files' stat data in
+    /// order. Removals go first: one can empty (and so remove) a directory a written file needs.
     private static func writeFiles(_ files: [(path: TreePath, bytes: [UInt8]?)], root: String) throws(FileIO.Failure) -> [stat] {
-        var directories = Set<String>()
         var checked = FileIO.CheckedDirectories()
         var writes = [(path: String, bytes: [UInt8])]()
         writes.reserveCapacity(files.count)
-        var lastDirectory: Substring = ""   // made above (files come in tree order: most share it with the one before)
         for file in files {
-            try FileIO.checkInside(file.path.string, root: root, checked: &checked)
-            let fullPath = root + file.path.string
-            if let bytes = file.bytes {
-                if let slash = fullPath.lastIndex(of: "/"), fullPath[..<slash] != lastDirectory {
-                    lastDirectory = fullPath[..<slash]
-                    if directories.insert(String(lastDirectory)).inserted { try FileIO.makeParents(of: fullPath) }
-                }
-                writes.append((fullPath, bytes))
-            } else {
+            guard let bytes = file.bytes else {
+                try FileIO.checkInside(file.path.string, root: root, checked: &checked)
+                let fullPath = root + file.path.string
                 if unlink(fullPath) != 0 && errno != ENOENT { throw FileIO.Failure(path: fullPath, operation: "remove") }
                 FileIO.removeEmptyParents(of: fullPath, below: root)
+                continue
             }
+            writes.append((file.path.string, bytes))
         }
-        return try FileIO.writeAll(writes)
+        return try FileIO.writeAllInside(writes, root: root)
     }
 
     /// Records written files and removals in the index: `stats` are the written files' stat data

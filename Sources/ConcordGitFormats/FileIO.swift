@@ -121,25 +121,32 @@ public enum FileIO {
 
     /// Refuses relative `path` unless writing it stays inside the working tree `root`: every name
     /// safe by git's rules (`GitPath`), so no `..` and nothing in `.git`, and no directory on the
-    /// way a symbolic link or a file (a link would lead the write anywhere). The second line of
-    /// defence behind the check of every fetched commit. `checked` remembers the directories seen.
-    package static func checkInside(_ path: String, root: String, checked: inout CheckedDirectories) throws(Failure) {
+    /// way a symbolic link or a file (a link would lead the write anywhere). With `creating`, a
+    /// missing directory on the way is made (and one made meanwhile by another thread is checked
+    /// like any other). The second line of defence behind the check of every fetched commit.
+    /// `checked` remembers the directories seen.
+    package static func checkInside(_ path: String, root: String, creating: Bool = false,
+                                    checked: inout CheckedDirectories) throws(Failure) {
         guard GitPath.isSafe(path) else { throw Failure(path: root + path, operation: "write outside the profile or into .git:", code: EPERM) }
-        let parent = path[..<(path.lastIndex(of: "/") ?? path.startIndex)]
-        if parent == checked.last { return }   // so were the directories above it
+        let utf8 = path.utf8
+        let parent = path[..<(utf8.lastIndex(of: 0x2F) ?? path.startIndex)]
+        if parent.utf8.elementsEqual(checked.last.utf8) { return }   // so were the directories above it
         checked.last = parent
         var end = path.startIndex
-        while let slash = path[end...].firstIndex(of: "/") {
+        while let slash = utf8[end...].firstIndex(of: 0x2F) {
             let directory = path[..<slash]
-            end = path.index(after: slash)
+            end = utf8.index(after: slash)
             guard checked.seen.insert(directory).inserted else { continue }
+            let full = root + directory
             var info = stat()
-            if lstat(root + directory, &info) == 0 {
-                guard (info.st_mode & S_IFMT) == S_IFDIR else {
-                    throw Failure(path: root + directory, operation: "write through (not a plain directory)", code: ENOTDIR)
-                }
-            } else if errno != ENOENT {
-                throw Failure(path: root + directory, operation: "inspect")
+            if lstat(full, &info) != 0 {
+                guard errno == ENOENT else { throw Failure(path: full, operation: "inspect") }
+                guard creating else { continue }
+                if mkdir(full, 0o755) == 0 { continue }   // made here: a plain directory
+                guard errno == EEXIST, lstat(full, &info) == 0 else { throw Failure(path: full, operation: "create directory") }
+            }
+            guard (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw Failure(path: full, operation: "write through (not a plain directory)", code: ENOTDIR)
             }
         }
     }
@@ -150,6 +157,27 @@ public enum FileIO {
         var last: Substring = ""
 
         package init() {}
+    }
+
+    /// Writes working-tree files (paths relative to `root`, which ends with `/`) and returns their
+    /// stat data, in order. Every path is checked (`checkInside`) and its directories made before
+    /// any file is written, so a batch with one path refused writes no file. Both passes run on
+    /// every core: bench row B5's clone (10,000 files in 257 directories) spent ~13 ms checking
+    /// and making directories on one thread before the files were written, ~3.5 ms this way.
+    package static func writeAllInside(_ files: [(path: String, bytes: [UInt8])], root: String) throws(Failure) -> [stat] {
+        let checked = Parallel.shares(of: files.count) { range in
+            Result { () throws(Failure) -> [String] in
+                var seen = CheckedDirectories()
+                return try range.map { index throws(Failure) in
+                    try checkInside(files[index].path, root: root, creating: true, checked: &seen)
+                    return root + files[index].path
+                }
+            }
+        }
+        var fullPaths = [String]()
+        fullPaths.reserveCapacity(files.count)
+        for part in checked { fullPaths += try part.get() }
+        return try writeAll(zip(fullPaths, files).map { ($0, $1.bytes) })
     }
 
     package static func makeParents(of path: String) throws(Failure) {

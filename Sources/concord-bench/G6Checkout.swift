@@ -40,8 +40,8 @@ enum CheckoutRows {
             rows: [ResultRow(label: "G6 check out 10k records into an empty working tree, files + index (hand-written vs libgit2)",
                              concord: samples.hand, git: samples.libgit2)],
             notes: [
-                Pieces.columnsNote("`applyToWorkingTree`: files written by one thread per core (`FileIO.writeAll`), "
-                                   + "then the index from their stat data",
+                Pieces.columnsNote("`applyToWorkingTree`: paths checked and directories made, then files written, "
+                                   + "each by one thread per core (`FileIO.writeAllInside`), then the index from their stat data",
                                    "`checkoutUsingLibgit2`: `git_checkout_tree` with `GIT_CHECKOUT_FORCE`, which reads "
                                    + "each blob from the pack, writes the files one by one and writes the index"),
                 "Each run: a new repository with the shared 10k profile's objects and `main` (untimed), then the checkout of "

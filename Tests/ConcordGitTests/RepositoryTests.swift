@@ -177,6 +177,41 @@ final class RepositoryTests: GitTestCase {
         try repository.applyToWorkingTree([WorkingTreeChange(path: "fine/file.json", bytes: Array("x\n".utf8), blob: blob)])
         XCTAssertTrue(FileManager.default.fileExists(atPath: url.appendingPathComponent("fine/file.json").path))
     }
+
+    /// A batch large enough to be written on every core is still checked whole first: a link
+    /// on the way of one file among thousands means no file of the batch is written.
+    func testABulkWriteWithOneLinkOnTheWayWritesNoFile() throws {
+        let (repository, url) = try makeRepository()
+        let outside = sandbox.appendingPathComponent("outside-bulk")
+        try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(at: url.appendingPathComponent("zz"), withDestinationURL: outside)
+        let blob = try repository.writeBlob(Array("x\n".utf8))
+        var changes = (0..<3_000).map { try! WorkingTreeChange(path: TreePath("d\($0 % 50)/f\($0).json"), bytes: Array("x\n".utf8), blob: blob) }
+        changes.append(WorkingTreeChange(path: "zz/escaped.json", bytes: Array("x\n".utf8), blob: blob))
+        XCTAssertThrowsError(try repository.applyToWorkingTree(changes)) { error in
+            XCTAssertTrue("\(error)".contains("zz"), "\(error)")
+        }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: outside.path), [], "something was written through the link")
+        let written = (0..<3_000).filter { FileManager.default.fileExists(atPath: url.appendingPathComponent("d\($0 % 50)/f\($0).json").path) }
+        XCTAssertEqual(written, [], "files of the refused batch were written")
+        // Without the link the same batch is written whole.
+        try FileManager.default.removeItem(at: url.appendingPathComponent("zz"))
+        try repository.applyToWorkingTree(changes)
+        XCTAssertEqual(try Data(contentsOf: url.appendingPathComponent("d7/f2007.json")), Data("x\n".utf8))
+        XCTAssertEqual(try Data(contentsOf: url.appendingPathComponent("zz/escaped.json")), Data("x\n".utf8))
+    }
+
+    /// A removal that empties a directory does not take away the directory of a file written in
+    /// the same batch (they were made before the removal ran, and the file then had nowhere to go).
+    func testARemovalDoesNotTakeTheDirectoryOfAFileWrittenWithIt() throws {
+        let (repository, url) = try makeRepository()
+        let blob = try repository.writeBlob(Array("x\n".utf8))
+        try repository.applyToWorkingTree([WorkingTreeChange(path: "d/b.json", bytes: Array("x\n".utf8), blob: blob)])
+        try repository.applyToWorkingTree([WorkingTreeChange(path: "d/a.json", bytes: Array("y\n".utf8), blob: blob),
+                                           WorkingTreeChange(removing: "d/b.json")])
+        XCTAssertEqual(try Data(contentsOf: url.appendingPathComponent("d/a.json")), Data("y\n".utf8))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: url.appendingPathComponent("d/b.json").path))
+    }
 }
 
 /// libgit2's start-up without the system's CA certificates (CLibgit2Startup).
