@@ -54,7 +54,8 @@ final class SourceObjects: ObjectSource {
     /// The repository's git directory, with a trailing slash.
     let gitDirectory: String
     private let objectsDirectory: String
-    private let packs: OpaquePointer
+    /// libgit2's reader of the same packs, opened when first needed (`packs()`): most reads never need it.
+    private var openedPacks: OpaquePointer?
     /// The same packs read here for objects stored whole (libgit2 reads the rest).
     private let packReaders: [UntrustedPackReader]
     private var lastPack = 0
@@ -79,11 +80,21 @@ final class SourceObjects: ObjectSource {
             }
         }
         packReaders = (shared ?? found).map(UntrustedPackReader.init)
+    }
+
+    deinit {
+        if let openedPacks { git_odb_free(openedPacks) }
+    }
+
+    /// libgit2's object database over the repository's packs (not its loose objects: those are
+    /// read here, bounded), opened on first use.
+    private func packs() throws -> OpaquePointer {
+        if let openedPacks { return openedPacks }
         var odb: OpaquePointer?
         try check("git_odb_new", git_odb_new(&odb))
         guard let odb else { throw Self.refusal("no object database") }
         var backend: UnsafeMutablePointer<git_odb_backend>?
-        let made = git_odb_backend_pack(&backend, directory)
+        let made = git_odb_backend_pack(&backend, objectsDirectory)
         if made < 0 {
             git_odb_free(odb)
             throw GitError.last("git_odb_backend_pack", made)
@@ -94,11 +105,8 @@ final class SourceObjects: ObjectSource {
             git_odb_free(odb)
             throw GitError.last("git_odb_add_backend", added)
         }
-        packs = odb
-    }
-
-    deinit {
-        git_odb_free(packs)
+        openedPacks = odb
+        return odb
     }
 
     var opener: (@Sendable () throws -> any ObjectSource)? {
@@ -115,14 +123,13 @@ final class SourceObjects: ObjectSource {
     }
 
     private func readObject(_ id: ObjectID, type: ObjectType, withStream: Bool) throws -> StoredObject {
-        var oid = id.raw
         // Not hashed here: `ObjectTransfer`, the only reader, adds every object it keeps to its
         // pack with its expected id (refused on a mismatch), and a tree it only walks and does
         // not keep can at most lead it to read more objects, each bounded.
         // The pack that held the last object first: objects written together are read together.
         for position in packReaders.indices {
             let reader = packReaders[(position + lastPack) % packReaders.count]
-            guard let offset = reader.pack.offset(of: id) else { continue }
+            guard let offset = reader.offset(of: id) else { continue }
             lastPack = (position + lastPack) % packReaders.count
             if let stored = try reader.object(at: offset, type: type, id: id, limit: Self.maxObjectBytes, withStream: withStream) {
                 return stored
@@ -130,6 +137,8 @@ final class SourceObjects: ObjectSource {
             break
         }
         try refuseDamagedPacks()
+        let packs = try packs()
+        var oid = id.raw   // made only here: most objects are read above
         if git_odb_exists_ext(packs, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { return StoredObject(bytes: try packed(id, type: type)) }
         if let bytes = try loose(id, type: type) { return StoredObject(bytes: bytes) }
         // In a pack written after the pack list was read (another device pushed meanwhile): look again once.
@@ -211,6 +220,7 @@ final class SourceObjects: ObjectSource {
         var oid = id.raw
         var size = 0
         var found = GIT_OBJECT_INVALID
+        let packs = try packs()
         try check("git_odb_read_header", git_odb_read_header(&size, &found, packs, &oid))
         guard found.rawValue == Int32(type.rawValue) else { throw Self.refusal("object \(id) is not a \(type.name)") }
         guard size <= Self.maxObjectBytes else { throw Self.refusal("object \(id) is \(size) bytes, over the \(Self.maxObjectBytes)-byte limit") }

@@ -20,7 +20,7 @@ final class UntrustedPack: @unchecked Sendable {   // its files are opened once,
     /// the opened files, or why they are not a usable pack and index.
     private var opened: Result<Opened, Unusable>?
 
-    private struct Opened {
+    fileprivate struct Opened {
         let descriptor: Int32
         /// Where the entries end (the pack's trailing checksum starts).
         let entriesEnd: Int
@@ -141,29 +141,33 @@ final class UntrustedPack: @unchecked Sendable {   // its files are opened once,
         return .success(files)
     }
 
-    /// Where the entries end (the pack's trailing checksum starts); 0 when it cannot be read.
-    fileprivate var entriesEnd: Int { files?.entriesEnd ?? 0 }
+    /// The opened files, or nil when they are not a usable pack and index (opened on first use).
+    fileprivate var usableFiles: Opened? { files }
 
     /// Where the index says object `id` is in the pack, if it lists it.
+    func offset(of id: ObjectID) -> Int? { files?.offset(of: id) }
+}
+
+extension UntrustedPack.Opened {
+    /// Where the index says object `id` is in the pack, if it lists it.
     func offset(of id: ObjectID) -> Int? {
-        guard let files else { return nil }
-        let index = files.index
         let first = Int(id.firstByte)
         var low = first == 0 ? 0 : bigEndian32(index, at: 8 + (first - 1) * 4)
         var high = bigEndian32(index, at: 8 + first * 4)
-        let ids = Opened.ids
-        while low < high {
-            let middle = (low + high) / 2
-            let candidate = index.withUnsafeBytes { ObjectID(raw: UnsafeRawBufferPointer(rebasing: $0[(ids + middle * 20)..<(ids + middle * 20 + 20)])) }
-            if candidate == id { return files.entryOffset(middle) }
-            if candidate < id { low = middle + 1 } else { high = middle }
+        let ids = Self.ids
+        return index.withUnsafeBytes { bytes in
+            while low < high {
+                let middle = (low + high) / 2
+                let candidate = ObjectID(raw: UnsafeRawBufferPointer(rebasing: bytes[(ids + middle * 20)..<(ids + middle * 20 + 20)]))
+                if candidate == id { return entryOffset(middle) }
+                if candidate < id { low = middle + 1 } else { high = middle }
+            }
+            return nil
         }
-        return nil
     }
 
     /// Reads `count` bytes at `offset` into `buffer` (which has room); false when the file is shorter.
-    fileprivate func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Bool {
-        guard let descriptor = files?.descriptor else { return false }
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Bool {
         var done = 0
         while done < buffer.count {
             let n = pread(descriptor, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
@@ -173,7 +177,6 @@ final class UntrustedPack: @unchecked Sendable {   // its files are opened once,
         }
         return true
     }
-
 }
 
 private func bigEndian32(_ bytes: [UInt8], at offset: Int) -> Int {
@@ -184,14 +187,24 @@ private func bigEndian32(_ bytes: [UInt8], at offset: Int) -> Int {
 /// one after another are read with one `pread`) and one reused inflate stream.
 final class UntrustedPackReader {
     let pack: UntrustedPack
+    /// The pack's bytes `windowStart..<(windowStart + windowLength)`, at the start of `window`.
     private var window = [UInt8]()
     private var windowStart = 0
+    private var windowLength = 0
     private let inflater: UnsafeMutablePointer<concord_inflater>?
     private static let windowBytes = 256 << 10
+
+    /// The pack's opened files, asked for once (nil: not usable here): no lock taken per object read.
+    private lazy var files: UntrustedPack.Opened? = pack.usableFiles
 
     init(_ pack: UntrustedPack) {
         self.pack = pack
         inflater = concord_inflater_new()
+    }
+
+    /// Where the pack's index says object `id` is, if it lists it.
+    func offset(of id: ObjectID) -> Int? {
+        files?.offset(of: id)
     }
 
     deinit { concord_inflater_free(inflater) }
@@ -201,14 +214,14 @@ final class UntrustedPackReader {
     /// Throws when the entry says it is another type or too large (refused, as libgit2's reading
     /// would be); nil for anything else (a delta, a damaged or unusual entry), left to libgit2.
     func object(at offset: Int, type: ObjectType, id: ObjectID, limit: Int, withStream: Bool) throws -> StoredObject? {
-        guard let inflater, fill(offset, through: min(pack.entriesEnd, offset + 16)) else { return nil }
+        guard let inflater, let entriesEnd = files?.entriesEnd, fill(offset, through: min(entriesEnd, offset + 16)) else { return nil }
         var at = offset - windowStart
         var byte = window[at]
         let entryType = (byte >> 4) & 7
         var size = Int(byte & 0x0F), shift = 4
         while byte & 0x80 != 0 {
             at += 1
-            guard at < window.count, shift <= 56 else { return nil }
+            guard at < windowLength, shift <= 56 else { return nil }
             byte = window[at]
             size |= Int(byte & 0x7F) << shift
             shift += 7
@@ -219,7 +232,7 @@ final class UntrustedPackReader {
         guard size <= limit else { throw SourceObjects.refusal("object \(id) is \(size) bytes, over the \(limit)-byte limit") }
         // Room for what any deflater writes for `size` bytes, even one storing them uncompressed.
         let dataStart = windowStart + at
-        let dataEnd = min(pack.entriesEnd, dataStart + size + size / 8 + 64)
+        let dataEnd = min(entriesEnd, dataStart + size + size / 8 + 64)
         guard dataStart < dataEnd, fill(dataStart, through: dataEnd) else { return nil }
         var inflated = true
         var consumed = 0
@@ -236,17 +249,18 @@ final class UntrustedPackReader {
         return StoredObject(bytes: bytes, compressed: withStream ? Array(window[start..<(start + consumed)]) : nil)
     }
 
-    /// Makes the window hold the pack's bytes `start..<end`; false when the file is shorter.
+    /// Makes the window hold the pack's bytes `start..<end`; false when the file is shorter. The
+    /// window's buffer is reused (a new one per fill was most of the time spent reading: fresh
+    /// pages, faulted in one by one).
     private func fill(_ start: Int, through end: Int) -> Bool {
-        if start >= windowStart && end <= windowStart + window.count { return true }
-        let length = max(end, min(pack.entriesEnd, start + Self.windowBytes)) - start
+        if start >= windowStart && end <= windowStart + windowLength { return true }
+        guard let files else { return false }
+        let length = max(end, min(files.entriesEnd, start + Self.windowBytes)) - start
         guard length > 0 else { return false }
-        var read = false
-        window = [UInt8](unsafeUninitializedCapacity: length) { buffer, initialized in
-            read = pack.read(into: UnsafeMutableRawBufferPointer(buffer), at: start)
-            initialized = read ? length : 0
-        }
+        if window.count < length { window = [UInt8](repeating: 0, count: max(length, Self.windowBytes)) }
+        let read = window.withUnsafeMutableBytes { files.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<length]), at: start) }
         windowStart = read ? start : 0
+        windowLength = read ? length : 0
         return read
     }
 }
