@@ -17,8 +17,10 @@ internal import CLibgit2
 /// loose-object code. The objects land as one pack (see `ObjectPack`). (Kept over libgit2's local
 /// transport for safety whatever the speed: that transport parses the untrusted remote with
 /// libgit2 1.5.1, which overflows its heap or spins on a forged loose object (`SourceObjects`), and
-/// its push forces the remote ref with no compare-and-swap.)
-struct ObjectTransfer {
+/// its push forces the remote ref with no compare-and-swap.) A class: as a struct, the closure its
+/// walk hands each tree entry to copied the whole transfer (every set and dictionary retained and
+/// released) per entry.
+final class ObjectTransfer {
     let source: ObjectSource
     let destination: Repository
     /// The destination has no objects yet (a clone): nothing is looked up there, thousands of
@@ -64,19 +66,22 @@ struct ObjectTransfer {
     static func copy(_ tip: ObjectID, from source: ObjectSource, to destination: Repository, durable: Bool = true,
                      destinationIsEmpty: Bool = false, keepingChanges: Bool = false,
                      commitCopied: (([UInt8]) -> Void)? = nil) throws -> Int {
-        var transfer = ObjectTransfer(from: source, to: destination, destinationIsEmpty: destinationIsEmpty)
+        let transfer = ObjectTransfer(from: source, to: destination, destinationIsEmpty: destinationIsEmpty)
         transfer.keepsChanges = keepingChanges
         transfer.commitCopied = commitCopied
         try transfer.copyCommits(from: tip)
+        PerformanceTrace.step("commits and trees copied")
         try transfer.copyQueuedBlobs()
+        PerformanceTrace.step("blobs read and hashed")
         try transfer.pack.write(into: destination, durable: durable)
+        PerformanceTrace.step("pack written")
         destination.fetchedTrees = transfer.trees
         destination.fetchedBlobs = transfer.blobs
         destination.fetchedChanges = transfer.changes
         return transfer.pack.count
     }
 
-    private mutating func readTree(_ id: ObjectID) throws -> RawTree {
+    private func readTree(_ id: ObjectID) throws -> RawTree {
         if let tree = verifiedTree(id) { return tree }
         // A base tree the destination has is read there: the source's copy could be forged.
         if destinationHas(id) {
@@ -84,22 +89,24 @@ struct ObjectTransfer {
             verified.add(tree, id)
             return tree
         }
-        return try readSourceTree(id)
+        return try readSourceTree(id).tree
     }
 
-    /// Tree `id` as read from the source (kept, up to `treesKept`, when it matches its id).
-    private mutating func readSourceTree(_ id: ObjectID) throws -> RawTree {
-        let tree = try RawTree(source.object(id, type: .tree), id: id)
+    /// Tree `id` as read from the source (kept, up to `treesKept`, when it matches its id), with
+    /// the zlib stream it was inflated from when it was stored whole in a pack.
+    private func readSourceTree(_ id: ObjectID) throws -> (tree: RawTree, compressed: [UInt8]?) {
+        let stored = try source.storedObject(id, type: .tree)
+        let tree = try RawTree(stored.bytes, id: id)
         let size = tree.heldBytes
         if treeBytes + size <= Self.treesKept, ObjectPack.id(of: tree.bytes, type: .tree) == id {
             trees[id] = tree
             treeBytes += size
         }
-        return tree
+        return (tree, stored.compressed)
     }
 
     /// Tree `id` if it is held here with bytes that match its id.
-    private mutating func verifiedTree(_ id: ObjectID) -> RawTree? { verified.tree(id) ?? trees[id] }
+    private func verifiedTree(_ id: ObjectID) -> RawTree? { verified.tree(id) ?? trees[id] }
 
     private func has(_ id: ObjectID) -> Bool { pack.contains(id) || queued.contains(id) || destinationHas(id) }
 
@@ -110,7 +117,7 @@ struct ObjectTransfer {
     /// be complete in the destination or in this pack. (Copying a child first, against a parent
     /// tree not copied yet, and then skipping that parent's tree as "already queued" lost the
     /// parent's changed subtrees: a remote left missing a tree.)
-    private mutating func copyCommits(from tip: ObjectID) throws {
+    private func copyCommits(from tip: ObjectID) throws {
         var commits = [ObjectID: (raw: [UInt8], header: RawCommit)]()
         var order = [ObjectID]()
         var stack = [(id: tip, parentsDone: false)]
@@ -135,30 +142,35 @@ struct ObjectTransfer {
         }
     }
 
-    /// Reads the queued blobs (in shares on every core, each with its own reader, when there are
-    /// many and the source allows) and adds them to the pack, which hashes them: all are refused
-    /// unless each matches its id.
-    private mutating func copyQueuedBlobs() throws {
+    /// Reads the queued blobs and hashes each against its id (in shares on every core, each with
+    /// its own reader, when there are many and the source allows), then adds them to the pack:
+    /// all are refused unless each matches its id.
+    private func copyQueuedBlobs() throws {
         guard !blobQueue.isEmpty else { return }
         let ids = blobQueue, source = source
-        var read = [StoredObject]()
+        @Sendable func hashed(_ index: Int, from reader: any ObjectSource) throws -> ObjectPack.HashedBlob {
+            let stored = try reader.storedObject(ids[index], type: .blob)
+            // A pack entry's zlib stream is stored as it is (it was just inflated to these bytes).
+            return try ObjectPack.HashedBlob(bytes: stored.bytes, expected: ids[index], compressed: stored.compressed)
+        }
+        var read = [ObjectPack.HashedBlob]()
         read.reserveCapacity(ids.count)
         if let opener = source.opener, ids.count >= Self.blobsPerShare * 2 {
             let shares = Parallel.shares(of: ids.count, minimumPerShare: Self.blobsPerShare) { range in
-                Result { () throws -> [StoredObject] in
+                Result { () throws -> [ObjectPack.HashedBlob] in
                     let reader = try opener()
-                    return try range.map { try reader.storedObject(ids[$0], type: .blob) }
+                    return try range.map { try hashed($0, from: reader) }
                 }
             }
             for share in shares { read += try share.get() }
         } else {
-            for id in ids { read.append(try source.storedObject(id, type: .blob)) }
+            for index in ids.indices { read.append(try hashed(index, from: source)) }
         }
-        // Hashed there; a pack entry's zlib stream is stored as it is (it was just inflated to these bytes).
-        try pack.add(blobs: read.map(\.bytes), expected: ids, compressed: read.map(\.compressed))
-        for (id, object) in zip(ids, read) where blobs[id] == nil && blobBytes + object.bytes.count <= Self.blobsKept {
-            blobs[id] = object.bytes
-            blobBytes += object.bytes.count
+        pack.add(hashed: read)
+        blobs.reserveCapacity(blobs.count + ids.count)
+        for (id, blob) in zip(ids, read) where blobs[id] == nil && blobBytes + blob.bytes.count <= Self.blobsKept {
+            blobs[id] = blob.bytes
+            blobBytes += blob.bytes.count
         }
         blobQueue = []
         queued = []
@@ -170,7 +182,7 @@ struct ObjectTransfer {
     /// Compares the two trees as the check of the new commits will (`Repository.treeChanges`),
     /// with only the trees held here whose bytes matched their ids; keeps nothing when another
     /// tree is needed or a tree is refused (the check then reads them itself and says why).
-    private mutating func keepChanges(from old: ObjectID?, to new: ObjectID) {
+    private func keepChanges(from old: ObjectID?, to new: ObjectID) {
         guard keepsChanges, changeBytes < Self.changesKept, changes[TreePair(old: old, new: new)] == nil else { return }
         var found = [TreeChange]()
         var read = RecentTrees()
@@ -192,9 +204,12 @@ struct ObjectTransfer {
 
     /// Copies tree `id` and whatever under it differs from `base` (a tree the destination has in
     /// full, or this pack holds in full) and is missing there.
-    private mutating func copyTree(_ id: ObjectID, base: ObjectID?) throws {
+    private func copyTree(_ id: ObjectID, base: ObjectID?) throws {
         if has(id) { return }
-        let tree = try verifiedTree(id) ?? readSourceTree(id)   // not in the destination: has(id) just said so
+        // Not in the destination: has(id) just said so. A tree read from a pack keeps its zlib
+        // stream, stored as it is (it was just inflated to these bytes): recompressing a clone's
+        // trees was most of writing its pack.
+        let (tree, compressed) = try verifiedTree(id).map { ($0, nil) } ?? readSourceTree(id)
         let old = try base.map { try readTree($0) } ?? RawTree([], id: nil)
         try RawTree.forEachDifference(from: old, to: tree) { baseEntry, entry in
             guard let entry else { return }   // removed: nothing to copy
@@ -207,7 +222,7 @@ struct ObjectTransfer {
             default: break   // a blob already there, or a submodule link (no object to copy)
             }
         }
-        try pack.add(tree.bytes, type: .tree, expected: id)
+        try pack.add(tree.bytes, type: .tree, expected: id, compressed: compressed)
         verified.add(tree, id)   // hashed by the line above
     }
 }

@@ -57,25 +57,40 @@ public struct ObjectPack {
     }
 
     /// Adds an object of `type`; with `expected`, refuses bytes whose id is not `expected` (an
-    /// object copied from another repository must be what its name says).
+    /// object copied from another repository must be what its name says). `compressed`: nil, or
+    /// the zlib stream `bytes` were just inflated from (a pack entry), stored as it is.
     @discardableResult
-    public mutating func add(_ bytes: [UInt8], type: ObjectType, expected: ObjectID? = nil) throws -> ObjectID {
+    public mutating func add(_ bytes: [UInt8], type: ObjectType, expected: ObjectID? = nil, compressed: [UInt8]? = nil) throws -> ObjectID {
         let id = Self.id(of: bytes, type: type)
         if let expected, expected != id { throw Self.mismatch(expected, hashesTo: id) }
-        if seen.insert(id).inserted { objects.append((id, type, bytes, nil)) }
+        if seen.insert(id).inserted { objects.append((id, type, bytes, compressed)) }
         return id
     }
 
-    /// Adds blobs copied from another repository, hashing them on every core; refuses them all
-    /// unless each one's id is the one expected (in order). `compressed`: for each blob, nil or the
-    /// zlib stream its bytes were just inflated from (a pack entry), stored as it is.
-    public mutating func add(blobs: [[UInt8]], expected: [ObjectID], compressed: [[UInt8]?]? = nil) throws {
-        precondition(blobs.count == expected.count && (compressed?.count ?? blobs.count) == blobs.count, "one expected id per blob")
-        let ids = Parallel.map(blobs) { Self.id(of: $0, type: .blob) }
-        if let index = ids.indices.first(where: { ids[$0] != expected[$0] }) { throw Self.mismatch(expected[index], hashesTo: ids[index]) }
-        seen.reserveCapacity(seen.count + ids.count)
-        objects.reserveCapacity(objects.count + ids.count)
-        for (index, id) in ids.enumerated() where seen.insert(id).inserted { objects.append((id, .blob, blobs[index], compressed?[index])) }
+    /// A blob whose bytes were hashed and found to be the expected object: made only by hashing
+    /// them, so blobs copied from another repository can be hashed where they are read (each
+    /// reader thread its own) and still never enter a pack unchecked (`add(hashed:)`).
+    public struct HashedBlob: Sendable {
+        public let id: ObjectID
+        public let bytes: [UInt8]
+        let compressed: [UInt8]?
+
+        /// Hashes `bytes` as a blob; refuses them unless their id is `expected`. `compressed`: nil,
+        /// or the zlib stream they were just inflated from (a pack entry), stored as it is.
+        public init(bytes: [UInt8], expected: ObjectID, compressed: [UInt8]? = nil) throws {
+            let id = ObjectPack.id(of: bytes, type: .blob)
+            guard id == expected else { throw ObjectPack.mismatch(expected, hashesTo: id) }
+            self.id = id
+            self.bytes = bytes
+            self.compressed = compressed
+        }
+    }
+
+    /// Adds blobs hashed against their ids (`HashedBlob`).
+    public mutating func add(hashed blobs: [HashedBlob]) {
+        seen.reserveCapacity(seen.count + blobs.count)
+        objects.reserveCapacity(objects.count + blobs.count)
+        for blob in blobs where seen.insert(blob.id).inserted { objects.append((blob.id, .blob, blob.bytes, blob.compressed)) }
     }
 
     private static func mismatch(_ expected: ObjectID, hashesTo id: ObjectID) -> GitError {
@@ -117,7 +132,7 @@ public struct ObjectPack {
     package func write(toPackDirectory directory: String, durable: Bool) throws -> String? {
         guard !objects.isEmpty else { return nil }
         var pack = [UInt8]()
-        pack.reserveCapacity(objects.reduce(64) { $0 + $1.bytes.count / 2 + 32 })
+        pack.reserveCapacity(objects.reduce(64) { $0 + Self.estimatedEntrySize($1) })
         pack += Array("PACK".utf8)
         pack.appendBigEndian(2)
         pack.appendBigEndian(UInt32(objects.count))
@@ -127,7 +142,7 @@ public struct ObjectPack {
             Result { () throws -> (bytes: [UInt8], entries: [(offset: Int, crc: UInt32)]) in
                 let compressor = ObjectCompressor(smallObjectsThroughZlib: throughZlib)
                 var bytes = [UInt8](), entries = [(offset: Int, crc: UInt32)]()
-                bytes.reserveCapacity(objects[range].reduce(0) { $0 + $1.bytes.count / 2 + 32 })
+                bytes.reserveCapacity(objects[range].reduce(0) { $0 + Self.estimatedEntrySize($1) })
                 entries.reserveCapacity(range.count)
                 for object in objects[range] {
                     let start = bytes.count
@@ -160,6 +175,12 @@ public struct ObjectPack {
         try FileIO.write(index, to: path + ".idx", makingParents: false, mode: 0o444, durable: durable)
         if durable { try FileIO.syncDirectory(directory) }
         return name
+    }
+
+    /// About the bytes an object's pack entry takes (its stream's, when it has one), so the pack
+    /// is laid out without growing its buffer again and again.
+    private static func estimatedEntrySize(_ object: (id: ObjectID, type: ObjectType, bytes: [UInt8], compressed: [UInt8]?)) -> Int {
+        (object.compressed?.count ?? object.bytes.count / 2) + 32
     }
 
     /// A version 2 pack index: fan-out table, sorted ids, CRC-32s, offsets, both checksums.
