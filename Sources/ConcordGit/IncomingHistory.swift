@@ -116,6 +116,10 @@ extension Repository {
         }
     }
 
+    /// Blob `id` as a fetch into this repository kept it (read and matched to its id), if it did:
+    /// the check of a clone's records looks each one up once instead of twice.
+    public func fetchedBlob(_ id: ObjectID) -> [UInt8]? { fetchedBlobs[id] }
+
     /// The size and type of object `id` without reading its content (a record's size is checked
     /// before the record is read).
     public func objectHeader(_ id: ObjectID) throws -> (size: Int, type: ObjectType?) {

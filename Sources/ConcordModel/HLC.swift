@@ -26,20 +26,22 @@ public struct HLC: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// Parses the exact string form `yyyy-mm-ddThh:mm:ss.mmmZ-cccc`; returns `nil` for anything else.
     public init?(parsing text: String) {
         var text = text
-        let parsed: HLC? = text.withUTF8 { bytes in
-            guard bytes.count == 29, let (ms, length) = CivilTime.parseInstant(bytes, exactFraction: true),
-                length == 24, bytes[24] == UInt8(ascii: "-")
-            else { return nil }
-            var counter = 0
-            for i in 25..<29 {
-                let d = bytes[i] &- UInt8(ascii: "0")
-                guard d < 10 else { return nil }
-                counter = counter * 10 + Int(d)
-            }
-            return HLC(wallMillis: ms, counter: counter)
-        }
-        guard let parsed else { return nil }
+        guard let parsed = text.withUTF8(Self.parse) else { return nil }
         self = parsed
+    }
+
+    /// The stamp whose text is `bytes`, as `init(parsing:)` reads it.
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> HLC? {
+        guard bytes.count == 29, let (ms, length) = CivilTime.parseInstant(bytes, exactFraction: true),
+            length == 24, bytes[24] == UInt8(ascii: "-")
+        else { return nil }
+        var counter = 0
+        for i in 25..<29 {
+            let d = bytes[i] &- UInt8(ascii: "0")
+            guard d < 10 else { return nil }
+            counter = counter * 10 + Int(d)
+        }
+        return HLC(wallMillis: ms, counter: counter)
     }
 
     /// `2026-01-01T10:00:00.001Z-0000`.

@@ -26,6 +26,13 @@ public enum ProfilePathRules {
     /// does not allow it. Every component must be id-like (`A–Z a–z 0–9 . _ -`, not `.` or `..`);
     /// git's own name rules (`.git` in all its spellings) are checked before this, by the git layer.
     public static func classify(_ path: [UInt8], kinds: KindsTable) -> Result<File, Refusal> {
+        if let record = recordInItsBucket(path, kinds: kinds) { return .success(record) }
+        return classifyInGeneral(path, kinds: kinds)
+    }
+
+    /// `classify` for any path, making strings of it; `recordInItsBucket` spares a clone's
+    /// thousands of record paths that.
+    static func classifyInGeneral(_ path: [UInt8], kinds: KindsTable) -> Result<File, Refusal> {
         let components = path.split(separator: 0x2F, omittingEmptySubsequences: false)
         guard !components.isEmpty, components.allSatisfy({ RecordID.isValid(String(decoding: $0, as: UTF8.self)) }) else {
             return .failure(.unsafeName)
@@ -61,12 +68,56 @@ public enum ProfilePathRules {
         return .success(.record(kind, id: id))
     }
 
+    /// What `classifyInGeneral` finds for a record file in its bucket (`<directory>/<bucket>/<id>.json`
+    /// of a record kind), found on the path's bytes with one string made (the id); nil for any
+    /// other path and for anything unusual about this one, which `classifyInGeneral` then judges.
+    /// (A clone classifies every record path: for bench row B5's 10,000 the check's step that
+    /// classifies them took ~6 ms before, ~2 ms after, on both cores.) Compared with
+    /// `classifyInGeneral` by a test over generated paths.
+    static func recordInItsBucket(_ path: [UInt8], kinds: KindsTable) -> File? {
+        path.withUnsafeBufferPointer { bytes -> File? in
+            let slash = UInt8(ascii: "/")
+            // Not a `.concord/…` document or `.gitattributes`: a kind's directory never starts with a dot.
+            guard let nameSlash = bytes.lastIndex(of: slash), nameSlash >= 4, bytes[0] != UInt8(ascii: ".") else { return nil }
+            let bucketSlash = nameSlash - 3
+            guard bytes[bucketSlash] == slash, isBucketDigit(bytes[nameSlash - 2]), isBucketDigit(bytes[nameSlash - 1]) else { return nil }
+            let idEnd = bytes.count - 5
+            guard idEnd > nameSlash + 1, bytes[idEnd...].elementsEqual(".json".utf8) else { return nil }
+            // Every component id-like, as `classifyInGeneral` requires (the bucket's digits are).
+            var start = 0
+            for end in 0...bytes.count where end == bytes.count || bytes[end] == slash {
+                let component = bytes[start..<end]
+                guard (1...128).contains(component.count), component.allSatisfy(isIDByte),
+                      !component.elementsEqual([0x2E]), !component.elementsEqual([0x2E, 0x2E]) else { return nil }
+                start = end + 1
+            }
+            let id = bytes[(nameSlash + 1)..<idEnd]
+            guard !id.elementsEqual([0x2E]), !id.elementsEqual([0x2E, 0x2E]) else { return nil }
+            // A log kind's directory named like this record's bucket directory is the general case's to judge.
+            let parent = bytes[..<nameSlash], directory = bytes[..<bucketSlash]
+            guard !kinds.kinds.contains(where: { $0.policy == .append && $0.directory.utf8.elementsEqual(parent) }),
+                  let kind = kinds.kinds.first(where: { $0.policy != .append && $0.directory.utf8.elementsEqual(directory) }) else {
+                return nil
+            }
+            var hash: UInt32 = 0x811C_9DC5   // `RecordPaths.bucket`
+            for byte in id {
+                hash ^= UInt32(byte)
+                hash = hash &* 0x0100_0193
+            }
+            guard RecordPaths.buckets[Int(hash & 0xFF)].utf8.elementsEqual(bytes[(nameSlash - 2)..<nameSlash]) else { return nil }
+            return .record(kind, id: String(decoding: id, as: UTF8.self))
+        }
+    }
+
+    private static func isBucketDigit(_ byte: UInt8) -> Bool { (0x30...0x39).contains(byte) || (0x61...0x66).contains(byte) }
+
     /// Checks the contents of a record or log file; nil when they are acceptable. (Profile
     /// documents are checked by their own decoders.)
     public static func contentProblem(of file: File, bytes: [UInt8]) -> String? {
         switch file {
         case .record(let kind, let id):
             guard bytes.count <= maxRecordBytes else { return "record is \(bytes.count) bytes, over the \(maxRecordBytes)-byte limit" }
+            if PlainRecordScan.accepts(bytes, id: id, kind: kind.name) { return nil }   // what concord writes, most often
             let record: Record
             do { record = try Record.decode(bytes) } catch { return "unreadable record: \(error.localizedDescription)" }
             if record.id.rawValue != id || record.kind != kind.name {
