@@ -140,23 +140,30 @@ extension Repository {
     public func changedFiles(from old: ObjectID?, to new: ObjectID) throws -> [(path: TreePath, before: ObjectID?, blob: ObjectID?)] {
         // The trees a fetch kept serve this walk (the one that follows it) and are let go after.
         defer { fetchedTrees = [:] }
-        var out = [(path: [UInt8], before: ObjectID?, blob: ObjectID?)]()
-        try collectChanges(from: old, to: new, prefix: [], into: &out)
-        out.sort { $0.path.lexicographicallyPrecedes($1.path) }
-        return try out.map { (try MergeIndex.treePath(bytes: $0.path), $0.before, $0.blob) }
+        var out = [(path: TreePath, before: ObjectID?, blob: ObjectID?)]()
+        var path = [UInt8]()
+        try collectChanges(from: old, to: new, path: &path, into: &out)
+        // Tree order is path order for trees in git's order; out of order only if one is not.
+        if !out.indices.dropFirst().allSatisfy({ out[$0 - 1].path < out[$0].path }) { out.sort { $0.path < $1.path } }
+        return out
     }
 
-    private func collectChanges(from old: ObjectID?, to new: ObjectID?, prefix: [UInt8],
-                                into out: inout [(path: [UInt8], before: ObjectID?, blob: ObjectID?)]) throws {
+    /// Adds the files that differ under `old` and `new` to `out`; `path` is their directory's
+    /// path with a trailing slash (or empty), one buffer for the whole walk.
+    private func collectChanges(from old: ObjectID?, to new: ObjectID?, path: inout [UInt8],
+                                into out: inout [(path: TreePath, before: ObjectID?, blob: ObjectID?)]) throws {
         if old == new { return }
         let before = try old.map(rawTree) ?? RawTree([], id: nil)
         let after = try new.map(rawTree) ?? RawTree([], id: nil)
+        let directoryLength = path.count
         try RawTree.forEachDifference(from: before, to: after) { removed, added in
-            let path = prefix + (added.map(after.name) ?? before.name(removed!))
+            defer { path.removeSubrange(directoryLength...) }
+            path.append(contentsOf: added.map(after.name) ?? before.name(removed!))
             if removed?.isTree ?? added!.isTree {   // a pair is always two trees or two files
-                try collectChanges(from: removed.map(before.id), to: added.map(after.id), prefix: path + [0x2F], into: &out)
+                path.append(0x2F)
+                try collectChanges(from: removed.map(before.id), to: added.map(after.id), path: &path, into: &out)
             } else {
-                out.append((path, removed.map(before.id), added.map(after.id)))
+                out.append((try MergeIndex.treePath(bytes: path), removed.map(before.id), added.map(after.id)))
             }
         }
     }

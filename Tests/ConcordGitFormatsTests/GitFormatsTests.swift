@@ -26,6 +26,19 @@ final class GitFormatsTests: XCTestCase {
         }
     }
 
+    /// Paths order by their bytes (the index's order), prefixes first, as a plain byte comparison says.
+    func testTreePathsOrderByTheirBytes() throws {
+        var generator = SeededGenerator(seed: 2026)
+        let names = ["a", "a.json", "a-b", "ab", "b", "é", "Z", "a0", "00"]
+        let paths = try (0..<400).map { _ in
+            try TreePath((0..<Int.random(in: 1...3, using: &generator)).map { _ in names.randomElement(using: &generator)! }.joined(separator: "/"))
+        }
+        for (left, right) in zip(paths, paths.shuffled(using: &generator)) {
+            XCTAssertEqual(left < right, Array(left.string.utf8).lexicographicallyPrecedes(Array(right.string.utf8)), "\(left) < \(right)")
+        }
+        XCTAssertEqual(paths.sorted().map(\.string), paths.map(\.string).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) })
+    }
+
     /// An object id is git's: the same as `git hash-object` for the same bytes.
     func testObjectIDsMatchGitHashObject() throws {
         for text in ["", "{\"id\": \"x\"}\n", String(repeating: "é", count: 1000)] {
@@ -33,6 +46,12 @@ final class GitFormatsTests: XCTestCase {
             let ours = ObjectPack.id(of: bytes, type: .blob)
             let theirs = try git(["hash-object", "--stdin"], in: sandbox, input: Data(bytes))
             XCTAssertEqual(ours.hex, theirs)
+        }
+        // Every type, and sizes of one to six digits in the header.
+        for (type, size) in [(ObjectType.blob, 9), (.blob, 10), (.tree, 99), (.commit, 100), (.tree, 12_345), (.blob, 100_000)] {
+            let bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+            let theirs = try git(["hash-object", "-t", type.name, "--literally", "--stdin"], in: sandbox, input: Data(bytes))
+            XCTAssertEqual(ObjectPack.id(of: bytes, type: type).hex, theirs, "\(type.name) of \(size) bytes")
         }
     }
 
