@@ -1,6 +1,9 @@
 import ArgumentParser
 import ConcordKit
 
+/// Every command names itself (`commandName`): without one the parser derives the name from the
+/// type with `String(describing:)`, whose runtime lookups cost every concord process ~1–1.5 ms at
+/// start (`concord identity show`: 7.6–8.4 ms before, 6.6 after).
 struct Concord: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "concord",

@@ -4,6 +4,7 @@ import Foundation
 
 struct Import: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "import",
         abstract: "Import a dump ({\"records\":[...],\"logs\":[...]}) as one commit; importing it again changes nothing.")
 
     @OptionGroup var profile: ProfileOption
@@ -36,7 +37,7 @@ struct Import: ParsableCommand {
 }
 
 struct Export: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print all live records and log entries as a dump.")
+    static let configuration = CommandConfiguration(commandName: "export", abstract: "Print all live records and log entries as a dump.")
 
     @OptionGroup var profile: ProfileOption
 
@@ -47,6 +48,7 @@ struct Export: ParsableCommand {
 
 struct Log: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "log",
         abstract: "Show the audit trail: who changed what (fields old → new), when, on which device, and whether the signature checks out.",
         discussion: """
             One line per commit, newest first, e.g.
@@ -189,6 +191,7 @@ enum AuditTime {
 
 struct History: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "history",
         abstract: "Show every version of one record: who wrote it, when, on which device, what changed, and which merge it lost in.",
         discussion: "Versions that lost an lww or delete-wins merge are listed too, with that merge and the side that won; --content prints each version.")
 
@@ -236,6 +239,7 @@ struct History: ParsableCommand {
 
 struct Verify: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "verify",
         abstract: "Check every commit of the history: signed by an active member, changing only what their role may write.",
         discussion: "Exit 5, naming the first invalid commit, its signer and the rule it breaks, when one fails.")
 

@@ -10,7 +10,7 @@ struct IdentityCommand: ParsableCommand {
     )
 
     struct New: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Create this device's identity in CONCORD_HOME.")
+        static let configuration = CommandConfiguration(commandName: "new", abstract: "Create this device's identity in CONCORD_HOME.")
 
         @Option(help: "Your member name, as others see it (letters, digits, . _ -).") var name: String
         @Option(help: "This device's name, e.g. phone or ipad.") var device: String
@@ -29,7 +29,7 @@ struct IdentityCommand: ParsableCommand {
     }
 
     struct Show: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show this device's identity.")
+        static let configuration = CommandConfiguration(commandName: "show", abstract: "Show this device's identity.")
 
         @Flag(help: "Print only the public key line (ssh-ed25519 ...).") var publicKey = false
         @Flag(help: "Print the result as JSON.") var json = false
@@ -54,6 +54,7 @@ struct IdentityCommand: ParsableCommand {
 extension IdentityCommand {
     struct Delete: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "delete",
             abstract: "Delete your account on this device: leave or destroy every profile, then remove the identity.",
             discussion: """
                 Each profile this identity has here: one you alone administer is destroyed ('concord destroy': its \

@@ -4,6 +4,7 @@ import Foundation
 
 struct Members: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "members",
         abstract: "List the profile's members, or add one.",
         subcommands: [ListMembers.self, AddMember.self],
         defaultSubcommand: ListMembers.self
@@ -94,6 +95,7 @@ struct Members: ParsableCommand {
 
 struct Revoke: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "revoke",
         abstract: "Revoke a member's access (Admins only). Their devices stop being trusted from this commit on.",
         discussion: "Sync to publish it: every other device then refuses their commits, and their own devices report \"access removed\" and delete their copy. The last active Admin cannot be revoked.")
 
@@ -122,6 +124,7 @@ struct RoleCommand: ParsableCommand {
 
 struct Devices: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "devices",
         abstract: "Add or remove your own device keys (any member, for their own keys only).",
         subcommands: [AddDevice.self, RemoveDevice.self])
 
@@ -153,6 +156,7 @@ struct Devices: ParsableCommand {
 
 struct Share: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "share",
         abstract: "Invite a member, or open an invitation for a group (Admins only): prints an invitation to send by any channel.",
         discussion: """
         With --key, only that key can accept. Without it, a one-time key is made and travels in the invitation \
@@ -231,6 +235,7 @@ struct Share: ParsableCommand {
 
 struct Accept: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "accept",
         abstract: "Accept an invitation: clone the profile, check the invitation against it, join as active, and send the acceptance.",
         discussion: """
         Refused, leaving nothing behind, when the invitation expired, was used up or withdrawn, was altered, names another \

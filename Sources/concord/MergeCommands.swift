@@ -4,6 +4,7 @@ import Foundation
 
 struct Merge: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "merge",
         abstract: "Merge another branch or commit into the profile with the per-kind policies (in memory, one signed merge commit).")
 
     @OptionGroup var profile: ProfileOption
@@ -47,6 +48,7 @@ struct MergeDriverCommand: ParsableCommand {
 
 struct Doctor: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "doctor",
         abstract: "Check the git config plain git needs (merge driver, signatures) and repair it with --fix.")
 
     @OptionGroup var profile: ProfileOption
@@ -68,7 +70,8 @@ struct Doctor: ParsableCommand {
 }
 
 struct Conflicts: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List conflicts that merges resolved by policy, newest first.")
+    static let configuration = CommandConfiguration(
+        commandName: "conflicts", abstract: "List conflicts that merges resolved by policy, newest first.")
 
     @OptionGroup var profile: ProfileOption
     @Flag(help: "Print the result as JSON.") var json = false

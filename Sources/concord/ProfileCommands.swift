@@ -4,6 +4,7 @@ import Foundation
 
 struct Profiles: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "profiles",
         abstract: "List the profiles on this device: name, path, your role, remote, last sync and access.",
         discussion: "Access is active, pending (invited, not accepted), removed (an Admin revoked you: the copy was deleted), "
             + "not a member, or missing (the directory was moved or deleted outside concord). Each identity ($CONCORD_HOME) has its own list.")
@@ -35,6 +36,7 @@ struct Profiles: ParsableCommand {
 
 struct Leave: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "leave",
         abstract: "Leave a profile: record your departure (unless you are an Admin), then delete this device's copy.",
         discussion: """
             When you are not an Admin and the remote answers, your member file is first marked as left (revoked by \
@@ -86,6 +88,7 @@ struct Leave: ParsableCommand {
 
 struct Switch: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "switch",
         abstract: "Hand this device to another member of the profile (a shared tablet between caregivers), or show who acts on it.",
         discussion: """
             Later writes (put, rm, append, import) name the acting member (Concord-Actor, updatedBy, a log entry's by) \
@@ -119,6 +122,7 @@ struct Switch: ParsableCommand {
 
 struct Destroy: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "destroy",
         abstract: "Delete a profile everywhere concord can (Admin): every remote's repository, then this device's copy.",
         discussion: """
             Signs a deletion notice with this device's key and leaves it where each remote's repository was: a path \

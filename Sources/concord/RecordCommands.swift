@@ -4,6 +4,7 @@ import Foundation
 
 struct Init: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "init",
         abstract: "Create a profile: a git repository of records whose first admin is you.")
 
     @Argument(help: "The directory to create the profile in (with --bare: the bare repository to create).") var directory: String
@@ -38,7 +39,8 @@ struct Init: ParsableCommand {
 }
 
 struct Put: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Create or replace a record: concord put <kind>/<id> --json '{...}'.")
+    static let configuration = CommandConfiguration(
+        commandName: "put", abstract: "Create or replace a record: concord put <kind>/<id> --json '{...}'.")
 
     @OptionGroup var profile: ProfileOption
     @Argument(help: "The record, as <kind>/<id>.") var reference: String
@@ -56,7 +58,7 @@ struct Put: ParsableCommand {
 }
 
 struct Get: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print a record's canonical JSON.")
+    static let configuration = CommandConfiguration(commandName: "get", abstract: "Print a record's canonical JSON.")
 
     @OptionGroup var profile: ProfileOption
     @Argument(help: "The record, as <kind>/<id>.") var reference: String
@@ -83,7 +85,8 @@ struct Remove: ParsableCommand {
 }
 
 struct Append: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Append an entry to a log kind; prints the new entry's id.")
+    static let configuration = CommandConfiguration(
+        commandName: "append", abstract: "Append an entry to a log kind; prints the new entry's id.")
 
     @OptionGroup var profile: ProfileOption
     @Argument(help: "The log kind, e.g. logs.") var kind: String

@@ -11,6 +11,7 @@ struct ServerCommand: ParsableCommand {
 
     struct Init: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "init",
             abstract: "Prepare DIR: the state file, repositories/ with hooks, the key index sshd's AuthorizedKeysCommand reads.")
 
         @Option(help: ArgumentHelp("The server directory (created when missing).", valueName: "dir")) var root: String
@@ -57,6 +58,7 @@ struct ServerCommand: ParsableCommand {
 /// is a repository's hook.
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "serve",
         abstract: "Serve profiles to devices through sshd (the forced command, the key lookup and the hooks; docs/server.md).")
 
     @Option(help: ArgumentHelp("The server directory ('concord server init').", valueName: "dir")) var root: String

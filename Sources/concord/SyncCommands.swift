@@ -11,7 +11,8 @@ struct RemoteCommand: ParsableCommand {
         subcommands: [Add.self, ListRemotes.self, RemoveRemote.self, Trust.self])
 
     struct Add: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Add a remote: a directory path or ssh://user@host[:port]/path.git.")
+        static let configuration = CommandConfiguration(
+            commandName: "add", abstract: "Add a remote: a directory path or ssh://user@host[:port]/path.git.")
         @OptionGroup var profile: ProfileOption
         @Argument(help: "The remote's name, e.g. origin.") var name: String
         @Argument(help: "A path to a bare repository, or ssh://user@host[:port]/path.git.") var url: String
@@ -50,6 +51,7 @@ struct RemoteCommand: ParsableCommand {
 
     struct Trust: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "trust",
             abstract: "Connect to an ssh remote and trust the host key it presents ($CONCORD_HOME/known_hosts).")
         @OptionGroup var profile: ProfileOption
         @Argument(help: "The remote's name.") var name: String
@@ -63,6 +65,7 @@ struct RemoteCommand: ParsableCommand {
 
 struct Clone: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "clone",
         abstract: "Set up a profile on this device from a remote (a path or ssh URL).")
 
     @Argument(help: "A path to a bare repository, or ssh://user@host[:port]/path.git.") var url: String
@@ -85,6 +88,7 @@ struct Clone: ParsableCommand {
 
 struct Sync: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "sync",
         abstract: "Fetch, check, merge with the policies, and push (never forced).",
         discussion: "Exit 3 when the remote is unreachable, 4 when it refuses this device or the push, 5 when it holds a commit that breaks the format (nothing local changes).")
 
@@ -116,7 +120,8 @@ struct Sync: ParsableCommand {
 }
 
 struct Status: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Ahead/behind a remote (as of the last fetch) and the last successful sync.")
+    static let configuration = CommandConfiguration(
+        commandName: "status", abstract: "Ahead/behind a remote (as of the last fetch) and the last successful sync.")
 
     @OptionGroup var profile: ProfileOption
     @Option(help: "The remote.") var remote = "origin"

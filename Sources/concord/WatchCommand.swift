@@ -5,6 +5,7 @@ import Foundation
 
 struct Watch: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "watch",
         abstract: "Keep syncing: whenever there are local commits or the remote moved. Stops cleanly on Ctrl-C / SIGTERM.")
 
     @OptionGroup var profile: ProfileOption
