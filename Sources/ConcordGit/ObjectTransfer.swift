@@ -309,7 +309,7 @@ extension Repository {
                                          intoEmpty: Bool = false, commitCopied: (([UInt8]) -> Void)? = nil) throws -> ObjectID? {
         // The branch first, then the pack list: every object the branch needs was stored before it moved.
         guard let tip = try SourceObjects.reference(ref, gitDirectory: SourceObjects.gitDirectory(of: path)) else { return nil }
-        let source = try SourceObjects(repositoryAt: path)
+        let source = try SourceObjects(repositoryAt: path, scratch: gitDirectory)   // copies for libgit2 go into this quarantine
         if intoEmpty || !contains(tip) {
             _ = try ObjectTransfer.copy(tip, from: source, to: self, durable: durable, destinationIsEmpty: intoEmpty,
                                         keepingChanges: true, commitCopied: commitCopied)

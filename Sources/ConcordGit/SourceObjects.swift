@@ -43,10 +43,10 @@ extension Repository: ObjectSource {
 /// opening a FIFO put where a file should be. So: the branch is read from the ref files here;
 /// loose objects are inflated here with the size their header declares as a hard bound
 /// (`concord_inflate_loose`); a pack entry stored whole is read by `UntrustedPack` (bounded by
-/// the size it declares); the rest (deltas) by a libgit2 object database holding only the
-/// remote's pack files (no loose objects, no alternates, no config), after checking they are
-/// regular files, and each packed object's size is read before the object. `ObjectTransfer`
-/// hashes every object it keeps against its id before anyone uses it.
+/// the size it declares); the rest (deltas) by a libgit2 object database holding only copies of
+/// the remote's pack files (no loose objects, no alternates, no config), each copied index checked
+/// before libgit2 reads it (`snapshotPacks`), and each packed object's size is read before the
+/// object. `ObjectTransfer` hashes every object it keeps against its id before anyone uses it.
 final class SourceObjects: ObjectSource {
     /// No object of a profile comes near this (records are ≤ 1 MiB, log day files ≤ 32 MiB).
     static let maxObjectBytes = 64 << 20
@@ -54,18 +54,26 @@ final class SourceObjects: ObjectSource {
     /// The repository's git directory, with a trailing slash.
     let gitDirectory: String
     private let objectsDirectory: String
-    /// libgit2's reader of the same packs, opened when first needed (`packs()`): most reads never need it.
+    /// libgit2's reader of copies of the same packs, opened when first needed (`packs()`): most
+    /// reads never need it.
     private var openedPacks: OpaquePointer?
+    /// Where this reader makes those copies: a directory of its own under `scratch`, made when
+    /// first needed and removed with the reader.
+    private let scratch: String
+    private var snapshot: String?
+    /// The packs copied there and checked, by name (`pack-<checksum>`).
+    private var copiedPacks = Set<String>()
     /// The same packs read here for objects stored whole (libgit2 reads the rest).
     private let packReaders: [UntrustedPackReader]
     private var lastPack = 0
-    /// Whether every pack index libgit2 would read was checked fit for it (`refuseDamagedPacks`).
-    private var packsChecked = false
 
     /// Opens the objects of the repository at `path` (bare, or a working tree with `.git`);
-    /// `sharing`: the pack files another reader of the same repository opened (`opener`).
-    init(repositoryAt path: String, sharing shared: [UntrustedPack]? = nil) throws {
+    /// `scratch`: a directory of this device's where copies of the remote's packs may be made for
+    /// libgit2 (a fetch gives its quarantine); `sharing`: the pack files another reader of the
+    /// same repository opened (`opener`).
+    init(repositoryAt path: String, scratch: String = NSTemporaryDirectory(), sharing shared: [UntrustedPack]? = nil) throws {
         Libgit2.ensure()
+        self.scratch = scratch
         gitDirectory = Self.gitDirectory(of: path)
         let directory = gitDirectory + "objects/"
         objectsDirectory = directory
@@ -84,17 +92,19 @@ final class SourceObjects: ObjectSource {
 
     deinit {
         if let openedPacks { git_odb_free(openedPacks) }
+        if let snapshot { try? FileManager.default.removeItem(atPath: snapshot) }
     }
 
-    /// libgit2's object database over the repository's packs (not its loose objects: those are
-    /// read here, bounded), opened on first use.
+    /// libgit2's object database over copies of the repository's packs (not its loose objects:
+    /// those are read here, bounded), opened on first use.
     private func packs() throws -> OpaquePointer {
         if let openedPacks { return openedPacks }
+        let directory = try snapshotPacks()
         var odb: OpaquePointer?
         try check("git_odb_new", git_odb_new(&odb))
         guard let odb else { throw Self.refusal("no object database") }
         var backend: UnsafeMutablePointer<git_odb_backend>?
-        let made = git_odb_backend_pack(&backend, objectsDirectory)
+        let made = git_odb_backend_pack(&backend, directory)
         if made < 0 {
             git_odb_free(odb)
             throw GitError.last("git_odb_backend_pack", made)
@@ -109,9 +119,71 @@ final class SourceObjects: ObjectSource {
         return odb
     }
 
+    /// Copies every pack of the remote not copied yet, index and pack file, into this reader's own
+    /// directory and checks each copied index as `git verify-pack` would (`UntrustedPack.refuseIfDamaged`);
+    /// libgit2 reads only these copies. So a writer changing the remote's files meanwhile cannot
+    /// hand libgit2 an index other than the one checked (libgit2 1.5.1 crashed on a remote index
+    /// with garbage among its ids). An index without its pack file is skipped, as libgit2 skips it.
+    /// Returns the directory (an objects directory: the copies are in its `pack/`).
+    private func snapshotPacks() throws -> String {
+        let directory: String
+        if let snapshot {
+            directory = snapshot
+        } else {
+            var template = Array((scratch + (scratch.hasSuffix("/") ? "" : "/") + "remote-packs-XXXXXX").utf8CString)
+            guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+                throw FileIO.Failure(path: scratch, operation: "make a directory for copies of the remote's packs in")
+            }
+            directory = String(cString: made) + "/"
+            snapshot = directory
+            guard mkdir(directory + "pack", 0o700) == 0 else { throw FileIO.Failure(path: directory + "pack", operation: "create directory") }
+        }
+        let remote = objectsDirectory + "pack/"
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: remote)) ?? [] where name.hasSuffix(".idx") {
+            let base = String(name.dropLast(4))
+            guard !copiedPacks.contains(base) else { continue }
+            let index = directory + "pack/" + name, pack = directory + "pack/" + base + ".pack"
+            guard try Self.copyRegularFile(remote + name, to: index), try Self.copyRegularFile(remote + base + ".pack", to: pack) else {
+                unlink(index)
+                continue
+            }
+            try UntrustedPack(packPath: pack, indexPath: index).refuseIfDamaged(naming: remote + name)
+            copiedPacks.insert(base)
+        }
+        return directory
+    }
+
+    /// Copies the regular file at `source` (not followed if a link, never blocking on a FIFO) to a
+    /// new file at `target`, as many bytes as it had when opened; false when `source` is missing.
+    private static func copyRegularFile(_ source: String, to target: String) throws -> Bool {
+        let input = open(source, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+        if input < 0 {
+            if errno == ENOENT { return false }
+            throw refusal("\(source) cannot be read (\(String(cString: strerror(errno))))")
+        }
+        defer { close(input) }
+        var info = stat()
+        guard fstat(input, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { throw refusal("\(source) is not a regular file") }
+        let output = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o400)
+        guard output >= 0 else { throw FileIO.Failure(path: target, operation: "create") }
+        defer { close(output) }
+        var left = Int(info.st_size)
+        var buffer = [UInt8](repeating: 0, count: min(left, 1 << 20))
+        while left > 0 {
+            let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress!, min(left, $0.count)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw refusal("\(source) changed while it was read") }
+            guard buffer.withUnsafeBytes({ FileIO.writeAll(output, UnsafeRawBufferPointer(rebasing: $0[0..<n])) }) else {
+                throw FileIO.Failure(path: target, operation: "write")
+            }
+            left -= n
+        }
+        return true
+    }
+
     var opener: (@Sendable () throws -> any ObjectSource)? {
-        let directory = gitDirectory, shared = packReaders.map(\.pack)
-        return { try SourceObjects(repositoryAt: directory, sharing: shared) }
+        let directory = gitDirectory, scratch = scratch, shared = packReaders.map(\.pack)
+        return { try SourceObjects(repositoryAt: directory, scratch: scratch, sharing: shared) }
     }
 
     func object(_ id: ObjectID, type: ObjectType) throws -> [UInt8] {
@@ -136,32 +208,16 @@ final class SourceObjects: ObjectSource {
             }
             break
         }
-        try refuseDamagedPacks()
         let packs = try packs()
         var oid = id.raw   // made only here: most objects are read above
         if git_odb_exists_ext(packs, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { return StoredObject(bytes: try packed(id, type: type)) }
         if let bytes = try loose(id, type: type) { return StoredObject(bytes: bytes) }
-        // In a pack written after the pack list was read (another device pushed meanwhile): look again once.
-        packsChecked = false
-        try refuseDamagedPacks()
+        // In a pack written after the pack list was read (another device pushed meanwhile): copy it, look again once.
+        _ = try snapshotPacks()
         _ = git_odb_refresh(packs)
         if git_odb_exists_ext(packs, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { return StoredObject(bytes: try packed(id, type: type)) }
         // Not "not found": that would read as a remote that is not there (offline), but this one is damaged.
         throw Self.refusal("object \(id) is missing from the remote (its object files are damaged or incomplete)")
-    }
-
-    /// Refuses the remote if any pack index libgit2 would read is damaged (`UntrustedPack.refuseIfDamaged`),
-    /// before libgit2 reads one: every index in the pack directory now (libgit2 lists it itself),
-    /// once, and again after `packsChecked` is reset for a refresh.
-    private func refuseDamagedPacks() throws {
-        guard !packsChecked else { return }
-        let directory = objectsDirectory + "pack/"
-        let opened = Dictionary(packReaders.map { ($0.pack.indexPath, $0.pack) }, uniquingKeysWith: { first, _ in first })
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasSuffix(".idx") {
-            let indexPath = directory + name
-            try (opened[indexPath] ?? UntrustedPack(packPath: directory + name.dropLast(4) + ".pack", indexPath: indexPath)).refuseIfDamaged()
-        }
-        packsChecked = true
     }
 
     /// `ref` of the repository whose git directory is `gitDirectory`, read from its files without

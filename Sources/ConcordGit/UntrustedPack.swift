@@ -109,9 +109,10 @@ final class UntrustedPack: @unchecked Sendable {   // its files are opened once,
     /// fan-out agreeing with the ids, the ids in strictly increasing order, every offset inside
     /// the pack's entries (a large one inside the large-offset table), and the pack's header and
     /// checksum those of the pack the index describes.
-    func refuseIfDamaged() throws {
+    /// `naming`: the index to name in the refusal (this one is a copy of it).
+    func refuseIfDamaged(naming name: String? = nil) throws {
         if case .failure(.damaged(let reason)) = openedFiles() {
-            throw SourceObjects.refusal("the remote's pack index \(indexPath) is damaged (\(reason))")
+            throw SourceObjects.refusal("the remote's pack index \(name ?? indexPath) is damaged (\(reason))")
         }
     }
 

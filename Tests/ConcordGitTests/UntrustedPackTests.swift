@@ -157,6 +157,42 @@ final class UntrustedPackTests: GitTestCase {
         XCTAssertEqual(try packFiles(destinationURL), [])
     }
 
+    /// libgit2 reads copies of a remote's packs, each copied index checked before it does: what
+    /// the remote's writer does to its own files afterwards cannot reach libgit2. Here, once
+    /// libgit2 has read a delta, two other deltas' index entries are pointed at each other's
+    /// entries, in place. (When libgit2 read the remote's own files, it then returned one
+    /// object's bytes for the other: a writer could also hand it an index the check never saw.)
+    func testLibgit2ReadsCheckedCopiesSoAnIndexChangedLaterIsNotRead() throws {
+        let (_, url, _) = try makeRepackedRepository()
+        let (packPath, objects) = try packedObjects(url)
+        let deltas = objects.filter { $0.isDelta && $0.type == .blob }
+        XCTAssertGreaterThanOrEqual(deltas.count, 3)
+        let scratch = sandbox.appendingPathComponent("scratch")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        try {
+            let source = try SourceObjects(repositoryAt: url.path, scratch: scratch.path)
+            XCTAssertEqual(ObjectPack.id(of: try source.object(deltas[0].id, type: .blob), type: .blob), deltas[0].id)
+            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: scratch.path).count, 1, "one directory of copies")
+            // In place (the same file, so a reader that has it open or mapped sees the change).
+            let sorted = objects.map(\.id).sorted()
+            let indexPath = String(packPath.dropLast(5)) + ".idx"
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: indexPath)
+            let descriptor = open(indexPath, O_WRONLY)
+            XCTAssertGreaterThanOrEqual(descriptor, 0)
+            defer { close(descriptor) }
+            for (object, other) in [(deltas[1], deltas[2]), (deltas[2], deltas[1])] {
+                let position = try XCTUnwrap(sorted.firstIndex(of: object.id))
+                let offset = [UInt8(other.offset >> 24 & 0xFF), UInt8(other.offset >> 16 & 0xFF), UInt8(other.offset >> 8 & 0xFF), UInt8(other.offset & 0xFF)]
+                XCTAssertEqual(pwrite(descriptor, offset, 4, off_t(8 + 1024 + objects.count * 24 + position * 4)), 4)
+            }
+            for object in [deltas[1], deltas[2]] {
+                XCTAssertEqual(ObjectPack.id(of: try source.object(object.id, type: .blob), type: .blob), object.id,
+                               "libgit2 read the remote's changed index")
+            }
+        }()
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: scratch.path), [], "the copies go with the reader")
+    }
+
     /// libgit2 1.5.1 trusts a pack index's order and offsets (16 bytes of garbage among a remote's
     /// ids crashed a clone with SIGSEGV, 1 in ~100 such damages): an index that is not what
     /// `git verify-pack` accepts gets the fetch refused, naming it, before libgit2 reads it.
