@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A relative path of a file in a repository's tree and working tree, made only by checking it
 /// against git's path rules (`GitPath.isSafe`): every component safe on every file system git
 /// supports, so no `.`, `..`, `.git` in any spelling, no control character, `\` or empty
@@ -46,14 +40,7 @@ public struct TreePath: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     /// git's order for files: by bytes (the index's order).
     public static func < (lhs: TreePath, rhs: TreePath) -> Bool {
-        // memcmp on the strings' own bytes when they have them contiguous (native strings do).
-        let fast = lhs.string.utf8.withContiguousStorageIfAvailable { left in
-            rhs.string.utf8.withContiguousStorageIfAvailable { right -> Bool in
-                let common = min(left.count, right.count)
-                let order = common == 0 ? 0 : memcmp(left.baseAddress!, right.baseAddress!, common)
-                return order != 0 ? order < 0 : left.count < right.count
-            }
-        }
-        return (fast ?? nil) ?? lhs.string.utf8.lexicographicallyPrecedes(rhs.string.utf8)
+        var (left, right) = (lhs.string, rhs.string)
+        return left.withUTF8 { a in right.withUTF8 { b in IndexPlan.compare(UnsafeRawBufferPointer(a), UnsafeRawBufferPointer(b)) < 0 } }
     }
 }

@@ -12,25 +12,23 @@
 /// - the top-level members are exactly `data`, `device`, `id`, `kind`, `updatedAt`, `updatedBy`,
 ///   in that order (so none is missing, unknown or repeated);
 /// - `data` is an object whose keys increase strictly (so none repeats) and whose values are
-///   plain strings, numbers (the parser's grammar), `true`, `false` or `null`;
+///   plain strings, numbers, `true`, `false` or `null` (whitespace, numbers and literals read by
+///   `JSONParser`'s own code);
 /// - strings hold only bytes 0x20–0x7E other than `"` and `\` (no escapes: text as it is);
 /// - `id` and `kind` are the ones given, both valid ids; `updatedAt` is a stamp `HLC` reads.
 struct PlainRecordScan {
-    private let bytes: UnsafeBufferPointer<UInt8>
-    private var position = 0
+    private var parser: JSONParser
 
     /// Whether `bytes` are certainly a valid live record `id` of kind `kind` (see above).
     static func accepts(_ bytes: [UInt8], id: String, kind: String) -> Bool {
         guard RecordID.isValid(id), RecordID.isValid(kind) else { return false }
         return bytes.withUnsafeBufferPointer { buffer in
-            var scan = PlainRecordScan(bytes: buffer)
+            var scan = PlainRecordScan(parser: JSONParser(bytes: buffer))
             return scan.record(id: id, kind: kind)
         }
     }
 
-    private init(bytes: UnsafeBufferPointer<UInt8>) {
-        self.bytes = bytes
-    }
+    private var bytes: UnsafeBufferPointer<UInt8> { parser.bytes }
 
     private mutating func record(id: String, kind: String) -> Bool {
         guard take(UInt8(ascii: "{")), key("data"), dataObject(), take(UInt8(ascii: ",")),
@@ -39,8 +37,8 @@ struct PlainRecordScan {
               key("kind"), let kindText = plainString(), take(UInt8(ascii: ",")),
               key("updatedAt"), let stamp = plainString(), take(UInt8(ascii: ",")),
               key("updatedBy"), plainString() != nil, take(UInt8(ascii: "}")) else { return false }
-        skipWhitespace()
-        return position == bytes.count
+        parser.skipWhitespace()
+        return parser.pos == bytes.count
             && bytes[idText].elementsEqual(id.utf8) && bytes[kindText].elementsEqual(kind.utf8)
             && HLC.parse(UnsafeBufferPointer(rebasing: bytes[stamp])) != nil
     }
@@ -48,9 +46,9 @@ struct PlainRecordScan {
     /// `{}` or `{"key": plain value, …}` with keys in strictly increasing byte order.
     private mutating func dataObject() -> Bool {
         guard take(UInt8(ascii: "{")) else { return false }
-        skipWhitespace()
-        if peek() == UInt8(ascii: "}") {
-            position += 1
+        parser.skipWhitespace()
+        if parser.peek() == UInt8(ascii: "}") {
+            parser.pos += 1
             return true
         }
         var previous: Range<Int>?
@@ -58,11 +56,11 @@ struct PlainRecordScan {
             guard let key = plainString(), previous.map({ bytes[$0].lexicographicallyPrecedes(bytes[key]) }) ?? true,
                   take(UInt8(ascii: ":")), plainValue() else { return false }
             previous = key
-            skipWhitespace()
-            switch peek() {
-            case UInt8(ascii: ","): position += 1
+            parser.skipWhitespace()
+            switch parser.peek() {
+            case UInt8(ascii: ","): parser.pos += 1
             case UInt8(ascii: "}"):
-                position += 1
+                parser.pos += 1
                 return true
             default: return false
             }
@@ -70,13 +68,13 @@ struct PlainRecordScan {
     }
 
     private mutating func plainValue() -> Bool {
-        skipWhitespace()
-        switch peek() {
+        parser.skipWhitespace()
+        switch parser.peek() {
         case UInt8(ascii: "\""): return plainString() != nil
-        case UInt8(ascii: "t"): return literal("true")
-        case UInt8(ascii: "f"): return literal("false")
-        case UInt8(ascii: "n"): return literal("null")
-        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return number()
+        case UInt8(ascii: "t"): return (try? parser.parseLiteral("true", .bool(true))) != nil
+        case UInt8(ascii: "f"): return (try? parser.parseLiteral("false", .bool(false))) != nil
+        case UInt8(ascii: "n"): return (try? parser.parseLiteral("null", .null)) != nil
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return (try? parser.scanNumber()) != nil
         default: return false
         }
     }
@@ -91,73 +89,21 @@ struct PlainRecordScan {
     /// A string of printable ASCII without escapes; the range of its content.
     private mutating func plainString() -> Range<Int>? {
         guard take(UInt8(ascii: "\"")) else { return nil }
-        let start = position
-        while position < bytes.count {
-            let byte = bytes[position]
-            if byte == UInt8(ascii: "\"") {
-                position += 1
-                return start..<(position - 1)
-            }
+        let start = parser.pos
+        while parser.pos < bytes.count {
+            let byte = bytes[parser.pos]
+            parser.pos += 1
+            if byte == UInt8(ascii: "\"") { return start..<(parser.pos - 1) }
             guard byte >= 0x20, byte <= 0x7E, byte != UInt8(ascii: "\\") else { return nil }
-            position += 1
         }
         return nil
     }
 
-    /// A number as `JSONParser.scanNumber` reads one.
-    private mutating func number() -> Bool {
-        if peek() == UInt8(ascii: "-") { position += 1 }
-        switch peek() {
-        case UInt8(ascii: "0"):
-            position += 1
-            if isDigit(peek()) { return false }
-        case UInt8(ascii: "1")...UInt8(ascii: "9"): skipDigits()
-        default: return false
-        }
-        if peek() == UInt8(ascii: ".") {
-            position += 1
-            guard isDigit(peek()) else { return false }
-            skipDigits()
-        }
-        if peek() == UInt8(ascii: "e") || peek() == UInt8(ascii: "E") {
-            position += 1
-            if peek() == UInt8(ascii: "+") || peek() == UInt8(ascii: "-") { position += 1 }
-            guard isDigit(peek()) else { return false }
-            skipDigits()
-        }
-        return true
-    }
-
-    private mutating func literal(_ word: StaticString) -> Bool {
-        let count = word.utf8CodeUnitCount
-        guard position + count <= bytes.count,
-              bytes[position..<(position + count)].elementsEqual(UnsafeBufferPointer(start: word.utf8Start, count: count)) else { return false }
-        position += count
-        return true
-    }
-
     /// Skips whitespace, then takes `byte` if it is next.
     private mutating func take(_ byte: UInt8) -> Bool {
-        skipWhitespace()
-        guard peek() == byte else { return false }
-        position += 1
+        parser.skipWhitespace()
+        guard parser.peek() == byte else { return false }
+        parser.pos += 1
         return true
-    }
-
-    private func peek() -> UInt8 { position < bytes.count ? bytes[position] : 0 }
-
-    private func isDigit(_ byte: UInt8) -> Bool { byte &- UInt8(ascii: "0") < 10 }
-
-    private mutating func skipDigits() {
-        while position < bytes.count, isDigit(bytes[position]) { position += 1 }
-    }
-
-    private mutating func skipWhitespace() {
-        while position < bytes.count {
-            switch bytes[position] {
-            case 0x20, 0x0A, 0x0D, 0x09: position += 1
-            default: return
-            }
-        }
     }
 }

@@ -34,7 +34,7 @@ public enum ProfilePathRules {
     /// thousands of record paths that.
     static func classifyInGeneral(_ path: [UInt8], kinds: KindsTable) -> Result<File, Refusal> {
         let components = path.split(separator: 0x2F, omittingEmptySubsequences: false)
-        guard !components.isEmpty, components.allSatisfy({ RecordID.isValid(String(decoding: $0, as: UTF8.self)) }) else {
+        guard !components.isEmpty, components.allSatisfy({ RecordID.isValid(bytes: $0) }) else {
             return .failure(.unsafeName)
         }
         let text = String(decoding: path, as: UTF8.self)
@@ -80,36 +80,26 @@ public enum ProfilePathRules {
             // Not a `.concord/…` document or `.gitattributes`: a kind's directory never starts with a dot.
             guard let nameSlash = bytes.lastIndex(of: slash), nameSlash >= 4, bytes[0] != UInt8(ascii: ".") else { return nil }
             let bucketSlash = nameSlash - 3
-            guard bytes[bucketSlash] == slash, isBucketDigit(bytes[nameSlash - 2]), isBucketDigit(bytes[nameSlash - 1]) else { return nil }
             let idEnd = bytes.count - 5
-            guard idEnd > nameSlash + 1, bytes[idEnd...].elementsEqual(".json".utf8) else { return nil }
-            // Every component id-like, as `classifyInGeneral` requires (the bucket's digits are).
+            guard bytes[bucketSlash] == slash, idEnd > nameSlash + 1, bytes[idEnd...].elementsEqual(".json".utf8) else { return nil }
+            // Every component id-like, as `classifyInGeneral` requires, and the id too.
             var start = 0
             for end in 0...bytes.count where end == bytes.count || bytes[end] == slash {
-                let component = bytes[start..<end]
-                guard (1...128).contains(component.count), component.allSatisfy(isIDByte),
-                      !component.elementsEqual([0x2E]), !component.elementsEqual([0x2E, 0x2E]) else { return nil }
+                guard RecordID.isValid(bytes: bytes[start..<end]) else { return nil }
                 start = end + 1
             }
             let id = bytes[(nameSlash + 1)..<idEnd]
-            guard !id.elementsEqual([0x2E]), !id.elementsEqual([0x2E, 0x2E]) else { return nil }
+            guard RecordID.isValid(bytes: id) else { return nil }
             // A log kind's directory named like this record's bucket directory is the general case's to judge.
             let parent = bytes[..<nameSlash], directory = bytes[..<bucketSlash]
             guard !kinds.kinds.contains(where: { $0.policy == .append && $0.directory.utf8.elementsEqual(parent) }),
                   let kind = kinds.kinds.first(where: { $0.policy != .append && $0.directory.utf8.elementsEqual(directory) }) else {
                 return nil
             }
-            var hash: UInt32 = 0x811C_9DC5   // `RecordPaths.bucket`
-            for byte in id {
-                hash ^= UInt32(byte)
-                hash = hash &* 0x0100_0193
-            }
-            guard RecordPaths.buckets[Int(hash & 0xFF)].utf8.elementsEqual(bytes[(nameSlash - 2)..<nameSlash]) else { return nil }
+            guard RecordPaths.bucket(ofBytes: id).utf8.elementsEqual(bytes[(nameSlash - 2)..<nameSlash]) else { return nil }
             return .record(kind, id: String(decoding: id, as: UTF8.self))
         }
     }
-
-    private static func isBucketDigit(_ byte: UInt8) -> Bool { (0x30...0x39).contains(byte) || (0x61...0x66).contains(byte) }
 
     /// Checks the contents of a record or log file; nil when they are acceptable. (Profile
     /// documents are checked by their own decoders.)

@@ -14,9 +14,12 @@ public struct RecordID: Sendable, Hashable, Comparable, CustomStringConvertible 
 
     /// Whether `raw` follows the id rules (also used for kind names and directory segments).
     public static func isValid(_ raw: String) -> Bool {
-        let utf8 = raw.utf8
-        guard (1...128).contains(utf8.count), raw != ".", raw != ".." else { return false }
-        return utf8.allSatisfy(isIDByte)
+        isValid(bytes: raw.utf8)
+    }
+
+    /// Whether the UTF-8 bytes `raw` follow the id rules.
+    static func isValid(bytes raw: some Collection<UInt8>) -> Bool {
+        (1...128).contains(raw.count) && raw.allSatisfy(isIDByte) && !(raw.count <= 2 && raw.allSatisfy { $0 == 0x2E })   // not "." or ".."
     }
 
     public var description: String { rawValue }

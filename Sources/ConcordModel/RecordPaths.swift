@@ -10,8 +10,13 @@
 public enum RecordPaths {
     /// The bucket directory name of record id `id`, e.g. "3f".
     public static func bucket(_ id: String) -> String {
+        bucket(ofBytes: id.utf8)
+    }
+
+    /// The bucket directory name of the record id whose UTF-8 bytes are `id`.
+    static func bucket(ofBytes id: some Sequence<UInt8>) -> String {
         var hash: UInt32 = 0x811C_9DC5
-        for byte in id.utf8 {
+        for byte in id {
             hash ^= UInt32(byte)
             hash = hash &* 0x0100_0193
         }

@@ -190,14 +190,12 @@ struct IncomingCheck {
     /// The bytes of blob `id`, refusing it unread when it is larger than `limit`.
     private func read(_ id: ObjectID, limit: Int, path: @autoclosure () -> String,
                       _ refuse: (String?, String) -> ConcordError) throws -> [UInt8] {
-        if let bytes = repository.fetchedBlob(id) {
-            guard bytes.count <= limit else { throw refuse(path(), "\(bytes.count) bytes, over the \(limit)-byte limit") }
-            return bytes
-        }
-        let header = try repository.objectHeader(id)
+        // What the fetch kept (a clone: every record) is looked up once, not for its header and again for its bytes.
+        let fetched = repository.fetchedBlob(id)
+        let header = try fetched.map { (size: $0.count, type: ObjectType?.some(.blob)) } ?? repository.objectHeader(id)
         guard header.type == .blob else { throw refuse(path(), "not a file") }
         guard header.size <= limit else { throw refuse(path(), "\(header.size) bytes, over the \(limit)-byte limit") }
-        return try repository.blob(id)
+        return try fetched ?? repository.blob(id)
     }
 }
 
