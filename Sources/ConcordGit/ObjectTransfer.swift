@@ -89,20 +89,24 @@ final class ObjectTransfer {
             verified.add(tree, id)
             return tree
         }
-        return try readSourceTree(id).tree
+        let tree = try readSourceTree(id).tree
+        if ObjectPack.id(of: tree.bytes, type: .tree) == id { keep(tree, id) }
+        return tree
     }
 
-    /// Tree `id` as read from the source (kept, up to `treesKept`, when it matches its id), with
-    /// the zlib stream it was inflated from when it was stored whole in a pack.
+    /// Tree `id` as read from the source, not hashed yet, with the zlib stream it was inflated
+    /// from when it was stored whole in a pack.
     private func readSourceTree(_ id: ObjectID) throws -> (tree: RawTree, compressed: [UInt8]?) {
         let stored = try source.storedObject(id, type: .tree)
-        let tree = try RawTree(stored.bytes, id: id)
+        return (try RawTree(stored.bytes, id: id), stored.compressed)
+    }
+
+    /// Keeps a tree read from the source whose bytes hash to `id`, up to `treesKept`.
+    private func keep(_ tree: RawTree, _ id: ObjectID) {
         let size = tree.heldBytes
-        if treeBytes + size <= Self.treesKept, ObjectPack.id(of: tree.bytes, type: .tree) == id {
-            trees[id] = tree
-            treeBytes += size
-        }
-        return (tree, stored.compressed)
+        guard trees[id] == nil, treeBytes + size <= Self.treesKept else { return }
+        trees[id] = tree
+        treeBytes += size
     }
 
     /// Tree `id` if it is held here with bytes that match its id.
@@ -209,7 +213,8 @@ final class ObjectTransfer {
         // Not in the destination: has(id) just said so. A tree read from a pack keeps its zlib
         // stream, stored as it is (it was just inflated to these bytes): recompressing a clone's
         // trees was most of writing its pack.
-        let (tree, compressed) = try verifiedTree(id).map { ($0, nil) } ?? readSourceTree(id)
+        let held = verifiedTree(id)
+        let (tree, compressed) = try held.map { ($0, nil) } ?? readSourceTree(id)
         let old = try base.map { try readTree($0) } ?? RawTree([], id: nil)
         try RawTree.forEachDifference(from: old, to: tree) { baseEntry, entry in
             guard let entry else { return }   // removed: nothing to copy
@@ -223,7 +228,8 @@ final class ObjectTransfer {
             }
         }
         try pack.add(tree.bytes, type: .tree, expected: id, compressed: compressed)
-        verified.add(tree, id)   // hashed by the line above
+        if held == nil { keep(tree, id) }   // hashed by the line above (once: it was hashed twice)
+        verified.add(tree, id)
     }
 }
 

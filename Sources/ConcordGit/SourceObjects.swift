@@ -153,21 +153,15 @@ final class SourceObjects: ObjectSource {
         return directory
     }
 
-    /// Copies the regular file at `source` (not followed if a link, never blocking on a FIFO) to a
-    /// new file at `target`, as many bytes as it had when opened; false when `source` is missing.
+    /// Copies the regular file at `source` (`openRegularFile`) to a new file at `target`, as many
+    /// bytes as it had when opened; false when `source` is missing.
     private static func copyRegularFile(_ source: String, to target: String) throws -> Bool {
-        let input = open(source, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
-        if input < 0 {
-            if errno == ENOENT { return false }
-            throw refusal("\(source) cannot be read (\(String(cString: strerror(errno))))")
-        }
+        guard let (input, size) = try openRegularFile(source) else { return false }
         defer { close(input) }
-        var info = stat()
-        guard fstat(input, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { throw refusal("\(source) is not a regular file") }
         let output = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o400)
         guard output >= 0 else { throw FileIO.Failure(path: target, operation: "create") }
         defer { close(output) }
-        var left = Int(info.st_size)
+        var left = size
         var buffer = [UInt8](repeating: 0, count: min(left, 1 << 20))
         while left > 0 {
             let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress!, min(left, $0.count)) }
@@ -314,17 +308,27 @@ final class SourceObjects: ObjectSource {
     /// The bytes of the regular file at `path`, or nil when there is none; refuses anything that
     /// is not a regular file (a FIFO would block, a link could point anywhere) or is over `limit`.
     static func smallFile(_ path: String, limit: Int) throws -> [UInt8]? {
+        guard let (descriptor, size) = try openRegularFile(path) else { return nil }
+        defer { close(descriptor) }
+        guard size <= limit else { throw refusal("\(path) is \(size) bytes, over the \(limit)-byte limit") }
+        guard let bytes = FileIO.readAll(descriptor, count: size) else { throw refusal("\(path) changed while it was read") }
+        return bytes
+    }
+
+    /// The regular file at `path` opened for reading, not followed if a link and never blocking
+    /// on a FIFO, with its size; nil when there is none. The caller closes it.
+    private static func openRegularFile(_ path: String) throws -> (descriptor: Int32, size: Int)? {
         let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
         if descriptor < 0 {
             if errno == ENOENT || errno == ENOTDIR { return nil }
             throw refusal("\(path) cannot be read (\(String(cString: strerror(errno))))")
         }
-        defer { close(descriptor) }
         var info = stat()
-        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { throw refusal("\(path) is not a regular file") }
-        guard Int(info.st_size) <= limit else { throw refusal("\(path) is \(info.st_size) bytes, over the \(limit)-byte limit") }
-        guard let bytes = FileIO.readAll(descriptor, count: Int(info.st_size)) else { throw refusal("\(path) changed while it was read") }
-        return bytes
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            close(descriptor)
+            throw refusal("\(path) is not a regular file")
+        }
+        return (descriptor, Int(info.st_size))
     }
 
     private static func isRegularFile(_ path: String) -> Bool {

@@ -90,7 +90,8 @@ final class UntrustedPack: @unchecked Sendable {   // its files are opened once,
         if case .success(let files)? = opened { close(files.descriptor) }
     }
 
-    private var files: Opened? {
+    /// The opened files, or nil when they are not a usable pack and index (opened on first use).
+    fileprivate var files: Opened? {
         try? openedFiles().get()
     }
 
@@ -142,11 +143,6 @@ final class UntrustedPack: @unchecked Sendable {   // its files are opened once,
         return .success(files)
     }
 
-    /// The opened files, or nil when they are not a usable pack and index (opened on first use).
-    fileprivate var usableFiles: Opened? { files }
-
-    /// Where the index says object `id` is in the pack, if it lists it.
-    func offset(of id: ObjectID) -> Int? { files?.offset(of: id) }
 }
 
 extension UntrustedPack.Opened {
@@ -196,7 +192,7 @@ final class UntrustedPackReader {
     private static let windowBytes = 256 << 10
 
     /// The pack's opened files, asked for once (nil: not usable here): no lock taken per object read.
-    private lazy var files: UntrustedPack.Opened? = pack.usableFiles
+    private lazy var files: UntrustedPack.Opened? = pack.files
 
     init(_ pack: UntrustedPack) {
         self.pack = pack

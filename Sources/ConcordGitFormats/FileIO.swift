@@ -38,7 +38,7 @@ public enum FileIO {
 
     /// Writes working-tree files (see `writeReturningStat`) and returns their stat data, in order;
     /// in one contiguous share per core (of at least 256 files).
-    package static func writeAll(_ files: [(path: String, bytes: [UInt8])]) throws(Failure) -> [stat] {
+    private static func writeAll(_ files: [(path: String, bytes: [UInt8])]) throws(Failure) -> [stat] {
         let parts = Parallel.shares(of: files.count) { range in
             Result { () throws(Failure) -> [stat] in try range.map { index throws(Failure) in try writeReturningStat(files[index].bytes, to: files[index].path) } }
         }
@@ -166,18 +166,18 @@ public enum FileIO {
     /// and making directories on one thread before the files were written, ~3.5 ms this way.
     package static func writeAllInside(_ files: [(path: String, bytes: [UInt8])], root: String) throws(Failure) -> [stat] {
         let checked = Parallel.shares(of: files.count) { range in
-            Result { () throws(Failure) -> [String] in
+            Result { () throws(Failure) -> [(path: String, bytes: [UInt8])] in
                 var seen = CheckedDirectories()
                 return try range.map { index throws(Failure) in
                     try checkInside(files[index].path, root: root, creating: true, checked: &seen)
-                    return root + files[index].path
+                    return (root + files[index].path, files[index].bytes)
                 }
             }
         }
-        var fullPaths = [String]()
-        fullPaths.reserveCapacity(files.count)
-        for part in checked { fullPaths += try part.get() }
-        return try writeAll(zip(fullPaths, files).map { ($0, $1.bytes) })
+        var writes = [(path: String, bytes: [UInt8])]()
+        writes.reserveCapacity(files.count)
+        for part in checked { writes += try part.get() }
+        return try writeAll(writes)
     }
 
     package static func makeParents(of path: String) throws(Failure) {

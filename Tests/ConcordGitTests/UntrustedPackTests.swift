@@ -100,7 +100,7 @@ final class UntrustedPackTests: GitTestCase {
         XCTAssertEqual(expectedBytes.count, objects.count)
         var whole = 0, deltas = 0
         for object in objects {
-            XCTAssertEqual(pack.offset(of: object.id), object.offset, "\(object.id)")
+            XCTAssertEqual(reader.offset(of: object.id), object.offset, "\(object.id)")
             let expected = try XCTUnwrap(expectedBytes[object.id])
             if !object.isDelta { XCTAssertEqual(expected.count, object.size) }   // a delta's size is its delta's
             XCTAssertEqual(try source.object(object.id, type: object.type), expected, "\(object.type.name) \(object.id)")
@@ -117,7 +117,7 @@ final class UntrustedPackTests: GitTestCase {
         XCTAssertGreaterThan(whole, 20)
         XCTAssertGreaterThan(deltas, 20, "git stored the changed records as deltas")
         // An id the index does not list, and a type the entry does not have.
-        XCTAssertNil(pack.offset(of: try XCTUnwrap(ObjectID(hex: String(repeating: "ab", count: 20)))))
+        XCTAssertNil(reader.offset(of: try XCTUnwrap(ObjectID(hex: String(repeating: "ab", count: 20)))))
         let blob = try XCTUnwrap(objects.first { $0.type == .blob && !$0.isDelta })
         XCTAssertThrowsError(try reader.object(at: blob.offset, type: .tree, id: blob.id, limit: 1 << 20, withStream: false)) { error in
             XCTAssertTrue("\(error)".contains("is not a tree"), "\(error)")
@@ -271,7 +271,7 @@ final class UntrustedPackTests: GitTestCase {
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: indexURL.path)
         try Data(index).write(to: indexURL)
         XCTAssertEqual(try git(["verify-pack", packPath], in: url).status, 0, "git takes the index as valid")
-        XCTAssertEqual(UntrustedPack(packPath: packPath, indexPath: indexURL.path).offset(of: blob.id), blob.offset)
+        XCTAssertEqual(UntrustedPackReader(UntrustedPack(packPath: packPath, indexPath: indexURL.path)).offset(of: blob.id), blob.offset)
 
         let (destination, destinationURL) = try makeRepository("destination")
         XCTAssertEqual(try destination.fetchFromLocalRepository(at: url.path, ref: "refs/heads/main", into: "refs/remotes/origin/main",
