@@ -1,7 +1,8 @@
 # Concord — two commands do all the set-up on a fresh Debian/Ubuntu machine:
 #   make demo   installs what is missing, builds (release), runs a short real scenario
 #   make test   installs what is missing, builds, runs every test
-# and `make bench` runs the benchmark harness (release build) and rewrites docs/benchmarks.md.
+# and `make bench` runs the benchmark harness (release build) and rewrites docs/benchmarks.md;
+# `make bench BASELINE=<revision>` also times that revision's concord side by side in B3, B5 and B6.
 
 SHELL := /bin/bash
 ifneq ($(wildcard /opt/swift/usr/bin/swift),)
@@ -17,7 +18,7 @@ RELEASE := .build-release
 RELEASE_BUILD := swift build -c release --static-swift-stdlib --scratch-path $(RELEASE)
 SWIFT_TEST_FLAGS ?=
 
-.PHONY: deps build release demo test bench clean
+.PHONY: deps build release demo test bench baseline clean
 
 deps:
 	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -49,11 +50,25 @@ test: deps
 	else echo "0 passed, 1 failed"; status=1; fi; \
 	exit $$status
 
-bench: deps
+# BASELINE: a revision of this repository (e.g. ff5d3de, the build before the Integrity work),
+# exported with `git archive` and built the same way under .build-baseline/<revision>/.
+BASELINE ?=
+BASELINE_DIR := .build-baseline/$(BASELINE)
+BASELINE_FLAG := $(if $(BASELINE),--baseline $(BASELINE_DIR)/build/release/concord)
+
+bench: deps $(if $(BASELINE),baseline)
 	$(RELEASE_BUILD) --product concord
 	$(RELEASE_BUILD) --product concord-lookup
 	$(RELEASE_BUILD) --product concord-bench
-	$(RELEASE)/release/concord-bench --concord $(RELEASE)/release/concord --output docs/benchmarks.md
+	$(RELEASE)/release/concord-bench --concord $(RELEASE)/release/concord $(BASELINE_FLAG) --output docs/benchmarks.md
+
+baseline: deps
+	@test -n "$(BASELINE)" || { echo "usage: make baseline BASELINE=<revision>"; exit 2; }
+	@git rev-parse --verify -q "$(BASELINE)^{commit}" >/dev/null || { echo "$(BASELINE) is not a commit of this repository"; exit 2; }
+	@if [ ! -x $(BASELINE_DIR)/build/release/concord ]; then \
+	  rm -rf $(BASELINE_DIR)/src && mkdir -p $(BASELINE_DIR)/src && git archive "$(BASELINE)" | tar -x -C $(BASELINE_DIR)/src && \
+	  (cd $(BASELINE_DIR)/src && swift build -c release --static-swift-stdlib --scratch-path ../build --product concord); \
+	fi
 
 clean:
-	rm -rf .build $(RELEASE)
+	rm -rf .build $(RELEASE) .build-baseline

@@ -105,6 +105,23 @@ static inline void concord_inflater_free(concord_inflater *d) {
    is over `max_size`, -1 for anything else that is wrong: not zlib, truncated, no header, more or
    less content than declared, data after the end. Memory and time are bounded by the declared size
    and the input: every inflate call either makes progress or stops the loop. */
+/* Inflates the start of the zlib stream `in` into `out` (at most `out_len` bytes): how many
+ * bytes came out, or -1 when the stream is damaged before that. For a delta's header. */
+static inline long concord_inflate_prefix(const unsigned char *in, size_t in_len, unsigned char *out, size_t out_len) {
+    z_stream s;
+    memset(&s, 0, sizeof s);
+    if (inflateInit(&s) != Z_OK) return -1;
+    s.next_in = (unsigned char *)in;
+    s.avail_in = (uInt)in_len;
+    s.next_out = out;
+    s.avail_out = (uInt)out_len;
+    int r = inflate(&s, Z_SYNC_FLUSH);
+    long produced = (long)(out_len - s.avail_out);
+    inflateEnd(&s);
+    if (r != Z_OK && r != Z_STREAM_END && r != Z_BUF_ERROR) return -1;
+    return produced;
+}
+
 static inline int concord_inflate_loose(const unsigned char *in, size_t in_len, size_t max_size,
                                         unsigned char **out, size_t *out_len) {
     z_stream s;
@@ -122,11 +139,14 @@ static inline int concord_inflate_loose(const unsigned char *in, size_t in_len, 
     unsigned char *space = nul ? memchr(head, ' ', (size_t)(nul - head)) : NULL;
     if (!space || space + 1 == nul) { inflateEnd(&s); return -1; }
     size_t size = 0;
+    int over = 0;
     for (unsigned char *p = space + 1; p < nul; p++) {
         if (*p < '0' || *p > '9') { inflateEnd(&s); return -1; }
-        size = size * 10 + (size_t)(*p - '0');
-        if (size > max_size) { inflateEnd(&s); return -2; }
+        if (size < ((size_t)1 << 56)) size = size * 10 + (size_t)(*p - '0');
+        if (size > max_size) over = 1;
     }
+    /* Over the bound: refused from the declared size (given in out_len), nothing inflated. */
+    if (over) { *out_len = size; inflateEnd(&s); return -2; }
     size_t total = (size_t)(nul - head) + 1 + size;
     if (got > total) { inflateEnd(&s); return -1; }
     unsigned char *buffer = malloc(total + 1);

@@ -39,7 +39,14 @@ final class ObjectTransfer {
     /// The blobs to copy, in the order met, read once every tree is walked: on every core when
     /// there are many and the source can be read from several threads.
     private var blobQueue = [ObjectID]()
+    /// The most bytes each queued blob may hold, from its file name (`blobLimit`).
+    private var blobLimits = [Int]()
     private var queued = Set<ObjectID>()
+    /// The most bytes a file of this name may hold: a blob over it is refused from the size it
+    /// declares, unread (`OversizedFile`). By default, `SourceObjects.maxObjectBytes` for any.
+    var blobLimit: (ArraySlice<UInt8>) -> Int = { _ in SourceObjects.maxObjectBytes }
+    /// The commits copied and their trees, in order (to name the file of a refused blob).
+    private var copiedCommits = [(id: ObjectID, tree: ObjectID)]()
     /// The trees used last whose bytes are known to match their ids (added to the pack, or read
     /// from the destination): a commit's first parent is most often the commit copied just
     /// before it, and the directory a commit changes was most often written by a recent commit,
@@ -65,10 +72,11 @@ final class ObjectTransfer {
     /// `commitCopied` is given each commit copied, parents first, once its bytes matched its id.
     static func copy(_ tip: ObjectID, from source: ObjectSource, to destination: Repository, durable: Bool = true,
                      destinationIsEmpty: Bool = false, keepingChanges: Bool = false,
-                     commitCopied: (([UInt8]) -> Void)? = nil) throws -> Int {
+                     commitCopied: (([UInt8]) -> Void)? = nil, blobLimit: ((ArraySlice<UInt8>) -> Int)? = nil) throws -> Int {
         let transfer = ObjectTransfer(from: source, to: destination, destinationIsEmpty: destinationIsEmpty)
         transfer.keepsChanges = keepingChanges
         transfer.commitCopied = commitCopied
+        if let blobLimit { transfer.blobLimit = blobLimit }
         try transfer.copyCommits(from: tip)
         PerformanceTrace.step("commits and trees copied")
         try transfer.copyQueuedBlobs()
@@ -97,7 +105,7 @@ final class ObjectTransfer {
     /// Tree `id` as read from the source, not hashed yet, with the zlib stream it was inflated
     /// from when it was stored whole in a pack.
     private func readSourceTree(_ id: ObjectID) throws -> (tree: RawTree, compressed: [UInt8]?) {
-        let stored = try source.storedObject(id, type: .tree)
+        let stored = try source.storedObject(id, type: .tree, limit: SourceObjects.maxObjectBytes)
         return (try RawTree(stored.bytes, id: id), stored.compressed)
     }
 
@@ -139,6 +147,7 @@ final class ObjectTransfer {
             let baseTree = try header.parents.first.map { parent in
                 try commits[parent]?.header.tree ?? RawCommit(destination.rawObject(parent, type: GIT_OBJECT_COMMIT), id: parent).tree
             }
+            copiedCommits.append((id, header.tree))
             try copyTree(header.tree, base: baseTree)
             try pack.add(raw, type: .commit, expected: id)
             commitCopied?(raw)
@@ -151,24 +160,29 @@ final class ObjectTransfer {
     /// all are refused unless each matches its id.
     private func copyQueuedBlobs() throws {
         guard !blobQueue.isEmpty else { return }
-        let ids = blobQueue, source = source
+        let ids = blobQueue, limits = blobLimits, source = source
         @Sendable func hashed(_ index: Int, from reader: any ObjectSource) throws -> ObjectPack.HashedBlob {
-            let stored = try reader.storedObject(ids[index], type: .blob)
+            let stored = try reader.storedObject(ids[index], type: .blob, limit: limits[index])
             // A pack entry's zlib stream is stored as it is (it was just inflated to these bytes).
             return try ObjectPack.HashedBlob(bytes: stored.bytes, expected: ids[index], compressed: stored.compressed)
         }
         var read = [ObjectPack.HashedBlob]()
         read.reserveCapacity(ids.count)
-        if let opener = source.opener, ids.count >= Self.blobsPerShare * 2 {
-            let shares = Parallel.shares(of: ids.count, minimumPerShare: Self.blobsPerShare) { range in
-                Result { () throws -> [ObjectPack.HashedBlob] in
-                    let reader = try opener()
-                    return try range.map { try hashed($0, from: reader) }
+        do {
+            if let opener = source.opener, ids.count >= Self.blobsPerShare * 2 {
+                let shares = Parallel.shares(of: ids.count, minimumPerShare: Self.blobsPerShare) { range in
+                    Result { () throws -> [ObjectPack.HashedBlob] in
+                        let reader = try opener()
+                        return try range.map { try hashed($0, from: reader) }
+                    }
                 }
+                for share in shares { read += try share.get() }
+            } else {
+                for index in ids.indices { read.append(try hashed(index, from: source)) }
             }
-            for share in shares { read += try share.get() }
-        } else {
-            for index in ids.indices { read.append(try hashed(index, from: source)) }
+        } catch let oversized as OversizedObject {
+            let (commit, path) = try locate(oversized.id)
+            throw OversizedFile(commit: commit, path: path, size: oversized.size, limit: oversized.limit)
         }
         pack.add(hashed: read)
         blobs.reserveCapacity(blobs.count + ids.count)
@@ -177,7 +191,28 @@ final class ObjectTransfer {
             blobBytes += blob.bytes.count
         }
         blobQueue = []
+        blobLimits = []
         queued = []
+    }
+
+    /// The first commit copied whose tree holds `blob`, and the blob's path there (for a refusal).
+    private func locate(_ blob: ObjectID) throws -> (commit: ObjectID, path: String) {
+        func find(in treeID: ObjectID, prefix: String) throws -> String? {
+            let tree = try readTree(treeID)
+            for entry in tree.entries {
+                let name = prefix + String(decoding: tree.name(entry), as: UTF8.self)
+                switch tree.kind(entry) {
+                case .blob where tree.id(entry) == blob: return name
+                case .tree: if let found = try find(in: tree.id(entry), prefix: name + "/") { return found }
+                default: break
+                }
+            }
+            return nil
+        }
+        for (commit, tree) in copiedCommits {
+            if let path = try find(in: tree, prefix: "") { return (commit, path) }
+        }
+        return (copiedCommits.last?.id ?? blob, blob.hex)
     }
 
     /// Below twice this many blobs, they are read on one thread (opening another reader costs more).
@@ -223,6 +258,7 @@ final class ObjectTransfer {
             case .tree: try copyTree(child, base: baseEntry.flatMap { $0.isTree ? old.id($0) : nil })
             case .blob where !has(child):
                 blobQueue.append(child)
+                blobLimits.append(blobLimit(tree.name(entry)))
                 queued.insert(child)
             default: break   // a blob already there, or a submodule link (no object to copy)
             }
@@ -310,15 +346,17 @@ extension Repository {
     /// tip, or nil when the remote has no such branch yet.
     @discardableResult
     /// `intoEmpty`: this repository has no objects yet (a clone's quarantine). `commitCopied` is
-    /// given the bytes of each new commit, parents first, once they matched its id.
+    /// given the bytes of each new commit, parents first, once they matched its id. `blobLimit`:
+    /// the most bytes a file of each name may hold (`OversizedFile` otherwise, the blob unread).
     public func fetchFromLocalRepository(at path: String, ref: String, into trackingRef: String, durable: Bool = true,
-                                         intoEmpty: Bool = false, commitCopied: (([UInt8]) -> Void)? = nil) throws -> ObjectID? {
+                                         intoEmpty: Bool = false, commitCopied: (([UInt8]) -> Void)? = nil,
+                                         blobLimit: ((ArraySlice<UInt8>) -> Int)? = nil) throws -> ObjectID? {
         // The branch first, then the pack list: every object the branch needs was stored before it moved.
         guard let tip = try SourceObjects.reference(ref, gitDirectory: SourceObjects.gitDirectory(of: path)) else { return nil }
         let source = try SourceObjects(repositoryAt: path, scratch: gitDirectory)   // copies for libgit2 go into this quarantine
         if intoEmpty || !contains(tip) {
             _ = try ObjectTransfer.copy(tip, from: source, to: self, durable: durable, destinationIsEmpty: intoEmpty,
-                                        keepingChanges: true, commitCopied: commitCopied)
+                                        keepingChanges: true, commitCopied: commitCopied, blobLimit: blobLimit)
         }
         let current = try resolveReference(trackingRef)
         if current != tip {

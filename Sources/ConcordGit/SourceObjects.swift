@@ -8,8 +8,9 @@ protocol ObjectSource {
     /// The bytes of object `id`, which must be a `type` object.
     func object(_ id: ObjectID, type: ObjectType) throws -> [UInt8]
     /// The same, with the zlib stream they were read from when the source has one at hand (a
-    /// pack entry stored whole), which a pack may hold as it is once the bytes match their id.
-    func storedObject(_ id: ObjectID, type: ObjectType) throws -> StoredObject
+    /// pack entry stored whole), which a pack may hold as it is once the bytes match their id;
+    /// throws `OversizedObject`, from the size the object declares, when it is over `limit` bytes.
+    func storedObject(_ id: ObjectID, type: ObjectType, limit: Int) throws -> StoredObject
     /// Opens another reader of the same objects for another thread (libgit2's objects are used
     /// from one thread at a time); nil when this source is read from one thread only.
     var opener: (@Sendable () throws -> any ObjectSource)? { get }
@@ -22,9 +23,31 @@ struct StoredObject {
 }
 
 extension ObjectSource {
-    func storedObject(_ id: ObjectID, type: ObjectType) throws -> StoredObject {
-        StoredObject(bytes: try object(id, type: type), compressed: nil)
+    func storedObject(_ id: ObjectID, type: ObjectType, limit: Int) throws -> StoredObject {
+        let bytes = try object(id, type: type)
+        guard bytes.count <= limit else { throw OversizedObject(id: id, size: bytes.count, limit: limit) }
+        return StoredObject(bytes: bytes, compressed: nil)
     }
+}
+
+/// An object over the size its place allows, known from the size it declares (it is not read).
+struct OversizedObject: Error, CustomStringConvertible {
+    let id: ObjectID
+    let size: Int
+    let limit: Int
+
+    var description: String { "object \(id) is \(size) bytes, over the \(limit)-byte limit" }
+}
+
+/// A file of a commit copied from a remote that is over the size its path allows
+/// (`ObjectTransfer`'s `blobLimit`), refused from the size its object declares, unread.
+public struct OversizedFile: Error, CustomStringConvertible {
+    public let commit: ObjectID
+    public let path: String
+    public let size: Int
+    public let limit: Int
+
+    public var description: String { "\(path) in commit \(commit.short) is \(size) bytes, over the \(limit)-byte limit" }
 }
 
 extension Repository: ObjectSource {
@@ -147,7 +170,9 @@ final class SourceObjects: ObjectSource {
                 unlink(index)
                 continue
             }
-            try UntrustedPack(packPath: pack, indexPath: index).refuseIfDamaged(naming: remote + name)
+            let copy = UntrustedPack(packPath: pack, indexPath: index)
+            try copy.refuseIfDamaged(naming: remote + name)
+            try copy.refuseUnsoundDeltas(naming: remote + base + ".pack")
             copiedPacks.insert(base)
         }
         return directory
@@ -184,11 +209,11 @@ final class SourceObjects: ObjectSource {
         try readObject(id, type: type, withStream: false).bytes
     }
 
-    func storedObject(_ id: ObjectID, type: ObjectType) throws -> StoredObject {
-        try readObject(id, type: type, withStream: true)
+    func storedObject(_ id: ObjectID, type: ObjectType, limit: Int) throws -> StoredObject {
+        try readObject(id, type: type, withStream: true, limit: min(limit, Self.maxObjectBytes))
     }
 
-    private func readObject(_ id: ObjectID, type: ObjectType, withStream: Bool) throws -> StoredObject {
+    private func readObject(_ id: ObjectID, type: ObjectType, withStream: Bool, limit: Int = maxObjectBytes) throws -> StoredObject {
         // Not hashed here: `ObjectTransfer`, the only reader, adds every object it keeps to its
         // pack with its expected id (refused on a mismatch), and a tree it only walks and does
         // not keep can at most lead it to read more objects, each bounded.
@@ -197,19 +222,19 @@ final class SourceObjects: ObjectSource {
             let reader = packReaders[(position + lastPack) % packReaders.count]
             guard let offset = reader.offset(of: id) else { continue }
             lastPack = (position + lastPack) % packReaders.count
-            if let stored = try reader.object(at: offset, type: type, id: id, limit: Self.maxObjectBytes, withStream: withStream) {
+            if let stored = try reader.object(at: offset, type: type, id: id, limit: limit, withStream: withStream) {
                 return stored
             }
             break
         }
         let packs = try packs()
         var oid = id.raw   // made only here: most objects are read above
-        if git_odb_exists_ext(packs, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { return StoredObject(bytes: try packed(id, type: type)) }
-        if let bytes = try loose(id, type: type) { return StoredObject(bytes: bytes) }
+        if git_odb_exists_ext(packs, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { return StoredObject(bytes: try packed(id, type: type, limit: limit)) }
+        if let bytes = try loose(id, type: type, limit: limit) { return StoredObject(bytes: bytes) }
         // In a pack written after the pack list was read (another device pushed meanwhile): copy it, look again once.
         _ = try snapshotPacks()
         _ = git_odb_refresh(packs)
-        if git_odb_exists_ext(packs, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { return StoredObject(bytes: try packed(id, type: type)) }
+        if git_odb_exists_ext(packs, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { return StoredObject(bytes: try packed(id, type: type, limit: limit)) }
         // Not "not found": that would read as a remote that is not there (offline), but this one is damaged.
         throw Self.refusal("object \(id) is missing from the remote (its object files are damaged or incomplete)")
     }
@@ -258,15 +283,15 @@ final class SourceObjects: ObjectSource {
     /// Object `id` from the remote's packs through libgit2 (deltas, and entries `UntrustedPack`
     /// leaves alone). libgit2's failures here, "not found" among them (a delta whose base is
     /// gone), mean a damaged pack, never a remote that is not there.
-    private func packed(_ id: ObjectID, type: ObjectType) throws -> [UInt8] {
+    private func packed(_ id: ObjectID, type: ObjectType, limit: Int = maxObjectBytes) throws -> [UInt8] {
         do {
-            return try packedThroughLibgit2(id, type: type)
+            return try packedThroughLibgit2(id, type: type, limit: limit)
         } catch let error as GitError where error.function != "remote object" {
             throw Self.refusal("object \(id) cannot be read from the remote's pack (damaged: \(error.message))")
         }
     }
 
-    private func packedThroughLibgit2(_ id: ObjectID, type: ObjectType) throws -> [UInt8] {
+    private func packedThroughLibgit2(_ id: ObjectID, type: ObjectType, limit: Int) throws -> [UInt8] {
         var oid = id.raw
         var size = 0
         var found = GIT_OBJECT_INVALID
@@ -274,6 +299,7 @@ final class SourceObjects: ObjectSource {
         try check("git_odb_read_header", git_odb_read_header(&size, &found, packs, &oid))
         guard found.rawValue == Int32(type.rawValue) else { throw Self.refusal("object \(id) is not a \(type.name)") }
         guard size <= Self.maxObjectBytes else { throw Self.refusal("object \(id) is \(size) bytes, over the \(Self.maxObjectBytes)-byte limit") }
+        guard size <= limit else { throw OversizedObject(id: id, size: size, limit: limit) }
         var object: OpaquePointer?
         try check("git_odb_read", git_odb_read(&object, packs, &oid))
         defer { git_odb_object_free(object) }
@@ -283,16 +309,17 @@ final class SourceObjects: ObjectSource {
     }
 
     /// The loose object `id`, or nil when there is no such file.
-    private func loose(_ id: ObjectID, type: ObjectType) throws -> [UInt8]? {
+    private func loose(_ id: ObjectID, type: ObjectType, limit: Int = maxObjectBytes) throws -> [UInt8]? {
         let hex = id.hex
         let path = objectsDirectory + hex.prefix(2) + "/" + hex.dropFirst(2)
         guard let compressed = try Self.smallFile(path, limit: Self.maxObjectBytes + (1 << 20)) else { return nil }
         var out: UnsafeMutablePointer<UInt8>?
         var length = 0
         let result = compressed.withUnsafeBufferPointer { buffer in
-            concord_inflate_loose(buffer.baseAddress, buffer.count, Self.maxObjectBytes, &out, &length)
+            concord_inflate_loose(buffer.baseAddress, buffer.count, limit, &out, &length)
         }
         guard result == 0, let out else {
+            if result == -2 && limit < Self.maxObjectBytes { throw OversizedObject(id: id, size: length, limit: limit) }
             throw Self.refusal(result == -2 ? "object \(id) is over the \(Self.maxObjectBytes)-byte limit"
                                             : "object \(id) is damaged (bad compression, size or header)")
         }

@@ -117,6 +117,137 @@ final class UntrustedPack: @unchecked Sendable {   // its files are opened once,
         }
     }
 
+    /// The most bytes of objects libgit2 may rebuild to read one object through its delta chain:
+    /// a chain of deltas each rebuilding a large object (up to 10,000 deep) would hold a fetch, and
+    /// the profile lock, for hours.
+    static let maxChainBytes = 4 << 30
+    static let maxChainDepth = 10_000
+
+    /// Refuses a pack whose deltas libgit2 must not be handed: a delta whose base is itself or
+    /// leads back to it (libgit2 1.5.1 spins forever in `git_odb_read_header`, holding the profile
+    /// lock), a base outside this pack or not at an entry, an object a delta rebuilds (also in
+    /// the middle of a chain) over `maxObjectBytes` (a 7 MB pack made libgit2 take 4 GB), or a
+    /// chain deeper than `maxChainDepth` or rebuilding more than `maxChainBytes` in all. Read from
+    /// each entry's header and its delta's first bytes (the sizes it declares), nothing rebuilt.
+    func refuseUnsoundDeltas(naming name: String? = nil) throws {
+        guard let files else { return }
+        func refuse(_ reason: String) -> Error {
+            SourceObjects.refusal("the remote's pack \(name ?? packPath) is damaged or forged: it has a delta \(reason)")
+        }
+        // Every entry, in pack order, with the size it declares and (a delta) where its base is.
+        var offsets = [Int]()
+        offsets.reserveCapacity(files.count)
+        for position in 0..<files.count { if let offset = files.entryOffset(position) { offsets.append(offset) } }
+        offsets.sort()
+        var size = [Int](repeating: 0, count: offsets.count), base = [Int](repeating: -1, count: offsets.count)
+        var header = [UInt8](repeating: 0, count: 64), delta = [UInt8](repeating: 0, count: 32)
+        for (entry, offset) in offsets.enumerated() {
+            let available = min(header.count, files.entriesEnd - offset)
+            guard available > 0, header.withUnsafeMutableBytes({ files.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<available]), at: offset) }) else {
+                throw refuse("at \(offset) that cannot be read")
+            }
+            var at = 0
+            var byte = header[at]
+            let type = (byte >> 4) & 7
+            var declared = Int(byte & 0x0F), shift = 4
+            while byte & 0x80 != 0 {
+                at += 1
+                guard at < available, shift <= 56 else { throw refuse("at \(offset) with a damaged header") }
+                byte = header[at]
+                declared |= Int(byte & 0x7F) << shift
+                shift += 7
+            }
+            at += 1
+            size[entry] = declared
+            guard type == 6 || type == 7 else { continue }
+            var baseOffset: Int
+            if type == 6 {
+                guard at < available else { throw refuse("at \(offset) with a damaged header") }
+                byte = header[at]
+                var distance = Int(byte & 0x7F)
+                while byte & 0x80 != 0 {
+                    at += 1
+                    guard at < available, distance < 1 << 48 else { throw refuse("at \(offset) with a damaged base offset") }
+                    byte = header[at]
+                    distance = ((distance + 1) << 7) | Int(byte & 0x7F)
+                }
+                at += 1
+                baseOffset = offset - distance
+            } else {
+                guard at + 20 <= available else { throw refuse("at \(offset) with a damaged header") }
+                let id = header.withUnsafeBytes { ObjectID(raw: UnsafeRawBufferPointer(rebasing: $0[at..<(at + 20)])) }
+                at += 20
+                guard let found = files.offset(of: id) else { throw refuse("at \(offset) whose base \(id) is not in the pack") }
+                baseOffset = found
+            }
+            guard baseOffset != offset else { throw refuse("at \(offset) whose base is itself: its base leads back to itself") }
+            guard let baseEntry = Self.position(of: baseOffset, in: offsets) else {
+                throw refuse("at \(offset) whose base is not an entry of the pack")
+            }
+            base[entry] = baseEntry
+            // The delta's own header: the size of its base, then the size of what it rebuilds.
+            let streamLength = min(delta.count * 4, files.entriesEnd - offset - at)
+            var stream = [UInt8](repeating: 0, count: max(0, streamLength))
+            guard streamLength > 0, stream.withUnsafeMutableBytes({ files.read(into: $0, at: offset + at) }) else {
+                throw refuse("at \(offset) that cannot be read")
+            }
+            let produced = stream.withUnsafeBufferPointer { input in
+                delta.withUnsafeMutableBufferPointer { concord_inflate_prefix(input.baseAddress, input.count, $0.baseAddress, $0.count) }
+            }
+            var cursor = 0
+            func varint() -> Int? {
+                var value = 0, shift = 0
+                while cursor < produced, shift <= 56 {
+                    let byte = delta[cursor]
+                    cursor += 1
+                    value |= Int(byte & 0x7F) << shift
+                    if byte & 0x80 == 0 { return value }
+                    shift += 7
+                }
+                return nil
+            }
+            guard produced > 0, varint() != nil, let rebuilt = varint() else { throw refuse("at \(offset) whose data is damaged") }
+            guard rebuilt <= SourceObjects.maxObjectBytes else {
+                throw refuse("at \(offset) rebuilding \(rebuilt) bytes, over the \(SourceObjects.maxObjectBytes)-byte limit")
+            }
+            size[entry] = rebuilt
+        }
+        // Each chain followed to its whole object: no cycle, depth and rebuilt bytes bounded.
+        var cost = [Int](repeating: -1, count: offsets.count)   // bytes rebuilt to read the entry; -1 not known yet
+        var onChain = [Int](repeating: -1, count: offsets.count)   // the start of the chain being followed through it
+        for start in offsets.indices where cost[start] < 0 {
+            var chain = [Int]()
+            var entry = start
+            while cost[entry] < 0 && base[entry] >= 0 {
+                chain.append(entry)
+                onChain[entry] = start
+                guard chain.count <= Self.maxChainDepth else { throw refuse("chain at \(offsets[start]) deeper than \(Self.maxChainDepth)") }
+                entry = base[entry]
+                if onChain[entry] == start { throw refuse("at \(offsets[entry]) whose base leads back to itself") }
+            }
+            var total = cost[entry] < 0 ? size[entry] : cost[entry]
+            cost[entry] = total
+            for link in chain.reversed() {
+                total += size[link]
+                guard total <= Self.maxChainBytes else {
+                    throw refuse("chain at \(offsets[link]) rebuilding more than \(Self.maxChainBytes) bytes")
+                }
+                cost[link] = total
+            }
+        }
+    }
+
+    /// The position of `offset` in the sorted `offsets`, if it is one of them.
+    private static func position(of offset: Int, in offsets: [Int]) -> Int? {
+        var low = 0, high = offsets.count
+        while low < high {
+            let middle = (low + high) / 2
+            if offsets[middle] == offset { return middle }
+            if offsets[middle] < offset { low = middle + 1 } else { high = middle }
+        }
+        return nil
+    }
+
     private static func openFiles(packPath: String, indexPath: String) -> Result<Opened, Unusable> {
         guard let index = try? SourceObjects.smallFile(indexPath, limit: 1 << 30) else { return .failure(.absent) }
         guard index.count >= 8 + 1024 + 40, index.starts(with: [0xFF, 0x74, 0x4F, 0x63, 0, 0, 0, 2]) else {
@@ -226,7 +357,10 @@ final class UntrustedPackReader {
         at += 1
         guard entryType != 6 && entryType != 7 else { return nil }   // a delta: libgit2 resolves it
         guard entryType == type.rawValue else { throw SourceObjects.refusal("object \(id) is not a \(type.name)") }
-        guard size <= limit else { throw SourceObjects.refusal("object \(id) is \(size) bytes, over the \(limit)-byte limit") }
+        guard size <= limit else {
+            if limit < SourceObjects.maxObjectBytes { throw OversizedObject(id: id, size: size, limit: limit) }
+            throw SourceObjects.refusal("object \(id) is \(size) bytes, over the \(limit)-byte limit")
+        }
         // Room for what any deflater writes for `size` bytes, even one storing them uncompressed.
         let dataStart = windowStart + at
         let dataEnd = min(entriesEnd, dataStart + size + size / 8 + 64)

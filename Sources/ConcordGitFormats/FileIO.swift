@@ -37,10 +37,19 @@ public enum FileIO {
     }
 
     /// Writes working-tree files (see `writeReturningStat`) and returns their stat data, in order;
-    /// in one contiguous share per core (of at least 256 files).
+    /// in one contiguous share per core (of at least 256 files). Each share opens a file's directory
+    /// once for the files after it in the same directory and creates them relative to it (`openat`),
+    /// so the kernel does not walk the whole path again for every file: B5's clone (10,000 files in
+    /// 256 directories) spent ~6.7 ms of CPU in that walk. No link is followed at the last step.
     private static func writeAll(_ files: [(path: String, bytes: [UInt8])]) throws(Failure) -> [stat] {
         let parts = Parallel.shares(of: files.count) { range in
-            Result { () throws(Failure) -> [stat] in try range.map { index throws(Failure) in try writeReturningStat(files[index].bytes, to: files[index].path) } }
+            Result { () throws(Failure) -> [stat] in
+                var directory = OpenDirectory()
+                defer { directory.close() }
+                return try range.map { index throws(Failure) in
+                    try writeReturningStat(files[index].bytes, to: files[index].path, directory: &directory)
+                }
+            }
         }
         var out: [stat] = []
         out.reserveCapacity(files.count)
@@ -48,12 +57,39 @@ public enum FileIO {
         return out
     }
 
+    /// The directory of the last file written by one share of `writeAll`, opened once.
+    private struct OpenDirectory {
+        var path: Substring = ""
+        var fd: Int32 = -1
+
+        /// The descriptor of `path`'s directory and `path`'s last name (opening the directory unless it is the
+        /// last one; a link there is refused, as `checkInside` refuses one).
+        mutating func open(for path: String) throws(Failure) -> (fd: Int32, name: String) {
+            let utf8 = path.utf8
+            guard let slash = utf8.lastIndex(of: 0x2F) else { throw Failure(path: path, operation: "create (not an absolute path)", code: EINVAL) }
+            let parent = path[..<slash]
+            if fd < 0 || !parent.utf8.elementsEqual(self.path.utf8) {
+                close()
+                fd = Glibc.open(parent.isEmpty ? "/" : String(parent), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                guard fd >= 0 else { throw Failure(path: String(parent), operation: "open directory") }
+                self.path = parent
+            }
+            return (fd, String(path[utf8.index(after: slash)...]))
+        }
+
+        mutating func close() {
+            if fd >= 0 { _ = Glibc.close(fd) }
+            fd = -1
+        }
+    }
+
     /// Writes a working-tree file and returns its stat data for the index. A new file is created
     /// in place (one `open`, as git's checkout does); an existing one is replaced through a
     /// temporary file and a rename, so a reader never sees it half-written.
-    package static func writeReturningStat(_ bytes: [UInt8], to path: String) throws(Failure) -> stat {
+    private static func writeReturningStat(_ bytes: [UInt8], to path: String, directory: inout OpenDirectory) throws(Failure) -> stat {
         var info = stat()
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        let (directoryFD, name) = try directory.open(for: path)
+        let fd = openat(directoryFD, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         if fd < 0 {
             guard errno == EEXIST else { throw Failure(path: path, operation: "create") }
             try write(bytes, to: path, makingParents: false)
@@ -63,7 +99,7 @@ public enum FileIO {
         defer { close(fd) }
         guard writeAll(fd, bytes) else {
             let failure = Failure(path: path, operation: "write")
-            unlink(path)
+            unlinkat(directoryFD, name, 0)
             throw failure
         }
         guard fstat(fd, &info) == 0 else { throw Failure(path: path, operation: "stat") }

@@ -184,7 +184,7 @@ public struct ObjectPack {
     }
 
     /// A version 2 pack index: fan-out table, sorted ids, CRC-32s, offsets, both checksums.
-    private static func indexFile(entries unsorted: [(id: ObjectID, offset: Int, crc: UInt32)], packChecksum: [UInt8]) -> [UInt8] {
+    package static func indexFile(entries unsorted: [(id: ObjectID, offset: Int, crc: UInt32)], packChecksum: [UInt8]) -> [UInt8] {
         let entries = unsorted.sorted { $0.id < $1.id }
         var index: [UInt8] = [0xFF, 0x74, 0x4F, 0x63]
         index.appendBigEndian(2)

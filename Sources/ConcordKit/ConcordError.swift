@@ -50,6 +50,10 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     case remoteKeptMoving(remote: String, attempts: Int)
     /// Files an incoming change would overwrite hold edits no commit has; nothing changed.
     case uncommittedEdits([String])
+    /// Hand edits made after an interrupted update to files it was writing: finishing it would overwrite them.
+    case unfinishedUpdateBlocked([String])
+    /// A record stamped with the last stamp there is: no write can be stamped after it.
+    case noLaterStamp(String, String)
     /// A commit from a remote breaks the structural rule (`IncomingCheck`); nothing local changed.
     case invalidCommit(commit: String, path: String?, reason: String)
     /// `member` has no member file in `profile`.
@@ -62,7 +66,7 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     /// signed deletion notice (`DeletionNotice`), which this device checked. `by` is `member@device`.
     case profileDeleted(profile: String, by: String, at: String)
     /// The remote's main no longer contains what this device last fetched from it (history replaced).
-    case remoteRewritten(remote: String, was: String, now: String)
+    case remoteRewritten(remote: String, was: String, now: String, dropped: Int, changingAccess: String)
     /// An invitation that cannot be accepted (expired, used, withdrawn, altered, or for another history or key).
     case invitationRefused(member: String, reason: String)
     /// A commit breaks the access rule (`AccessRule`): it is not signed by an active member, or
@@ -144,7 +148,7 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
             return ("\(remote) refused the push", reason)
         case .refused(let remote, let message):
             return ("\(remote) refused this device: \(message)",
-                    "ask the server's admin for access; nothing here changed and local commits are kept")
+                    "ask the server's admin for access; local commits are kept and sent on a later sync")
         case .unknownRemote(let name):
             return ("no remote named \"\(name)\"", "add one first")
         case .remoteExists(let name):
@@ -158,15 +162,24 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
         case .uncommittedEdits(let paths):
             let list = paths.prefix(5).joined(separator: ", ") + (paths.count > 5 ? " and \(paths.count - 5) more" : "")
             return ("uncommitted edits to \(list) would be overwritten by the incoming change",
-                    "save them as records (or discard them with 'git checkout -- <file>'), then try again; nothing was changed")
+                    "save them as records (or discard them with 'git checkout -- <file>'), then try again; your branch and files were not changed")
+        case .unfinishedUpdateBlocked(let paths):
+            let list = paths.prefix(5).joined(separator: ", ") + (paths.count > 5 ? " and \(paths.count - 5) more" : "")
+            return ("uncommitted edits to \(list) stop concord finishing an interrupted update of the working tree",
+                    "copy them elsewhere if you need them and discard them with 'git checkout -- <file>' (or commit them with git), "
+                        + "then run the command again; nothing was changed")
+        case .noLaterStamp(let path, let stamp):
+            return ("\(path) is stamped \(stamp), the last stamp there is, so no change can be stamped after it",
+                    "put the data under a new id; nothing was changed")
         case .unknownMember(let member, let profile):
             return ("\(member) is not a member of \"\(profile)\"", "list the members to see who is")
         case .lastAdmin(let member, let profile):
             return ("\(member) is the last active admin of \"\(profile)\"", "make another member admin first; a profile always keeps one")
-        case .remoteRewritten(let remote, let was, let now):
-            return ("\(remote)'s main was rewritten on the server: it is now \(now), which does not contain \(was) that this "
-                    + "device fetched before", "refused, nothing here changed; ask the server's admin to put the remote's main back "
-                    + "at \(was) or a commit after it")
+        case .remoteRewritten(let remote, let was, let now, let dropped, let changingAccess):
+            return ("\(remote)'s main was rewritten on the server: it is now \(now), without \(dropped) commit(s) up to \(was) that "
+                    + "this device fetched before, and \(changingAccess) among them changed the profile's members, invitations or kinds",
+                    "refused, nothing here changed (the new history may rest on access those commits took away); ask the "
+                    + "server's admin to put the remote's main back at \(was) or a commit after it")
         case .invitationRefused(let member, let reason):
             return ("the invitation for \(member) cannot be accepted", reason)
         case .accessRemoved(let member, let admin, let profile):

@@ -22,6 +22,13 @@ public enum ProfilePathRules {
     /// The largest `.concord/…` document or `.gitattributes` accepted.
     public static let maxDocumentBytes = 1 << 20
 
+    /// The most bytes any file named `name` may hold, from its name alone: a log day file
+    /// (`.jsonl`, the only such files) `maxLogFileBytes`, any other `maxRecordBytes` or
+    /// `maxDocumentBytes`. A fetch refuses a larger file from the size its object declares.
+    public static func maxBytes(ofFileNamed name: ArraySlice<UInt8>) -> Int {
+        name.count > 6 && name.suffix(6).elementsEqual(".jsonl".utf8) ? maxLogFileBytes : max(maxRecordBytes, maxDocumentBytes)
+    }
+
     /// Classifies `path` (components separated by `/`) against `kinds`, or says why the format
     /// does not allow it. Every component must be id-like (`A–Z a–z 0–9 . _ -`, not `.` or `..`);
     /// git's own name rules (`.git` in all its spellings) are checked before this, by the git layer.

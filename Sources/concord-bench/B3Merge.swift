@@ -13,6 +13,8 @@ enum MergeBenchmark {
     /// that must finish in 5; with a ratio near 0.01 against a target of 0.1 no plausible noise
     /// changes the verdict.
     static let gitRuns = 1
+    /// `--baseline`: this build's merge may take at most 10% longer than the earlier build's.
+    static let baselineTarget = 1.10
 
     static func run(_ context: BenchContext) throws -> ScenarioResult {
         let shared = try context.sharedProfile(records: recordCount)
@@ -23,10 +25,20 @@ enum MergeBenchmark {
             throw BenchError("side A has no concord merge driver configured (merge.concord.driver = \(driver.debugDescription))")
         }
 
-        var concord = Samples(), git = Samples()
+        // With a baseline: the earlier binary's own profile and sides, timed in turns with this one's.
+        let baselineSides = try context.baseline.map { other in
+            let profile = try other.context.sharedProfile(records: recordCount)
+            return (sideA: try prepareSides(other.context, profile).sideA, home: profile.home)
+        }
+
+        var concord = Samples(), git = Samples(), baseline = Samples()
         var concordTree: String?
         for run in 1...context.runs {
             let label = "\(run)/\(context.runs)"
+            if let other = context.baseline, let baselineSides, run % 2 == 0 {
+                context.progress("B3 baseline run \(label): concord merge \(otherRef) (\(other.binary))")
+                baseline.append(try concordMerge(other.context, sideA: baselineSides.sideA, home: baselineSides.home, run: run).seconds)
+            }
             context.progress("B3 concord run \(label): concord merge \(otherRef)")
             let (seconds, tree) = try concordMerge(context, sideA: sideA, home: shared.home, run: run)
             concord.append(seconds)
@@ -34,6 +46,10 @@ enum MergeBenchmark {
                 throw BenchError("concord merge run \(run) made root tree \(tree), run 1 made \(expected): the merge is not deterministic")
             }
             concordTree = tree
+            if let other = context.baseline, let baselineSides, run % 2 == 1 {
+                context.progress("B3 baseline run \(label): concord merge \(otherRef) (\(other.binary))")
+                baseline.append(try concordMerge(other.context, sideA: baselineSides.sideA, home: baselineSides.home, run: run).seconds)
+            }
         }
         let gitRuns = min(context.runs, Self.gitRuns)
         for run in 1...gitRuns {
@@ -52,12 +68,17 @@ enum MergeBenchmark {
         let perRecord = concord.median / Double(conflictCount)
         let perDriver = git.median / Double(conflictCount)
         context.progress("B3 concord: \(Format.duration(perRecord)) per conflicting record (median / \(conflictCount))")
+        var rows = [
+            ResultRow(label: "B3 merge 1,000 conflicting records of 10k (git: git merge + concord merge-driver per file)",
+                      concord: concord, git: git, target: scenario.targetRatio),
+        ]
+        if let other = context.baseline {
+            rows.append(other.row("B3 concord merge, this build vs an earlier one", concord: concord, baseline: baseline,
+                                  target: baselineTarget))
+        }
         return ScenarioResult(
             scenario: scenario,
-            rows: [
-                ResultRow(label: "B3 merge 1,000 conflicting records of 10k (git: git merge + concord merge-driver per file)",
-                          concord: concord, git: git, target: scenario.targetRatio),
-            ],
+            rows: rows,
             notes: [
                 "Data: the shared \(Format.count(recordCount))-record `aac` profile (`vocabulary`, policy `lww`), copied "
                     + "twice with `cp -a` (side A and side B). Each side then changes the SAME \(Format.count(conflictCount)) "
@@ -83,7 +104,12 @@ enum MergeBenchmark {
                     + "\(gitRuns == 1 ? "once" : "\(gitRuns) times"), not \(context.runs) times: one git merge takes "
                     + "~25–30 s and is itself the sum of \(Format.count(conflictCount)) driver processes, so its time is "
                     + "already an average, and \(context.runs) runs would not fit the bench's 5-minute budget.",
-            ],
+            ] + (context.baseline.map { other in [
+                "Baseline row (`--baseline`): the same `concord merge` by the earlier binary `\(other.binary)` on sides "
+                    + "it prepared itself the same way from a profile it imported itself (each binary reads and writes its "
+                    + "own data format); the two binaries take turns going first, run by run (baseline runs: "
+                    + "\(Format.runs(baseline))). Target: within +10% (the Integrity issue's bound).",
+            ] } ?? []),
             findings: [
                 "**Where git's time goes.** Nearly all of it is starting \(Format.count(conflictCount)) concord processes: "
                     + "`concord --version` takes \(Format.duration(startUp.median)) (median of 10, against "

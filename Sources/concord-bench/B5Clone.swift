@@ -5,27 +5,61 @@ import Foundation
 enum CloneBenchmark {
     static let recordCount = 10_000
     static let remoteName = "bench-b5"
+    /// `--baseline`: this build's clone may take at most 15% longer than the earlier build's.
+    static let baselineTarget = 1.15
 
-    static func run(_ context: BenchContext) throws -> ScenarioResult {
+    /// The bare repository a binary's clones read, and who clones it.
+    struct Remote {
+        let bare: URL
+        let main: String
+        let cloner: URL
+        let publishSeconds: Double
+    }
+
+    /// Publishes the shared 10k-record profile (made by `context.concord`) into a bare repository, not timed.
+    static func prepare(_ context: BenchContext) throws -> Remote {
         let shared = try context.sharedProfile(records: recordCount)
         let bare = context.path("remote.git")
-        context.progress("B5 preparing: concord init --bare and a concord sync that publishes the profile")
+        context.progress("B5 preparing (\(context.concord.path)): concord init --bare and a concord sync that publishes the profile")
         try context.concord.run(["init", "--bare", bare.path], home: shared.home, what: "concord init --bare")
         try context.concord.run(["remote", "add", remoteName, bare.path, "-C", shared.profile.path], home: shared.home,
                                 what: "concord remote add")
         let publish = try context.concord.run(["sync", "--remote", remoteName, "-C", shared.profile.path], home: shared.home,
                                               what: "concord sync (publish)")
-        let main = try context.git.resolve("refs/heads/main", in: bare)
         let cloner = context.path("cloner-home")
         try context.concord.makeHome(cloner, member: "bob", device: "b")
+        return Remote(bare: bare, main: try context.git.resolve("refs/heads/main", in: bare), cloner: cloner,
+                      publishSeconds: publish.seconds)
+    }
 
-        var concord = Samples(), git = Samples(), gitNoLocal = Samples()
+    /// One timed `concord clone` of `remote` into a new directory, checked afterwards.
+    static func timeClone(_ context: BenchContext, _ remote: Remote, run: Int) throws -> Double {
+        let directory = context.path("concord-\(run)")
+        let seconds = try context.concord.run(["clone", remote.bare.path, directory.path], home: remote.cloner,
+                                              what: "concord clone").seconds
+        try expectClone(context, directory, main: remote.main, after: "concord clone")
+        return seconds
+    }
+
+    static func run(_ context: BenchContext) throws -> ScenarioResult {
+        let remote = try prepare(context)
+        let baselineRemote = try context.baseline.map { try prepare($0.context) }
+        let (bare, main) = (remote.bare, remote.main)
+
+        var concord = Samples(), git = Samples(), gitNoLocal = Samples(), baseline = Samples()
         for run in 1...context.runs {
             let label = "\(run)/\(context.runs)"
+            // With a baseline, the two binaries take turns going first.
+            if let other = context.baseline, let baselineRemote, run % 2 == 0 {
+                context.progress("B5 baseline run \(label): concord clone (\(other.binary))")
+                baseline.append(try timeClone(other.context, baselineRemote, run: run))
+            }
             context.progress("B5 concord run \(label): concord clone")
-            let concordDirectory = context.path("concord-\(run)")
-            concord.append(try context.concord.run(["clone", bare.path, concordDirectory.path], home: cloner, what: "concord clone").seconds)
-            try expectClone(context, concordDirectory, main: main, after: "concord clone")
+            concord.append(try timeClone(context, remote, run: run))
+            if let other = context.baseline, let baselineRemote, run % 2 == 1 {
+                context.progress("B5 baseline run \(label): concord clone (\(other.binary))")
+                baseline.append(try timeClone(other.context, baselineRemote, run: run))
+            }
 
             context.progress("B5 git run \(label): git clone")
             let gitDirectory = context.path("git-\(run)")
@@ -40,17 +74,22 @@ enum CloneBenchmark {
         }
 
         let scenario = context.scenario
+        var rows = [
+            ResultRow(label: "B5 clone 10k-record profile from a local bare repo (git: git clone)", concord: concord, git: git,
+                      target: scenario.targetRatio),
+            ResultRow(label: "B5 reference: git clone --no-local (pack transfer instead of hard links)", concord: concord,
+                      git: gitNoLocal),
+        ]
+        if let other = context.baseline {
+            rows.append(other.row("B5 concord clone, this build vs an earlier one", concord: concord, baseline: baseline,
+                                  target: baselineTarget))
+        }
         return ScenarioResult(
             scenario: scenario,
-            rows: [
-                ResultRow(label: "B5 clone 10k-record profile from a local bare repo (git: git clone)", concord: concord, git: git,
-                          target: scenario.targetRatio),
-                ResultRow(label: "B5 reference: git clone --no-local (pack transfer instead of hard links)", concord: concord,
-                          git: gitNoLocal),
-            ],
+            rows: rows,
             notes: [
                 "Data: the shared \(Format.count(recordCount))-record `aac` profile, published (not timed, "
-                    + "\(Format.duration(publish.seconds))) into a bare repository made by `concord init --bare` with "
+                    + "\(Format.duration(remote.publishSeconds))) into a bare repository made by `concord init --bare` with "
                     + "`concord remote add` + `concord sync`, so the bare repository holds what devices really push.",
                 "concord: `concord clone <bare path> dir` as another identity (bob@b, its own `CONCORD_HOME`, not a member: "
                     + "reading needs no membership), one process timed from launch to exit: copy the objects (the bare "
@@ -65,8 +104,14 @@ enum CloneBenchmark {
                     + "through git-upload-pack as for a remote.",
                 "Checks after every run: exit status 0, HEAD equal to the bare repository's `main`, "
                     + "\(Format.count(recordCount)) files in `\(VocabularyData.kind)/`, and a clean `git status`.",
-                "Runs: concord \(Format.runs(concord)); git \(Format.runs(git)); git --no-local \(Format.runs(gitNoLocal)).",
-            ],
+                "Runs: concord \(Format.runs(concord)); git \(Format.runs(git)); git --no-local \(Format.runs(gitNoLocal))"
+                    + (context.baseline.map { "; baseline `\($0.binary)` \(Format.runs(baseline))" } ?? "") + ".",
+            ] + (context.baseline.map { other in [
+                "Baseline row (`--baseline`): the same clone by the earlier binary `\(other.binary)`, of a bare "
+                    + "repository it published itself from a profile it imported itself (each binary reads and writes "
+                    + "its own data format), as another identity of its own; the two binaries take turns going first, "
+                    + "run by run. Target: within +15% (the Integrity issue's bound against the build before it).",
+            ] } ?? []),
             findings: [
                 "**What the copy and the check cost, and how they are kept small.** Before the Integrity work concord "
                     + "hard-linked the remote's object files unchecked; hashing every object and checking every record "

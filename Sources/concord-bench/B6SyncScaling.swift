@@ -11,28 +11,53 @@ enum SyncScalingBenchmark {
     /// small numbers, and medians of more runs wobble less.
     static let minimumRuns = 11
     static let remoteName = "bench-b6"
+    /// `--baseline`: this build's sync may take at most 10% longer than the earlier build's.
+    static let baselineTarget = 1.10
 
     static func run(_ context: BenchContext) throws -> ScenarioResult {
         let homeB = context.path("home-b")
         try context.concord.makeHome(homeB, member: "bob", device: "b")
         let small = try Devices.make(context, records: sizes.small, homeB: homeB)
         let large = try Devices.make(context, records: sizes.large, homeB: homeB)
+        // With a baseline: the earlier binary's own devices (no git side), timed in turns with these.
+        let baselineDevices = try context.baseline.map { other -> (small: Devices, large: Devices) in
+            let home = other.context.path("home-b")
+            try other.context.concord.makeHome(home, member: "bob", device: "b")
+            return (try Devices.make(other.context, records: sizes.small, homeB: home, gitSide: false),
+                    try Devices.make(other.context, records: sizes.large, homeB: home, gitSide: false))
+        }
         // The set-up wrote ~200,000 files; write them back now, not under the timed runs.
         sync()
         let runs = max(context.runs, minimumRuns)
         var smallConcord = Samples(), smallGit = Samples(), largeConcord = Samples(), largeGit = Samples()
+        var smallBaseline = Samples(), largeBaseline = Samples()
         for run in 0...runs {
-            // Interleaved, so both sizes meet the same state of the machine.
+            // Interleaved, so both sizes (and both binaries, taking turns going first) meet the same state of the machine.
+            let baselineFirst = run % 2 == 0
+            var baselineRun = (small: 0.0, large: 0.0)
+            if let other = context.baseline, let baselineDevices, baselineFirst {
+                baselineRun.small = try baselineDevices.small.timeSync(other.context, run: run, of: runs).concord
+            }
             let smallRun = try small.timeSync(context, run: run, of: runs)
+            if let other = context.baseline, let baselineDevices {
+                if !baselineFirst { baselineRun.small = try baselineDevices.small.timeSync(other.context, run: run, of: runs).concord }
+                baselineRun.large = try baselineDevices.large.timeSync(other.context, run: run, of: runs).concord
+            }
             let largeRun = try large.timeSync(context, run: run, of: runs)
             guard run > 0 else { continue }
             smallConcord.append(smallRun.concord)
-            smallGit.append(smallRun.git)
+            smallGit.append(smallRun.git ?? .nan)
             largeConcord.append(largeRun.concord)
-            largeGit.append(largeRun.git)
+            largeGit.append(largeRun.git ?? .nan)
+            smallBaseline.append(baselineRun.small)
+            largeBaseline.append(baselineRun.large)
         }
         try small.expectCleanStatus(context)
         try large.expectCleanStatus(context)
+        if let other = context.baseline, let baselineDevices {
+            try baselineDevices.small.expectCleanStatus(other.context)
+            try baselineDevices.large.expectCleanStatus(other.context)
+        }
         let treeSize = try context.git.objectSize("HEAD:\(VocabularyData.kind)", in: large.deviceB)
         let indexSize = (try? FileManager.default.attributesOfItem(atPath: large.deviceB.appendingPathComponent(".git/index").path)[.size]
             as? Int) ?? 0
@@ -42,15 +67,22 @@ enum SyncScalingBenchmark {
         let headline = ResultRow.scaling(
             label: "B6 sync receiving 10 changed records: 100k-record vs 1k-record profile (ratio = 100k / 1k)", tool: .concord,
             small: (smallName, smallConcord), large: (largeName, largeConcord), target: scenario.targetRatio)
+        var rows = [
+            headline,
+            .scaling(label: "B6 reference: git pull --ff-only of the same change, 100k vs 1k (ratio = 100k / 1k)", tool: .git,
+                     small: (smallName, smallGit), large: (largeName, largeGit)),
+            ResultRow(label: "B6 same change in the 100k profile: concord sync vs git pull --ff-only", concord: largeConcord, git: largeGit),
+            ResultRow(label: "B6 same change in the 1k profile: concord sync vs git pull --ff-only", concord: smallConcord, git: smallGit),
+        ]
+        if let other = context.baseline {
+            rows.append(other.row("B6 concord sync of the change in the 100k profile, this build vs an earlier one",
+                                  concord: largeConcord, baseline: largeBaseline, target: baselineTarget))
+            rows.append(other.row("B6 concord sync of the change in the 1k profile, this build vs an earlier one",
+                                  concord: smallConcord, baseline: smallBaseline, target: baselineTarget))
+        }
         return ScenarioResult(
             scenario: scenario,
-            rows: [
-                headline,
-                .scaling(label: "B6 reference: git pull --ff-only of the same change, 100k vs 1k (ratio = 100k / 1k)", tool: .git,
-                         small: (smallName, smallGit), large: (largeName, largeGit)),
-                ResultRow(label: "B6 same change in the 100k profile: concord sync vs git pull --ff-only", concord: largeConcord, git: largeGit),
-                ResultRow(label: "B6 same change in the 1k profile: concord sync vs git pull --ff-only", concord: smallConcord, git: smallGit),
-            ],
+            rows: rows,
             notes: [
                 "Data: the shared \(Format.count(sizes.small))- and \(Format.count(sizes.large))-record `aac` profiles (device A; "
                     + "the same ones B2 puts into). Set-up per size, not timed: a bare repository made from A's profile with "
@@ -76,7 +108,13 @@ enum SyncScalingBenchmark {
                     + "repository's `main`; after the last run both have a clean `git status`.",
                 "Runs (1k): concord \(Format.runs(smallConcord)); git \(Format.runs(smallGit)). Runs (100k): concord "
                     + "\(Format.runs(largeConcord)); git \(Format.runs(largeGit)).",
-            ],
+            ] + (context.baseline.map { other in [
+                "Baseline rows (`--baseline`): the same sync by the earlier binary `\(other.binary)`, on devices set up the "
+                    + "same way from profiles it imported itself (each binary reads and writes its own data format), "
+                    + "receiving the same changes; each run the two binaries take turns going first. Runs (1k): "
+                    + "\(Format.runs(smallBaseline)); (100k): \(Format.runs(largeBaseline)). Target: within +10% (the "
+                    + "Integrity issue's bound).",
+            ] } ?? []),
             findings: [
                 "**What a 10-record sync costs at \(Format.count(sizes.large)) records.** The change carries one commit, "
                     + "the root tree, the \(Format.bytes(treeSize)) `\(VocabularyData.kind)` tree (256 bucket entries, data "
@@ -105,9 +143,10 @@ enum SyncScalingBenchmark {
         let profileA: URL
         let bare: URL
         let deviceB: URL
-        let gitClone: URL
+        /// The git side (nil for a baseline binary's devices, which are timed against this build's only).
+        let gitClone: URL?
 
-        static func make(_ context: BenchContext, records: Int, homeB: URL) throws -> Devices {
+        static func make(_ context: BenchContext, records: Int, homeB: URL, gitSide: Bool = true) throws -> Devices {
             let shared = try context.sharedProfile(records: records)
             let size = Format.count(records)
             context.progress("B6 preparing (\(size) records): bare repository, device B, git clone")
@@ -123,6 +162,10 @@ enum SyncScalingBenchmark {
             let deviceB = context.path("device-b-\(records)")
             try context.git.run(["clone", "-q", bare.path, deviceB.path], in: nil, what: "git clone (device B, \(size))")
             try context.concord.run(["doctor", "--fix", "-C", deviceB.path], home: homeB, what: "concord doctor --fix (device B, \(size))")
+            guard gitSide else {
+                return Devices(records: records, homeA: shared.home, homeB: homeB, profileA: shared.profile, bare: bare,
+                               deviceB: deviceB, gitClone: nil)
+            }
             // The git side: the shared plain clone of this profile (B2 committed into it), pointed at the
             // bare repository and reset to its main.
             let gitClone = try context.sharedGitClone(records: records).repository
@@ -138,9 +181,9 @@ enum SyncScalingBenchmark {
                            deviceB: deviceB, gitClone: gitClone)
         }
 
-        /// One sync on B and one pull on the git side (run 0 is the untimed warm-up), each receiving
-        /// a new 10-record commit from A; returns their times in seconds.
-        func timeSync(_ context: BenchContext, run: Int, of runs: Int) throws -> (concord: Double, git: Double) {
+        /// One sync on B and one pull on the git side if there is one (run 0 is the untimed warm-up),
+        /// each receiving a new 10-record commit from A; returns their times in seconds.
+        func timeSync(_ context: BenchContext, run: Int, of runs: Int) throws -> (concord: Double, git: Double?) {
             let size = Format.count(records)
             let step = run == 0 ? "warm-up" : "\(run)/\(runs)"
             let main = try publishChange(context, run: run)
@@ -154,6 +197,7 @@ enum SyncScalingBenchmark {
                     + "expected 1 and \(changedRecords)")
             }
             try expectHead(context, deviceB, main, after: "concord sync on B (\(size) records)")
+            guard let gitClone else { return (sync.seconds, nil) }
 
             context.progress("B6 git run \(step) (\(size) records): git pull --ff-only")
             let pull = try context.git.run(["pull", "-q", "--ff-only"], in: gitClone, what: "git pull --ff-only")
@@ -164,6 +208,7 @@ enum SyncScalingBenchmark {
         func expectCleanStatus(_ context: BenchContext) throws {
             let size = Format.count(records)
             for (name, repository) in [("device B", deviceB), ("the git clone", gitClone)] {
+                guard let repository else { continue }
                 let status = try context.git.status(repository)
                 guard status.isEmpty else {
                     throw BenchError("git status in \(name) (\(size) records) is not clean after the syncs:\n"

@@ -14,6 +14,9 @@ struct Bench {
             throw BenchError("no concord binary at \(options.concordPath): build it with "
                 + "'swift build -c release --scratch-path .build-release --product concord' or pass --concord PATH")
         }
+        if let baseline = options.baselinePath, !FileManager.default.isExecutableFile(atPath: baseline) {
+            throw BenchError("no concord binary at --baseline \(baseline): build one with `make bench BASELINE=<revision>`")
+        }
         guard let gitPath = executableInPath("git") else { throw BenchError("git is not in PATH") }
 
         let unique = "concord-bench-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))"
@@ -38,13 +41,26 @@ struct Bench {
                                              home: root.appendingPathComponent("facts-home"))
 
         let shared = SharedDatasets(directory: root.appendingPathComponent("shared"), concord: concord, git: git)
+        // The baseline binary makes its own data (its own data format) in its own directories.
+        let baseline = options.baselinePath.map { ConcordCLI(path: $0, runner: runner) }
+        let baselineShared = baseline.map {
+            SharedDatasets(directory: root.appendingPathComponent("shared-baseline"), concord: $0, git: git)
+        }
         var results = [ScenarioResult]()
         var durations = [(id: String, seconds: Double)]()
         for scenario in scenarios where options.only?.contains(scenario.id) ?? true {
             let directory = root.appendingPathComponent(scenario.id)
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let context = BenchContext(scenario: scenario, concord: concord, git: git, runs: options.runs, directory: directory, shared: shared,
+            var context = BenchContext(scenario: scenario, concord: concord, git: git, runs: options.runs, directory: directory, shared: shared,
                                        soak: (options.soakPolls, options.soakSyncs))
+            if let baseline, let baselineShared {
+                context.baseline = BenchContext.Baseline(
+                    context: BenchContext(scenario: scenario, concord: baseline, git: git, runs: options.runs,
+                                          directory: directory.appendingPathComponent("baseline"), shared: baselineShared,
+                                          soak: (options.soakPolls, options.soakSyncs)),
+                    binary: baseline.path)
+                try FileManager.default.createDirectory(at: directory.appendingPathComponent("baseline"), withIntermediateDirectories: true)
+            }
             let (result, seconds) = try measure { try scenario.run(context) }
             context.progress("\(scenario.id) done in \(Format.duration(seconds))")
             results.append(result)

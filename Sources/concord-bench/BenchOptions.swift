@@ -1,7 +1,7 @@
 import Foundation
 
 /// The command line: `concord-bench [--concord PATH] [--output PATH] [--runs N] [--only B1,B2] [--tmpdir DIR] [--keep]
-/// [--soak-polls N] [--soak-syncs N]`.
+/// [--soak-polls N] [--soak-syncs N] [--baseline PATH]`.
 struct BenchOptions {
     /// A usage error or `--help`: the text to print, then exit 2 (or 0 for help).
     struct Usage: Error {
@@ -11,7 +11,7 @@ struct BenchOptions {
 
     static let help = """
     usage: concord-bench [--concord PATH] [--output PATH] [--runs N] [--only B1,B2] [--tmpdir DIR] [--keep]
-                         [--soak-polls N] [--soak-syncs N]
+                         [--soak-polls N] [--soak-syncs N] [--baseline PATH]
 
     Times concord against the git CLI on the same data, prints a markdown table and,
     with --output, writes the full report (docs/benchmarks.md via `make bench`).
@@ -24,6 +24,9 @@ struct BenchOptions {
       --keep          keep the temporary directory for inspection
       --soak-polls N  B11: idle polls of each watch, 50 or more (default 10,000)
       --soak-syncs N  B11: syncs of each watch after the idle polls, 1 or more (default 200)
+      --baseline PATH another concord binary (an earlier build) to time side by side with --concord
+                      in B3, B5 and B6, each on data it made itself, runs alternating; adds a row
+                      per scenario (`make bench BASELINE=<revision>` builds one)
     """
 
     var concordPath: String
@@ -35,6 +38,8 @@ struct BenchOptions {
     /// B11: how many idle remote checks each `watch` makes, then how many syncs.
     var soakPolls = 10_000
     var soakSyncs = 200
+    /// An earlier concord binary timed side by side with `concordPath` in B3, B5 and B6.
+    var baselinePath: String?
 
     static func parse(_ arguments: [String]) throws -> BenchOptions {
         var options = BenchOptions(concordPath: defaultConcordPath())
@@ -70,6 +75,7 @@ struct BenchOptions {
                 let text = try value(for: argument)
                 guard let syncs = Int(text), syncs >= 1 else { throw Usage(text: "concord-bench: --soak-syncs must be a whole number ≥ 1, not \(text)") }
                 options.soakSyncs = syncs
+            case "--baseline": options.baselinePath = try value(for: argument)
             case "--help", "-h": throw Usage(text: help, isHelp: true)
             default: throw Usage(text: "concord-bench: unknown argument \(argument)\n\n\(help)")
             }

@@ -159,6 +159,39 @@ struct BenchContext {
     /// B11: idle polls, then syncs, of each soaked `watch` (`--soak-polls`, `--soak-syncs`).
     let soak: (polls: Int, syncs: Int)
 
+    init(scenario: Scenario, concord: ConcordCLI, git: GitCLI, runs: Int, directory: URL, shared: SharedDatasets,
+         soak: (polls: Int, syncs: Int)) {
+        self.scenario = scenario
+        self.concord = concord
+        self.git = git
+        self.runs = runs
+        self.directory = directory
+        self.shared = shared
+        self.soak = soak
+    }
+
+    /// `--baseline`: the earlier binary's context (its own shared datasets and directory), for the
+    /// scenarios that time it side by side with this one.
+    var baseline: Baseline?
+
+    /// An earlier concord binary, timed against `concord` on the same work (on data it made itself).
+    /// A class: a context holds at most one, which holds a context without one.
+    final class Baseline {
+        let context: BenchContext
+        /// The binary's path (`make bench BASELINE=rev` builds it under `.build-baseline/rev/`).
+        let binary: String
+
+        init(context: BenchContext, binary: String) {
+            self.context = context
+            self.binary = binary
+        }
+
+        /// The row comparing this build with the baseline: medians, ratio = this / baseline, met at most `target`.
+        func row(_ label: String, concord: Samples, baseline: Samples, target: Double) -> ResultRow {
+            ResultRow(label: "\(label) (vs baseline `\(binary)`)", concord: concord, git: baseline, target: target)
+        }
+    }
+
     /// The shared profile of `records` vocabulary records, built on first use.
     func sharedProfile(records: Int) throws -> SharedDatasets.Profile {
         try shared.profile(records: records) { progress("\(scenario.id) \($0)") }

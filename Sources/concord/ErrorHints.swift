@@ -37,7 +37,7 @@ extension ConcordError {
             return "nothing is lost; run 'concord sync' again"
         case .uncommittedEdits:
             return "save them with 'concord put' (or discard them with 'git checkout -- <file>'), then run the command again; "
-                + "nothing was changed"
+                + "your branch and files were not changed"
         case .unknownMember:
             return "'concord members' lists who is"
         case .lastAdmin:

@@ -51,7 +51,7 @@ struct Put: ParsableCommand {
         let profile = try profile.open()
         PerformanceTrace.step("profile opened")
         let (kind, id) = try profile.parseReference(reference)
-        let object = try data.object()
+        let object = try data.object(for: "\(kind.name)/\(id)")
         let result = try profile.records.write(as: try loadIdentity()) { try $0.put(kind, id, data: object) }
         report(result, unchanged: "\(kind.name)/\(id): unchanged")
     }
@@ -95,7 +95,7 @@ struct Append: ParsableCommand {
     func run() throws {
         let profile = try profile.open()
         let logKind = try profile.kind(named: kind)
-        let object = try data.object()
+        let object = try data.object(for: "\(logKind.name)/")
         let result = try profile.records.write(as: try loadIdentity()) { try $0.append(logKind, data: object) }
         print(result.value.rawValue)
     }

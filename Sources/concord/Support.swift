@@ -12,6 +12,15 @@ enum ExitStatus {
     static let invalidCommit: Int32 = 5
 
     /// The exit code of a failed command.
+    /// The exit code of a failed command, as main gives it for any error.
+    static func code(for error: Error) -> Int32 {
+        switch error {
+        case let error as ConcordError: code(for: error)
+        case is ValidationError: usage
+        default: failure
+        }
+    }
+
     static func code(for error: ConcordError) -> Int32 {
         switch error {
         case .offline: return offlineExitCode
@@ -52,18 +61,26 @@ struct DataOptions: ParsableArguments {
         if (inline == nil) == (file == nil) { throw ValidationError("give the data with exactly one of --json JSON or --file PATH") }
     }
 
-    /// The parsed object, with errors naming where the JSON came from.
-    func object() throws -> [String: JSONValue] {
+    /// The parsed object, with errors naming where the JSON came from; `target` (`kind/id`, or
+    /// `kind/` for a log entry) names what it is for when it is too large for any record.
+    func object(for target: String) throws -> [String: JSONValue] {
         let (bytes, source): ([UInt8], String)
         if let inline {
             (bytes, source) = (Array(inline.utf8), "--json")
         } else if let file {
-            guard let data = FileManager.default.contents(atPath: file) else {
+            // At most one byte more than a record may hold is read: a huge file is refused unread.
+            guard let handle = FileHandle(forReadingAtPath: file), let data = try? handle.read(upToCount: maxRecordBytes + 1) ?? Data() else {
                 throw ConcordError.io("cannot read \(file): no such file or not readable")
             }
+            try? handle.close()
             (bytes, source) = (Array(data), file)
         } else {
             throw ValidationError("give the data with --json JSON or --file PATH")
+        }
+        // Data this large cannot fit in a record: refused before it is parsed (or, from a file, read whole).
+        guard bytes.count <= maxRecordBytes else {
+            let size = file.flatMap { (try? FileManager.default.attributesOfItem(atPath: $0)[.size]) as? Int } ?? bytes.count
+            throw ConcordError.recordTooLarge(target, size: max(size, bytes.count))
         }
         return try JSONInput.object(bytes, source: source)
     }

@@ -103,8 +103,8 @@ struct Sync: ParsableCommand {
             let profile = try profile.open()
             let identity = try loadIdentity()
             report = try removingCopyIfRevoked(profile, remote: remote, keep: keep) { try profile.sync.run(remote: remote, as: identity) }
-        } catch let error as ConcordError where json {
-            // Scripts get a JSON error object on stdout as well as the line on stderr.
+        } catch where json {
+            // Scripts get a JSON error object on stdout as well as the line on stderr, whatever failed.
             printJSON(.object(["error": .string(describe(error)), "exitCode": .number(String(ExitStatus.code(for: error)))]))
             throw error
         }

@@ -149,10 +149,17 @@ final class BadInputTests: CLITestCase {
         XCTAssertEqual(blocked.stderrLines.count, 1, blocked.stderr)
         XCTAssertTrue(blocked.stderr.contains("index.lock"), blocked.stderr)
         let marker = try String(contentsOf: profile.appendingPathComponent(".git/concord/lock"), encoding: .utf8)
-        XCTAssertTrue(marker.hasPrefix("pid "), "the profile must stay marked for repair: \(marker)")
+        XCTAssertTrue(marker.hasPrefix("unfinished "), "the profile must stay marked for repair: \(marker)")
 
-        // The git process is gone but left its lock; the next command clears it (the previous
-        // holder died) and replays the journal.
+        // While the lock is fresh, a git command may still hold it: the next command leaves it
+        // alone (it failed cleanly; it was not killed holding locks of its own) and fails again.
+        let again = try concord(["put", "vocabulary/apple", "--json", #"{"word":"apple"}"#], as: alice, in: profile)
+        XCTAssertEqual(again.status, 1, again.summary)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: indexLock.path), "a fresh index.lock was removed")
+
+        // The git process is gone but left its lock, untouched for over a minute: the next command
+        // clears it and replays the journal.
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-120)], ofItemAtPath: indexLock.path)
         try concordOK(["put", "vocabulary/apple", "--json", #"{"word":"apple"}"#], as: alice, in: profile)
         XCTAssertFalse(FileManager.default.fileExists(atPath: profile.appendingPathComponent(stray).path))
         XCTAssertFalse(FileManager.default.fileExists(atPath: profile.appendingPathComponent(".git/concord/checkout-journal").path))

@@ -1,3 +1,5 @@
+import ConcordGitFormats
+import ConcordTestSupport
 import Foundation
 import XCTest
 
@@ -172,6 +174,30 @@ final class HostileRemoteTests: SyncTestCase {
         XCTAssertTrue(try concordOK(["get", "vocabulary/dog"], as: scene.bob, in: scene.bobProfile).contains("2027-06-01T10:00:03.000Z"))
     }
 
+    /// A record stamped with the last stamp there is (year 9999, counter 9999) has no stamp after
+    /// it: an edit or removal of it is refused with one line and writes nothing. (Stamped before it,
+    /// the edit made a record whose fields are stamped after it, which every other device refused.)
+    func testAnEditOfARecordWithTheLastStampThereIsIsRefused() throws {
+        let scene = try makeScene()
+        let path = "vocabulary/\(try bucket(of: "puzzle", scene))/puzzle.json"
+        let good = try String(contentsOf: scene.bobProfile.appendingPathComponent(path), encoding: .utf8)
+        let stamp = try XCTUnwrap(good.range(of: #""updatedAt": "[^"]+""#, options: .regularExpression))
+        let last = good.replacingCharacters(in: stamp, with: #""updatedAt": "9999-12-31T23:59:59.999Z-9999""#)
+        try scene.forger.push(try scene.forger.file(last), at: path)
+        try concordOK(["sync"], as: scene.bob, in: scene.bobProfile)
+        let head = try revParse("HEAD", in: scene.bobProfile)
+        for arguments in [["put", "vocabulary/puzzle", "--json", #"{"label":"edited"}"#], ["rm", "vocabulary/puzzle"]] {
+            let refused = try concord(arguments, as: scene.bob, in: scene.bobProfile)
+            assertOneLineRefusal(refused, status: 1, mentions: ["9999-12-31T23:59:59.999Z-9999", "the last stamp there is", "new id"])
+            XCTAssertEqual(try revParse("HEAD", in: scene.bobProfile), head, "\(arguments[0]) committed something")
+            XCTAssertEqual(try String(contentsOf: scene.bobProfile.appendingPathComponent(path), encoding: .utf8), last)
+        }
+        try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: scene.bob, in: scene.bobProfile)
+        try concordOK(["sync"], as: scene.bob, in: scene.bobProfile)
+        try concordOK(["sync"], as: scene.alice, in: scene.aliceProfile)
+        XCTAssertTrue(try concordOK(["get", "vocabulary/puzzle"], as: scene.alice, in: scene.aliceProfile).contains("puzzle"))
+    }
+
     func testARemovedRecordFileIsRefused() throws {
         let scene = try makeScene()
         let path = "vocabulary/\(try bucket(of: "puzzle", scene))/puzzle.json"
@@ -249,13 +275,13 @@ final class HostileRemoteTests: SyncTestCase {
         XCTAssertEqual(try revParse("HEAD", in: scene.bobProfile), head, file: file, line: line)
     }
 
-    /// main replaced on the server by a history that does not contain what Bob last fetched (here,
-    /// Alice's own signed commit on an older tip, put there with plain git): Bob merges none of it,
-    /// says so, and keeps refusing it on the next sync.
-    func testARewrittenMainIsRefusedAndNothingOfItIsMerged() throws {
-        let scene = try makeScene()
+    /// Alice's `change` (made and synced, and fetched by Bob) is dropped on the server: main is
+    /// set back to the commit before it, and Alice's signed `dog` commit, made on that older tip
+    /// with plain git, is put on top (a device that never had the dropped commit pushing).
+    /// Returns the commit Bob had fetched.
+    func rewriteMain(_ scene: Scene, dropping change: [String]) throws -> String {
         let base = try revParse("HEAD", in: scene.aliceProfile)
-        try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: scene.alice, in: scene.aliceProfile)
+        try concordOK(change, as: scene.alice, in: scene.aliceProfile)
         try concordOK(["sync"], as: scene.alice, in: scene.aliceProfile)
         try concordOK(["sync"], as: scene.bob, in: scene.bobProfile)
         let fetched = try revParse("refs/remotes/origin/main", in: scene.bobProfile)
@@ -264,12 +290,58 @@ final class HostileRemoteTests: SyncTestCase {
         // The remote refuses non-fast-forward pushes: the server's own git moves main.
         try gitOK(["push", "-q", scene.remote.bare.path, "HEAD:refs/heads/rewrite"], in: scene.aliceProfile)
         try gitOK(["update-ref", "refs/heads/main", "refs/heads/rewrite"], in: scene.remote.bare)
+        return fetched
+    }
+
+    /// main rewound on the server past a commit that changed records only, and a commit pushed on
+    /// top since: Bob says so, merges the new commit, and his push puts the dropped one back —
+    /// on every later sync nothing is refused (a lock-out of every device that had it, before).
+    func testARewoundMainWithCommitsOnTopIsMergedAndTheDroppedCommitsPushedBack() throws {
+        let scene = try makeScene()
+        let fetched = try rewriteMain(scene, dropping: ["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#])
+        let result = try concord(["sync"], as: scene.bob, in: scene.bobProfile)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stderr.contains("main was rewritten on the server") && result.stderr.contains(String(fetched.prefix(7))),
+                      "the rewrite is reported: \(result.stderr)")
+        XCTAssertTrue(try concordOK(["get", "vocabulary/cat"], as: scene.bob, in: scene.bobProfile).contains("cat"))
+        XCTAssertTrue(try concordOK(["get", "vocabulary/dog"], as: scene.bob, in: scene.bobProfile).contains("dog"))
+        XCTAssertEqual(try remoteMain(scene.remote), try revParse("HEAD", in: scene.bobProfile))
+        XCTAssertEqual(try git(["merge-base", "--is-ancestor", fetched, "refs/heads/main"], in: scene.remote.bare).status, 0,
+                       "the dropped commit is back on the remote")
+        try concordOK(["sync"], as: scene.bob, in: scene.bobProfile)
+        try assertFsck(scene.remote.bare)
+    }
+
+    /// main rewritten on the server past a commit that changed the membership (here, Alice adding
+    /// Carol): the history pushed on top may rest on access that commit changed, so Bob merges none
+    /// of it, says so, and keeps refusing it on the next sync.
+    func testARewrittenMainThatDroppedAMembershipChangeIsRefusedAndNothingOfItIsMerged() throws {
+        let scene = try makeScene()
+        let carol = try makeDevice("carol", device: "phone")
+        let fetched = try rewriteMain(scene, dropping: ["members", "add", "carol", "--role", "viewer", "--key", carol.publicKeyLine,
+                                                        "--device", "phone"])
         let before = try untouched(scene)
         for _ in 0..<2 {
             let result = try concord(["sync"], as: scene.bob, in: scene.bobProfile)
-            assertOneLineRefusal(result, status: 5, mentions: ["main was rewritten on the server", String(fetched.prefix(7))])
+            assertOneLineRefusal(result, status: 5, mentions: ["main was rewritten on the server", String(fetched.prefix(7)),
+                                                               "members, invitations or kinds"])
             XCTAssertEqual(try untouched(scene), before, "a refused rewrite changed Bob's profile")
         }
+    }
+
+    /// An Admin's commit (plain git, signed with Alice's key) that sets profile.json back to an
+    /// older data format is an invalid commit: accepted, it left every device unable to open the profile.
+    func testAProfileFileChangingTheDataFormatIsRefused() throws {
+        let scene = try makeScene()
+        let current = try String(contentsOf: scene.aliceProfile.appendingPathComponent(".concord/profile.json"), encoding: .utf8)
+        let version = try XCTUnwrap(current.range(of: #""formatVersion": [0-9]+"#, options: .regularExpression))
+        for older in [2, 3] {
+            let forged = current.replacingCharacters(in: version, with: "\"formatVersion\": \(older)")
+            let commit = try scene.forger.push(try scene.forger.file(forged), at: ".concord/profile.json")
+            try assertSyncRefused(scene, commit: commit, mentions: [".concord/profile.json", "data format"])
+            try gitOK(["update-ref", "refs/heads/main", "refs/heads/main~1"], in: scene.remote.bare)
+        }
+        try concordOK(["ls"], as: scene.bob, in: scene.bobProfile)
     }
 
     // MARK: Clone
@@ -288,6 +360,79 @@ final class HostileRemoteTests: SyncTestCase {
     /// A path remote whose record blob was swapped for other content under the same name: a clone
     /// re-hashes every object it copies (it used to link the files), fails with one line and
     /// leaves nothing; a sync of an existing device refuses the same object.
+    /// A record over the 1 MiB limit is refused from the size its object declares, unread: its
+    /// loose object here holds only the first 2,000 of the 2 MiB its header declares, so reading
+    /// it whole (as the fetch did before) fails as "damaged" instead. Sync and clone: exit 5,
+    /// naming the commit and the path; nothing changes, the failed clone leaves nothing.
+    func testAnOversizedRecordIsRefusedFromItsDeclaredSizeUnread() throws {
+        let scene = try makeScene()
+        let path = "vocabulary/\(try bucket(of: "puzzle", scene))/puzzle.json"
+        let good = try String(contentsOf: scene.bobProfile.appendingPathComponent(path), encoding: .utf8)
+        let big = Array((String(repeating: " ", count: 2 << 20) + good).utf8)
+        let blob = try scene.forger.blob(Data(big))
+        let commit = try scene.forger.push(Forger.Entry(mode: "100644", name: [], id: blob), at: path)
+        let file = scene.remote.bare.appendingPathComponent("objects/\(blob.prefix(2))/\(blob.dropFirst(2))")
+        try FileManager.default.removeItem(at: file)
+        try Data(zlibStored(Array("blob \(big.count)\0".utf8) + big.prefix(2_000))).write(to: file)
+
+        try assertSyncRefused(scene, commit: commit, mentions: [path, "\(big.count) bytes, over the 1048576-byte limit"])
+        let carol = try makeDevice("carol", device: "phone")
+        let clone = sandbox.appendingPathComponent("carol")
+        let result = try concordWithDeadline(["clone", scene.remote.url, clone.path], as: carol, in: sandbox)
+        assertOneLineRefusal(result, status: 5, mentions: ["invalid commit", String(commit.prefix(7)), path, "over the 1048576-byte limit"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: clone.path), "a failed clone leaves nothing")
+    }
+
+    /// Deltas libgit2 must never be handed, in a pack of a path remote holding a new record's
+    /// blob: a delta whose base is itself (libgit2 1.5.1 spun forever, holding the profile lock),
+    /// two deltas each the other's base, and a chain whose middle object declares 100 MiB (libgit2
+    /// rebuilt it: 4 GB taken for a 7 MB pack). Sync and clone refuse each with one line, at once.
+    func testDeltaCyclesAndBombsInARemotePackAreRefusedWithoutHangingOrRebuilding() throws {
+        let scene = try makeScene()
+        let path = "vocabulary/\(try bucket(of: "puzzle", scene))/puzzle.json"
+        let good = try String(contentsOf: scene.bobProfile.appendingPathComponent(path), encoding: .utf8)
+        let record = Array(good.replacingOccurrences(of: "\"puzzle\"\n  }", with: "\"changed\"\n  }").utf8)
+        let puzzle = Array(good.utf8)
+        let main = try revParse("refs/remotes/origin/main", in: scene.bobProfile)
+        let blobHex = try scene.forger.blob(Data(record))
+        let blob = try XCTUnwrap(ObjectID(hex: blobHex)), other = ObjectPack.id(of: Array("other".utf8), type: .blob)
+        let puzzleID = ObjectPack.id(of: puzzle, type: .blob), middle = ObjectPack.id(of: Array("middle".utf8), type: .blob)
+        let insert = HandPack.delta(baseSize: record.count, resultSize: record.count, inserting: Array("x".utf8))
+        let cases: [(name: String, entries: [(id: ObjectID, entry: HandPack.Entry)], mention: String)] = [
+            ("self", [(blob, .refDelta(base: blob, data: insert))], "leads back to itself"),
+            ("pair", [(blob, .refDelta(base: other, data: insert)), (other, .refDelta(base: blob, data: insert))], "leads back to itself"),
+            ("bomb", [(puzzleID, .whole(type: 3, bytes: puzzle)),
+                      (middle, .refDelta(base: puzzleID, data: HandPack.delta(baseSize: puzzle.count, resultSize: 100 << 20, inserting: [0x20]))),
+                      (blob, .refDelta(base: middle, data: HandPack.delta(baseSize: 100 << 20, resultSize: record.count, inserting: [0x20])))],
+             "rebuilding 104857600 bytes, over the 67108864-byte limit"),
+        ]
+        let objects = scene.remote.bare.appendingPathComponent("objects")
+        let loose = objects.appendingPathComponent("\(blobHex.prefix(2))/\(blobHex.dropFirst(2))")
+        for item in cases {
+            try scene.forger.run(["update-ref", "refs/heads/main", main])
+            let commit = try scene.forger.push(Forger.Entry(mode: "100644", name: [], id: blobHex), at: path)
+            try? FileManager.default.removeItem(at: loose)   // the blob is in the hand-made pack only
+            try HandPack.write(item.entries, name: String(repeating: "e", count: 40), into: objects.appendingPathComponent("pack"))
+            let before = try untouched(scene)
+            let sync = try concordWithDeadline(["sync"], as: scene.bob, in: scene.bobProfile, seconds: 30)
+            XCTAssertFalse(sync.timedOut, "\(item.name): sync hung")
+            assertOneLineRefusal(sync, mentions: ["pack", item.mention])
+            XCTAssertEqual(try untouched(scene), before, "\(item.name): a refused sync changed something")
+            let clone = sandbox.appendingPathComponent("carol-\(item.name)")
+            let carol = try makeDevice("carol-\(item.name)", device: "phone")
+            let cloned = try concordWithDeadline(["clone", scene.remote.url, clone.path], as: carol, in: sandbox, seconds: 30)
+            XCTAssertFalse(cloned.timedOut, "\(item.name): clone hung")
+            assertOneLineRefusal(cloned, mentions: ["pack", item.mention])
+            XCTAssertFalse(FileManager.default.fileExists(atPath: clone.path), "a failed clone leaves nothing")
+            _ = commit
+            for suffix in [".pack", ".idx"] {
+                try FileManager.default.removeItem(at: objects.appendingPathComponent("pack/pack-\(String(repeating: "e", count: 40))\(suffix)"))
+            }
+            try Data(zlibStored(Array("blob \(record.count)\0".utf8) + record)).write(to: loose)
+        }
+        try assertFsck(scene.bobProfile)
+    }
+
     func testASwappedBlobInAPathRemoteFailsCloneAndSync() throws {
         let scene = try makeScene()
         try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: scene.alice, in: scene.aliceProfile)

@@ -16,7 +16,14 @@ final class SyncIntegrityTests: SyncTestCase {
         let lock = tabletProfile.appendingPathComponent(".git/index.lock")
         try Data().write(to: lock)
         let failed = try concord(["sync"], as: tablet, in: tabletProfile)
-        XCTAssertNotEqual(failed.status, 0, "the index was locked: \(failed.stdout)")
+        assertOneLineRefusal(failed, status: 1, mentions: ["the branch moved to", "index.lock", "the next concord write or sync"])
+        // The lock is fresh, as a git command still running holds it: commands that fail on it
+        // leave it in place (they do not take themselves for a killed concord and clear it).
+        for attempt in 1...3 {
+            let put = try concord(["put", "vocabulary/dog\(attempt)", "--json", #"{"label":"dog"}"#], as: tablet, in: tabletProfile)
+            XCTAssertEqual(put.status, 1, "attempt \(attempt): \(put.stderr)")
+            XCTAssertTrue(FileManager.default.fileExists(atPath: lock.path), "attempt \(attempt) removed a fresh index.lock")
+        }
         try FileManager.default.removeItem(at: lock)
 
         try concordOK(["sync"], as: tablet, in: tabletProfile)
@@ -49,6 +56,85 @@ final class SyncIntegrityTests: SyncTestCase {
         try gitOK(["checkout", "--", "vocabulary/" + file], in: bobProfile)
         try concordOK(["sync"], as: bob, in: bobProfile)
         XCTAssertTrue(try concordOK(["get", "vocabulary/puzzle"], as: bob, in: bobProfile).contains("from alice"))
+    }
+
+    /// A sync that could not write the index leaves a file it wrote; the user then edits that file
+    /// by hand. The next command, which would finish the update, refuses to overwrite the edit
+    /// (naming the file, changing nothing); once the edit is discarded as it says, it finishes.
+    func testFinishingAnInterruptedSyncNeverOverwritesAHandEditMadeSince() throws {
+        let scene = try makeTwoDevices(other: ("bob", "tablet"), role: "editor", records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)])
+        let (alice, bob, aliceProfile, bobProfile) = (scene.owner, scene.other, scene.ownerProfile, scene.otherProfile)
+        try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"from alice"}"#], as: alice, in: aliceProfile)
+        try concordOK(["sync"], as: alice, in: aliceProfile)
+
+        let lock = bobProfile.appendingPathComponent(".git/index.lock")
+        try Data().write(to: lock)
+        XCTAssertEqual(try concord(["sync"], as: bob, in: bobProfile).status, 1)
+        try FileManager.default.removeItem(at: lock)
+        let relative = try recordFile("puzzle", in: bobProfile)
+        let url = bobProfile.appendingPathComponent(relative)
+        XCTAssertTrue(try String(contentsOf: url, encoding: .utf8).contains("from alice"), "the sync wrote the file before the index")
+        let handEdit = try String(contentsOf: url, encoding: .utf8).replacingOccurrences(of: "from alice", with: "hand edit")
+        try Data(handEdit.utf8).write(to: url)
+        let head = try revParse("HEAD", in: bobProfile)
+
+        for arguments in [["sync"], ["put", "vocabulary/dog", "--json", #"{"label":"dog"}"#]] {
+            let refused = try concord(arguments, as: bob, in: bobProfile)
+            assertOneLineRefusal(refused, status: 1, mentions: ["uncommitted edits to \(relative)", "interrupted update", "git checkout --"])
+            XCTAssertEqual(try String(contentsOf: url, encoding: .utf8), handEdit, "\(arguments[0]) overwrote the hand edit")
+            XCTAssertEqual(try revParse("HEAD", in: bobProfile), head)
+        }
+        try gitOK(["checkout", "--", relative], in: bobProfile)
+        try concordOK(["sync"], as: bob, in: bobProfile)
+        XCTAssertTrue(try concordOK(["get", "vocabulary/puzzle"], as: bob, in: bobProfile).contains("from alice"))
+        XCTAssertEqual(try gitOK(["status", "--porcelain"], in: bobProfile), "")
+        try assertFsck(bobProfile)
+    }
+
+    /// Something the user put where an incoming record goes — a directory, not a file — is theirs
+    /// too: the sync refuses before anything moves, instead of failing half-way with HEAD moved.
+    func testADirectoryWhereAnIncomingRecordGoesIsRefusedBeforeAnythingMoves() throws {
+        let scene = try makeTwoDevices()
+        let (alice, tablet, aliceProfile, tabletProfile) = (scene.owner, scene.other, scene.ownerProfile, scene.otherProfile)
+        try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: alice, in: aliceProfile)
+        try concordOK(["sync"], as: alice, in: aliceProfile)
+        let relative = try recordFile("cat", in: aliceProfile)
+        let directory = tabletProfile.appendingPathComponent(relative)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try Data("keep me\n".utf8).write(to: directory.appendingPathComponent("keep.txt"))
+        let head = try revParse("HEAD", in: tabletProfile)
+
+        let refused = try concord(["sync"], as: tablet, in: tabletProfile)
+        assertOneLineRefusal(refused, status: 1, mentions: ["uncommitted edits to \(relative)"])
+        XCTAssertEqual(try revParse("HEAD", in: tabletProfile), head, "HEAD did not move")
+        XCTAssertEqual(try String(contentsOf: directory.appendingPathComponent("keep.txt"), encoding: .utf8), "keep me\n")
+
+        try FileManager.default.removeItem(at: directory)
+        try concordOK(["sync"], as: tablet, in: tabletProfile)
+        XCTAssertTrue(try concordOK(["get", "vocabulary/cat"], as: tablet, in: tabletProfile).contains("cat"))
+        XCTAssertEqual(try gitOK(["status", "--porcelain"], in: tabletProfile), "")
+        try assertFsck(tabletProfile)
+    }
+
+    /// `sync --json` prints a JSON error object whatever failed — also for errors that are not
+    /// the library's own (here, a device with no identity), with the exit code the command gives.
+    func testSyncJSONPrintsAnErrorObjectForEveryFailure() throws {
+        let scene = try makeTwoDevices()
+        let empty = sandbox.appendingPathComponent("no-identity-home")
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        let result = try concordWithDeadline(["sync", "--json"], as: scene.other, in: scene.otherProfile,
+                                             environment: ["CONCORD_HOME": empty.path])
+        XCTAssertEqual(result.status, 1, result.stderr)
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], result.stdout)
+        XCTAssertEqual(object["exitCode"] as? Int, 1)
+        XCTAssertTrue((object["error"] as? String)?.contains("identity") == true, result.stdout)
+    }
+
+    /// The path of record `id`'s file in `profile` (relative), found on disk.
+    private func recordFile(_ id: String, in profile: URL) throws -> String {
+        let file = try XCTUnwrap(FileManager.default.enumerator(atPath: profile.appendingPathComponent("vocabulary").path)?
+            .compactMap { $0 as? String }.first { $0.hasSuffix("/\(id).json") })
+        return "vocabulary/" + file
     }
 
     /// A server that turns the device away before git starts (gitolite's "W … DENIED", here a

@@ -134,7 +134,9 @@ struct IncomingCheck {
                     case .record, .logDay:
                         pending.append((change.path, file, try read(blob, limit: file.limit, path: text(change.path), refuse)))
                     default:
-                        try checkContent(file, blob: blob, path: text(change.path), kinds: kinds, profileID: &profileID, refuse)
+                        var old: ObjectID?
+                        if case .file(let blob)? = change.old { old = blob }
+                        try checkContent(file, blob: blob, old: old, path: text(change.path), kinds: kinds, profileID: &profileID, refuse)
                     }
                 }
             }
@@ -155,7 +157,8 @@ struct IncomingCheck {
         }
     }
 
-    private func checkContent(_ file: ProfilePathRules.File, blob: ObjectID, path: String, kinds: KindsTable,
+    /// `old`: the file's blob in the commit's first parent, if it had one.
+    private func checkContent(_ file: ProfilePathRules.File, blob: ObjectID, old: ObjectID?, path: String, kinds: KindsTable,
                               profileID: inout String?, _ refuse: (String?, String) -> ConcordError) throws {
         let bytes = try read(blob, limit: file.limit, path: path, refuse)
         switch file {
@@ -164,6 +167,14 @@ struct IncomingCheck {
             do { info = try ProfileInfo.decode(bytes) } catch { throw refuse(path, "unreadable") }
             if info.formatVersion > concordFormatVersion {
                 throw refuse(path, "it is of data format \(info.formatVersion), newer than this concord reads (\(concordFormatVersion)): upgrade concord")
+            }
+            if info.formatVersion < oldestReadableFormatVersion {
+                throw refuse(path, "it is of data format \(info.formatVersion), older than any this concord reads (\(oldestReadableFormatVersion))")
+            }
+            // A profile keeps the format it was made with (a new format means export and import into a new profile).
+            if let old, let before = try? ProfileInfo.decode(try read(old, limit: file.limit, path: path, refuse)),
+               before.formatVersion != info.formatVersion {
+                throw refuse(path, "it changes the data format from \(before.formatVersion) to \(info.formatVersion); a profile keeps the format it was made with")
             }
             if let expected = profileID, info.id != expected {
                 throw refuse(path, "it names another profile (id \(info.id), this one is \(expected))")

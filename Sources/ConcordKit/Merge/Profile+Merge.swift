@@ -79,14 +79,21 @@ extension Profile {
         let files = try repository.changedFiles(from: oldTree, to: newTree)
         if old != nil { try refuseOverwritingLocalEdits(files) }
         let journal = CheckoutJournal(gitDirectory: repository.gitDirectory)
-        if !files.isEmpty { try journal.record(files.map(\.path.string), durable: false) }
+        if !files.isEmpty {
+            try journal.record(files.map { CheckoutJournal.Entry(path: $0.path.string, before: $0.before, after: $0.blob) }, durable: false)
+        }
         do {
             try repository.updateReference(branch, to: new, expected: old, message: message)
         } catch {
             journal.remove()
             throw error
         }
-        let (paths, liveRecords) = try updateWorkingTree(files, to: newTree)
+        let paths: [String], liveRecords: Int
+        do {
+            (paths, liveRecords) = try updateWorkingTree(files, to: newTree)
+        } catch {
+            throw CommitWriter.unfinished(new, error, moved: true)   // the journal stays for the next command
+        }
         journal.remove()
         var report = MergeReport(outcome: outcome, head: new.hex, changedFiles: paths, resolved: resolved, unresolved: unresolved)
         report.liveRecordsWritten = liveRecords
@@ -96,16 +103,15 @@ extension Profile {
     /// Refuses (changing nothing) when a file an incoming change would write or remove holds an
     /// edit that no commit has: its bytes are neither those of the tree being left (`before`) nor
     /// those about to be written (`blob`).
-    private func refuseOverwritingLocalEdits(_ files: [(path: TreePath, before: ObjectID?, blob: ObjectID?)]) throws {
+    func refuseOverwritingLocalEdits(_ files: [(path: TreePath, before: ObjectID?, blob: ObjectID?)]) throws {
         let root = rootPath
         // Every file read and hashed on every core (a merge can change thousands).
         let edited = Parallel.map(files, minimumPerShare: 128) { file -> String? in
             let path = file.path.string
-            guard let bytes = FileIO.contents(atPath: root + path) else {
-                return file.before != nil && !FileManager.default.fileExists(atPath: root + path) ? path : nil
-            }
-            let id = ObjectPack.id(of: bytes, type: .blob)
-            return id != file.before && id != file.blob ? path : nil
+            // Something at the path that is not a regular file (a directory, a link) is the user's too.
+            var info = stat()
+            guard lstat(root + path, &info) == 0 else { return file.before != nil ? path : nil }   // deleted by hand
+            return Self.isHandEdited(root + path, allowed: [file.before, file.blob]) ? path : nil
         }.compactMap { $0 }
         if !edited.isEmpty { throw ConcordError.uncommittedEdits(edited) }
     }
@@ -124,7 +130,9 @@ extension Profile {
         }
         // Each received record's and log file's stamp, found on every core (a clone has one per record).
         let received = Parallel.map(changes, minimumPerShare: 512) { change in Self.receivedStamp(change) }
-        let latest = received.compactMap { $0?.stamp }.max()
+        // The latest stamp the clock may move to: one too far ahead is passed over (see `maxClockLead`),
+        // not the others received with it.
+        let latest = received.compactMap { $0?.stamp }.filter(clockMayReach).max()
         let liveRecords = received.count { $0?.live == true }
         try repository.applyToWorkingTree(changes, rebuildingDamagedIndexFrom: newTree)
         // A received change is an HLC receive event: later local writes must sort after it.

@@ -61,7 +61,8 @@ struct CommitWriter {
                 try repository.applyToWorkingTree(changes, rebuildingDamagedIndexFrom: tree)
             } catch {
                 // Journaled now, so the next write or sync (which takes the profile lock) finishes the job.
-                try? CheckoutJournal(gitDirectory: repository.gitDirectory).record(changes.map(\.path.string))
+                try? CheckoutJournal(gitDirectory: repository.gitDirectory)
+                    .record(journalEntries(changes.map { ($0.path, $0.content?.blob) }, baseTree: baseTree))
                 throw Self.unfinished(commit, error)
             }
             return commit
@@ -73,7 +74,8 @@ struct CommitWriter {
         // the branch moves puts them back as the branch has them.
         let paths = try files.map { try treePath($0.path) }
         let journal = CheckoutJournal(gitDirectory: repository.gitDirectory)
-        try journal.record(files.map(\.path))
+        // Nothing hashed yet, and a kill may leave a file half written: these paths are put back whatever they hold.
+        try journal.record(files.map { CheckoutJournal.Entry(path: $0.path, knowsContent: false) })
         let write = repository.startWorkingTreeWrite(Array(zip(paths, files.map(\.bytes))))
         PerformanceTrace.step("paths journaled, file writes started")
         let blobs: [ObjectID?], tree: ObjectID, commitID: ObjectID
@@ -101,6 +103,9 @@ struct CommitWriter {
         do {
             try repository.finishWorkingTreeWrite(write, blobs: blobs, rebuildingDamagedIndexFrom: tree)
         } catch {
+            // The files are written: the journal now says what they hold, so a hand edit made
+            // before the next command (which finishes the update) is not overwritten.
+            try? journal.record(journalEntries(Array(zip(paths, blobs)), baseTree: baseTree))
             throw Self.unfinished(commitID, error)   // the journal stays for the next command
         }
         journal.remove()
@@ -108,11 +113,21 @@ struct CommitWriter {
         return commitID
     }
 
+    /// Journal entries for files written to `blob`s (nil: removed) over `baseTree`'s.
+    private func journalEntries(_ files: [(path: TreePath, blob: ObjectID?)], baseTree: ObjectID?) -> [CheckoutJournal.Entry] {
+        files.map { file in
+            let before = baseTree.flatMap { try? profile.repository.entry(at: file.path.string, inTree: $0) }
+            return CheckoutJournal.Entry(path: file.path.string, before: before?.kind == .blob ? before?.id : nil, after: file.blob)
+        }
+    }
+
     /// The error for a commit that is made (and stays: the branch has moved) whose files or index
     /// could not be brought up to date, e.g. while git holds `index.lock`. Not a `GitError`, so
     /// the write is not retried as if the branch had moved under it.
-    static func unfinished(_ commit: ObjectID, _ error: Error) -> ConcordError {
-        ConcordError.io("commit \(commit.hex.prefix(7)) is made, but the working tree and index could not be updated (\(error)); "
+    /// `moved`: the branch moved to a commit received or merged (a sync), not one just written.
+    static func unfinished(_ commit: ObjectID, _ error: Error, moved: Bool = false) -> ConcordError {
+        ConcordError.io((moved ? "the branch moved to \(commit.hex.prefix(7))" : "commit \(commit.hex.prefix(7)) is made")
+            + ", but the working tree and index could not be updated (\(error)); "
             + "the next concord write or sync in this profile finishes the update")
     }
 

@@ -19,9 +19,14 @@ extension Profile {
     /// (so the edit wins) without moving the clock for anything else.
     static let maxClockLead: Int64 = 24 * 3_600_000
 
+    /// False for a stamp more than `maxClockLead` ahead of this device's wall clock.
+    func clockMayReach(_ stamp: HLC) -> Bool {
+        stamp.wallMillis <= environment.wallClock() + Self.maxClockLead
+    }
+
     func saveClock(_ stamp: HLC) throws {
         if let last = lastClock(), last >= stamp { return }
-        if stamp.wallMillis > environment.wallClock() + Self.maxClockLead { return }
+        guard clockMayReach(stamp) else { return }
         try Data((stamp.description + "\n").utf8).write(to: URL(fileURLWithPath: clockPath), options: .atomic)
     }
 }

@@ -104,7 +104,7 @@ public final class Transaction {
             let existing = try record(at: path, directory: directory, name: name)
             if let data = existing?.data, Record.canonicalData(data) == item.data { continue }
             let action: ChangeAction = (existing == nil || existing?.isDeleted == true) ? .added : .updated
-            let stamp = tick(after: existing?.stamp)
+            let stamp = try tick(over: existing, at: path)
             // Over an existing record only the changed fields take the new stamp (per-field stamps).
             let bytes = try existing.map { existing in
                 Record.written(try Self.parseData(item.data, path: path), over: existing, id: id, kind: kind.name,
@@ -172,7 +172,7 @@ public final class Transaction {
             throw ConcordError.recordNotFound("\(kind.name)/\(id)")
         }
         let record = Record(id: id, kind: kind.name, device: identity.device, member: identity.member,
-                            stamp: tick(after: existing.stamp), state: .deleted)
+                            stamp: try tick(over: existing, at: path), state: .deleted)
         stage(path, record.encoded(), RecordChange(kind: kind.name, id: id.rawValue, action: .deleted))
     }
 
@@ -236,6 +236,16 @@ public final class Transaction {
             pending.append(FileChange(path: path, bytes: bytes))
         }
         changes.append(change)
+    }
+
+    /// The stamp of a write over `existing` (nil: a new record), which must sort after it: a
+    /// record received with the very last stamp there is (9999-12-31T23:59:59.999Z-9999) has none
+    /// after it, and a write stamped before it would make a record every device refuses (its
+    /// fields stamped after it). Refused, changing nothing.
+    private func tick(over existing: Record?, at path: String) throws -> HLC {
+        let stamp = tick(after: existing?.stamp)
+        if let existing, stamp <= existing.stamp { throw ConcordError.noLaterStamp(path, existing.stamp.description) }
+        return stamp
     }
 
     private func tick(after other: HLC?) -> HLC {

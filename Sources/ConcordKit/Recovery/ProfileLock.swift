@@ -10,11 +10,15 @@ import Glibc
 /// The holder writes its pid into the lock file and clears it on a clean release. A new holder
 /// that finds a pid there knows the previous holder died mid-way, and removes the git `.lock`
 /// files (refs, index, config) that it may have left, which libgit2 would otherwise refuse
-/// forever (`GIT_ELOCKED`).
+/// forever (`GIT_ELOCKED`). A holder that exits without finishing (`keepMarkedAsDied`) leaves
+/// `unfinished` instead: the next holder repairs, but leaves fresh git locks alone — that holder
+/// failed on a lock a running git command still holds, so the lock is not concord's to remove.
 final class ProfileLock {
     private let descriptor: Int32
-    /// True when the previous holder was killed while holding the lock (it left its pid behind).
+    /// True when the previous holder was killed while holding the lock (it left its pid behind),
+    /// or exited leaving its work unfinished: what it left must be repaired.
     let previousHolderDied: Bool
+    private static let unfinishedMark = "unfinished"
 
     /// Waits up to `timeout` seconds for the lock.
     init(gitDirectory: String, timeout: TimeInterval = 60) throws {
@@ -33,21 +37,24 @@ final class ProfileLock {
             }
             usleep(2_000)
         }
-        previousHolderDied = !Self.readContent(descriptor).isEmpty
+        let left = Self.readContent(descriptor)
+        previousHolderDied = !left.isEmpty
+        let killed = previousHolderDied && !left.hasPrefix(Self.unfinishedMark)
         writeContent("pid \(getpid())\n")
-        ProfileLock.clearGitLocks(in: gitDirectory, olderThan: previousHolderDied ? 0 : 60)
+        // A killed holder's own git locks go at once; otherwise only locks no git command has touched for a minute.
+        ProfileLock.clearGitLocks(in: gitDirectory, olderThan: killed ? 0 : 60)
     }
 
     private var clearOnRelease = true
 
-    /// Leaves the pid in the lock file on release, as a killed holder would: for a holder that
-    /// could not finish repairing what the previous one left.
+    /// Leaves the lock file marked `unfinished` on release: for a holder that could not finish
+    /// repairing what the previous one left (the next holder repairs again).
     func keepMarkedAsDied() {
         clearOnRelease = false
     }
 
     deinit {
-        if clearOnRelease { writeContent("") }
+        writeContent(clearOnRelease ? "" : "\(Self.unfinishedMark) pid \(getpid())\n")
         flock(descriptor, LOCK_UN)
         close(descriptor)
     }
@@ -109,7 +116,14 @@ extension Profile {
         // A machine crash can leave the index damaged (it is never fsynced): rebuild it first.
         try repository.repairIndexIfDamaged(from: headTree)
         let indexTree = try repository.indexTree()
-        if indexTree != headTree { _ = try updateWorkingTree(from: indexTree, to: headTree) }
+        if indexTree != headTree {
+            let files = try repository.changedFiles(from: indexTree, to: headTree)
+            // A hand edit made since is not overwritten: the user decides first.
+            do { try refuseOverwritingLocalEdits(files) } catch ConcordError.uncommittedEdits(let paths) {
+                throw ConcordError.unfinishedUpdateBlocked(paths)
+            }
+            _ = try updateWorkingTree(files, to: headTree)
+        }
         // Temporary files of an interrupted working-tree write.
         if let walker = FileManager.default.enumerator(atPath: workdir) {
             while let relative = walker.nextObject() as? String {

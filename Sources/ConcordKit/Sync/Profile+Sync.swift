@@ -128,11 +128,16 @@ extension Profile {
         do {
             if case .path(let path) = location {
                 // Like a local `git fetch`, minus the pack building: copy just the new objects.
+                // A file over what its kind of path may hold is refused from its declared size, unread.
                 try target.fetchFromLocalRepository(at: path, ref: "refs/heads/main", into: Self.incomingRef, durable: false,
-                                                    intoEmpty: cloning, commitCopied: commitCopied)
+                                                    intoEmpty: cloning, commitCopied: commitCopied,
+                                                    blobLimit: ProfilePathRules.maxBytes(ofFileNamed:))
             } else {
                 try target.fetch(url: location.transportURL, refspecs: ["+refs/heads/main:\(Self.incomingRef)"], options: options)
             }
+        } catch let oversized as OversizedFile {
+            throw ConcordError.invalidCommit(commit: oversized.commit.short, path: oversized.path,
+                                             reason: "\(oversized.size) bytes, over the \(oversized.limit)-byte limit")
         } catch {
             let failure = try transportError(error, remote: remote, location: location, cloning: cloning)
             guard isServerDeletion(failure, location: location) else { throw failure }

@@ -57,14 +57,24 @@ public struct Sync {
                     warnings.append("\(remote)'s main went back from \(lastFetched.short) to \(remoteTip.short) (rewound on the server); this device's history is pushed back")
                     rewound = true
                 } else if let remoteTip, remoteTip != lastFetched, try !gitCall({ try repository.isAncestor(lastFetched, of: remoteTip) }) {
-                    // Neither a rewind nor new commits on what this device had: history replaced on
-                    // the server. Nothing of it is merged, and the tracking ref goes back, so the next
-                    // sync refuses it again instead of taking it for what was last fetched.
-                    try gitCall {
-                        try repository.updateReference(Profile.trackingRef(remote), to: lastFetched, expected: remoteTip,
-                                                       message: "concord: refused a rewritten main")
+                    // Rewound on the server, and commits pushed on top since (checked like any others):
+                    // the commits it dropped are still here. When they changed only records, they are
+                    // merged with the new ones and pushed back. When they changed the profile's own files
+                    // (members, invitations, kinds), the new history may rest on access they took away
+                    // (a revocation dropped so that a revoked member's commits pass): nothing of it is
+                    // merged, and the tracking ref goes back, so the next sync refuses it again.
+                    let dropped = try gitCall { try repository.newCommits(from: lastFetched, excluding: [remoteTip]) }
+                    if let commit = try firstChangingProfileFiles(dropped) {
+                        try gitCall {
+                            try repository.updateReference(Profile.trackingRef(remote), to: lastFetched, expected: remoteTip,
+                                                           message: "concord: refused a rewritten main")
+                        }
+                        throw ConcordError.remoteRewritten(remote: remote, was: lastFetched.short, now: remoteTip.short,
+                                                           dropped: dropped.count, changingAccess: commit.short)
                     }
-                    throw ConcordError.remoteRewritten(remote: remote, was: lastFetched.short, now: remoteTip.short)
+                    warnings.append("\(remote)'s main was rewritten on the server: it is now \(remoteTip.short), without \(dropped.count) "
+                        + "commit(s) up to \(lastFetched.short) that this device has (they changed records only); they are merged "
+                        + "with the new commits and pushed back")
                 }
             }
             if let remoteTip {
@@ -99,6 +109,20 @@ public struct Sync {
             usleep(useconds_t.random(in: 20_000...(60_000 * useconds_t(attempt))))
         }
         throw ConcordError.remoteKeptMoving(remote: remote, attempts: Profile.maxSyncAttempts)
+    }
+
+    /// The first of `commits` that changes a file under `.concord/` (members, invitations, kinds,
+    /// the profile's own document) against any of its parents, if one does.
+    private func firstChangingProfileFiles(_ commits: [Commit]) throws -> ObjectID? {
+        let prefix = Array(".concord/".utf8)
+        for commit in commits {
+            let parentTrees = try gitCall { try commit.parents.map { try repository.commit($0).tree } }
+            for tree in parentTrees.isEmpty ? [nil] : parentTrees.map(Optional.some) {
+                let changes = try gitCall { try repository.treeChanges(from: tree, to: commit.tree) }
+                if changes.contains(where: { $0.path.starts(with: prefix) }) { return commit.id }
+            }
+        }
+        return nil
     }
 
     /// The writer's usual sync over ssh, in one connection instead of two: this device has new

@@ -1,0 +1,41 @@
+import ConcordGit
+import Foundation
+import XCTest
+
+@testable import ConcordKit
+
+/// The clock's bound on received stamps (`Profile.maxClockLead`): a stamp too far ahead does not
+/// move it, and does not stop the other stamps received with it from moving it (ISSUE 12 C, F2).
+final class ClockLeadTests: KitTestCase {
+    /// The asker's question (10:05) and a record from a device whose clock is two days ahead come
+    /// in one merge to a device at 10:00: the answer written next must sort after the question.
+    func testAStampTooFarAheadDoesNotStopTheOthersMovingTheClock() throws {
+        let alice = try makeIdentity()
+        let asker = try makeProfile("asker", identity: alice, clock: ManualClock("2026-01-01T10:05:00.000Z"))
+        let future = try clone(asker, "future", identity: alice, clock: ManualClock("2026-01-03T12:00:00.000Z"))
+        let answerer = try clone(asker, "answerer", identity: alice, clock: ManualClock("2026-01-01T10:00:00.000Z"))
+        let question = try asker.records.write(as: alice) { try $0.append("logs", data: ["q": "lunch?"]) }.value
+        try future.records.write(as: alice) { try $0.put("vocabulary", "future", data: ["label": "f"]) }
+        try pull(future, into: asker, as: alice)
+        try pull(asker, into: answerer, as: alice)
+        XCTAssertEqual(try answerer.records.get("vocabulary", "future").stamp.description.prefix(10), "2026-01-03")
+        let answer = try answerer.records.write(as: alice) { try $0.append("logs", data: ["a": "yes"]) }.value
+        let entries = try answerer.records.logEntries("logs")
+        let asked = try XCTUnwrap(entries.first { $0.id == question }).at
+        let answered = try XCTUnwrap(entries.first { $0.id == answer }).at
+        XCTAssertLessThan(asked, answered, "the answer must sort after the question it read")
+        XCTAssertLessThan(answered.description, "2026-01-02", "the record two days ahead moved the clock: \(answered)")
+        for profile in [asker, future, answerer] { try gitOK(["fsck", "--full"], in: profile.root) }
+    }
+
+    private func clone(_ profile: Profile, _ name: String, identity: Identity, clock: ManualClock) throws -> Profile {
+        let directory = sandbox.appendingPathComponent(name)
+        try gitOK(["clone", "-q", profile.root.path, directory.path], in: sandbox)
+        return try Profile.open(at: directory, environment: makeEnvironment(identity, clock: clock))
+    }
+
+    private func pull(_ from: Profile, into: Profile, as identity: Identity) throws {
+        try gitOK(["fetch", "-q", from.root.path, "+main:refs/peers/incoming"], in: into.root)
+        try into.sync.merge(revision: "refs/peers/incoming", as: identity)
+    }
+}
