@@ -63,6 +63,7 @@ final class AuditTests: CLITestCase {
         // A conflict: the same record written on a clone and here, merged.
         let other = sandbox.appendingPathComponent("other")
         try gitOK(["clone", "-q", profile.path, other.path], in: sandbox)
+        fsckAtEnd(profile, other)
         try concordOK(["doctor", "--fix"], as: parent, in: other)
         try concordOK(["put", "vocabulary/snack", "--json", #"{"label":"biscuit"}"#], as: parent, in: profile, clock: "2026-03-05T10:00:00.000Z")
         try concordOK(["put", "vocabulary/snack", "--json", #"{"label":"cracker"}"#], as: parent, in: other, clock: "2026-03-05T10:01:00.000Z")

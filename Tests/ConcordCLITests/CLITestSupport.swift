@@ -70,6 +70,24 @@ class CLITestCase: XCTestCase {
         try ProcessRunner.run(gitPath, arguments, environment: baseEnvironment(), in: directory)
     }
 
+    /// Every repository `repositories` names (profiles, their clones, remotes) must pass `git fsck --full`
+    /// when the test ends (ConcordSyncTests' `fsckAtEnd`, for this target): checked in a teardown block, so
+    /// after the test and its own teardown blocks but before the sandbox goes (blocks run last registered
+    /// first, and the sandbox's block was registered in setUp).
+    func fsckAtEnd(_ repositories: URL..., file: StaticString = #filePath, line: UInt = #line) {
+        addTeardownBlock { [self] in
+            for repository in repositories {
+                do {
+                    let result = try git(["fsck", "--full", "--no-progress", "--no-dangling"], in: repository)
+                    XCTAssertEqual(result.status, 0, "git fsck --full at the end of the test, in \(repository.path): \(result.summary)",
+                                   file: file, line: line)
+                } catch {
+                    XCTFail("git fsck --full at the end of the test, in \(repository.path): \(error)", file: file, line: line)
+                }
+            }
+        }
+    }
+
     /// Runs git and returns its trimmed standard output, failing the test unless it exits 0.
     @discardableResult
     func gitOK(_ arguments: [String], in directory: URL, file: StaticString = #filePath, line: UInt = #line) throws -> String {

@@ -7,10 +7,11 @@ import XCTest
 /// Two devices changing a profile at once, then merging: what the merge reports, what the clock
 /// learns, and how member files combine (ISSUE 12 F2–F4).
 final class ConcurrentChangeTests: KitTestCase {
-    /// A second working copy of `profile`, for `identity` with its own clock.
+    /// A second working copy of `profile`, for `identity` with its own clock (fsck'd at the end).
     private func clone(_ profile: Profile, _ name: String, identity: Identity, clock: ManualClock) throws -> Profile {
         let directory = sandbox.appendingPathComponent(name)
         try gitOK(["clone", "-q", profile.root.path, directory.path], in: sandbox)
+        fsckAtEnd(directory)
         return try Profile.open(at: directory, environment: makeEnvironment(identity, clock: clock))
     }
 
@@ -27,6 +28,7 @@ final class ConcurrentChangeTests: KitTestCase {
         let alice = try makeIdentity()
         let clock = ManualClock("2026-01-01T10:00:00.000Z")
         let origin = try makeProfile("origin", identity: alice, clock: clock)
+        fsckAtEnd(origin.root)
         try origin.records.write(as: alice) { try $0.put("vocabulary", "r", data: ["f": "base", "g": "base"]) }
         let a = try clone(origin, "a", identity: alice, clock: clock)
         let b = try clone(origin, "b", identity: alice, clock: clock)
@@ -53,6 +55,7 @@ final class ConcurrentChangeTests: KitTestCase {
         let alice = try makeIdentity()
         let ahead = ManualClock("2026-01-01T10:05:00.000Z"), behind = ManualClock("2026-01-01T10:00:00.000Z")
         let asker = try makeProfile("asker", identity: alice, clock: ahead)
+        fsckAtEnd(asker.root)
         let answerer = try clone(asker, "answerer", identity: alice, clock: behind)
         let question = try asker.records.write(as: alice) { try $0.append("logs", data: ["q": "lunch?"]) }.value
         try pull(asker, into: answerer, as: alice)
@@ -69,6 +72,7 @@ final class ConcurrentChangeTests: KitTestCase {
         let alice = try makeIdentity()
         let clock = ManualClock("2026-01-01T10:00:00.000Z")
         let a = try makeProfile("a", identity: alice, clock: clock)
+        fsckAtEnd(a.root)
         let b = try clone(a, "b", identity: alice, clock: clock)
         clock.advance(by: 60_000)
         try a.records.write(as: alice) { try $0.put("vocabulary", "x", data: ["label": "one"]) }
@@ -93,6 +97,7 @@ final class ConcurrentChangeTests: KitTestCase {
         let admin = try makeIdentity("alice", device: "laptop")
         let clock = ManualClock("2026-01-01T10:00:00.000Z")
         let a = try makeProfile("a", identity: admin, clock: clock)
+        fsckAtEnd(a.root)
         let phone = try makeIdentity("bob", device: "phone"), tablet = try makeIdentity("bob", device: "tablet")
         let desk = try makeIdentity("bob", device: "desk")
         try a.members.add("bob", role: .user, device: desk.device, key: desk.key.publicKey, as: admin)
@@ -132,6 +137,7 @@ final class QueuedMergeTests: KitTestCase {
         let directory = sandbox.appendingPathComponent("b")
         try gitOK(["clone", "-q", a.root.path, directory.path], in: sandbox)
         let b = try Profile.open(at: directory, environment: makeEnvironment(alice, clock: clock))
+        fsckAtEnd(a.root, b.root)
         clock.advance(by: 60_000)
         try a.records.write(as: alice) { records in
             for n in 0..<30 { try records.put("vocabulary", "w\(n)", data: ["label": .string("a \(n)"), "note": "base"]) }

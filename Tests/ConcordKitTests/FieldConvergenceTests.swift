@@ -28,6 +28,7 @@ final class FieldConvergenceTests: KitTestCase {
         let owner = try Identity.create(member: "alice", device: "origin", in: sandbox.appendingPathComponent("home-origin"))
         let origin = try Profile.create(at: sandbox.appendingPathComponent("origin"), name: "Fields", template: .aac, identity: owner,
                                         environment: ConcordEnvironment(home: owner.home, wallClock: { wall.now }))
+        fsckAtEnd(origin.root)
         var identities = [Identity]()
         for (index, member) in ["ada", "bob", "ada", "Zed"].enumerated() {
             let identity = try Identity.create(member: member, device: "d\(index)", in: sandbox.appendingPathComponent("home\(index)"))
@@ -45,9 +46,11 @@ final class FieldConvergenceTests: KitTestCase {
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         let remote = root.appendingPathComponent("remote.git")
         try gitOK(["clone", "-q", "--bare", origin.root.path, remote.path], in: root)
+        fsckAtEnd(remote)
         let devices = try identities.enumerated().map { index, identity in
             let directory = root.appendingPathComponent("device\(index)")
             try gitOK(["clone", "-q", remote.path, directory.path], in: root)
+            fsckAtEnd(directory)
             let skew = Int64.random(in: -2...2, using: &random)
             let environment = ConcordEnvironment(home: identity.home, wallClock: { wall.now + skew })
             return Device(profile: try Profile.open(at: directory, environment: environment), identity: identity)
@@ -115,7 +118,6 @@ final class FieldConvergenceTests: KitTestCase {
                                "seed \(seed): \(id) on \(device.identity.device) is not the rule applied to all writes")
             }
         }
-        if seed == Self.cases { try gitOK(["fsck", "--full"], in: devices[0].profile.root) }
     }
 
     private func same(_ a: JSONValue?, _ b: JSONValue?) -> Bool {

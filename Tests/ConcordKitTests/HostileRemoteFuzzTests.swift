@@ -10,13 +10,15 @@ import XCTest
 /// object files, written straight into the bare repository as an attacker with write access
 /// would. After every case: nothing was written outside the profile or into `.git`, the sync
 /// finished within a deadline, a refused sync changed nothing, an accepted one left the working
-/// tree equal to HEAD; the device (every 100 cases) and, at the end, the remote pass
-/// `git fsck --full`.
+/// tree equal to HEAD; the device (every 100 cases) and, at the end, the remote (restored) and
+/// Alice's profile pass `git fsck --full`.
 final class HostileRemoteFuzzTests: KitTestCase {
     static let cases = 1_000
 
     func testForgedRemotesNeverEscapeCrashHangOrChangeAnythingOnRefusal() throws {
         var fuzz = try FuzzScene(test: self)
+        // Alice's profile is never touched by the attacker: it must pass git fsck when the test ends.
+        fsckAtEnd(fuzz.aliceURL)
         var generator = SeededGenerator(seed: 0xC0FFEE)
         var refused = 0, accepted = 0
         for number in 1...Self.cases {
@@ -71,6 +73,8 @@ struct FuzzScene {
     let bobURL: URL
     let bob: Profile
     let bobIdentity: Identity
+    /// Alice's profile, which published the remote.
+    let aliceURL: URL
     /// Alice, the profile's Admin: the attacker signs with her device key (a stolen device), so
     /// forged commits get past the signature check to the structural rule.
     let alice: Identity
@@ -111,6 +115,7 @@ struct FuzzScene {
         alice = try test.makeIdentity("alice", device: "laptop")
         bobIdentity = try test.makeIdentity("bob", device: "tablet")
         let aliceProfile = try test.makeProfile("alice", identity: alice)
+        aliceURL = aliceProfile.root
         try aliceProfile.records.write(as: alice) { try $0.put("vocabulary", "puzzle", data: ["label": .string("puzzle")]) }
         try aliceProfile.records.write(as: alice) { _ = try $0.append("logs", data: ["tapped": .string("puzzle")]) }
         bareURL = test.sandbox.appendingPathComponent("remote.git")

@@ -157,6 +157,7 @@ final class IncomingAccessTests: KitTestCase {
         _ = try profile.sync.run(as: alice)
         let clone = sandbox.appendingPathComponent("by-hand")
         try gitOK(["clone", "--quiet", "--branch", "main", bare.path, clone.path], in: sandbox)
+        fsckAtEnd(profile.root, bare, clone)
         let file = try XCTUnwrap(try gitOK(["ls-files", "vocabulary"], in: clone).split(separator: "\n").first { $0.hasSuffix("/puzzle.json") })
         return (alice, vera, profile, clone, clone.appendingPathComponent(String(file)))
     }

@@ -30,6 +30,29 @@ final class ManualClock: @unchecked Sendable {
     var environmentClock: @Sendable () -> Int64 { { [self] in now } }
 }
 
+extension XCTestCase {
+    /// Every remote and device of an engine test must pass `git fsck --full` when it ends (ConcordSyncTests'
+    /// `fsckAtEnd`, for this target): `repositories` are checked in a teardown block, so after the test and
+    /// its own teardown blocks but before the sandbox goes (blocks run last registered first, and the
+    /// sandbox's block was registered in setUp). Any test case of this target may call it, KitTestCase or not.
+    func fsckAtEnd(_ repositories: URL..., file: StaticString = #filePath, line: UInt = #line) {
+        addTeardownBlock {
+            for repository in repositories {
+                do {
+                    // HOME is the repository's parent (in the sandbox): no ~/.gitconfig of the machine is read.
+                    let result = try ProcessRunner.run(gitPath, ["fsck", "--full", "--no-progress", "--no-dangling"],
+                                                       environment: isolatedEnvironment(home: repository.deletingLastPathComponent()),
+                                                       in: repository)
+                    XCTAssertEqual(result.status, 0, "git fsck --full at the end of the test, in \(repository.path): \(result.stdout)\(result.stderr)",
+                                   file: file, line: line)
+                } catch {
+                    XCTFail("git fsck --full at the end of the test, in \(repository.path): \(error)", file: file, line: line)
+                }
+            }
+        }
+    }
+}
+
 /// Base class of the engine tests: temp dirs, identities, profiles, and the git CLI as judge.
 class KitTestCase: XCTestCase {
     private(set) var sandbox: URL!

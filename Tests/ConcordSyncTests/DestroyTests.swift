@@ -14,6 +14,7 @@ final class DestroyTests: ConcordServeTestCase {
     /// profile as removed, saying why; a clone finds only the notice.
     func testAnAdminDestroysAPathRemoteAndTheOtherDeviceRemovesItsCopy() throws {
         let scene = try makeTwoDevices(other: ("bob", "tablet"), role: "editor")
+        // Destroyed on purpose: both copies are deleted and the remote's directory keeps only the notice (no repository).
         fsckAtEnd.removeAll { [scene.remote.bare, scene.ownerProfile, scene.otherProfile].contains($0) }
         let published = try remoteMain(scene.remote)
 
@@ -56,7 +57,7 @@ final class DestroyTests: ConcordServeTestCase {
     /// an Editor signed, one another profile's Admin signed (for that profile), and a damaged one.
     func testANoticeThatDoesNotCountChangesNothing() throws {
         let scene = try makeTwoDevices(other: ("bob", "tablet"), role: "editor")
-        fsckAtEnd.removeAll { $0 == scene.remote.bare }
+        // The notices are files beside the remote's objects, removed after each case: the remote stays checked.
         let snapshot = try workTreeSnapshot(scene.otherProfile)
         let bob = try Identity.load(from: scene.other.home)
         let profile = try Profile.open(at: scene.otherProfile, environment: try ConcordEnvironment.fromProcess())
@@ -66,6 +67,7 @@ final class DestroyTests: ConcordServeTestCase {
         // Another profile Alice administers, destroyed on its own path remote: a genuine notice, for another profile.
         let otherRemote = try makeRemote(.path, name: "other.git")
         let other = try publishProfile(owner: scene.owner, remote: otherRemote, directory: "other")
+        // Destroyed just below (the copy deleted, the remote reduced to its notice).
         fsckAtEnd.removeAll { $0 == otherRemote.bare || $0 == other }
         try concordOK(["destroy", "--yes"], as: scene.owner, in: other)
         let foreign = try Data(contentsOf: otherRemote.bare.appendingPathComponent(DeletionNotice.fileName))
@@ -93,6 +95,7 @@ final class DestroyTests: ConcordServeTestCase {
     /// a stranger's key cannot read the notice.
     func testAnAdminDestroysAProfileOnAConcordServer() throws {
         let (alice, bob, host, aliceProfile, bobsCopy) = try aliceAndBobThroughServer()
+        // Destroyed on purpose: the server's repository and both copies are deleted.
         fsckAtEnd.removeAll { [aliceProfile, bobsCopy, host.repository("kid")].contains($0) }
         let byEditor = try concord(["destroy", "--yes"], as: bob, in: bobsCopy)
         XCTAssertNotEqual(byEditor.status, 0, byEditor.summary)

@@ -72,9 +72,10 @@ final class InvitationTests: SyncTestCase {
         let dana = try makeDevice("dana", device: "ipad")
         _ = try share(["dana", "--role", "editor", "--key", dana.publicKeyLine], as: alice, in: profile)
         try concordOK(["sync"], as: alice, in: profile)
-        fsckAtEnd.removeAll { $0 == remote.bare }
+        // Dana's forged commit is refused by Alice, but it is a sound git object: the remote stays checked.
         let clone = sandbox.appendingPathComponent("dana-by-hand")
         try gitOK(["clone", "--quiet", "--branch", "main", remote.bare.path, clone.path])
+        fsckAtEnd.append(clone)
         let member = clone.appendingPathComponent(".concord/members/dana.json")
         let text = try String(contentsOf: member, encoding: .utf8)
         // Accepting and raising the role at once.
@@ -132,6 +133,7 @@ final class InvitationTests: SyncTestCase {
 
         // The remote replaced by another profile's history: not the profile named by the invitation.
         try FileManager.default.removeItem(at: remote.bare)
+        // The first remote is deleted; makeRemote registers its replacement (the same path) again below.
         fsckAtEnd.removeAll { $0 == remote.bare }
         let mallory = try makeDevice("mallory", device: "laptop")
         // A new bare repository at the same path, holding mallory's profile.

@@ -50,6 +50,7 @@ final class SSHServerTests: SyncTestCase {
 
         let clone = sandbox.appendingPathComponent("clone")
         try gitOK(["clone", "--quiet", remote, clone.path], environment: sshEnvironment())
+        fsckAtEnd.append(clone)
         try gitOK(["checkout", "--quiet", "-b", "main"], in: clone)
         try Data("hello over ssh\n".utf8).write(to: clone.appendingPathComponent("note.txt"))
         try gitOK(["add", "note.txt"], in: clone)
@@ -62,6 +63,7 @@ final class SSHServerTests: SyncTestCase {
 
         let second = sandbox.appendingPathComponent("second")
         try gitOK(["clone", "--quiet", remote, second.path], environment: sshEnvironment())
+        fsckAtEnd.append(second)
         XCTAssertEqual(try String(contentsOf: second.appendingPathComponent("note.txt"), encoding: .utf8), "hello over ssh\n")
         XCTAssertEqual(try gitOK(["ls-remote", remote, "refs/heads/main"], environment: sshEnvironment()),
                        "\(pushed)\trefs/heads/main")

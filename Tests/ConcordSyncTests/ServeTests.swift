@@ -24,6 +24,7 @@ final class ServeTests: ConcordServeTestCase {
         // Plain git over ssh with Bob's key: the same server, the same rules.
         let gitClone = sandbox.appendingPathComponent("bob-git")
         try gitOK(["clone", "--quiet", host.url("kid"), gitClone.path], environment: try gitSSHEnvironment(bob, host: host))
+        fsckAtEnd.append(gitClone)
         XCTAssertEqual(try gitOK(["rev-parse", "HEAD"], in: gitClone), try serverMain("kid", host: host))
         let commit = try commitWithGit(in: gitClone, signedWith: bob.keyFile) { try setLabel("jigsaw", of: "puzzle", in: $0) }
         try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: gitClone, environment: try gitSSHEnvironment(bob, host: host))
@@ -138,6 +139,7 @@ final class ServeTests: ConcordServeTestCase {
         let gitEnvironment = try gitSSHEnvironment(bob, host: host)
         let clone = sandbox.appendingPathComponent("bob-git")
         try gitOK(["clone", "--quiet", host.url("kid"), clone.path], environment: gitEnvironment)
+        fsckAtEnd.append(clone)
         func edit(_ label: String) -> (URL) throws -> Void {
             return { clone in try self.setLabel(label, of: "puzzle", in: clone) }
         }

@@ -11,6 +11,7 @@ final class SyncHostKeyTests: SyncTestCase {
         try allow(laptop, on: remote, trustHost: false)
         let profile = sandbox.appendingPathComponent("laptop")
         try concordOK(["init", profile.path, "--name", "Shared", "--template", "aac"], as: laptop)
+        fsckAtEnd.append(profile)
         try concordOK(["remote", "add", "origin", remote.url], as: laptop, in: profile)
         let knownHosts = laptop.home.appendingPathComponent("known_hosts")
 
@@ -95,6 +96,7 @@ final class SyncHostKeyTests: SyncTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: target.path), "a refused clone left \(target.path)")
 
         try concordOK(["clone", remote.url, target.path, "--trust-host", server.hostKeyFingerprint], as: phone)
+        fsckAtEnd.append(target)
         XCTAssertEqual(try String(contentsOf: knownHosts, encoding: .utf8), server.knownHostsLine + "\n")
         XCTAssertEqual(try concordOK(["ls"], as: phone, in: target), "vocabulary/hello")
         // The recorded key serves later syncs with no flag.

@@ -150,6 +150,7 @@ final class SyncIntegrityTests: SyncTestCase {
         // Bob reaches the repository by path, and the ssh server refuses his key for everything.
         let bobProfile = sandbox.appendingPathComponent("bob")
         try concordOK(["clone", remote.bare.path, bobProfile.path], as: bob)
+        fsckAtEnd.append(bobProfile)
         try server.authorize(publicKeyLine: "command=\"echo 'FATAL: W any profile bob DENIED by fallthru' >&2; exit 1\",restrict "
                              + bob.publicKeyLine)
         let knownHosts = bob.home.appendingPathComponent("known_hosts")

@@ -25,6 +25,7 @@ final class WatchMemoryTests: SyncTestCase {
     func testPollingAndSyncingOverAPathRemoteKeepsMemoryFlat() throws {
         let bare = sandbox.appendingPathComponent("remote.git")
         try Profile.createBareRemote(at: bare)
+        fsckAtEnd.append(bare)
         try soak(url: bare.path, polls: 300, syncs: 20)
     }
 
@@ -32,6 +33,7 @@ final class WatchMemoryTests: SyncTestCase {
         let server = try startSSHServer()
         let bare = sandbox.appendingPathComponent("remote.git")
         try Profile.createBareRemote(at: bare)
+        fsckAtEnd.append(bare)
         // Each ssh poll is a handshake and each sync two more: fewer of them, the same bound.
         try soak(url: server.url(for: bare), polls: 60, syncs: 5, server: server)
     }
@@ -49,6 +51,7 @@ final class WatchMemoryTests: SyncTestCase {
         _ = try a.sync.run(as: identity)
         let b = try Profile.clone(url: url, into: sandbox.appendingPathComponent("b"), identity: identity,
                                   environment: environment)
+        fsckAtEnd += [a.root, b.root]
 
         var rounds = 0
         // B writes and pushes, A writes too; A's next check sees both, and its sync fetches, merges and pushes.
