@@ -60,7 +60,7 @@ public enum ProfilePathRules {
             return RecordID.isValid(id) ? .success(.invitation(id: id)) : .failure(.notInFormat)
         }
         if components.count > 2, text.hasPrefix(".concord/conflicts/") {
-            return .success(.conflictCopy)
+            return isConflictCopy(String(text.dropFirst(".concord/conflicts/".count)), kinds: kinds) ? .success(.conflictCopy) : .failure(.notInFormat)
         }
         guard let (kind, fileName) = kinds.kind(forPath: text) else { return .failure(.notInFormat) }
         if kind.policy == .append {
@@ -73,6 +73,29 @@ public enum ProfilePathRules {
         guard RecordID.isValid(id) else { return .failure(.notInFormat) }
         guard text == RecordPaths.file(directory: kind.directory, id: id) else { return .failure(.wrongBucket) }
         return .success(.record(kind, id: id))
+    }
+
+    /// True when `copy` (a path under `.concord/conflicts/`) is where a merge keeps the other side
+    /// of a file it could not resolve: the file's path with `.<commit>` (7 hex digits) before its
+    /// extension (`MergePlanner.conflictCopyPath`), the file being one the format allows (a record,
+    /// a log day, a `.concord/` document). Anything else there — another `.gitattributes` git would
+    /// honour, a `.gitmodules`, files of any name — is not in the format.
+    static func isConflictCopy(_ copy: String, kinds: KindsTable) -> Bool {
+        let slash = copy.lastIndex(of: "/")
+        let directory = slash.map { String(copy[...$0]) } ?? ""
+        let parts = (slash.map { copy[copy.index(after: $0)...] } ?? copy[...]).split(separator: ".", omittingEmptySubsequences: false)
+        for hasExtension in [true, false] {
+            let commitPart = parts.count - (hasExtension ? 2 : 1)
+            guard commitPart >= 1 else { continue }
+            let commit = parts[commitPart]
+            guard commit.count == 7, commit.allSatisfy({ $0.isHexDigit && !$0.isUppercase }) else { continue }
+            let original = directory + (parts[..<commitPart] + (hasExtension ? [parts[parts.count - 1]] : [])).joined(separator: ".")
+            switch classifyInGeneral(Array(original.utf8), kinds: kinds) {
+            case .success(.conflictCopy), .success(.gitattributes), .failure: continue
+            case .success: return true
+            }
+        }
+        return false
     }
 
     /// What `classifyInGeneral` finds for a record file in its bucket (`<directory>/<bucket>/<id>.json`

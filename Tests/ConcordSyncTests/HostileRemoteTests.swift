@@ -105,6 +105,11 @@ final class HostileRemoteTests: SyncTestCase {
             ([Array("vocabulary".utf8), Array("00".utf8), Array("puzzle.json".utf8)], "wrong bucket"),     // puzzle's bucket is not 00
             ([Array("notakind".utf8), Array("00".utf8), Array("x.json".utf8)], "notakind/00/x.json"),
             ([Array("README".utf8)], "README"),
+            // Under .concord/conflicts/ only copies a merge makes: another .gitattributes git would honour there is not one.
+            ([Array(".concord".utf8), Array("conflicts".utf8), Array(".gitattributes".utf8)], ".concord/conflicts/.gitattributes"),
+            ([Array(".concord".utf8), Array("conflicts".utf8), Array("vocabulary".utf8), Array(".gitattributes".utf8)],
+             ".concord/conflicts/vocabulary/.gitattributes"),
+            ([Array(".concord".utf8), Array("conflicts".utf8), Array("a".utf8), Array("b".utf8), Array("c".utf8)], ".concord/conflicts/a/b/c"),
         ]
         for item in cases {
             try scene.forger.run(["update-ref", "refs/heads/main", try revParse("refs/remotes/origin/main", in: scene.bobProfile)])
@@ -205,6 +210,23 @@ final class HostileRemoteTests: SyncTestCase {
         let path = "vocabulary/\(try bucket(of: "puzzle", scene))/puzzle.json"
         let commit = try scene.forger.push(nil, at: path)
         try assertSyncRefused(scene, commit: commit, mentions: [path, "removed"])
+    }
+
+    /// .gitattributes is what kinds.json generates: removed, plain git would merge records as text.
+    func testARemovedGitattributesIsRefused() throws {
+        let scene = try makeScene()
+        let commit = try scene.forger.push(nil, at: ".gitattributes")
+        try assertSyncRefused(scene, commit: commit, mentions: [".gitattributes", "removed"])
+    }
+
+    /// A copy a merge keeps of a record's other side (`<path>.<commit>.json`) is in the format.
+    func testAConflictCopyOfARecordIsAccepted() throws {
+        let scene = try makeScene()
+        let path = "vocabulary/\(try bucket(of: "puzzle", scene))/puzzle.json"
+        let copy = ".concord/conflicts/" + path.dropLast(5) + ".abc1234.json"
+        try scene.forger.push(try scene.forger.file(#"{"label":"the other side"}"#), at: copy)
+        try concordOK(["sync"], as: scene.bob, in: scene.bobProfile)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: scene.bobProfile.appendingPathComponent(copy).path))
     }
 
     // MARK: D. Remote history

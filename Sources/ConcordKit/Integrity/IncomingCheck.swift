@@ -223,7 +223,8 @@ extension ProfilePathRules.File {
     /// Files a commit may never remove: deletions are tombstones, and profile documents stay.
     var mustStay: Bool {
         switch self {
-        case .conflictCopy, .gitattributes: return false
+        case .conflictCopy: return false   // a merge keeps the other side there until someone resolves it
+        case .gitattributes: return true   // what kinds.json generates: removed, plain git would merge records as text
         default: return true
         }
     }
