@@ -122,6 +122,15 @@ static inline long concord_inflate_prefix(const unsigned char *in, size_t in_len
     return produced;
 }
 
+/* For a one-shot command that allocates and frees large buffers: freed memory is kept for the
+ * next allocation instead of handed back to the kernel and faulted in again (below 32 MiB from
+ * the heap, not mmap; up to 256 MiB free at the top of the heap kept). */
+static inline void concord_keep_freed_memory(void) {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    mallopt(M_TOP_PAD, 32 << 20);
+}
+
 static inline int concord_inflate_loose(const unsigned char *in, size_t in_len, size_t max_size,
                                         unsigned char **out, size_t *out_len) {
     z_stream s;

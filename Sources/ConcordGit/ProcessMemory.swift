@@ -1,7 +1,8 @@
 // This file touches the C library through the CShims shim (malloc.h).
 internal import CShims
 
-/// The C heap of this process, for a process that runs for weeks (`watch`).
+/// The C heap of this process: for a process that runs for weeks (`watch`), and for a one-shot
+/// command that allocates and frees large buffers (`clone`).
 public enum ProcessMemory {
     /// Gives the heap's free memory back to the system (glibc's `malloc_trim(0)`; nothing elsewhere).
     ///
@@ -13,5 +14,13 @@ public enum ProcessMemory {
         #if canImport(Glibc)
         _ = malloc_trim(0)
         #endif
+    }
+
+    /// The opposite, for a one-shot command: freed memory is kept for the next allocation instead
+    /// of being returned to the kernel and faulted in again. B5's clone (thousands of objects
+    /// copied, hashed and written) took ~2,000 fewer page faults and ~4% less time so. Never for
+    /// a long-running process, whose memory would then not shrink.
+    public static func keepFreedMemory() {
+        concord_keep_freed_memory()
     }
 }

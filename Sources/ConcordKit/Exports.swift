@@ -2,3 +2,4 @@
 @_exported import ConcordModel
 @_exported import ConcordTrust
 @_exported import enum ConcordGit.PerformanceTrace
+@_exported import enum ConcordGit.ProcessMemory

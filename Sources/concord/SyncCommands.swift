@@ -74,6 +74,7 @@ struct Clone: ParsableCommand {
     @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
+        ProcessMemory.keepFreedMemory()   // one process, one clone: no memory handed back only to be faulted in again
         let profile = try Profile.clone(url: url, into: URL(fileURLWithPath: directory), identity: try loadIdentity(),
                                         environment: try processEnvironment(), trustHost: trustHost)
         let records = profile.clonedRecords
