@@ -2,7 +2,8 @@
 #   make demo   installs what is missing, builds (release), runs a short real scenario
 #   make test   installs what is missing, builds, runs every test
 # and `make bench` runs the benchmark harness (release build) and rewrites docs/benchmarks.md;
-# `make bench BASELINE=<revision>` also times that revision's concord side by side in B3, B5 and B6.
+# `make bench BASELINE=<revision>` also times that revision's concord side by side in B3, B5 and B6;
+# `make bench-baseline` does only that (against ff5d3de) into docs/benchmarks-baseline.md.
 
 SHELL := /bin/bash
 ifneq ($(wildcard /opt/swift/usr/bin/swift),)
@@ -18,7 +19,7 @@ RELEASE := .build-release
 RELEASE_BUILD := swift build -c release --static-swift-stdlib --scratch-path $(RELEASE)
 SWIFT_TEST_FLAGS ?=
 
-.PHONY: deps build release demo test bench baseline clean
+.PHONY: deps build release demo test bench bench-baseline baseline clean
 
 deps:
 	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -61,6 +62,16 @@ bench: deps $(if $(BASELINE),baseline)
 	$(RELEASE_BUILD) --product concord-lookup
 	$(RELEASE_BUILD) --product concord-bench
 	$(RELEASE)/release/concord-bench --concord $(RELEASE)/release/concord $(BASELINE_FLAG) --output docs/benchmarks.md
+
+# The Integrity issue's bounds, side by side with the build before it in one run: B3, B5 and B6
+# only, into docs/benchmarks-baseline.md (`make bench-baseline`, BASELINE defaults to ff5d3de).
+bench-baseline: BASELINE := $(or $(BASELINE),ff5d3de)
+bench-baseline: deps
+	@$(MAKE) --no-print-directory baseline BASELINE=$(BASELINE)
+	$(RELEASE_BUILD) --product concord
+	$(RELEASE_BUILD) --product concord-bench
+	$(RELEASE)/release/concord-bench --concord $(RELEASE)/release/concord --baseline .build-baseline/$(BASELINE)/build/release/concord \
+	  --only B3,B5,B6 --runs 11 --output docs/benchmarks-baseline.md
 
 baseline: deps
 	@test -n "$(BASELINE)" || { echo "usage: make baseline BASELINE=<revision>"; exit 2; }

@@ -73,10 +73,16 @@ struct Bench {
         FileHandle.standardError.write(Data("bench wall time: \(Format.duration(wall))\n".utf8))
         print(Report.table(results))
         if let output = options.outputPath {
-            let report = Report(facts: facts, results: results, runs: options.runs, wallSeconds: wall,
+            var report = Report(facts: facts, results: results, runs: options.runs, wallSeconds: wall,
                                 scenarioSeconds: durations, cleanUpSeconds: cleanUpSeconds,
                                 loadAverageAfter: MachineFacts.currentLoadAverage(), fileCreationProbeAfter: probeAfter,
                                 temporaryRoot: options.temporaryDirectory)
+            if let baseline = options.baselinePath, options.only != nil {
+                report.regenerate = (make: "make bench-baseline",
+                                     command: ([".build-release/release/concord-bench", "--concord", ".build-release/release/concord",
+                                                "--baseline", baseline, "--only", (options.only ?? []).sorted().joined(separator: ","),
+                                                "--runs", String(options.runs), "--output", output]).joined(separator: " "))
+            }
             try Data(report.markdown.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
             FileHandle.standardError.write(Data("wrote \(output)\n".utf8))
         }

@@ -75,6 +75,9 @@ struct Clone: ParsableCommand {
 
     func run() throws {
         ProcessMemory.keepFreedMemory()   // one process, one clone: no memory handed back only to be faulted in again
+        let target = URL(fileURLWithPath: directory).standardizedFileURL
+        let interruption = CloneInterruption(target)
+        defer { interruption?.cancel() }
         let profile = try Profile.clone(url: url, into: URL(fileURLWithPath: directory), identity: try loadIdentity(),
                                         environment: try processEnvironment(), trustHost: trustHost)
         let records = profile.clonedRecords
@@ -165,4 +168,42 @@ func failOnUnresolved(_ unresolved: [UnresolvedFile]) throws {
         FileHandle.standardError.write(Data("concord: unresolved: \(file.path): \(file.reason)\(saved) — fix \(file.path), then commit it with concord put\n".utf8))
     }
     throw ExitCode(ExitStatus.failure)
+}
+
+
+/// Ctrl-C or SIGTERM during a clone: what the clone wrote is removed, as when it fails, and the
+/// process exits (130 or 143). Only for a target that was missing or empty (anything else is
+/// refused by the clone, and is not touched here). A clone killed outright (SIGKILL) leaves
+/// `.git/concord/cloning` naming its pid: the next clone into the directory removes what it left.
+final class CloneInterruption {
+    private let sources: [DispatchSourceSignal]
+
+    init?(_ target: URL) {
+        let manager = FileManager.default
+        let existed = manager.fileExists(atPath: target.path)
+        if existed, !((try? manager.contentsOfDirectory(atPath: target.path))?.isEmpty ?? false) { return nil }
+        sources = [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                if existed {
+                    for name in (try? manager.contentsOfDirectory(atPath: target.path)) ?? [] {
+                        try? manager.removeItem(at: target.appendingPathComponent(name))
+                    }
+                } else {
+                    try? manager.removeItem(at: target)
+                }
+                FileHandle.standardError.write(Data("concord: clone interrupted; nothing was left in \(target.path)\n".utf8))
+                _exit(128 + number)
+            }
+            source.resume()
+            return source
+        }
+    }
+
+    func cancel() {
+        for source in sources { source.cancel() }
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
+    }
 }

@@ -130,6 +130,44 @@ final class SyncIntegrityTests: SyncTestCase {
         XCTAssertTrue((object["error"] as? String)?.contains("identity") == true, result.stdout)
     }
 
+    /// A clone stopped before it finishes leaves nothing in the way of the next: SIGTERM (or
+    /// Ctrl-C) removes what it wrote; a clone killed outright leaves `.git` with its pid in
+    /// `.git/concord/cloning`, and the next clone into the directory, finding that process gone,
+    /// removes it and clones (before, it refused: "already holds a git repository or profile").
+    func testAClonePastItsProcessLeavesNothingInTheWayOfTheNext() throws {
+        let scene = try makeTwoDevices(records: (0..<300).map { ("vocabulary/w\($0)", #"{"label":"word"}"#) })
+        let carol = try makeDevice("carol", device: "phone")
+        for attempt in 0..<3 {
+            let target = sandbox.appendingPathComponent("carol-\(attempt)")
+            let clone = try ChildProcess(path: try ConcordBinary.required(), arguments: ["clone", scene.remote.url, target.path],
+                                         environment: concordEnvironment(carol), output: sandbox.appendingPathComponent("clone-\(attempt).out"))
+            addTeardownBlock { clone.signal(SIGKILL); clone.wait() }
+            usleep(useconds_t(attempt * 40_000))
+            clone.signal(SIGTERM)
+            clone.wait()
+            // Interrupted (nothing left) or done first (a whole profile): never half a clone in the way.
+            if FileManager.default.fileExists(atPath: target.path) {
+                XCTAssertTrue(try concordOK(["ls"], as: carol, in: target).contains("vocabulary/w1"), "attempt \(attempt): a partial clone was left")
+            }
+        }
+        // Killed outright after it made the repository: its mark names a process that is gone.
+        let target = sandbox.appendingPathComponent("carol-killed")
+        try FileManager.default.createDirectory(at: target.appendingPathComponent(".git/concord"), withIntermediateDirectories: true)
+        let gone = try ChildProcess(path: "/bin/true", arguments: [], environment: [:], output: sandbox.appendingPathComponent("true.out"))
+        gone.wait()
+        try Data("pid \(gone.pid)\n".utf8).write(to: target.appendingPathComponent(".git/concord/cloning"))
+        try concordOK(["clone", scene.remote.url, target.path], as: carol)
+        XCTAssertTrue(try concordOK(["ls"], as: carol, in: target).contains("vocabulary/w299"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: target.appendingPathComponent(".git/concord/cloning").path))
+        try assertFsck(target)
+        // A directory holding a repository no clone left is still refused.
+        let other = sandbox.appendingPathComponent("someone-else")
+        try gitOK(["init", "-q", other.path], in: sandbox)
+        let refused = try concord(["clone", scene.remote.url, other.path], as: carol)
+        XCTAssertEqual(refused.status, 1, refused.stderr)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: other.appendingPathComponent(".git").path))
+    }
+
     /// The path of record `id`'s file in `profile` (relative), found on disk.
     private func recordFile(_ id: String, in profile: URL) throws -> String {
         let file = try XCTUnwrap(FileManager.default.enumerator(atPath: profile.appendingPathComponent("vocabulary").path)?

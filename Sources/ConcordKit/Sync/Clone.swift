@@ -28,7 +28,12 @@ extension Profile {
         url: String, into directory: URL, identity: Identity, environment: ConcordEnvironment, trustHost: String? = nil
     ) throws -> Profile {
         let root = directory.standardizedFileURL
-        let existing = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
+        var existing = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
+        if existing == [".git"], Self.isLeftByAKilledClone(root) {
+            // A clone killed before it finished (its process is gone): what it left is removed, as it would have.
+            try? FileManager.default.removeItem(at: root.appendingPathComponent(".git"))
+            existing = []
+        }
         if !existing.isEmpty { throw ConcordError.profileExists(directory.path) }
         let location = try RemoteLocation(url: url)
         let createdDirectory = !FileManager.default.fileExists(atPath: root.path)
@@ -46,11 +51,24 @@ extension Profile {
         }
     }
 
+    /// `.git/concord/cloning` holds the pid of the clone writing the repository, until it is done.
+    private static func cloningMark(_ root: URL) -> URL { root.appendingPathComponent(".git/concord/cloning") }
+
+    /// True when `root/.git` was left by a clone whose process is gone (killed, or the machine stopped).
+    static func isLeftByAKilledClone(_ root: URL) -> Bool {
+        guard let text = try? String(contentsOf: cloningMark(root), encoding: .utf8),
+              let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines).dropFirst("pid ".count)) else { return false }
+        return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH
+    }
+
     private static func cloneInto(
         _ root: URL, location: RemoteLocation, identity: Identity, environment: ConcordEnvironment, trustHost: String?
     ) throws -> Profile {
         PerformanceTrace.start()
         let repository = try gitCall { try Repository.create(at: root.path, bare: false) }
+        let mark = cloningMark(root)
+        try FileManager.default.createDirectory(at: mark.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data("pid \(getpid())\n".utf8).write(to: mark)
         try gitCall { try repository.addRemote("origin", url: location.transportURL) }
         let knownHosts = KnownHosts(home: environment.home)
         let hostName = location.knownHostsName ?? ""
@@ -104,6 +122,7 @@ extension Profile {
         try SyncState(lastSync: HLClock.formatInstant(ConcordEnvironment.systemClock()), lastRemoteHead: tip.hex)
             .save(repository.gitDirectory, remote: "origin")
         try ProfileRegistry(home: environment.home).register(profile)
+        try? FileManager.default.removeItem(at: mark)
         PerformanceTrace.step("configured and registered")
         return profile
     }
