@@ -105,8 +105,25 @@ final class ObjectTransfer {
     /// Tree `id` as read from the source, not hashed yet, with the zlib stream it was inflated
     /// from when it was stored whole in a pack.
     private func readSourceTree(_ id: ObjectID) throws -> (tree: RawTree, compressed: [UInt8]?) {
-        let stored = try source.storedObject(id, type: .tree, limit: SourceObjects.maxObjectBytes)
-        return (try RawTree(stored.bytes, id: id), stored.compressed)
+        let stored: StoredObject
+        do { stored = try source.storedObject(id, type: .tree, limit: SourceObjects.maxObjectBytes) } catch let error as WrongObjectType {
+            // A sound blob under that id: the commit's tree names a file as a directory (invalid). Else the
+            // remote's objects lie about it (damage).
+            guard let blob = try? source.storedObject(id, type: .blob, limit: SourceObjects.maxObjectBytes),
+                  ObjectPack.id(of: blob.bytes, type: .blob) == id else { throw SourceObjects.refusal(error.description) }
+            throw NotATree(reason: "\(error): it is a file, named as a directory")
+        }
+        do { return (try RawTree(stored.bytes, id: id), stored.compressed) } catch {
+            // Malformed but what its id says: the commit names a tree git cannot read (invalid); else damage.
+            guard ObjectPack.id(of: stored.bytes, type: .tree) == id else { throw error }
+            throw NotATree(reason: "tree \(id) has entries git cannot read (an empty name or a malformed mode)")
+        }
+    }
+
+    /// A tree the walk met that is not one (see `InvalidTree`); `path` is filled in on the way up.
+    private struct NotATree: Error {
+        let reason: String
+        var path: [String] = []
     }
 
     /// Keeps a tree read from the source whose bytes hash to `id`, up to `treesKept`.
@@ -148,7 +165,9 @@ final class ObjectTransfer {
                 try commits[parent]?.header.tree ?? RawCommit(destination.rawObject(parent, type: GIT_OBJECT_COMMIT), id: parent).tree
             }
             copiedCommits.append((id, header.tree))
-            try copyTree(header.tree, base: baseTree)
+            do { try copyTree(header.tree, base: baseTree) } catch let error as NotATree {
+                throw InvalidTree(commit: id, path: error.path.reversed().joined(separator: "/"), reason: error.reason)
+            }
             try pack.add(raw, type: .commit, expected: id)
             commitCopied?(raw)
             keepChanges(from: baseTree, to: header.tree)
@@ -183,6 +202,8 @@ final class ObjectTransfer {
         } catch let oversized as OversizedObject {
             let (commit, path) = try locate(oversized.id)
             throw OversizedFile(commit: commit, path: path, size: oversized.size, limit: oversized.limit)
+        } catch let wrong as WrongObjectType {
+            throw SourceObjects.refusal(wrong.description)   // the remote's objects disagree with the tree naming it
         }
         pack.add(hashed: read)
         blobs.reserveCapacity(blobs.count + ids.count)
@@ -255,7 +276,11 @@ final class ObjectTransfer {
             guard let entry else { return }   // removed: nothing to copy
             let child = tree.id(entry)
             switch tree.kind(entry) {
-            case .tree: try copyTree(child, base: baseEntry.flatMap { $0.isTree ? old.id($0) : nil })
+            case .tree:
+                do { try copyTree(child, base: baseEntry.flatMap { $0.isTree ? old.id($0) : nil }) } catch var error as NotATree {
+                    error.path.append(String(decoding: tree.name(entry), as: UTF8.self))
+                    throw error
+                }
             case .blob where !has(child):
                 blobQueue.append(child)
                 blobLimits.append(blobLimit(tree.name(entry)))
@@ -355,8 +380,12 @@ extension Repository {
         guard let tip = try SourceObjects.reference(ref, gitDirectory: SourceObjects.gitDirectory(of: path)) else { return nil }
         let source = try SourceObjects(repositoryAt: path, scratch: gitDirectory)   // copies for libgit2 go into this quarantine
         if intoEmpty || !contains(tip) {
-            _ = try ObjectTransfer.copy(tip, from: source, to: self, durable: durable, destinationIsEmpty: intoEmpty,
-                                        keepingChanges: true, commitCopied: commitCopied, blobLimit: blobLimit)
+            do {
+                _ = try ObjectTransfer.copy(tip, from: source, to: self, durable: durable, destinationIsEmpty: intoEmpty,
+                                            keepingChanges: true, commitCopied: commitCopied, blobLimit: blobLimit)
+            } catch let wrong as WrongObjectType {
+                throw SourceObjects.refusal(wrong.description)   // a commit's parent that is not one: a damaged remote
+            }
         }
         let current = try resolveReference(trackingRef)
         if current != tip {

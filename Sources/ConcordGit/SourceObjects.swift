@@ -39,6 +39,26 @@ struct OversizedObject: Error, CustomStringConvertible {
     var description: String { "object \(id) is \(size) bytes, over the \(limit)-byte limit" }
 }
 
+/// An object of another type than the tree entry or commit naming it says.
+struct WrongObjectType: Error, CustomStringConvertible {
+    let id: ObjectID
+    let expected: ObjectType
+
+    var description: String { "object \(id) is not a \(expected.name)" }
+}
+
+/// A commit copied from a remote whose tree at `path` ("" for its root tree) is not one: a sound
+/// blob, or a tree with entries git cannot read (an empty name, a malformed mode) whose bytes are
+/// what its id says. The commit is invalid; objects whose bytes are not what their ids say are
+/// damage, reported as such.
+public struct InvalidTree: Error, CustomStringConvertible {
+    public let commit: ObjectID
+    public let path: String
+    public let reason: String
+
+    public var description: String { "commit \(commit.short): \(path.isEmpty ? "its tree" : path): \(reason)" }
+}
+
 /// A file of a commit copied from a remote that is over the size its path allows
 /// (`ObjectTransfer`'s `blobLimit`), refused from the size its object declares, unread.
 public struct OversizedFile: Error, CustomStringConvertible {
@@ -297,7 +317,7 @@ final class SourceObjects: ObjectSource {
         var found = GIT_OBJECT_INVALID
         let packs = try packs()
         try check("git_odb_read_header", git_odb_read_header(&size, &found, packs, &oid))
-        guard found.rawValue == Int32(type.rawValue) else { throw Self.refusal("object \(id) is not a \(type.name)") }
+        guard found.rawValue == Int32(type.rawValue) else { throw WrongObjectType(id: id, expected: type) }
         guard size <= Self.maxObjectBytes else { throw Self.refusal("object \(id) is \(size) bytes, over the \(Self.maxObjectBytes)-byte limit") }
         guard size <= limit else { throw OversizedObject(id: id, size: size, limit: limit) }
         var object: OpaquePointer?
@@ -327,7 +347,7 @@ final class SourceObjects: ObjectSource {
         let all = UnsafeBufferPointer(start: out, count: length)
         guard let nul = all.firstIndex(of: 0),
               all[..<nul].elementsEqual(ObjectPack.header(type: type, size: length - nul - 1).dropLast()) else {
-            throw Self.refusal("object \(id) is not a \(type.name)")
+            throw WrongObjectType(id: id, expected: type)
         }
         return Array(all[(nul + 1)...])
     }

@@ -356,7 +356,7 @@ final class UntrustedPackReader {
         }
         at += 1
         guard entryType != 6 && entryType != 7 else { return nil }   // a delta: libgit2 resolves it
-        guard entryType == type.rawValue else { throw SourceObjects.refusal("object \(id) is not a \(type.name)") }
+        guard entryType == type.rawValue else { throw WrongObjectType(id: id, expected: type) }
         guard size <= limit else {
             if limit < SourceObjects.maxObjectBytes { throw OversizedObject(id: id, size: size, limit: limit) }
             throw SourceObjects.refusal("object \(id) is \(size) bytes, over the \(limit)-byte limit")

@@ -97,6 +97,29 @@ final class HostileRemoteTests: SyncTestCase {
         }
     }
 
+    /// Trees git cannot read, sound objects all the same: an entry with an empty name, a directory
+    /// entry naming a blob, a file entry naming a tree. Each is an invalid commit (exit 5, naming
+    /// the commit and where), not an unreadable remote (exit 1, as they were).
+    func testTreesGitCannotReadMakeTheCommitInvalid() throws {
+        let scene = try makeScene()
+        let bucket = try bucket(of: "puzzle", scene)
+        let blob = try scene.forger.file(#"{"label":"x"}"#)
+        let emptyName = try scene.forger.tree([Forger.Entry(mode: "100644", name: [], id: blob.id)])
+        let aTree = try scene.forger.run(["rev-parse", "refs/heads/main^{tree}"])
+        let cases: [(leaf: Forger.Entry, components: [String], mentions: [String])] = [
+            (Forger.Entry(mode: "40000", name: [], id: emptyName), ["vocabulary", bucket], ["vocabulary/\(bucket)", "cannot read"]),
+            (Forger.Entry(mode: "40000", name: [], id: blob.id), ["vocabulary", "zz"], ["vocabulary/zz", "is not a tree"]),
+            (Forger.Entry(mode: "100644", name: [], id: aTree), ["vocabulary", bucket, "puzzle.json"],
+             ["vocabulary/\(bucket)/puzzle.json", "not a"]),
+        ]
+        for item in cases {
+            try scene.forger.run(["update-ref", "refs/heads/main", try revParse("refs/remotes/origin/main", in: scene.bobProfile)])
+            let commit = try scene.forger.push(item.leaf, atComponents: item.components.map { Array($0.utf8) })
+            try assertSyncRefused(scene, commit: commit, mentions: item.mentions)
+        }
+        fsckAtEnd.removeAll { $0 == scene.remote.bare }   // a tree with an empty name is an error to fsck
+    }
+
     func testControlCharactersAndPathsOutsideTheFormatAreRefused() throws {
         let scene = try makeScene()
         let cases: [(components: [[UInt8]], mention: String)] = [

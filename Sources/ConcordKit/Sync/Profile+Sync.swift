@@ -135,6 +135,8 @@ extension Profile {
             } else {
                 try target.fetch(url: location.transportURL, refspecs: ["+refs/heads/main:\(Self.incomingRef)"], options: options)
             }
+        } catch let invalid as InvalidTree {
+            throw ConcordError.invalidCommit(commit: invalid.commit.short, path: invalid.path.isEmpty ? nil : invalid.path, reason: invalid.reason)
         } catch let oversized as OversizedFile {
             throw ConcordError.invalidCommit(commit: oversized.commit.short, path: oversized.path,
                                              reason: "\(oversized.size) bytes, over the \(oversized.limit)-byte limit")
