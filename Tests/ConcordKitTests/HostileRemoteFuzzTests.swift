@@ -375,19 +375,34 @@ struct FuzzScene {
         return state
     }
 
-    /// What lies outside Bob's working files: the sandbox's top level, Bob's `.git` top level
-    /// (names), his config and hooks.
+    /// Everything in the sandbox but what a sync may change: Bob's working files (compared by
+    /// `deviceState` and `git status`), his object store, refs, logs, index and concord state, the
+    /// remote (the attacker's) and the test's own output files. Every other path, at any depth —
+    /// Alice's profile, the identities' homes, Bob's `.git` config, hooks and info — with its size
+    /// and bytes (up to 64 KiB), so a write anywhere else is seen.
     func outsideState() -> [String: Data] {
         var state = [String: Data]()
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: test.sandbox.path)) ?? [] where !name.hasPrefix("git-out-") {
-            state["sandbox/" + name] = Data()
+        let root = test.sandbox.path + "/"
+        let bob = String(bobURL.path.dropFirst(root.count)), bare = String(bareURL.path.dropFirst(root.count))
+        let changing = Set(["objects", "refs", "logs", "index", "concord", "ORIG_HEAD", "FETCH_HEAD", "packed-refs", "index.lock"])
+        let enumerator = FileManager.default.enumerator(atPath: test.sandbox.path)
+        while let relative = enumerator?.nextObject() as? String {
+            let parts = relative.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
+            if relative == bare || relative.hasPrefix("git-out-") { enumerator?.skipDescendants(); continue }
+            if parts[0] == bob {
+                if parts.count == 1 { continue }
+                guard parts[1] == ".git" else { enumerator?.skipDescendants(); continue }   // a working file
+                if parts.count >= 3, changing.contains(parts[2]) { enumerator?.skipDescendants(); continue }
+            }
+            var info = stat()
+            guard lstat(root + relative, &info) == 0 else { continue }
+            let kind = info.st_mode & S_IFMT
+            if kind == S_IFREG, info.st_size <= 65_536 {
+                state[relative] = FileManager.default.contents(atPath: root + relative) ?? Data()
+            } else {
+                state[relative] = Data("\(kind) \(info.st_size)".utf8)
+            }
         }
-        let git = bobURL.appendingPathComponent(".git")
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: git.path)) ?? [] { state[".git/" + name] = Data() }
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: git.appendingPathComponent("hooks").path)) ?? [] {
-            state[".git/hooks/" + name] = Data()
-        }
-        state["config"] = FileManager.default.contents(atPath: git.appendingPathComponent("config").path)
         return state
     }
 }
