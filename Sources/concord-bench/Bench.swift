@@ -81,7 +81,8 @@ struct Bench {
                 report.regenerate = (make: "make bench-baseline",
                                      command: ([".build-release/release/concord-bench", "--concord", ".build-release/release/concord",
                                                 "--baseline", baseline, "--only", (options.only ?? []).sorted().joined(separator: ","),
-                                                "--runs", String(options.runs), "--output", output]).joined(separator: " "))
+                                                "--runs", String(options.runs), "--tmpdir", options.temporaryDirectory,
+                                                "--output", output]).joined(separator: " "))
             }
             try Data(report.markdown.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
             FileHandle.standardError.write(Data("wrote \(output)\n".utf8))

@@ -111,15 +111,16 @@ public struct Sync {
         throw ConcordError.remoteKeptMoving(remote: remote, attempts: Profile.maxSyncAttempts)
     }
 
-    /// The first of `commits` that changes a file under `.concord/` (members, invitations, kinds,
-    /// the profile's own document) against any of its parents, if one does.
+    /// The first of `commits` that changes a file access depends on (a member file, an open
+    /// invitation, kinds.json, profile.json) against any of its parents, if one does. Conflict
+    /// copies under `.concord/conflicts/` are data, not access.
     private func firstChangingProfileFiles(_ commits: [Commit]) throws -> ObjectID? {
-        let prefix = Array(".concord/".utf8)
+        let prefixes = [ProfilePaths.membersDirectory + "/", ".concord/invitations/", KindsTable.path, ProfilePaths.profile].map { Array($0.utf8) }
         for commit in commits {
             let parentTrees = try gitCall { try commit.parents.map { try repository.commit($0).tree } }
             for tree in parentTrees.isEmpty ? [nil] : parentTrees.map(Optional.some) {
                 let changes = try gitCall { try repository.treeChanges(from: tree, to: commit.tree) }
-                if changes.contains(where: { $0.path.starts(with: prefix) }) { return commit.id }
+                if changes.contains(where: { change in prefixes.contains { change.path.starts(with: $0) } }) { return commit.id }
             }
         }
         return nil
