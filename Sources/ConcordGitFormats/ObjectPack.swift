@@ -216,7 +216,7 @@ public struct ObjectPack {
     }
 
     /// The pack entry header: type in bits 4–6 of the first byte, size in 4 + 7·n bits, little-endian.
-    private static func appendHeader(type: UInt8, size: Int, to out: inout [UInt8]) {
+    package static func appendHeader(type: UInt8, size: Int, to out: inout [UInt8]) {
         var rest = size >> 4
         var byte = type << 4 | UInt8(size & 0x0F)
         while rest > 0 {

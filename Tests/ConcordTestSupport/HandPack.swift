@@ -45,14 +45,7 @@ public enum HandPack {
 
     private static func header(type: UInt8, size: Int) -> [UInt8] {
         var out = [UInt8]()
-        var rest = size >> 4
-        var byte = type << 4 | UInt8(size & 0x0F)
-        while rest > 0 {
-            out.append(byte | 0x80)
-            byte = UInt8(rest & 0x7F)
-            rest >>= 7
-        }
-        out.append(byte)
+        ObjectPack.appendHeader(type: type, size: size, to: &out)
         return out
     }
 
