@@ -99,12 +99,6 @@ static inline void concord_inflater_free(concord_inflater *d) {
     if (d) { inflateEnd(&d->stream); free(d); }
 }
 
-/* Inflates one loose object file (`in`, `in_len` bytes) whose header must declare at most
-   `max_size` bytes of content. On success returns 0 and sets *out (malloc'd, to be freed with
-   free()) to the header and content, *out_len to their length. Returns -2 when the declared size
-   is over `max_size`, -1 for anything else that is wrong: not zlib, truncated, no header, more or
-   less content than declared, data after the end. Memory and time are bounded by the declared size
-   and the input: every inflate call either makes progress or stops the loop. */
 /* Inflates the start of the zlib stream `in` into `out` (at most `out_len` bytes): how many
  * bytes came out, or -1 when the stream is damaged before that. For a delta's header. */
 static inline long concord_inflate_prefix(const unsigned char *in, size_t in_len, unsigned char *out, size_t out_len) {
@@ -131,6 +125,12 @@ static inline void concord_keep_freed_memory(void) {
     mallopt(M_TOP_PAD, 32 << 20);
 }
 
+/* Inflates one loose object file (`in`, `in_len` bytes) whose header must declare at most
+   `max_size` bytes of content. On success returns 0 and sets *out (malloc'd, to be freed with
+   free()) to the header and content, *out_len to their length. Returns -2 when the declared size
+   is over `max_size` (that size in *out_len, nothing inflated), -1 for anything else that is wrong: not zlib, truncated, no header, more or
+   less content than declared, data after the end. Memory and time are bounded by the declared size
+   and the input: every inflate call either makes progress or stops the loop. */
 static inline int concord_inflate_loose(const unsigned char *in, size_t in_len, size_t max_size,
                                         unsigned char **out, size_t *out_len) {
     z_stream s;

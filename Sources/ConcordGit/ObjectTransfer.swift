@@ -202,8 +202,6 @@ final class ObjectTransfer {
         } catch let oversized as OversizedObject {
             let (commit, path) = try locate(oversized.id)
             throw OversizedFile(commit: commit, path: path, size: oversized.size, limit: oversized.limit)
-        } catch let wrong as WrongObjectType {
-            throw SourceObjects.refusal(wrong.description)   // the remote's objects disagree with the tree naming it
         }
         pack.add(hashed: read)
         blobs.reserveCapacity(blobs.count + ids.count)
@@ -383,8 +381,10 @@ extension Repository {
             do {
                 _ = try ObjectTransfer.copy(tip, from: source, to: self, durable: durable, destinationIsEmpty: intoEmpty,
                                             keepingChanges: true, commitCopied: commitCopied, blobLimit: blobLimit)
-            } catch let wrong as WrongObjectType {
-                throw SourceObjects.refusal(wrong.description)   // a commit's parent that is not one: a damaged remote
+            } catch let error as WrongObjectType {
+                throw SourceObjects.refusal(error.description)   // the remote's objects disagree with what names them
+            } catch let error as OversizedObject {
+                throw SourceObjects.refusal(error.description)   // a tree or commit over the bound no object comes near
             }
         }
         let current = try resolveReference(trackingRef)

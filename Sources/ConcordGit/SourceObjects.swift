@@ -31,6 +31,8 @@ extension ObjectSource {
 }
 
 /// An object over the size its place allows, known from the size it declares (it is not read).
+/// `ObjectTransfer` names the file of a blob over its path's limit (`OversizedFile`); any other
+/// leaving a fetch, like `WrongObjectType`, is a damaged remote (`SourceObjects.refusal`).
 struct OversizedObject: Error, CustomStringConvertible {
     let id: ObjectID
     let size: Int
@@ -303,7 +305,7 @@ final class SourceObjects: ObjectSource {
     /// Object `id` from the remote's packs through libgit2 (deltas, and entries `UntrustedPack`
     /// leaves alone). libgit2's failures here, "not found" among them (a delta whose base is
     /// gone), mean a damaged pack, never a remote that is not there.
-    private func packed(_ id: ObjectID, type: ObjectType, limit: Int = maxObjectBytes) throws -> [UInt8] {
+    private func packed(_ id: ObjectID, type: ObjectType, limit: Int) throws -> [UInt8] {
         do {
             return try packedThroughLibgit2(id, type: type, limit: limit)
         } catch let error as GitError where error.function != "remote object" {
@@ -318,7 +320,6 @@ final class SourceObjects: ObjectSource {
         let packs = try packs()
         try check("git_odb_read_header", git_odb_read_header(&size, &found, packs, &oid))
         guard found.rawValue == Int32(type.rawValue) else { throw WrongObjectType(id: id, expected: type) }
-        guard size <= Self.maxObjectBytes else { throw Self.refusal("object \(id) is \(size) bytes, over the \(Self.maxObjectBytes)-byte limit") }
         guard size <= limit else { throw OversizedObject(id: id, size: size, limit: limit) }
         var object: OpaquePointer?
         try check("git_odb_read", git_odb_read(&object, packs, &oid))
@@ -329,7 +330,7 @@ final class SourceObjects: ObjectSource {
     }
 
     /// The loose object `id`, or nil when there is no such file.
-    private func loose(_ id: ObjectID, type: ObjectType, limit: Int = maxObjectBytes) throws -> [UInt8]? {
+    private func loose(_ id: ObjectID, type: ObjectType, limit: Int) throws -> [UInt8]? {
         let hex = id.hex
         let path = objectsDirectory + hex.prefix(2) + "/" + hex.dropFirst(2)
         guard let compressed = try Self.smallFile(path, limit: Self.maxObjectBytes + (1 << 20)) else { return nil }
@@ -339,9 +340,8 @@ final class SourceObjects: ObjectSource {
             concord_inflate_loose(buffer.baseAddress, buffer.count, limit, &out, &length)
         }
         guard result == 0, let out else {
-            if result == -2 && limit < Self.maxObjectBytes { throw OversizedObject(id: id, size: length, limit: limit) }
-            throw Self.refusal(result == -2 ? "object \(id) is over the \(Self.maxObjectBytes)-byte limit"
-                                            : "object \(id) is damaged (bad compression, size or header)")
+            if result == -2 { throw OversizedObject(id: id, size: length, limit: limit) }
+            throw Self.refusal("object \(id) is damaged (bad compression, size or header)")
         }
         defer { free(out) }
         let all = UnsafeBufferPointer(start: out, count: length)

@@ -141,29 +141,22 @@ final class UntrustedPack: @unchecked Sendable {   // its files are opened once,
         offsets.sort()
         var size = [Int](repeating: 0, count: offsets.count), base = [Int](repeating: -1, count: offsets.count)
         var header = [UInt8](repeating: 0, count: 64), delta = [UInt8](repeating: 0, count: 32)
+        var stream = [UInt8](repeating: 0, count: delta.count * 4)   // enough zlib input for `delta`'s bytes
         for (entry, offset) in offsets.enumerated() {
             let available = min(header.count, files.entriesEnd - offset)
             guard available > 0, header.withUnsafeMutableBytes({ files.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<available]), at: offset) }) else {
                 throw refuse("at \(offset) that cannot be read")
             }
-            var at = 0
-            var byte = header[at]
-            let type = (byte >> 4) & 7
-            var declared = Int(byte & 0x0F), shift = 4
-            while byte & 0x80 != 0 {
-                at += 1
-                guard at < available, shift <= 56 else { throw refuse("at \(offset) with a damaged header") }
-                byte = header[at]
-                declared |= Int(byte & 0x7F) << shift
-                shift += 7
+            guard let (type, declared, headerEnd) = Self.entryHeader(header, at: 0, end: available) else {
+                throw refuse("at \(offset) with a damaged header")
             }
-            at += 1
+            var at = headerEnd
             size[entry] = declared
             guard type == 6 || type == 7 else { continue }
             var baseOffset: Int
             if type == 6 {
                 guard at < available else { throw refuse("at \(offset) with a damaged header") }
-                byte = header[at]
+                var byte = header[at]
                 var distance = Int(byte & 0x7F)
                 while byte & 0x80 != 0 {
                     at += 1
@@ -186,13 +179,13 @@ final class UntrustedPack: @unchecked Sendable {   // its files are opened once,
             }
             base[entry] = baseEntry
             // The delta's own header: the size of its base, then the size of what it rebuilds.
-            let streamLength = min(delta.count * 4, files.entriesEnd - offset - at)
-            var stream = [UInt8](repeating: 0, count: max(0, streamLength))
-            guard streamLength > 0, stream.withUnsafeMutableBytes({ files.read(into: $0, at: offset + at) }) else {
+            let streamLength = min(stream.count, files.entriesEnd - offset - at)
+            guard streamLength > 0,
+                  stream.withUnsafeMutableBytes({ files.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<streamLength]), at: offset + at) }) else {
                 throw refuse("at \(offset) that cannot be read")
             }
             let produced = stream.withUnsafeBufferPointer { input in
-                delta.withUnsafeMutableBufferPointer { concord_inflate_prefix(input.baseAddress, input.count, $0.baseAddress, $0.count) }
+                delta.withUnsafeMutableBufferPointer { concord_inflate_prefix(input.baseAddress, streamLength, $0.baseAddress, $0.count) }
             }
             var cursor = 0
             func varint() -> Int? {
@@ -235,6 +228,24 @@ final class UntrustedPack: @unchecked Sendable {   // its files are opened once,
                 cost[link] = total
             }
         }
+    }
+
+    /// A pack entry's header in `bytes[start..<end]`: its type (bits 4–6 of the first byte), the
+    /// size it declares (4 + 7·n bits, little-endian) and where its data starts; nil when it runs
+    /// past `end` or declares more than 60 bits.
+    static func entryHeader(_ bytes: [UInt8], at start: Int, end: Int) -> (type: UInt8, size: Int, dataStart: Int)? {
+        guard start < end else { return nil }
+        var at = start
+        var byte = bytes[at]
+        var size = Int(byte & 0x0F), shift = 4
+        while byte & 0x80 != 0 {
+            at += 1
+            guard at < end, shift <= 56 else { return nil }
+            byte = bytes[at]
+            size |= Int(byte & 0x7F) << shift
+            shift += 7
+        }
+        return ((bytes[start] >> 4) & 7, size, at + 1)
     }
 
     /// The position of `offset` in the sorted `offsets`, if it is one of them.
@@ -343,24 +354,10 @@ final class UntrustedPackReader {
     /// would be); nil for anything else (a delta, a damaged or unusual entry), left to libgit2.
     func object(at offset: Int, type: ObjectType, id: ObjectID, limit: Int, withStream: Bool) throws -> StoredObject? {
         guard let inflater, let entriesEnd = files?.entriesEnd, fill(offset, through: min(entriesEnd, offset + 16)) else { return nil }
-        var at = offset - windowStart
-        var byte = window[at]
-        let entryType = (byte >> 4) & 7
-        var size = Int(byte & 0x0F), shift = 4
-        while byte & 0x80 != 0 {
-            at += 1
-            guard at < windowLength, shift <= 56 else { return nil }
-            byte = window[at]
-            size |= Int(byte & 0x7F) << shift
-            shift += 7
-        }
-        at += 1
+        guard let (entryType, size, at) = UntrustedPack.entryHeader(window, at: offset - windowStart, end: windowLength) else { return nil }
         guard entryType != 6 && entryType != 7 else { return nil }   // a delta: libgit2 resolves it
         guard entryType == type.rawValue else { throw WrongObjectType(id: id, expected: type) }
-        guard size <= limit else {
-            if limit < SourceObjects.maxObjectBytes { throw OversizedObject(id: id, size: size, limit: limit) }
-            throw SourceObjects.refusal("object \(id) is \(size) bytes, over the \(limit)-byte limit")
-        }
+        guard size <= limit else { throw OversizedObject(id: id, size: size, limit: limit) }
         // Room for what any deflater writes for `size` bytes, even one storing them uncompressed.
         let dataStart = windowStart + at
         let dataEnd = min(entriesEnd, dataStart + size + size / 8 + 64)

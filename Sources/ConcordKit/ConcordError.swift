@@ -160,12 +160,10 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
         case .remoteKeptMoving(let remote, let attempts):
             return ("\(remote) kept changing while syncing (\(attempts) attempts)", "nothing is lost; sync again")
         case .uncommittedEdits(let paths):
-            let list = paths.prefix(5).joined(separator: ", ") + (paths.count > 5 ? " and \(paths.count - 5) more" : "")
-            return ("uncommitted edits to \(list) would be overwritten by the incoming change",
+            return ("uncommitted edits to \(Self.list(paths)) would be overwritten by the incoming change",
                     "save them as records (or discard them with 'git checkout -- <file>'), then try again; your branch and files were not changed")
         case .unfinishedUpdateBlocked(let paths):
-            let list = paths.prefix(5).joined(separator: ", ") + (paths.count > 5 ? " and \(paths.count - 5) more" : "")
-            return ("uncommitted edits to \(list) stop concord finishing an interrupted update of the working tree",
+            return ("uncommitted edits to \(Self.list(paths)) stop concord finishing an interrupted update of the working tree",
                     "copy them elsewhere if you need them and discard them with 'git checkout -- <file>' (or commit them with git), "
                         + "then run the command again; nothing was changed")
         case .noLaterStamp(let path, let stamp):
@@ -195,5 +193,10 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
             return ("\(commit) by \(signer)\(change.map { " changes \($0)" } ?? ""): \(reason)",
                     "refused, nothing here changed; ask the profile's admin to restore the remote's main to the commit before it")
         }
+    }
+
+    /// Up to five `paths`, then how many more.
+    private static func list(_ paths: [String]) -> String {
+        paths.prefix(5).joined(separator: ", ") + (paths.count > 5 ? " and \(paths.count - 5) more" : "")
     }
 }

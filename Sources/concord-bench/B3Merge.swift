@@ -35,20 +35,22 @@ enum MergeBenchmark {
         var concordTree: String?
         for run in 1...context.runs {
             let label = "\(run)/\(context.runs)"
-            if let other = context.baseline, let baselineSides, run % 2 == 0 {
-                context.progress("B3 baseline run \(label): concord merge \(otherRef) (\(other.binary))")
-                baseline.append(try concordMerge(other.context, sideA: baselineSides.sideA, home: baselineSides.home, run: run).seconds)
+            func mergeOnThisBuild() throws {
+                context.progress("B3 concord run \(label): concord merge \(otherRef)")
+                let (seconds, tree) = try concordMerge(context, sideA: sideA, home: shared.home, run: run)
+                concord.append(seconds)
+                if let expected = concordTree, expected != tree {
+                    throw BenchError("concord merge run \(run) made root tree \(tree), run 1 made \(expected): the merge is not deterministic")
+                }
+                concordTree = tree
             }
-            context.progress("B3 concord run \(label): concord merge \(otherRef)")
-            let (seconds, tree) = try concordMerge(context, sideA: sideA, home: shared.home, run: run)
-            concord.append(seconds)
-            if let expected = concordTree, expected != tree {
-                throw BenchError("concord merge run \(run) made root tree \(tree), run 1 made \(expected): the merge is not deterministic")
-            }
-            concordTree = tree
-            if let other = context.baseline, let baselineSides, run % 2 == 1 {
-                context.progress("B3 baseline run \(label): concord merge \(otherRef) (\(other.binary))")
-                baseline.append(try concordMerge(other.context, sideA: baselineSides.sideA, home: baselineSides.home, run: run).seconds)
+            if let other = context.baseline, let baselineSides {
+                try other.inTurn(run: run, mergeOnThisBuild) {
+                    context.progress("B3 baseline run \(label): concord merge \(otherRef) (\(other.binary))")
+                    baseline.append(try concordMerge(other.context, sideA: baselineSides.sideA, home: baselineSides.home, run: run).seconds)
+                }
+            } else {
+                try mergeOnThisBuild()
             }
         }
         let gitRuns = min(context.runs, Self.gitRuns)

@@ -49,16 +49,17 @@ enum CloneBenchmark {
         var concord = Samples(), git = Samples(), gitNoLocal = Samples(), baseline = Samples()
         for run in 1...context.runs {
             let label = "\(run)/\(context.runs)"
-            // With a baseline, the two binaries take turns going first.
-            if let other = context.baseline, let baselineRemote, run % 2 == 0 {
-                context.progress("B5 baseline run \(label): concord clone (\(other.binary))")
-                baseline.append(try timeClone(other.context, baselineRemote, run: run))
+            func cloneWithThisBuild() throws {
+                context.progress("B5 concord run \(label): concord clone")
+                concord.append(try timeClone(context, remote, run: run))
             }
-            context.progress("B5 concord run \(label): concord clone")
-            concord.append(try timeClone(context, remote, run: run))
-            if let other = context.baseline, let baselineRemote, run % 2 == 1 {
-                context.progress("B5 baseline run \(label): concord clone (\(other.binary))")
-                baseline.append(try timeClone(other.context, baselineRemote, run: run))
+            if let other = context.baseline, let baselineRemote {
+                try other.inTurn(run: run, cloneWithThisBuild) {
+                    context.progress("B5 baseline run \(label): concord clone (\(other.binary))")
+                    baseline.append(try timeClone(other.context, baselineRemote, run: run))
+                }
+            } else {
+                try cloneWithThisBuild()
             }
 
             context.progress("B5 git run \(label): git clone")

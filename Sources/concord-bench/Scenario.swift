@@ -186,6 +186,14 @@ struct BenchContext {
             self.binary = binary
         }
 
+        /// `this` for run `run`, with `baseline` (this baseline's work) before it on even runs and
+        /// after it on odd ones: the two binaries take turns going first.
+        func inTurn(run: Int, _ this: () throws -> Void, baseline: () throws -> Void) rethrows {
+            if run % 2 == 0 { try baseline() }
+            try this()
+            if run % 2 == 1 { try baseline() }
+        }
+
         /// The row comparing this build with the baseline: medians, ratio = this / baseline, met at most `target`.
         func row(_ label: String, concord: Samples, baseline: Samples, target: Double) -> ResultRow {
             ResultRow(label: "\(label) (vs baseline `\(binary)`)", concord: concord, git: baseline, target: target)

@@ -186,13 +186,7 @@ final class CloneInterruption {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
-                if existed {
-                    for name in (try? manager.contentsOfDirectory(atPath: target.path)) ?? [] {
-                        try? manager.removeItem(at: target.appendingPathComponent(name))
-                    }
-                } else {
-                    try? manager.removeItem(at: target)
-                }
+                Profile.removeUnfinishedClone(at: target, madeDirectory: !existed)
                 FileHandle.standardError.write(Data("concord: clone interrupted; nothing was left in \(target.path)\n".utf8))
                 _exit(128 + number)
             }

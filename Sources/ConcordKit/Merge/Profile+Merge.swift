@@ -108,10 +108,8 @@ extension Profile {
         // Every file read and hashed on every core (a merge can change thousands).
         let edited = Parallel.map(files, minimumPerShare: 128) { file -> String? in
             let path = file.path.string
-            // Something at the path that is not a regular file (a directory, a link) is the user's too.
-            var info = stat()
-            guard lstat(root + path, &info) == 0 else { return file.before != nil ? path : nil }   // deleted by hand
-            return Self.isHandEdited(root + path, allowed: [file.before, file.blob]) ? path : nil
+            // A file the tree being left has, missing here, was deleted by hand.
+            return Self.isHandEdited(root + path, allowed: [file.before, file.blob], missingIsAnEdit: file.before != nil) ? path : nil
         }.compactMap { $0 }
         if !edited.isEmpty { throw ConcordError.uncommittedEdits(edited) }
     }

@@ -101,7 +101,8 @@ extension Profile {
                 let head = try headTree.flatMap { tree in
                     try repository.entry(at: path.string, inTree: tree).flatMap { $0.kind == .blob ? $0.id : nil }
                 }
-                if entry.knowsContent, Self.isHandEdited(root + path.string, allowed: [entry.before, entry.after, head]) {
+                // A missing file is no edit: putting it back loses nothing.
+                if entry.knowsContent, Self.isHandEdited(root + path.string, allowed: [entry.before, entry.after, head], missingIsAnEdit: false) {
                     edited.append(path.string)
                     continue
                 }
@@ -117,11 +118,11 @@ extension Profile {
         journal.remove()
     }
 
-    /// True when something is at `path` that is not a regular file holding one of the `allowed` blobs
-    /// (a missing file is no edit: putting it back loses nothing).
-    static func isHandEdited(_ path: String, allowed: [ObjectID?]) -> Bool {
+    /// True when something is at `path` that is not a regular file holding one of the `allowed`
+    /// blobs (a directory or a link is the user's too), and for no file at all when `missingIsAnEdit`.
+    static func isHandEdited(_ path: String, allowed: [ObjectID?], missingIsAnEdit: Bool) -> Bool {
         var info = stat()
-        guard lstat(path, &info) == 0 else { return false }
+        guard lstat(path, &info) == 0 else { return missingIsAnEdit }
         guard (info.st_mode & S_IFMT) == S_IFREG, let bytes = FileIO.contents(atPath: path) else { return true }
         return !allowed.contains(ObjectPack.id(of: bytes, type: .blob))
     }

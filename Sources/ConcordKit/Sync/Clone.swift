@@ -40,14 +40,20 @@ extension Profile {
         do {
             return try cloneInto(root, location: location, identity: identity, environment: environment, trustHost: trustHost)
         } catch {
-            if createdDirectory {
-                try? FileManager.default.removeItem(at: root)
-            } else {
-                for name in (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? [] {
-                    try? FileManager.default.removeItem(at: root.appendingPathComponent(name))
-                }
-            }
+            removeUnfinishedClone(at: root, madeDirectory: createdDirectory)
             throw error
+        }
+    }
+
+    /// Removes what a clone that did not finish wrote at `root`: the directory if the clone made
+    /// it, else what it put into it (it was empty). For a clone that failed, or was interrupted.
+    public static func removeUnfinishedClone(at root: URL, madeDirectory: Bool) {
+        if madeDirectory {
+            try? FileManager.default.removeItem(at: root)
+        } else {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? [] {
+                try? FileManager.default.removeItem(at: root.appendingPathComponent(name))
+            }
         }
     }
 
