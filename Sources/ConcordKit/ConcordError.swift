@@ -164,8 +164,8 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
                     "save them as records (or discard them with 'git checkout -- <file>'), then try again; your branch and files were not changed")
         case .unfinishedUpdateBlocked(let paths):
             return ("uncommitted edits to \(Self.list(paths)) stop concord finishing an interrupted update of the working tree",
-                    "copy them elsewhere if you need them and discard them with 'git checkout -- <file>' (or commit them with git), "
-                        + "then run the command again; nothing was changed")
+                    "move them out of the profile if you need them (or delete them), then run the command again, "
+                        + "which puts the files as the branch has them; nothing was changed")
         case .noLaterStamp(let path, let stamp):
             return ("\(path) is stamped \(stamp), the last stamp there is, so no change can be stamped after it",
                     "put the data under a new id; nothing was changed")

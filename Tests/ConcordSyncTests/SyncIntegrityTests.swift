@@ -80,7 +80,7 @@ final class SyncIntegrityTests: SyncTestCase {
 
         for arguments in [["sync"], ["put", "vocabulary/dog", "--json", #"{"label":"dog"}"#]] {
             let refused = try concord(arguments, as: bob, in: bobProfile)
-            assertOneLineRefusal(refused, status: 1, mentions: ["uncommitted edits to \(relative)", "interrupted update", "git checkout --"])
+            assertOneLineRefusal(refused, status: 1, mentions: ["uncommitted edits to \(relative)", "interrupted update", "move them out of the profile"])
             XCTAssertEqual(try String(contentsOf: url, encoding: .utf8), handEdit, "\(arguments[0]) overwrote the hand edit")
             XCTAssertEqual(try revParse("HEAD", in: bobProfile), head)
         }
@@ -89,6 +89,63 @@ final class SyncIntegrityTests: SyncTestCase {
         XCTAssertTrue(try concordOK(["get", "vocabulary/puzzle"], as: bob, in: bobProfile).contains("from alice"))
         XCTAssertEqual(try gitOK(["status", "--porcelain"], in: bobProfile), "")
         try assertFsck(bobProfile)
+    }
+
+    /// A sync killed while it creates a file leaves the file holding only the first bytes of the
+    /// record (none, when killed right after creating it). Those bytes are the update's, not a
+    /// hand edit: the next command finishes the update without asking, while a file holding
+    /// anything else is still refused. (Before, such a file stopped every later command: found by
+    /// KillTests in CI.) Finished from the journal here, and by the crash repair below.
+    func testAFileLeftHalfWrittenByAKilledSyncIsFinishedFromTheJournal() throws {
+        try assertHalfWrittenFilesAreFinished(journalLost: false)
+    }
+
+    /// As above when the journal is gone too (a merge's is not fsynced, so a machine crash can
+    /// lose it): the crash repair, comparing the index with the branch, tells the same apart.
+    func testAFileLeftHalfWrittenIsFinishedByTheCrashRepair() throws {
+        try assertHalfWrittenFilesAreFinished(journalLost: true)
+    }
+
+    private func assertHalfWrittenFilesAreFinished(journalLost: Bool) throws {
+        let scene = try makeTwoDevices()
+        let (alice, tablet, aliceProfile, tabletProfile) = (scene.owner, scene.other, scene.ownerProfile, scene.otherProfile)
+        for word in ["cat", "dog", "owl"] {
+            try concordOK(["put", "vocabulary/\(word)", "--json", #"{"label":"a word long enough to be cut in half"}"#], as: alice, in: aliceProfile)
+        }
+        try concordOK(["sync"], as: alice, in: aliceProfile)
+
+        // The sync writes the three new files, then cannot write the index: the update is unfinished.
+        let lock = tabletProfile.appendingPathComponent(".git/index.lock")
+        try Data().write(to: lock)
+        XCTAssertEqual(try concord(["sync"], as: tablet, in: tabletProfile).status, 1)
+        try FileManager.default.removeItem(at: lock)
+        var files = [String: URL]()
+        for word in ["cat", "dog", "owl"] { files[word] = tabletProfile.appendingPathComponent(try recordFile(word, in: tabletProfile)) }
+        let full = try Data(contentsOf: try XCTUnwrap(files["cat"]))
+        try full.prefix(full.count / 2).write(to: try XCTUnwrap(files["cat"]))     // killed mid-write
+        try Data().write(to: try XCTUnwrap(files["dog"]))                          // killed just after creating it
+        let owlEdit = full.prefix(full.count / 2) + Data("\u{7} typed by hand".utf8)
+        try owlEdit.write(to: try XCTUnwrap(files["owl"]))                         // not the update's bytes
+        if journalLost {
+            try FileManager.default.removeItem(at: tabletProfile.appendingPathComponent(".git/concord/checkout-journal"))
+            try Data("pid 999999\n".utf8).write(to: tabletProfile.appendingPathComponent(".git/concord/lock"))
+        }
+        let head = try revParse("HEAD", in: tabletProfile)
+
+        let refused = try concord(["sync"], as: tablet, in: tabletProfile)
+        assertOneLineRefusal(refused, status: 1, mentions: ["uncommitted edits to \(try recordFile("owl", in: tabletProfile))", "interrupted update"])
+        XCTAssertFalse(refused.stderr.contains("cat.json") || refused.stderr.contains("dog.json"), refused.stderr)
+        XCTAssertEqual(try Data(contentsOf: try XCTUnwrap(files["owl"])), owlEdit, "the hand edit is kept")
+        XCTAssertEqual(try revParse("HEAD", in: tabletProfile), head)
+
+        try FileManager.default.removeItem(at: try XCTUnwrap(files["owl"]))
+        try concordOK(["sync"], as: tablet, in: tabletProfile)
+        for word in ["cat", "dog", "owl"] {
+            XCTAssertEqual(try Data(contentsOf: try XCTUnwrap(files[word])).count, full.count, "\(word) was not finished")
+            XCTAssertTrue(try concordOK(["get", "vocabulary/\(word)"], as: tablet, in: tabletProfile).contains("cut in half"))
+        }
+        XCTAssertEqual(try gitOK(["status", "--porcelain"], in: tabletProfile), "")
+        try assertFsck(tabletProfile)
     }
 
     /// Something the user put where an incoming record goes — a directory, not a file — is theirs

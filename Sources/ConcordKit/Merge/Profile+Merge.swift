@@ -102,16 +102,17 @@ extension Profile {
 
     /// Refuses (changing nothing) when a file an incoming change would write or remove holds an
     /// edit that no commit has: its bytes are neither those of the tree being left (`before`) nor
-    /// those about to be written (`blob`).
-    func refuseOverwritingLocalEdits(_ files: [(path: TreePath, before: ObjectID?, blob: ObjectID?)]) throws {
+    /// those about to be written (`blob`). When `finishingAWrite` (the crash repair), a file
+    /// holding only the first bytes of either is an interrupted write's, not an edit.
+    func refuseOverwritingLocalEdits(_ files: [(path: TreePath, before: ObjectID?, blob: ObjectID?)], finishingAWrite: Bool = false) throws {
         let root = rootPath
         // Every file read and hashed on every core (a merge can change thousands).
-        let edited = Parallel.map(files, minimumPerShare: 128) { file -> String? in
-            let path = file.path.string
+        let edited = Parallel.map(files, minimumPerShare: 128) { file -> (path: String, blobs: [ObjectID?])? in
+            let path = file.path.string, blobs = [file.before, file.blob]
             // A file the tree being left has, missing here, was deleted by hand.
-            return Self.isHandEdited(root + path, allowed: [file.before, file.blob], missingIsAnEdit: file.before != nil) ? path : nil
-        }.compactMap { $0 }
-        if !edited.isEmpty { throw ConcordError.uncommittedEdits(edited) }
+            return Self.isHandEdited(root + path, allowed: blobs, missingIsAnEdit: file.before != nil) ? (path, blobs) : nil
+        }.compactMap { $0 }.filter { !finishingAWrite || !isPartialWrite(at: root + $0.path, of: $0.blobs) }
+        if !edited.isEmpty { throw ConcordError.uncommittedEdits(edited.map(\.path)) }
     }
 
     /// Writes the files that differ between two trees into the working tree and index, advances

@@ -85,8 +85,9 @@ extension Profile {
     /// Puts every journaled path back as the branch has it (rewriting it, or removing it where
     /// the branch has no such file), records them in the index, and removes the journal. Called
     /// with the profile lock held, when a write failed or was killed mid-way. A file holding
-    /// bytes that are neither what it held before the write, nor what the write put there, nor
-    /// the branch's is a hand edit made since: refused (`unfinishedUpdateBlocked`), nothing changed.
+    /// bytes that are neither what it held before the write, nor what the write put there (or the
+    /// first bytes of it, which a kill while creating the file leaves), nor the branch's is a hand
+    /// edit made since: refused (`unfinishedUpdateBlocked`), nothing changed.
     func restoreJournaledPaths() throws {
         let journal = CheckoutJournal(gitDirectory: repository.gitDirectory)
         guard journal.exists else { return }
@@ -102,7 +103,8 @@ extension Profile {
                     try repository.entry(at: path.string, inTree: tree).flatMap { $0.kind == .blob ? $0.id : nil }
                 }
                 // A missing file is no edit: putting it back loses nothing.
-                if entry.knowsContent, Self.isHandEdited(root + path.string, allowed: [entry.before, entry.after, head], missingIsAnEdit: false) {
+                if entry.knowsContent, Self.isHandEdited(root + path.string, allowed: [entry.before, entry.after, head], missingIsAnEdit: false),
+                   !isPartialWrite(at: root + path.string, of: [entry.before, entry.after, head]) {
                     edited.append(path.string)
                     continue
                 }
@@ -125,5 +127,16 @@ extension Profile {
         guard lstat(path, &info) == 0 else { return missingIsAnEdit }
         guard (info.st_mode & S_IFMT) == S_IFREG, let bytes = FileIO.contents(atPath: path) else { return true }
         return !allowed.contains(ObjectPack.id(of: bytes, type: .blob))
+    }
+
+    /// True when the regular file at `path` holds only the first bytes of one of `blobs` (none at
+    /// all included): what a write killed while creating the file leaves (a new file is written
+    /// in place). Every byte it holds is in that blob, so putting the file right loses nothing.
+    func isPartialWrite(at path: String, of blobs: [ObjectID?]) -> Bool {
+        guard let bytes = FileIO.contents(atPath: path) else { return false }
+        return blobs.contains { blob in
+            guard let blob, let full = try? repository.blob(blob) else { return false }
+            return bytes.count < full.count && full.starts(with: bytes)
+        }
     }
 }

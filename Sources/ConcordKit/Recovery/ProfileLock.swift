@@ -119,7 +119,7 @@ extension Profile {
         if indexTree != headTree {
             let files = try repository.changedFiles(from: indexTree, to: headTree)
             // A hand edit made since is not overwritten: the user decides first.
-            do { try refuseOverwritingLocalEdits(files) } catch ConcordError.uncommittedEdits(let paths) {
+            do { try refuseOverwritingLocalEdits(files, finishingAWrite: true) } catch ConcordError.uncommittedEdits(let paths) {
                 throw ConcordError.unfinishedUpdateBlocked(paths)
             }
             _ = try updateWorkingTree(files, to: headTree)
