@@ -35,7 +35,7 @@ enum MergeBenchmark {
         var concordTree: String?
         for run in 1...context.runs {
             let label = "\(run)/\(context.runs)"
-            func mergeOnThisBuild() throws {
+            try context.inTurn(run: run, with: baselineSides, {
                 context.progress("B3 concord run \(label): concord merge \(otherRef)")
                 let (seconds, tree) = try concordMerge(context, sideA: sideA, home: shared.home, run: run)
                 concord.append(seconds)
@@ -43,15 +43,10 @@ enum MergeBenchmark {
                     throw BenchError("concord merge run \(run) made root tree \(tree), run 1 made \(expected): the merge is not deterministic")
                 }
                 concordTree = tree
-            }
-            if let other = context.baseline, let baselineSides {
-                try other.inTurn(run: run, mergeOnThisBuild) {
-                    context.progress("B3 baseline run \(label): concord merge \(otherRef) (\(other.binary))")
-                    baseline.append(try concordMerge(other.context, sideA: baselineSides.sideA, home: baselineSides.home, run: run).seconds)
-                }
-            } else {
-                try mergeOnThisBuild()
-            }
+            }, baseline: { other, sides in
+                context.progress("B3 baseline run \(label): concord merge \(otherRef) (\(other.binary))")
+                baseline.append(try concordMerge(other.context, sideA: sides.sideA, home: sides.home, run: run).seconds)
+            })
         }
         let gitRuns = min(context.runs, Self.gitRuns)
         for run in 1...gitRuns {

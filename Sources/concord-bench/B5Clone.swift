@@ -49,18 +49,13 @@ enum CloneBenchmark {
         var concord = Samples(), git = Samples(), gitNoLocal = Samples(), baseline = Samples()
         for run in 1...context.runs {
             let label = "\(run)/\(context.runs)"
-            func cloneWithThisBuild() throws {
+            try context.inTurn(run: run, with: baselineRemote, {
                 context.progress("B5 concord run \(label): concord clone")
                 concord.append(try timeClone(context, remote, run: run))
-            }
-            if let other = context.baseline, let baselineRemote {
-                try other.inTurn(run: run, cloneWithThisBuild) {
-                    context.progress("B5 baseline run \(label): concord clone (\(other.binary))")
-                    baseline.append(try timeClone(other.context, baselineRemote, run: run))
-                }
-            } else {
-                try cloneWithThisBuild()
-            }
+            }, baseline: { other, baselineRemote in
+                context.progress("B5 baseline run \(label): concord clone (\(other.binary))")
+                baseline.append(try timeClone(other.context, baselineRemote, run: run))
+            })
 
             context.progress("B5 git run \(label): git clone")
             let gitDirectory = context.path("git-\(run)")

@@ -32,18 +32,12 @@ enum SyncScalingBenchmark {
         var smallConcord = Samples(), smallGit = Samples(), largeConcord = Samples(), largeGit = Samples()
         var smallBaseline = Samples(), largeBaseline = Samples()
         for run in 0...runs {
-            // Interleaved, so both sizes (and both binaries, taking turns going first) meet the same state of the machine.
-            let baselineFirst = run % 2 == 0
-            var baselineRun = (small: 0.0, large: 0.0)
-            if let other = context.baseline, let baselineDevices, baselineFirst {
-                baselineRun.small = try baselineDevices.small.timeSync(other.context, run: run, of: runs).concord
-            }
-            let smallRun = try small.timeSync(context, run: run, of: runs)
-            if let other = context.baseline, let baselineDevices {
-                if !baselineFirst { baselineRun.small = try baselineDevices.small.timeSync(other.context, run: run, of: runs).concord }
-                baselineRun.large = try baselineDevices.large.timeSync(other.context, run: run, of: runs).concord
-            }
-            let largeRun = try large.timeSync(context, run: run, of: runs)
+            // Interleaved, so both sizes (and both binaries, taking turns going first at each size) meet the same state of the machine.
+            var smallRun = (concord: 0.0, git: Double?.none), largeRun = smallRun, baselineRun = (small: 0.0, large: 0.0)
+            try context.inTurn(run: run, with: baselineDevices, { smallRun = try small.timeSync(context, run: run, of: runs) },
+                               baseline: { other, devices in baselineRun.small = try devices.small.timeSync(other.context, run: run, of: runs).concord })
+            try context.inTurn(run: run, with: baselineDevices, { largeRun = try large.timeSync(context, run: run, of: runs) },
+                               baseline: { other, devices in baselineRun.large = try devices.large.timeSync(other.context, run: run, of: runs).concord })
             guard run > 0 else { continue }
             smallConcord.append(smallRun.concord)
             smallGit.append(smallRun.git ?? .nan)

@@ -159,20 +159,20 @@ struct BenchContext {
     /// B11: idle polls, then syncs, of each soaked `watch` (`--soak-polls`, `--soak-syncs`).
     let soak: (polls: Int, syncs: Int)
 
-    init(scenario: Scenario, concord: ConcordCLI, git: GitCLI, runs: Int, directory: URL, shared: SharedDatasets,
-         soak: (polls: Int, syncs: Int)) {
-        self.scenario = scenario
-        self.concord = concord
-        self.git = git
-        self.runs = runs
-        self.directory = directory
-        self.shared = shared
-        self.soak = soak
-    }
-
     /// `--baseline`: the earlier binary's context (its own shared datasets and directory), for the
     /// scenarios that time it side by side with this one.
-    var baseline: Baseline?
+    var baseline: Baseline? = nil
+
+    /// `this` (this build's work) for run `run`; with a baseline and its `prepared` data (what
+    /// the scenario set up for it), also `baseline`'s work, before `this` on even runs and after
+    /// it on odd ones: the two binaries take turns going first.
+    func inTurn<Prepared>(run: Int, with prepared: Prepared?, _ this: () throws -> Void,
+                          baseline work: (Baseline, Prepared) throws -> Void) rethrows {
+        guard let other = baseline, let prepared else { return try this() }
+        if run % 2 == 0 { try work(other, prepared) }
+        try this()
+        if run % 2 == 1 { try work(other, prepared) }
+    }
 
     /// An earlier concord binary, timed against `concord` on the same work (on data it made itself).
     /// A class: a context holds at most one, which holds a context without one.
@@ -184,14 +184,6 @@ struct BenchContext {
         init(context: BenchContext, binary: String) {
             self.context = context
             self.binary = binary
-        }
-
-        /// `this` for run `run`, with `baseline` (this baseline's work) before it on even runs and
-        /// after it on odd ones: the two binaries take turns going first.
-        func inTurn(run: Int, _ this: () throws -> Void, baseline: () throws -> Void) rethrows {
-            if run % 2 == 0 { try baseline() }
-            try this()
-            if run % 2 == 1 { try baseline() }
         }
 
         /// The row comparing this build with the baseline: medians, ratio = this / baseline, met at most `target`.

@@ -11,7 +11,6 @@ enum ExitStatus {
     /// A commit breaks the structural or the access rule; nothing local changed.
     static let invalidCommit: Int32 = 5
 
-    /// The exit code of a failed command.
     /// The exit code of a failed command, as main gives it for any error.
     static func code(for error: Error) -> Int32 {
         switch error {
@@ -21,6 +20,7 @@ enum ExitStatus {
         }
     }
 
+    /// The exit code of a failed command whose error is the library's own.
     static func code(for error: ConcordError) -> Int32 {
         switch error {
         case .offline: return offlineExitCode

@@ -170,7 +170,6 @@ func failOnUnresolved(_ unresolved: [UnresolvedFile]) throws {
     throw ExitCode(ExitStatus.failure)
 }
 
-
 /// Ctrl-C or SIGTERM during a clone: what the clone wrote is removed, as when it fails, and the
 /// process exits (130 or 143). Only for a target that was missing or empty (anything else is
 /// refused by the clone, and is not touched here). A clone killed outright (SIGKILL) leaves

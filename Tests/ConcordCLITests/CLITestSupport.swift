@@ -75,16 +75,8 @@ class CLITestCase: XCTestCase {
     /// after the test and its own teardown blocks but before the sandbox goes (blocks run last registered
     /// first, and the sandbox's block was registered in setUp).
     func fsckAtEnd(_ repositories: URL..., file: StaticString = #filePath, line: UInt = #line) {
-        addTeardownBlock { [self] in
-            for repository in repositories {
-                do {
-                    let result = try git(["fsck", "--full", "--no-progress", "--no-dangling"], in: repository)
-                    XCTAssertEqual(result.status, 0, "git fsck --full at the end of the test, in \(repository.path): \(result.summary)",
-                                   file: file, line: line)
-                } catch {
-                    XCTFail("git fsck --full at the end of the test, in \(repository.path): \(error)", file: file, line: line)
-                }
-            }
+        addTeardownBlock {
+            for problem in repositories.compactMap(fsckProblem(in:)) { XCTFail(problem, file: file, line: line) }
         }
     }
 

@@ -36,6 +36,6 @@ final class ClockLeadTests: KitTestCase {
 
     private func pull(_ from: Profile, into: Profile, as identity: Identity) throws {
         try gitOK(["fetch", "-q", from.root.path, "+main:refs/peers/incoming"], in: into.root)
-        try into.sync.merge(revision: "refs/peers/incoming", as: identity)
+        _ = try into.sync.merge(revision: "refs/peers/incoming", as: identity)
     }
 }

@@ -37,18 +37,7 @@ extension XCTestCase {
     /// sandbox's block was registered in setUp). Any test case of this target may call it, KitTestCase or not.
     func fsckAtEnd(_ repositories: URL..., file: StaticString = #filePath, line: UInt = #line) {
         addTeardownBlock {
-            for repository in repositories {
-                do {
-                    // HOME is the repository's parent (in the sandbox): no ~/.gitconfig of the machine is read.
-                    let result = try ProcessRunner.run(gitPath, ["fsck", "--full", "--no-progress", "--no-dangling"],
-                                                       environment: isolatedEnvironment(home: repository.deletingLastPathComponent()),
-                                                       in: repository)
-                    XCTAssertEqual(result.status, 0, "git fsck --full at the end of the test, in \(repository.path): \(result.stdout)\(result.stderr)",
-                                   file: file, line: line)
-                } catch {
-                    XCTFail("git fsck --full at the end of the test, in \(repository.path): \(error)", file: file, line: line)
-                }
-            }
+            for problem in repositories.compactMap(fsckProblem(in:)) { XCTFail(problem, file: file, line: line) }
         }
     }
 }

@@ -155,8 +155,7 @@ final class HostileRemoteTests: SyncTestCase {
 
     func testUnreadableMisplacedAndOversizedRecordsAreRefused() throws {
         let scene = try makeScene()
-        let path = "vocabulary/\(try bucket(of: "puzzle", scene))/puzzle.json"
-        let good = try String(contentsOf: scene.bobProfile.appendingPathComponent(path), encoding: .utf8)
+        let (path, good) = try puzzleRecord(scene)
         let cases: [(content: String, mention: String)] = [
             ("not json", "unreadable record"),
             ("[1, 2]", "unreadable record"),
@@ -183,10 +182,8 @@ final class HostileRemoteTests: SyncTestCase {
     /// device's clock: later local writes are stamped at the device's own time.
     func testAFarFutureStampDoesNotDragTheClock() throws {
         let scene = try makeScene()
-        let path = "vocabulary/\(try bucket(of: "puzzle", scene))/puzzle.json"
-        let good = try String(contentsOf: scene.bobProfile.appendingPathComponent(path), encoding: .utf8)
-        let stamp = try XCTUnwrap(good.range(of: #""updatedAt": "[^"]+""#, options: .regularExpression))
-        let future = good.replacingCharacters(in: stamp, with: #""updatedAt": "9999-12-31T23:59:59.999Z-0000""#)
+        let (path, good) = try puzzleRecord(scene)
+        let future = try restamped(good, "9999-12-31T23:59:59.999Z-0000")
             .replacingOccurrences(of: "\"puzzle\"\n  }", with: "\"from the future\"\n  }")
         try scene.forger.push(try scene.forger.file(future), at: path)
         try concordOK(["sync"], as: scene.bob, in: scene.bobProfile, clock: "2027-06-01T10:00:00.000Z")
@@ -209,10 +206,8 @@ final class HostileRemoteTests: SyncTestCase {
     /// the edit made a record whose fields are stamped after it, which every other device refused.)
     func testAnEditOfARecordWithTheLastStampThereIsIsRefused() throws {
         let scene = try makeScene()
-        let path = "vocabulary/\(try bucket(of: "puzzle", scene))/puzzle.json"
-        let good = try String(contentsOf: scene.bobProfile.appendingPathComponent(path), encoding: .utf8)
-        let stamp = try XCTUnwrap(good.range(of: #""updatedAt": "[^"]+""#, options: .regularExpression))
-        let last = good.replacingCharacters(in: stamp, with: #""updatedAt": "9999-12-31T23:59:59.999Z-9999""#)
+        let (path, good) = try puzzleRecord(scene)
+        let last = try restamped(good, "9999-12-31T23:59:59.999Z-9999")
         try scene.forger.push(try scene.forger.file(last), at: path)
         try concordOK(["sync"], as: scene.bob, in: scene.bobProfile)
         let head = try revParse("HEAD", in: scene.bobProfile)
@@ -404,17 +399,13 @@ final class HostileRemoteTests: SyncTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.appendingPathComponent("escaped").path))
     }
 
-    /// A path remote whose record blob was swapped for other content under the same name: a clone
-    /// re-hashes every object it copies (it used to link the files), fails with one line and
-    /// leaves nothing; a sync of an existing device refuses the same object.
     /// A record over the 1 MiB limit is refused from the size its object declares, unread: its
     /// loose object here holds only the first 2,000 of the 2 MiB its header declares, so reading
     /// it whole (as the fetch did before) fails as "damaged" instead. Sync and clone: exit 5,
     /// naming the commit and the path; nothing changes, the failed clone leaves nothing.
     func testAnOversizedRecordIsRefusedFromItsDeclaredSizeUnread() throws {
         let scene = try makeScene()
-        let path = "vocabulary/\(try bucket(of: "puzzle", scene))/puzzle.json"
-        let good = try String(contentsOf: scene.bobProfile.appendingPathComponent(path), encoding: .utf8)
+        let (path, good) = try puzzleRecord(scene)
         let big = Array((String(repeating: " ", count: 2 << 20) + good).utf8)
         let blob = try scene.forger.blob(Data(big))
         let commit = try scene.forger.push(Forger.Entry(mode: "100644", name: [], id: blob), at: path)
@@ -437,8 +428,7 @@ final class HostileRemoteTests: SyncTestCase {
     /// rebuilt it: 4 GB taken for a 7 MB pack). Sync and clone refuse each with one line, at once.
     func testDeltaCyclesAndBombsInARemotePackAreRefusedWithoutHangingOrRebuilding() throws {
         let scene = try makeScene()
-        let path = "vocabulary/\(try bucket(of: "puzzle", scene))/puzzle.json"
-        let good = try String(contentsOf: scene.bobProfile.appendingPathComponent(path), encoding: .utf8)
+        let (path, good) = try puzzleRecord(scene)
         let record = Array(good.replacingOccurrences(of: "\"puzzle\"\n  }", with: "\"changed\"\n  }").utf8)
         let puzzle = Array(good.utf8)
         let main = try revParse("refs/remotes/origin/main", in: scene.bobProfile)
@@ -481,6 +471,9 @@ final class HostileRemoteTests: SyncTestCase {
         try assertFsck(scene.bobProfile)
     }
 
+    /// A path remote whose record blob was swapped for other content under the same name: a clone
+    /// re-hashes every object it copies (it used to link the files), fails with one line and
+    /// leaves nothing; a sync of an existing device refuses the same object.
     func testASwappedBlobInAPathRemoteFailsCloneAndSync() throws {
         let scene = try makeScene()
         // The remote's blob file is swapped for another object's bytes on purpose (a hash mismatch).
@@ -641,6 +634,18 @@ final class HostileRemoteTests: SyncTestCase {
     // MARK: Helpers
 
     /// The bucket of record id `id` (as concord computes it), read back from a put in a scratch profile.
+    /// Bob's `puzzle` record: its path and its file's text.
+    func puzzleRecord(_ scene: Scene) throws -> (path: String, text: String) {
+        let path = "vocabulary/\(try bucket(of: "puzzle", scene))/puzzle.json"
+        return (path, try String(contentsOf: scene.bobProfile.appendingPathComponent(path), encoding: .utf8))
+    }
+
+    /// The record file `text` with its `updatedAt` set to `stamp`.
+    func restamped(_ text: String, _ stamp: String) throws -> String {
+        let range = try XCTUnwrap(text.range(of: #""updatedAt": "[^"]+""#, options: .regularExpression))
+        return text.replacingCharacters(in: range, with: "\"updatedAt\": \"\(stamp)\"")
+    }
+
     func bucket(of id: String, _ scene: Scene) throws -> String {
         var hash: UInt32 = 0x811C_9DC5
         for byte in id.utf8 { hash ^= UInt32(byte); hash = hash &* 0x0100_0193 }

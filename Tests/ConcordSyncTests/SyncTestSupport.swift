@@ -20,8 +20,7 @@ class SyncTestCase: XCTestCase {
     override func tearDownWithError() throws {
         defer { try? FileManager.default.removeItem(at: sandbox) }
         for repository in fsckAtEnd where FileManager.default.fileExists(atPath: repository.path) {
-            let result = try git(["fsck", "--full", "--no-progress", "--no-dangling"], in: repository)
-            XCTAssertEqual(result.status, 0, "git fsck --full at the end of the test, in \(repository.path): \(result.stdout)\(result.stderr)")
+            if let problem = fsckProblem(in: repository) { XCTFail(problem) }
         }
         try super.tearDownWithError()
     }

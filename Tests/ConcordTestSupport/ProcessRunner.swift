@@ -111,6 +111,20 @@ public func isolatedEnvironment(home: URL, _ extra: [String: String] = [:]) -> [
 /// Where the real git is: the judge of what Concord writes.
 public let gitPath = "/usr/bin/git"
 
+/// nil when `git fsck --full` passes in `repository` (a profile, a clone, a bare remote), else
+/// what it printed, for the test's failure. HOME is the repository's parent (in the sandbox).
+/// The check every test target runs on its repositories when a test ends (`fsckAtEnd`).
+public func fsckProblem(in repository: URL) -> String? {
+    do {
+        let result = try ProcessRunner.run(gitPath, ["fsck", "--full", "--no-progress", "--no-dangling"],
+                                           environment: isolatedEnvironment(home: repository.deletingLastPathComponent()),
+                                           in: repository)
+        return result.status == 0 ? nil : "git fsck --full at the end of the test, in \(repository.path): \(result.summary)"
+    } catch {
+        return "git fsck --full at the end of the test, in \(repository.path): \(error)"
+    }
+}
+
 /// A new temporary directory named `<prefix>-<uuid>`, with symlinks resolved (macOS's /var is one),
 /// for a test to use as its sandbox and HOME; the caller removes it.
 public func makeSandbox(prefix: String) throws -> URL {

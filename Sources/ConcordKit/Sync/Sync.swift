@@ -115,7 +115,7 @@ public struct Sync {
     /// invitation, kinds.json, profile.json) against any of its parents, if one does. Conflict
     /// copies under `.concord/conflicts/` are data, not access.
     private func firstChangingProfileFiles(_ commits: [Commit]) throws -> ObjectID? {
-        let prefixes = [ProfilePaths.membersDirectory + "/", ".concord/invitations/", KindsTable.path, ProfilePaths.profile].map { Array($0.utf8) }
+        let prefixes = [ProfilePaths.membersDirectory + "/", ProfilePaths.invitationsDirectory + "/", KindsTable.path, ProfilePaths.profile].map { Array($0.utf8) }
         for commit in commits {
             let parentTrees = try gitCall { try commit.parents.map { try repository.commit($0).tree } }
             for tree in parentTrees.isEmpty ? [nil] : parentTrees.map(Optional.some) {
