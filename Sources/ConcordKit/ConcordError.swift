@@ -82,7 +82,34 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     /// What went wrong (`problem`), and what to do in the library's terms (`advice`, nil where the
     /// problem says all); `errorDescription` is `problem: advice`. A client swaps in its own advice
     /// (the CLI names its commands) and keeps the problem.
+    /// Names and text from a remote (paths, device names, an unsigned commit's author, reasons quoting
+    /// them) reach these messages, so control characters and Unicode format characters (bidirectional
+    /// overrides, zero-width marks) are shown escaped (`\u{1B}`), never sent to a terminal.
     public var parts: (problem: String, advice: String?) {
+        let (problem, advice) = unescapedParts
+        return (Self.printable(problem), advice.map(Self.printable))
+    }
+
+    /// `text` with every control character (C0, DEL, C1) and Unicode format character (category Cf:
+    /// bidirectional overrides and isolates, zero-width joiners) written as `\u{…}`.
+    public static func printable(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: needsEscape) else { return text }
+        var out = ""
+        for scalar in text.unicodeScalars {
+            if needsEscape(scalar) {
+                out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    private static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.properties.generalCategory == .format
+    }
+
+    private var unescapedParts: (problem: String, advice: String?) {
         switch self {
         case .notAProfile(let path):
             return ("\(path) is not a Concord profile (no .concord/profile.json)", "create one there or open the profile's directory")

@@ -35,6 +35,15 @@ public struct LogEntry: Sendable, Equatable, Comparable {
         ])
     }
 
+    /// What identifies an entry: its author and its id.
+    public struct Identity: Hashable, Sendable {
+        public let by: String
+        public let id: RecordID
+    }
+
+    /// This entry's author and id.
+    public var identity: Identity { Identity(by: by, id: id) }
+
     /// The canonical line, without a newline.
     public func encodedLine() -> [UInt8] {
         jsonValue.canonicalLine()
@@ -80,16 +89,18 @@ public struct LogEntry: Sendable, Equatable, Comparable {
         return entries
     }
 
-    /// Writes a log file: entries sorted by (`at`, `id`), one per id (the earliest, ties broken by
-    /// encoded bytes, so the result does not depend on input order), each line ending in `\n`.
+    /// Writes a log file: entries sorted by (`at`, `id`), one per author and id (`by`, `id`: the
+    /// earliest, ties broken by encoded bytes, so the result does not depend on input order), each line
+    /// ending in `\n`. An entry is identified by its author AND its id, so two members' entries with the
+    /// same id both stay: nobody can shadow another member's entry by reusing its id.
     public static func encodeLogFile(_ entries: [LogEntry]) -> [UInt8] {
         let lines = entries.map { ($0, $0.encodedLine()) }.sorted { a, b in
             a.0 < b.0 || (!(b.0 < a.0) && a.1.lexicographicallyPrecedes(b.1))
         }
-        var seen = Set<RecordID>()
+        var seen = Set<Identity>()
         var out: [UInt8] = []
         out.reserveCapacity(lines.reduce(0) { $0 + $1.1.count + 1 })
-        for (entry, line) in lines where seen.insert(entry.id).inserted {
+        for (entry, line) in lines where seen.insert(entry.identity).inserted {
             out += line
             out.append(0x0A)
         }

@@ -44,11 +44,27 @@ extension RecordMerge {
     ///
     /// A revocation beats any concurrent change: when one side's `status` is `revoked` and the other's
     /// is not, the revoking side's file is the result, whatever the other side changed.
+    ///
+    /// An admission is one claimant's: when both sides made the member active (from an invited base, or
+    /// with no base) with different device keys — a link accepted on two forks, a name taken by two
+    /// people joining by open invitation at once — nobody wins: with a base the result is the base (the
+    /// member stays invited), with none it is the merged file revoked with no keys.
     public static func mergeMemberFile(base: [UInt8]?, ours: [UInt8], theirs: [UInt8]) -> FileMergeOutcome {
         if let trivial = MergeSupport.trivialMerge(base: base, ours: ours, theirs: theirs) { return trivial }
         // A revocation beats any concurrent change to that member: the revoking side is kept whole.
         let revoked = (ours: isRevoked(ours), theirs: isRevoked(theirs))
         if revoked.ours != revoked.theirs { return .merged(bytes: revoked.ours ? ours : theirs, conflicts: []) }
+        // An admission is one claimant's: when both sides made the member active from a pending or
+        // absent file, holding different keys, nobody wins — device keys never merge as a union of
+        // claimants'. A contested acceptance leaves the member invited (the base); a name two people
+        // took at once is held by neither (revoked, no keys). No tie-break a claimant could grind.
+        if isActive(ours), isActive(theirs), !(base.map(isActive) ?? false), !sameKeys(ours, theirs) {
+            if let base { return .merged(bytes: base, conflicts: []) }
+            return mergeObjects(base: nil, ours: ours, theirs: theirs) { _, ours, theirs in
+                ours["keys"] = .array([]); theirs["keys"] = .array([])
+                ours["status"] = .string("revoked"); theirs["status"] = .string("revoked")
+            }
+        }
         return mergeObjects(base: base, ours: ours, theirs: theirs) { base, ours, theirs in
             guard ours["keys"] != nil || theirs["keys"] != nil,
                   let oursKeys = keysByDevice(ours), let theirsKeys = keysByDevice(theirs) else { return }
@@ -57,6 +73,22 @@ extension RecordMerge {
             let merged = JSONValue.array(keys.sorted { utf8Precedes($0.key, $1.key) }.map(\.value))
             (base["keys"], ours["keys"], theirs["keys"]) = (merged, merged, merged)
         }
+    }
+
+    /// Whether a member file's `status` is `active` (false for anything unreadable).
+    static func isActive(_ bytes: [UInt8]) -> Bool {
+        (try? RecordFields.parseObject(bytes, what: "the document"))?["status"] == .string("active")
+    }
+
+    /// Whether two member files hold the same device keys (as sets of key lines; false if either is unreadable).
+    static func sameKeys(_ one: [UInt8], _ other: [UInt8]) -> Bool {
+        func keys(_ bytes: [UInt8]) -> Set<String>? {
+            guard let fields = try? RecordFields.parseObject(bytes, what: "the document") else { return nil }
+            guard case .array(let keys)? = fields["keys"] else { return fields["keys"] == nil ? [] : nil }
+            return Set(keys.compactMap { $0.objectValue?["publicKey"]?.stringValue })
+        }
+        guard let a = keys(one), let b = keys(other) else { return false }
+        return a == b
     }
 
     /// Whether a member file's `status` is `revoked` (false for anything unreadable).

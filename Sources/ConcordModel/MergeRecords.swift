@@ -17,8 +17,9 @@ public enum RecordMerge {
     /// Three-way merge of one record file (`.json`, policy `lww` or `delete-wins`) or log file
     /// (`.jsonl`, policy `append`).
     ///
-    /// - `append`: the union of the entries of ours and theirs, sorted by (`at`, `id`), one per id (if
-    ///   the sides hold different entries with the same id, the earliest by (`at`, `id`) and then by its
+    /// - `append`: the union of the entries of ours and theirs, sorted by (`at`, `id`), one per author
+    ///   and id (`by`, `id`: two members' entries with one id both stay; if the sides hold different
+    ///   entries by one author with the same id, the earliest by (`at`, `id`) and then by its
     ///   canonical line's bytes is kept, as ``LogEntry/encodeLogFile(_:)`` does). No other entry is changed
     ///   or removed, the base is ignored, and no conflicts are reported.
     /// - `lww`, both sides live: per-field last writer wins (``joinLive(_:_:base:)``): each field that

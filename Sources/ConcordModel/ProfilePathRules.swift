@@ -151,6 +151,10 @@ public enum ProfilePathRules {
             if let stray = entries.first(where: { LogEntry.dayFileName(for: $0.at) != day + ".jsonl" }) {
                 return "log entry \(stray.id) is stamped \(stray.at), not on \(day)"
             }
+            var seen = Set<LogEntry.Identity>()
+            if let twice = entries.first(where: { !seen.insert($0.identity).inserted }) {
+                return "log entry \(twice.id) by \(twice.by) appears twice (an entry is its author's id, once)"
+            }
             return nil
         default:
             return bytes.count <= maxDocumentBytes ? nil : "file is \(bytes.count) bytes, over the \(maxDocumentBytes)-byte limit"

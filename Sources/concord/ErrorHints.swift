@@ -5,7 +5,7 @@ extension ConcordError {
     /// where a concord command fixes the problem, advice naming that command.
     var cliMessage: String {
         let (problem, advice) = parts
-        return (cliAdvice ?? advice).map { "\(problem): \($0)" } ?? problem
+        return (cliAdvice.map(ConcordError.printable) ?? advice).map { "\(problem): \($0)" } ?? problem
     }
 
     private var cliAdvice: String? {

@@ -67,6 +67,33 @@ final class MergeDocumentTests: XCTestCase {
         XCTAssertEqual(merged(RecordMerge.mergeMemberFile, base: base, ours: revoked, theirs: revokedByCarol), revokedByCarol)
     }
 
+    /// An admission is one claimant's. A link accepted on two forks with different device keys: the
+    /// member stays invited (the base), not active with both keys. A name taken on two forks by two
+    /// people joining by open invitation: held by neither (revoked, no keys). The same key accepted
+    /// on both sides is one acceptance, merged as usual.
+    func testAContestedAdmissionAdmitsNobody() throws {
+        let invitee: JSONValue = ["device": "phone", "publicKey": "ssh-ed25519 I"]
+        let thief: JSONValue = ["device": "laptop", "publicKey": "ssh-ed25519 T"]
+        let invited = json(["name": "bob", "role": "user", "status": "invited", "keys": [], "invitationKey": "ssh-ed25519 O"])
+        let accepted = json(["name": "bob", "role": "user", "status": "active", "keys": [invitee], "acceptance": "A"])
+        let stolen = json(["name": "bob", "role": "user", "status": "active", "keys": [thief], "acceptance": "B"])
+        XCTAssertEqual(merged(RecordMerge.mergeMemberFile, base: invited, ours: accepted, theirs: stolen), invited)
+        XCTAssertEqual(merged(RecordMerge.mergeMemberFile, base: invited, ours: accepted, theirs: accepted), accepted)
+
+        let joined = json(["name": "eve", "role": "user", "status": "active", "keys": [invitee], "invitation": "open1"])
+        let alsoJoined = json(["name": "eve", "role": "user", "status": "active", "keys": [thief], "invitation": "open1"])
+        let bytes = try XCTUnwrap(merged(RecordMerge.mergeMemberFile, base: nil, ours: joined, theirs: alsoJoined))
+        let member = try XCTUnwrap(try? JSONValue.parse(bytes))
+        XCTAssertEqual(member["status"], "revoked")
+        XCTAssertEqual(member["keys"], .array([]))
+        // An active member's concurrent key changes still merge as a set.
+        let desk: JSONValue = ["device": "desk", "publicKey": "ssh-ed25519 D"]
+        let active = json(["name": "bob", "role": "user", "status": "active", "keys": [desk]])
+        XCTAssertEqual(merged(RecordMerge.mergeMemberFile, base: active, ours: json(["name": "bob", "role": "user", "status": "active", "keys": [desk, invitee]]),
+                              theirs: json(["name": "bob", "role": "user", "status": "active", "keys": [desk, thief]])),
+                       json(["name": "bob", "role": "user", "status": "active", "keys": [desk, thief, invitee]]))   // by device: desk, laptop, phone
+    }
+
     func testDocumentRemovalLosesToAChange() throws {
         let base = json(["a": 1, "b": 1])
         let removed = json(["a": 1])

@@ -53,6 +53,22 @@ final class MergeLogTests: XCTestCase {
         XCTAssertEqual(try LogEntry.parseLogFile(earliest), [other, twin], "the earliest entry of an id wins")
     }
 
+    /// An entry is its author's id: a member who reuses another's entry id (stamped earlier, so it
+    /// would win a one-per-id choice) adds an entry of their own and shadows nothing; both stay,
+    /// whichever side is ours. A log file holding one author's id twice is refused.
+    func testEntriesOfTwoAuthorsWithOneIDBothStay() throws {
+        let alices = try entry("q1", "10:00:00.000", by: "alice", data: ["word": "question"])
+        let shadow = try entry("q1", "09:00:00.000", by: "mallory", data: ["word": "forged"])
+        let (bytes, _) = try MergeFixture.mergeBothWays(
+            .append, base: nil, ours: LogEntry.encodeLogFile([alices]), theirs: LogEntry.encodeLogFile([shadow]))
+        XCTAssertEqual(try LogEntry.parseLogFile(bytes), [shadow, alices])
+        let day = ProfilePathRules.File.logDay(try RecordKind(name: "logs", policy: .append, writers: .user), day: "2026-01-01")
+        XCTAssertNil(ProfilePathRules.contentProblem(of: day, bytes: bytes))
+        let twice = shadow.encodedLine() + [0x0A] + (try entry("q1", "09:30:00.000", by: "mallory")).encodedLine() + [0x0A]
+        let problem = ProfilePathRules.contentProblem(of: day, bytes: twice)
+        XCTAssertEqual(problem, "log entry q1 by mallory appears twice (an entry is its author's id, once)")
+    }
+
     func testUnsortedAndBlankLinesComeOutCanonical() throws {
         let a = try entry("a", "10:00:00.000"), b = try entry("b", "11:00:00.000"), c = try entry("c", "12:00:00.000")
         let messy = b.encodedLine() + Array("\n\n".utf8) + a.encodedLine()  // unsorted, blank line, no final newline

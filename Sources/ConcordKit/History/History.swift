@@ -106,9 +106,10 @@ public struct History {
             if let until = filter.until, commit.author.time >= until { return true }
             // Each commit's trailers are read once, for the filters and the entry.
             let trailers = CommitTrailers(message: commit.message)
-            if let member = filter.member, (trailers.actor ?? commit.author.name) != member { return true }
             if let record, try !touches(commit, trailers: trailers, record.kind, record.id) { return true }
             var entry = try entry(for: commit, trailers: trailers, keys: keys)
+            // Who did it is who signed it (or acted on the signer's device): never the author field alone.
+            if let member = filter.member, entry.member != member { return true }
             entry.changes = try changes(of: commit, records: entry.records)
             entries.append(entry)
             return filter.limit.map { entries.count < $0 } ?? true
@@ -177,8 +178,17 @@ public struct History {
     }
 
     private func entry(for commit: Commit, trailers: CommitTrailers, keys: [String: Set<SSHPublicKey>]) throws -> HistoryEntry {
-        let member = trailers.actor ?? commit.author.name
-        let (signature, signedBy) = try signatureStatus(commit, member: member, keys: keys)
+        let claimed = trailers.actor ?? commit.author.name
+        let (signature, signedBy) = try signatureStatus(commit, member: claimed, keys: keys)
+        // The member shown is the signer, or the member its Concord-Actor trailer names acting on the
+        // signer's device (the validity rule holds that to the switch rules). An author field or
+        // trailer no member's signature backs is shown as a claim, never as who did it.
+        let member: String
+        if let signedBy {
+            member = trailers.actor ?? signedBy
+        } else {
+            member = "unverified (claims \(claimed))"
+        }
         return HistoryEntry(
             commit: commit.id.hex,
             summary: String(commit.message.prefix { $0 != "\n" }),

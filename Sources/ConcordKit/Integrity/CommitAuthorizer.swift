@@ -88,50 +88,72 @@ final class CommitAuthorizer {
             switch decided {
             case .failure(let refusal):
                 // The one commit an invited member signs: their acceptance (rule 1's exception).
-                if let accepted = try acceptance(commit, changes: changes, key: key, parentTree: parentTrees.first) { return accepted }
+                if let accepted = try acceptance(commit, changes: changes, key: key, parentTree: parentTrees.first) {
+                    try checkKeysStayWithTheirHolders(commit, changes: changes, parentTrees: parentTrees, signer: accepted)
+                    return accepted
+                }
                 throw refuse(refusal.signer, nil, refusal.reason)
             case .success(let found): signer = found
             }
             // Whom the commit is judged as: its signer, or the member acting on the signer's device.
-            let judged = try actingMember(commit, changes: changes, signer: signer, parentTrees: parentTrees, refuse: refuse)
+            var judged = try actingMember(commit, changes: changes, signer: signer, parentTrees: parentTrees, refuse: refuse)
             try checkInvitationUses(commit, changes: changes, signer: signer)
-            // Rule 3: a merge's signer must be active, with this key, in the MERGED membership of its
-            // parents (member files merged as a sync merges them: a revocation on either side wins).
+            guard let parentTree = parentTrees.first else { return signer }
+            // The changes judged, and the kinds tables they are judged under: a commit's own changes
+            // under its parent's kinds; a merge's differences from the policy merge under the merged
+            // kinds AND every parent's (a path must be writable under each).
+            var differences = changes
+            var kindsTables = [try kindsTable(at: parentTree)]
             if commit.parents.count > 1 {
+                // Rule 3: a merge is judged by what merging its parents must give, never by the parent
+                // its signer put first (they chose it). Concord never writes more than two parents.
+                guard commit.parents.count == 2 else {
+                    throw refuse(signer.label, nil, "it merges \(commit.parents.count) parents; a merge commit has two "
+                                 + "(merge with 'concord sync' or 'concord merge')")
+                }
+                // Its signer must be active, with this key, in the MERGED membership of its parents
+                // (member files merged as a sync merges them: a revocation on either side wins).
                 let merged = try mergedMember(signer.member.name, parents: commit.parents, trees: parentTrees)
                 guard let merged, merged.status == .active, merged.keys.contains(where: { $0.publicKey == key }) else {
                     let status = merged.map { "\($0.status.rawValue)" } ?? "not a member"
                     throw refuse(signer.label, nil, "\(signer.member.name) is \(status) in the merged membership of the parents it merges")
                 }
+                let policy = try PolicyMerge.compute(in: repository, ours: commit.parents[0], theirs: commit.parents[1]).tree
+                if policy == commit.tree { return signer }
+                // Where it differs, the signer is judged with the LOWEST role they hold in the merged
+                // membership and in each parent, and must be active in each (Guix's intersection):
+                // a role held only on a side someone has since demoted them on gives nothing.
+                judged = merged
+                for tree in parentTrees {
+                    guard let there = try membership(at: tree).members[merged.name], there.status == .active else {
+                        throw refuse(signer.label, nil, "its tree differs from the policy merge of its parents, and \(merged.name) is not an "
+                                     + "active member in both of them: merge with 'concord sync' or 'concord merge'")
+                    }
+                    judged.role = min(judged.role, there.role)
+                }
+                differences = try repository.treeChanges(from: policy, to: commit.tree)
+                kindsTables = try ([policy] + parentTrees).map(kindsTable(at:))
             }
-            guard let parentTree = parentTrees.first, judged.role != .admin else { return signer }
-            // Rule 3: a merge of two parents is judged against their policy merge, recomputed here.
-            // Where its tree is that merge, nothing more is asked; where it differs, rule 2 applies
-            // to each difference. (Other commits, octopus merges included, are judged against their
-            // first parent.)
-            var differences = changes
-            if commit.parents.count == 2 {
-                let policyTree = try PolicyMerge.compute(in: repository, ours: commit.parents[0], theirs: commit.parents[1]).tree
-                if policyTree == commit.tree { return signer }
-                differences = try repository.treeChanges(from: policyTree, to: commit.tree)
-            }
-            // Rule 2, against the first parent's kinds.
-            let kinds = try kindsTable(at: parentTree)
-            let ownFile = ProfilePaths.member(signer.member.name)
+            // Rule 2 for each change, under every kinds table that applies.
+            let ownFile = ProfilePaths.member(judged.name)
             for change in differences {
                 let path = String(decoding: change.path, as: UTF8.self)
                 var files: (before: [UInt8]?, after: [UInt8]?)?
                 if path == ownFile { files = (try bytes(of: change.old), try bytes(of: change.new)) }
-                if let reason = AccessRule.mayChange(path, by: judged, kinds: kinds, ownMemberFile: files) {
-                    throw refuse(signer.label, Self.label(path, kinds: kinds), reason)
+                for kinds in kindsTables {
+                    if let reason = AccessRule.mayChange(path, by: judged, kinds: kinds, ownMemberFile: files) {
+                        throw refuse(signer.label, Self.label(path, kinds: kinds), reason)
+                    }
                 }
-                // A log only grows, and what a member adds to it is theirs (the acting member's).
-                if case .success(.logDay) = ProfilePathRules.classify(change.path, kinds: kinds),
+                // A log only grows, and what anyone adds to it (Admins too) is theirs: the acting member's.
+                if case .success(.logDay) = ProfilePathRules.classify(change.path, kinds: kindsTables[0]),
                    let problem = AccessRule.logAppendProblem(before: try bytes(of: change.old) ?? [], after: try bytes(of: change.new),
                                                              by: judged) {
-                    throw refuse(signer.label, Self.label(path, kinds: kinds), problem)
+                    throw refuse(signer.label, Self.label(path, kinds: kindsTables[0]), problem)
                 }
             }
+            // Rule 5, once the role allowed the change: no key moves to another member.
+            try checkKeysStayWithTheirHolders(commit, changes: differences, parentTrees: parentTrees, signer: signer)
             return signer
         } catch let error as GitError {
             throw refuse(commit.author.name, nil, "it cannot be read (\(error.message))")
@@ -202,6 +224,33 @@ final class CommitAuthorizer {
             }
         }
         return CommitSigner(member: after, device: after.keys[0].device)
+    }
+
+    /// A key belongs to one member (rule 5 of docs/security.md): a commit that changes member files
+    /// may not give a key another member holds — in the commit's own tree or in any parent's
+    /// membership, active, invited or revoked — to a different member. (Otherwise a Viewer who lists
+    /// an Admin's public key as their own device makes every later commit by that Admin theirs.)
+    private func checkKeysStayWithTheirHolders(_ commit: Commit, changes: [TreeChange], parentTrees: [ObjectID],
+                                               signer: CommitSigner) throws {
+        let prefix = Array((ProfilePaths.membersDirectory + "/").utf8)
+        let changed = changes.filter { $0.new != nil && $0.path.starts(with: prefix) }
+        guard !changed.isEmpty else { return }
+        let after = try membership(at: commit.tree)
+        let memberships = try [after] + parentTrees.map(membership(at:))
+        for change in changed {
+            guard case .success(.member(let name)) = ProfilePathRules.classify(change.path, kinds: .empty),
+                  let member = after.members[name] else { continue }
+            for key in member.keys {
+                for membership in memberships {
+                    if let other = membership.holders(of: key.publicKey).first(where: { $0.member.name != name }) {
+                        throw ConcordError.unauthorizedCommit(
+                            commit: commit.id.short, signer: signer.label, change: String(decoding: change.path, as: UTF8.self),
+                            reason: "it gives \(name) the key of \(other.member.name)'s device \(other.device) "
+                                + "(\(key.publicKey.fingerprint)); a key belongs to one member")
+                    }
+                }
+            }
+        }
     }
 
     /// Open invitations are bounded on every commit, merges included: a tree holding more members who

@@ -333,13 +333,15 @@ public final class Transaction {
         listings[directory] = Dictionary(entries.map { ($0.name, $0.id) }, uniquingKeysWith: { first, _ in first })
     }
 
+    /// The ids of the entries of `kind` the acting member wrote.
     private func logEntryIDs(_ kind: RecordKind) throws -> Set<RecordID> {
         if let known = knownLogIDs[kind.name] { return known }
         try prefetch(directory: kind.directory)
         var ids = Set<RecordID>()
         for name in (listings[kind.directory] ?? [:]).keys where name.hasSuffix(".jsonl") {
             let path = "\(kind.directory)/\(name)"
-            if let bytes = try currentBytes(path) { ids.formUnion(try Self.parseLog(bytes, path: path).map(\.id)) }
+            // An entry is its author's (author, id): another member's entry with the same id is not this one.
+            if let bytes = try currentBytes(path) { ids.formUnion(try Self.parseLog(bytes, path: path).filter { $0.by == identity.member }.map(\.id)) }
         }
         knownLogIDs[kind.name] = ids
         return ids

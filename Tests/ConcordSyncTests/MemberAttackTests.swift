@@ -1,0 +1,167 @@
+import Foundation
+import XCTest
+
+/// A malicious member with plain git, their own key and a copy of old history (issue 31): merges
+/// are judged by what merging their parents must give, never by the parent their signer put first;
+/// a key stays with its member; a log entry is its author's. Each attack is pushed to a path remote
+/// as the attacker would push it, and Alice's sync must refuse it: exit 5, one line naming the
+/// commit, the signer and the rule, nothing of hers changed.
+final class MemberAttackTests: SyncTestCase {
+    /// Alice promotes Eddie to Admin, and later demotes him to Viewer. Eddie, keeping a copy from
+    /// before the demotion, signs a merge whose FIRST parent is that old commit and whose second is
+    /// main (a fast-forward of main), setting himself back to Admin — or, as the Viewer he now is,
+    /// changing a vocabulary record. Judged by his first parent he was an Admin; judged by the merge
+    /// of both parents he is a Viewer, and both are refused.
+    func testADemotedAdminsMergeOnAnOldFirstParentIsRefused() throws {
+        let team = try makeAccessTeam()
+        try assertAccepted(team, commit: try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
+            try editMember("eddie", in: clone) { $0["role"] = "admin" }
+        })
+        let fork = sandbox.appendingPathComponent("eddie-fork")
+        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
+        fsckAtEnd.append(fork)
+        let demotion = try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
+            try editMember("eddie", in: clone) { $0["role"] = "viewer" }
+        }
+        try assertAccepted(team, commit: demotion)
+        let signing = GitSigning.options(keyFile: team.eddie.keyFile.path)
+        try gitOK(["fetch", "--quiet", "origin"], in: fork)
+        let old = try gitOK(["rev-parse", "HEAD"], in: fork)
+
+        // 1. Back to Admin through the merge.
+        try gitOK(["merge", "--quiet", "--no-ff", "--no-commit", "origin/main"], in: fork)
+        try editMember("eddie", in: fork) { $0["role"] = "admin" }
+        try gitOK(["add", "-A"], in: fork)
+        try gitOK(signing + ["commit", "-S", "--quiet", "-m", "merge main"], in: fork)
+        XCTAssertEqual(try gitOK(["rev-parse", "HEAD^1"], in: fork), old, "the first parent is from before the demotion")
+        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: fork)
+        let promoted = try gitOK(["rev-parse", "HEAD"], in: fork)
+        try assertRefused(team, commit: promoted, mentions: ["by eddie@laptop changes .concord/members/eddie.json",
+                                                             "only add or remove their own device keys"])
+
+        // 2. A vocabulary edit in the merge, beyond what either parent had.
+        try gitOK(["update-ref", "refs/heads/main", demotion], in: team.remote.bare)
+        try gitOK(["reset", "--quiet", "--hard", old], in: fork)
+        try gitOK(["merge", "--quiet", "--no-ff", "--no-commit", demotion], in: fork)
+        try replace(#""label": "puzzle""#, with: #""label": "demoted""#, in: try recordFile("vocabulary", "puzzle", in: fork))
+        try gitOK(["add", "-A"], in: fork)
+        try gitOK(signing + ["commit", "-S", "--quiet", "-m", "merge main"], in: fork)
+        try gitOK(["push", "--quiet", "--force", "origin", "HEAD:main"], in: fork)
+        let edited = try gitOK(["rev-parse", "HEAD"], in: fork)
+        try assertRefused(team, commit: edited, mentions: ["by eddie@laptop changes vocabulary/puzzle", "Viewers may not write vocabulary"])
+
+        // 3. The policy merge itself, signed by the demoted Viewer, is taken: nothing in it is his to choose.
+        try gitOK(["update-ref", "refs/heads/main", demotion], in: team.remote.bare)
+        try gitOK(["reset", "--quiet", "--hard", old], in: fork)
+        try gitOK(signing + ["merge", "-S", "--quiet", "--no-ff", "--no-edit", demotion], in: fork)
+        try gitOK(["push", "--quiet", "--force", "origin", "HEAD:main"], in: fork)
+        try assertAccepted(team, commit: try gitOK(["rev-parse", "HEAD"], in: fork))
+        XCTAssertTrue(try concordOK(["members"], as: team.alice, in: team.aliceProfile).contains("viewer"))
+    }
+
+    /// A merge of three parents is refused, whoever signs it: concord never makes one, and judging one
+    /// against a parent its signer picked is what let authority through.
+    func testAnOctopusMergeIsRefused() throws {
+        let team = try makeAccessTeam()
+        let clone = sandbox.appendingPathComponent("octopus")
+        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, clone.path])
+        fsckAtEnd.append(clone)
+        let signing = GitSigning.options(keyFile: team.alice.keyFile.path)
+        let base = try gitOK(["rev-parse", "HEAD"], in: clone)
+        var tips = [String]()
+        for label in ["one", "two"] {
+            try gitOK(["checkout", "--quiet", "-B", label, base], in: clone)
+            try replace(#""color": "blue""#, with: #""color": "\#(label)""#, in: try recordFile("settings", "theme", in: clone))
+            try gitOK(signing + ["commit", "-S", "--quiet", "-am", label], in: clone)
+            tips.append(try gitOK(["rev-parse", "HEAD"], in: clone))
+        }
+        try gitOK(["checkout", "--quiet", "main"], in: clone)
+        let tree = try gitOK(["rev-parse", "\(tips[0])^{tree}"], in: clone)
+        let octopus = try gitOK(signing + ["commit-tree", "-S", tree, "-p", base, "-p", tips[0], "-p", tips[1], "-m", "octopus"], in: clone)
+        try gitOK(["push", "--quiet", "origin", "\(octopus):refs/heads/main"], in: clone)
+        try assertRefused(team, commit: octopus, mentions: ["by alice@laptop", "merges 3 parents"])
+    }
+
+    /// A Viewer lists Alice's public key as a device of their own: from then on Alice's key would
+    /// resolve to the Viewer, and Alice's revocation of them would be refused everywhere. Refused,
+    /// as is giving a revoked member's key to another.
+    func testAMemberCannotTakeAnotherMembersKey() throws {
+        let team = try makeAccessTeam()
+        let taken = try pushWithGit(team, signedWith: team.vera.keyFile) { clone in
+            try editMember("vera", in: clone) { member in
+                member["keys"] = (member["keys"] as? [Any] ?? []) + [["device": "stolen", "publicKey": team.alice.publicKeyLine]]
+            }
+        }
+        try assertRefused(team, commit: taken, mentions: ["by vera@tablet changes .concord/members/vera.json", "of alice's device laptop",
+                                                          "a key belongs to one member"])
+        // Nor may an Admin hand one member's key to another.
+        try gitOK(["update-ref", "refs/heads/main", try revParse("HEAD", in: team.aliceProfile)], in: team.remote.bare)
+        let handed = try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
+            try editMember("uma", in: clone) { member in
+                member["keys"] = (member["keys"] as? [Any] ?? []) + [["device": "shared", "publicKey": team.eddie.publicKeyLine]]
+            }
+        }
+        try assertRefused(team, commit: handed, mentions: ["by alice@laptop changes .concord/members/uma.json", "of eddie's device laptop"])
+        // Alice's revocation of Vera still goes through afterwards, signed by Alice.
+        try gitOK(["update-ref", "refs/heads/main", try revParse("HEAD", in: team.aliceProfile)], in: team.remote.bare)
+        try concordOK(["revoke", "vera"], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+    }
+
+    /// Uma (User) appends an entry of her own carrying the id of Alice's entry, stamped earlier.
+    /// Alice, who appended on the same day meanwhile, merges: both entries stay (an entry is its
+    /// author's id), where one entry per id kept Uma's and lost Alice's. An entry whose `by` is not
+    /// its signer is refused, an Admin's included; one author's id twice in a log file is refused.
+    func testALogEntryIsItsAuthorsAndNobodyShadowsAnother() throws {
+        let team = try makeAccessTeam()
+        let day = "logs/2026-01-01.jsonl"
+        func append(_ by: String, _ id: String, _ time: String, _ text: String) -> (URL) throws -> Void {
+            { clone in
+                let url = clone.appendingPathComponent(day)
+                try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                let line = #"{"at":"2026-01-01T\#(time).000Z-0000","by":"\#(by)","data":{"text":"\#(text)"},"device":"tablet","id":"\#(id)"}"#
+                try Data(((try? Data(contentsOf: url)) ?? Data()) + Data((line + "\n").utf8)).write(to: url)
+            }
+        }
+        try assertAccepted(team, commit: try pushWithGit(team, signedWith: team.alice.keyFile, append("alice", "q1", "10:00:00", "question")))
+        try pushWithGit(team, signedWith: team.uma.keyFile, append("uma", "q1", "09:00:00", "forged"))
+        // Alice's own entry of that day, committed on her device (with plain git: her clock is months later).
+        try commitWithGit(in: team.aliceProfile, signedWith: team.alice.keyFile, append("alice", "a2", "11:00:00", "local"))
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        XCTAssertEqual(try gitOK(["rev-list", "--count", "--merges", "-1", "HEAD"], in: team.aliceProfile), "1", "Alice merged")
+        let file = try String(contentsOf: team.aliceProfile.appendingPathComponent(day), encoding: .utf8)
+        for text in ["question", "forged", "local"] { XCTAssertTrue(file.contains(text), "\(text) in \(file)") }
+        let merged = try revParse("HEAD", in: team.aliceProfile)
+
+        let twice = try pushWithGit(team, signedWith: team.uma.keyFile, append("uma", "q1", "09:30:00", "again"))
+        try assertRefusedAsInvalid(team, commit: twice, mentions: [day, "log entry q1 by uma appears twice"])
+        try gitOK(["update-ref", "refs/heads/main", merged], in: team.remote.bare)
+        let inUmasName = try pushWithGit(team, signedWith: team.alice.keyFile, append("uma", "u2", "11:30:00", "said by alice"))
+        try assertRefused(team, commit: inUmasName, mentions: ["by alice@laptop", "alice may only add entries of their own"])
+    }
+
+    /// A refusal echoes names a remote chose (here an unsigned commit's author) with its control
+    /// characters escaped: no escape sequence reaches the terminal.
+    func testARefusalEscapesControlCharactersFromTheRemote() throws {
+        let team = try makeAccessTeam()
+        let clone = sandbox.appendingPathComponent("escapes")
+        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, clone.path])
+        fsckAtEnd.append(clone)
+        try replace(#""label": "puzzle""#, with: #""label": "x""#, in: try recordFile("vocabulary", "puzzle", in: clone))
+        try gitOK(["commit", "--no-gpg-sign", "--quiet", "--author", "evil\u{1B}]0;owned\u{07}\u{202E}name <e@example.com>", "-am", "x"], in: clone)
+        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: clone)
+        let commit = try gitOK(["rev-parse", "HEAD"], in: clone)
+        let result = try concordWithDeadline(["sync"], as: team.alice, in: team.aliceProfile)
+        assertOneLineRefusal(result, status: 5, mentions: [String(commit.prefix(7)), #"evil\u{1B}]0;owned\u{7}\u{202E}name"#])
+        XCTAssertFalse(result.stderr.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x202E })
+    }
+
+    /// Like `assertRefused`, for a commit refused by the structural check (`invalid commit`).
+    private func assertRefusedAsInvalid(_ team: AccessTeam, commit: String, mentions: [String],
+                                        file: StaticString = #filePath, line: UInt = #line) throws {
+        let before = try workTreeSnapshot(team.aliceProfile)
+        let result = try concordWithDeadline(["sync"], as: team.alice, in: team.aliceProfile)
+        assertOneLineRefusal(result, status: 5, mentions: ["invalid commit \(commit.prefix(7))"] + mentions, file: file, line: line)
+        XCTAssertEqual(try workTreeSnapshot(team.aliceProfile), before, "HEAD, status and files unchanged", file: file, line: line)
+    }
+}
