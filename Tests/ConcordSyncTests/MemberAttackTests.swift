@@ -59,6 +59,53 @@ final class MemberAttackTests: SyncTestCase {
         XCTAssertTrue(try concordOK(["members"], as: team.alice, in: team.aliceProfile).contains("viewer"))
     }
 
+    /// Eddie, an Admin, keeps a copy from before Alice revokes him and adds an alias there,
+    /// `eddie2 --role admin` (valid at that parent, signed by Eddie). He then merges main, revocation
+    /// included, signed by eddie2. Merged file by file, eddie2 would be an active Admin; resolved, an
+    /// Admin's membership changes concurrent with his revocation fall, and eddie2 with them: the
+    /// merge's signer is not active in the merged membership. A policy merge an honest member makes
+    /// of the same two parents holds eddie2 revoked with no keys, and is taken.
+    func testARevokedAdminsAliasMadeOnAnOldForkFallsWithHim() throws {
+        let team = try makeAccessTeam()
+        try assertAccepted(team, commit: try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
+            try editMember("eddie", in: clone) { $0["role"] = "admin" }
+        })
+        let fork = sandbox.appendingPathComponent("eddie-fork")
+        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
+        fsckAtEnd.append(fork)
+        let revocation = try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
+            try editMember("eddie", in: clone) { $0["status"] = "revoked" }
+        }
+        try assertAccepted(team, commit: revocation)
+        let aliasKeyFile = sandbox.appendingPathComponent("eddie2_key")
+        let aliasKey = try GitSigning.makeKey(at: aliasKeyFile, comment: "eddie2@laptop", environment: environment())
+        let alias = try commitWithGit(in: fork, signedWith: team.eddie.keyFile, message: "add eddie2") { clone in
+            let member: [String: Any] = ["name": "eddie2", "role": "admin", "status": "active", "addedBy": "eddie",
+                                         "addedAt": "2026-01-01T10:00:00.000Z", "keys": [["device": "laptop", "publicKey": aliasKey]]]
+            try JSONSerialization.data(withJSONObject: member, options: [.sortedKeys, .prettyPrinted])
+                .write(to: clone.appendingPathComponent(".concord/members/eddie2.json"))
+        }
+        try gitOK(["fetch", "--quiet", "origin"], in: fork)
+        try gitOK(GitSigning.options(keyFile: aliasKeyFile.path) + ["merge", "-S", "--quiet", "--no-ff", "--no-edit", revocation], in: fork)
+        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: fork)
+        let merge = try gitOK(["rev-parse", "HEAD"], in: fork)
+        XCTAssertEqual(try gitOK(["rev-parse", "HEAD^1"], in: fork), alias)
+        try assertRefused(team, commit: merge, mentions: ["by eddie2@laptop", "eddie2 is revoked in the merged membership"])
+
+        // Alice's own merge of the alias commit (`concord merge`): eddie2's file is kept, as the
+        // format keeps member files, but admits nobody; every device takes the merge.
+        try gitOK(["update-ref", "refs/heads/main", revocation], in: team.remote.bare)
+        try gitOK(["fetch", "--quiet", fork.path, alias], in: team.aliceProfile)
+        try concordOK(["merge", alias], as: team.alice, in: team.aliceProfile)
+        let aliasFile = try String(contentsOf: team.aliceProfile.appendingPathComponent(".concord/members/eddie2.json"), encoding: .utf8)
+        XCTAssertTrue(aliasFile.contains(#""status": "revoked""#), aliasFile)
+        XCTAssertFalse(aliasFile.contains("ssh-ed25519"), aliasFile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        let umaProfile = try cloneProfile(team.uma, from: team.remote, into: "uma")
+        XCTAssertEqual(try revParse("HEAD", in: umaProfile), try revParse("HEAD", in: team.aliceProfile))
+        try concordOK(["verify"], as: team.uma, in: umaProfile)
+    }
+
     /// A merge of three parents is refused, whoever signs it: concord never makes one, and judging one
     /// against a parent its signer picked is what let authority through.
     func testAnOctopusMergeIsRefused() throws {

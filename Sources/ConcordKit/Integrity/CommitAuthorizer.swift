@@ -111,14 +111,15 @@ final class CommitAuthorizer {
                     throw refuse(signer.label, nil, "it merges \(commit.parents.count) parents; a merge commit has two "
                                  + "(merge with 'concord sync' or 'concord merge')")
                 }
-                // Its signer must be active, with this key, in the MERGED membership of its parents
-                // (member files merged as a sync merges them: a revocation on either side wins).
-                let merged = try mergedMember(signer.member.name, parents: commit.parents, trees: parentTrees)
+                // Its signer must be active, with this key, in the MERGED membership of its parents:
+                // the policy merge's, where a revocation on either side wins and membership changes
+                // resting on a member revoked concurrently fall (`MembershipResolution`).
+                let policy = try PolicyMerge.compute(in: repository, ours: commit.parents[0], theirs: commit.parents[1]).tree
+                let merged = try membership(at: policy).members[signer.member.name]
                 guard let merged, merged.status == .active, merged.keys.contains(where: { $0.publicKey == key }) else {
                     let status = merged.map { "\($0.status.rawValue)" } ?? "not a member"
                     throw refuse(signer.label, nil, "\(signer.member.name) is \(status) in the merged membership of the parents it merges")
                 }
-                let policy = try PolicyMerge.compute(in: repository, ours: commit.parents[0], theirs: commit.parents[1]).tree
                 if policy == commit.tree { return signer }
                 // Where it differs, the signer is judged with the LOWEST role they hold in the merged
                 // membership and in each parent, and must be active in each (Guix's intersection):
@@ -290,30 +291,6 @@ final class CommitAuthorizer {
         let root = try repository.rootCommit(of: commit.id)
         rootID = root
         return root
-    }
-
-    /// Member `name` as merging the member files of a two-parent merge's parents gives it (nil when
-    /// neither parent has them). Octopus merges: every parent must hold the member active, unchanged.
-    private func mergedMember(_ name: String, parents: [ObjectID], trees: [ObjectID]) throws -> Member? {
-        let path = ProfilePaths.member(name)
-        func file(_ tree: ObjectID) throws -> [UInt8]? {
-            try repository.entry(at: path, inTree: tree).flatMap { try bytes(of: .file($0.id)) }
-        }
-        let sides = try trees.map(file)
-        guard parents.count == 2 else {
-            guard let first = sides[0], sides.allSatisfy({ $0 == first }) else { return nil }
-            return try? Member.decode(first, path: path)
-        }
-        let base = try repository.mergeBase(parents[0], parents[1]).map { try file(try repository.commit($0).tree) } ?? nil
-        let result: [UInt8]?
-        switch (sides[0], sides[1]) {
-        case (nil, nil): result = nil
-        case (let one?, nil), (nil, let one?): result = base == nil ? one : nil  // a member file is never deleted
-        case (let ours?, let theirs?):
-            guard case .merged(let bytes, _) = RecordMerge.mergeMemberFile(base: base, ours: ours, theirs: theirs) else { return nil }
-            result = bytes
-        }
-        return result.flatMap { try? Member.decode($0, path: path) }
     }
 
     /// The membership in tree `tree`'s `.concord/members/` (cached by the members tree's id).

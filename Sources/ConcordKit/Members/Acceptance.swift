@@ -44,6 +44,9 @@ enum Acceptance {
     /// signer's key, which the invitation's one-time key signed with the root and the member's name.
     static func openProblem(invitation: OpenInvitation, used: Int, member: Member, signer: SSHPublicKey, root: String) -> String? {
         guard invitation.role != .admin else { return "an open invitation cannot make Admins" }
+        guard !invitation.withdrawn else {
+            return "open invitation \(invitation.id) was withdrawn: the Admin who opened it was revoked or demoted concurrently"
+        }
         guard used < invitation.uses else { return "all \(invitation.uses) places of open invitation \(invitation.id) were taken" }
         guard member.status == .active, member.role == invitation.role, member.invitation == invitation.id,
               member.addedBy == invitation.invitedBy, member.expiresAt == nil, member.invitationKey == nil,

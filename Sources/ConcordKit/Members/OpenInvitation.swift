@@ -21,6 +21,9 @@ public struct OpenInvitation: Sendable, Equatable {
     public let invitedAt: String
     /// The public half of the one-time key the link carries.
     public let key: SSHPublicKey
+    /// Set by a merge when the invitation was opened by an Admin revoked or demoted concurrently
+    /// (`MembershipResolution`): nobody joins by it any more.
+    public var withdrawn = false
 
     /// The most uses an open invitation may be given.
     public static let maxUses = 1_000
@@ -29,7 +32,7 @@ public struct OpenInvitation: Sendable, Equatable {
         .object([
             "id": .string(id), "role": .string(role.rawValue), "uses": .number(String(uses)), "expiresAt": .string(expiresAt),
             "invitedBy": .string(invitedBy), "invitedAt": .string(invitedAt), "key": .string(key.line(comment: nil)),
-        ])
+        ].merging(withdrawn ? ["withdrawn": .bool(true)] : [:]) { first, _ in first })
     }
 
     static func decode(_ bytes: [UInt8], path: String) throws -> OpenInvitation {
@@ -44,7 +47,9 @@ public struct OpenInvitation: Sendable, Equatable {
               let line = value["key"]?.stringValue, let key = try? SSHPublicKey(line: line) else {
             throw ConcordError.corruptRecord(path: path, reason: "an open invitation needs id, role, uses (1–\(maxUses)), expiresAt, invitedBy, invitedAt and key")
         }
-        return OpenInvitation(id: id, role: role, uses: uses, expiresAt: expiresAt, invitedBy: invitedBy, invitedAt: invitedAt, key: key)
+        var invitation = OpenInvitation(id: id, role: role, uses: uses, expiresAt: expiresAt, invitedBy: invitedBy, invitedAt: invitedAt, key: key)
+        invitation.withdrawn = value["withdrawn"] == .bool(true)
+        return invitation
     }
 
     /// How many of `members` joined by this invitation.

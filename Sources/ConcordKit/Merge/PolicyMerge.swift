@@ -12,6 +12,8 @@ struct PolicyMerge {
     let tree: ObjectID
     let planner: MergePlanner
     let unresolved: [UnresolvedFile]
+    /// Membership changes that fell (`MembershipResolution`): what the merge keeps instead.
+    let resolution: MembershipResolution
 
     /// Merges `theirs` into `ours` in `repository` (writing the merged blobs and trees to its object
     /// database; no ref, index or working tree changes).
@@ -55,6 +57,12 @@ struct PolicyMerge {
                                            : "both sides changed it and no Concord policy covers it")
             unresolved.append(UnresolvedFile(path: conflict.path.string, savedAs: savedAs, reason: reason))
         }
-        return PolicyMerge(tree: try index.writeTree(), planner: planner, unresolved: unresolved)
+        // Membership is resolved, not merged file by file: changes signed by a member the other side
+        // revoked or demoted, and what rested on them, fall (read against the first merge base).
+        let resolution = try MembershipResolution.compute(in: repository, base: base, ours: ours, theirs: theirs)
+        for (path, bytes) in resolution.overrides.sorted(by: { $0.key < $1.key }) {
+            try index.set(try treePath(path), to: try repository.writeBlob(bytes))
+        }
+        return PolicyMerge(tree: try index.writeTree(), planner: planner, unresolved: unresolved, resolution: resolution)
     }
 }

@@ -47,6 +47,13 @@ extension Profile {
         }
         let merge = try PolicyMerge.compute(in: repository, ours: head, theirs: theirs)
         let (tree, planner, unresolved) = (merge.tree, merge.planner, merge.unresolved)
+        // A merge that takes this device's own membership away (its admission or rights rested on an
+        // Admin revoked or demoted concurrently) is not made: the device is told, as by a revocation.
+        if merge.resolution.fallen.contains(identity.member),
+           let mine = try CommitAuthorizer.membership(in: repository, tree: tree).members[identity.member], mine.status != .active {
+            throw ConcordError.accessRemoved(member: identity.member, by: "a concurrent revocation of the Admin who admitted \(identity.member)",
+                                             profile: info.name)
+        }
         let (ourTree, theirTree) = (try repository.commit(head).tree, try repository.commit(theirs).tree)
         let resolved = try planner.conflicts { paths in
             zip(try repository.entries(at: paths, inTree: ourTree), try repository.entries(at: paths, inTree: theirTree))
