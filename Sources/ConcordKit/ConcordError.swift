@@ -73,6 +73,9 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     /// it changes what its signer's role may not (`change`, e.g. "vocabulary/puzzle"); nothing
     /// local changed.
     case unauthorizedCommit(commit: String, signer: String, change: String?, reason: String)
+    /// A commit of this device's, not yet sent, breaks the validity rule (`problem`: the refusal every
+    /// other device would give): a sync sends nothing rather than publish it.
+    case unpublishable(commit: String, problem: String)
 
     public var errorDescription: String? {
         let (problem, advice) = parts
@@ -216,6 +219,10 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
         case .invalidCommit(let commit, let path, let reason):
             return ("invalid commit \(commit):\(path.map { " \($0):" } ?? "") \(reason)", "refused, nothing here changed; the remote "
                     + "holds a commit Concord will not accept: ask the profile's admin to find who pushed it and restore the remote's main")
+        case .unpublishable(let commit, let problem):
+            return ("this device's commit \(commit) would be refused by every other device (\(problem))",
+                    "nothing was sent; set it aside (keep it on a branch and move main back to the last commit the remote has) "
+                    + "and make its changes again with concord (docs/sync.md, \"A commit this device would refuse\")")
         case .unauthorizedCommit(let commit, let signer, let change, let reason):
             return ("\(commit) by \(signer)\(change.map { " changes \($0)" } ?? ""): \(reason)",
                     "refused, nothing here changed; ask the profile's admin to restore the remote's main to the commit before it")

@@ -23,8 +23,9 @@ public struct LogEntry: Sendable, Equatable, Comparable {
         self.data = data
     }
 
+    /// By stamp, then id, then author (two members' entries may share a stamp and an id).
     public static func < (lhs: LogEntry, rhs: LogEntry) -> Bool {
-        lhs.at != rhs.at ? lhs.at < rhs.at : lhs.id < rhs.id
+        lhs.at != rhs.at ? lhs.at < rhs.at : lhs.id != rhs.id ? lhs.id < rhs.id : utf8Precedes(lhs.by, rhs.by)
     }
 
     /// The entry's JSON.

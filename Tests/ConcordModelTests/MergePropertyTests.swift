@@ -149,14 +149,15 @@ final class MergePropertyTests: XCTestCase {
         if ours == theirs || base == ours || base == theirs { return problems }  // byte-level cases, as git
         let inputs = o + t
         coverage.realMerges += 1
-        let ids = Set(o.map(\.id)).intersection(t.map(\.id))
-        if ids.contains(where: { id in Set(inputs.filter { $0.id == id }.map { $0.encodedLine() }).count > 1 }) { coverage.collisions += 1 }
-        if ids.contains(where: { id in Set(inputs.filter { $0.id == id }.map(\.at)).count == 1 }) { coverage.equalStamps += 1 }
-        for id in Set(inputs.map(\.id)) {
-            let kept = output.filter { $0.id == id }
-            if kept.count != 1 || !inputs.contains(kept[0]) { problems.append("entry \(id) lost, duplicated or changed") }
+        // An entry is identified by its author and id: one output entry per (by, id) of the inputs.
+        let ids = Set(o.map(\.identity)).intersection(t.map(\.identity))
+        if ids.contains(where: { id in Set(inputs.filter { $0.identity == id }.map { $0.encodedLine() }).count > 1 }) { coverage.collisions += 1 }
+        if ids.contains(where: { id in Set(inputs.filter { $0.identity == id }.map(\.at)).count == 1 }) { coverage.equalStamps += 1 }
+        for id in Set(inputs.map(\.identity)) {
+            let kept = output.filter { $0.identity == id }
+            if kept.count != 1 || !inputs.contains(kept[0]) { problems.append("entry \(id.by)/\(id.id) lost, duplicated or changed") }
         }
-        if output.count != Set(inputs.map(\.id)).count { problems.append("entries appeared from nowhere") }
+        if output.count != Set(inputs.map(\.identity)).count { problems.append("entries appeared from nowhere") }
         if output != output.sorted() || zip(output, output.dropFirst()).contains(where: { !($0 < $1) }) {
             problems.append("output is not sorted by (at, id)")
         }

@@ -203,6 +203,71 @@ final class MemberAttackTests: SyncTestCase {
         XCTAssertFalse(result.stderr.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x202E })
     }
 
+    /// Plain git's view keeps a revoked member's keys, valid only before the revocation, so `git
+    /// verify-commit` still accepts their earlier commits; `concord log` reads each commit against
+    /// the membership it was judged by, so a member who left (their keys removed) still signed
+    /// theirs, and a commit whose author field names someone its key does not belong to is the key's.
+    func testRevokedAndDepartedMembersEarlierCommitsStillVerify() throws {
+        let team = try makeAccessTeam()
+        let eddieProfile = try cloneProfile(team.eddie, from: team.remote, into: "eddie")
+        try concordOK(["put", "vocabulary/cookie", "--json", #"{"label":"cookie"}"#], as: team.eddie, in: eddieProfile)
+        try concordOK(["sync"], as: team.eddie, in: eddieProfile)
+        let eddies = try revParse("HEAD", in: eddieProfile)
+        let umaProfile = try cloneProfile(team.uma, from: team.remote, into: "uma")
+        try concordOK(["append", "logs", "--json", #"{"symbol":"puzzle"}"#], as: team.uma, in: umaProfile)
+        try concordOK(["leave"], as: team.uma, in: umaProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        try concordOK(["revoke", "eddie"], as: team.alice, in: team.aliceProfile)
+        try gitOK(["verify-commit", eddies], in: team.aliceProfile)
+        let log = try concordOK(["log"], as: team.alice, in: team.aliceProfile)
+        let umaLines = log.split(separator: "\n").filter { $0.contains("uma@") }
+        XCTAssertFalse(umaLines.isEmpty, log)
+        for line in umaLines { XCTAssertTrue(line.contains("[signature: good]"), String(line)) }
+        // A commit authored as alice but signed by Vera's key is Vera's.
+        let clone = sandbox.appendingPathComponent("forged-author")
+        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, clone.path])
+        fsckAtEnd.append(clone)
+        try gitOK(GitSigning.options(keyFile: team.vera.keyFile.path)
+                  + ["commit", "-S", "--allow-empty", "--quiet", "--author", "alice <alice@example.com>", "-m", "said by alice"], in: clone)
+        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: clone)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        XCTAssertFalse(try concordOK(["log", "--member", "alice"], as: team.alice, in: team.aliceProfile).contains("said by alice"))
+        XCTAssertTrue(try concordOK(["log", "--member", "vera"], as: team.alice, in: team.aliceProfile).contains("vera@"))
+    }
+
+    /// A device never publishes what it would refuse: an unsigned commit made with plain git in
+    /// Alice's copy stops her sync (exit 5, nothing sent); set aside as docs/sync.md says, the next
+    /// sync goes through.
+    func testASyncNeverPublishesACommitItWouldRefuse() throws {
+        let team = try makeAccessTeam()
+        let remoteBefore = try gitOK(["rev-parse", "refs/heads/main"], in: team.remote.bare)
+        let unsigned = try commitWithGit(in: team.aliceProfile, signedWith: nil, message: "by hand") { profile in
+            try replace(#""label": "puzzle""#, with: #""label": "unsigned""#, in: try recordFile("vocabulary", "puzzle", in: profile))
+        }
+        let result = try concordWithDeadline(["sync"], as: team.alice, in: team.aliceProfile)
+        assertOneLineRefusal(result, status: 5, mentions: ["this device's commit \(unsigned.prefix(7)) would be refused by every other device",
+                                                           "not signed", "nothing was sent"])
+        XCTAssertEqual(try gitOK(["rev-parse", "refs/heads/main"], in: team.remote.bare), remoteBefore, "nothing was pushed")
+        try gitOK(["branch", "aside", "main"], in: team.aliceProfile)
+        try gitOK(["reset", "--quiet", "--keep", "origin/main"], in: team.aliceProfile)
+        try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"signed"}"#], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        XCTAssertEqual(try gitOK(["rev-parse", "refs/heads/main"], in: team.remote.bare), try revParse("HEAD", in: team.aliceProfile))
+        XCTAssertEqual(try gitOK(["rev-parse", "aside"], in: team.aliceProfile), unsigned, "the set-aside commit is kept")
+    }
+
+    /// Revocation is final on the revoked device: cloning the profile again says "access removed",
+    /// exits 4 and leaves no copy.
+    func testARevokedMembersCloneLeavesNoCopy() throws {
+        let team = try makeAccessTeam()
+        try concordOK(["revoke", "eddie"], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        let target = sandbox.appendingPathComponent("eddie-again")
+        let result = try concordWithDeadline(["clone", team.remote.url, target.path], as: team.eddie, in: sandbox)
+        assertOneLineRefusal(result, status: 4, mentions: ["access removed: alice revoked your access to"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: target.path), "no copy is left")
+    }
+
     /// Like `assertRefused`, for a commit refused by the structural check (`invalid commit`).
     private func assertRefusedAsInvalid(_ team: AccessTeam, commit: String, mentions: [String],
                                         file: StaticString = #filePath, line: UInt = #line) throws {

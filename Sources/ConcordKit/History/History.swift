@@ -99,7 +99,7 @@ public struct History {
             return (kind, id)
         }
         guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else { return [] }
-        let keys = try memberKeys()
+        let keys = MemberKeysAtCommit(repository: repository)
         var entries = [HistoryEntry]()
         let visit = { (commit: Commit) throws -> Bool in
             if let since = filter.since, commit.author.time < since { return true }
@@ -107,7 +107,7 @@ public struct History {
             // Each commit's trailers are read once, for the filters and the entry.
             let trailers = CommitTrailers(message: commit.message)
             if let record, try !touches(commit, trailers: trailers, record.kind, record.id) { return true }
-            var entry = try entry(for: commit, trailers: trailers, keys: keys)
+            var entry = try entry(for: commit, trailers: trailers, keys: try keys.keys(for: commit))
             // Who did it is who signed it (or acted on the signer's device): never the author field alone.
             if let member = filter.member, entry.member != member { return true }
             entry.changes = try changes(of: commit, records: entry.records)
@@ -217,9 +217,32 @@ public struct History {
         return (.good, owner)
     }
 
-    /// Every member's public keys, by member name.
-    func memberKeys() throws -> [String: Set<SSHPublicKey>] {
-        Dictionary(try profile.members.list().map { ($0.name, Set($0.keys.map(\.publicKey))) }, uniquingKeysWith: { $0.union($1) })
+}
+
+/// The members' public keys a commit is read against, by member name: those of its parent's
+/// membership and of its own tree (the rule's view, not today's): a member who has since left, their
+/// keys removed, still signed their earlier commits, and an acceptance's key is in its own tree.
+/// Cached by the members directories' tree ids, which most commits leave alone.
+final class MemberKeysAtCommit {
+    private let repository: Repository
+    private var cache = [[ObjectID?]: [String: Set<SSHPublicKey>]]()
+
+    init(repository: Repository) {
+        self.repository = repository
+    }
+
+    func keys(for commit: Commit) throws -> [String: Set<SSHPublicKey>] {
+        let trees = [try commit.parents.first.map { try repository.commit($0).tree }, commit.tree].compactMap { $0 }
+        let directories = try trees.map { try repository.entry(at: ProfilePaths.membersDirectory, inTree: $0)?.id }
+        if let known = cache[directories] { return known }
+        var keys = [String: Set<SSHPublicKey>]()
+        for tree in trees {
+            for member in try CommitAuthorizer.membership(in: repository, tree: tree).members.values {
+                keys[member.name, default: []].formUnion(member.keys.map(\.publicKey))
+            }
+        }
+        cache[directories] = keys
+        return keys
     }
 }
 

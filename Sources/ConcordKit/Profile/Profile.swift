@@ -97,8 +97,15 @@ public final class Profile {
     /// from the members, so `git verify-commit` and `git log --show-signature` work.
     func configureGit(members: [Member]) throws {
         let signersPath = repository.gitDirectory + "concord/allowed_signers"
-        let entries = members.filter { $0.status != .revoked }.flatMap { member in
-            member.keys.map { (principal: member.name, key: $0.publicKey) }
+        // A revoked member's keys stay, valid only before the revocation, so plain git still shows their
+        // earlier commits as good (git compares the date the signer chose: `concord verify` is the authority).
+        let entries = members.flatMap { member -> [(principal: String, key: SSHPublicKey, validBefore: String?)] in
+            var validBefore: String?
+            if member.status == .revoked {
+                guard let revokedAt = member.revokedAt, let stamp = Self.gitTimestamp(revokedAt) else { return [] }
+                validBefore = stamp
+            }
+            return member.keys.map { (principal: member.name, key: $0.publicKey, validBefore: validBefore) }
         }
         try FileManager.default.createDirectory(atPath: repository.gitDirectory + "concord", withIntermediateDirectories: true)
         try Data(AllowedSigners.render(entries).utf8).write(to: URL(fileURLWithPath: signersPath), options: .atomic)
@@ -110,6 +117,13 @@ public final class Profile {
                 try repository.setConfig("merge.concord.driver", MergeDriverConfig.command(executable: executable))
             }
         }
+    }
+
+    /// `2026-01-01T10:00:00.000Z` as an allowed-signers time, `20260101100000Z`; nil if it is not such an instant.
+    static func gitTimestamp(_ instant: String) -> String? {
+        guard HLClock.parseInstant(instant) != nil else { return nil }
+        let digits = instant.prefix(19).filter(\.isNumber)
+        return digits.count == 14 ? digits + "Z" : nil
     }
 
     /// Deletes this device's copy of the profile (its directory, repository included) and its

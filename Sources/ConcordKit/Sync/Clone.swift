@@ -116,6 +116,12 @@ extension Profile {
         if let trusted { try knownHosts.trust(host: hostName, key: trusted) }
         let kinds = try gitCall { try provisional.blob(KindsTable.path, atCommit: tip) }.flatMap { try? KindsTable.decode($0) } ?? .empty
         let profile = Profile(root: root, repository: repository, environment: environment, info: info, kinds: kinds)
+        // Revocation is final: no copy is made of a profile that revokes this device's member (a
+        // server shows a revoked key main as it was at the revocation); the caller removes what was fetched.
+        if let mine = try profile.members.member(identity.member, at: tip), mine.status == .revoked,
+           mine.keys.contains(where: { $0.publicKey == identity.key.publicKey }) || mine.keys.isEmpty {
+            throw ConcordError.accessRemoved(member: identity.member, by: mine.revokedBy ?? "an admin", profile: info.name)
+        }
         let lock = try profile.lock()
         profile.clonedRecords = try gitCall { try profile.mergeLocked(tip, as: identity) }.liveRecordsWritten
         PerformanceTrace.step("checked out")

@@ -98,6 +98,7 @@ public struct Sync {
             }
             let outgoing = try remoteTip.map { tip in try gitCall { try repository.aheadBehind(local: head, upstream: tip).ahead } }
                 ?? profile.countCommits(head)
+            try refuseUnpublishable(head, known: remoteTip)
             if try profile.push(head, expected: remoteTip, remote: remote, location: location, options: options,
                         attemptsLeft: Profile.maxSyncAttempts - attempt) {
                 sent += outgoing
@@ -143,6 +144,7 @@ public struct Sync {
         // As `run` after a fetch that brings nothing: a device whose member was revoked pushes nothing.
         try profile.members.checkAccess(at: tracking, for: identity)
         let outgoing = try gitCall { try repository.aheadBehind(local: head, upstream: tracking).ahead }
+        try refuseUnpublishable(head, known: tracking)
         do {
             guard try profile.push(head, expected: tracking, remote: remote, location: location, options: options,
                                    attemptsLeft: Profile.maxSyncAttempts) else { return nil }
@@ -155,6 +157,23 @@ public struct Sync {
         try recordPush(of: head, to: remote)
         return SyncReport(remote: remote, received: 0, sent: outgoing, changedFiles: [], resolved: [], unresolved: [], head: head.hex,
                           attempts: 1, warnings: [])
+    }
+
+    /// A device never publishes what it would refuse: this device's commits up to `head` that the
+    /// remote (at `known`) lacks pass the check every other device runs on them (`IncomingCheck`:
+    /// signatures, roles, merges against their recomputed policy merge, structure), or the sync stops
+    /// here, sending nothing (a commit made with plain git on this copy, unsigned or outside the role).
+    private func refuseUnpublishable(_ head: ObjectID, known: ObjectID?) throws {
+        let check = IncomingCheck(repository: repository, profileID: profile.info.id)
+        do {
+            try check.verify(tip: head, known: known.map { [$0] } ?? [])
+        } catch let error as ConcordError {
+            switch error {
+            case .invalidCommit(let commit, _, _), .unauthorizedCommit(let commit, _, _, _):
+                throw ConcordError.unpublishable(commit: commit, problem: error.parts.problem)
+            default: throw error
+            }
+        }
     }
 
     /// After `head` was pushed to `remote`: the tracking ref moves to it (the push does not move it:
