@@ -10,11 +10,28 @@ import Foundation
 /// so it reads `concord serve …` as always.
 let directCommands: [String: ParsableCommand.Type] = ["serve": Serve.self, "merge-driver": MergeDriverCommand.self]
 
+/// `-C <dir>` given before the command (`concord -C sam sync`) is moved after it (`concord sync -C sam`),
+/// where each profile command's `ProfileOption` reads it; `-C dir`, `-C=dir` and `-Cdir` are all taken.
+func movingLeadingDirectory(_ arguments: [String]) -> [String] {
+    guard let first = arguments.first, first.hasPrefix("-C") else { return arguments }
+    let directory: String
+    var rest = Array(arguments.dropFirst())
+    if first == "-C" {
+        guard !rest.isEmpty else { return arguments }
+        directory = rest.removeFirst()
+    } else {
+        directory = String(first.dropFirst(first.hasPrefix("-C=") ? 3 : 2))
+    }
+    // Before a `--`, after which everything is an argument.
+    rest.insert(contentsOf: ["-C", directory], at: rest.firstIndex(of: "--") ?? rest.endIndex)
+    return rest
+}
+
 /// What runs: a parsed command, or `concord serve` in one of the exact forms sshd and the hooks use
 /// (`ServeRun.direct`, read without ArgumentParser at all).
 let run: () throws -> Void
 do {
-    let arguments = Array(CommandLine.arguments.dropFirst())
+    let arguments = movingLeadingDirectory(Array(CommandLine.arguments.dropFirst()))
     if let serve = ServeRun.direct(arguments) {
         run = serve.run
     } else if let name = arguments.first, let direct = directCommands[name],
@@ -22,7 +39,7 @@ do {
         var command = try direct.parseAsRoot(Array(arguments.dropFirst()))
         run = { try command.run() }
     } else {
-        var command = try Concord.parseAsRoot()
+        var command = try Concord.parseAsRoot(arguments)
         run = { try command.run() }
     }
 } catch {
