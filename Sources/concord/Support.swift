@@ -2,8 +2,25 @@ import ArgumentParser
 import ConcordKit
 import Foundation
 
-/// Exit codes, documented in docs/cli.md.
+/// Exit codes, documented in docs/cli.md (its table has `meanings`' words).
 enum ExitStatus {
+    /// What each exit code means, as `concord --help` lists them.
+    static let meanings: [(code: Int32, meaning: String)] = [
+        (0, "success"),
+        (failure, "error: one line on stderr, 'concord: error: <what went wrong>: <what to do>'; nothing was changed"),
+        (usage, "usage error: a missing or unknown argument or option, with the usage text"),
+        (offlineExitCode, "offline: the remote could not be reached (missing path, connection refused, host down, DNS, nothing "
+            + "received for CONCORD_NETWORK_TIMEOUT seconds); local commits are kept"),
+        (refused, "refused: this device's member was revoked (\"access removed\"), an Admin deleted the profile (\"profile "
+            + "deleted\", after this device checked their signed deletion notice), or the server turned this device away (an "
+            + "access rule such as gitolite's \"W … DENIED\" or concord serve's, a pre-receive hook such as a concord server's "
+            + "validity check, a rejected push); its message is on the line; local commits are kept"),
+        (invalidCommit, "invalid commit: the remote holds a commit that breaks the format (docs/sync.md, \"What every fetched "
+            + "commit must pass\") or the access rule (not signed by a member active just before it, or changing what its "
+            + "signer's role may not); one line names the commit, the signer and the rule ('a1b2c3d by vera@tablet changes "
+            + "vocabulary/puzzle: Viewers may not write vocabulary'); nothing local changed"),
+    ]
+
     static let failure: Int32 = 1
     static let usage: Int32 = 2
     /// The remote refused this device (its server said no, e.g. gitolite's "W … DENIED").

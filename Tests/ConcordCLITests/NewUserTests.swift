@@ -30,4 +30,13 @@ final class NewUserTests: CLITestCase {
         XCTAssertTrue(help.contains("concord -C sam sync"), help)
         XCTAssertTrue(help.contains("USAGE: concord <subcommand>"), help)
     }
+
+    /// `concord --help` lists every exit code, 0 to 5, with docs/cli.md's words.
+    func testHelpListsEveryExitCode() throws {
+        let help = try concordOK(["--help"], as: nil).stdout
+        for start in ["0  success", "1  error: one line on stderr", "2  usage error:", "3  offline: the remote could not be reached",
+                      "4  refused: this device's member was revoked", "5  invalid commit: the remote holds a commit"] {
+            XCTAssertTrue(help.contains("  " + start), "--help lacks \"\(start)\": \(help)")
+        }
+    }
 }
