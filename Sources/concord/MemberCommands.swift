@@ -257,11 +257,13 @@ struct Accept: ParsableCommand {
         let identity = try loadIdentity()
         if let name, name != identity.member {
             throw ValidationError("this device's identity is \(identity.member), not \(name): members join under their identity's name; "
-                                  + "use a CONCORD_HOME whose identity is \(name) ('concord identity init --name \(name) --device DEVICE')")
+                                  + "use a CONCORD_HOME whose identity is \(name) ('concord identity new --name \(name) --device DEVICE')")
         }
         if name != nil, parsed.open == nil { throw ValidationError("--as is for open invitations; this one is for \(parsed.member)") }
-        let (profile, sync) = try Profile.accept(parsed, into: URL(fileURLWithPath: directory), identity: identity,
-                                                 environment: try processEnvironment(), trustHost: trustHost)
+        let environment = try processEnvironment()
+        let (profile, sync) = try SetUpFailure.running("concord accept <invitation> \(directory)") {
+            try Profile.accept(parsed, into: URL(fileURLWithPath: directory), identity: identity, environment: environment, trustHost: trustHost)
+        }
         let role = try profile.members.list().first { $0.name == identity.member }?.role ?? parsed.role
         if json {
             printJSON(.object(["profile": .string(profile.info.name), "member": .string(identity.member), "role": .string(role.rawValue),

@@ -32,6 +32,7 @@ enum ExitStatus {
     static func code(for error: Error) -> Int32 {
         switch error {
         case let error as ConcordError: code(for: error)
+        case let failure as SetUpFailure: code(for: failure.error)
         case is ValidationError: usage
         default: failure
         }
@@ -50,7 +51,8 @@ enum ExitStatus {
 
 /// One line describing an error for people.
 func describe(_ error: Error) -> String {
-    let text = (error as? ConcordError)?.cliMessage ?? (error as? LocalizedError)?.errorDescription ?? "\(error)"
+    let text = (error as? ConcordError)?.cliMessage ?? (error as? SetUpFailure).map { $0.error.cliMessage(settingUp: $0.command) }
+        ?? (error as? LocalizedError)?.errorDescription ?? "\(error)"
     return text.replacingOccurrences(of: "\n", with: " ")
 }
 

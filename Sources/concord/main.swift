@@ -27,6 +27,13 @@ func movingLeadingDirectory(_ arguments: [String]) -> [String] {
     return rest
 }
 
+/// Ends the process for `error`, printing `message`: an offline line has no `error:` (exit 3).
+func fail(_ error: ConcordError, _ message: String) -> Never {
+    let prefix = if case .offline = error { "concord: " } else { "concord: error: " }
+    FileHandle.standardError.write(Data((prefix + message.replacingOccurrences(of: "\n", with: " ") + "\n").utf8))
+    exit(ExitStatus.code(for: error))
+}
+
 /// What runs: a parsed command, or `concord serve` in one of the exact forms sshd and the hooks use
 /// (`ServeRun.direct`, read without ArgumentParser at all).
 let run: () throws -> Void
@@ -53,12 +60,9 @@ do {
 } catch let exit as ExitCode {
     Foundation.exit(exit.rawValue)
 } catch let error as ConcordError {
-    if case .offline = error {
-        FileHandle.standardError.write(Data("concord: \(describe(error))\n".utf8))
-        exit(offlineExitCode)
-    }
-    FileHandle.standardError.write(Data("concord: error: \(describe(error))\n".utf8))
-    exit(ExitStatus.code(for: error))
+    fail(error, describe(error))
+} catch let failure as SetUpFailure {
+    fail(failure.error, failure.error.cliMessage(settingUp: failure.command))
 } catch let error as ValidationError {
     FileHandle.standardError.write(Data("concord: \(error.message)\n".utf8))
     exit(ExitStatus.usage)

@@ -39,4 +39,79 @@ final class NewUserTests: CLITestCase {
             XCTAssertTrue(help.contains("  " + start), "--help lacks \"\(start)\": \(help)")
         }
     }
+
+    /// Advice names commands that exist: `identity new` (there is no `identity init`).
+    func testJoiningUnderAnotherNameNamesIdentityNew() throws {
+        let alice = try makePerson("alice")
+        let profile = try makeProfile(owner: alice)
+        _ = try publish(profile, as: alice)
+        let shared = try concordOK(["share", "--open", "--role", "viewer"], as: alice, in: profile).stdout
+        let invitation = try XCTUnwrap(shared.split(separator: "\n").last.map(String.init), shared)
+        try concordOK(["sync"], as: alice, in: profile)
+        let bob = try makePerson("bob")
+        let wrongName = try concord(["accept", invitation, sandbox.appendingPathComponent("bob").path, "--as", "carol"], as: bob)
+        XCTAssertEqual(wrongName.status, 2, wrongName.summary)
+        XCTAssertTrue(wrongName.stderr.contains("'concord identity new --name carol --device DEVICE'"), wrongName.summary)
+        // An identity whose name is taken is told to make one of another name, the same way.
+        let otherAlice = try makePerson("alice", device: "phone")
+        let taken = try concord(["accept", invitation, sandbox.appendingPathComponent("alice-phone").path], as: otherAlice)
+        assertRefusal(taken, mentions: ["already has a member named alice", "'concord identity new --name NAME --device DEVICE'"])
+    }
+
+    /// `get logs/<id>` prints the log entry `ls` lists under that name.
+    func testGetReadsOneLogEntry() throws {
+        let alice = try makePerson("alice")
+        let profile = try makeProfile(owner: alice)
+        let id = try concordOK(["append", "logs", "--json", #"{"tapped":"juice"}"#], as: alice, in: profile).trimmedStdout
+        XCTAssertTrue(try concordOK(["ls", "logs"], as: alice, in: profile).stdout.contains("logs/\(id)"))
+        let entry = try concordOK(["get", "logs/\(id)"], as: alice, in: profile).stdout
+        let object = try XCTUnwrap(parseJSON(entry) as? [String: Any], entry)
+        XCTAssertEqual(object["id"] as? String, id)
+        XCTAssertEqual(object["by"] as? String, "alice")
+        XCTAssertEqual((object["data"] as? [String: Any])?["tapped"] as? String, "juice")
+        assertRefusal(try concord(["get", "logs/nothing-here"], as: alice, in: profile), mentions: ["no record logs/nothing-here"])
+    }
+
+    /// An Editor acting on a User's device is refused with the rights they have there, called so.
+    func testSwitchRefusalNamesTheEffectiveRole() throws {
+        let alice = try makePerson("alice")
+        let grandma = try makePerson("grandma", device: "phone")
+        let therapist = try makePerson("therapist", device: "ipad")
+        let profile = try makeProfile(owner: alice)
+        for (person, role) in [(grandma, "user"), (therapist, "editor")] {
+            let key = try concordOK(["identity", "show", "--public-key"], as: person).trimmedStdout
+            try concordOK(["members", "add", person.name, "--role", role, "--key", key, "--device", person.device], as: alice, in: profile)
+        }
+        try concordOK(["switch", "therapist"], as: grandma, in: profile)
+        try assertRefusedWithoutChange(["put", "vocabulary/puzzle", "--json", #"{"label":"puzzle"}"#], as: grandma, profile: profile,
+                                       mentions: ["acting on grandma's device, therapist has the rights of a User (the lower of the two roles)",
+                                                  "writing vocabulary needs editor or above"])
+    }
+
+    /// `watch` says once that the remote is away, in one `offline:` and with no count of local
+    /// commits (the count was the one at the outage's start, 0 while commits were waiting).
+    func testWatchReportsAnOutageOnce() throws {
+        let alice = try makePerson("alice")
+        let profile = try makeProfile(owner: alice)
+        try concordOK(["remote", "add", "origin", sandbox.appendingPathComponent("away.git").path], as: alice, in: profile)
+        let output = sandbox.appendingPathComponent("watch.log")
+        var environment = environment(for: alice)
+        environment["PWD"] = profile.path
+        let watch = try ChildProcess(path: try ConcordBinary.required(), arguments: ["watch", "-C", profile.path, "--interval", "0.2"],
+                                     environment: environment, output: output)
+        defer { if watch.exitStatus() == nil { watch.signal(SIGKILL); watch.wait() } }
+        try concordOK(["put", "vocabulary/juice", "--json", #"{"label":"juice"}"#], as: alice, in: profile)
+        let deadline = Date().addingTimeInterval(30)
+        func text() -> String { (try? String(contentsOf: output, encoding: .utf8)) ?? "" }
+        while !text().contains(" offline: "), Date() < deadline { usleep(50_000) }
+        usleep(500_000)
+        watch.signal(SIGTERM)
+        XCTAssertEqual(watch.wait(), 0, text())
+        let lines = text().split(separator: "\n").filter { $0.contains(" offline: ") }
+        XCTAssertEqual(lines.count, 1, text())
+        let line = String(lines.first ?? "")
+        XCTAssertFalse(line.contains("offline: offline"), line)
+        XCTAssertTrue(line.contains("offline: cannot reach origin"), line)
+        XCTAssertTrue(line.hasSuffix("local commits are kept and sent once it answers"), line)
+    }
 }
