@@ -110,6 +110,11 @@ func printJSON(_ value: JSONValue) {
     FileHandle.standardOutput.write(Data(value.canonicalBytes()))
 }
 
+/// Prints a line for people to standard error, leaving standard output to what a script keeps (`share`'s invitation).
+func explain(_ line: String) {
+    FileHandle.standardError.write(Data("\(line)\n".utf8))
+}
+
 /// Prints warnings to standard error, one line each.
 func warn(_ lines: [String]) {
     for line in lines { FileHandle.standardError.write(Data("concord: warning: \(line)\n".utf8)) }

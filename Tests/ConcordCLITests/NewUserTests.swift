@@ -114,4 +114,29 @@ final class NewUserTests: CLITestCase {
         XCTAssertTrue(line.contains("offline: cannot reach origin"), line)
         XCTAssertTrue(line.hasSuffix("local commits are kept and sent once it answers"), line)
     }
+
+    /// `share` prints the invitation alone on stdout; `accept` takes it from stdin (`-`) or a file.
+    func testShareOutputFeedsAccept() throws {
+        let alice = try makePerson("alice")
+        let profile = try makeProfile(owner: alice)
+        _ = try publish(profile, as: alice)
+        let shared = try concordOK(["share", "bob", "--role", "editor"], as: alice, in: profile)
+        XCTAssertEqual(shared.stdout.split(separator: "\n").count, 1, shared.summary)
+        XCTAssertTrue(shared.stdout.hasPrefix("concord-invitation-1:"), shared.summary)
+        XCTAssertTrue(shared.stderr.contains("invited bob as editor"), shared.summary)
+        let open = try concordOK(["share", "--open", "--role", "viewer"], as: alice, in: profile)
+        XCTAssertEqual(open.stdout.split(separator: "\n").count, 1, open.summary)
+        XCTAssertTrue(open.stdout.hasPrefix("concord-invitation-1:"), open.summary)
+        try concordOK(["sync"], as: alice, in: profile)
+
+        let bob = try makePerson("bob")
+        let bobs = sandbox.appendingPathComponent("bob")
+        let viaStdin = try concordOK(["accept", "-", bobs.path], as: bob, input: Data(shared.stdout.utf8))
+        XCTAssertTrue(viaStdin.stdout.contains("joined"), viaStdin.summary)
+        let carol = try makePerson("carol")
+        let file = try writeFile("invitation.txt", open.stdout)
+        let carols = sandbox.appendingPathComponent("carol")
+        try concordOK(["accept", file.path, carols.path], as: carol)
+        fsckAtEnd(bobs, carols)
+    }
 }
