@@ -139,4 +139,15 @@ final class NewUserTests: CLITestCase {
         try concordOK(["accept", file.path, carols.path], as: carol)
         fsckAtEnd(bobs, carols)
     }
+
+    /// `import --file -` reads the dump from standard input.
+    func testImportFromStandardInput() throws {
+        let alice = try makePerson("alice")
+        let profile = try makeProfile(owner: alice)
+        let dump = #"{"logs":[],"records":[{"data":{"label":"juice"},"id":"juice","kind":"vocabulary"}]}"#
+        let imported = try concordOK(["import", "--file", "-"], as: alice, in: profile, input: Data(dump.utf8))
+        XCTAssertTrue(imported.stdout.hasPrefix("imported 1 of 1 items"), imported.summary)
+        XCTAssertTrue(try concordOK(["get", "vocabulary/juice"], as: alice, in: profile).stdout.contains("juice"))
+        assertRefusal(try concord(["import", "--file", "-"], as: alice, in: profile, input: Data("{".utf8)), mentions: ["standard input"])
+    }
 }
