@@ -150,4 +150,42 @@ final class NewUserTests: CLITestCase {
         XCTAssertTrue(try concordOK(["get", "vocabulary/juice"], as: alice, in: profile).stdout.contains("juice"))
         assertRefusal(try concord(["import", "--file", "-"], as: alice, in: profile, input: Data("{".utf8)), mentions: ["standard input"])
     }
+
+    /// `doctor --fix` repairs a stale `.gitattributes`: in the working tree when the branch holds the
+    /// right one; in a commit an Admin signs when it does not; a non-Admin is told an Admin must.
+    func testDoctorFixRepairsGitattributes() throws {
+        let alice = try makePerson("alice")
+        let bob = try makePerson("bob", device: "tablet")
+        let profile = try makeProfile(owner: alice)
+        let bobKey = try concordOK(["identity", "show", "--public-key"], as: bob).trimmedStdout
+        try concordOK(["members", "add", "bob", "--role", "editor", "--key", bobKey, "--device", "tablet"], as: alice, in: profile)
+        let attributes = profile.appendingPathComponent(".gitattributes")
+        let good = try Data(contentsOf: attributes)
+
+        try Data("* -merge\n".utf8).write(to: attributes)
+        let found = try concord(["doctor"], as: alice, in: profile)
+        XCTAssertEqual(found.status, 1, found.summary)
+        XCTAssertTrue(found.stdout.contains("problem: .gitattributes does not match"), found.summary)
+        let head = try commits(profile).first
+        let fixedHere = try concordOK(["doctor", "--fix"], as: bob, in: profile)
+        XCTAssertTrue(fixedHere.stdout.contains("fixed: .gitattributes"), fixedHere.summary)
+        XCTAssertEqual(try Data(contentsOf: attributes), good)
+        XCTAssertEqual(try commits(profile).first, head, "the branch held the right file: no commit")
+
+        try Data("* -merge\n".utf8).write(to: attributes)
+        try gitOK(["-c", "user.name=x", "-c", "user.email=x@example.com", "-c", "commit.gpgsign=false",
+                   "commit", "--quiet", "-m", "hand edit", ".gitattributes"], in: profile)
+        let refused = try concord(["doctor", "--fix"], as: bob, in: profile)
+        XCTAssertEqual(refused.status, 1, refused.summary)
+        XCTAssertTrue(refused.stdout.contains("not fixed: only an Admin can commit it"), refused.summary)
+        XCTAssertTrue(refused.stdout.contains("an Admin's 'concord doctor --fix' commits it"), refused.summary)
+        let fixed = try concordOK(["doctor", "--fix"], as: alice, in: profile)
+        XCTAssertTrue(fixed.stdout.contains("fixed: .gitattributes"), fixed.summary)
+        XCTAssertEqual(try Data(contentsOf: attributes), good)
+        XCTAssertEqual(try gitOK(["show", "HEAD:.gitattributes"], in: profile) + "\n", String(decoding: good, as: UTF8.self))
+        let verified = try git(["verify-commit", "-v", "HEAD"], in: profile)
+        XCTAssertTrue(verified.stderr.contains(#"Good "git" signature for alice"#), verified.summary)
+        XCTAssertTrue(try concordOK(["doctor"], as: alice, in: profile).stdout.hasPrefix("all good"))
+        XCTAssertEqual(try gitOK(["status", "--porcelain"], in: profile), "")
+    }
 }
