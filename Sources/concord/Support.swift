@@ -64,7 +64,9 @@ struct ProfileOption: ParsableArguments {
     var url: URL { URL(fileURLWithPath: directory) }
 
     func open() throws -> Profile {
-        try Profile.open(at: url, environment: try processEnvironment())
+        let profile = try Profile.open(at: url, environment: try processEnvironment())
+        closeToOthers(profile.root.path)
+        return profile
     }
 }
 
@@ -122,12 +124,24 @@ func warn(_ lines: [String]) {
 
 /// The identity of this device, from CONCORD_HOME.
 func loadIdentity() throws -> Identity {
-    try Identity.load(from: try ConcordEnvironment.fromProcess().home)
+    let home = try ConcordEnvironment.fromProcess().home
+    closeToOthers(home.path)
+    return try Identity.load(from: home)
 }
 
 /// This process's environment, with this binary as the merge driver plain git should run.
 func processEnvironment() throws -> ConcordEnvironment {
-    try ConcordEnvironment.fromProcess(driverExecutable: currentExecutable())
+    let environment = try ConcordEnvironment.fromProcess(driverExecutable: currentExecutable())
+    closeToOthers(environment.home.path)
+    return environment
+}
+
+/// Makes the directory at `path` (CONCORD_HOME, a profile's top) its owner's alone (0700) when
+/// others may enter it: what concord wrote before it set its umask (main.swift) is 0644 in 0755
+/// directories, and closing the top closes everything in it. Best effort: one that is not ours stays as it is.
+func closeToOthers(_ path: String) {
+    var info = stat()
+    if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_mode & 0o077 != 0 { chmod(path, 0o700) }
 }
 
 /// The absolute path of the running concord binary.

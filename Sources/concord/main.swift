@@ -34,6 +34,11 @@ func fail(_ error: ConcordError, _ message: String) -> Never {
     exit(ExitStatus.code(for: error))
 }
 
+// Everything concord writes is its owner's alone (files 0600, directories 0700, git's objects
+// 0400): profiles hold people's records, CONCORD_HOME their keys. The server's commands (`serve`,
+// `server`) keep the modes docs/server.md gives.
+if !["serve", "server"].contains(CommandLine.arguments.dropFirst().first ?? "") { umask(0o077) }
+
 /// What runs: a parsed command, or `concord serve` in one of the exact forms sshd and the hooks use
 /// (`ServeRun.direct`, read without ArgumentParser at all).
 let run: () throws -> Void

@@ -188,4 +188,39 @@ final class NewUserTests: CLITestCase {
         XCTAssertTrue(try concordOK(["doctor"], as: alice, in: profile).stdout.hasPrefix("all good"))
         XCTAssertEqual(try gitOK(["status", "--porcelain"], in: profile), "")
     }
+
+    /// What concord writes is its owner's alone: CONCORD_HOME and profiles, git's objects
+    /// included, and an existing profile or home left open by an older concord is closed when opened.
+    func testFilesAreReadableByTheirOwnerOnly() throws {
+        let alice = try makePerson("alice")
+        let profile = try makeProfile(owner: alice)
+        try concordOK(["put", "vocabulary/juice", "--json", #"{"label":"juice"}"#], as: alice, in: profile)
+        let bare = try publish(profile, as: alice)
+        let leaving = try makeProfile("leaving", owner: alice)
+        try concordOK(["put", "vocabulary/kept", "--json", #"{"label":"kept"}"#], as: alice, in: leaving)
+        try concordOK(["leave"], as: alice, in: leaving)
+        fsckAtEnd(profile, bare)
+        for root in [alice.home, profile, bare] {
+            XCTAssertEqual(try mode(root), 0o700, root.path)
+            let walker = try XCTUnwrap(FileManager.default.enumerator(atPath: root.path))
+            while let relative = walker.nextObject() as? String {
+                let path = root.appendingPathComponent(relative), bits = try mode(path)
+                XCTAssertEqual(bits & 0o077, 0, "\(path.path) is open to others: \(String(bits, radix: 8))")
+            }
+        }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: alice.home.appendingPathComponent("saved").path), "leave saved a dump")
+
+        // An older concord's profile and home: opened, they are closed to others.
+        for url in [profile, alice.home] { XCTAssertEqual(chmod(url.path, 0o755), 0) }
+        try concordOK(["ls", "-C", profile.path], as: alice)
+        XCTAssertEqual(try mode(profile), 0o700)
+        XCTAssertEqual(try mode(alice.home), 0o700)
+    }
+
+    /// The permission bits of `url` (itself, not what a symbolic link points to).
+    private func mode(_ url: URL) throws -> Int {
+        var info = stat()
+        guard lstat(url.path, &info) == 0 else { throw CocoaError(.fileNoSuchFile) }
+        return Int(info.st_mode & 0o777)
+    }
 }
