@@ -41,7 +41,7 @@ extension ConcordError {
         case .recordNotFound:
             return "'concord ls' lists the records"
         case .keyNotRegistered(let member, _, _):
-            return "ask an admin to run 'concord members add \(member) --role ROLE --key \"$(concord identity show --public-key)\"'"
+            return keyRegistrationAdvice(member)
         case .untrustedHost(let remote, _, _, let changed):
             return changed
                 ? "refusing to connect; if the server really got a new key, remove its line from $CONCORD_HOME/known_hosts and run "
@@ -66,6 +66,11 @@ extension ConcordError {
             return nil
         }
     }
+}
+
+/// What to do when this device's key is not one of `member`'s keys in a profile.
+func keyRegistrationAdvice(_ member: String) -> String {
+    "ask an admin to run 'concord members add \(member) --role ROLE --key \"$(concord identity show --public-key)\"'"
 }
 
 /// A failure of `clone` or `accept`, which make the profile: its message is

@@ -217,6 +217,30 @@ final class NewUserTests: CLITestCase {
         XCTAssertEqual(try mode(alice.home), 0o700)
     }
 
+    /// `profiles` tells a clone whose device key is not registered from an active one, and a
+    /// removed directory from a profile never synced.
+    func testProfilesShowsAnUnregisteredKeyAndARemovedDirectory() throws {
+        let alice = try makePerson("alice")
+        let bobLaptop = try makePerson("bob", device: "laptop")
+        let profile = try makeProfile(owner: alice)
+        let key = try concordOK(["identity", "show", "--public-key"], as: bobLaptop).trimmedStdout
+        try concordOK(["members", "add", "bob", "--role", "editor", "--key", key, "--device", "laptop"], as: alice, in: profile)
+        let bare = try publish(profile, as: alice)
+        let bobPhone = try makePerson("bob", device: "phone")
+        let phoneCopy = sandbox.appendingPathComponent("bob-phone")
+        try concordOK(["clone", bare.path, phoneCopy.path], as: bobPhone)
+        let listed = try concordOK(["profiles"], as: bobPhone).stdout
+        XCTAssertTrue(listed.contains("  editor  key not registered  "), listed)
+        XCTAssertTrue(listed.contains("ask an admin to run 'concord members add bob"), listed)
+        let json = try XCTUnwrap(parseJSON(try concordOK(["profiles", "--json"], as: bobPhone).stdout) as? [[String: Any]])
+        XCTAssertEqual(json.first?["access"] as? String, "key not registered")
+
+        try FileManager.default.removeItem(at: phoneCopy)
+        let gone = try concordOK(["profiles"], as: bobPhone).stdout
+        XCTAssertTrue(gone.contains("  missing (no profile at \(phoneCopy.path): directory removed)"), gone)
+        XCTAssertFalse(gone.contains("never synced") || gone.contains("no remote"), gone)
+    }
+
     /// The permission bits of `url` (itself, not what a symbolic link points to).
     private func mode(_ url: URL) throws -> Int {
         var info = stat()
