@@ -12,13 +12,40 @@ extension GitError {
 
     /// Builds the error for `result` returned by `function`, reading `git_error_last()` now (it is per thread).
     static func last(_ function: String, _ result: Int32) -> GitError {
-        var message = "error \(result)"
+        var message = Self.words(for: result)
         var errorClass: Int32 = 0
-        if let last = git_error_last() {
+        // libgit2 1.8 and later answer "no error" (class none) where older ones answer NULL.
+        if let last = git_error_last(), last.pointee.klass != Int32(GIT_ERROR_NONE.rawValue) {
             errorClass = last.pointee.klass
             if let text = last.pointee.message { message = String(cString: text).trimmingCharacters(in: .newlines) }
         }
         return GitError(function: function, code: Code(result), rawCode: result, message: message, errorClass: errorClass)
+    }
+}
+
+extension GitError {
+    /// What libgit2's return code `result` means, for a failure that left no message: people read
+    /// "authentication failed", never "error -16".
+    static func words(for result: Int32) -> String {
+        switch result {
+        case GIT_ENOTFOUND.rawValue: "not found"
+        case GIT_EEXISTS.rawValue: "already exists"
+        case GIT_EAMBIGUOUS.rawValue: "ambiguous name"
+        case GIT_EUSER.rawValue: "stopped by concord"
+        case GIT_EBAREREPO.rawValue: "not possible in a bare repository"
+        case GIT_EUNBORNBRANCH.rawValue: "the branch has no commits yet"
+        case GIT_ENONFASTFORWARD.rawValue: "not a fast-forward"
+        case GIT_EINVALIDSPEC.rawValue: "not a valid name or reference"
+        case GIT_ECONFLICT.rawValue, GIT_EMERGECONFLICT.rawValue: "conflicting changes"
+        case GIT_ELOCKED.rawValue: "locked by another process"
+        case GIT_EMODIFIED.rawValue: "changed by another process meanwhile"
+        case GIT_EAUTH.rawValue: "authentication failed: the server accepted none of this device's keys"
+        case GIT_ECERTIFICATE.rawValue: "the server's host key was not accepted"
+        case GIT_EEOF.rawValue: "the connection ended early"
+        case GIT_EINVALID.rawValue: "invalid data"
+        case GIT_EDIRECTORY.rawValue: "is a directory"
+        default: "failed without saying why"
+        }
     }
 }
 

@@ -27,8 +27,9 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     /// A libgit2 call failed while talking to `remote`.
     case remoteFailed(remote: String, GitError)
     /// `member`'s role in `profile` does not allow `action` (e.g. "writing vocabulary"); `needs` is
-    /// the least role that does.
-    case notAllowed(member: String, role: Role, action: String, needs: Role, profile: String)
+    /// the least role that does. `actingOn` names the device's owner when `member` acts on another
+    /// member's device (`concord switch`): `role` is then the lower of the two members' roles.
+    case notAllowed(member: String, role: Role, action: String, needs: Role, profile: String, actingOn: String? = nil)
     /// `member` is not an active member of `profile`.
     case notAMember(member: String, profile: String)
     /// This device's key is not one of `member`'s keys in `profile`.
@@ -150,7 +151,11 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
             return ("git: \(error.description)", nil)
         case .remoteFailed(let remote, let error):
             return ("\(remote): \(error.message)", nil)
-        case .notAllowed(let member, let role, let action, let needs, let profile):
+        case .notAllowed(let member, let role, let action, let needs, let profile, let owner?):
+            let name = role.rawValue.prefix(1).uppercased() + role.rawValue.dropFirst()
+            return ("acting on \(owner)'s device, \(member) has the rights of \(role == .admin || role == .editor ? "an" : "a") \(name) "
+                    + "(the lower of the two roles) in \"\(profile)\"; \(action) needs \(needs.rawValue) or above", nil)
+        case .notAllowed(let member, let role, let action, let needs, let profile, nil):
             return ("\(member) is \(role.rawValue) in \"\(profile)\"; \(action) needs \(needs.rawValue) or above", nil)
         case .notAMember(let member, let profile):
             return ("\(member) is not an active member of profile \"\(profile)\"", "ask an admin to share it with you")

@@ -69,8 +69,9 @@ public struct Identity: Sendable {
         // identity.json last: until it exists, there is no identity to load.
         try SecureFile.write(identity.key.openSSHPrivateKeyFile(comment: identity.principal),
                              to: identity.privateKeyPath, mode: 0o600)
-        try SecureFile.write(identity.publicKeyLine + "\n", to: identity.publicKeyPath, mode: 0o644)
-        try SecureFile.write(identity.json, to: identity.identityFilePath, mode: 0o644)
+        // Its owner's alone, as everything in CONCORD_HOME (which names who they are and where).
+        try SecureFile.write(identity.publicKeyLine + "\n", to: identity.publicKeyPath, mode: 0o600)
+        try SecureFile.write(identity.json, to: identity.identityFilePath, mode: 0o600)
         return identity
     }
 

@@ -10,8 +10,12 @@ struct Concord: ParsableCommand {
         abstract: "Offline-first sync of JSON records through git: signed history, merge policies, roles.",
         discussion: """
         Each profile is a git repository of JSON records. Every write is one commit signed with this \
-        device's Ed25519 key (CONCORD_HOME, default ~/.concord). Exit codes: 0 success, 1 error, 2 usage error.
-        """,
+        device's Ed25519 key (CONCORD_HOME, default ~/.concord). Profile commands take -C <dir> (default: the \
+        current directory), before or after the command: concord -C sam sync, concord sync -C sam.
+
+        Exit codes:
+
+        """ + ExitStatus.meanings.map { "  \($0.code)  \($0.meaning)" }.joined(separator: "\n"),
         version: "0.1.0",
         subcommands: [
             IdentityCommand.self, Init.self, Put.self, Get.self, Remove.self, Append.self, List.self,

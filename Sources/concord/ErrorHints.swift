@@ -8,6 +8,26 @@ extension ConcordError {
         return (cliAdvice.map(ConcordError.printable) ?? advice).map { "\(problem): \($0)" } ?? problem
     }
 
+    /// `cliMessage` for a command that makes the profile (`clone`, `accept`; `command` is how to run
+    /// it again): it leaves nothing on this device, so there are no local commits to keep and no
+    /// copy to run `remote trust` in; its own `--trust-host` trusts the server.
+    func cliMessage(settingUp command: String) -> String {
+        let advice: String? = switch self {
+        case .offline:
+            "check the address and the network, then run '\(command)' again; nothing was left on this device"
+        case .refused:
+            "ask the server's admin for access; nothing was left on this device"
+        case .untrustedHost(_, _, let fingerprint, let changed):
+            changed
+                ? "refusing to connect; if the server really got a new key, remove its line from $CONCORD_HOME/known_hosts and run "
+                    + "'\(command) --trust-host \(fingerprint)'"
+                : "if that is the server's key, run '\(command) --trust-host \(fingerprint)'"
+        default:
+            nil
+        }
+        return advice.map { "\(parts.problem): \($0)" } ?? cliMessage
+    }
+
     private var cliAdvice: String? {
         switch self {
         case .notAProfile(let path):
@@ -21,12 +41,12 @@ extension ConcordError {
         case .recordNotFound:
             return "'concord ls' lists the records"
         case .keyNotRegistered(let member, _, _):
-            return "ask an admin to run 'concord members add \(member) --role ROLE --key \"$(concord identity show --public-key)\"'"
-        case .untrustedHost(let remote, _, let fingerprint, let changed):
+            return keyRegistrationAdvice(member)
+        case .untrustedHost(let remote, _, _, let changed):
             return changed
                 ? "refusing to connect; if the server really got a new key, remove its line from $CONCORD_HOME/known_hosts and run "
                     + "'concord remote trust \(remote)'"
-                : "if that is the server's key, run 'concord remote trust \(remote)' (or clone with --trust-host \(fingerprint))"
+                : "if that is the server's key, run 'concord remote trust \(remote)'"
         case .authenticationFailed:
             return "ask its admin to authorize 'concord identity show --public-key'"
         case .unknownRemote(let name):
@@ -45,5 +65,23 @@ extension ConcordError {
         default:
             return nil
         }
+    }
+}
+
+/// What to do when this device's key is not one of `member`'s keys in a profile.
+func keyRegistrationAdvice(_ member: String) -> String {
+    "ask an admin to run 'concord members add \(member) --role ROLE --key \"$(concord identity show --public-key)\"'"
+}
+
+/// A failure of `clone` or `accept`, which make the profile: its message is
+/// `ConcordError.cliMessage(settingUp:)`, its exit code the error's own.
+struct SetUpFailure: Error {
+    let error: ConcordError
+    /// How to run the command again, e.g. `concord clone <url> <dir>`.
+    let command: String
+
+    /// Runs `body` (the library's clone or accept), turning its errors into `SetUpFailure`s.
+    static func running<T>(_ command: String, _ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as ConcordError { throw SetUpFailure(error: error, command: command) }
     }
 }

@@ -8,18 +8,17 @@ struct Import: ParsableCommand {
         abstract: "Import a dump ({\"records\":[...],\"logs\":[...]}) as one commit; importing it again changes nothing.")
 
     @OptionGroup var profile: ProfileOption
-    @Option(help: "The dump file.") var file: String
+    @Option(help: "The dump file, or - to read the dump from standard input.") var file: String
     @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
         PerformanceTrace.start()
         let profile = try profile.open()
         PerformanceTrace.step("profile opened")
-        guard let bytes = FileManager.default.contents(atPath: file) else {
-            throw ConcordError.io("cannot read \(file): no such file or not readable")
-        }
+        let bytes = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: file)
+        guard let bytes else { throw ConcordError.io("cannot read \(file): no such file or not readable") }
         PerformanceTrace.step("dump read")
-        let dump = try Dump.parse(Array(bytes), source: file)
+        let dump = try Dump.parse(Array(bytes), source: file == "-" ? "standard input" : file)
         PerformanceTrace.step("dump parsed")
         let result = try profile.records.importDump(dump, as: try loadIdentity())
         if json {

@@ -161,7 +161,9 @@ struct Share: ParsableCommand {
         discussion: """
         With --key, only that key can accept. Without it, a one-time key is made and travels in the invitation \
         (a link invitation): anyone holding the text can accept it once, before it expires, so send it privately. \
-        The invitee runs 'concord accept <invitation> <dir>'. Until then 'concord members' lists them as pending.
+        Only the invitation goes to standard output (what to do with it goes to standard error), so \
+        'concord share bob --role editor > invite.txt' saves just the invitation. \
+        The invitee runs 'concord accept <invitation> <dir>' (the text, a file holding it, or - for standard input). Until then 'concord members' lists them as pending.
 
         With --open (and no member name), anyone holding the invitation joins under their own identity's name, \
         as --role (not admin), until --uses people have joined or it expires: for a public group session. \
@@ -213,7 +215,8 @@ struct Share: ParsableCommand {
             printJSON(.object(["member": .string(member), "role": .string(role.rawValue), "expiresAt": .string(shared.invitation.expiresAt),
                                "invitation": .string(shared.invitation.text)]))
         } else {
-            print("invited \(member) as \(shared.member.role.rawValue) until \(shared.invitation.expiresAt); run 'concord sync', then send them:")
+            explain("invited \(member) as \(shared.member.role.rawValue) until \(shared.invitation.expiresAt); run 'concord sync', then send them "
+                    + "the invitation (the line on standard output)")
             print(shared.invitation.text)
         }
     }
@@ -226,8 +229,8 @@ struct Share: ParsableCommand {
             printJSON(.object(["id": .string(invitation.id), "role": .string(role.rawValue), "uses": .number(String(invitation.uses)),
                                "expiresAt": .string(invitation.expiresAt), "invitation": .string(shared.text.text)]))
         } else {
-            print("opened invitation \(invitation.id): up to \(invitation.uses) people may join as \(role.rawValue) until "
-                  + "\(invitation.expiresAt); run 'concord sync', then share:")
+            explain("opened invitation \(invitation.id): up to \(invitation.uses) people may join as \(role.rawValue) until "
+                    + "\(invitation.expiresAt); run 'concord sync', then share the invitation (the line on standard output)")
             print(shared.text.text)
         }
     }
@@ -243,7 +246,8 @@ struct Accept: ParsableCommand {
         device's identity name.
         """)
 
-    @Argument(help: "The invitation text (concord-invitation-1:...), or a file holding it.") var invitation: String
+    @Argument(help: "The invitation text (concord-invitation-1:...), a file holding it, or - to read it from standard input.")
+    var invitation: String
     @Argument(help: "The new, empty directory for the profile.") var directory: String
     @Option(name: .customLong("as"), help: "The name to join an open invitation under; it must be this device's identity name.")
     var name: String?
@@ -252,16 +256,22 @@ struct Accept: ParsableCommand {
 
     func run() throws {
         var text = invitation
-        if !text.hasPrefix(Invitation.prefix), let file = try? String(contentsOfFile: invitation, encoding: .utf8) { text = file }
+        if invitation == "-" {
+            text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+        } else if !text.hasPrefix(Invitation.prefix), let file = try? String(contentsOfFile: invitation, encoding: .utf8) {
+            text = file
+        }
         let parsed = try Invitation(text: text)
         let identity = try loadIdentity()
         if let name, name != identity.member {
             throw ValidationError("this device's identity is \(identity.member), not \(name): members join under their identity's name; "
-                                  + "use a CONCORD_HOME whose identity is \(name) ('concord identity init --name \(name) --device DEVICE')")
+                                  + "use a CONCORD_HOME whose identity is \(name) ('concord identity new --name \(name) --device DEVICE')")
         }
         if name != nil, parsed.open == nil { throw ValidationError("--as is for open invitations; this one is for \(parsed.member)") }
-        let (profile, sync) = try Profile.accept(parsed, into: URL(fileURLWithPath: directory), identity: identity,
-                                                 environment: try processEnvironment(), trustHost: trustHost)
+        let environment = try processEnvironment()
+        let (profile, sync) = try SetUpFailure.running("concord accept <invitation> \(directory)") {
+            try Profile.accept(parsed, into: URL(fileURLWithPath: directory), identity: identity, environment: environment, trustHost: trustHost)
+        }
         let role = try profile.members.list().first { $0.name == identity.member }?.role ?? parsed.role
         if json {
             printJSON(.object(["profile": .string(profile.info.name), "member": .string(identity.member), "role": .string(role.rawValue),

@@ -52,17 +52,23 @@ struct Doctor: ParsableCommand {
         abstract: "Check the git config plain git needs (merge driver, signatures) and repair it with --fix.")
 
     @OptionGroup var profile: ProfileOption
-    @Flag(help: "Rewrite the merge driver and signing config with this concord binary.") var fix = false
+    @Flag(help: "Rewrite the merge driver and signing config with this concord binary, and .gitattributes (committed by an Admin when the branch holds a stale one).")
+    var fix = false
     @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
-        let findings = try profile.open().recovery.doctor(fix: fix)
+        let findings = try profile.open().recovery.doctor(fix: fix, as: fix ? try? loadIdentity() : nil)
         if json {
-            printJSON(.array(findings.map { .object(["problem": .string($0.problem), "fixed": .bool($0.fixed)]) }))
+            printJSON(.array(findings.map {
+                .object(["problem": .string($0.problem), "fixed": .bool($0.fixed), "notFixedBecause": $0.notFixedBecause.map(JSONValue.string) ?? .null])
+            }))
         } else if findings.isEmpty {
             print("all good: merge driver, signing config and .gitattributes are in place")
         } else {
-            for finding in findings { print((finding.fixed ? "fixed: " : "problem: ") + finding.problem) }
+            for finding in findings {
+                let why = finding.notFixedBecause.map { "; not fixed: \($0): an Admin's 'concord doctor --fix' commits it" } ?? ""
+                print((finding.fixed ? "fixed: " : "problem: ") + finding.problem + why)
+            }
             if !fix, findings.contains(where: { !$0.fixed }) { print("run 'concord doctor --fix' to repair the git config") }
         }
         if findings.contains(where: { !$0.fixed }) { throw ExitCode(ExitStatus.failure) }

@@ -58,15 +58,20 @@ struct Put: ParsableCommand {
 }
 
 struct Get: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "get", abstract: "Print a record's canonical JSON.")
+    static let configuration = CommandConfiguration(
+        commandName: "get", abstract: "Print a record's canonical JSON, or a log entry's (<log kind>/<id>, as 'concord ls' lists it).")
 
     @OptionGroup var profile: ProfileOption
-    @Argument(help: "The record, as <kind>/<id>.") var reference: String
+    @Argument(help: "The record or log entry, as <kind>/<id>.") var reference: String
 
     func run() throws {
         let profile = try profile.open()
         let (kind, id) = try profile.parseReference(reference)
-        FileHandle.standardOutput.write(Data(try profile.records.get(kind, id).encoded()))
+        if kind.policy == .append {
+            FileHandle.standardOutput.write(Data(try profile.records.logEntry(kind, id).encodedLine() + [0x0A]))
+        } else {
+            FileHandle.standardOutput.write(Data(try profile.records.get(kind, id).encoded()))
+        }
     }
 }
 

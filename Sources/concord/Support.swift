@@ -2,8 +2,25 @@ import ArgumentParser
 import ConcordKit
 import Foundation
 
-/// Exit codes, documented in docs/cli.md.
+/// Exit codes, documented in docs/cli.md (its table has `meanings`' words).
 enum ExitStatus {
+    /// What each exit code means, as `concord --help` lists them.
+    static let meanings: [(code: Int32, meaning: String)] = [
+        (0, "success"),
+        (failure, "error: one line on stderr, 'concord: error: <what went wrong>: <what to do>'; nothing was changed"),
+        (usage, "usage error: a missing or unknown argument or option, with the usage text"),
+        (offlineExitCode, "offline: the remote could not be reached (missing path, connection refused, host down, DNS, nothing "
+            + "received for CONCORD_NETWORK_TIMEOUT seconds); local commits are kept"),
+        (refused, "refused: this device's member was revoked (\"access removed\"), an Admin deleted the profile (\"profile "
+            + "deleted\", after this device checked their signed deletion notice), or the server turned this device away (an "
+            + "access rule such as gitolite's \"W … DENIED\" or concord serve's, a pre-receive hook such as a concord server's "
+            + "validity check, a rejected push); its message is on the line; local commits are kept"),
+        (invalidCommit, "invalid commit: the remote holds a commit that breaks the format (docs/sync.md, \"What every fetched "
+            + "commit must pass\") or the access rule (not signed by a member active just before it, or changing what its "
+            + "signer's role may not); one line names the commit, the signer and the rule ('a1b2c3d by vera@tablet changes "
+            + "vocabulary/puzzle: Viewers may not write vocabulary'); nothing local changed"),
+    ]
+
     static let failure: Int32 = 1
     static let usage: Int32 = 2
     /// The remote refused this device (its server said no, e.g. gitolite's "W … DENIED").
@@ -15,6 +32,7 @@ enum ExitStatus {
     static func code(for error: Error) -> Int32 {
         switch error {
         case let error as ConcordError: code(for: error)
+        case let failure as SetUpFailure: code(for: failure.error)
         case is ValidationError: usage
         default: failure
         }
@@ -33,7 +51,8 @@ enum ExitStatus {
 
 /// One line describing an error for people.
 func describe(_ error: Error) -> String {
-    let text = (error as? ConcordError)?.cliMessage ?? (error as? LocalizedError)?.errorDescription ?? "\(error)"
+    let text = (error as? ConcordError)?.cliMessage ?? (error as? SetUpFailure).map { $0.error.cliMessage(settingUp: $0.command) }
+        ?? (error as? LocalizedError)?.errorDescription ?? "\(error)"
     return text.replacingOccurrences(of: "\n", with: " ")
 }
 
@@ -45,7 +64,9 @@ struct ProfileOption: ParsableArguments {
     var url: URL { URL(fileURLWithPath: directory) }
 
     func open() throws -> Profile {
-        try Profile.open(at: url, environment: try processEnvironment())
+        let profile = try Profile.open(at: url, environment: try processEnvironment())
+        closeToOthers(profile.root.path)
+        return profile
     }
 }
 
@@ -91,6 +112,11 @@ func printJSON(_ value: JSONValue) {
     FileHandle.standardOutput.write(Data(value.canonicalBytes()))
 }
 
+/// Prints a line for people to standard error, leaving standard output to what a script keeps (`share`'s invitation).
+func explain(_ line: String) {
+    FileHandle.standardError.write(Data("\(line)\n".utf8))
+}
+
 /// Prints warnings to standard error, one line each.
 func warn(_ lines: [String]) {
     for line in lines { FileHandle.standardError.write(Data("concord: warning: \(line)\n".utf8)) }
@@ -98,12 +124,24 @@ func warn(_ lines: [String]) {
 
 /// The identity of this device, from CONCORD_HOME.
 func loadIdentity() throws -> Identity {
-    try Identity.load(from: try ConcordEnvironment.fromProcess().home)
+    let home = try ConcordEnvironment.fromProcess().home
+    closeToOthers(home.path)
+    return try Identity.load(from: home)
 }
 
 /// This process's environment, with this binary as the merge driver plain git should run.
 func processEnvironment() throws -> ConcordEnvironment {
-    try ConcordEnvironment.fromProcess(driverExecutable: currentExecutable())
+    let environment = try ConcordEnvironment.fromProcess(driverExecutable: currentExecutable())
+    closeToOthers(environment.home.path)
+    return environment
+}
+
+/// Makes the directory at `path` (CONCORD_HOME, a profile's top) its owner's alone (0700) when
+/// others may enter it: what concord wrote before it set its umask (main.swift) is 0644 in 0755
+/// directories, and closing the top closes everything in it. Best effort: one that is not ours stays as it is.
+func closeToOthers(_ path: String) {
+    var info = stat()
+    if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_mode & 0o077 != 0 { chmod(path, 0o700) }
 }
 
 /// The absolute path of the running concord binary.

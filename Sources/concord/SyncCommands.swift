@@ -78,8 +78,10 @@ struct Clone: ParsableCommand {
         let target = URL(fileURLWithPath: directory).standardizedFileURL
         let interruption = CloneInterruption(target)
         defer { interruption?.cancel() }
-        let profile = try Profile.clone(url: url, into: URL(fileURLWithPath: directory), identity: try loadIdentity(),
-                                        environment: try processEnvironment(), trustHost: trustHost)
+        let identity = try loadIdentity(), environment = try processEnvironment()
+        let profile = try SetUpFailure.running("concord clone \(url) \(directory)") {
+            try Profile.clone(url: url, into: URL(fileURLWithPath: directory), identity: identity, environment: environment, trustHost: trustHost)
+        }
         let records = profile.clonedRecords
         if json {
             printJSON(.object(["path": .string(profile.root.path), "id": .string(profile.info.id),

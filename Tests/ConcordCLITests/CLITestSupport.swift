@@ -46,19 +46,19 @@ class CLITestCase: XCTestCase {
         return environment
     }
 
-    /// Runs `concord` as `person`, in `directory` (the sandbox when nil).
+    /// Runs `concord` as `person`, in `directory` (the sandbox when nil), with `input` on its standard input.
     @discardableResult
-    func concord(_ arguments: [String], as person: Person?, in directory: URL? = nil, clock: String? = fixedClock,
+    func concord(_ arguments: [String], as person: Person?, in directory: URL? = nil, clock: String? = fixedClock, input: Data? = nil,
                  file: StaticString = #filePath, line: UInt = #line) throws -> RunResult {
         try ProcessRunner.run(try ConcordBinary.required(), arguments,
-                              environment: environment(for: person, clock: clock), in: directory ?? sandbox)
+                              environment: environment(for: person, clock: clock), in: directory ?? sandbox, input: input)
     }
 
     /// Runs `concord` and fails the test unless it exits 0.
     @discardableResult
-    func concordOK(_ arguments: [String], as person: Person?, in directory: URL? = nil, clock: String? = fixedClock,
+    func concordOK(_ arguments: [String], as person: Person?, in directory: URL? = nil, clock: String? = fixedClock, input: Data? = nil,
                    file: StaticString = #filePath, line: UInt = #line) throws -> RunResult {
-        let result = try concord(arguments, as: person, in: directory, clock: clock, file: file, line: line)
+        let result = try concord(arguments, as: person, in: directory, clock: clock, input: input, file: file, line: line)
         XCTAssertEqual(result.status, 0, "concord \(arguments.joined(separator: " ")) failed: \(result.summary)",
                        file: file, line: line)
         return result

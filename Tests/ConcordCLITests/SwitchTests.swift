@@ -23,7 +23,7 @@ final class SwitchTests: CLITestCase {
 
         // A User may not edit vocabulary, whoever's device it is: refused before any commit.
         try assertRefusedWithoutChange(["put", "vocabulary/puzzle", "--json", #"{"label":"puzzle"}"#], as: therapist, profile: profile,
-                                       mentions: ["grandma", "user", "editor"])
+                                       mentions: ["acting on therapist's device, grandma has the rights of a User", "editor"])
         // She may append to the log: her entry, her name on the commit, the therapist's key.
         try concordOK(["append", "logs", "--json", #"{"tapped":"juice"}"#], as: therapist, in: profile)
         XCTAssertEqual(try gitOK(["log", "-1", "--format=%(trailers:key=Concord-Actor,valueonly,separator=)@%(trailers:key=Concord-Device,valueonly,separator=)"],

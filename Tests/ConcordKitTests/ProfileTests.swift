@@ -180,12 +180,12 @@ final class ProfileTests: KitTestCase {
         // An admin adds bob as a "user": he may append to logs (writers: user) but not edit vocabulary (editor).
         try profile.members.add("bob", role: .user, device: "phone", key: bob.key.publicKey, as: alice)
         XCTAssertEqual(try profile.members.list().first { $0.name == "bob" }?.role, .user)
-        guard case .notAllowed(member: "bob", role: .user, action: _, needs: .admin, profile: _)? = concordError({
+        guard case .notAllowed(member: "bob", role: .user, action: _, needs: .admin, profile: _, actingOn: nil)? = concordError({
             try profile.members.add("bob", role: .admin, device: "phone", key: bob.key.publicKey, as: bob)
         }) else { return XCTFail("only admins may change members") }
         try profile.records.write(as: bob) { try $0.append("logs", data: ["tap": "x"]) }
         let roleRefusal = concordError({ try profile.records.write(as: bob) { try $0.put("vocabulary", "x", data: [:]) } })
-        guard case .notAllowed(member: "bob", role: .user, action: "writing vocabulary", needs: .editor, profile: _)? = roleRefusal else {
+        guard case .notAllowed(member: "bob", role: .user, action: "writing vocabulary", needs: .editor, profile: _, actingOn: nil)? = roleRefusal else {
             return XCTFail("expected a refusal: \(String(describing: roleRefusal))")
         }
         let roleMessage = roleRefusal?.localizedDescription ?? ""

@@ -40,7 +40,9 @@ final class ServeTests: ConcordServeTestCase {
         _ = try publish("work", on: host)
 
         let (refused, target) = try cloneThroughServer("work", as: bob, host: host)
-        assertOneLineRefusal(refused, status: 4, mentions: ["no profile \"work\" here that the key \(try fingerprint(bob)) may read"])
+        assertOneLineRefusal(refused, status: 4, mentions: ["no profile \"work\" here that the key \(try fingerprint(bob)) may read",
+                                                            "nothing was left on this device"])
+        XCTAssertFalse(refused.stderr.contains("local commits"), "a clone has no local commits to keep: \(refused.stderr)")
         XCTAssertFalse(FileManager.default.fileExists(atPath: target.path), "a refused clone leaves nothing behind")
         let listed = try git(["ls-remote", host.url("work")], environment: try gitSSHEnvironment(bob, host: host))
         XCTAssertNotEqual(listed.status, 0, listed.summary)

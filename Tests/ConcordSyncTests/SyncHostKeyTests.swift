@@ -92,8 +92,20 @@ final class SyncHostKeyTests: SyncTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: knownHosts.path), "a refused key was recorded")
 
         let without = try concord(["clone", remote.url, target.path], as: phone)
-        assertOneLineRefusal(without, mentions: [server.hostKeyFingerprint, "--trust-host"])
+        assertOneLineRefusal(without, mentions: [server.hostKeyFingerprint,
+                                                 "run 'concord clone \(remote.url) \(target.path) --trust-host \(server.hostKeyFingerprint)'"])
+        XCTAssertFalse(without.stderr.contains("remote trust"), "a clone has no profile to run 'remote trust' in: \(without.stderr)")
         XCTAssertFalse(FileManager.default.fileExists(atPath: target.path), "a refused clone left \(target.path)")
+
+        // An invitation's accept, the same: its own --trust-host, not `remote trust origin`.
+        let invitation = try share(["bob", "--role", "viewer", "--key", phone.publicKeyLine], as: laptop, in: sandbox.appendingPathComponent("laptop"))
+        try concordOK(["sync"], as: laptop, in: sandbox.appendingPathComponent("laptop"))
+        let joining = sandbox.appendingPathComponent("joining")
+        let unknownAccept = try concord(["accept", invitation, joining.path], as: phone)
+        assertOneLineRefusal(unknownAccept, mentions: [server.hostKeyFingerprint,
+                                                       "run 'concord accept <invitation> \(joining.path) --trust-host \(server.hostKeyFingerprint)'"])
+        XCTAssertFalse(unknownAccept.stderr.contains("remote trust"), unknownAccept.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: joining.path), "a refused accept left \(joining.path)")
 
         try concordOK(["clone", remote.url, target.path, "--trust-host", server.hostKeyFingerprint], as: phone)
         fsckAtEnd.append(target)

@@ -17,7 +17,8 @@ final class IdentityTests: XCTestCase {
             identity.publicKeyLine + "\n")
         XCTAssertEqual(try mode(of: home), 0o700)
         XCTAssertEqual(try mode(of: identity.privateKeyPath), 0o600)
-        XCTAssertEqual(try mode(of: home.appendingPathComponent("id_ed25519.pub")), 0o644)
+        XCTAssertEqual(try mode(of: home.appendingPathComponent("id_ed25519.pub")), 0o600)
+        XCTAssertEqual(try mode(of: home.appendingPathComponent("identity.json")), 0o600)
         XCTAssertEqual(
             try FileManager.default.contentsOfDirectory(atPath: home.path).sorted(),
             ["id_ed25519", "id_ed25519.pub", "identity.json"], "no temporary files left behind")

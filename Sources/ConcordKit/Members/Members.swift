@@ -79,7 +79,7 @@ public struct Members {
         let member = try active(identity)
         guard member.role >= kind.writers else {
             throw ConcordError.notAllowed(member: identity.member, role: member.role, action: "writing \(kind.name)",
-                                          needs: kind.writers, profile: profile.info.name)
+                                          needs: kind.writers, profile: profile.info.name, actingOn: identity.actingOn)
         }
     }
 
@@ -110,10 +110,15 @@ public struct Members {
         let member = try active(identity)
         guard member.role == .admin else {
             throw ConcordError.notAllowed(member: identity.member, role: member.role, action: action,
-                                          needs: .admin, profile: profile.info.name)
+                                          needs: .admin, profile: profile.info.name, actingOn: identity.actingOn)
         }
         return member
     }
+}
+
+private extension Identity {
+    /// The device's owner when another member acts on it (`concord switch`), else nil.
+    var actingOn: String? { member == owner ? nil : owner }
 }
 
 extension Profile {

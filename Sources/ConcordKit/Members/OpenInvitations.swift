@@ -89,7 +89,7 @@ extension Members {
         }
         if members.contains(where: { $0.name == identity.member }) {
             throw refuse("\"\(profile.info.name)\" already has a member named \(identity.member): join with an identity of another name "
-                         + "(a CONCORD_HOME of its own, 'concord identity init --name NAME')")
+                         + "(a CONCORD_HOME of its own, 'concord identity new --name NAME --device DEVICE')")
         }
         try refuseKeyHeldByAnother(identity.key.publicKey, in: members)
         let root = try profile.rootCommit().hex

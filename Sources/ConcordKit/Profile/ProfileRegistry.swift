@@ -72,28 +72,35 @@ public struct ProfileSummary: Sendable {
     public let remote: String?
     /// When this device last synced with `origin` (ISO-8601 UTC).
     public let lastSync: String?
-    /// `active`, `pending` (invited, not accepted), `removed` (access removed; the copy deleted),
-    /// `not a member`, or `missing` (the directory is gone: moved or deleted by hand).
+    /// `active`, `key not registered` (an active member, but this device's key is not one of theirs
+    /// yet: writes are refused), `pending` (invited, not accepted), `removed` (access removed; the
+    /// copy deleted), `not a member`, or `missing` (the directory is gone: moved or deleted by hand).
     public let access: String
     /// What `access` is about, when there is more to say.
     public let note: String?
 }
 
 extension ProfileRegistry {
-    /// Every registered profile, as `member` sees it on this device, sorted by name.
-    public func summaries(member: String, environment: ConcordEnvironment) -> [ProfileSummary] {
-        entries().map { entry in
+    /// Every registered profile, as `identity` sees it on this device, sorted by name.
+    public func summaries(for identity: Identity, environment: ConcordEnvironment) -> [ProfileSummary] {
+        let member = identity.member
+        return entries().map { entry in
             if let removed = entry.removed {
                 return ProfileSummary(name: entry.name, path: entry.path, id: entry.id, role: nil, remote: nil, lastSync: nil,
                                       access: "removed", note: removed)
             }
             guard let profile = try? Profile.open(at: URL(fileURLWithPath: entry.path), environment: environment) else {
-                return ProfileSummary(name: entry.name, path: entry.path, id: entry.id, role: nil, remote: nil, lastSync: nil,
-                                      access: "missing", note: "no profile at \(entry.path): moved or deleted outside concord")
+                let gone = !FileManager.default.fileExists(atPath: entry.path)
+                return ProfileSummary(name: entry.name, path: entry.path, id: entry.id, role: nil, remote: nil, lastSync: nil, access: "missing",
+                                      note: "no profile at \(entry.path): " + (gone ? "directory removed" : "moved or deleted outside concord"))
             }
             let mine = (try? profile.members.list())?.first { $0.name == member }
             let access: String
+            var note: String?
             switch mine?.status {
+            case .active? where mine?.keys.contains(where: { $0.publicKey == identity.key.publicKey }) == false:
+                access = "key not registered"
+                note = "this device's key (\(identity.key.publicKey.fingerprint)) is not one of \(member)'s keys: writes are refused until an Admin adds it"
             case .active?: access = "active"
             case .invited?: access = "pending"
             case .revoked?: access = "removed"
@@ -102,7 +109,7 @@ extension ProfileRegistry {
             let remote = (try? profile.sync.remotes())?.first { $0.name == "origin" }?.url
             return ProfileSummary(name: profile.info.name, path: entry.path, id: entry.id, role: mine?.role, remote: remote,
                                   lastSync: SyncState.load(profile.repository.gitDirectory, remote: "origin").lastSync,
-                                  access: access, note: nil)
+                                  access: access, note: note)
         }.sorted { ($0.name, $0.path) < ($1.name, $1.path) }
     }
 }

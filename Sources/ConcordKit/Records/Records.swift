@@ -31,6 +31,16 @@ public struct Records {
         return try profile.readLog(kind, strict: true).entries
     }
 
+    /// The entry `id` of log kind `kind` (`kind/id`, as `list` names it); throws `recordNotFound`
+    /// when the log has none.
+    public func logEntry(_ kind: RecordKind, _ id: RecordID) throws -> LogEntry {
+        guard kind.policy == .append else { throw ConcordError.notALogKind(kind.name) }
+        guard let entry = try profile.readLog(kind, strict: true).entries.first(where: { $0.id == id }) else {
+            throw ConcordError.recordNotFound("\(kind.name)/\(id)")
+        }
+        return entry
+    }
+
     /// Every live record (and log entry) of `kind`, or of all kinds; unreadable files become warnings.
     public func list(kind kindName: String? = nil) throws -> Listing {
         let selected = try kindName.map { [try profile.kind(named: $0)] } ?? profile.kinds.kinds

@@ -7,7 +7,8 @@ import Foundation
 public enum WatchEvent: Sendable {
     case started(remote: String, interval: Double)
     case synced(SyncReport)
-    /// The remote became unreachable (reported once per outage).
+    /// The remote became unreachable (reported once per outage): what could not be reached and why,
+    /// with no `offline:` of its own (a client names the event).
     case offline(String)
     /// The remote is reachable again.
     case online

@@ -346,8 +346,9 @@ public struct Sync {
                         throw error
                     default: break
                     }
-                    if case ConcordError.offline = error {
-                        if !offline { onEvent(.offline(error.localizedDescription)) }
+                    if case ConcordError.offline(let remote, let reason, _) = error {
+                        // Said once per outage, so no count of local commits: it would go stale at the next write.
+                        if !offline { onEvent(.offline("cannot reach \(remote) (\(reason)); local commits are kept and sent once it answers")) }
                         offline = true
                     } else {
                         let message = (error as? LocalizedError)?.errorDescription ?? "\(error)"
