@@ -68,7 +68,9 @@ struct Get: ParsableCommand {
         let profile = try profile.open()
         let (kind, id) = try profile.parseReference(reference)
         if kind.policy == .append {
-            FileHandle.standardOutput.write(Data(try profile.records.logEntry(kind, id).encodedLine() + [0x0A]))
+            for entry in try profile.records.logEntries(kind, id: id) {
+                FileHandle.standardOutput.write(Data(entry.encodedLine() + [0x0A]))
+            }
         } else {
             FileHandle.standardOutput.write(Data(try profile.records.get(kind, id).encoded()))
         }

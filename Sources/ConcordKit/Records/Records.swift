@@ -31,14 +31,14 @@ public struct Records {
         return try profile.readLog(kind, strict: true).entries
     }
 
-    /// The entry `id` of log kind `kind` (`kind/id`, as `list` names it); throws `recordNotFound`
-    /// when the log has none.
-    public func logEntry(_ kind: RecordKind, _ id: RecordID) throws -> LogEntry {
+    /// The entries with id `id` of log kind `kind` (`kind/id`, as `list` names it), oldest first: one
+    /// per author, since an entry is its author's id (two members' entries may share an id). Throws
+    /// `recordNotFound` when the log has none.
+    public func logEntries(_ kind: RecordKind, id: RecordID) throws -> [LogEntry] {
         guard kind.policy == .append else { throw ConcordError.notALogKind(kind.name) }
-        guard let entry = try profile.readLog(kind, strict: true).entries.first(where: { $0.id == id }) else {
-            throw ConcordError.recordNotFound("\(kind.name)/\(id)")
-        }
-        return entry
+        let entries = try profile.readLog(kind, strict: true).entries.filter { $0.id == id }
+        guard !entries.isEmpty else { throw ConcordError.recordNotFound("\(kind.name)/\(id)") }
+        return entries
     }
 
     /// Every live record (and log entry) of `kind`, or of all kinds; unreadable files become warnings.
