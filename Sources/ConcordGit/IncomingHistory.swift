@@ -89,30 +89,50 @@ extension Repository {
     }
 
     /// The walk behind `treeChanges`, over the trees `tree` gives: `read` gets every tree read on
-    /// the new side, each of which must be in git's strict order.
+    /// the new side, each of which must be in git's strict order. Iterative, with the work left
+    /// on a stack of its own in the order the recursive walk took it (the changes come out in the
+    /// same order): a remote's tree 10,000 directories deep overflowed the thread's stack
+    /// (SIGSEGV). A tree nested deeper than `TreePath.maxDepth` directories is refused.
     static func collectTreeChanges(from old: ObjectID?, to new: ObjectID?, prefix: [UInt8], tree: (ObjectID) throws -> RawTree,
                                    read: inout RecentTrees, into out: inout [TreeChange]) throws {
-        if old == new { return }
-        let before = try old.map(tree) ?? RawTree([], id: nil)
-        let after = try new.map(tree) ?? RawTree([], id: nil)
-        if let new {
-            guard after.isStrictlyOrdered else {
-                throw GitError(function: "tree check", code: .other(-1),
-                               message: "tree \(new) at '\(String(decoding: prefix, as: UTF8.self))' has entries out of order or twice")
-            }
-            read.trees[new] = after
+        enum Step {
+            case compare(old: ObjectID?, new: ObjectID?, prefix: [UInt8], depth: Int)
+            case append(TreeChange)
         }
-        try RawTree.forEachDifference(from: before, to: after) { removed, added in
-            let path = prefix + (added.map(after.name) ?? before.name(removed!))
-            let oldValue = removed.map(before.value), newValue = added.map(after.value)
-            var oldTree: ObjectID?, newTree: ObjectID?
-            if case .tree(let id)? = oldValue { oldTree = id }
-            if case .tree(let id)? = newValue { newTree = id }
-            if oldTree != nil || newTree != nil {
-                try collectTreeChanges(from: oldTree, to: newTree, prefix: path + [0x2F], tree: tree, read: &read, into: &out)
+        var steps = [Step.compare(old: old, new: new, prefix: prefix, depth: 0)]
+        while let step = steps.popLast() {
+            guard case .compare(let old, let new, let prefix, let depth) = step else {
+                if case .append(let change) = step { out.append(change) }
+                continue
             }
-            let oldFile = oldTree == nil ? oldValue : nil, newFile = newTree == nil ? newValue : nil
-            if oldFile != nil || newFile != nil { out.append(TreeChange(path: path, old: oldFile, new: newFile)) }
+            if old == new { continue }
+            if let new, depth > TreePath.maxDepth {
+                throw GitError(function: "tree check", code: .other(-1),
+                               message: "tree \(new) at '\(TreePath.shortened(prefix))' is nested deeper than \(TreePath.maxDepth) directories")
+            }
+            let before = try old.map(tree) ?? RawTree([], id: nil)
+            let after = try new.map(tree) ?? RawTree([], id: nil)
+            if let new {
+                guard after.isStrictlyOrdered else {
+                    throw GitError(function: "tree check", code: .other(-1),
+                                   message: "tree \(new) at '\(String(decoding: prefix, as: UTF8.self))' has entries out of order or twice")
+                }
+                read.trees[new] = after
+            }
+            var next = [Step]()
+            RawTree.forEachDifference(from: before, to: after) { removed, added in
+                let path = prefix + (added.map(after.name) ?? before.name(removed!))
+                let oldValue = removed.map(before.value), newValue = added.map(after.value)
+                var oldTree: ObjectID?, newTree: ObjectID?
+                if case .tree(let id)? = oldValue { oldTree = id }
+                if case .tree(let id)? = newValue { newTree = id }
+                if oldTree != nil || newTree != nil {
+                    next.append(.compare(old: oldTree, new: newTree, prefix: path + [0x2F], depth: depth + 1))
+                }
+                let oldFile = oldTree == nil ? oldValue : nil, newFile = newTree == nil ? newValue : nil
+                if oldFile != nil || newFile != nil { next.append(.append(TreeChange(path: path, old: oldFile, new: newFile))) }
+            }
+            steps += next.reversed()
         }
     }
 

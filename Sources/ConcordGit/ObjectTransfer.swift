@@ -215,21 +215,24 @@ final class ObjectTransfer {
     }
 
     /// The first commit copied whose tree holds `blob`, and the blob's path there (for a refusal).
+    /// Its trees were all walked by the copy (none deeper than `TreePath.maxDepth`); walked here
+    /// with a stack of its own, each tree's files before its directories.
     private func locate(_ blob: ObjectID) throws -> (commit: ObjectID, path: String) {
-        func find(in treeID: ObjectID, prefix: String) throws -> String? {
-            let tree = try readTree(treeID)
-            for entry in tree.entries {
-                let name = prefix + String(decoding: tree.name(entry), as: UTF8.self)
-                switch tree.kind(entry) {
-                case .blob where tree.id(entry) == blob: return name
-                case .tree: if let found = try find(in: tree.id(entry), prefix: name + "/") { return found }
-                default: break
+        for (commit, root) in copiedCommits {
+            var trees = [(id: root, prefix: "")]
+            while let (treeID, prefix) = trees.popLast() {
+                let tree = try readTree(treeID)
+                var subtrees = [(id: ObjectID, prefix: String)]()
+                for entry in tree.entries {
+                    let name = prefix + String(decoding: tree.name(entry), as: UTF8.self)
+                    switch tree.kind(entry) {
+                    case .blob where tree.id(entry) == blob: return (commit, name)
+                    case .tree: subtrees.append((tree.id(entry), name + "/"))
+                    default: break
+                    }
                 }
+                trees += subtrees.reversed()
             }
-            return nil
-        }
-        for (commit, tree) in copiedCommits {
-            if let path = try find(in: tree, prefix: "") { return (commit, path) }
         }
         return (copiedCommits.last?.id ?? blob, blob.hex)
     }
@@ -261,34 +264,62 @@ final class ObjectTransfer {
     }
 
     /// Copies tree `id` and whatever under it differs from `base` (a tree the destination has in
-    /// full, or this pack holds in full) and is missing there.
+    /// full, or this pack holds in full) and is missing there: each tree after every tree under
+    /// it, in the order the recursive walk took them. Iterative, with the trees left to copy on a
+    /// stack of its own: a remote's tree 10,000 directories deep overflowed the thread's stack
+    /// (SIGSEGV). A directory nested deeper than `TreePath.maxDepth` is refused (`NotATree`).
     private func copyTree(_ id: ObjectID, base: ObjectID?) throws {
-        if has(id) { return }
-        // Not in the destination: has(id) just said so. A tree read from a pack keeps its zlib
-        // stream, stored as it is (it was just inflated to these bytes): recompressing a clone's
-        // trees was most of writing its pack.
-        let held = verifiedTree(id)
-        let (tree, compressed) = try held.map { ($0, nil) } ?? readSourceTree(id)
-        let old = try base.map { try readTree($0) } ?? RawTree([], id: nil)
-        try RawTree.forEachDifference(from: old, to: tree) { baseEntry, entry in
-            guard let entry else { return }   // removed: nothing to copy
-            let child = tree.id(entry)
-            switch tree.kind(entry) {
-            case .tree:
-                do { try copyTree(child, base: baseEntry.flatMap { $0.isTree ? old.id($0) : nil }) } catch var error as NotATree {
-                    error.path.append(String(decoding: tree.name(entry), as: UTF8.self))
+        enum Step {
+            /// Tree `id` (named `name` in its parent) to copy, as far as it differs from `base`.
+            case visit(id: ObjectID, base: ObjectID?, name: String?)
+            /// Tree `id`, everything under it copied: added to the pack last.
+            case finish(tree: RawTree, id: ObjectID, compressed: [UInt8]?, held: Bool)
+        }
+        var path = [String]()   // the names of the trees being copied, down to the one on top
+        var steps = [Step.visit(id: id, base: base, name: nil)]
+        while let step = steps.popLast() {
+            switch step {
+            case .finish(let tree, let id, let compressed, let held):
+                try pack.add(tree.bytes, type: .tree, expected: id, compressed: compressed)
+                if !held { keep(tree, id) }   // hashed by the line above (once: it was hashed twice)
+                verified.add(tree, id)
+                if !path.isEmpty { path.removeLast() }
+            case .visit(let id, let base, let name):
+                if has(id) { continue }
+                if let name { path.append(name) }
+                guard path.count <= TreePath.maxDepth else {
+                    // Its first directories only: the line stays short however deep the tree goes.
+                    throw NotATree(reason: "directories nested deeper than \(TreePath.maxDepth)", path: (path.prefix(4) + ["…"]).reversed())
+                }
+                // Not in the destination: has(id) just said so. A tree read from a pack keeps its zlib
+                // stream, stored as it is (it was just inflated to these bytes): recompressing a clone's
+                // trees was most of writing its pack.
+                let held = verifiedTree(id)
+                let tree: RawTree, compressed: [UInt8]?
+                do { (tree, compressed) = try held.map { ($0, nil) } ?? readSourceTree(id) } catch var error as NotATree {
+                    error.path = path.reversed()
                     throw error
                 }
-            case .blob where !has(child):
-                blobQueue.append(child)
-                blobLimits.append(blobLimit(tree.name(entry)))
-                queued.insert(child)
-            default: break   // a blob already there, or a submodule link (no object to copy)
+                let old = try base.map { try readTree($0) } ?? RawTree([], id: nil)
+                steps.append(.finish(tree: tree, id: id, compressed: compressed, held: held != nil))
+                var children = [Step]()
+                RawTree.forEachDifference(from: old, to: tree) { baseEntry, entry in
+                    guard let entry else { return }   // removed: nothing to copy
+                    let child = tree.id(entry)
+                    switch tree.kind(entry) {
+                    case .tree:
+                        children.append(.visit(id: child, base: baseEntry.flatMap { $0.isTree ? old.id($0) : nil },
+                                               name: String(decoding: tree.name(entry), as: UTF8.self)))
+                    case .blob where !has(child):
+                        blobQueue.append(child)
+                        blobLimits.append(blobLimit(tree.name(entry)))
+                        queued.insert(child)
+                    default: break   // a blob already there, or a submodule link (no object to copy)
+                    }
+                }
+                steps += children.reversed()
             }
         }
-        try pack.add(tree.bytes, type: .tree, expected: id, compressed: compressed)
-        if held == nil { keep(tree, id) }   // hashed by the line above (once: it was hashed twice)
-        verified.add(tree, id)
     }
 }
 

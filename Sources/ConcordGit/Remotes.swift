@@ -96,7 +96,10 @@ extension Repository {
     /// Fetches `refspecs` from `url` (objects and the listed refs only; nothing is merged). The
     /// remote is anonymous, so no configured refspec moves a remote-tracking ref on the side
     /// (libgit2 updates those "opportunistically" for a named remote): only `refspecs`' refs move.
+    /// The pack the server sends is checked for deltas libgit2 must not rebuild before it
+    /// rebuilds any (`PackWriteBounds`).
     public func fetch(url: String, refspecs: [String], options: TransportOptions) throws {
+        try PackWriteBounds.install(in: self)
         try withRemote(url: url, options: options) { remote in
             let session = TransportSession(options: options, url: url)
             var fetchOptions = git_fetch_options()
@@ -238,6 +241,7 @@ extension Repository {
     /// bases are taken from the objects this repository sees, and the pack and its index are
     /// written only if all of it reads. Throws otherwise, leaving nothing behind.
     public func indexPack(_ pack: [UInt8]) throws {
+        try PackWriteBounds.install(in: self)   // the pack is checked before any delta is rebuilt
         var odb: OpaquePointer?
         try check("git_repository_odb", git_repository_odb(&odb, handle))
         defer { git_odb_free(odb) }

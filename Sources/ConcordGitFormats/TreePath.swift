@@ -44,3 +44,20 @@ public struct TreePath: Hashable, Comparable, Sendable, CustomStringConvertible 
         return left.withUTF8 { a in right.withUTF8 { b in IndexPlan.compare(UnsafeRawBufferPointer(a), UnsafeRawBufferPointer(b)) < 0 } }
     }
 }
+
+extension TreePath {
+    /// The most directories a path in a tree from a remote may be nested in (a profile's paths use
+    /// a few: a kind's directory, a bucket): every walk over a fetched tree refuses a directory
+    /// deeper than this, as an invalid commit, before going into it. A remote's tree 10,000
+    /// directories deep crashed sync and clone (SIGSEGV: the walks recursed, one stack frame per
+    /// directory); git's own bound (`core.maxTreeDepth`) is 2,048.
+    public static let maxDepth = 256
+
+    /// `path` (bytes, components separated by `/`) for a one-line message: its first components
+    /// and how many more, when it has more than a few.
+    public static func shortened(_ path: some Collection<UInt8>, keeping kept: Int = 4) -> String {
+        let components = path.split(separator: 0x2F)
+        let text = components.prefix(kept).map { String(decoding: $0, as: UTF8.self) }.joined(separator: "/")
+        return components.count > kept ? text + "/… (\(components.count) directories in all)" : String(decoding: path, as: UTF8.self)
+    }
+}

@@ -168,8 +168,11 @@ struct ServeRun {
                 default: break
                 }
                 if request.verb == .wait {
+                    // Held while this process waits; the kernel lets go if it is killed.
+                    let places = try WaitSlots(root: server.root, key: key, profile: request.profile)
                     let answer = try server.answerWait(request, key: key, admitted: admitted, clock: clock)
                     FileHandle.standardOutput.write(Data(answer))
+                    withExtendedLifetime(places) {}
                     return
                 }
                 setenv("CONCORD_SERVE_KEY", key, 1)

@@ -151,6 +151,60 @@ final class HostileRemoteTests: SyncTestCase {
         try assertSyncRefused(scene, commit: commit, mentions: ["out of order"])
     }
 
+    /// A commit whose tree holds a file `directories` directories deep (`deep/a/a/…/x.json`), its
+    /// trees written by hand into one pack of the remote (10,000 `git hash-object` runs would take
+    /// minutes): 5,000 and 10,000 deep crashed sync and clone (SIGSEGV, the walks recursed per
+    /// directory). Deeper than `TreePath.maxDepth` is refused from the walk itself, one line, exit
+    /// 5, nothing changed, the failed clone leaving nothing; exactly that deep passes the walk and
+    /// is refused by the path rules instead.
+    func testATreeNestedDeeperThanTheLimitIsRefusedWithoutCrashing() throws {
+        let scene = try makeScene()
+        // Trees git itself refuses to walk this deep (core.maxTreeDepth), left in the remote on purpose.
+        fsckAtEnd.removeAll { $0 == scene.remote.bare }
+        let main = try scene.forger.run(["rev-parse", "refs/heads/main"])
+        for directories in [TreePath.maxDepth, 5_000, 10_000] {
+            let commit = try pushNestedTree(scene, directories: directories, onto: main)
+            let tooDeep = directories > TreePath.maxDepth
+            let mentions = tooDeep ? ["deep/a/a/a/…", "nested deeper than \(TreePath.maxDepth)"] : ["deep/a/a/a/"]
+            try assertSyncRefused(scene, commit: commit, mentions: mentions)
+
+            let carol = try makeDevice("carol-\(directories)", device: "phone")
+            let clone = sandbox.appendingPathComponent("carol-\(directories)")
+            let cloned = try concordWithDeadline(["clone", scene.remote.url, clone.path], as: carol, in: sandbox)
+            XCTAssertFalse(cloned.timedOut, "\(directories): clone hung")
+            assertOneLineRefusal(cloned, status: 5, mentions: ["invalid commit", String(commit.prefix(7))] + mentions)
+            XCTAssertFalse(FileManager.default.fileExists(atPath: clone.path), "a failed clone leaves nothing")
+            if !tooDeep { XCTAssertFalse(cloned.stderr.contains("nested deeper"), cloned.stderr) }
+        }
+    }
+
+    /// Over ssh the fetch is libgit2's, and the check's comparison of trees refuses the deep one.
+    func testOverSSHATreeNestedDeeperThanTheLimitIsRefused() throws {
+        let scene = try makeScene(.ssh)
+        fsckAtEnd.removeAll { $0 == scene.remote.bare }
+        let commit = try pushNestedTree(scene, directories: 5_000, onto: try scene.forger.run(["rev-parse", "refs/heads/main"]))
+        try assertSyncRefused(scene, commit: commit, mentions: ["deep/a/a/a/…", "nested deeper than \(TreePath.maxDepth)"])
+    }
+
+    /// Makes the remote's main a commit on `main` whose tree is `main`'s with `deep/a/…/a/x.json`
+    /// inside `directories` directories; returns its id.
+    func pushNestedTree(_ scene: Scene, directories: Int, onto main: String) throws -> String {
+        let root = try scene.forger.entries(try scene.forger.run(["rev-parse", "\(main)^{tree}"]))
+        let blob = try XCTUnwrap(ObjectID(hex: try scene.forger.blob(Data("{}\n".utf8))))
+        // The innermost directory holds x.json; each one above holds the next as "a".
+        var trees = [(id: ObjectID, entry: HandPack.Entry)]()
+        var inner = Array("100644 x.json\0".utf8) + blob.bytes
+        for _ in 1..<directories {
+            trees.append((ObjectPack.id(of: inner, type: .tree), .whole(type: 2, bytes: inner)))
+            inner = Array("40000 a\0".utf8) + trees.last!.id.bytes
+        }
+        trees.append((ObjectPack.id(of: inner, type: .tree), .whole(type: 2, bytes: inner)))
+        try HandPack.write(trees, name: String(format: "%040d", directories),
+                           into: scene.remote.bare.appendingPathComponent("objects/pack"))
+        let top = Forger.Entry(mode: "40000", name: Array("deep".utf8), id: trees.last!.id.hex)
+        return try scene.forger.pushTree(try scene.forger.tree(root + [top]), parents: [main])
+    }
+
     // MARK: C. Records
 
     func testUnreadableMisplacedAndOversizedRecordsAreRefused() throws {
