@@ -8,12 +8,12 @@ public struct AllowedSigners: Sendable {
     /// Principals are written as given: they must not contain whitespace, `,` or the pattern
     /// characters `*`, `?`, `!` (Concord's member names never do).
     public static func render(_ entries: [(principal: String, key: SSHPublicKey)]) -> String {
-        render(entries.map { ($0.principal, $0.key, nil) })
+        render(entries: entries.map { ($0.principal, $0.key, nil) })
     }
 
     /// `render(_:)`, where an entry with `validBefore` (git's `YYYYMMDDHHMMSSZ`, UTC) is good only for
     /// signatures dated before it: a revoked member's key, so their earlier commits still verify.
-    public static func render(_ entries: [(principal: String, key: SSHPublicKey, validBefore: String?)]) -> String {
+    public static func render(entries: [(principal: String, key: SSHPublicKey, validBefore: String?)]) -> String {
         entries
             .map { entry in
                 let options = "namespaces=\"git\"" + (entry.validBefore.map { ",valid-before=\"\($0)\"" } ?? "")

@@ -10,8 +10,9 @@ import XCTest
 /// makes must pass the check every other device runs (no honest history leaves a device unable to
 /// sync); no merge may end with no active Admin.
 final class MembershipResolutionTests: KitTestCase {
-    static let cases = 40
-    static let baseSeed: UInt64 = 0x5EED_3100
+    /// 30 cases in the suite (about a minute); `CONCORD_RESOLUTION_CASES` and `CONCORD_RESOLUTION_SEED` run others.
+    static let cases = ProcessInfo.processInfo.environment["CONCORD_RESOLUTION_CASES"].flatMap(Int.init) ?? 30
+    static let baseSeed = ProcessInfo.processInfo.environment["CONCORD_RESOLUTION_SEED"].flatMap(UInt64.init) ?? 0x5EED_3100
 
     private struct Replica {
         let identity: Identity
@@ -27,7 +28,7 @@ final class MembershipResolutionTests: KitTestCase {
             if outcome.fell { fellSomething += 1 }
         }
         print("membership resolution: \(Self.cases) cases, \(orders) merge orders, \(fellSomething) with changes that fell")
-        XCTAssertGreaterThan(fellSomething, Self.cases / 5, "the generator must make concurrent revocations that matter")
+        XCTAssertGreaterThan(fellSomething, Self.cases / 5, "the generator must make concurrent changes the replay decides")
     }
 
     private func runCase(seed: UInt64, directory: String) throws -> (orders: Int, fell: Bool) {
@@ -54,23 +55,31 @@ final class MembershipResolutionTests: KitTestCase {
             replicas.append(Replica(identity: identities[name]!, profile: try Profile.open(at: path, environment: makeEnvironment(identities[name]!, clock: clock))))
         }
         var fresh = 0
+        var story = [String]()
         for _ in 0..<Int.random(in: 2...5, using: &rng) {
             let replica = replicas[Int.random(in: 0..<replicas.count, using: &rng)]
             let me = replica.identity
             let target = ["alice", "bob", "carol", "dave"].filter { $0 != me.member }.randomElement(using: &rng)!
             clock.advance(by: 1000)
             switch Int.random(in: 0..<5, using: &rng) {
-            case 0, 1: _ = try? replica.profile.members.revoke(target, as: me)
-            case 2: _ = try? replica.profile.members.setRole(target, to: [Role.admin, .editor, .viewer].randomElement(using: &rng)!, as: me)
+            case 0, 1:
+                let done = (try? replica.profile.members.revoke(target, as: me)) != nil
+                story.append("\(me.member) revokes \(target)\(done ? "" : " (refused)")")
+            case 2:
+                let role = [Role.admin, .editor, .viewer].randomElement(using: &rng)!
+                let done = (try? replica.profile.members.setRole(target, to: role, as: me)) != nil
+                story.append("\(me.member) makes \(target) \(role.rawValue)\(done ? "" : " (refused)")")
             case 3:
                 fresh += 1
                 let newcomer = try Identity.create(member: "n\(fresh)", device: "d", in: root.appendingPathComponent("home-n\(fresh)"))
-                _ = try? replica.profile.members.add(newcomer.member, role: [Role.admin, .user].randomElement(using: &rng)!, device: "d",
-                                                     key: newcomer.key.publicKey, as: me)
+                let role = [Role.admin, .user].randomElement(using: &rng)!
+                let done = (try? replica.profile.members.add(newcomer.member, role: role, device: "d", key: newcomer.key.publicKey, as: me)) != nil
+                story.append("\(me.member) adds \(newcomer.member) as \(role.rawValue)\(done ? "" : " (refused)")")
             default:
                 // Learn another replica's changes first (a merge; refused when it takes this replica's own membership away).
                 let other = replicas.filter { $0.profile.root != replica.profile.root }.randomElement(using: &rng)!
-                _ = try? pull(other.profile, into: replica.profile, as: me)
+                let done = (try? pull(other.profile, into: replica.profile, as: me)) != nil
+                story.append("\(me.member) pulls \(other.identity.member)\(done ? "" : " (refused)")")
             }
         }
         // Merge the three heads in every order, as zed, each on a fresh clone of the first.
@@ -98,7 +107,7 @@ final class MembershipResolutionTests: KitTestCase {
             // Every merge an honest device made passes the rule every device checks.
             XCTAssertNoThrow(try merged.verification.run(), "seed \(seed), order \(order)")
         }
-        XCTAssertEqual(results.count, 1, "seed \(seed): merge orders disagree: \(results)")
+        XCTAssertEqual(results.count, 1, "seed \(seed): merge orders disagree: \(results); story: \(story.joined(separator: "; "))")
         try FileManager.default.removeItem(at: root)
         return (6, fell)
     }

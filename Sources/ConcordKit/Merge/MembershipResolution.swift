@@ -3,154 +3,286 @@ import ConcordModel
 import ConcordTrust
 
 /// What merging two lines of history does to authority (docs/security.md, "Concurrent changes to
-/// membership"): membership is resolved, not unioned.
+/// membership"): membership is resolved, not merged file by file.
 ///
-/// A member whom one side revoked, or demoted from Admin, since the merge base may have gone on
-/// changing membership on the other side, concurrently (a revoked Admin's alias made on an old
-/// fork). Those changes fall: every member file or open invitation a commit on the other side
-/// changed while signed by such a member takes, in the merge, the version the revoking side has
-/// (base's, where that side left it alone). A file only the fallen side has stays, as the format
-/// keeps every member and invitation file, but admits nobody: a member file is revoked with no
-/// keys, an open invitation withdrawn. It falls further: a member whose admission or promotion fell
-/// falls in turn, with the membership changes they signed, and so does every member who joined by
-/// an invitation that fell. A demoted member's changes to their own member file (their device keys)
-/// stand, as their new role allows them.
-///
-/// The rule reads signers from signatures and states from trees, and breaks no tie by commit id,
-/// key or time: two Admins who revoke each other concurrently each lose their revocation of the
-/// other (both stay, and both revocations stay in history).
+/// When both sides changed member files or open invitations since their merge base, every commit
+/// of either side that changed them (its signer's decision: merges, whose content follows from
+/// their parents, are not decisions) is replayed on the base's membership, one at a time, each
+/// judged against the membership replayed so far rather than the parent its signer had:
+/// - an Admin's change stands if its signer is still an active Admin there; a member's change to
+///   their own file (their keys, leaving) if they are still active; an admission (an accepted
+///   invitation, a join by open invitation) if what it accepted is still open there;
+/// - the order is the history's, and among commits neither of which is an ancestor of the other:
+///   those that take rights away (a revocation, a demotion from Admin) first, then by the seniority
+///   of their signer (the profile's creator first, then in the order the history admitted them;
+///   members admitted on these branches after every earlier one). So a change that takes rights
+///   away wins over what its target did concurrently, and of two Admins who revoke each other the
+///   senior one's revocation stands. No tie between two signers is broken by a commit id, key or
+///   time, which a signer could grind;
+/// - a change that stands is merged into the replayed file as the merge policy merges it (its
+///   parent's version as base: a revocation beats a concurrent change; an admission contested by
+///   another leaves the member invited, a name taken twice admits nobody);
+/// - an open invitation that these branches' joins would take past its uses admits none of them.
+/// The result is a function of the set of commits, whatever order devices merge them in. A file
+/// only fallen changes made stays, as the format keeps every member and invitation file, but admits
+/// nobody: a member file revoked with no keys, an open invitation withdrawn.
 struct MembershipResolution {
-    /// The merge's version of each path whose change fell (path → bytes).
+    /// The merge's version of each member and invitation file the replay decided (path → bytes).
     let overrides: [String: [UInt8]]
-    /// Members whose member file's change fell (their admission, promotion or keys on the fallen side).
-    let fallen: Set<String>
 
-    static let none = MembershipResolution(overrides: [:], fallen: [])
+    static let none = MembershipResolution(overrides: [:])
+
+    private static let prefixes = [ProfilePaths.membersDirectory + "/", ProfilePaths.invitationsDirectory + "/"].map { Array($0.utf8) }
+
+    /// One commit's change to member and invitation files, with who signed it.
+    private struct Decision {
+        let commit: Commit
+        let signer: SSHPublicKey?
+        /// path → (before, after) in this commit against its parent.
+        let files: [String: (before: [UInt8]?, after: [UInt8]?)]
+        /// Whether it takes rights away from someone (a revocation, a demotion from Admin).
+        let removes: Bool
+    }
 
     /// The resolution of merging `ours` and `theirs`, whose merge base is `base` (nil: none).
     static func compute(in repository: Repository, base: ObjectID?, ours: ObjectID, theirs: ObjectID) throws -> MembershipResolution {
         guard let base else { return .none }
         let trees = (base: try repository.commit(base).tree, ours: try repository.commit(ours).tree, theirs: try repository.commit(theirs).tree)
-        let membersPath = ProfilePaths.membersDirectory
-        // Nothing falls unless a side changed member files (a revocation or demotion is a member-file change).
-        let directories = try [trees.base, trees.ours, trees.theirs].map { try repository.entry(at: membersPath, inTree: $0)?.id }
-        guard directories[1] != directories[0] || directories[2] != directories[0] else { return .none }
-        let baseMembership = try CommitAuthorizer.membership(in: repository, tree: trees.base)
+        // Nothing to resolve unless both sides changed authority since their merge base: every commit's
+        // member and invitation files are the replay of its history's decisions (its parent's were, and
+        // it was valid against them), so one side's alone are that side's files.
+        let baseAuthority = try authority(trees.base, repository)
+        guard try authority(trees.ours, repository) != baseAuthority, try authority(trees.theirs, repository) != baseAuthority else {
+            return .none
+        }
+
+        // Every commit of both histories, parents first, and the decisions among them.
+        var commits = try repository.newCommits(from: ours, excluding: [])
+        commits += try repository.newCommits(from: theirs, excluding: [ours])
+        var position = [ObjectID: Int]()
+        var decisions = [Decision]()
+        var decisionOf = [Int: Int]()   // commit position → decision index
+        var state = [String: [UInt8]]()
+        for (index, commit) in commits.enumerated() {
+            position[commit.id] = index
+            guard commit.parents.count == 1 else {
+                if commit.parents.isEmpty { state = try authorityFiles(commit.tree, repository) }   // the profile's first commit
+                continue
+            }
+            let parentTree = try repository.commit(commit.parents[0]).tree
+            guard try authority(parentTree, repository) != authority(commit.tree, repository) else { continue }
+            var files = [String: (before: [UInt8]?, after: [UInt8]?)]()
+            for change in try repository.treeChanges(from: parentTree, to: commit.tree) where prefixes.contains(where: { change.path.starts(with: $0) }) {
+                files[String(decoding: change.path, as: UTF8.self)] = (try bytes(change.old, repository), try bytes(change.new, repository))
+            }
+            guard !files.isEmpty else { continue }
+            decisionOf[index] = decisions.count
+            decisions.append(Decision(commit: commit, signer: try signer(of: commit, in: repository), files: files,
+                                      removes: files.contains { path, change in takesRightsAway(path: path, change) }))
+        }
+        guard !decisions.isEmpty else { return .none }
+        // Which decisions each decision descends from (bit sets, built along the commits in order).
+        let words = (decisions.count + 63) / 64
+        var below = [[UInt64]](repeating: [UInt64](repeating: 0, count: words), count: commits.count)
+        for (index, commit) in commits.enumerated() {
+            for parent in commit.parents {
+                guard let at = position[parent] else { continue }
+                for word in 0..<words { below[index][word] |= below[at][word] }
+            }
+            if let decision = decisionOf[index] { below[index][decision / 64] |= 1 << UInt64(decision % 64) }
+        }
+        let ancestry = decisions.map { below[position[$0.commit.id]!] }
+
+        // Seniority: the first commit's members first (its signer, the creator, before them), then in
+        // the order the replay admits members.
+        var seniority = [String: Int]()
+        let firstMembers = members(in: state)
+        if let root = commits.first, let creatorKey = try signer(of: root, in: repository),
+           let creator = firstMembers.values.first(where: { $0.keys.contains { $0.publicKey == creatorKey } }) {
+            seniority[creator.name] = 0
+        }
+        for name in firstMembers.keys.sorted() where seniority[name] == nil { seniority[name] = seniority.count }
+        let falling = fallingJoins(decisions, ancestry: ancestry)
+
+        var done = [UInt64](repeating: 0, count: words)
+        var pending = Array(decisions.indices)
+        var lastAdminVersion = [String: [UInt8]]()
+        while !pending.isEmpty {
+            func isReady(_ decision: Int) -> Bool {
+                (0..<words).allSatisfy { word in
+                    let mine: UInt64 = word == decision / 64 ? 1 << UInt64(decision % 64) : 0
+                    return ancestry[decision][word] & ~mine & ~done[word] == 0
+                }
+            }
+            func rank(_ decision: Decision) -> Int {
+                guard let name = decision.signer.flatMap({ holder(of: $0, state: state) }) else { return Int.max }
+                return seniority[name] ?? Int.max - 1
+            }
+            let next = pending.indices.filter { isReady(pending[$0]) }.min { a, b in
+                let (x, y) = (decisions[pending[a]], decisions[pending[b]])
+                if x.removes != y.removes { return x.removes }
+                let (rx, ry) = (rank(x), rank(y))
+                if rx != ry { return rx < ry }
+                return x.commit.id.hex < y.commit.id.hex   // one signer's own concurrent decisions (or admissions, merged alike either way)
+            }!
+            let index = pending.remove(at: next)
+            done[index / 64] |= 1 << UInt64(index % 64)
+            let decision = decisions[index]
+            guard stands(decision, state: state, joinFalls: falling.contains(index)) else { continue }
+            for (path, change) in decision.files.sorted(by: { $0.key < $1.key }) {
+                if case .success(.member(let name)) = ProfilePathRules.classify(Array(path.utf8), kinds: .empty), seniority[name] == nil,
+                   change.after != nil {
+                    seniority[name] = seniority.count
+                }
+                state[path] = applied(change, to: state[path], path: path)
+            }
+            for (name, member) in members(in: state) where member.status == .active && member.role == .admin {
+                lastAdminVersion[name] = state[ProfilePaths.member(name)]
+            }
+        }
+        keepAnAdmin(&state, lastAdminVersion: lastAdminVersion, seniority: seniority)
+
+        // Every authority file either side has: the replay's version, or, where no change that
+        // stands made it, the file admitting nobody.
         var overrides = [String: [UInt8]]()
-        var fallen = Set<String>()
-        for (side, sideTree, other) in [(theirs, trees.theirs, (commit: ours, tree: trees.ours)),
-                                         (ours, trees.ours, (commit: theirs, tree: trees.theirs))] {
-            let otherMembership = try CommitAuthorizer.membership(in: repository, tree: other.tree)
-            // Who lost rights on the other side: revoked (nothing of theirs stands) or demoted from Admin.
-            var falling = [String: Bool]()   // name → revoked
-            for (name, before) in baseMembership.members where before.status == .active {
-                guard let after = otherMembership.members[name] else { continue }
-                if after.status == .revoked {
-                    falling[name] = true
-                } else if before.role == .admin, after.role != .admin {
-                    falling[name] = false
+        for tree in [trees.ours, trees.theirs] {
+            for (path, bytes) in try authorityFiles(tree, repository) where overrides[path] == nil {
+                overrides[path] = state[path] ?? admittingNobody(bytes, path: path)
+            }
+        }
+        return MembershipResolution(overrides: overrides)
+    }
+
+    /// The ids of `tree`'s members and invitations directories.
+    private static func authority(_ tree: ObjectID, _ repository: Repository) throws -> [ObjectID?] {
+        try [ProfilePaths.membersDirectory, ProfilePaths.invitationsDirectory].map { try repository.entry(at: $0, inTree: tree)?.id }
+    }
+
+    /// `tree`'s member and invitation files, by path.
+    private static func authorityFiles(_ tree: ObjectID, _ repository: Repository) throws -> [String: [UInt8]] {
+        var files = [String: [UInt8]]()
+        for directory in [ProfilePaths.membersDirectory, ProfilePaths.invitationsDirectory] {
+            guard try repository.entry(at: directory, inTree: tree)?.kind == .tree else { continue }
+            for entry in try repository.entries(inDirectory: directory, ofTree: tree) where entry.kind == .blob {
+                files[directory + "/" + entry.name] = try repository.blob(entry.id)
+            }
+        }
+        return files
+    }
+
+    /// A profile never ends with no active Admin: when the replay took the last ones away (they left
+    /// or were revoked concurrently), the most senior member who was ever an active Admin in it gets
+    /// back the file they last had as one.
+    private static func keepAnAdmin(_ state: inout [String: [UInt8]], lastAdminVersion: [String: [UInt8]], seniority: [String: Int]) {
+        guard !members(in: state).values.contains(where: { $0.status == .active && $0.role == .admin }),
+              let senior = lastAdminVersion.keys.min(by: { (seniority[$0] ?? Int.max, $0) < (seniority[$1] ?? Int.max, $1) }) else { return }
+        state[ProfilePaths.member(senior)] = lastAdminVersion[senior]
+    }
+
+    /// Whether `decision` stands against the membership replayed so far.
+    private static func stands(_ decision: Decision, state: [String: [UInt8]], joinFalls: Bool) -> Bool {
+        let membership = members(in: state)
+        let signer = decision.signer.flatMap { key in holder(of: key, state: state) }.flatMap { membership[$0] }
+        if let signer, signer.status == .active {
+            if signer.role == .admin { return true }
+            // A member's own file: their keys, or leaving.
+            return decision.files.keys.allSatisfy { $0 == ProfilePaths.member(signer.name) }
+        }
+        // An admission: one member file, holding the signing key, accepting what is still open.
+        guard let key = decision.signer, decision.files.count == 1, let (path, change) = decision.files.first,
+              case .success(.member) = ProfilePathRules.classify(Array(path.utf8), kinds: .empty),
+              let after = change.after.flatMap({ try? Member.decode($0, path: path) }), after.keys.contains(where: { $0.publicKey == key })
+        else { return false }
+        if let id = after.invitation, change.before == nil {
+            // By open invitation: still open (not withdrawn, made by a change that stands), not overused.
+            guard !joinFalls, let bytes = state[ProfilePaths.invitation(id)],
+                  let invitation = try? OpenInvitation.decode(bytes, path: ProfilePaths.invitation(id)), !invitation.withdrawn else { return false }
+            return true
+        }
+        // A named invitation: the member is still invited as the acceptance found them (a concurrent
+        // acceptance of it is merged below as contested: nobody wins).
+        guard let before = change.before, let current = state[path] else { return false }
+        let pendingNow = (try? Member.decode(current, path: path))?.status
+        return current == before || pendingNow == .active && (try? Member.decode(before, path: path))?.status == .invited
+    }
+
+    /// The members of the replayed files.
+    private static func members(in state: [String: [UInt8]]) -> [String: Member] {
+        var out = [String: Member]()
+        for (path, bytes) in state {
+            guard case .success(.member(let name)) = ProfilePathRules.classify(Array(path.utf8), kinds: .empty),
+                  let member = try? Member.decode(bytes, path: path), member.name == name else { continue }
+            out[name] = member
+        }
+        return out
+    }
+
+    private static func holder(of key: SSHPublicKey, state: [String: [UInt8]]) -> String? {
+        members(in: state).values.filter { $0.keys.contains { $0.publicKey == key } }.map(\.name).min()
+    }
+
+    /// `change` (its commit's before and after) merged into the replayed file `current` as the
+    /// merge policy merges member files and documents.
+    private static func applied(_ change: (before: [UInt8]?, after: [UInt8]?), to current: [UInt8]?, path: String) -> [UInt8]? {
+        guard let after = change.after else { return current }
+        guard let current, current != change.before else { return after }
+        let isMember = path.hasPrefix(ProfilePaths.membersDirectory + "/")
+        let outcome = isMember ? RecordMerge.mergeMemberFile(base: change.before, ours: current, theirs: after)
+                               : RecordMerge.mergeDocument(base: change.before, ours: current, theirs: after)
+        if case .merged(let bytes, _) = outcome { return bytes }
+        return current
+    }
+
+    /// Whether a change to `path` takes rights away: a member revoked, or no longer an Admin.
+    private static func takesRightsAway(path: String, _ change: (before: [UInt8]?, after: [UInt8]?)) -> Bool {
+        guard let before = change.before.flatMap({ try? Member.decode($0, path: path) }),
+              let after = change.after.flatMap({ try? Member.decode($0, path: path) }) else { return false }
+        return before.status == .active && after.status == .revoked || before.role == .admin && after.role != .admin
+    }
+
+    /// The joins by open invitation among `decisions` that fall: those that, with the joins of the
+    /// same invitation before them and those made concurrently, would take it past its uses (two
+    /// joins racing for its last place both fall: no tie-break a claimant could grind).
+    private static func fallingJoins(_ decisions: [Decision], ancestry: [[UInt64]]) -> Set<Int> {
+        var joins = [String: [Int]]()
+        var uses = [String: Int]()
+        for (index, decision) in decisions.enumerated() {
+            for (path, change) in decision.files {
+                if case .success(.invitation(let id)) = ProfilePathRules.classify(Array(path.utf8), kinds: .empty),
+                   let invitation = change.after.flatMap({ try? OpenInvitation.decode($0, path: path) }) {
+                    uses[id] = max(uses[id] ?? 0, invitation.uses)
+                }
+                if change.before == nil, let id = change.after.flatMap({ try? Member.decode($0, path: path) })?.invitation {
+                    joins[id, default: []].append(index)
                 }
             }
-            guard !falling.isEmpty else { continue }
-            let paths = try fallenPaths(in: repository, side: side, other: other, sideTree: sideTree, base: trees.base, falling: &falling)
-            for path in paths.sorted() {
-                overrides[path] = try keptVersion(of: path, in: repository, other: other, side: sideTree)
-            }
-            fallen.formUnion(paths.compactMap { path in
-                if case .success(.member(let name)) = ProfilePathRules.classify(Array(path.utf8), kinds: .empty) { return name }
-                return nil
-            })
         }
-        return MembershipResolution(overrides: overrides, fallen: fallen)
+        func isAncestor(_ a: Int, of b: Int) -> Bool { a != b && ancestry[b][a / 64] & (1 << UInt64(a % 64)) != 0 }
+        var out = Set<Int>()
+        for (id, indices) in joins {
+            for join in indices {
+                let competing = indices.filter { $0 == join || isAncestor($0, of: join) || !isAncestor(join, of: $0) }.count
+                if competing > (uses[id] ?? 0) { out.insert(join) }
+            }
+        }
+        return out
     }
 
-    /// The member and invitation files whose changes on `side` (since its merge base with `other`)
-    /// fall, growing `falling` with the members whose admission or rights fell with them.
-    private static func fallenPaths(in repository: Repository, side: ObjectID, other: (commit: ObjectID, tree: ObjectID), sideTree: ObjectID,
-                                    base: ObjectID, falling: inout [String: Bool]) throws -> Set<String> {
-        let commits = try repository.newCommits(from: side, excluding: [other.commit])
-        // Each commit's authority changes and signer, read once.
-        var changesBySigner = [(signer: String, paths: [String])]()
-        for commit in commits {
-            let paths = try authorityChanges(of: commit, in: repository)
-            guard !paths.isEmpty, let signer = try signer(of: commit, in: repository) else { continue }
-            changesBySigner.append((signer, paths))
-        }
-        let sideChanges = try repository.treeChanges(from: base, to: sideTree).map { String(decoding: $0.path, as: UTF8.self) }
-        var paths = Set<String>()
-        while true {
-            var changed = false
-            for (signer, touched) in changesBySigner {
-                guard let revoked = falling[signer] else { continue }
-                for path in touched where revoked || path != ProfilePaths.member(signer) { changed = paths.insert(path).inserted || changed }
-            }
-            var withdrawn = Set<String>()
-            for path in paths {
-                switch ProfilePathRules.classify(Array(path.utf8), kinds: .empty) {
-                case .success(.member(let name)):
-                    // A member whose file fell keeps what the merge keeps of it; they fall with it as far
-                    // as they had more on this side: not active any more, or no longer an Admin.
-                    let mine = try repository.entry(at: path, inTree: sideTree).flatMap { try? Member.decode(try repository.blob($0.id), path: path) }
-                    let kept = try? Member.decode(try keptVersion(of: path, in: repository, other: other, side: sideTree), path: path)
-                    var now: Bool?
-                    if mine?.status == .active, kept?.status != .active {
-                        now = true
-                    } else if mine?.role == .admin, kept?.role != .admin {
-                        now = false
-                    }
-                    if let now, falling[name] == nil || (now && falling[name] == false) {
-                        falling[name] = now
-                        changed = true
-                    }
-                case .success(.invitation(let id)): withdrawn.insert(id)
-                default: break
-                }
-            }
-            // Members who joined by an invitation that fell fall with it.
-            if !withdrawn.isEmpty {
-                for path in sideChanges where !paths.contains(path) {
-                    guard case .success(.member) = ProfilePathRules.classify(Array(path.utf8), kinds: .empty),
-                          let bytes = try repository.entry(at: path, inTree: sideTree).map({ try repository.blob($0.id) }),
-                          let member = try? Member.decode(bytes, path: path), let id = member.invitation, withdrawn.contains(id) else { continue }
-                    paths.insert(path)
-                    changed = true
-                }
-            }
-            if !changed { return paths }
-        }
+    /// The key that signed `commit` (nil: unsigned, or a signature that does not verify).
+    private static func signer(of commit: Commit, in repository: Repository) throws -> SSHPublicKey? {
+        guard let signed = try repository.signature(ofCommit: commit.id) else { return nil }
+        return try? SSHSignature.verify(signed.signature, message: signed.signedData)
     }
 
-    /// The member and open-invitation files `commit` changed: against its parent, or for a merge, the
-    /// files it gives content no parent had (what its signer chose, not what it brought in).
-    private static func authorityChanges(of commit: Commit, in repository: Repository) throws -> [String] {
-        let prefixes = [ProfilePaths.membersDirectory + "/", ProfilePaths.invitationsDirectory + "/"].map { Array($0.utf8) }
-        var common: Set<String>?
-        for parent in commit.parents.isEmpty ? [nil] : commit.parents.map(Optional.some) {
-            let parentTree = try parent.map { try repository.commit($0).tree }
-            let changed = try repository.treeChanges(from: parentTree, to: commit.tree)
-                .filter { change in prefixes.contains { change.path.starts(with: $0) } }
-                .map { String(decoding: $0.path, as: UTF8.self) }
-            common = common.map { $0.intersection(changed) } ?? Set(changed)
-        }
-        return (common ?? []).sorted()
+    private static func bytes(_ value: TreeEntryValue?, _ repository: Repository) throws -> [UInt8]? {
+        guard case .file(let blob)? = value else { return nil }
+        return try repository.blob(blob)
     }
 
-    /// The member whose key signed `commit`, in its first parent's membership (nil: none, or unsigned).
-    private static func signer(of commit: Commit, in repository: Repository) throws -> String? {
-        guard let parent = commit.parents.first, let signed = try repository.signature(ofCommit: commit.id),
-              let key = try? SSHSignature.verify(signed.signature, message: signed.signedData) else { return nil }
-        let membership = try CommitAuthorizer.membership(in: repository, tree: try repository.commit(parent).tree)
-        return membership.holders(of: key).first?.member.name
-    }
-
-    /// What the merge keeps at `path`, whose change on the fallen side fell: the other side's version
-    /// (the base's where it left the file alone), or, for a file only the fallen side has, that file
-    /// admitting nobody.
-    private static func keptVersion(of path: String, in repository: Repository, other: (commit: ObjectID, tree: ObjectID),
-                                    side: ObjectID) throws -> [UInt8] {
-        if let kept = try repository.entry(at: path, inTree: other.tree) { return try repository.blob(kept.id) }
-        let added = try repository.entry(at: path, inTree: side).map { try repository.blob($0.id) } ?? []
-        guard case .object(var fields)? = try? JSONValue.parse(added) else { return added }
+    /// A member or invitation file that no change that stands made: kept (the format never deletes
+    /// them), admitting nobody.
+    private static func admittingNobody(_ bytes: [UInt8], path: String) -> [UInt8] {
+        guard case .object(var fields)? = try? JSONValue.parse(bytes) else { return bytes }
         switch ProfilePathRules.classify(Array(path.utf8), kinds: .empty) {
         case .success(.member):
             fields["status"] = .string("revoked")
@@ -158,7 +290,7 @@ struct MembershipResolution {
         case .success(.invitation):
             fields["withdrawn"] = .bool(true)
         default:
-            return added
+            return bytes
         }
         return JSONValue.object(fields).canonicalBytes()
     }

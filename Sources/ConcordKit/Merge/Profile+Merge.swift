@@ -49,8 +49,9 @@ extension Profile {
         let (tree, planner, unresolved) = (merge.tree, merge.planner, merge.unresolved)
         // A merge that takes this device's own membership away (its admission or rights rested on an
         // Admin revoked or demoted concurrently) is not made: the device is told, as by a revocation.
-        if merge.resolution.fallen.contains(identity.member),
-           let mine = try CommitAuthorizer.membership(in: repository, tree: tree).members[identity.member], mine.status != .active {
+        if !merge.resolution.overrides.isEmpty,
+           let mine = try CommitAuthorizer.membership(in: repository, tree: tree).members[identity.member], mine.status != .active,
+           try CommitAuthorizer.membership(in: repository, tree: try repository.commit(head).tree).members[identity.member]?.status == .active {
             throw ConcordError.accessRemoved(member: identity.member, by: "a concurrent revocation of the Admin who admitted \(identity.member)",
                                              profile: info.name)
         }

@@ -108,7 +108,7 @@ public final class Profile {
             return member.keys.map { (principal: member.name, key: $0.publicKey, validBefore: validBefore) }
         }
         try FileManager.default.createDirectory(atPath: repository.gitDirectory + "concord", withIntermediateDirectories: true)
-        try Data(AllowedSigners.render(entries).utf8).write(to: URL(fileURLWithPath: signersPath), options: .atomic)
+        try Data(AllowedSigners.render(entries: entries).utf8).write(to: URL(fileURLWithPath: signersPath), options: .atomic)
         try gitCall {
             try repository.setConfig("gpg.format", "ssh")
             try repository.setConfig("gpg.ssh.allowedSignersFile", signersPath)
