@@ -5,24 +5,21 @@ import ConcordTrust
 /// What merging two lines of history does to authority (docs/security.md, "Concurrent changes to
 /// membership"): membership is resolved, not merged file by file.
 ///
-/// When both sides changed member files or open invitations since their merge base, every commit
-/// of either side that changed them (its signer's decision: merges, whose content follows from
-/// their parents, are not decisions) is replayed on the base's membership, one at a time, each
-/// judged against the membership replayed so far rather than the parent its signer had:
+/// Every commit's member and invitation files are the replay of its history's membership decisions:
+/// each non-merge commit that changed them (a merge's content follows from its parents) is replayed
+/// from the profile's first commit, one at a time, judged against the membership replayed so far
+/// rather than the parent its signer had:
 /// - an Admin's change stands if its signer is still an active Admin there; a member's change to
 ///   their own file (their keys, leaving) if they are still active; an admission (an accepted
 ///   invitation, a join by open invitation) if what it accepted is still open there;
-/// - the order is the history's, and among commits neither of which is an ancestor of the other:
+/// - the order is the history's, and among decisions neither of which descends from the other:
 ///   those that take rights away (a revocation, a demotion from Admin) first, then by the seniority
-///   of their signer (the profile's creator first, then in the order the history admitted them;
-///   members admitted on these branches after every earlier one). So a change that takes rights
-///   away wins over what its target did concurrently, and of two Admins who revoke each other the
-///   senior one's revocation stands. No tie between two signers is broken by a commit id, key or
-///   time, which a signer could grind;
-/// - a change that stands is merged into the replayed file as the merge policy merges it (its
-///   parent's version as base: a revocation beats a concurrent change; an admission contested by
-///   another leaves the member invited, a name taken twice admits nobody);
-/// - an open invitation that these branches' joins would take past its uses admits none of them.
+///   of their signer (the creator first, then the first commit's members by name, then in the order
+///   the replay admits members). No tie between two signers is broken by a commit id, key or time;
+/// - a change that stands is merged into the replayed file as member files merge (its parent's
+///   version as base: a revocation beats a concurrent change; an admission contested by another
+///   leaves the member invited, a name taken twice admits nobody);
+/// - joins racing past an open invitation's uses all fall; the most senior Admin stays.
 /// The result is a function of the set of commits, whatever order devices merge them in. A file
 /// only fallen changes made stays, as the format keeps every member and invitation file, but admits
 /// nobody: a member file revoked with no keys, an open invitation withdrawn.
