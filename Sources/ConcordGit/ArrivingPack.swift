@@ -96,19 +96,9 @@ enum ArrivingPack {
             }
             // The delta's own header: the size of its base, then the size of what it rebuilds.
             let next = try inflate(at: at, size: declared, entry: offset)
-            var cursor = 0
-            func varint() -> Int? {
-                var value = 0, shift = 0
-                while cursor < declared, shift <= 56 {
-                    let byte = buffer[cursor]
-                    cursor += 1
-                    value |= Int(byte & 0x7F) << shift
-                    if byte & 0x80 == 0 { return value }
-                    shift += 7
-                }
-                return nil
+            guard let rebuilt = UntrustedPack.deltaSizes(buffer, count: declared)?.result else {
+                throw refuse("a delta at \(offset) whose data is damaged")
             }
-            guard varint() != nil, let rebuilt = varint() else { throw refuse("a delta at \(offset) whose data is damaged") }
             guard rebuilt <= SourceObjects.maxObjectBytes else {
                 throw refuse("a delta at \(offset) rebuilding \(rebuilt) bytes, over the \(SourceObjects.maxObjectBytes)-byte limit")
             }

@@ -29,9 +29,8 @@ public struct HostKey: Sendable, Hashable {
 public struct TransportOptions {
     /// The OpenSSH private key file for ssh remotes (Concord's identity key).
     public var sshPrivateKey: String?
-    /// A second private key, offered when the server refuses the first: a link invitation's
-    /// one-time key, which a concord server lets in (for the acceptance) before it knows this
-    /// device's key.
+    /// A second private key, offered when the server refuses the first (while accepting an
+    /// invitation, concord offers the invitation's one-time key first and the device key second).
     public var sshSecondKey: String?
     /// The user name when the URL has none.
     public var sshUser: String?

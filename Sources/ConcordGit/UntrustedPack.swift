@@ -117,6 +117,25 @@ final class UntrustedPack: @unchecked Sendable {   // its files are opened once,
         }
     }
 
+    /// The two sizes a delta's data starts with (its base's, and what it rebuilds), read from the
+    /// first `count` bytes of `data`; nil when they are not both there.
+    static func deltaSizes(_ data: [UInt8], count: Int) -> (base: Int, result: Int)? {
+        var cursor = 0
+        func varint() -> Int? {
+            var value = 0, shift = 0
+            while cursor < min(count, data.count), shift <= 56 {
+                let byte = data[cursor]
+                cursor += 1
+                value |= Int(byte & 0x7F) << shift
+                if byte & 0x80 == 0 { return value }
+                shift += 7
+            }
+            return nil
+        }
+        guard let base = varint(), let result = varint() else { return nil }
+        return (base, result)
+    }
+
     /// The most bytes of objects libgit2 may rebuild to read one object through its delta chain:
     /// a chain of deltas each rebuilding a large object (up to 10,000 deep) would hold a fetch, and
     /// the profile lock, for hours.
@@ -187,19 +206,7 @@ final class UntrustedPack: @unchecked Sendable {   // its files are opened once,
             let produced = stream.withUnsafeBufferPointer { input in
                 delta.withUnsafeMutableBufferPointer { concord_inflate_prefix(input.baseAddress, streamLength, $0.baseAddress, $0.count) }
             }
-            var cursor = 0
-            func varint() -> Int? {
-                var value = 0, shift = 0
-                while cursor < produced, shift <= 56 {
-                    let byte = delta[cursor]
-                    cursor += 1
-                    value |= Int(byte & 0x7F) << shift
-                    if byte & 0x80 == 0 { return value }
-                    shift += 7
-                }
-                return nil
-            }
-            guard produced > 0, varint() != nil, let rebuilt = varint() else { throw refuse("at \(offset) whose data is damaged") }
+            guard produced > 0, let rebuilt = Self.deltaSizes(delta, count: produced)?.result else { throw refuse("at \(offset) whose data is damaged") }
             guard rebuilt <= SourceObjects.maxObjectBytes else {
                 throw refuse("at \(offset) rebuilding \(rebuilt) bytes, over the \(SourceObjects.maxObjectBytes)-byte limit")
             }

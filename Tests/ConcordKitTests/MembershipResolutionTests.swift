@@ -112,6 +112,56 @@ final class MembershipResolutionTests: KitTestCase {
         return (6, fell)
     }
 
+    /// Honest races, each merged both ways: two Admins who revoke each other at once (the senior one,
+    /// the creator, stays; the other's device, merging, is told its access is gone), and the last two
+    /// Admins leaving at once (the senior one keeps the Admin role they had).
+    func testHonestRacesBetweenAdminsResolveToTheSeniorOne() throws {
+        let clock = ManualClock("2026-01-01T10:00:00.000Z")
+        let alice = try makeIdentity("alice", device: "laptop"), bob = try makeIdentity("bob", device: "phone")
+        let dave = try makeIdentity("dave", device: "tablet")
+        let origin = try makeProfile("origin", identity: alice, clock: clock)
+        try origin.members.add("bob", role: .admin, device: bob.device, key: bob.key.publicKey, as: alice)
+        try origin.members.add("dave", role: .editor, device: dave.device, key: dave.key.publicKey, as: alice)
+        func copy(_ name: String, as identity: Identity) throws -> Profile {
+            let path = sandbox.appendingPathComponent(name)
+            try gitOK(["clone", "-q", origin.root.path, path.path], in: sandbox)
+            fsckAtEnd(path)
+            return try Profile.open(at: path, environment: makeEnvironment(identity, clock: clock))
+        }
+        func status(_ name: String, in profile: Profile) throws -> String {
+            let member = try XCTUnwrap(try profile.members.list().first { $0.name == name })
+            return "\(member.role.rawValue) \(member.status.rawValue)"
+        }
+
+        // Revoking each other.
+        let (a, b) = (try copy("mutual-a", as: alice), try copy("mutual-b", as: bob))
+        try a.members.revoke("bob", as: alice)
+        try b.members.revoke("alice", as: bob)
+        let viaDave = try copy("mutual-dave", as: dave)
+        try pull(a, into: viaDave, as: dave)
+        try pull(b, into: viaDave, as: dave)
+        XCTAssertEqual(try status("alice", in: viaDave), "admin active", "the creator's revocation stands")
+        XCTAssertEqual(try status("bob", in: viaDave), "admin revoked")
+        XCTAssertThrowsError(try pull(a, into: b, as: bob), "bob's device makes no merge that revokes bob") { error in
+            guard case ConcordError.accessRemoved(let member, _, _) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(member, "bob")
+        }
+        try pull(b, into: a, as: alice)
+        XCTAssertEqual(try gitOK(["rev-parse", "HEAD:.concord/members"], in: a.root), try gitOK(["rev-parse", "HEAD:.concord/members"], in: viaDave.root))
+        XCTAssertNoThrow(try viaDave.verification.run())
+
+        // The last two Admins leave at once.
+        let (c, d) = (try copy("leave-a", as: alice), try copy("leave-b", as: bob))
+        try c.members.leave(as: alice)
+        try d.members.leave(as: bob)
+        let merged = try copy("leave-dave", as: dave)
+        try pull(c, into: merged, as: dave)
+        try pull(d, into: merged, as: dave)
+        XCTAssertEqual(try status("alice", in: merged), "admin active", "the most senior Admin stays one")
+        XCTAssertEqual(try status("bob", in: merged), "admin revoked")
+        XCTAssertNoThrow(try merged.verification.run())
+    }
+
     /// Fetches `from`'s branch into `into` and merges it.
     @discardableResult
     private func pull(_ from: Profile, into: Profile, as identity: Identity) throws -> MergeReport {

@@ -13,13 +13,7 @@ final class MemberAttackTests: SyncTestCase {
     /// changing a vocabulary record. Judged by his first parent he was an Admin; judged by the merge
     /// of both parents he is a Viewer, and both are refused.
     func testADemotedAdminsMergeOnAnOldFirstParentIsRefused() throws {
-        let team = try makeAccessTeam()
-        try assertAccepted(team, commit: try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
-            try editMember("eddie", in: clone) { $0["role"] = "admin" }
-        })
-        let fork = sandbox.appendingPathComponent("eddie-fork")
-        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
-        fsckAtEnd.append(fork)
+        let (team, fork) = try eddieAsAdminWithAFork()
         let demotion = try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
             try editMember("eddie", in: clone) { $0["role"] = "viewer" }
         }
@@ -66,13 +60,7 @@ final class MemberAttackTests: SyncTestCase {
     /// merge's signer is not active in the merged membership. A policy merge an honest member makes
     /// of the same two parents holds eddie2 revoked with no keys, and is taken.
     func testARevokedAdminsAliasMadeOnAnOldForkFallsWithHim() throws {
-        let team = try makeAccessTeam()
-        try assertAccepted(team, commit: try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
-            try editMember("eddie", in: clone) { $0["role"] = "admin" }
-        })
-        let fork = sandbox.appendingPathComponent("eddie-fork")
-        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
-        fsckAtEnd.append(fork)
+        let (team, fork) = try eddieAsAdminWithAFork()
         let revocation = try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
             try editMember("eddie", in: clone) { $0["status"] = "revoked" }
         }
@@ -266,6 +254,19 @@ final class MemberAttackTests: SyncTestCase {
         let result = try concordWithDeadline(["clone", team.remote.url, target.path], as: team.eddie, in: sandbox)
         assertOneLineRefusal(result, status: 4, mentions: ["access removed: alice revoked your access to"])
         XCTAssertFalse(FileManager.default.fileExists(atPath: target.path), "no copy is left")
+    }
+
+    /// The access team with Eddie promoted to Admin by Alice, and a plain git clone of that main:
+    /// the copy Eddie keeps.
+    private func eddieAsAdminWithAFork() throws -> (AccessTeam, URL) {
+        let team = try makeAccessTeam()
+        try assertAccepted(team, commit: try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
+            try editMember("eddie", in: clone) { $0["role"] = "admin" }
+        })
+        let fork = sandbox.appendingPathComponent("eddie-fork")
+        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
+        fsckAtEnd.append(fork)
+        return (team, fork)
     }
 
     /// Like `assertRefused`, for a commit refused by the structural check (`invalid commit`).

@@ -13,7 +13,8 @@ final class RevocationTests: SyncTestCase {
     func testARevokedDeviceReportsAccessRemovedAndDeletesItsCopyOverSSH() throws { try revokedDeviceLeaves(.ssh) }
 
     private func revokedDeviceLeaves(_ transport: SyncTransport) throws {
-        let scene = try makeTwoDevices(transport, other: ("bob", "tablet"), role: "editor")
+        let scene = try makeTwoDevices(transport, other: ("bob", "tablet"), role: "editor",
+                                       records: [("vocabulary/puzzle", #"{"label":"everyone has this"}"#)])
         let (alice, bob) = (scene.owner, scene.other)
         // Bob's copy is meant to go: it is not checked at the end.
         fsckAtEnd.removeAll { $0 == scene.otherProfile }
@@ -35,6 +36,8 @@ final class RevocationTests: SyncTestCase {
         XCTAssertEqual(dumps.count, 1, "\(dumps)")
         let dump = try String(contentsOf: saved.appendingPathComponent(dumps[0]), encoding: .utf8)
         XCTAssertTrue(dump.contains("written before the revocation arrived"), dump)
+        // Only what never reached the remote: not the records every device already has.
+        XCTAssertFalse(dump.contains("everyone has this"), dump)
         XCTAssertTrue(result.stderr.contains(dumps[0]), result.stderr)
         let registry = (try? String(contentsOf: bob.home.appendingPathComponent("profiles.json"), encoding: .utf8)) ?? ""
         // Listed still, as removed, so `concord profiles` can say why (ProfileListTests).

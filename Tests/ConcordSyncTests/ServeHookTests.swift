@@ -112,7 +112,25 @@ final class ServeHookTests: ConcordServeTestCase {
                                 "--trust-host", host.sshd.hostKeyFingerprint], as: fay)
         XCTAssertNotEqual(late.status, 0, late.summary)
         XCTAssertEqual(late.stderr.split(separator: "\n").count, 1, late.stderr)
+        XCTAssertTrue(late.stderr.contains("all its places are taken"), "said in words: \(late.stderr)")
         XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.appendingPathComponent("group-fay").path))
+    }
+
+    /// Erin is already a member of another profile on the server, so sshd lets her device key in and
+    /// `concord serve` refuses it for "kid": accepting a link invitation to "kid" offers the
+    /// invitation's one-time key first, and goes through.
+    func testALinkInvitationIsAcceptedByADeviceTheServerKnowsFromAnotherProfile() throws {
+        let alice = try makeDevice("alice", device: "laptop")
+        let erin = try makeDevice("erin", device: "tablet")
+        let host = try makeHost(admin: alice)
+        _ = try publish("other", on: host, members: [(erin, "user")])
+        let aliceProfile = try publish("kid", on: host)
+        XCTAssertNotEqual(try ssh("git-upload-pack '/other.git'", as: erin, host: host).status, 255, "sshd lets erin's key in")
+        let output = try concordOK(["share", "erin", "--role", "user"], as: alice, in: aliceProfile)
+        let invitation = try XCTUnwrap(output.split(separator: "\n").last.map(String.init))
+        try concordOK(["sync"], as: alice, in: aliceProfile)
+        let target = try acceptThroughServer(invitation, as: erin, host: host, profile: "kid", into: "kid-erin")
+        XCTAssertTrue(try concordOK(["members"], as: erin, in: target).contains("erin  user  active"))
     }
 
     /// The post-receive hook starts concord only for a push that may change who can log in (main

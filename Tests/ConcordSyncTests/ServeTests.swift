@@ -101,11 +101,13 @@ final class ServeTests: ConcordServeTestCase {
         let (cloned, veraProfile) = try cloneThroughServer("kid", as: vera, host: host)
         XCTAssertEqual(cloned.status, 0, cloned.summary)
 
-        // Vera commits by hand in her concord copy (concord itself would refuse), signed with her key, and syncs.
+        // Vera commits by hand in her concord copy (concord itself would refuse), signed with her key, and
+        // syncs: her device checks its own commits before sending and sends nothing (exit 5).
         let commit = try commitWithGit(in: veraProfile, signedWith: vera.keyFile) { try setLabel("viewer was here", of: "puzzle", in: $0) }
         let refused = try concord(["sync"], as: vera, in: veraProfile)
-        assertOneLineRefusal(refused, status: 4, mentions: [
-            "\(commit.prefix(7)) by vera@tablet changes vocabulary/puzzle: Viewers may not write vocabulary",
+        assertOneLineRefusal(refused, status: 5, mentions: [
+            "this device's commit \(commit.prefix(7)) would be refused by every other device",
+            "\(commit.prefix(7)) by vera@tablet changes vocabulary/puzzle: Viewers may not write vocabulary", "nothing was sent",
         ])
         XCTAssertEqual(try serverMain("kid", host: host), published, "the server stored nothing")
 
@@ -126,7 +128,7 @@ final class ServeTests: ConcordServeTestCase {
             try Data(text.replacingOccurrences(of: "\"viewer\"", with: "\"admin\"").utf8).write(to: file)
         }
         let escalated = try concord(["sync"], as: vera, in: veraProfile)
-        assertOneLineRefusal(escalated, status: 4, mentions: [
+        assertOneLineRefusal(escalated, status: 5, mentions: [
             "\(escalation.prefix(7)) by vera@tablet changes .concord/members/vera.json", "only add or remove their own device keys",
         ])
         XCTAssertEqual(try serverMain("kid", host: host), published)

@@ -147,7 +147,18 @@ extension Profile {
         defer { if let loginKey { try? FileManager.default.removeItem(at: loginKey) } }
         environment.invitationLoginKey = loginKey?.path
         for attempt in 1...maxSyncAttempts {
-            let profile = try clone(url: invitation.url, into: directory, identity: identity, environment: environment, trustHost: trustHost)
+            let profile: Profile
+            do {
+                profile = try clone(url: invitation.url, into: directory, identity: identity, environment: environment, trustHost: trustHost)
+            } catch let error as ConcordError where invitation.open != nil {
+                // A concord server lets an open invitation's key in only while it has places left.
+                switch error {
+                case .authenticationFailed, .refused:
+                    throw ConcordError.invitationRefused(member: identity.member, reason: "the server no longer lets this invitation in: "
+                        + "all its places are taken, or it expired or was withdrawn; ask \(invitation.invitedBy) for a new one")
+                default: throw error
+                }
+            }
             let report: SyncReport?
             do {
                 if invitation.open == nil {

@@ -128,21 +128,23 @@ public final class Profile {
 
     /// Deletes this device's copy of the profile (its directory, repository included) and its
     /// entry in the profile registry: what a revoked member's device does. Commits that never
-    /// reached `remote` are not lost silently: the profile is first exported as a dump under
-    /// `$CONCORD_HOME/saved/`, whose path is returned (nil when there was nothing unsent).
+    /// reached `remote` are not lost silently: the records and log entries they changed (and only
+    /// those: `Records.exportUnsent`) are first saved as a dump under `$CONCORD_HOME/saved/`, whose
+    /// path is returned (nil when there was nothing unsent).
     /// `removedBecause` keeps the profile listed in the registry as removed, with that reason
     /// (a revocation); nil forgets it (the member left). `savingUnsent` false saves nothing (the
     /// Admin deleting the profile everywhere).
     @discardableResult
     public func removeLocalCopy(unsentTo remote: String, removedBecause reason: String? = nil, savingUnsent: Bool = true) throws -> URL? {
         var saved: URL?
-        if try savingUnsent && localCommits(remote) > 0 {
+        let unsent = try savingUnsent && localCommits(remote) > 0 ? records.exportUnsent(to: remote) : nil
+        if let unsent, !unsent.records.isEmpty || !unsent.logs.isEmpty {
             let directory = environment.home.appendingPathComponent("saved")
             let stamp = HLClock.formatInstant(environment.wallClock()).replacingOccurrences(of: ":", with: "")
             let file = directory.appendingPathComponent("\(info.id)-\(stamp).json")
             do {
                 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-                try Data(records.exportDump().canonicalBytes()).write(to: file, options: .atomic)
+                try Data(unsent.canonicalBytes()).write(to: file, options: .atomic)
             } catch let error as ConcordError {
                 throw error
             } catch {

@@ -161,4 +161,44 @@ extension Records {
         }
         return Dump(records: records, logs: logs)
     }
+
+    /// The records and log entries this device's own commits changed that `remote` has not received
+    /// (they are not in what was last fetched from it): what a revoked device saves before its copy
+    /// goes, and nothing else. A record is saved as HEAD has it (tombstones are not); a log file
+    /// gives only the entries the remote's version lacks. Merges bring others' work: not counted.
+    public func exportUnsent(to remote: String) throws -> Dump {
+        let repository = profile.repository
+        return try gitCall {
+            guard let head = try repository.resolveReference("HEAD") else { return Dump(records: [], logs: []) }
+            let tracking = try repository.resolveReference(Profile.trackingRef(remote))
+            var paths = Set<String>()
+            for commit in try repository.newCommits(from: head, excluding: tracking.map { [$0] } ?? []) where commit.parents.count <= 1 {
+                let parentTree = try commit.parents.first.map { try repository.commit($0).tree }
+                for change in try repository.treeChanges(from: parentTree, to: commit.tree) { paths.insert(String(decoding: change.path, as: UTF8.self)) }
+            }
+            let headTree = try repository.commit(head).tree
+            let trackingTree = try tracking.map { try repository.commit($0).tree }
+            func bytes(_ path: String, _ tree: ObjectID?) throws -> [UInt8]? {
+                guard let tree, let entry = try repository.entry(at: path, inTree: tree), entry.kind == .blob else { return nil }
+                return try repository.blob(entry.id)
+            }
+            var records = [Dump.RecordItem](), logs = [Dump.LogItem]()
+            for path in paths.sorted() {
+                switch ProfilePathRules.classify(Array(path.utf8), kinds: profile.kinds) {
+                case .success(.record(let kind, _)):
+                    if let bytes = try bytes(path, headTree), let record = try? Record.decode(bytes), let data = record.data {
+                        records.append(Dump.RecordItem(kind: kind.name, id: record.id.rawValue, data: data))
+                    }
+                case .success(.logDay(let kind, _)):
+                    let sent = Set(((try bytes(path, trackingTree)).flatMap { try? LogEntry.parseLogFile($0) } ?? []).map(\.identity))
+                    for entry in (try bytes(path, headTree)).flatMap({ try? LogEntry.parseLogFile($0) }) ?? [] where !sent.contains(entry.identity) {
+                        logs.append(Dump.LogItem(kind: kind.name, id: entry.id.rawValue, data: entry.data, at: entry.at.description,
+                                                 by: entry.by, device: entry.device))
+                    }
+                default: continue
+                }
+            }
+            return Dump(records: records, logs: logs)
+        }
+    }
 }

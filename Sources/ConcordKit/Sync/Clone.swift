@@ -88,7 +88,7 @@ extension Profile {
             return false
         }, stallTimeout: environment.networkTimeout,
            knownHostLines: location.knownHostsName == nil ? [] : knownHosts.lines(for: hostName))
-        options.sshSecondKey = environment.invitationLoginKey
+        offerKeys(&options, identity: identity, invitationKey: environment.invitationLoginKey)
         // A profile object only to reuse the transport error mapping; replaced below.
         let provisional = Profile(root: root, repository: repository, environment: environment,
                                   info: ProfileInfo(id: "", name: "", formatVersion: concordFormatVersion, createdAt: ""), kinds: .empty)

@@ -54,8 +54,18 @@ extension Profile {
             knownHosts.verdict(host: hostName, key: key) == true
         }, stallTimeout: environment.networkTimeout,
            knownHostLines: location.knownHostsName == nil ? [] : knownHosts.lines(for: hostName))
-        options.sshSecondKey = environment.invitationLoginKey
+        Self.offerKeys(&options, identity: identity, invitationKey: environment.invitationLoginKey)
         return options
+    }
+
+    /// The keys ssh offers, in order: while accepting an invitation, its one-time key first, then the
+    /// device key. A concord server lets the one-time key in for that profile; it may also know the
+    /// device key, as another profile's member, and then refuses it for this one without asking for
+    /// another key (so the one-time key must come first).
+    static func offerKeys(_ options: inout TransportOptions, identity: Identity, invitationKey: String?) {
+        guard let invitationKey else { return }
+        options.sshPrivateKey = invitationKey
+        options.sshSecondKey = identity.privateKeyPath.path
     }
 
     /// Where a fetch puts the remote's main, inside the quarantine (see `fetchVerified`).
