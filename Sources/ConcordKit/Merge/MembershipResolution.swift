@@ -34,6 +34,8 @@ struct MembershipResolution {
     /// One commit's change to member and invitation files, with who signed it.
     private struct Decision {
         let commit: Commit
+        /// Its position among the commits of both histories (parents first).
+        let position: Int
         let signer: SSHPublicKey?
         /// path → (before, after) in this commit against its parent.
         let files: [String: (before: [UInt8]?, after: [UInt8]?)]
@@ -74,7 +76,7 @@ struct MembershipResolution {
             }
             guard !files.isEmpty else { continue }
             decisionOf[index] = decisions.count
-            decisions.append(Decision(commit: commit, signer: try signer(of: commit, in: repository), files: files,
+            decisions.append(Decision(commit: commit, position: index, signer: try signer(of: commit, in: repository), files: files,
                                       removes: files.contains { path, change in takesRightsAway(path: path, change) }))
         }
         guard !decisions.isEmpty else { return .none }
@@ -88,7 +90,7 @@ struct MembershipResolution {
             }
             if let decision = decisionOf[index] { below[index][decision / 64] |= 1 << UInt64(decision % 64) }
         }
-        let ancestry = decisions.map { below[position[$0.commit.id]!] }
+        let ancestry = decisions.map { below[$0.position] }
 
         // Seniority: the first commit's members first (its signer, the creator, before them), then in
         // the order the replay admits members.
@@ -115,13 +117,14 @@ struct MembershipResolution {
                 guard let name = decision.signer.flatMap({ holder(of: $0, state: state) }) else { return Int.max }
                 return seniority[name] ?? Int.max - 1
             }
-            let next = pending.indices.filter { isReady(pending[$0]) }.min { a, b in
+            // A history is acyclic, so some pending decision always has every ancestor done.
+            guard let next = pending.indices.filter({ isReady(pending[$0]) }).min(by: { a, b in
                 let (x, y) = (decisions[pending[a]], decisions[pending[b]])
                 if x.removes != y.removes { return x.removes }
                 let (rx, ry) = (rank(x), rank(y))
                 if rx != ry { return rx < ry }
                 return x.commit.id.hex < y.commit.id.hex   // one signer's own concurrent decisions (or admissions, merged alike either way)
-            }!
+            }) else { break }
             let index = pending.remove(at: next)
             done[index / 64] |= 1 << UInt64(index % 64)
             let decision = decisions[index]

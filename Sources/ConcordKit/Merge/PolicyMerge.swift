@@ -12,7 +12,7 @@ struct PolicyMerge {
     let tree: ObjectID
     let planner: MergePlanner
     let unresolved: [UnresolvedFile]
-    /// Membership changes that fell (`MembershipResolution`): what the merge keeps instead.
+    /// The member and invitation files the membership resolution decided (`MembershipResolution`).
     let resolution: MembershipResolution
 
     /// Merges `theirs` into `ours` in `repository` (writing the merged blobs and trees to its object
@@ -57,8 +57,8 @@ struct PolicyMerge {
                                            : "both sides changed it and no Concord policy covers it")
             unresolved.append(UnresolvedFile(path: conflict.path.string, savedAs: savedAs, reason: reason))
         }
-        // Membership is resolved, not merged file by file: changes signed by a member the other side
-        // revoked or demoted, and what rested on them, fall (read against the first merge base).
+        // Membership is resolved, not merged file by file: where both sides changed it since the first
+        // merge base, member and invitation files are the replay of both histories' decisions.
         let resolution = try MembershipResolution.compute(in: repository, base: base, ours: ours, theirs: theirs)
         for (path, bytes) in resolution.overrides.sorted(by: { $0.key < $1.key }) {
             try index.set(try treePath(path), to: try repository.writeBlob(bytes))

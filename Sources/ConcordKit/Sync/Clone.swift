@@ -118,8 +118,7 @@ extension Profile {
         let profile = Profile(root: root, repository: repository, environment: environment, info: info, kinds: kinds)
         // Revocation is final: no copy is made of a profile that revokes this device's member (a
         // server shows a revoked key main as it was at the revocation); the caller removes what was fetched.
-        if let mine = try profile.members.member(identity.member, at: tip), mine.status == .revoked,
-           mine.keys.contains(where: { $0.publicKey == identity.key.publicKey }) || mine.keys.isEmpty {
+        if let mine = try profile.members.member(identity.member, at: tip), mine.status == .revoked {
             throw ConcordError.accessRemoved(member: identity.member, by: mine.revokedBy ?? "an admin", profile: info.name)
         }
         let lock = try profile.lock()
