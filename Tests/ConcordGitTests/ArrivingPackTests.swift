@@ -25,7 +25,7 @@ final class ArrivingPackTests: GitTestCase {
         for _ in 0..<1_600 { hasher.update(data: base) }
         let middle = hasher.finalize().withUnsafeBytes { ObjectID(raw: $0) }, last = ObjectPack.id(of: Array("last".utf8), type: .blob)
         // A copy instruction with no offset or size bytes copies 0x10000 bytes from offset 0.
-        let copies = varint(base.count) + varint(100 << 20) + [UInt8](repeating: 0x80, count: 1_600)
+        let copies = HandPack.varint(base.count) + HandPack.varint(100 << 20) + [UInt8](repeating: 0x80, count: 1_600)
         let directory = sandbox.appendingPathComponent("bomb")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try HandPack.write([(baseID, .whole(type: 3, bytes: base)), (middle, .refDelta(base: baseID, data: copies)),
@@ -37,14 +37,23 @@ final class ArrivingPackTests: GitTestCase {
         return content + Array(Insecure.SHA1.hash(data: content))
     }
 
-    private func varint(_ value: Int) -> [UInt8] {
-        var out = [UInt8](), rest = value
-        repeat {
-            let byte = UInt8(rest & 0x7F)
-            rest >>= 7
-            out.append(rest > 0 ? byte | 0x80 : byte)
-        } while rest > 0
-        return out
+    /// A real sshd whose forced command answers any fetch with `tip` as main and the bytes of `pack`
+    /// (the device's wants end with "done": a repository with no commits has nothing to offer); the
+    /// URL to fetch and the options of a key it lets in.
+    private func servingOverSSH(_ pack: URL, tip: String) throws -> (url: String, options: TransportOptions) {
+        let advertised = sandbox.appendingPathComponent("answer.refs")
+        try Data(packet("\(tip) refs/heads/main\0ofs-delta\n") + Array("0000".utf8)).write(to: advertised)
+        let script = "cat '\(advertised.path)'\nsed -n '/done/q' >/dev/null\nprintf '0008NAK\\n'\ncat '\(pack.path)'\n"
+        let server = try SSHServer(directory: sandbox.appendingPathComponent("sshd"))
+        try server.start()
+        addTeardownBlock { server.stop() }
+        let key = try SSHClientKey.generate(in: sandbox, name: "client", home: sandbox)
+        let serve = sandbox.appendingPathComponent("serve.sh")
+        try Data(("#!/bin/sh\n" + script).utf8).write(to: serve)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: serve.path)
+        try server.authorize(publicKeyLine: "command=\"\(serve.path)\",restrict " + key.publicKeyLine)
+        let options = TransportOptions(sshPrivateKey: key.privateKey.path, trustHostKey: { _ in true }, stallTimeout: 30)
+        return (server.url(for: sandbox.appendingPathComponent("remote.git")), options)
     }
 
     private static let refusal = "rebuilding 104857600 bytes, over the 67108864-byte limit"
@@ -69,22 +78,8 @@ final class ArrivingPackTests: GitTestCase {
     func testAnSSHFetchOfAPackOfDeltaBombsIsRefusedBeforeAnyDeltaIsRebuilt() throws {
         let pack = sandbox.appendingPathComponent("answer.pack")
         try Data(try bombPack()).write(to: pack)
-        let advertisement = packet("\(Self.tip) refs/heads/main\0ofs-delta\n") + Array("0000".utf8)
-        let advertised = sandbox.appendingPathComponent("answer.refs")
-        try Data(advertisement).write(to: advertised)
-        // The device's wants end with "done" (a repository with no commits has nothing to offer).
-        let script = "cat '\(advertised.path)'\nsed -n '/done/q' >/dev/null\nprintf '0008NAK\\n'\ncat '\(pack.path)'\n"
-        let server = try SSHServer(directory: sandbox.appendingPathComponent("sshd"))
-        try server.start()
-        addTeardownBlock { server.stop() }
-        let key = try SSHClientKey.generate(in: sandbox, name: "client", home: sandbox)
-        let serve = sandbox.appendingPathComponent("serve.sh")
-        try Data(("#!/bin/sh\n" + script).utf8).write(to: serve)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: serve.path)
-        try server.authorize(publicKeyLine: "command=\"\(serve.path)\",restrict " + key.publicKeyLine)
+        let (remote, options) = try servingOverSSH(pack, tip: Self.tip)
         let (repository, url) = try makeRepository("device")
-        let options = TransportOptions(sshPrivateKey: key.privateKey.path, trustHostKey: { _ in true }, stallTimeout: 30)
-        let remote = server.url(for: sandbox.appendingPathComponent("remote.git"))
         let grown = try peakGrowth {
             XCTAssertThrowsError(try repository.fetch(url: remote, refspecs: ["+refs/heads/main:refs/remotes/origin/main"], options: options)) { error in
                 let message = (error as? GitError)?.message ?? "\(error)"
@@ -105,21 +100,9 @@ final class ArrivingPackTests: GitTestCase {
         let pack = sandbox.appendingPathComponent("sound.pack")
         try ProcessRunner.runOK("/bin/sh", ["-c", "echo HEAD | git pack-objects --revs --stdout -q > " + ProcessRunner.shellQuoted(pack.path)],
                                 environment: isolatedEnvironment(home: sandbox), in: sourceURL)
-        let advertised = sandbox.appendingPathComponent("sound.refs")
-        try Data(packet("\(tip) refs/heads/main\0ofs-delta\n") + Array("0000".utf8)).write(to: advertised)
-        let script = "cat '\(advertised.path)'\nsed -n '/done/q' >/dev/null\nprintf '0008NAK\\n'\ncat '\(pack.path)'\n"
-        let server = try SSHServer(directory: sandbox.appendingPathComponent("sshd"))
-        try server.start()
-        addTeardownBlock { server.stop() }
-        let key = try SSHClientKey.generate(in: sandbox, name: "client", home: sandbox)
-        let serve = sandbox.appendingPathComponent("serve.sh")
-        try Data(("#!/bin/sh\n" + script).utf8).write(to: serve)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: serve.path)
-        try server.authorize(publicKeyLine: "command=\"\(serve.path)\",restrict " + key.publicKeyLine)
+        let (remote, options) = try servingOverSSH(pack, tip: tip)
         let (repository, _) = try makeRepository("device")
-        let options = TransportOptions(sshPrivateKey: key.privateKey.path, trustHostKey: { _ in true }, stallTimeout: 30)
-        try repository.fetch(url: server.url(for: sandbox.appendingPathComponent("remote.git")),
-                             refspecs: ["+refs/heads/main:refs/remotes/origin/main"], options: options)
+        try repository.fetch(url: remote, refspecs: ["+refs/heads/main:refs/remotes/origin/main"], options: options)
         XCTAssertEqual(try repository.resolveReference("refs/remotes/origin/main")?.hex, tip)
     }
 

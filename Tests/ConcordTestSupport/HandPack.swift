@@ -49,7 +49,8 @@ public enum HandPack {
         return out
     }
 
-    private static func varint(_ value: Int) -> [UInt8] {
+    /// `value` as a delta's size varint (seven bits a byte, low first, high bit: more follows).
+    public static func varint(_ value: Int) -> [UInt8] {
         var out = [UInt8](), rest = value
         repeat {
             let byte = UInt8(rest & 0x7F)
