@@ -68,16 +68,9 @@ enum ArrivingPack {
                 offset = next
                 continue
             case 6:
-                guard at < end else { throw refuse("an entry at \(offset) with a damaged header") }
-                var byte = pack[at]
-                var distance = Int(byte & 0x7F)
-                while byte & 0x80 != 0 {
-                    at += 1
-                    guard at < end, distance < 1 << 48 else { throw refuse("a delta at \(offset) with a damaged base offset") }
-                    byte = pack[at]
-                    distance = ((distance + 1) << 7) | Int(byte & 0x7F)
+                guard let distance = UntrustedPack.baseDistance(pack, at: &at, end: end) else {
+                    throw refuse("a delta at \(offset) with a damaged base offset")
                 }
-                at += 1
                 guard let entry = entryAt[offset - distance] else { throw refuse("a delta at \(offset) whose base is not an earlier entry") }
                 base = (cost[entry], depth[entry])
             case 7:

@@ -117,6 +117,23 @@ final class UntrustedPack: @unchecked Sendable {   // its files are opened once,
         }
     }
 
+    /// An offset delta's distance back to its base, read from `bytes` at `at` (moved past it) without
+    /// reading at or past `end`; nil when it runs past `end` or would overflow.
+    static func baseDistance<Bytes: RandomAccessCollection>(_ bytes: Bytes, at: inout Int, end: Int) -> Int?
+    where Bytes.Element == UInt8, Bytes.Index == Int {
+        guard at < end else { return nil }
+        var byte = bytes[at]
+        var distance = Int(byte & 0x7F)
+        while byte & 0x80 != 0 {
+            at += 1
+            guard at < end, distance < 1 << 48 else { return nil }
+            byte = bytes[at]
+            distance = ((distance + 1) << 7) | Int(byte & 0x7F)
+        }
+        at += 1
+        return distance
+    }
+
     /// The two sizes a delta's data starts with (its base's, and what it rebuilds), read from the
     /// first `count` bytes of `data`; nil when they are not both there.
     static func deltaSizes(_ data: [UInt8], count: Int) -> (base: Int, result: Int)? {
@@ -174,16 +191,9 @@ final class UntrustedPack: @unchecked Sendable {   // its files are opened once,
             guard type == 6 || type == 7 else { continue }
             var baseOffset: Int
             if type == 6 {
-                guard at < available else { throw refuse("at \(offset) with a damaged header") }
-                var byte = header[at]
-                var distance = Int(byte & 0x7F)
-                while byte & 0x80 != 0 {
-                    at += 1
-                    guard at < available, distance < 1 << 48 else { throw refuse("at \(offset) with a damaged base offset") }
-                    byte = header[at]
-                    distance = ((distance + 1) << 7) | Int(byte & 0x7F)
+                guard let distance = Self.baseDistance(header, at: &at, end: available) else {
+                    throw refuse("at \(offset) with a damaged base offset")
                 }
-                at += 1
                 baseOffset = offset - distance
             } else {
                 guard at + 20 <= available else { throw refuse("at \(offset) with a damaged header") }
