@@ -62,6 +62,13 @@ public final class MergeIndex {
         }
     }
 
+    /// Takes non-conflicted `path` out of the result (nothing when it is not there).
+    public func remove(_ path: TreePath) throws {
+        let result = git_index_remove(handle, path.string, 0)
+        guard result != GIT_ENOTFOUND.rawValue else { return }
+        try check("git_index_remove", result)
+    }
+
     /// Writes the merged tree; fails while conflicts remain.
     public func writeTree() throws -> ObjectID {
         var oid = git_oid()

@@ -120,6 +120,7 @@ struct Sync: ParsableCommand {
         } else {
             print(syncLine(report))
             for conflict in report.resolved { print("resolved: " + ConflictPhrasing.sentence(conflict)) }
+            for change in report.leftOut { print("left out: " + leftOutSentence(change)) }
         }
         try failOnUnresolved(report.unresolved)
     }
@@ -155,7 +156,18 @@ func syncJSON(_ report: SyncReport) -> JSONValue {
         "resolved": .array(report.resolved.map { .string(ConflictPhrasing.sentence($0)) }),
         "unresolved": .array(report.unresolved.map { .string($0.path) }), "attempts": .number(String(report.attempts)),
         "warnings": .array(report.warnings.map { .string($0) }),
+        "leftOut": leftOutJSON(report.leftOut),
     ])
+}
+
+/// A change a merge left out because its author lost the rights to make it concurrently.
+func leftOutSentence(_ change: LeftOutChange) -> String {
+    "\(change.path): \(change.member)'s change (commit \(change.commit.prefix(7))) lost to the revocation or demotion of \(change.member) "
+        + "made concurrently; it stays in history (concord history \(change.path))"
+}
+
+func leftOutJSON(_ changes: [LeftOutChange]) -> JSONValue {
+    .array(changes.map { .object(["path": .string($0.path), "member": .string($0.member), "commit": .string($0.commit)]) })
 }
 
 func syncLine(_ report: SyncReport) -> String {

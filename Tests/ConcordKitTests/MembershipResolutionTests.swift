@@ -162,6 +162,132 @@ final class MembershipResolutionTests: KitTestCase {
         XCTAssertNoThrow(try merged.verification.run())
     }
 
+    /// An Admin revokes a member while offline, and the member goes on editing (records and a log)
+    /// on their own copy: the revoked member's concurrent changes lose — the merge keeps the file as
+    /// the Admin's side has it and the log without their entries, reports each as left out, and is
+    /// the same whichever side merges first; the revoked device is told its access is gone.
+    func testAnAdminWhoRevokedOfflineSyncsAndTheRevokedMembersConcurrentEditsLose() throws {
+        let clock = ManualClock("2026-01-01T10:00:00.000Z")
+        let alice = try makeIdentity("alice", device: "laptop"), bob = try makeIdentity("bob", device: "phone")
+        let zed = try makeIdentity("zed", device: "desk")
+        let origin = try makeProfile("origin", identity: alice, clock: clock)
+        try origin.members.add("bob", role: .editor, device: bob.device, key: bob.key.publicKey, as: alice)
+        try origin.members.add("zed", role: .admin, device: zed.device, key: zed.key.publicKey, as: alice)
+        try origin.records.write(as: alice) { try $0.put("vocabulary", "apple", data: ["label": "apple"]) }
+        let (a, b) = (try copy(of: origin, "revoke-a", as: alice, clock: clock), try copy(of: origin, "revoke-b", as: bob, clock: clock))
+        clock.advance(by: 60_000)
+        try a.members.revoke("bob", as: alice)
+        try a.records.write(as: alice) { try $0.put("vocabulary", "pear", data: ["label": "pear"]) }
+        clock.advance(by: 60_000)
+        try b.records.write(as: bob) { records in
+            try records.put("vocabulary", "apple", data: ["label": "bob's apple"])
+            try records.put("vocabulary", "plum", data: ["label": "plum"])
+            _ = try records.append("logs", data: ["said": "hello"], id: "bob-1")
+        }
+        let merged = try copy(of: a, "revoke-merged", as: zed, clock: clock)
+        let report = try pull(b, into: a, as: alice)
+        XCTAssertEqual(Set(report.leftOut.map(\.member)), ["bob"])
+        XCTAssertEqual(Set(report.leftOut.map(\.path)).count, 3, "apple, plum and the day's log: \(report.leftOut)")
+        XCTAssertEqual(try a.records.get("vocabulary", "apple").data?["label"], "apple", "bob's concurrent edit lost")
+        XCTAssertThrowsError(try a.records.get("vocabulary", "plum"), "bob's concurrent record left out")
+        XCTAssertEqual(try a.records.get("vocabulary", "pear").data?["label"], "pear")
+        XCTAssertTrue(try a.records.logEntries("logs").allSatisfy { $0.by != "bob" })
+        XCTAssertNoThrow(try a.verification.run(), "the Admin's merge passes every device's check")
+        // The same tree whoever merges, in either order.
+        try pull(b, into: merged, as: zed)
+        XCTAssertEqual(try gitOK(["rev-parse", "HEAD^{tree}"], in: a.root), try gitOK(["rev-parse", "HEAD^{tree}"], in: merged.root))
+        let other = try copy(of: b, "revoke-other-order", as: zed, clock: clock)
+        try pull(a, into: other, as: zed)
+        XCTAssertEqual(try gitOK(["rev-parse", "HEAD^{tree}"], in: a.root), try gitOK(["rev-parse", "HEAD^{tree}"], in: other.root))
+        // The edits stay in history, and bob's device is told.
+        XCTAssertEqual(try gitOK(["show", "refs/peers/incoming:vocabulary/" + RecordPaths.bucket("plum") + "/plum.json"], in: a.root).isEmpty, false)
+        XCTAssertThrowsError(try checkAccess(b, fetching: a, as: bob)) { error in
+            guard case ConcordError.accessRemoved(let member, let by, _) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual([member, by], ["bob", "alice"])
+        }
+    }
+
+    /// A member demoted to Viewer who writes on a copy from before the demotion, weeks later, gains
+    /// nothing: their own merge with main leaves the edit out, and a merge they build by hand to
+    /// keep it is refused by every device.
+    func testADemotedMemberWritingOnAnOldParentGainsNothing() throws {
+        let clock = ManualClock("2026-01-01T10:00:00.000Z")
+        let alice = try makeIdentity("alice", device: "laptop"), carol = try makeIdentity("carol", device: "phone")
+        let origin = try makeProfile("origin", identity: alice, clock: clock)
+        try origin.members.add("carol", role: .editor, device: carol.device, key: carol.key.publicKey, as: alice)
+        let old = try copy(of: origin, "old", as: carol, clock: clock)
+        clock.advance(by: 60_000)
+        try origin.members.setRole("carol", to: .viewer, as: alice)
+        clock.advance(by: 21 * 86_400_000)
+        try old.records.write(as: carol) { try $0.put("vocabulary", "late", data: ["label": "weeks later"]) }
+        let edited = try gitOK(["rev-parse", "HEAD"], in: old.root)
+        let report = try pull(origin, into: old, as: carol)
+        XCTAssertEqual(report.leftOut.map(\.path), ["vocabulary/" + RecordPaths.bucket("late") + "/late.json"])
+        XCTAssertThrowsError(try old.records.get("vocabulary", "late"))
+        XCTAssertNoThrow(try old.verification.run())
+        // By hand: the same merge with the edit kept, signed by carol.
+        let checkout = sandbox.appendingPathComponent("by-hand")
+        try gitOK(["clone", "-q", old.root.path, checkout.path], in: sandbox)
+        try gitOK(["reset", "-q", "--hard", "HEAD^1"], in: checkout)
+        try gitOK(["fetch", "-q", origin.root.path, "main:refs/heads/upstream"], in: checkout)
+        try gitOK(["-c", "user.name=carol", "-c", "user.email=c@x", "-c", "gpg.format=ssh", "-c", "user.signingkey=\(carol.privateKeyPath.path)",
+                   "merge", "-q", "-S", "--no-edit", "-X", "ours", "upstream"], in: checkout)
+        XCTAssertEqual(try gitOK(["rev-parse", "HEAD^1"], in: checkout), edited)
+        let tip = try gitOK(["rev-parse", "HEAD"], in: checkout)
+        XCTAssertThrowsError(try Profile.open(at: checkout, environment: makeEnvironment(alice, clock: clock)).verification.run()) { error in
+            guard case ConcordError.unauthorizedCommit(let commit, let signer, _, _) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(commit, String(tip.prefix(commit.count)))
+            XCTAssertEqual(signer, "carol@phone")
+        }
+    }
+
+    /// An Admin is demoted while the member they admitted, offline, has been working on their side
+    /// for a week: the admission rested on the Admin's rights, so it falls with everything the member
+    /// did; the member's device is told so in words when it merges, and every other device syncs.
+    func testAMemberAdmittedByAConcurrentlyDemotedAdminIsToldTheirAdmissionFell() throws {
+        let clock = ManualClock("2026-01-01T10:00:00.000Z")
+        let alice = try makeIdentity("alice", device: "laptop"), bob = try makeIdentity("bob", device: "phone")
+        let dave = try makeIdentity("dave", device: "tablet")
+        let origin = try makeProfile("origin", identity: alice, clock: clock)
+        try origin.members.add("bob", role: .admin, device: bob.device, key: bob.key.publicKey, as: alice)
+        let b = try copy(of: origin, "bob-side", as: bob, clock: clock)
+        clock.advance(by: 60_000)
+        try b.members.add("dave", role: .editor, device: dave.device, key: dave.key.publicKey, as: bob)
+        let d = try copy(of: b, "dave-side", as: dave, clock: clock)
+        for day in 1...7 {
+            clock.advance(by: 86_400_000)
+            try d.records.write(as: dave) { try $0.put("vocabulary", "day\(day)", data: ["label": .string("day \(day)")]) }
+        }
+        try pull(d, into: b, as: bob)
+        try origin.members.setRole("bob", to: .editor, as: alice)
+        let report = try pull(b, into: origin, as: alice)
+        XCTAssertEqual(report.leftOut.count, 7, "dave's week of records: \(report.leftOut)")
+        let daveNow = try XCTUnwrap(try origin.members.list().first { $0.name == "dave" })
+        XCTAssertEqual(daveNow.status, .revoked)
+        XCTAssertNoThrow(try origin.verification.run())
+        XCTAssertThrowsError(try checkAccess(d, fetching: origin, as: dave)) { error in
+            guard case ConcordError.accessRemoved(let member, let by, _) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(member, "dave")
+            XCTAssertTrue(by.contains("the Admin who admitted dave"), by)
+        }
+        // bob, now an Editor, syncs.
+        XCTAssertNoThrow(try pull(origin, into: b, as: bob))
+        XCTAssertEqual(try gitOK(["rev-parse", "HEAD^{tree}"], in: origin.root), try gitOK(["rev-parse", "HEAD^{tree}"], in: b.root))
+    }
+
+    /// What `profile`'s sync says when `remote`'s main arrives (the check a sync makes before merging).
+    private func checkAccess(_ profile: Profile, fetching remote: Profile, as identity: Identity) throws {
+        try gitOK(["fetch", "-q", remote.root.path, "+main:refs/peers/incoming"], in: profile.root)
+        try profile.members.checkAccess(at: try profile.repository.resolveReference("refs/peers/incoming")!, for: identity)
+    }
+
+    private func copy(of profile: Profile, _ name: String, as identity: Identity, clock: ManualClock) throws -> Profile {
+        let path = sandbox.appendingPathComponent(name)
+        try gitOK(["clone", "-q", profile.root.path, path.path], in: sandbox)
+        fsckAtEnd(path)
+        return try Profile.open(at: path, environment: makeEnvironment(identity, clock: clock))
+    }
+
     /// Fetches `from`'s branch into `into` and merges it.
     @discardableResult
     private func pull(_ from: Profile, into: Profile, as identity: Identity) throws -> MergeReport {

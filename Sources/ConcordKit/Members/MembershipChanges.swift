@@ -91,7 +91,10 @@ extension Members {
     func checkAccess(at commit: ObjectID, for identity: Identity) throws {
         guard let member = try member(identity.member, at: commit) else { return try checkOpenAcceptance(at: commit, for: identity) }
         guard member.status == .revoked else { return }
-        throw ConcordError.accessRemoved(member: identity.member, by: member.revokedBy ?? "an admin", profile: profile.info.name)
+        // A file with no revoker: an admission that fell with the rights of the Admin who made it (`MembershipResolution`).
+        throw ConcordError.accessRemoved(member: identity.member,
+                                         by: member.revokedBy ?? "a concurrent revocation or demotion of the Admin who admitted \(identity.member)",
+                                         profile: profile.info.name)
     }
 
     private func checkOpenAcceptance(at commit: ObjectID, for identity: Identity) throws {

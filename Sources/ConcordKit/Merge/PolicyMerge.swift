@@ -14,6 +14,9 @@ struct PolicyMerge {
     let unresolved: [UnresolvedFile]
     /// The member and invitation files the membership resolution decided (`MembershipResolution`).
     let resolution: MembershipResolution
+    /// The files taken from the other side because a member who lost their rights in this merge
+    /// changed them concurrently (`RightsTakenAway`).
+    let leftOut: [RightsTakenAway.LeftOut]
 
     /// Merges `theirs` into `ours` in `repository` (writing the merged blobs and trees to its object
     /// database; no ref, index or working tree changes).
@@ -63,6 +66,8 @@ struct PolicyMerge {
         for (path, bytes) in resolution.overrides.sorted(by: { $0.key < $1.key }) {
             try index.set(try treePath(path), to: try repository.writeBlob(bytes))
         }
-        return PolicyMerge(tree: try index.writeTree(), planner: planner, unresolved: unresolved, resolution: resolution)
+        // What members who lost rights in this merge did concurrently counts only as far as the rights left allow.
+        let leftOut = try RightsTakenAway.apply(to: index, in: repository, ours: ours, theirs: theirs, base: base, kinds: planner.kinds)
+        return PolicyMerge(tree: try index.writeTree(), planner: planner, unresolved: unresolved, resolution: resolution, leftOut: leftOut)
     }
 }

@@ -16,6 +16,17 @@ public struct MergeReport: Sendable {
     public var liveRecordsWritten: Int = 0
     public let resolved: [ResolvedConflict]
     public let unresolved: [UnresolvedFile]
+    /// Files whose change by a member who lost their rights concurrently the merge left out.
+    public var leftOut: [LeftOutChange] = []
+}
+
+/// A file a merge took from the other side because the member who changed it lost, concurrently,
+/// the rights to change it (revoked or demoted; docs/security.md). The change stays in history.
+public struct LeftOutChange: Sendable, Equatable {
+    public let path: String
+    public let member: String
+    /// Their newest commit that changed it (hex).
+    public let commit: String
 }
 
 extension Profile {
@@ -66,11 +77,13 @@ extension Profile {
             actor: identity, action: .merged, stamp: stamp, references: [])
         message.extraTrailers = resolved.map { "Concord-Resolved: \($0.trailerValue)" }
             + unresolved.map { "Concord-Unresolved: \($0.path)" + ($0.savedAs.map { " saved=\($0)" } ?? "") }
+            + merge.leftOut.map { "Concord-Left-Out: \($0.trailerValue)" }
         let commit = try repository.createSignedCommit(
             tree: tree, parents: [head, theirs], author: GitSignature(name: identity.member, email: CommitWriter.email(identity), time: stamp.wallMillis / 1000),
             message: message.text, sign: { identity.sign($0) })
-        let report = try moveBranch(branch, .merged, from: head, to: commit, message: "concord: merge",
+        var report = try moveBranch(branch, .merged, from: head, to: commit, message: "concord: merge",
                                     resolved: resolved, unresolved: unresolved)
+        report.leftOut = merge.leftOut.map { LeftOutChange(path: $0.path, member: $0.member, commit: $0.commit.hex) }
         try saveClock(stamp)
         return report
     }

@@ -16,6 +16,8 @@ public struct SyncReport: Sendable {
     /// What the user should know although the sync succeeded (the remote's main was deleted or
     /// rewound, and this device restored it).
     public var warnings: [String] = []
+    /// Changes by members who lost their rights concurrently that the merge left out.
+    public var leftOut: [LeftOutChange] = []
 }
 
 /// Where this profile stands against one remote.

@@ -34,6 +34,7 @@ public struct Sync {
         var changed = [String]()
         var resolved = [ResolvedConflict]()
         var unresolved = [UnresolvedFile]()
+        var leftOut = [LeftOutChange]()
         var warnings = [String]()
         var rewound = false
         // The files each received commit changed, for the audit index once the sync is done.
@@ -87,6 +88,7 @@ public struct Sync {
                 changed += report.changedFiles
                 resolved += report.resolved
                 unresolved += report.unresolved
+                leftOut += report.leftOut
             }
             guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else {
                 throw ConcordError.emptyRemote(location.transportURL)
@@ -94,7 +96,7 @@ public struct Sync {
             if head == remoteTip {
                 try profile.recordSync(remote: remote, head: head)
                 return SyncReport(remote: remote, received: received, sent: sent, changedFiles: changed, resolved: resolved,
-                                  unresolved: unresolved, head: head.hex, attempts: attempt, warnings: warnings)
+                                  unresolved: unresolved, head: head.hex, attempts: attempt, warnings: warnings, leftOut: leftOut)
             }
             let outgoing = try remoteTip.map { tip in try gitCall { try repository.aheadBehind(local: head, upstream: tip).ahead } }
                 ?? profile.countCommits(head)
@@ -104,7 +106,7 @@ public struct Sync {
                 sent += outgoing
                 try recordPush(of: head, to: remote)
                 return SyncReport(remote: remote, received: received, sent: sent, changedFiles: changed, resolved: resolved,
-                                  unresolved: unresolved, head: head.hex, attempts: attempt, warnings: warnings)
+                                  unresolved: unresolved, head: head.hex, attempts: attempt, warnings: warnings, leftOut: leftOut)
             }
             // Another device pushed first: fetch, merge and try again after a little jitter.
             usleep(useconds_t.random(in: 20_000...(60_000 * useconds_t(attempt))))
