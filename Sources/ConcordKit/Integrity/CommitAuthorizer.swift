@@ -79,7 +79,20 @@ final class CommitAuthorizer {
                 key = signer
             }
             let parentTrees = try commit.parents.map { try commitTrees[$0] ?? repository.commit($0).tree }
-            let decided = if let parentTree = parentTrees.first {
+            // Rule 3: a merge is judged by what merging its parents must give, never by the parent its
+            // signer put first (they chose it). Concord never writes more than two parents.
+            guard commit.parents.count <= 2 else {
+                throw refuse(commit.author.name, nil, "it merges \(commit.parents.count) parents; a merge commit has two "
+                             + "(merge with 'concord sync' or 'concord merge')")
+            }
+            let policy = commit.parents.count == 2
+                ? try PolicyMerge.compute(in: repository, ours: commit.parents[0], theirs: commit.parents[1]).tree : nil
+            let decided = if let policy {
+                // Its signer must be active, with this key, in the MERGED membership of its parents: the
+                // policy merge's, where a revocation on either side wins and membership changes resting on
+                // a member revoked concurrently fall (`MembershipResolution`).
+                AccessRule.signer(key, in: try membership(at: policy))
+            } else if let parentTree = parentTrees.first {
                 AccessRule.signer(key, in: try membership(at: parentTree))
             } else {
                 AccessRule.rootSigner(key, in: try membership(at: commit.tree))
@@ -91,6 +104,11 @@ final class CommitAuthorizer {
                 if let accepted = try acceptance(commit, changes: changes, key: key, parentTree: parentTrees.first) {
                     try checkKeysStayWithTheirHolders(commit, changes: changes, parentTrees: parentTrees, signer: accepted)
                     return accepted
+                }
+                if let policy {
+                    let holder = try membership(at: policy).holders(of: key).first
+                    let who = holder.map { "\($0.member.name) is \($0.member.status.rawValue)" } ?? "no member holds its key"
+                    throw refuse(refusal.signer, nil, who + " in the merged membership of the parents it merges")
                 }
                 throw refuse(refusal.signer, nil, refusal.reason)
             case .success(let found): signer = found
@@ -104,22 +122,8 @@ final class CommitAuthorizer {
             // kinds AND every parent's (a path must be writable under each).
             var differences = changes
             var kindsTables = [try kindsTable(at: parentTree)]
-            if commit.parents.count > 1 {
-                // Rule 3: a merge is judged by what merging its parents must give, never by the parent
-                // its signer put first (they chose it). Concord never writes more than two parents.
-                guard commit.parents.count == 2 else {
-                    throw refuse(signer.label, nil, "it merges \(commit.parents.count) parents; a merge commit has two "
-                                 + "(merge with 'concord sync' or 'concord merge')")
-                }
-                // Its signer must be active, with this key, in the MERGED membership of its parents:
-                // the policy merge's, where a revocation on either side wins and membership changes
-                // resting on a member revoked concurrently fall (`MembershipResolution`).
-                let policy = try PolicyMerge.compute(in: repository, ours: commit.parents[0], theirs: commit.parents[1]).tree
-                let merged = try membership(at: policy).members[signer.member.name]
-                guard let merged, merged.status == .active, merged.keys.contains(where: { $0.publicKey == key }) else {
-                    let status = merged.map { "\($0.status.rawValue)" } ?? "not a member"
-                    throw refuse(signer.label, nil, "\(signer.member.name) is \(status) in the merged membership of the parents it merges")
-                }
+            if let policy {
+                let merged = signer.member
                 if policy == commit.tree { return signer }
                 // Where it differs, the signer is judged with the LOWEST role they hold in the merged
                 // membership and in each parent, and must be active in each (Guix's intersection):
@@ -134,6 +138,13 @@ final class CommitAuthorizer {
                 }
                 differences = try repository.treeChanges(from: policy, to: commit.tree)
                 kindsTables = try ([policy] + parentTrees).map(kindsTable(at:))
+                // Membership is the replay of the history's own membership commits (`MembershipResolution`),
+                // which a merge's own changes are not: a merge changes no member or invitation file.
+                if let change = differences.first(where: { MembershipResolution.isAuthority($0.path) }) {
+                    throw refuse(signer.label, String(decoding: change.path, as: UTF8.self),
+                                 "a merge changes member and invitation files only as merging its parents does; "
+                                 + "make a membership change in a commit of its own (merge with 'concord sync' or 'concord merge')")
+                }
             }
             // Rule 2 for each change, under every kinds table that applies.
             let ownFile = ProfilePaths.member(judged.name)
@@ -155,6 +166,7 @@ final class CommitAuthorizer {
             }
             // Rule 5, once the role allowed the change: no key moves to another member.
             try checkKeysStayWithTheirHolders(commit, changes: differences, parentTrees: parentTrees, signer: signer)
+            try checkAnAdminStays(commit, changes: differences, parentTree: parentTree, signer: signer)
             return signer
         } catch let error as GitError {
             throw refuse(commit.author.name, nil, "it cannot be read (\(error.message))")
@@ -252,6 +264,19 @@ final class CommitAuthorizer {
                 }
             }
         }
+    }
+
+    /// A profile never ends with no active Admin: a commit that changes member files (an Admin's last
+    /// revocation, demotion or departure) may not leave none where its parent had one. (Concurrent
+    /// departures of the last Admins are each valid alone; their merge keeps the most senior one.)
+    private func checkAnAdminStays(_ commit: Commit, changes: [TreeChange], parentTree: ObjectID, signer: CommitSigner) throws {
+        guard changes.contains(where: { MembershipResolution.isAuthority($0.path) }) else { return }
+        func hasAdmin(_ tree: ObjectID) throws -> Bool {
+            try membership(at: tree).members.values.contains { $0.status == .active && $0.role == .admin }
+        }
+        guard try !hasAdmin(commit.tree), try hasAdmin(parentTree) else { return }
+        throw ConcordError.unauthorizedCommit(commit: commit.id.short, signer: signer.label, change: ProfilePaths.membersDirectory,
+                                              reason: "it leaves the profile with no active Admin; make another member an Admin first")
     }
 
     /// Open invitations are bounded on every commit, merges included: a tree holding more members who

@@ -153,6 +153,11 @@ struct MembershipResolution {
         return MembershipResolution(overrides: overrides)
     }
 
+    /// Whether `path` is a member or invitation file.
+    static func isAuthority(_ path: [UInt8]) -> Bool {
+        prefixes.contains { path.starts(with: $0) }
+    }
+
     /// The ids of `tree`'s members and invitations directories.
     private static func authority(_ tree: ObjectID, _ repository: Repository) throws -> [ObjectID?] {
         try [ProfilePaths.membersDirectory, ProfilePaths.invitationsDirectory].map { try repository.entry(at: $0, inTree: tree)?.id }
@@ -185,8 +190,10 @@ struct MembershipResolution {
         let signer = decision.signer.flatMap { key in holder(of: key, state: state) }.flatMap { membership[$0] }
         if let signer, signer.status == .active {
             if signer.role == .admin { return true }
-            // A member's own file: their keys, or leaving.
-            return decision.files.keys.allSatisfy { $0 == ProfilePaths.member(signer.name) }
+            // A member's own file: their keys, or leaving (what rule 2 lets a member change there).
+            return decision.files.allSatisfy { path, change in
+                path == ProfilePaths.member(signer.name) && AccessRule.mayChange(path, by: signer, kinds: .empty, ownMemberFile: change) == nil
+            }
         }
         // An admission: one member file, holding the signing key, accepting what is still open.
         guard let key = decision.signer, decision.files.count == 1, let (path, change) = decision.files.first,

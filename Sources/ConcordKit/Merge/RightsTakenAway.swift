@@ -52,7 +52,7 @@ struct RightsTakenAway {
             // Who has less in the merge than on this side: revoked, or a lower role.
             var lowered = [String: Member]()
             for member in there.members.values where member.status == .active {
-                guard let now = merged.members[member.name], now.status == .active, now.role >= member.role else {
+                guard let now = merged.members[member.name], now.status == .active else {
                     var lost = merged.members[member.name] ?? member
                     lost.status = .revoked
                     lowered[member.name] = lost

@@ -1,0 +1,308 @@
+import Foundation
+import XCTest
+import ConcordModel
+
+@testable import ConcordGit
+@testable import ConcordKit
+
+/// The validity rule against its reference model (`AuthorityModel`, in the test-support target): five
+/// members, some of them malicious, build random histories on a real repository — commits on 3–5
+/// heads, forks from any earlier commit, merges of any two commits in either parent order (the policy
+/// merge, or one with an extra change of the signer's), revocations, demotions and promotions racing
+/// one another, members leaving, claiming a higher role or another's key. Every commit is judged by
+/// the real check every device and server runs (`IncomingCheck`) and by the model, which must agree;
+/// for every merge the real policy merge must give the membership and records the model gives.
+final class AuthorityModelTests: KitTestCase {
+    /// 500 cases in the suite (about 35 s: CI time); `CONCORD_MODEL_CASES` and `CONCORD_MODEL_SEED` run more and others.
+    static let cases = ProcessInfo.processInfo.environment["CONCORD_MODEL_CASES"].flatMap(Int.init) ?? 500
+    static let baseSeed = ProcessInfo.processInfo.environment["CONCORD_MODEL_SEED"].flatMap(UInt64.init) ?? 0xA07_0031
+
+    private typealias Model = AuthorityModel
+    private let names = ["alice", "bob", "carol", "dave", "eve"]
+    private let newcomers = ["fay", "gus"]
+    private var identities = [String: Identity]()
+
+    func testTheRealRuleAgreesWithTheReferenceModelOnRandomHistories() throws {
+        for name in names + newcomers { identities[name] = try makeIdentity(name, device: "d") }
+        var totals = (commits: 0, refused: 0, merges: 0, leftOut: 0, fell: 0)
+        for n in 0..<UInt64(Self.cases) {
+            let seed = Self.baseSeed &+ n &* 104_729
+            let outcome = try runCase(seed: seed, directory: "case\(n)")
+            totals.commits += outcome.commits
+            totals.refused += outcome.refused
+            totals.merges += outcome.merges
+            totals.leftOut += outcome.leftOut
+            totals.fell += outcome.fell
+        }
+        print("authority model: \(Self.cases) cases, \(totals.commits) commits judged, \(totals.refused) refused, \(totals.merges) merges, "
+              + "\(totals.fell) merges where a membership change fell, \(totals.leftOut) where writes were left out")
+        // The generator must reach the cases the rule is about.
+        XCTAssertGreaterThan(totals.refused, totals.commits / 10)
+        XCTAssertGreaterThan(totals.fell, Self.cases / 20)
+        XCTAssertGreaterThan(totals.leftOut, Self.cases / 20)
+    }
+
+    private struct Outcome {
+        var commits = 0, refused = 0, merges = 0, leftOut = 0, fell = 0
+    }
+
+    /// The profile every case starts from (alice creates it and adds the others), made once: each
+    /// case builds on its last commit in the same repository.
+    private var shared: (profile: Profile, start: ObjectID, state: Model.State)?
+
+    private func startingPoint() throws -> (profile: Profile, start: ObjectID, state: Model.State) {
+        if let shared { return shared }
+        let alice = identities["alice"]!
+        let profile = try Profile.create(at: sandbox.appendingPathComponent("shared"), name: "Case", template: .aac, identity: alice,
+                                         environment: makeEnvironment(alice))
+        for (name, role) in [("bob", ConcordModel.Role.admin), ("carol", .editor), ("dave", .viewer), ("eve", .user)] {
+            try profile.members.add(name, role: role, device: "d", key: identities[name]!.key.publicKey, as: alice)
+        }
+        let start = try XCTUnwrap(try profile.repository.resolveReference("HEAD"))
+        shared = (profile, start, try modelState(start, profile.repository))
+        return shared!
+    }
+
+    private func runCase(seed: UInt64, directory: String) throws -> Outcome {
+        var rng = SplitMix64(seed: seed)
+        let (profile, start, startState) = try startingPoint()
+        let repository = profile.repository
+        let model = Model.History(root: start.hex, state: startState, seniority: ["alice", "bob", "carol", "dave", "eve"])
+        var outcome = Outcome()
+        var valid = [start]
+        var heads = [ObjectID](repeating: start, count: Int.random(in: 3...5, using: &rng))
+        var story = [String]()
+        var stamp: Int64 = 0
+        var nextRecord = 0
+
+        func judge(_ commit: ObjectID, parents: [ObjectID], signer: String, op: Model.Op?, what: String) throws -> Bool {
+            let real: Bool
+            var refusal = ""
+            do {
+                try IncomingCheck(repository: repository, profileID: profile.info.id).verify(tip: commit, known: parents)
+                real = true
+            } catch let error as ConcordError {
+                guard case .unauthorizedCommit = error else { throw error }   // anything else: the generator wrote a bad file
+                real = false
+                refusal = "\(error)"
+            }
+            let modelState = model.judge(Model.Commit(id: commit.hex, parents: parents.map(\.hex), key: key(signer), op: op))
+            story.append("\(commit.short) on \(parents.map(\.short).joined(separator: "+")): \(what) by \(signer): \(real ? "valid" : "refused")")
+            outcome.commits += 1
+            if !real { outcome.refused += 1 }
+            XCTAssertEqual(real, modelState != nil, "seed \(seed): \(what) by \(signer): real \(real ? "accepts" : "refuses (\(refusal))"), "
+                           + "the model \(modelState != nil ? "accepts" : "refuses")\n\(story.joined(separator: "\n"))")
+            if real, let modelState {
+                let realState = try self.modelState(commit, repository)
+                XCTAssertTrue(realState == modelState, "seed \(seed): \(what): \(difference(realState, modelState))\n\(story.joined(separator: "\n"))")
+            }
+            return real && modelState != nil
+        }
+
+        for _ in 0..<Int.random(in: 10...18, using: &rng) {
+            let head = Int.random(in: 0..<heads.count, using: &rng)
+            let parent = heads[head]
+            let state = model.states[parent.hex]!
+            // Half the time an active Admin there, else anyone (a newcomer not yet added now and then).
+            let admins = state.members.filter { $0.value.active && $0.value.role == .admin }.keys.sorted()
+            let signer = Bool.random(using: &rng) && !admins.isEmpty ? admins.randomElement(using: &rng)!
+                : (names + newcomers).filter { state.members[$0] != nil || Int.random(in: 0..<6, using: &rng) == 0 }.randomElement(using: &rng)!
+            stamp += 1000
+            switch Int.random(in: 0..<10, using: &rng) {
+            case 0..<5:
+                guard let op = randomOp(by: signer, state: state, record: &nextRecord, rng: &rng) else { continue }
+                let tree = try apply(op, by: signer, to: try repository.commit(parent).tree, state: state, stamp: stamp, repository)
+                let commit = try repository.createSignedCommit(tree: tree, parents: [parent], author: author(signer, stamp),
+                                                               message: "\(op)", sign: { self.identities[signer]!.sign($0) })
+                if try judge(commit, parents: [parent], signer: signer, op: op, what: Self.describe(op)) {
+                    heads[head] = commit
+                    valid.append(commit)
+                }
+            case 5:
+                heads[head] = valid.randomElement(using: &rng)!   // a fork from any earlier commit
+                story.append("head \(head) goes back to \(heads[head].short)")
+            default:
+                // A merge of this head with another head or any earlier commit, in either parent order.
+                let other = (Bool.random(using: &rng) ? heads : valid).randomElement(using: &rng)!
+                guard try !repository.isAncestor(other, of: parent), try !repository.isAncestor(parent, of: other) else { continue }
+                let parents = Bool.random(using: &rng) ? [parent, other] : [other, parent]
+                let merge = try PolicyMerge.compute(in: repository, ours: parents[0], theirs: parents[1])
+                outcome.merges += 1
+                if !merge.resolution.overrides.isEmpty { outcome.fell += 1 }
+                if !merge.leftOut.isEmpty { outcome.leftOut += 1 }
+                let expected = model.merged(parents[0].hex, parents[1].hex)
+                let realMerge = try modelState(merge.tree, tree: true, repository)
+                XCTAssertTrue(realMerge == expected, "seed \(seed): the policy merge of \(parents[0].short) and \(parents[1].short): "
+                               + "\(difference(realMerge, expected))\n\(story.joined(separator: "\n"))")
+                var op: Model.Op?
+                var tree = merge.tree
+                if Int.random(in: 0..<3, using: &rng) == 0, let extra = randomOp(by: signer, state: expected, record: &nextRecord, rng: &rng) {
+                    op = extra
+                    tree = try apply(extra, by: signer, to: tree, state: expected, stamp: stamp, repository)
+                }
+                let commit = try repository.createSignedCommit(tree: tree, parents: parents, author: author(signer, stamp),
+                                                               message: "merge", sign: { self.identities[signer]!.sign($0) })
+                if try judge(commit, parents: parents, signer: signer, op: op, what: "merge \(parents[0].short)+\(parents[1].short)"
+                             + (op.map { " with " + Self.describe($0) } ?? "")) {
+                    heads[head] = commit
+                    valid.append(commit)
+                }
+            }
+        }
+        return outcome
+    }
+
+    /// Something `signer` might try on `state`: what their role allows or not, honest or not.
+    private func randomOp(by signer: String, state: Model.State, record: inout Int, rng: inout SplitMix64) -> Model.Op? {
+        let others = state.members.keys.filter { $0 != signer }.sorted()
+        switch Int.random(in: 0..<12, using: &rng) {
+        case 0, 1:
+            guard let target = others.filter({ state.members[$0]!.active }).randomElement(using: &rng) else { return nil }
+            return .revoke(target)
+        case 2, 3:
+            guard let target = (others + [signer]).filter({ state.members[$0] != nil }).randomElement(using: &rng) else { return nil }
+            let role = Model.Role.allCases.filter { $0 != state.members[target]!.role }.randomElement(using: &rng)!
+            return .setRole(target, role)
+        case 4:
+            guard let name = newcomers.filter({ state.members[$0] == nil }).randomElement(using: &rng) else { return nil }
+            return .add(name: name, role: Model.Role.allCases.randomElement(using: &rng)!, device: "d", key: key(name))
+        case 5:
+            return state.members[signer]?.active == true ? .leave : nil
+        case 6:
+            guard state.members[signer] != nil,
+                  let victim = others.filter({ !state.members[$0]!.keys.isEmpty }).randomElement(using: &rng) else { return nil }
+            return .takeKey(from: victim, device: "taken")
+        case 7:
+            guard let role = state.members[signer]?.role, role != .admin else { return nil }
+            return .grantSelf(.admin)
+        default:
+            record += 1
+            return .write(kind: Int.random(in: 0..<4, using: &rng) == 0 ? "settings" : "vocabulary", id: "r\(record)")
+        }
+    }
+
+    /// `tree` with `op` by `signer` written as concord writes it (member files, records).
+    private func apply(_ op: Model.Op, by signer: String, to tree: ObjectID, state: Model.State, stamp: Int64,
+                       _ repository: Repository) throws -> ObjectID {
+        func member(_ name: String) throws -> Member? {
+            let path = ProfilePaths.member(name)
+            guard let entry = try repository.entry(at: path, inTree: tree) else { return nil }
+            return try Member.decode(try repository.blob(entry.id), path: path)
+        }
+        let instant = HLClock.formatInstant(HLClock.parseInstant("2026-01-02T00:00:00.000Z")! + stamp)
+        var path: String
+        var bytes: [UInt8]
+        switch op {
+        case .add(let name, let role, let device, let key):
+            path = ProfilePaths.member(name)
+            bytes = Member(name: name, role: role.concord, status: .active, keys: [Member.Key(device: device, publicKey: try SSHPublicKey(line: key))],
+                           addedBy: signer, addedAt: instant).json.canonicalBytes()
+        case .revoke(let name), .setRole(let name, _):
+            guard var member = try member(name) else { throw ConcordError.invalidInput("no member \(name)") }
+            if case .setRole(_, let role) = op {
+                member.role = role.concord
+            } else {
+                member.status = .revoked
+                member.revokedBy = signer
+                member.revokedAt = instant
+            }
+            path = ProfilePaths.member(name)
+            bytes = member.json.canonicalBytes()
+        case .leave, .grantSelf, .takeKey:
+            guard var member = try member(signer) else { throw ConcordError.invalidInput("no member \(signer)") }
+            switch op {
+            case .leave:
+                member.status = .revoked
+                member.revokedBy = signer
+                member.revokedAt = instant
+                member.keys = []
+            case .grantSelf(let role):
+                member.role = role.concord
+            case .takeKey(let victim, let device):
+                member.keys.append(Member.Key(device: device, publicKey: try SSHPublicKey(line: key(victim))))
+            default: break
+            }
+            path = ProfilePaths.member(signer)
+            bytes = member.json.canonicalBytes()
+        case .write(let kind, let id):
+            path = RecordPaths.file(directory: kind, id: id)
+            bytes = Record(id: try RecordID(id), kind: kind, device: "d", member: signer, stamp: HLC(wallMillis: 1_767_225_600_000 + stamp),
+                           state: .live(data: ["n": .number(String(stamp))])).encoded()
+        }
+        return try repository.createUpdatedTree(base: tree, edits: [(path, try repository.writeBlob(bytes))])
+    }
+
+    /// The model's view of commit (or tree) `id`: members and records.
+    private func modelState(_ id: ObjectID, tree isTree: Bool = false, _ repository: Repository) throws -> Model.State {
+        let tree = isTree ? id : try repository.commit(id).tree
+        var members = [String: Model.Member]()
+        for member in try CommitAuthorizer.membership(in: repository, tree: tree).members.values {
+            members[member.name] = Model.Member(role: Model.Role(member.role), active: member.status == .active,
+                                                keys: Dictionary(member.keys.map { ($0.device, $0.publicKey.line(comment: nil)) }, uniquingKeysWith: { a, _ in a }))
+        }
+        var records = [String: Model.Record]()
+        for kind in ["vocabulary", "settings"] {
+            guard try repository.entry(at: kind, inTree: tree)?.kind == .tree else { continue }
+            for bucket in try repository.entries(inDirectory: kind, ofTree: tree) where bucket.kind == .tree {
+                for file in try repository.entries(inDirectory: kind + "/" + bucket.name, ofTree: tree) {
+                    let record = try Record.decode(try repository.blob(file.id))
+                    records[record.id.rawValue] = Model.Record(kind: kind, by: record.member, live: !record.isDeleted)
+                }
+            }
+        }
+        return Model.State(members: members, records: records)
+    }
+
+    private static func describe(_ op: Model.Op) -> String {
+        switch op {
+        case .add(let name, let role, _, _): "add \(name) as \(role.name)"
+        case .revoke(let name): "revoke \(name)"
+        case .setRole(let name, let role): "make \(name) \(role.name)"
+        case .leave: "leave"
+        case .write(let kind, let id): "write \(kind)/\(id)"
+        case .takeKey(let victim, _): "take \(victim)'s key"
+        case .grantSelf(let role): "make self \(role.name)"
+        }
+    }
+
+    /// Where the real state and the model's differ, briefly.
+    private func difference(_ real: Model.State, _ model: Model.State) -> String {
+        func describe(_ member: Model.Member?) -> String {
+            member.map { "\($0.role.name) \($0.active ? "active" : "inactive") keys \($0.keys.keys.sorted())" } ?? "absent"
+        }
+        var out = [String]()
+        for name in Set(real.members.keys).union(model.members.keys).sorted() where real.members[name] != model.members[name] {
+            out.append("\(name): real \(describe(real.members[name])), model \(describe(model.members[name]))")
+        }
+        for id in Set(real.records.keys).union(model.records.keys).sorted() where real.records[id] != model.records[id] {
+            out.append("\(id): real \(String(describing: real.records[id])), model \(String(describing: model.records[id]))")
+        }
+        return out.joined(separator: "; ")
+    }
+
+    private func key(_ name: String) -> String { identities[name]!.key.publicKey.line(comment: nil) }
+
+    private func author(_ name: String, _ stamp: Int64) -> GitSignature {
+        GitSignature(name: name, email: "\(name)@d.concord", time: 1_767_225_600 + stamp / 1000)
+    }
+}
+
+private extension AuthorityModel.Role {
+    init(_ role: ConcordModel.Role) {
+        switch role {
+        case .viewer: self = .viewer
+        case .user: self = .user
+        case .editor: self = .editor
+        case .admin: self = .admin
+        }
+    }
+
+    var concord: ConcordModel.Role {
+        switch self {
+        case .viewer: .viewer
+        case .user: .user
+        case .editor: .editor
+        case .admin: .admin
+        }
+    }
+}

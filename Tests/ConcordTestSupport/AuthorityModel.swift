@@ -1,0 +1,282 @@
+/// A reference model of the validity rule (docs/security.md, "The rule"): who may do what, and what
+/// merging two lines of history gives, over a commit DAG — deliberately simple and slow, no git, no
+/// bytes. `AuthorityModelTests` builds random histories on real repositories and asks this model and
+/// the real code the same question about every commit; they must agree.
+///
+/// What it covers: members (role, active or not, device keys), records of two kinds (`vocabulary`,
+/// written by Editors; `settings`, by Admins), membership changes by Admins, members leaving, a member
+/// claiming another's key or a higher role, merges from any two commits (the policy merge, or one with
+/// an extra change of its signer's). Invitations are left to their own tests.
+public enum AuthorityModel {
+    public enum Role: Int, Comparable, CaseIterable, Sendable {
+        case viewer, user, editor, admin
+        public var name: String { ["viewer", "user", "editor", "admin"][rawValue] }
+        public static func < (a: Role, b: Role) -> Bool { a.rawValue < b.rawValue }
+    }
+
+    public struct Member: Equatable, Sendable {
+        public var role: Role
+        public var active: Bool
+        /// device → public key line
+        public var keys: [String: String]
+        public init(role: Role, active: Bool, keys: [String: String]) {
+            self.role = role
+            self.active = active
+            self.keys = keys
+        }
+    }
+
+    public struct Record: Equatable, Sendable {
+        public var kind: String
+        public var by: String
+        /// False: a tombstone (a merge left the write out).
+        public var live: Bool
+        public init(kind: String, by: String, live: Bool) {
+            self.kind = kind
+            self.by = by
+            self.live = live
+        }
+    }
+
+    public struct State: Equatable, Sendable {
+        public var members: [String: Member]
+        public var records: [String: Record]
+        public init(members: [String: Member], records: [String: Record]) {
+            self.members = members
+            self.records = records
+        }
+    }
+
+    /// What a commit does. For a merge: the change its signer made beyond the policy merge.
+    public enum Op: Equatable, Sendable {
+        case add(name: String, role: Role, device: String, key: String)
+        case revoke(String)
+        case setRole(String, Role)
+        /// The signer's member leaves: revoked, no keys.
+        case leave
+        /// A new record (ids are never reused).
+        case write(kind: String, id: String)
+        /// The signer lists another member's key as a device of their own.
+        case takeKey(from: String, device: String)
+        /// The signer sets their own role.
+        case grantSelf(Role)
+
+        var changesMembership: Bool {
+            if case .write = self { return false }
+            return true
+        }
+    }
+
+    public struct Commit: Sendable {
+        public let id: String
+        public let parents: [String]
+        /// The signing key's line.
+        public let key: String
+        /// Nil: a merge equal to the policy merge of its parents.
+        public let op: Op?
+        public init(id: String, parents: [String], key: String, op: Op?) {
+            self.id = id
+            self.parents = parents
+            self.key = key
+            self.op = op
+        }
+    }
+
+    public static let writers = ["vocabulary": Role.editor, "settings": .admin]
+
+    /// The valid commits so far and the state each gives.
+    public final class History {
+        public private(set) var states = [String: State]()
+        private var commits = [String: Commit]()
+        /// Each commit's ancestors, itself included.
+        private var ancestors = [String: Set<String>]()
+        private let root: String
+        /// Seniority at the root: the creator first, then the root's other members.
+        private let seniority: [String]
+
+        public init(root: String, state: State, seniority: [String]) {
+            self.root = root
+            self.seniority = seniority
+            states[root] = state
+            ancestors[root] = [root]
+            commits[root] = Commit(id: root, parents: [], key: "", op: nil)
+        }
+
+        /// The state `commit` gives if it is valid (and then it joins the history), else nil.
+        public func judge(_ commit: Commit) -> State? {
+            let state: State?
+            if commit.parents.count == 1 {
+                state = applying(commit.op!, by: commit.key, to: states[commit.parents[0]]!)
+            } else {
+                state = judgeMerge(commit)
+            }
+            guard let state else { return nil }
+            commits[commit.id] = commit
+            ancestors[commit.id] = commit.parents.reduce(into: [commit.id]) { $0.formUnion(ancestors[$1]!) }
+            states[commit.id] = state
+            return state
+        }
+
+        /// Rules 1, 2 and 5 for a commit with one parent: the state after `op`, or nil if `key`'s
+        /// member may not make it, or if it leaves no active Admin.
+        func applying(_ op: Op, by key: String, to parent: State) -> State? {
+            guard let next = changing(op, by: key, parent) else { return nil }
+            func hasAdmin(_ state: State) -> Bool { state.members.values.contains { $0.active && $0.role == .admin } }
+            return hasAdmin(next) || !hasAdmin(parent) ? next : nil
+        }
+
+        private func changing(_ op: Op, by key: String, _ parent: State) -> State? {
+            guard let name = holder(key, parent.members), let me = parent.members[name], me.active else { return nil }
+            var next = parent
+            switch op {
+            case .add(let new, let role, let device, let newKey):
+                guard me.role == .admin, parent.members[new] == nil, holder(newKey, parent.members) == nil else { return nil }
+                next.members[new] = Member(role: role, active: true, keys: [device: newKey])
+            case .revoke(let target):
+                guard me.role == .admin, parent.members[target] != nil else { return nil }
+                next.members[target]!.active = false
+            case .setRole(let target, let role):
+                guard me.role == .admin, parent.members[target] != nil else { return nil }
+                next.members[target]!.role = role
+            case .leave:
+                next.members[name] = Member(role: me.role, active: false, keys: [:])
+            case .write(let kind, let id):
+                guard me.role >= writers[kind]! else { return nil }
+                next.records[id] = Record(kind: kind, by: name, live: true)
+            case .takeKey:
+                return nil   // a key belongs to one member
+            case .grantSelf(let role):
+                guard me.role == .admin else { return nil }
+                next.members[name]!.role = role
+            }
+            return next
+        }
+
+        /// Rule 3: a merge is judged by what merging its parents gives. Equal to it, its signer must
+        /// be active there; an extra change is judged with the lowest role the signer holds there and
+        /// in each parent (active in each), and never touches membership.
+        private func judgeMerge(_ commit: Commit) -> State? {
+            let (a, b) = (commit.parents[0], commit.parents[1])
+            let expected = merged(a, b)
+            guard let name = holder(commit.key, expected.members), let me = expected.members[name], me.active else { return nil }
+            guard let op = commit.op else { return expected }
+            guard !op.changesMembership else { return nil }
+            var judged = me
+            for parent in [a, b] {
+                guard let there = states[parent]!.members[name], there.active else { return nil }
+                judged.role = min(judged.role, there.role)
+            }
+            var inParent = expected
+            inParent.members[name] = judged
+            guard var next = applying(op, by: commit.key, to: inParent) else { return nil }
+            next.members = expected.members
+            return next
+        }
+
+        /// What merging `a` and `b` gives: the membership replayed from the history's decisions, the
+        /// records of both sides, less what members who lost rights in the merge wrote concurrently.
+        public func merged(_ a: String, _ b: String) -> State {
+            let all = ancestors[a]!.union(ancestors[b]!)
+            var members = replay(all)
+            for side in [a, b] {
+                for (name, member) in states[side]!.members where members[name] == nil {
+                    members[name] = Member(role: member.role, active: false, keys: [:])   // kept, admitting nobody
+                }
+            }
+            var records = states[a]!.records
+            for (id, record) in states[b]!.records where records[id]?.live != false { records[id] = record }
+            // Concurrent writes by members with fewer rights in the merge than on their side.
+            for (side, other) in [(a, b), (b, a)] {
+                let there = states[side]!.members
+                for id in ancestors[side]!.subtracting(ancestors[other]!) {
+                    let commit = commits[id]!
+                    guard commit.parents.count == 1, case .write(let kind, let record)? = commit.op,
+                          let writer = holder(commit.key, there), let before = there[writer], before.active else { continue }
+                    let now = members[writer]
+                    let lowered = now?.active != true || now!.role < before.role
+                    if lowered, now?.active != true || now!.role < writers[kind]! { records[record]?.live = false }
+                }
+            }
+            return State(members: members, records: records)
+        }
+
+        /// The membership decisions among `commits`, replayed from the root: each after those it
+        /// descends from; among concurrent ones, those taking rights away first, then by the seniority
+        /// of their signer, then by id (one signer's own). A decision stands if its signer is an active
+        /// Admin in the replay so far (or leaves, active); it is merged into the replayed file as member
+        /// files merge. No active Admin left: the most senior member who was one gets it back.
+        func replay(_ commits: Set<String>) -> [String: Member] {
+            var state = states[root]!.members
+            var rank = [String: Int]()
+            for name in seniority { rank[name] = rank.count }
+            var pending = commits.filter { id in
+                let commit = self.commits[id]!
+                return commit.parents.count == 1 && commit.op!.changesMembership
+            }
+            var lastAdmin = state.filter { $0.value.active && $0.value.role == .admin }
+            while !pending.isEmpty {
+                let ready = pending.filter { ancestors[$0]!.subtracting([$0]).isDisjoint(with: pending) }
+                func order(_ id: String) -> (Int, Int, String) {
+                    let commit = self.commits[id]!
+                    let signer = holder(commit.key, state)
+                    return (removes(commit) ? 0 : 1, signer.map { rank[$0] ?? Int.max - 1 } ?? Int.max, id)
+                }
+                let next = ready.min { order($0) < order($1) }!
+                pending.remove(next)
+                let commit = self.commits[next]!
+                guard let signer = holder(commit.key, state), let me = state[signer], me.active,
+                      me.role == .admin || commit.op == .leave else { continue }
+                let before = states[commit.parents[0]]!.members, after = states[next]!.members
+                for name in Set(before.keys).union(after.keys).sorted() where before[name] != after[name] {
+                    if rank[name] == nil { rank[name] = rank.count }
+                    state[name] = Self.mergeMember(base: before[name], ours: state[name], theirs: after[name]!)
+                }
+                for (name, member) in state where member.active && member.role == .admin { lastAdmin[name] = member }
+            }
+            if !state.values.contains(where: { $0.active && $0.role == .admin }),
+               let senior = lastAdmin.keys.min(by: { (rank[$0] ?? Int.max, $0) < (rank[$1] ?? Int.max, $1) }) {
+                state[senior] = lastAdmin[senior]
+            }
+            return state
+        }
+
+        /// Whether `commit` takes rights away: someone active made inactive, or an Admin no longer one.
+        private func removes(_ commit: Commit) -> Bool {
+            let before = states[commit.parents[0]]!.members, after = states[commit.id]!.members
+            return before.contains { name, was in
+                guard let now = after[name] else { return false }
+                return was.active && !now.active || was.role == .admin && now.role != .admin
+            }
+        }
+
+        /// A member file merged three ways: a revocation wins; two admissions of one name with
+        /// different keys admit nobody; otherwise each field (and each device's key) as documents merge,
+        /// a field changed differently on both sides taking the greater value.
+        static func mergeMember(base: Member?, ours: Member?, theirs: Member) -> Member {
+            guard let ours, ours != base else { return theirs }
+            if ours == theirs || theirs == base { return ours }
+            if ours.active != theirs.active { return ours.active ? theirs : ours }
+            if ours.active, theirs.active, base?.active != true, Set(ours.keys.values) != Set(theirs.keys.values) {
+                return base ?? Member(role: max(ours.role.name, theirs.role.name) == ours.role.name ? ours.role : theirs.role,
+                                      active: false, keys: [:])
+            }
+            func field<T: Equatable>(_ base: T?, _ ours: T?, _ theirs: T?, greater: (T, T) -> T) -> T? {
+                if ours == theirs || theirs == base { return ours }
+                if ours == base { return theirs }
+                guard let ours, let theirs else { return ours ?? theirs }
+                return greater(ours, theirs)
+            }
+            let role = field(base?.role, ours.role, theirs.role) { max($0.name, $1.name) == $0.name ? $0 : $1 }!
+            var keys = [String: String]()
+            for device in Set(ours.keys.keys).union(theirs.keys.keys).union(base?.keys.keys ?? [:].keys) {
+                keys[device] = field(base?.keys[device], ours.keys[device], theirs.keys[device]) { max($0, $1) }
+            }
+            return Member(role: role, active: ours.active, keys: keys)
+        }
+
+        /// The member holding `key` (the first by name, as the real code picks).
+        func holder(_ key: String, _ members: [String: Member]) -> String? {
+            members.filter { $0.value.keys.values.contains(key) }.keys.min()
+        }
+    }
+}
