@@ -119,6 +119,7 @@ enum SSHRefAdvertisement {
             }
             self.socket = socket
             self.session = session
+            options.cancellation?.register(socket)
             libssh2_session_set_blocking(session, 1)
             if timeoutMilliseconds > 0 { libssh2_session_set_timeout(session, timeoutMilliseconds) }
             // The key types Concord trusts for this host: the server must show one of them.
@@ -135,6 +136,7 @@ enum SSHRefAdvertisement {
         deinit {
             if established { _ = libssh2_session_disconnect_ex(session, SSH_DISCONNECT_BY_APPLICATION, "closing transport", "") }
             libssh2_session_free(session)
+            options.cancellation?.unregister(socket)
             close(socket)
         }
 
