@@ -55,6 +55,22 @@ final class HostileSSHServerTests: GitTestCase {
         XCTAssertLessThan(waited, 30, "a silent server held the caller \(Int(waited)) s")
     }
 
+    /// A wait on a silent server is cut the moment its owner cancels it (`TransferCancellation`, what
+    /// `watch` does before it deletes a copy and exits), not after the stall timeout; a connection
+    /// opened after the cancel is cut at once.
+    func testACancelCutsAWaitAtOnceAndEveryConnectionAfterIt() throws {
+        let cancellation = TransferCancellation()
+        DispatchQueue.global().asyncAfter(deadline: .now() + 1) { cancellation.cancel() }
+        let start = Date()
+        XCTAssertThrowsError(try headsFrom(script: "exec sleep 60\n", stallTimeout: 60, cancellation: cancellation))
+        let waited = Date().timeIntervalSince(start)
+        XCTAssertLessThan(waited, 20, "the cancelled wait held its caller \(Int(waited)) s")
+        XCTAssertTrue(cancellation.isCancelled)
+        let again = Date()
+        XCTAssertThrowsError(try headsFrom(script: "exec sleep 60\n", stallTimeout: 60, cancellation: cancellation))
+        XCTAssertLessThan(Date().timeIntervalSince(again), 20, "a connection opened after the cancel was not cut")
+    }
+
     /// A well-formed answer through the same fixture, so the failures above are the answers' doing.
     func testAWellFormedAnswerGivesItsHeads() throws {
         let answer = packet("\(Self.id) refs/heads/main\0multi_ack side-band-64k\n") + packet("\(Self.id) refs/tags/v1\n")
@@ -96,7 +112,7 @@ final class HostileSSHServerTests: GitTestCase {
         }
     }
 
-    private func headsFrom(script: String, stallTimeout: TimeInterval) throws -> [String: ObjectID] {
+    private func headsFrom(script: String, stallTimeout: TimeInterval, cancellation: TransferCancellation? = nil) throws -> [String: ObjectID] {
         let server = try SSHServer(directory: sandbox.appendingPathComponent("sshd-\(UUID().uuidString.prefix(6))"))
         try server.start()
         addTeardownBlock { server.stop() }
@@ -107,7 +123,8 @@ final class HostileSSHServerTests: GitTestCase {
         try server.authorize(publicKeyLine: "command=\"\(serve.path)\",restrict " + key.publicKeyLine)
         let (repository, _) = try makeRepository("device-\(UUID().uuidString.prefix(6))")
         try repository.addRemote("origin", url: server.url(for: sandbox.appendingPathComponent("remote.git")))
-        let options = TransportOptions(sshPrivateKey: key.privateKey.path, trustHostKey: { _ in true }, stallTimeout: stallTimeout)
+        var options = TransportOptions(sshPrivateKey: key.privateKey.path, trustHostKey: { _ in true }, stallTimeout: stallTimeout)
+        options.cancellation = cancellation
         return try repository.remoteHeads(remote: "origin", options: options)
     }
 }
