@@ -65,6 +65,38 @@ public struct SetAside {
     /// The unsent commits (not in what was last fetched from `remote`) that the rule refuses, or
     /// nil when every one would be accepted (or there are none).
     public func find(remote: String = "origin") throws -> UnpublishableCommits? {
+        try examine(remote: remote)?.found
+    }
+
+    /// Sets the refused commits aside (see the type): nil when there are none. Refuses, changing
+    /// nothing, when the files main's move back would rewrite hold uncommitted edits.
+    public func perform(remote: String = "origin", as identity: Identity) throws -> SetAsideReport? {
+        let (found, ref, head, last, plan): (UnpublishableCommits, String, ObjectID, ObjectID, [Reapply])
+        do {
+            let lock = try profile.lock()
+            defer { withExtendedLifetime(lock) {} }
+            guard let examined = try examine(remote: remote) else { return nil }
+            (found, head, last) = examined
+            plan = try self.plan(from: last, to: head, member: try profile.acting(identity).member)
+            ref = try keep(head)
+            try moveMain(from: head, to: last)
+        }
+        do {
+            let done = try reapply(plan, as: identity)
+            return SetAsideReport(ref: ref, tip: head.short, refused: found.refused, movedBackTo: last.short, reapplied: done.reapplied,
+                                  commit: done.commit, keptAside: done.keptAside)
+        } catch {
+            // Nothing is lost: the content is in the ref. Said so, with what to do.
+            throw ConcordError.io("the refused commits are kept under \(ref) and main is back at \(last.short), but writing their content "
+                + "again failed (\(ConcordError.printable((error as? LocalizedError)?.errorDescription ?? "\(error)"))): "
+                + "see it with 'git show \(ref)' and write it again with concord")
+        }
+    }
+
+    // MARK: Steps
+
+    /// The refused commits, main's tip and the commit it can go back to; nil when nothing is refused.
+    private func examine(remote: String) throws -> (found: UnpublishableCommits, head: ObjectID, last: ObjectID)? {
         guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else { return nil }
         let tracking = try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) }
         let known = tracking.map { [$0] } ?? []
@@ -80,25 +112,12 @@ public struct SetAside {
         guard let last = try lastPublishable(from: head, tracking: tracking) else {
             throw ConcordError.invalidInput("no commit of this profile's history passes the rule: clone the profile again")
         }
-        return UnpublishableCommits(remote: remote, refused: refused, lastPublishable: last.short)
+        return (UnpublishableCommits(remote: remote, refused: refused, lastPublishable: last.short), head, last)
     }
 
-    /// Sets the refused commits aside (see the type): nil when there are none. Refuses, changing
-    /// nothing, when the files main's move back would rewrite hold uncommitted edits.
-    public func perform(remote: String = "origin", as identity: Identity) throws -> SetAsideReport? {
-        let (found, ref, head, last, plan): (UnpublishableCommits, String, ObjectID, ObjectID, [Reapply])
-        do {
-            let lock = try profile.lock()
-            defer { withExtendedLifetime(lock) {} }
-            guard let unpublishable = try find(remote: remote),
-                  let tip = try gitCall({ try repository.resolveReference("HEAD") }),
-                  let back = try lastPublishable(from: tip, tracking: try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) })
-            else { return nil }
-            (found, head, last) = (unpublishable, tip, back)
-            plan = try self.plan(from: back, to: tip, member: try profile.acting(identity).member)
-            ref = try keep(tip)
-            try moveMain(from: tip, to: back)
-        }
+    /// Writes again, as one signed commit by `identity`, what `plan` says this member may write:
+    /// the `kind/id`s written, the commit (short id, nil when none), and what stays aside.
+    private func reapply(_ plan: [Reapply], as identity: Identity) throws -> (reapplied: [String], commit: String?, keptAside: [KeptAside]) {
         // The profile as main now has it (kinds and members as the accepted commit says).
         let restored = try Profile.open(at: profile.root, environment: profile.environment)
         var keptAside = plan.compactMap { if case .keep(let path, let reason) = $0 { KeptAside(path: path, reason: reason) } else { nil } }
@@ -135,11 +154,8 @@ public struct SetAside {
             }
             return done
         }
-        return SetAsideReport(ref: ref, tip: head.short, refused: found.refused, movedBackTo: last.short, reapplied: written.value,
-                              commit: written.commit.map { String($0.prefix(7)) }, keptAside: keptAside)
+        return (written.value, written.commit.map { String($0.prefix(7)) }, keptAside)
     }
-
-    // MARK: Steps
 
     /// What the rule says of `tip` on top of `known`: nil when it accepts every new commit, else the first refused one.
     private func refusal(of tip: ObjectID, known: [ObjectID]) throws -> (commit: String, signer: String?, reason: String)? {
