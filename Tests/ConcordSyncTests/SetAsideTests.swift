@@ -77,6 +77,37 @@ final class SetAsideTests: SyncTestCase {
         XCTAssertEqual(kept, unsigned, "the refused commit, vocabulary change included, is kept")
     }
 
+    /// An unsigned commit, then a merge of the remote's main made with plain git (unsigned too):
+    /// --fix makes again only Alice's change; Eddie's record, which came through the merge exactly
+    /// as the remote has it, is not rewritten by Alice's device but arrives with the next sync.
+    func testAMergeMadeWithPlainGitIsSetAsideWithoutRewritingWhatCameFromTheRemote() throws {
+        let team = try makeAccessTeam()
+        let eddiesCopy = try cloneProfile(team.eddie, from: team.remote, into: "eddie")
+        try commitWithGit(in: team.aliceProfile, signedWith: nil) { profile in
+            try replace(#""label": "puzzle""#, with: #""label": "by hand""#, in: try recordFile("vocabulary", "puzzle", in: profile))
+        }
+        try concordOK(["put", "vocabulary/ball", "--json", #"{"label":"ball"}"#], as: team.eddie, in: eddiesCopy)
+        try concordOK(["sync"], as: team.eddie, in: eddiesCopy)
+        try gitOK(["fetch", "--quiet", "origin"], in: team.aliceProfile)
+        try gitOK(["merge", "--quiet", "--no-edit", "--no-gpg-sign", "origin/main"], in: team.aliceProfile)
+        XCTAssertEqual(try concordWithDeadline(["sync"], as: team.alice, in: team.aliceProfile).status, 5)
+
+        let fixed = try concord(["doctor", "--fix", "--json"], as: team.alice, in: team.aliceProfile)
+        XCTAssertEqual(fixed.status, 0, fixed.summary)
+        let item = try doctorItem(fixed.stdout)
+        XCTAssertEqual((item["commits"] as? [Any])?.count, 2, "the commit and the merge: \(fixed.stdout)")
+        let setAside = try XCTUnwrap(item["setAside"] as? [String: Any], fixed.stdout)
+        XCTAssertEqual(setAside["reapplied"] as? [String], ["vocabulary/puzzle"], fixed.stdout)
+
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.eddie, in: eddiesCopy)
+        for (device, copy) in [(team.alice, team.aliceProfile), (team.eddie, eddiesCopy)] {
+            XCTAssertTrue(try concordOK(["get", "vocabulary/puzzle"], as: device, in: copy).contains(#""label": "by hand""#))
+            let ball = try concordOK(["get", "vocabulary/ball"], as: device, in: copy)
+            XCTAssertTrue(ball.contains(#""updatedBy": "eddie""#), "Eddie's record stays his: \(ball)")
+        }
+    }
+
     /// The doctor item that describes unsent commits, from `concord doctor --json`.
     private func doctorItem(_ json: String, file: StaticString = #filePath, line: UInt = #line) throws -> [String: Any] {
         let items = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]], json, file: file, line: line)

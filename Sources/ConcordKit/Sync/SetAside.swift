@@ -77,7 +77,8 @@ public struct SetAside {
             defer { withExtendedLifetime(lock) {} }
             guard let examined = try examine(remote: remote) else { return nil }
             (found, head, last) = examined
-            plan = try self.plan(from: last, to: head, member: try profile.acting(identity).member)
+            plan = try self.plan(from: last, to: head, tracking: try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) },
+                                 member: try profile.acting(identity).member)
             ref = try keep(head)
             try moveMain(from: head, to: last)
         }
@@ -203,10 +204,16 @@ public struct SetAside {
     }
 
     /// How each file that differs between `last` and `tip` is made again by `member`, with the
-    /// kinds `last` has (the records are written under them).
-    private func plan(from last: ObjectID, to tip: ObjectID, member: String) throws -> [Reapply] {
+    /// kinds `last` has (the records are written under them). A file exactly as the remote's main
+    /// (`tracking`) has it came from there (a merge made with plain git): the sync brings it back, unwritten.
+    private func plan(from last: ObjectID, to tip: ObjectID, tracking: ObjectID?, member: String) throws -> [Reapply] {
         let (lastTree, tipTree) = try gitCall { (try repository.commit(last).tree, try repository.commit(tip).tree) }
-        let files = try gitCall { try repository.changedFiles(from: lastTree, to: tipTree) }
+        var files = try gitCall { try repository.changedFiles(from: lastTree, to: tipTree) }
+        if let tracking, tracking != last {
+            let remoteTree = try gitCall { try repository.commit(tracking).tree }
+            let remote = try gitCall { try repository.entries(at: files.map(\.path.string), inTree: remoteTree) }
+            files = zip(files, remote).filter { file, entry in file.blob == nil || entry?.id != file.blob }.map(\.0)
+        }
         let kinds = try gitCall { try repository.blob(KindsTable.path, atCommit: last) }.flatMap { try? KindsTable.decode($0) } ?? .empty
         return try files.flatMap { file -> [Reapply] in
             let path = file.path.string
