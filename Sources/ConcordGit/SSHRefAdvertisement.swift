@@ -104,7 +104,7 @@ enum SSHRefAdvertisement {
             self.options = options
             timeoutMilliseconds = options.stallTimeout.map { max(1, Int($0 * 1000)) } ?? 0
             Libgit2.ensure()  // git_libgit2_init runs libssh2_init
-            let socket = concord_tcp_connect(host, Int32(port), Int32(clamping: timeoutMilliseconds))
+            let socket = concord_tcp_connect(host, Int32(port), Int32(clamping: timeoutMilliseconds), options.cancellation?.wakeDescriptor ?? -1)
             guard socket >= 0 else {
                 let code = errno
                 if code == ETIMEDOUT, let seconds = options.stallTimeout { throw TransportFailure.timedOut(seconds: Int(seconds.rounded())) }
