@@ -2,9 +2,10 @@ import Foundation
 
 /// Ends, from another thread, the transfers that run with it (`TransportOptions.cancellation`):
 /// `cancel()` shuts down the socket of each connection open now, so its blocking read returns an
-/// error at once, gives up a connect in progress, and cuts every connection opened later. The owner of a thread that waits on
-/// a server (`watch`'s live updates) cancels, then joins that thread: nothing is left running in
-/// libssh2 when the process deletes a copy or exits.
+/// error at once, gives up a connect in progress, and cuts every connection opened later. The
+/// owner of a thread that waits on a server (`watch`'s live updates) cancels, then joins that
+/// thread: nothing is left running in libssh2 when the process deletes a copy or exits. (A name
+/// lookup in progress, `getaddrinfo`, cannot be cut: it ends within the resolver's own timeout.)
 ///
 /// A socket is shut down, never closed, here: its connection still owns (and closes) it, so a
 /// descriptor number is never closed twice or reused under another owner.

@@ -19,7 +19,7 @@ final class LiveUpdates: @unchecked Sendable {
     private let options: TransportOptions
     /// Cuts the wait in progress when `stop()` is called.
     private let cancellation = TransferCancellation()
-    /// Signalled once when the thread ends (or at once when it never started).
+    /// Signalled once, when the thread ends; `stop()` waits for it only if the thread was started.
     private let ended = DispatchSemaphore(value: 0)
     private var started = false
     private let lock = NSLock()
