@@ -29,6 +29,15 @@ final class RemoteRestoreTests: SyncTestCase {
         assertOneLineRefusal(notAdmin, status: 1, mentions: ["eddie is editor", "restoring origin's main (ask an Admin: alice)"])
         XCTAssertEqual(try remoteMain(team.remote), damaged, "nothing changed on the remote")
 
+        // An Admin whose own copy holds a commit the rule refuses restores nothing with it.
+        let own = try commitWithGit(in: team.aliceProfile, signedWith: nil) { profile in
+            try replace(#""color": "blue""#, with: #""color": "red""#, in: try recordFile("settings", "theme", in: profile))
+        }
+        assertOneLineRefusal(try concordWithDeadline(["remote", "restore"], as: team.alice, in: team.aliceProfile), status: 5,
+                             mentions: ["this device's commit \(own.prefix(7)) would be refused", "concord doctor --fix"])
+        XCTAssertEqual(try remoteMain(team.remote), damaged, "nothing changed on the remote")
+        try concordOK(["doctor", "--fix"], as: team.alice, in: team.aliceProfile)
+
         let restored = try concordWithDeadline(["remote", "restore", "origin", "--json"], as: team.alice, in: team.aliceProfile)
         XCTAssertEqual(restored.status, 0, restored.summary)
         let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(restored.stdout.utf8)) as? [String: Any], restored.stdout)

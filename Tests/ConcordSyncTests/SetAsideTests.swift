@@ -108,6 +108,22 @@ final class SetAsideTests: SyncTestCase {
         }
     }
 
+    /// A file the move back would rewrite holds an edit no commit has: --fix refuses in one line,
+    /// changing nothing (no set-aside ref, main where it was, the edit kept).
+    func testDoctorFixRefusesOverAnUncommittedEdit() throws {
+        let team = try makeAccessTeam()
+        let file = try recordFile("vocabulary", "puzzle", in: team.aliceProfile)
+        let unsigned = try commitWithGit(in: team.aliceProfile, signedWith: nil) { _ in
+            try replace(#""label": "puzzle""#, with: #""label": "by hand""#, in: file)
+        }
+        try replace(#""label": "by hand""#, with: #""label": "not committed""#, in: file)
+        let refused = try concord(["doctor", "--fix"], as: team.alice, in: team.aliceProfile)
+        assertOneLineRefusal(refused, status: 1, mentions: [file.lastPathComponent])
+        XCTAssertEqual(try revParse("HEAD", in: team.aliceProfile), unsigned)
+        XCTAssertEqual(try gitOK(["for-each-ref", "refs/concord/set-aside/"], in: team.aliceProfile), "")
+        XCTAssertTrue(try String(contentsOf: file, encoding: .utf8).contains("not committed"))
+    }
+
     /// The doctor item that describes unsent commits, from `concord doctor --json`.
     private func doctorItem(_ json: String, file: StaticString = #filePath, line: UInt = #line) throws -> [String: Any] {
         let items = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]], json, file: file, line: line)

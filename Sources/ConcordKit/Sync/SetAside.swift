@@ -79,6 +79,7 @@ public struct SetAside {
             (found, head, last) = examined
             plan = try self.plan(from: last, to: head, tracking: try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) },
                                  member: try profile.acting(identity).member)
+            try refuseOverwritingEdits(from: head, to: last)   // before anything is written
             ref = try keep(head)
             try moveMain(from: head, to: last)
         }
@@ -260,6 +261,12 @@ public struct SetAside {
             name = stamp + "-\(suffix)"
         }
         return name
+    }
+
+    /// Refuses, as `uncommittedEdits`, when a file moving main from `tip` to `last` would rewrite holds an edit no commit has.
+    private func refuseOverwritingEdits(from tip: ObjectID, to last: ObjectID) throws {
+        let files = try gitCall { try repository.changedFiles(from: try repository.commit(tip).tree, to: try repository.commit(last).tree) }
+        try profile.refuseOverwritingLocalEdits(files)
     }
 
     /// Moves the branch from `tip` back to `last` (compare-and-swap) with the working tree and
