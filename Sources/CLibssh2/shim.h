@@ -12,8 +12,9 @@
 
 /* Opens a TCP connection to `host`:`port`, trying each address getaddrinfo gives, each for at
    most `timeout_ms` (0: as long as the system waits). Returns a blocking socket, or -1 with errno
-   set (EHOSTUNREACH when the name did not resolve). */
-static inline int concord_tcp_connect(const char *host, int port, int timeout_ms) {
+   set (EHOSTUNREACH when the name did not resolve). When `cancel_fd` (-1: none) becomes readable
+   the connect in progress is given up at once: -1 with errno ECANCELED. */
+static inline int concord_tcp_connect(const char *host, int port, int timeout_ms, int cancel_fd) {
     struct addrinfo hints, *found = NULL, *entry;
     char service[16];
     int fd = -1, saved = EHOSTUNREACH;
@@ -29,13 +30,14 @@ static inline int concord_tcp_connect(const char *host, int port, int timeout_ms
         fcntl(fd, F_SETFL, flags | O_NONBLOCK);
         int result = connect(fd, entry->ai_addr, entry->ai_addrlen);
         if (result < 0 && errno == EINPROGRESS) {
-            struct pollfd waiting = { .fd = fd, .events = POLLOUT };
+            struct pollfd waiting[2] = { { .fd = fd, .events = POLLOUT }, { .fd = cancel_fd, .events = POLLIN } };
             int ready;
-            do { ready = poll(&waiting, 1, timeout_ms > 0 ? timeout_ms : -1); } while (ready < 0 && errno == EINTR);
+            do { ready = poll(waiting, 2, timeout_ms > 0 ? timeout_ms : -1); } while (ready < 0 && errno == EINTR);
             int problem = 0;
             socklen_t length = sizeof problem;
             if (ready == 0) { problem = ETIMEDOUT; }
             else if (ready < 0) { problem = errno; }
+            else if (waiting[1].revents) { problem = ECANCELED; }
             else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &problem, &length) < 0) { problem = errno; }
             result = problem ? -1 : 0;
             if (problem) errno = problem;
@@ -44,6 +46,7 @@ static inline int concord_tcp_connect(const char *host, int port, int timeout_ms
         saved = errno;
         close(fd);
         fd = -1;
+        if (saved == ECANCELED) break;
     }
     freeaddrinfo(found);
     if (fd < 0) errno = saved;

@@ -6,49 +6,67 @@ import Foundation
 /// connection and then went silent — this process's TCP connections to that server's address and
 /// port are shut down, so libgit2's blocking read returns an error and the profile lock is freed.
 /// Transfer callbacks call `touch()` whenever anything arrives.
+///
+/// The timer's handler holds only the deadline (`Deadline`), never the watchdog, and runs on a
+/// queue of its own: `deinit` cancels the timer and then waits for a check in progress, so no
+/// check outlives its transfer (none runs while the process deletes a copy or exits).
 final class NetworkWatchdog: @unchecked Sendable {
-    private let host: String
-    private let port: UInt16
-    private let limit: TimeInterval
-    private let lock = NSLock()
-    private var lastActivity = Date()
-    private var fired = false
+    private let deadline: Deadline
+    private let queue = DispatchQueue(label: "concord.network-watchdog")
     private let timer: DispatchSourceTimer
 
     /// Watches connections to `host`:`port`; nil `limit` watches nothing.
     init?(host: String, port: UInt16, limit: TimeInterval?) {
         guard let limit, limit > 0 else { return nil }
-        self.host = host
-        self.port = port
-        self.limit = limit
-        timer = DispatchSource.makeTimerSource(queue: .global())
+        let deadline = Deadline(host: host, port: port, limit: limit)
+        self.deadline = deadline
+        timer = DispatchSource.makeTimerSource(queue: queue)
         let interval = min(0.5, limit / 4)
         timer.schedule(deadline: .now() + interval, repeating: interval)
-        timer.setEventHandler { [weak self] in self?.check() }
+        timer.setEventHandler { deadline.check() }
         timer.resume()
     }
 
     deinit {
         timer.cancel()
+        queue.sync {}   // a check already running ends before the transfer's state goes
     }
 
     /// Something moved: the deadline starts again.
+    func touch() { deadline.touch() }
+
+    /// Whether the deadline passed and the connection was cut.
+    var timedOut: Bool { deadline.timedOut }
+
+    var seconds: Int { Int(deadline.limit.rounded()) }
+}
+
+/// The last activity of one transfer and what to cut when it stalls.
+private final class Deadline: @unchecked Sendable {
+    private let host: String
+    private let port: UInt16
+    let limit: TimeInterval
+    private let lock = NSLock()
+    private var lastActivity = Date()
+    private var fired = false
+
+    init(host: String, port: UInt16, limit: TimeInterval) {
+        (self.host, self.port, self.limit) = (host, port, limit)
+    }
+
     func touch() {
         lock.lock()
         lastActivity = Date()
         lock.unlock()
     }
 
-    /// Whether the deadline passed and the connection was cut.
     var timedOut: Bool {
         lock.lock()
         defer { lock.unlock() }
         return fired
     }
 
-    var seconds: Int { Int(limit.rounded()) }
-
-    private func check() {
+    func check() {
         lock.lock()
         let stalled = Date().timeIntervalSince(lastActivity) > limit
         if stalled { fired = true }

@@ -104,7 +104,7 @@ enum SSHRefAdvertisement {
             self.options = options
             timeoutMilliseconds = options.stallTimeout.map { max(1, Int($0 * 1000)) } ?? 0
             Libgit2.ensure()  // git_libgit2_init runs libssh2_init
-            let socket = concord_tcp_connect(host, Int32(port), Int32(clamping: timeoutMilliseconds))
+            let socket = concord_tcp_connect(host, Int32(port), Int32(clamping: timeoutMilliseconds), options.cancellation?.wakeDescriptor ?? -1)
             guard socket >= 0 else {
                 let code = errno
                 if code == ETIMEDOUT, let seconds = options.stallTimeout { throw TransportFailure.timedOut(seconds: Int(seconds.rounded())) }
@@ -119,6 +119,7 @@ enum SSHRefAdvertisement {
             }
             self.socket = socket
             self.session = session
+            options.cancellation?.register(socket)
             libssh2_session_set_blocking(session, 1)
             if timeoutMilliseconds > 0 { libssh2_session_set_timeout(session, timeoutMilliseconds) }
             // The key types Concord trusts for this host: the server must show one of them.
@@ -135,6 +136,7 @@ enum SSHRefAdvertisement {
         deinit {
             if established { _ = libssh2_session_disconnect_ex(session, SSH_DISCONNECT_BY_APPLICATION, "closing transport", "") }
             libssh2_session_free(session)
+            options.cancellation?.unregister(socket)
             close(socket)
         }
 

@@ -42,6 +42,9 @@ public struct TransportOptions {
     /// The known_hosts lines (OpenSSH format) of the host being contacted that libgit2 reads in
     /// place of ~/.ssh/known_hosts (see `SSHKnownHostsFile`): they pick the host key type to ask for.
     public var knownHostLines: [String]
+    /// Ends the connection from another thread (`TransferCancellation`); only the connections
+    /// Concord opens itself (`SSHRefAdvertisement`: checks, waits) take it, not libgit2's transfers.
+    public var cancellation: TransferCancellation?
 
     public init(sshPrivateKey: String? = nil, sshUser: String? = nil, trustHostKey: ((HostKey) -> Bool)? = nil,
                 stallTimeout: TimeInterval? = 30, knownHostLines: [String] = []) {

@@ -223,14 +223,15 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
                     "its remote keeps only the signed deletion notice; data already on other devices is not recalled")
         case .invalidCommit(let commit, let path, let reason):
             return ("invalid commit \(commit):\(path.map { " \($0):" } ?? "") \(reason)", "refused, nothing here changed; the remote "
-                    + "holds a commit Concord will not accept: ask the profile's admin to find who pushed it and restore the remote's main")
+                    + "holds a commit Concord will not accept: ask the profile's admin to find who pushed it and restore the remote's main "
+                    + "('concord remote restore' for a path remote)")
         case .unpublishable(let commit, let problem):
             return ("this device's commit \(commit) would be refused by every other device (\(problem))",
-                    "nothing was sent; set it aside (keep it on a branch and move main back to the last commit the remote has) "
-                    + "and make its changes again with concord (docs/sync.md, \"A commit this device would refuse\")")
+                    "nothing was sent; run 'concord doctor' to see why and 'concord doctor --fix' to set it aside without losing "
+                    + "its content (docs/sync.md, \"A commit this device would refuse\")")
         case .unauthorizedCommit(let commit, let signer, let change, let reason):
             return ("\(commit) by \(signer)\(change.map { " changes \($0)" } ?? ""): \(reason)",
-                    "refused, nothing here changed; ask the profile's admin to restore the remote's main to the commit before it")
+                    "refused, nothing here changed; ask the profile's admin to restore the remote's main ('concord remote restore' for a path remote)")
         }
     }
 

@@ -51,29 +51,95 @@ struct MergeDriverCommand: ParsableCommand {
 struct Doctor: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "doctor",
-        abstract: "Check the git config plain git needs (merge driver, signatures) and repair it with --fix.")
+        abstract: "Check the git config plain git needs and this device's unsent commits; repair both with --fix.",
+        discussion: """
+            Lists each unsent commit that sync would refuse to publish (a commit made with plain git: unsigned, or \
+            outside the member's role), with its signer and the rule's reason. --fix keeps those commits under \
+            refs/concord/set-aside/<time>, moves main back to the newest commit the rule accepts, and writes again, as \
+            one signed commit by this device, the records and log entries they changed that this member may write.
+            """)
 
     @OptionGroup var profile: ProfileOption
-    @Flag(help: "Rewrite the merge driver and signing config with this concord binary, and .gitattributes (committed by an Admin when the branch holds a stale one).")
+    @Option(help: "The remote whose last fetched main the unsent commits are counted from.") var remote = "origin"
+    @Flag(help: "Rewrite the merge driver and signing config with this concord binary, .gitattributes (committed by an Admin when the branch holds a stale one), and set aside the unsent commits sync would refuse.")
     var fix = false
     @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
-        let findings = try profile.open().recovery.doctor(fix: fix, as: fix ? try? loadIdentity() : nil)
+        let profile = try profile.open()
+        let identity = fix ? try? loadIdentity() : nil
+        let findings = try profile.recovery.doctor(fix: fix, as: identity)
+        // Only against a remote this profile has: without one, nothing is published.
+        let hasRemote = try profile.sync.remotes().contains { $0.name == remote }
+        var unpublishable = hasRemote ? try profile.setAside.find(remote: remote) : nil
+        var setAside: SetAsideReport?
+        if fix, unpublishable != nil {
+            setAside = try profile.setAside.perform(remote: remote, as: try identity ?? loadIdentity())
+            if setAside == nil { unpublishable = nil }
+        }
         if json {
-            printJSON(.array(findings.map {
+            var items: [JSONValue] = findings.map {
                 .object(["problem": .string($0.problem), "fixed": .bool($0.fixed), "notFixedBecause": $0.notFixedBecause.map(JSONValue.string) ?? .null])
-            }))
-        } else if findings.isEmpty {
-            print("all good: merge driver, signing config and .gitattributes are in place")
+            }
+            if let unpublishable { items.append(Self.json(unpublishable, setAside: setAside)) }
+            printJSON(.array(items))
+        } else if findings.isEmpty, unpublishable == nil {
+            print("all good: merge driver, signing config and .gitattributes are in place, and every unsent commit passes the rule")
         } else {
             for finding in findings {
                 let why = finding.notFixedBecause.map { "; not fixed: \($0): an Admin's 'concord doctor --fix' commits it" } ?? ""
                 print((finding.fixed ? "fixed: " : "problem: ") + finding.problem + why)
             }
-            if !fix, findings.contains(where: { !$0.fixed }) { print("run 'concord doctor --fix' to repair the git config") }
+            if let unpublishable { Self.explain(unpublishable, setAside: setAside) }
+            if !fix, findings.contains(where: { !$0.fixed }) || unpublishable != nil {
+                print("run 'concord doctor --fix' to repair" + (unpublishable == nil ? " the git config" : ""))
+            }
         }
-        if findings.contains(where: { !$0.fixed }) { throw ExitCode(ExitStatus.failure) }
+        if findings.contains(where: { !$0.fixed }) || (unpublishable != nil && setAside == nil) { throw ExitCode(ExitStatus.failure) }
+    }
+
+    private static func problem(_ found: UnpublishableCommits) -> String {
+        "\(found.refused.count) unsent commit(s) of this device would be refused by every other device: sync sends nothing until they are set aside"
+    }
+
+    private static func explain(_ found: UnpublishableCommits, setAside: SetAsideReport?) {
+        print((setAside == nil ? "problem: " : "fixed: ") + problem(found))
+        for commit in found.refused {
+            print("  \(commit.commit)" + (commit.signer.map { " by \($0)" } ?? "") + ": \(commit.reason)")
+        }
+        guard let done = setAside else {
+            print("  to do: 'concord doctor --fix' keeps them under \(SetAside.refPrefix)<time>, moves main back to \(found.lastPublishable) "
+                  + "(the newest commit the rule accepts) and makes their records and log entries again, signed by this device, where its member may write them")
+            return
+        }
+        print("  kept: \(done.ref) points at \(done.tip) (nothing is lost: 'git log \(done.ref)')")
+        print("  main moved back to \(done.movedBackTo)")
+        if let commit = done.commit {
+            print("  made again in \(commit), signed by this device: \(done.reapplied.joined(separator: ", "))")
+        }
+        for kept in done.keptAside {
+            print("  only in \(done.ref): \(kept.path): \(kept.reason)")
+        }
+        print("  run 'concord sync' to publish")
+    }
+
+    private static func json(_ found: UnpublishableCommits, setAside: SetAsideReport?) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "problem": .string(problem(found)), "fixed": .bool(setAside != nil), "notFixedBecause": .null,
+            "remote": .string(found.remote), "lastPublishable": .string(found.lastPublishable),
+            "commits": .array(found.refused.map {
+                .object(["commit": .string($0.commit), "signer": $0.signer.map(JSONValue.string) ?? .null, "reason": .string($0.reason),
+                         "builtOn": $0.builtOn.map(JSONValue.string) ?? .null])
+            }),
+        ]
+        if let done = setAside {
+            object["setAside"] = .object([
+                "ref": .string(done.ref), "tip": .string(done.tip), "movedBackTo": .string(done.movedBackTo),
+                "commit": done.commit.map(JSONValue.string) ?? .null, "reapplied": .array(done.reapplied.map(JSONValue.string)),
+                "keptAside": .array(done.keptAside.map { .object(["path": .string($0.path), "reason": .string($0.reason)]) }),
+            ])
+        }
+        return .object(object)
     }
 }
 

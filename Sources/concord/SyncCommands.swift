@@ -8,7 +8,7 @@ let offlineExitCode: Int32 = 3
 struct RemoteCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "remote", abstract: "Manage the bare repositories this profile syncs with.",
-        subcommands: [Add.self, ListRemotes.self, RemoveRemote.self, Trust.self])
+        subcommands: [Add.self, ListRemotes.self, RemoveRemote.self, Trust.self, Restore.self])
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -59,6 +59,49 @@ struct RemoteCommand: ParsableCommand {
         func run() throws {
             let fingerprint = try profile.open().sync.trustRemote(name, identity: try loadIdentity())
             print("trusted the host key of \(name): \(fingerprint)")
+        }
+    }
+}
+
+extension RemoteCommand {
+    struct Restore: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "restore",
+            abstract: "Put back a remote's main that holds a commit every device refuses (Admins only).",
+            discussion: """
+                For a path remote someone pushed a commit to with plain git, so that every sync stops with exit 5. \
+                Fetches the remote's main, checks it, merges in the newest commit of it the rule accepts, and moves the \
+                remote's main to this device's verified main (a compare-and-swap against the damaged tip), keeping the \
+                damaged tip on the remote under refs/concord/damaged/<time>. Exit 0 with nothing done when the remote's \
+                main passes the rule.
+                """)
+        @OptionGroup var profile: ProfileOption
+        @Argument(help: "The remote's name.") var name = "origin"
+        @Flag(help: "Print the result as JSON.") var json = false
+
+        func run() throws {
+            let report: RemoteRestoreReport?
+            do {
+                report = try profile.open().remoteRestore.run(remote: name, as: try loadIdentity())
+            } catch where json {
+                printJSON(.object(["error": .string(describe(error)), "exitCode": .number(String(ExitStatus.code(for: error)))]))
+                throw error
+            }
+            if json {
+                printJSON(.object([
+                    "remote": .string(name), "restored": .bool(report != nil),
+                    "damagedTip": report.map { .string($0.damagedTip) } ?? .null, "keptAs": report.map { .string($0.keptAs) } ?? .null,
+                    "refusal": report.map { .string($0.refusal) } ?? .null, "merged": report?.merged.map(JSONValue.string) ?? .null,
+                    "main": report.map { .string($0.restoredTo) } ?? .null,
+                ]))
+            } else if let report {
+                print("restored \(name)'s main to \(report.restoredTo) (this device's verified main"
+                      + (report.merged.map { ", with \($0) from the damaged main merged in" } ?? "") + ")")
+                print("the damaged main \(report.damagedTip) is kept on \(name) as \(report.keptAs) (refused: \(report.refusal))")
+                print("every device syncs again as usual")
+            } else {
+                print("\(name)'s main passes the rule: nothing to restore")
+            }
         }
     }
 }

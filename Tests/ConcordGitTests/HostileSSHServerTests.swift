@@ -55,6 +55,64 @@ final class HostileSSHServerTests: GitTestCase {
         XCTAssertLessThan(waited, 30, "a silent server held the caller \(Int(waited)) s")
     }
 
+    /// A wait on a silent server is cut the moment its owner cancels it (`TransferCancellation`, what
+    /// `watch` does before it deletes a copy and exits), not after the stall timeout; a connection
+    /// opened after the cancel is cut at once.
+    func testACancelCutsAWaitAtOnceAndEveryConnectionAfterIt() throws {
+        let cancellation = TransferCancellation()
+        DispatchQueue.global().asyncAfter(deadline: .now() + 1) { cancellation.cancel() }
+        let start = Date()
+        XCTAssertThrowsError(try headsFrom(script: "exec sleep 60\n", stallTimeout: 60, cancellation: cancellation))
+        let waited = Date().timeIntervalSince(start)
+        XCTAssertLessThan(waited, 20, "the cancelled wait held its caller \(Int(waited)) s")
+        XCTAssertTrue(cancellation.isCancelled)
+        let again = Date()
+        XCTAssertThrowsError(try headsFrom(script: "exec sleep 60\n", stallTimeout: 60, cancellation: cancellation))
+        XCTAssertLessThan(Date().timeIntervalSince(again), 20, "a connection opened after the cancel was not cut")
+    }
+
+    /// A host that never answers the connection (its SYNs dropped, as by a firewall) does not hold
+    /// a cancelled caller for the stall timeout: the connect in progress is given up at once.
+    func testACancelGivesUpAConnectToAHostThatNeverAnswers() throws {
+        // A listening socket whose accept queue is full: the system drops further SYNs.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && listen(listener, 0) == 0
+                && getsockname(listener, $0, &length) == 0 }
+        }
+        XCTAssertTrue(bound)
+        var fillers = [Int32]()
+        defer { fillers.forEach { close($0) } }
+        func connecting() -> Int32 {
+            let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            _ = fcntl(client, F_SETFL, O_NONBLOCK)
+            var target = address
+            _ = withUnsafePointer(to: &target) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, length) } }
+            fillers.append(client)
+            return client
+        }
+        for _ in 0..<4 { _ = connecting() }
+        var probe = pollfd(fd: connecting(), events: Int16(POLLOUT), revents: 0)
+        if poll(&probe, 1, 500) != 0 { throw XCTSkip("this system completes connections past a full accept queue") }
+
+        let (repository, _) = try makeRepository("device-\(UUID().uuidString.prefix(6))")
+        try repository.addRemote("origin", url: "ssh://git@127.0.0.1:\(UInt16(bigEndian: address.sin_port))/remote.git")
+        var options = TransportOptions(trustHostKey: { _ in true }, stallTimeout: 60)
+        let cancellation = TransferCancellation()
+        options.cancellation = cancellation
+        DispatchQueue.global().asyncAfter(deadline: .now() + 1) { cancellation.cancel() }
+        let start = Date()
+        XCTAssertThrowsError(try repository.remoteHeads(remote: "origin", options: options)) { error in
+            XCTAssertTrue(self.message(of: error).contains("anceled"), self.message(of: error))
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(start), 20, "the cancelled connect held its caller")
+    }
+
     /// A well-formed answer through the same fixture, so the failures above are the answers' doing.
     func testAWellFormedAnswerGivesItsHeads() throws {
         let answer = packet("\(Self.id) refs/heads/main\0multi_ack side-band-64k\n") + packet("\(Self.id) refs/tags/v1\n")
@@ -96,7 +154,7 @@ final class HostileSSHServerTests: GitTestCase {
         }
     }
 
-    private func headsFrom(script: String, stallTimeout: TimeInterval) throws -> [String: ObjectID] {
+    private func headsFrom(script: String, stallTimeout: TimeInterval, cancellation: TransferCancellation? = nil) throws -> [String: ObjectID] {
         let server = try SSHServer(directory: sandbox.appendingPathComponent("sshd-\(UUID().uuidString.prefix(6))"))
         try server.start()
         addTeardownBlock { server.stop() }
@@ -107,7 +165,8 @@ final class HostileSSHServerTests: GitTestCase {
         try server.authorize(publicKeyLine: "command=\"\(serve.path)\",restrict " + key.publicKeyLine)
         let (repository, _) = try makeRepository("device-\(UUID().uuidString.prefix(6))")
         try repository.addRemote("origin", url: server.url(for: sandbox.appendingPathComponent("remote.git")))
-        let options = TransportOptions(sshPrivateKey: key.privateKey.path, trustHostKey: { _ in true }, stallTimeout: stallTimeout)
+        var options = TransportOptions(sshPrivateKey: key.privateKey.path, trustHostKey: { _ in true }, stallTimeout: stallTimeout)
+        options.cancellation = cancellation
         return try repository.remoteHeads(remote: "origin", options: options)
     }
 }

@@ -6,12 +6,22 @@ import Foundation
 /// once instead of at its next poll. A server that does not offer the wait (a stock sshd + git)
 /// fails the first one, and `watch` keeps polling alone. Nothing here trusts the answer: it only
 /// makes the next sync happen sooner, and that sync fetches and checks as always.
+///
+/// The thread is joined, never left behind: `stop()` cuts the wait in progress
+/// (`TransferCancellation`) and returns only once the thread has ended, so a watch that ends
+/// (access removed, profile deleted, a signal) deletes its copy and exits with no thread still
+/// inside libssh2 or OpenSSL, whose state `exit` tears down.
 final class LiveUpdates: @unchecked Sendable {
     /// How long one `concord-wait` holds its connection.
     static let waitSeconds = 20
 
     private let url: String
     private let options: TransportOptions
+    /// Cuts the wait in progress when `stop()` is called.
+    private let cancellation = TransferCancellation()
+    /// Signalled once, when the thread ends; `stop()` waits for it only if the thread was started.
+    private let ended = DispatchSemaphore(value: 0)
+    private var started = false
     private let lock = NSLock()
     private var known: ObjectID?
     private var moved = false
@@ -27,15 +37,28 @@ final class LiveUpdates: @unchecked Sendable {
     private var askForPack = true
 
     init(url: String, options: TransportOptions, known: ObjectID?) {
+        var options = options
+        options.cancellation = cancellation
         (self.url, self.options, self.known) = (url, options, known)
     }
 
     func start() {
-        Thread.detachNewThread { [self] in run() }
+        locked { started = true }
+        Thread.detachNewThread { [self] in
+            defer { ended.signal() }
+            run()
+        }
     }
 
-    /// Ends the thread after its current wait (at most `waitSeconds`).
-    func stop() { locked { stopped = true } }
+    /// Ends the thread: cuts its wait in progress and returns once it has ended. Idempotent.
+    func stop() {
+        let running = locked {
+            defer { (started, stopped) = (false, true) }
+            return started
+        }
+        cancellation.cancel()
+        if running { ended.wait() }
+    }
 
     /// The main this device now has from the remote (after each sync).
     func update(known tip: ObjectID?) { locked { known = tip } }

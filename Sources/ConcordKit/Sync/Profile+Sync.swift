@@ -125,7 +125,7 @@ extension Profile {
         try target.updateReference(incomingRef, to: prefetched.tip, expected: nil, message: "concord: sent with the wait")
     }
 
-    private func fetch(remote: String, location: RemoteLocation, options: TransportOptions, into target: Repository, cloning: Bool,
+    func fetch(remote: String, location: RemoteLocation, options: TransportOptions, into target: Repository, cloning: Bool,
                        commitCopied: (([UInt8]) -> Void)? = nil) throws {
         if case .path(let path) = location {
             // An Admin deleted the profile (`concord destroy`): the directory keeps only the signed notice.

@@ -1,0 +1,66 @@
+import Foundation
+
+/// Ends, from another thread, the transfers that run with it (`TransportOptions.cancellation`):
+/// `cancel()` shuts down the socket of each connection open now, so its blocking read returns an
+/// error at once, gives up a connect in progress, and cuts every connection opened later. The
+/// owner of a thread that waits on a server (`watch`'s live updates) cancels, then joins that
+/// thread: nothing is left running in libssh2 when the process deletes a copy or exits. (A name
+/// lookup in progress, `getaddrinfo`, cannot be cut: it ends within the resolver's own timeout.)
+///
+/// A socket is shut down, never closed, here: its connection still owns (and closes) it, so a
+/// descriptor number is never closed twice or reused under another owner.
+public final class TransferCancellation: @unchecked Sendable {
+    private let lock = NSLock()
+    private var sockets = Set<Int32>()
+    private var cancelled = false
+    /// A pipe whose read end becomes readable on `cancel()`: a connect still in progress polls it
+    /// too (`concord_tcp_connect`), so a host that never answers does not hold the thread for the
+    /// stall timeout. -1 when the pipe could not be made (then only connected sockets are cut).
+    private let wake: (read: Int32, write: Int32)
+
+    public init() {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else {
+            wake = (-1, -1)
+            return
+        }
+        for end in ends {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(end, F_SETFL, O_NONBLOCK)
+        }
+        wake = (ends[0], ends[1])
+    }
+
+    deinit {
+        if wake.read >= 0 { close(wake.read); close(wake.write) }
+    }
+
+    /// What a connect in progress polls besides its socket (-1: nothing).
+    var wakeDescriptor: Int32 { wake.read }
+
+    /// Whether `cancel()` was called.
+    public var isCancelled: Bool { lock.withLock { cancelled } }
+
+    /// Shuts down every socket open now and every one registered after.
+    public func cancel() {
+        lock.withLock {
+            guard !cancelled else { return }
+            cancelled = true
+            for socket in sockets { _ = shutdown(socket, Int32(SHUT_RDWR)) }
+            if wake.write >= 0 { _ = write(wake.write, "x", 1) }
+        }
+    }
+
+    /// Registers `socket` of a connection being opened; shut down at once when already cancelled.
+    func register(_ socket: Int32) {
+        lock.withLock {
+            sockets.insert(socket)
+            if cancelled { _ = shutdown(socket, Int32(SHUT_RDWR)) }
+        }
+    }
+
+    /// Forgets `socket`: its connection is about to close it (called before `close`, under the same lock as `cancel`).
+    func unregister(_ socket: Int32) {
+        _ = lock.withLock { sockets.remove(socket) }
+    }
+}

@@ -1,0 +1,142 @@
+import ConcordGit
+import ConcordModel
+import Foundation
+
+/// What `RemoteRestore.run` did to a remote's main.
+public struct RemoteRestoreReport: Sendable, Equatable {
+    public let remote: String
+    /// The remote's main before (short id): the damaged tip.
+    public let damagedTip: String
+    /// Where the damaged tip is kept on the remote, e.g. `refs/concord/damaged/20261127T080000Z`.
+    public let keptAs: String
+    /// Why the remote's main was refused: the rule's line for its first refused commit.
+    public let refusal: String
+    /// The newest commit of the damaged main that the rule accepts and this device did not have,
+    /// merged in before the restore (short id), or nil.
+    public let merged: String?
+    /// The remote's main now (short id): this device's verified main.
+    public let restoredTo: String
+}
+
+/// An Admin's way back from a remote someone damaged: a path remote (or a plain git server) takes
+/// whatever is pushed to it, so a member with plain git can put there a commit every device
+/// refuses (each sync then stops with exit 5). This fetches the remote's main into a quarantine,
+/// confirms the rule refuses it, finds the newest commit of it the rule accepts (merged here when
+/// this device lacks it, so no valid commit is lost), and moves the remote's main to this
+/// device's verified main — a compare-and-swap against the damaged tip, never a blind force —
+/// after keeping the damaged tip on the remote under `refs/concord/damaged/<time>`.
+public struct RemoteRestore {
+    let profile: Profile
+    private var repository: Repository { profile.repository }
+
+    /// Where a damaged main is kept on the remote.
+    public static let refPrefix = "refs/concord/damaged/"
+    /// How far back along the damaged main's first parents a commit the rule accepts is looked for.
+    static let searchDepth = 10_000
+
+    /// Restores `remote`'s main (see the type); nil when the rule accepts it as it is (nothing to restore).
+    public func run(remote: String = "origin", as identity: Identity) throws -> RemoteRestoreReport? {
+        let location = try profile.remoteLocation(remote)
+        guard case .path(let path) = location else {
+            throw ConcordError.invalidInput("\(remote) is an ssh remote: a concord server refuses such commits itself (its pre-receive); "
+                + "for another server, ask its administrator to set main back to the last commit 'concord sync' accepted")
+        }
+        try authorizeRestore(identity, remote: remote)
+        if let found = try profile.setAside.find(remote: remote), let first = found.refused.first {
+            throw ConcordError.unpublishable(commit: first.commit, problem: first.reason)
+        }
+        let lock = try profile.lock()
+        defer { withExtendedLifetime(lock) {} }
+        let head = try gitCall { try repository.resolveReference("HEAD") }
+        let tracking = try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) }
+        let known = [head, tracking].compactMap { $0 }
+        let quarantine = try gitCall { try Quarantine(for: repository, tips: known) }
+        let damaged: ObjectID, refusal: String
+        var fetched = true
+        do {
+            try profile.fetch(remote: remote, location: location, options: TransportOptions(), into: quarantine.repository, cloning: false)
+            guard let tip = try gitCall({ try quarantine.repository.resolveReference(Profile.incomingRef) }),
+                  let problem = try self.refusal(of: tip, in: quarantine.repository, known: known) else { return nil }
+            (damaged, refusal) = (tip, problem)
+        } catch let error as ConcordError {
+            // Refused while it was copied (a file over its limit, a tree the format forbids): nothing of it is read further.
+            guard case .invalidCommit = error, let tip = try? Repository.localRemoteHead(at: path, ref: "refs/heads/main") else { throw error }
+            (damaged, refusal, fetched) = (tip, error.parts.problem, false)
+        }
+
+        // The newest accepted commit of the damaged main that this device lacks is merged first.
+        var merged: ObjectID?
+        if fetched, let accepted = try newestAccepted(below: damaged, in: quarantine.repository, known: known) {
+            try gitCall { try quarantine.admit() }
+            _ = try profile.mergeLocked(accepted, as: identity)
+            merged = accepted
+        }
+        guard let restored = try gitCall({ try repository.resolveReference("HEAD") }) else { throw ConcordError.emptyRemote(path) }
+        if let problem = try self.refusal(of: restored, in: repository, known: [merged, tracking].compactMap { $0 }) {
+            throw ConcordError.unpublishable(commit: restored.short, problem: problem)
+        }
+
+        let kept = try keepOnRemote(damaged, at: path)
+        do {
+            let remoteLock = try ProfileLock(gitDirectory: path.hasSuffix("/") ? path : path + "/")
+            defer { withExtendedLifetime(remoteLock) {} }
+            try repository.pushToLocalRepository(at: path, ref: "refs/heads/main", tip: restored, expected: damaged)
+        } catch let error as GitError where [.modified, .exists, .locked].contains(error.code) {
+            throw ConcordError.invalidInput("\(remote)'s main moved while it was being restored: run 'concord remote restore \(remote)' again")
+        } catch {
+            throw try profile.transportError(error, remote: remote, location: location)
+        }
+        if tracking != restored {
+            try gitCall { try repository.updateReference(Profile.trackingRef(remote), to: restored, expected: tracking, message: "concord: restored the remote") }
+        }
+        try profile.recordSync(remote: remote, head: restored)
+        return RemoteRestoreReport(remote: remote, damagedTip: damaged.short, keptAs: kept, refusal: refusal,
+                                   merged: merged?.short, restoredTo: restored.short)
+    }
+
+    /// Only an active Admin restores a remote; the refusal names the Admins who can.
+    private func authorizeRestore(_ identity: Identity, remote: String) throws {
+        let admins = try profile.members.list().filter { $0.role == .admin && $0.status == .active }.map(\.name)
+        _ = try profile.members.authorizeAdmin(identity, action: "restoring \(remote)'s main (ask an Admin: \(admins.joined(separator: ", ")))")
+    }
+
+    /// The rule's line for the first commit of `tip` beyond `known` it refuses, or nil when it accepts them all.
+    private func refusal(of tip: ObjectID, in repository: Repository, known: [ObjectID]) throws -> String? {
+        do {
+            try IncomingCheck(repository: repository, profileID: profile.info.id).verify(tip: tip, known: known)
+            return nil
+        } catch let error as ConcordError {
+            switch error {
+            case .unauthorizedCommit, .invalidCommit: return error.parts.problem
+            default: throw error
+            }
+        }
+    }
+
+    /// The newest commit on `damaged`'s first-parent line that the rule accepts and that `known`
+    /// does not already contain; nil when every accepted one is known here.
+    private func newestAccepted(below damaged: ObjectID, in quarantine: Repository, known: [ObjectID]) throws -> ObjectID? {
+        var candidate = try gitCall { try quarantine.commit(damaged).parents.first }
+        var steps = 0
+        while let commit = candidate, steps < Self.searchDepth {
+            steps += 1
+            if try known.contains(where: { tip in try commit == tip || gitCall { try quarantine.isAncestor(commit, of: tip) } }) { return nil }
+            if try refusal(of: commit, in: quarantine, known: known) == nil { return commit }
+            candidate = try gitCall { try quarantine.commit(commit).parents.first }
+        }
+        return nil
+    }
+
+    /// Points a new `refs/concord/damaged/<time>` in the remote repository at `damaged`; returns its name.
+    private func keepOnRemote(_ damaged: ObjectID, at path: String) throws -> String {
+        let target = try gitCall { try Repository.open(path) }
+        let name = try SetAside.newRef(Self.refPrefix) { name in try gitCall { try target.resolveReference(name) } != nil }
+        try gitCall { try target.updateReference(name, to: damaged, expected: nil, message: "concord: kept a damaged main") }
+        return name
+    }
+}
+
+extension Profile {
+    /// An Admin's restore of a remote whose main the rule refuses.
+    public var remoteRestore: RemoteRestore { RemoteRestore(profile: self) }
+}
