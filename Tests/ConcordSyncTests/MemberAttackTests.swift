@@ -31,7 +31,7 @@ final class MemberAttackTests: SyncTestCase {
         try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: fork)
         let promoted = try gitOK(["rev-parse", "HEAD"], in: fork)
         try assertRefused(team, commit: promoted, mentions: ["by eddie@laptop changes .concord/members/eddie.json",
-                                                             "only add or remove their own device keys"])
+                                                             "a merge changes member and invitation files only as merging its parents does"])
 
         // 2. A vocabulary edit in the merge, beyond what either parent had.
         try gitOK(["update-ref", "refs/heads/main", demotion], in: team.remote.bare)

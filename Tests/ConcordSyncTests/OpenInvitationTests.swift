@@ -109,7 +109,7 @@ final class OpenInvitationTests: SyncTestCase {
         try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: bobsCopy)
         let before = try revParse("HEAD", in: profile)
         assertOneLineRefusal(try concord(["sync"], as: alice, in: profile), status: 5,
-                             mentions: ["admits 1 members and this commit makes it 2"])
+                             mentions: ["bob", "is revoked in the merged membership"])
         XCTAssertEqual(try revParse("HEAD", in: profile), before)
     }
 

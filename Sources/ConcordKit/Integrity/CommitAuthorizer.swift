@@ -81,9 +81,14 @@ final class CommitAuthorizer {
             let parentTrees = try commit.parents.map { try commitTrees[$0] ?? repository.commit($0).tree }
             // Rule 3: a merge is judged by what merging its parents must give, never by the parent its
             // signer put first (they chose it). Concord never writes more than two parents.
+            // How a refusal names the signer: as the first parent's membership does (nil: no one there).
+            func label(in tree: ObjectID?) throws -> String? {
+                guard let tree, let holder = try membership(at: tree).holders(of: key).first else { return nil }
+                return "\(holder.member.name)@\(holder.device)"
+            }
             guard commit.parents.count <= 2 else {
-                throw refuse(commit.author.name, nil, "it merges \(commit.parents.count) parents; a merge commit has two "
-                             + "(merge with 'concord sync' or 'concord merge')")
+                throw refuse(try label(in: parentTrees.first) ?? commit.author.name, nil, "it merges \(commit.parents.count) parents; "
+                             + "a merge commit has two (merge with 'concord sync' or 'concord merge')")
             }
             let policy = commit.parents.count == 2
                 ? try PolicyMerge.compute(in: repository, ours: commit.parents[0], theirs: commit.parents[1]).tree : nil
@@ -106,9 +111,18 @@ final class CommitAuthorizer {
                     return accepted
                 }
                 if let policy {
-                    let holder = try membership(at: policy).holders(of: key).first
-                    let who = holder.map { "\($0.member.name) is \($0.member.status.rawValue)" } ?? "no member holds its key"
-                    throw refuse(refusal.signer, nil, who + " in the merged membership of the parents it merges")
+                    // Named as a parent knows them: a member whose admission fell has no key left in the merge.
+                    var name = try membership(at: policy).holders(of: key).first?.member.name
+                    var signer = refusal.signer
+                    for tree in parentTrees where name == nil {
+                        if let known = try label(in: tree) {
+                            signer = known
+                            name = try membership(at: tree).holders(of: key).first?.member.name
+                        }
+                    }
+                    let status = try name.flatMap { try membership(at: policy).members[$0]?.status.rawValue } ?? "not a member"
+                    let who = name.map { "\($0) is \(status)" } ?? "no member holds its key"
+                    throw refuse(signer, nil, who + " in the merged membership of the parents it merges")
                 }
                 throw refuse(refusal.signer, nil, refusal.reason)
             case .success(let found): signer = found
