@@ -19,12 +19,13 @@ struct Merge: ParsableCommand {
                 "changedFiles": .array(report.changedFiles.map { .string($0) }),
                 "resolved": .array(report.resolved.map { .string($0.trailerValue) }),
                 "unresolved": .array(report.unresolved.map { .object(["path": .string($0.path), "savedAs": $0.savedAs.map { .string($0) } ?? .null, "reason": .string($0.reason)]) }),
-                "leftOut": leftOutJSON(report.leftOut),
+                "leftOut": leftOutJSON(report.leftOut), "contested": .array(report.contested.map { .string($0) }),
             ]))
         } else {
             print("\(report.outcome.rawValue): \(report.changedFiles.count) files changed, head \(report.head.prefix(7))")
             for conflict in report.resolved { print("resolved: " + ConflictPhrasing.sentence(conflict)) }
             for change in report.leftOut { print("left out: " + leftOutSentence(change)) }
+            for name in report.contested { print("contested: " + contestedSentence(name)) }
         }
         try failOnUnresolved(report.unresolved)
     }

@@ -164,6 +164,7 @@ struct Sync: ParsableCommand {
             print(syncLine(report))
             for conflict in report.resolved { print("resolved: " + ConflictPhrasing.sentence(conflict)) }
             for change in report.leftOut { print("left out: " + leftOutSentence(change)) }
+            for name in report.contested { print("contested: " + contestedSentence(name)) }
         }
         try failOnUnresolved(report.unresolved)
     }
@@ -199,7 +200,7 @@ func syncJSON(_ report: SyncReport) -> JSONValue {
         "resolved": .array(report.resolved.map { .string(ConflictPhrasing.sentence($0)) }),
         "unresolved": .array(report.unresolved.map { .string($0.path) }), "attempts": .number(String(report.attempts)),
         "warnings": .array(report.warnings.map { .string($0) }),
-        "leftOut": leftOutJSON(report.leftOut),
+        "leftOut": leftOutJSON(report.leftOut), "contested": .array(report.contested.map { .string($0) }),
     ])
 }
 
@@ -207,6 +208,12 @@ func syncJSON(_ report: SyncReport) -> JSONValue {
 func leftOutSentence(_ change: LeftOutChange) -> String {
     "\(change.path): \(change.member)'s change (commit \(change.commit.prefix(7))) lost to the revocation or demotion of \(change.member) "
         + "made concurrently; it stays in history (concord history \(change.path))"
+}
+
+/// An invitation accepted on two devices at once.
+func contestedSentence(_ name: String) -> String {
+    "the invitation for \(name) was accepted on two devices at once with different keys; neither is admitted and \(name) stays "
+        + "invited — an Admin revokes \(name) and invites them again"
 }
 
 func leftOutJSON(_ changes: [LeftOutChange]) -> JSONValue {

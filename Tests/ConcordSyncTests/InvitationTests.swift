@@ -64,6 +64,37 @@ final class InvitationTests: SyncTestCase {
         XCTAssertTrue(try concordOK(["verify"], as: alice, in: profile).contains("verified"))
     }
 
+    /// A link accepted twice, on two devices with different keys, on two lines of history (the
+    /// invitee, and someone who intercepted the link): nobody wins. The merge leaves the member
+    /// invited, tells the Admin who merges, and the invitee's device is told in words.
+    func testALinkAcceptedTwiceOnTwoBranchesAdmitsNobodyAndTheAdminIsTold() throws {
+        let remote = try makeRemote(.path)
+        let alice = try makeDevice("alice", device: "laptop")
+        let profile = try publishProfile(owner: alice, remote: remote, directory: "alice")
+        let invitation = try share(["dana", "--role", "editor"], as: alice, in: profile)
+        try concordOK(["sync"], as: alice, in: profile)
+        let shared = try XCTUnwrap(try remoteMain(remote))
+        let dana = try makeDevice("dana", device: "ipad")
+        let joined = try accept(invitation, as: dana, remote: remote, into: "dana")
+        // The remote as it was before Dana's acceptance arrived, when the link's thief accepts it.
+        try gitOK(["update-ref", "refs/heads/main", shared], in: remote.bare)
+        let thief = try makeDevice("dana", device: "stolen")
+        _ = try accept(invitation, as: thief, remote: remote, into: "thief")
+        // Alice learns both: the remote's main, then Dana's copy.
+        try concordOK(["sync"], as: alice, in: profile)
+        try gitOK(["fetch", "--quiet", joined.path, "main:refs/peers/dana"], in: profile)
+        let merged = try concordOK(["merge", "refs/peers/dana"], as: alice, in: profile)
+        XCTAssertTrue(merged.contains("contested: the invitation for dana was accepted on two devices at once"), merged)
+        let members = try concordOK(["members"], as: alice, in: profile)
+        XCTAssertTrue(members.contains("dana  editor  pending"), members + merged)
+        XCTAssertTrue(try concordOK(["verify"], as: alice, in: profile).contains("verified"))
+        try concordOK(["sync"], as: alice, in: profile)
+        // Dana's device, syncing, is told and merges nothing.
+        let head = try revParse("HEAD", in: joined)
+        assertOneLineRefusal(try concord(["sync"], as: dana, in: joined), mentions: ["also accepted on another device", "ask alice for a new invitation"])
+        XCTAssertEqual(try revParse("HEAD", in: joined), head)
+    }
+
     /// An invited member's key signing anything but the acceptance is refused by the other devices.
     func testAPendingMemberCanSignNothingButTheirAcceptance() throws {
         let remote = try makeRemote(.path)

@@ -90,6 +90,13 @@ extension Members {
     /// `commit` shows all taken by others: its acceptance lost the race and is merged nowhere.
     func checkAccess(at commit: ObjectID, for identity: Identity) throws {
         guard let member = try member(identity.member, at: commit) else { return try checkOpenAcceptance(at: commit, for: identity) }
+        if member.status == .invited, let head = try gitCall({ try profile.repository.resolveReference("HEAD") }),
+           try self.member(identity.member, at: head)?.status == .active,
+           try gitCall({ try profile.repository.isAncestor(head, of: commit) }) {
+            // This device's acceptance met another of the same invitation, with another key, and a merge admitted neither.
+            throw ConcordError.invitationRefused(member: identity.member, reason: "it was also accepted on another device with another "
+                + "key, so neither is admitted and \(identity.member) stays invited; ask \(member.addedBy) for a new invitation")
+        }
         guard member.status == .revoked else { return }
         // A file with no revoker: an admission that fell with the rights of the Admin who made it (`MembershipResolution`).
         throw ConcordError.accessRemoved(member: identity.member,

@@ -18,6 +18,9 @@ public struct MergeReport: Sendable {
     public let unresolved: [UnresolvedFile]
     /// Files whose change by a member who lost their rights concurrently the merge left out.
     public var leftOut: [LeftOutChange] = []
+    /// Members whose invitation both sides accepted, with different keys: the merge admits neither,
+    /// and an Admin must invite them again.
+    public var contested: [String] = []
 }
 
 /// A file a merge took from the other side because the member who changed it lost, concurrently,
@@ -60,10 +63,14 @@ extension Profile {
         let (tree, planner, unresolved) = (merge.tree, merge.planner, merge.unresolved)
         // A merge that takes this device's own membership away (its admission or rights rested on an
         // Admin revoked or demoted concurrently) is not made: the device is told, as by a revocation.
-        if !merge.resolution.overrides.isEmpty,
-           let mine = try CommitAuthorizer.membership(in: repository, tree: tree).members[identity.member], mine.status != .active,
+        if let mine = try CommitAuthorizer.membership(in: repository, tree: tree).members[identity.member], mine.status != .active,
            try CommitAuthorizer.membership(in: repository, tree: try repository.commit(head).tree).members[identity.member]?.status == .active {
-            throw ConcordError.accessRemoved(member: identity.member, by: "a concurrent revocation of the Admin who admitted \(identity.member)",
+            if mine.status == .invited {
+                // Its own acceptance met another of the same invitation, with another key: nobody wins.
+                throw ConcordError.invitationRefused(member: identity.member, reason: "it was also accepted on another device with another "
+                    + "key, so neither is admitted and \(identity.member) stays invited; ask \(mine.addedBy) for a new invitation")
+            }
+            throw ConcordError.accessRemoved(member: identity.member, by: "a concurrent revocation or demotion of the Admin who admitted \(identity.member)",
                                              profile: info.name)
         }
         let (ourTree, theirTree) = (try repository.commit(head).tree, try repository.commit(theirs).tree)
@@ -84,8 +91,23 @@ extension Profile {
         var report = try moveBranch(branch, .merged, from: head, to: commit, message: "concord: merge",
                                     resolved: resolved, unresolved: unresolved)
         report.leftOut = merge.leftOut.map { LeftOutChange(path: $0.path, member: $0.member, commit: $0.commit.hex) }
+        report.contested = try contestedAdmissions(ours: ourTree, theirs: theirTree, merged: tree)
         try saveClock(stamp)
         return report
+    }
+
+    /// The members both trees hold active, with different device keys, whom the merged tree does not
+    /// (an invitation accepted on two devices at once: nobody wins).
+    private func contestedAdmissions(ours: ObjectID, theirs: ObjectID, merged: ObjectID) throws -> [String] {
+        func members(_ tree: ObjectID) throws -> [String: Member] { try CommitAuthorizer.membership(in: repository, tree: tree).members }
+        let directory = { (tree: ObjectID) in try self.repository.entry(at: ProfilePaths.membersDirectory, inTree: tree)?.id }
+        guard try directory(ours) != directory(theirs) else { return [] }
+        let (mine, other, result) = (try members(ours), try members(theirs), try members(merged))
+        return mine.values.filter { member in
+            guard member.status == .active, let there = other[member.name], there.status == .active,
+                  Set(member.keys.map(\.publicKey)) != Set(there.keys.map(\.publicKey)) else { return false }
+            return result[member.name]?.status != .active
+        }.map(\.name).sorted()
     }
 
     /// Moves `branch` from `old` to `new` (compare-and-swap) and brings the working tree and index

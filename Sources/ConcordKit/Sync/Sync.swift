@@ -35,6 +35,7 @@ public struct Sync {
         var resolved = [ResolvedConflict]()
         var unresolved = [UnresolvedFile]()
         var leftOut = [LeftOutChange]()
+        var contested = [String]()
         var warnings = [String]()
         var rewound = false
         // The files each received commit changed, for the audit index once the sync is done.
@@ -89,6 +90,7 @@ public struct Sync {
                 resolved += report.resolved
                 unresolved += report.unresolved
                 leftOut += report.leftOut
+                contested += report.contested
             }
             guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else {
                 throw ConcordError.emptyRemote(location.transportURL)
@@ -96,7 +98,8 @@ public struct Sync {
             if head == remoteTip {
                 try profile.recordSync(remote: remote, head: head)
                 return SyncReport(remote: remote, received: received, sent: sent, changedFiles: changed, resolved: resolved,
-                                  unresolved: unresolved, head: head.hex, attempts: attempt, warnings: warnings, leftOut: leftOut)
+                                  unresolved: unresolved, head: head.hex, attempts: attempt, warnings: warnings, leftOut: leftOut,
+                                  contested: contested)
             }
             let outgoing = try remoteTip.map { tip in try gitCall { try repository.aheadBehind(local: head, upstream: tip).ahead } }
                 ?? profile.countCommits(head)
@@ -106,7 +109,8 @@ public struct Sync {
                 sent += outgoing
                 try recordPush(of: head, to: remote)
                 return SyncReport(remote: remote, received: received, sent: sent, changedFiles: changed, resolved: resolved,
-                                  unresolved: unresolved, head: head.hex, attempts: attempt, warnings: warnings, leftOut: leftOut)
+                                  unresolved: unresolved, head: head.hex, attempts: attempt, warnings: warnings, leftOut: leftOut,
+                                  contested: contested)
             }
             // Another device pushed first: fetch, merge and try again after a little jitter.
             usleep(useconds_t.random(in: 20_000...(60_000 * useconds_t(attempt))))
