@@ -91,7 +91,7 @@ final class CommitAuthorizer {
                              + "a merge commit has two (merge with 'concord sync' or 'concord merge')")
             }
             let policy = commit.parents.count == 2
-                ? try PolicyMerge.compute(in: repository, ours: commit.parents[0], theirs: commit.parents[1]).tree : nil
+                ? try PolicyMerge.tree(in: repository, ours: commit.parents[0], theirs: commit.parents[1]) : nil
             let decided = if let policy {
                 // Its signer must be active, with this key, in the MERGED membership of its parents: the
                 // policy merge's, where a revocation on either side wins and membership changes resting on

@@ -1,5 +1,6 @@
 import ConcordGit
 import ConcordModel
+import Foundation
 
 /// The deterministic policy merge of two commits: the tree a sync commits when it merges them,
 /// and the tree every device recomputes to check a merge commit it receives (rule 3 of
@@ -17,6 +18,40 @@ struct PolicyMerge {
     /// The files taken from the other side because a member who lost their rights in this merge
     /// changed them concurrently (`RightsTakenAway`).
     let leftOut: [RightsTakenAway.LeftOut]
+
+    /// The tree of the policy merge of `ours` and `theirs` (what `compute` gives): the one this process
+    /// last computed in `repository` for them, or computed now. A sync checks the merge it just made
+    /// before pushing it (`refuseUnpublishable`), and a merge of the same parents always gives the same tree.
+    static func tree(in repository: Repository, ours: ObjectID, theirs: ObjectID) throws -> ObjectID {
+        // (Only while its objects are still there: a quarantine that was refused took them away.)
+        if let known = Computed.shared.tree(repository.gitDirectory, ours, theirs), repository.contains(known) { return known }
+        return try compute(in: repository, ours: ours, theirs: theirs).tree
+    }
+
+    /// The trees of the last policy merges this process computed, by repository and parents.
+    private final class Computed: @unchecked Sendable {
+        static let shared = Computed()
+        private let lock = NSLock()
+        private var trees = [String: ObjectID]()
+        private var order = [String]()
+        private static let limit = 64
+
+        private static func key(_ repository: String, _ ours: ObjectID, _ theirs: ObjectID) -> String { "\(repository)\n\(ours.hex) \(theirs.hex)" }
+
+        func tree(_ repository: String, _ ours: ObjectID, _ theirs: ObjectID) -> ObjectID? {
+            lock.lock()
+            defer { lock.unlock() }
+            return trees[Self.key(repository, ours, theirs)]
+        }
+
+        func remember(_ tree: ObjectID, _ repository: String, _ ours: ObjectID, _ theirs: ObjectID) {
+            lock.lock()
+            defer { lock.unlock() }
+            let key = Self.key(repository, ours, theirs)
+            if trees.updateValue(tree, forKey: key) == nil { order.append(key) }
+            if order.count > Self.limit { trees[order.removeFirst()] = nil }
+        }
+    }
 
     /// Merges `theirs` into `ours` in `repository` (writing the merged blobs and trees to its object
     /// database; no ref, index or working tree changes).
@@ -68,6 +103,8 @@ struct PolicyMerge {
         }
         // What members who lost rights in this merge did concurrently counts only as far as the rights left allow.
         let leftOut = try RightsTakenAway.apply(to: index, in: repository, ours: ours, theirs: theirs, base: base, kinds: planner.kinds)
-        return PolicyMerge(tree: try index.writeTree(), planner: planner, unresolved: unresolved, resolution: resolution, leftOut: leftOut)
+        let tree = try index.writeTree()
+        Computed.shared.remember(tree, repository.gitDirectory, ours, theirs)
+        return PolicyMerge(tree: tree, planner: planner, unresolved: unresolved, resolution: resolution, leftOut: leftOut)
     }
 }
