@@ -95,7 +95,8 @@ extension Members {
         let root = try profile.rootCommit().hex
         let member = Member(
             name: identity.member, role: document.role, status: .active,
-            keys: [Member.Key(device: identity.device, publicKey: identity.key.publicKey)],
+            keys: [KeyProof.key(device: identity.device, identity.key.publicKey, member: identity.member,
+                                profileID: profile.info.id, signedBy: identity)],
             addedBy: document.invitedBy, addedAt: HLClock.formatInstant(profile.environment.wallClock()),
             acceptance: SSHSignature.sign(Invitation.acceptanceMessage(root: root, member: identity.member, key: identity.key.publicKey),
                                           with: oneTime, namespace: Invitation.acceptanceNamespace),
