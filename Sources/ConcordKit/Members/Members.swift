@@ -31,10 +31,9 @@ public struct Members {
         _ name: String, role: Role, device: String, key: SSHPublicKey, proof: String? = nil, as identity: Identity
     ) throws -> WriteResult<Member> {
         try validate(member: name, device: device)
-        let entry = try provenKey(device: device, key: key, proof: proof, member: name, as: identity,
-                                  required: name == identity.member)
         return try commitMember(as: identity) {
             try authorizeAdmin(identity)
+            let entry = try provenKey(device: device, key: key, proof: proof, member: name, as: identity, required: name == identity.member)
             let existing = try list().first { $0.name == name }
             var keys = existing?.keys.filter { $0.device != device && $0.publicKey != key } ?? []
             keys.append(entry)
