@@ -91,7 +91,7 @@ final class KeyProofTests: SyncTestCase {
         let byLink = try share(["carol", "--role", "user"], as: alice, in: profile)
         let open = try share(["--open", "--role", "viewer", "--uses", "1"], as: alice, in: profile)
         try concordOK(["sync"], as: alice, in: profile)
-        XCTAssertNil(try member("bob", in: profile)["keys"].flatMap { ($0 as? [[String: Any]])?.first?["proof"] },
+        XCTAssertNil(try memberFile("bob", in: profile)["keys"].flatMap { ($0 as? [[String: Any]])?.first?["proof"] },
                      "the key an Admin invited carries no proof until its holder accepts")
         for (invitation, device) in [(byKey, bob), (byLink, carol), (open, dave)] {
             try concordOK(["accept", invitation, sandbox.appendingPathComponent("\(device.member)-copy").path], as: device)
@@ -101,7 +101,7 @@ final class KeyProofTests: SyncTestCase {
         try concordOK(["verify"], as: alice, in: profile)
 
         for (name, devices) in [("alice", [alice, phone]), ("bob", [bob]), ("carol", [carol]), ("dave", [dave])] {
-            let keys = try XCTUnwrap(try member(name, in: profile)["keys"] as? [[String: Any]])
+            let keys = try XCTUnwrap(try memberFile(name, in: profile)["keys"] as? [[String: Any]])
             XCTAssertEqual(keys.count, devices.count, "\(name): \(keys)")
             for device in devices {
                 let entry = try XCTUnwrap(keys.first { ($0["publicKey"] as? String).map(device.publicKeyLine.hasPrefix) ?? false }, "\(name)")
@@ -109,7 +109,7 @@ final class KeyProofTests: SyncTestCase {
                 try assertOpenSSHVerifies(proof, profileID: profileID, member: name, key: device.publicKeyLine)
             }
         }
-        let veraKeys = try XCTUnwrap(try member("vera", in: profile)["keys"] as? [[String: Any]])
+        let veraKeys = try XCTUnwrap(try memberFile("vera", in: profile)["keys"] as? [[String: Any]])
         XCTAssertNil(veraKeys.first?["proof"], "a key an Admin added for another member is their word: no proof")
     }
 
@@ -170,7 +170,65 @@ final class KeyProofTests: SyncTestCase {
     }
 }
 
-extension KeyProofTests {
+/// The same through `concord serve`: its pre-receive refuses a key without its holder's proof, in a
+/// plain commit and in a merge, pushed with plain git over a real sshd; the server stores nothing.
+final class KeyProofServeTests: ConcordServeTestCase {
+    func testThePreReceiveRefusesAKeyWithoutItsHoldersProof() throws {
+        let alice = try makeDevice("alice", device: "laptop")
+        let vera = try makeDevice("vera", device: "tablet")
+        let host = try makeHost(admin: alice)
+        let aliceProfile = try publish("kid", on: host, members: [(vera, "viewer")])
+        let profileID = try self.profileID(of: aliceProfile)
+        let ssh = try gitSSHEnvironment(vera, host: host)
+        let clone = sandbox.appendingPathComponent("vera-git")
+        try gitOK(["clone", "--quiet", host.url("kid"), clone.path], environment: ssh)
+        fsckAtEnd.append(clone)
+        let phoneKey = sandbox.appendingPathComponent("vera_phone")
+        let phone = try GitSigning.makeKey(at: phoneKey, comment: "vera@phone", environment: environment())
+        let start = try serverMain("kid", host: host)
+
+        // A plain commit: the key with a proof made for another member.
+        let forged = try commitWithGit(in: clone, signedWith: vera.keyFile) { clone in
+            try self.addKey(phone, device: "phone", proof: try self.proof(signedBy: phoneKey, profileID: profileID, member: "alice", key: phone),
+                            to: "vera", in: clone)
+        }
+        let pushed = try git(["push", "origin", "HEAD:main"], in: clone, environment: ssh)
+        XCTAssertNotEqual(pushed.status, 0, pushed.summary)
+        XCTAssertTrue(pushed.stderr.contains("remote: concord serve: refused: \(forged.prefix(7)) by vera@tablet changes "
+                                             + ".concord/members/vera.json: it adds device phone's key"), pushed.stderr)
+        XCTAssertTrue(pushed.stderr.contains("does not verify for this profile and member"), pushed.stderr)
+        XCTAssertEqual(try serverMain("kid", host: host), start, "the server stored nothing")
+
+        // A merge of Alice's new commit that brings the key without any proof.
+        try gitOK(["reset", "--quiet", "--hard", start], in: clone)
+        try concordOK(["put", "vocabulary/ball", "--json", #"{"label":"ball"}"#], as: alice, in: aliceProfile)
+        try concordOK(["sync"], as: alice, in: aliceProfile)
+        let main = try serverMain("kid", host: host)
+        try gitOK(["fetch", "--quiet", "origin"], in: clone, environment: ssh)
+        try gitOK(["merge", "--quiet", "--no-ff", "--no-commit", "origin/main"], in: clone)
+        try addKey(phone, device: "phone", proof: nil, to: "vera", in: clone)
+        try gitOK(["add", "-A"], in: clone)
+        try gitOK(GitSigning.options(keyFile: vera.keyFile.path) + ["commit", "-S", "--quiet", "-m", "merge main"], in: clone)
+        let merge = try gitOK(["rev-parse", "HEAD"], in: clone)
+        let mergePush = try git(["push", "origin", "HEAD:main"], in: clone, environment: ssh)
+        XCTAssertNotEqual(mergePush.status, 0, mergePush.summary)
+        XCTAssertTrue(mergePush.stderr.contains("remote: concord serve: refused: \(merge.prefix(7)) by vera@tablet changes "
+                                                + ".concord/members/vera.json: it adds device phone's key"), mergePush.stderr)
+        XCTAssertTrue(mergePush.stderr.contains("it has no proof of possession"), mergePush.stderr)
+        XCTAssertEqual(try serverMain("kid", host: host), main, "the server stored nothing")
+
+        // With the phone key's own proof the commit is stored.
+        try gitOK(["reset", "--quiet", "--hard", main], in: clone)
+        let proven = try commitWithGit(in: clone, signedWith: vera.keyFile) { clone in
+            try self.addKey(phone, device: "phone", proof: try self.proof(signedBy: phoneKey, profileID: profileID, member: "vera", key: phone),
+                            to: "vera", in: clone)
+        }
+        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: clone, environment: ssh)
+        XCTAssertEqual(try serverMain("kid", host: host), proven)
+    }
+}
+
+extension SyncTestCase {
     /// The `id` in `profile`'s `.concord/profile.json`.
     func profileID(of profile: URL) throws -> String {
         let info = try JSONSerialization.jsonObject(with: Data(contentsOf: profile.appendingPathComponent(".concord/profile.json")))
@@ -178,7 +236,7 @@ extension KeyProofTests {
     }
 
     /// Member `name`'s file in `profile`, as JSON.
-    func member(_ name: String, in profile: URL) throws -> [String: Any] {
+    func memberFile(_ name: String, in profile: URL) throws -> [String: Any] {
         let url = profile.appendingPathComponent(".concord/members/\(name).json")
         return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
     }
