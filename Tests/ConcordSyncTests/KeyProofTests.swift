@@ -167,6 +167,10 @@ final class KeyProofTests: SyncTestCase {
         }
         let result = try concord(["sync"], as: vera, in: veraCopy)
         assertOneLineRefusal(result, status: 5, mentions: [String(newer.prefix(7)), "data format 6", "upgrade concord"])
+        // And a copy whose profile.json says 6 is not opened at all.
+        try replace(#""formatVersion": 5"#, with: #""formatVersion": 6"#, in: veraCopy.appendingPathComponent(".concord/profile.json"))
+        assertOneLineRefusal(try concord(["ls"], as: vera, in: veraCopy),
+                             mentions: ["this profile uses data format 6 but this concord understands up to 5", "upgrade concord"])
     }
 }
 

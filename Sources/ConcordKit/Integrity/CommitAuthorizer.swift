@@ -256,8 +256,8 @@ final class CommitAuthorizer {
         }
     }
 
-    /// Only its holder adds a key (docs/security.md, "A key belongs to one member"): from format 5 on
-    /// (the parent's `profile.json`; a root commit's own), each member file `changes` writes may hold
+    /// Only its holder adds a key (docs/security.md, rule 5): from format 5 on (the parent's
+    /// `profile.json`; for a merge, either parent's), each member file `changes` writes may hold
     /// a key its old version (`change.old`: the parent's, or the policy merge's for a merge) did not
     /// hold with the same proof only with that key's proof for this profile and member
     /// (`KeyProof.unproven`), unless `judged` is an active Admin writing another member's file.
@@ -266,8 +266,7 @@ final class CommitAuthorizer {
         let prefix = Array((ProfilePaths.membersDirectory + "/").utf8)
         let changed = changes.filter { $0.new != nil && $0.path.starts(with: prefix) }
         guard !changed.isEmpty else { return }
-        let infos = try (parentTrees.isEmpty ? [commit.tree] : parentTrees).map(profileInfo(at:))
-        guard infos.contains(where: { ($0?.formatVersion ?? 0) >= KeyProof.firstFormat }),
+        guard try parentTrees.contains(where: { (try profileInfo(at: $0)?.formatVersion ?? 0) >= KeyProof.firstFormat }),
               let profileID = try profileInfo(at: commit.tree)?.id else { return }
         for change in changed {
             let path = String(decoding: change.path, as: UTF8.self)
