@@ -191,17 +191,25 @@ final class KeyProofServeTests: ConcordServeTestCase {
         let phone = try GitSigning.makeKey(at: phoneKey, comment: "vera@phone", environment: environment())
         let start = try serverMain("kid", host: host)
 
-        // A plain commit: the key with a proof made for another member.
-        let forged = try commitWithGit(in: clone, signedWith: vera.keyFile) { clone in
-            try self.addKey(phone, device: "phone", proof: try self.proof(signedBy: phoneKey, profileID: profileID, member: "alice", key: phone),
-                            to: "vera", in: clone)
+        // Plain commits: the key with no proof, one by another key, one for another profile, one for another member.
+        let forgeries: [(proof: String?, mention: String)] = [
+            (nil, "it has no proof of possession"),
+            (try proof(signedBy: vera.keyFile, profileID: profileID, member: "vera", key: phone), "signed by another key"),
+            (try proof(signedBy: phoneKey, profileID: "another-profile", member: "vera", key: phone), "does not verify for this profile and member"),
+            (try proof(signedBy: phoneKey, profileID: profileID, member: "alice", key: phone), "does not verify for this profile and member"),
+        ]
+        for (proof, mention) in forgeries {
+            try gitOK(["reset", "--quiet", "--hard", start], in: clone)
+            let forged = try commitWithGit(in: clone, signedWith: vera.keyFile) { clone in
+                try self.addKey(phone, device: "phone", proof: proof, to: "vera", in: clone)
+            }
+            let pushed = try git(["push", "origin", "HEAD:main"], in: clone, environment: ssh)
+            XCTAssertNotEqual(pushed.status, 0, pushed.summary)
+            XCTAssertTrue(pushed.stderr.contains("remote: concord serve: refused: \(forged.prefix(7)) by vera@tablet changes "
+                                                 + ".concord/members/vera.json: it adds device phone's key"), pushed.stderr)
+            XCTAssertTrue(pushed.stderr.contains(mention), "\(mention): \(pushed.stderr)")
+            XCTAssertEqual(try serverMain("kid", host: host), start, "the server stored nothing")
         }
-        let pushed = try git(["push", "origin", "HEAD:main"], in: clone, environment: ssh)
-        XCTAssertNotEqual(pushed.status, 0, pushed.summary)
-        XCTAssertTrue(pushed.stderr.contains("remote: concord serve: refused: \(forged.prefix(7)) by vera@tablet changes "
-                                             + ".concord/members/vera.json: it adds device phone's key"), pushed.stderr)
-        XCTAssertTrue(pushed.stderr.contains("does not verify for this profile and member"), pushed.stderr)
-        XCTAssertEqual(try serverMain("kid", host: host), start, "the server stored nothing")
 
         // A merge of Alice's new commit that brings the key without any proof.
         try gitOK(["reset", "--quiet", "--hard", start], in: clone)
