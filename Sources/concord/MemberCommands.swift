@@ -27,7 +27,9 @@ struct Members: ParsableCommand {
                         "revokedBy": member.revokedBy.map(JSONValue.string) ?? .null, "revokedAt": member.revokedAt.map(JSONValue.string) ?? .null,
                         "expiresAt": member.expiresAt.map(JSONValue.string) ?? .null, "invitedBy": .string(member.addedBy),
                         "joinedBy": member.invitation.map(JSONValue.string) ?? .null,
-                        "devices": .array(member.keys.map { .object(["device": .string($0.device), "fingerprint": .string($0.publicKey.fingerprint)]) }),
+                        // `proven`: the key carries its holder's proof; false: an Admin vouched for it (or it predates format 5).
+                        "devices": .array(member.keys.map { .object(["device": .string($0.device), "fingerprint": .string($0.publicKey.fingerprint),
+                                                                     "proven": .bool($0.proof != nil)]) }),
                     ])
                 }))
             } else {

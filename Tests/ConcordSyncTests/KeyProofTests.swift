@@ -111,6 +111,15 @@ final class KeyProofTests: SyncTestCase {
         }
         let veraKeys = try XCTUnwrap(try memberFile("vera", in: profile)["keys"] as? [[String: Any]])
         XCTAssertNil(veraKeys.first?["proof"], "a key an Admin added for another member is their word: no proof")
+        // `members --json` tells a proven key from a vouched one.
+        let listed = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try concordOK(["members", "--json"], as: alice, in: profile).utf8))
+            as? [[String: Any]])
+        func proven(_ name: String) -> [Bool] {
+            (listed.first { $0["name"] as? String == name }?["devices"] as? [[String: Any]] ?? []).compactMap { $0["proven"] as? Bool }
+        }
+        XCTAssertEqual(proven("alice"), [true, true])
+        XCTAssertEqual(proven("bob"), [true])
+        XCTAssertEqual(proven("vera"), [false])
     }
 
     /// `concord upgrade` moves a format 4 profile to 5 in one signed commit of profile.json, by an
