@@ -33,8 +33,11 @@ public struct Members {
         try validate(member: name, device: device)
         return try commitMember(as: identity) {
             try authorizeAdmin(identity)
-            let entry = try provenKey(device: device, key: key, proof: proof, member: name, as: identity, required: name == identity.member)
             let existing = try list().first { $0.name == name }
+            // A key the member already holds keeps its proof (a new device name for it asks for none).
+            let known = existing?.keys.first { $0.publicKey == key }?.proof
+            let entry = try provenKey(device: device, key: key, proof: proof ?? known, member: name, as: identity,
+                                      required: name == identity.member)
             var keys = existing?.keys.filter { $0.device != device && $0.publicKey != key } ?? []
             keys.append(entry)
             let member = Member(
