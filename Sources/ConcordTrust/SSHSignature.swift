@@ -30,8 +30,9 @@ public enum SSHSignature {
         Armor.wrap(blob, label: armorLabel)
     }
 
-    /// The SSHSIG blob (unarmored) for `message`, hashed with SHA-512.
-    static func blob(_ message: [UInt8], key: SigningKey, namespace: String) -> [UInt8] {
+    /// The SSHSIG blob (unarmored) for `message`, hashed with SHA-512: what a document stores when
+    /// it keeps a signature on one line (base64) rather than armored.
+    public static func blob(_ message: [UInt8], key: SigningKey, namespace: String) -> [UInt8] {
         let digest = Array(SHA512.hash(data: message))
         let signature = key.signature(for: signedData(namespace: namespace, hashAlgorithm: "sha512", digest: digest))
         var inner = SSHWriter()
@@ -71,6 +72,14 @@ public enum SSHSignature {
         _ armored: String, message: some Collection<UInt8>, namespace: String = "git"
     ) throws(TrustError) -> SSHPublicKey {
         let bytes = try Armor.unwrap(armored, label: armorLabel) { .malformedSignatureArmor($0) }
+        return try verify(blob: bytes, message: message, namespace: namespace)
+    }
+
+    /// Verifies an unarmored SSHSIG blob over `message` and returns the key that made it; throws
+    /// as `verify(_:message:namespace:)` does.
+    public static func verify(
+        blob bytes: [UInt8], message: some Collection<UInt8>, namespace: String
+    ) throws(TrustError) -> SSHPublicKey {
         var blob = SSHReader(bytes, truncated: .malformedSignature("truncated signature blob"))
         guard try blob.raw(magic.count) == magic else { throw .malformedSignature("missing 'SSHSIG' magic") }
         let version = try blob.uint32()

@@ -52,7 +52,13 @@ struct TwoDevices {
             }
             if !throughServe { try onA(["init", "--bare", bare.path], "init --bare") }
             try onA(["init", profileA.path, "--name", "bench", "--template", "aac"], "init (A)")
-            try onA(["members", "add", "alice", "--role", "admin", "--key", keyB, "--device", "b", "-C", profileA.path],
+            // B's proof of possession of its key (format 5); a baseline binary from before key proofs has no
+            // 'identity prove' and makes a format 4 profile, which needs none.
+            let info = try JSONSerialization.jsonObject(with: Data(contentsOf: profileA.appendingPathComponent(".concord/profile.json")))
+            let profileID = (info as? [String: Any])?["id"] as? String ?? ""
+            let proof = (try? concord.run(["identity", "prove", profileID], home: homeB, what: "concord identity prove (B)"))
+                .map { ["--proof", $0.output.trimmingCharacters(in: .whitespacesAndNewlines)] } ?? []
+            try onA(["members", "add", "alice", "--role", "admin", "--key", keyB, "--device", "b", "-C", profileA.path] + proof,
                     "members add (B's key)")
             try onA(["remote", "add", "origin", url, "-C", profileA.path], "remote add (A)")
             if overSSH || throughServe { try onA(["remote", "trust", "origin", "-C", profileA.path], "remote trust (A)") }

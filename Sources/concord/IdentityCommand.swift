@@ -6,7 +6,7 @@ struct IdentityCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "identity",
         abstract: "Create or show this device's identity (member name, device name, Ed25519 key).",
-        subcommands: [New.self, Show.self, Delete.self]
+        subcommands: [New.self, Show.self, Prove.self, Delete.self]
     )
 
     struct New: ParsableCommand {
@@ -52,6 +52,35 @@ struct IdentityCommand: ParsableCommand {
 }
 
 extension IdentityCommand {
+    struct Prove: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "prove",
+            abstract: "Print this device key's proof of possession for a profile, to add the key as another of your devices.",
+            discussion: """
+                On the new device, run 'concord identity prove PROFILE-ID' (the id 'concord devices add' names when it asks \
+                for the proof, on a device that has the profile); on a device already in the profile, run \
+                'concord devices add --name DEVICE --key KEY --proof PROOF' with this device's public key and the line \
+                printed here. The proof is a signature by this device's key over the profile id, this identity's member \
+                name and the key: only the key's holder can make it (docs/security.md, "A key belongs to one member").
+                """)
+
+        @Argument(help: "The profile's id.") var profileID: String
+        @Option(help: "The member the key is for (default: this identity's member name).") var member: String?
+        @Flag(help: "Print the result as JSON.") var json = false
+
+        func run() throws {
+            let identity = try loadIdentity()
+            let member = member ?? identity.member
+            let proof = KeyProof.sign(profileID: profileID, member: member, with: identity.key)
+            if json {
+                printJSON(.object(["profile": .string(profileID), "member": .string(member), "device": .string(identity.device),
+                                   "publicKey": .string(identity.publicKeyLine), "proof": .string(proof)]))
+            } else {
+                print(proof)
+            }
+        }
+    }
+
     struct Delete: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "delete",

@@ -27,7 +27,9 @@ struct Members: ParsableCommand {
                         "revokedBy": member.revokedBy.map(JSONValue.string) ?? .null, "revokedAt": member.revokedAt.map(JSONValue.string) ?? .null,
                         "expiresAt": member.expiresAt.map(JSONValue.string) ?? .null, "invitedBy": .string(member.addedBy),
                         "joinedBy": member.invitation.map(JSONValue.string) ?? .null,
-                        "devices": .array(member.keys.map { .object(["device": .string($0.device), "fingerprint": .string($0.publicKey.fingerprint)]) }),
+                        // `proven`: the key carries its holder's proof; false: an Admin vouched for it (or it predates format 5).
+                        "devices": .array(member.keys.map { .object(["device": .string($0.device), "fingerprint": .string($0.publicKey.fingerprint),
+                                                                     "proven": .bool($0.proof != nil)]) }),
                     ])
                 }))
             } else {
@@ -75,6 +77,8 @@ struct Members: ParsableCommand {
         @Option(help: "The member's public key line (ssh-ed25519 AAAA... name@device), as 'concord identity show --public-key' prints it.")
         var key: String
         @Option(help: "The device the key belongs to (default: the key line's comment after '@').") var device: String?
+        @Option(help: "The key's proof of possession ('concord identity prove PROFILE-ID' on its device). Needed for a key of your own; without it, a key for another member is added on your word as Admin.")
+        var proof: String?
 
         func run() throws {
             let publicKey = try SSHPublicKey(line: key)
@@ -83,7 +87,7 @@ struct Members: ParsableCommand {
                 throw ValidationError("give --device: the key line has no name@device comment")
             }
             let result = try profile.open().members.add(
-                name, role: role, device: device, key: publicKey, as: try loadIdentity())
+                name, role: role, device: device, key: publicKey, proof: proof, as: try loadIdentity())
             if result.commit == nil {
                 print("\(name) is already a \(result.value.role.rawValue) with that key: unchanged")
             } else {
@@ -134,9 +138,11 @@ struct Devices: ParsableCommand {
         @OptionGroup var profile: ProfileOption
         @Option(help: "The new device's name.") var name: String
         @Option(help: "The new device's public key line, as 'concord identity show --public-key' prints it there.") var key: String
+        @Option(help: "The new device's proof of possession of that key, as 'concord identity prove PROFILE-ID' prints it there (needed from data format 5 on).")
+        var proof: String?
 
         func run() throws {
-            _ = try profile.open().members.addDevice(name, key: try SSHPublicKey(line: key), as: try loadIdentity())
+            _ = try profile.open().members.addDevice(name, key: try SSHPublicKey(line: key), proof: proof, as: try loadIdentity())
             print("added device \(name); run 'concord sync', then 'concord clone' on that device")
         }
     }

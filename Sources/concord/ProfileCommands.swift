@@ -172,3 +172,30 @@ struct Destroy: ParsableCommand {
         if let failure = failures.first?.error { throw ExitCode(ExitStatus.code(for: failure)) }
     }
 }
+
+struct Upgrade: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "upgrade",
+        abstract: "Move the profile to this concord's data format in one signed commit (Admins only).",
+        discussion: """
+            Format 5 adds key proofs: from the upgrade on, every key added to a member file needs its holder's proof of \
+            possession, unless an Admin adds it for another member (docs/security.md, "A key belongs to one member"). \
+            Nothing else changes. Run 'concord sync' afterwards to publish it; every device must then run a concord that \
+            reads format 5 (an older one refuses the profile with "upgrade concord"). Running it again does nothing.
+            """)
+
+    @OptionGroup var profile: ProfileOption
+    @Flag(help: "Print the result as JSON.") var json = false
+
+    func run() throws {
+        let upgrade = try profile.open().upgrade(as: try loadIdentity())
+        if json {
+            printJSON(.object(["from": .number(String(upgrade.from)), "to": .number(String(upgrade.to)),
+                               "commit": upgrade.commit.map(JSONValue.string) ?? .null]))
+        } else if upgrade.commit == nil {
+            print("already format \(upgrade.to): nothing to do")
+        } else {
+            print("upgraded from format \(upgrade.from) to \(upgrade.to) (commit \(upgrade.commit?.prefix(7) ?? "")); run 'concord sync' to publish it")
+        }
+    }
+}

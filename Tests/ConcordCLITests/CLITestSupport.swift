@@ -89,6 +89,15 @@ class CLITestCase: XCTestCase {
         return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// `person`'s proof of possession of their key for the profile in `profile` and `member` (their
+    /// own member name when nil), as `concord identity prove` prints it.
+    func keyProof(of person: Person, for profile: URL, member: String? = nil, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let info = try JSONSerialization.jsonObject(with: Data(contentsOf: profile.appendingPathComponent(".concord/profile.json"))) as? [String: Any]
+        let id = try XCTUnwrap(info?["id"] as? String, file: file, line: line)
+        return try concordOK(["identity", "prove", id] + (member.map { ["--member", $0] } ?? []), as: person, file: file, line: line)
+            .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     /// Creates a person with an identity (`concord identity new`).
     func makePerson(_ name: String, device: String = "laptop", file: StaticString = #filePath, line: UInt = #line) throws -> Person {
         let person = Person(name: name, device: device, home: sandbox.appendingPathComponent("home-\(name)-\(device)"))

@@ -9,6 +9,7 @@ final class HelpTests: CLITestCase {
             ["ls"], ["import"], ["export"], ["log"], ["history"], ["members"], ["members", "add"], ["revoke"], ["role"], ["devices", "add"], ["devices", "remove"], ["merge"], ["conflicts"],
             ["doctor"], ["merge-driver"], ["remote"], ["remote", "add"], ["remote", "trust"], ["clone"], ["sync"],
             ["status"], ["watch"], ["profiles"], ["leave"], ["destroy"], ["switch"], ["identity", "delete"], ["serve"],
+            ["identity", "prove"], ["upgrade"],
         ]
         for command in commands {
             let result = try concord(command + ["--help"], as: nil)

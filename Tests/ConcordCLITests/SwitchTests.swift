@@ -39,7 +39,8 @@ final class SwitchTests: CLITestCase {
         // Membership commands act as the device's owner, whoever acts: a commit the others accept.
         let spare = try makePerson("spare", device: "spare")
         let spareKey = try concordOK(["identity", "show", "--public-key"], as: spare).stdout.trimmingCharacters(in: .newlines)
-        try concordOK(["devices", "add", "--name", "spare", "--key", spareKey], as: therapist, in: profile)
+        try concordOK(["devices", "add", "--name", "spare", "--key", spareKey,
+                       "--proof", try keyProof(of: spare, for: profile, member: "therapist")], as: therapist, in: profile)
         XCTAssertEqual(try gitOK(["log", "-1", "--format=%(trailers:key=Concord-Actor,valueonly)"], in: profile), "therapist")
         try concordOK(["verify"], as: parent, in: profile)
 

@@ -58,7 +58,8 @@ final class ConvergenceTests: XCTestCase {
             try Identity.create(member: "alice", device: "device\(index)", in: root.appendingPathComponent("home\(index)"))
         }
         for identity in identities {
-            try originProfile.members.add("alice", role: .admin, device: identity.device, key: identity.key.publicKey, as: owner)
+            try originProfile.members.add("alice", role: .admin, device: identity.device, key: identity.key.publicKey,
+                                          proof: KeyProof.sign(profileID: originProfile.info.id, member: "alice", with: identity.key), as: owner)
         }
         // The origin (every replica's first remote) and each replica must pass git fsck when the test ends.
         fsckAtEnd(origin)

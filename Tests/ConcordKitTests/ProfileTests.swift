@@ -43,7 +43,7 @@ final class ProfileTests: KitTestCase {
         let profile = try makeProfile(identity: alice)
         let file = profile.root.appendingPathComponent(".concord/profile.json")
         let text = try String(contentsOf: file, encoding: .utf8)
-        try Data(text.replacingOccurrences(of: #""formatVersion": 4"#, with: #""formatVersion": 99"#).utf8).write(to: file)
+        try Data(text.replacingOccurrences(of: #""formatVersion": \#(concordFormatVersion)"#, with: #""formatVersion": 99"#).utf8).write(to: file)
         XCTAssertEqual(concordError { try Profile.open(at: profile.root, environment: makeEnvironment(alice)) },
                        .newerFormat(found: 99, supported: concordFormatVersion))
 

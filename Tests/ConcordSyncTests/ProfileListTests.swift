@@ -81,7 +81,8 @@ final class ProfileListTests: SyncTestCase {
         let remote = try makeRemote(.path, name: "personal.git")
         let mine = try publishProfile(owner: phone, remote: remote, directory: "personal-phone", template: "personal",
                                       records: [("profile/me", #"{"name":"Alice","role":"ABA therapist","personality":"calm"}"#)])
-        try concordOK(["devices", "add", "--name", "tablet", "--key", tablet.publicKeyLine], as: phone, in: mine)
+        try concordOK(["devices", "add", "--name", "tablet", "--key", tablet.publicKeyLine, "--proof", try keyProof(of: tablet, for: mine)],
+                      as: phone, in: mine)
         try concordOK(["sync"], as: phone, in: mine)
         let onTablet = try cloneProfile(tablet, from: remote, into: "personal-tablet")
         let record = try concordOK(["get", "profile/me"], as: tablet, in: onTablet)

@@ -137,9 +137,13 @@ extension RaceKill {
             try gitOK(["-C", bare.path, "config", "core.logAllRefUpdates", "always"])
             let first = devices[0]
             try concordOK(["init", first.profile.path, "--name", "Race", "--template", "aac"], as: first)
+            let info = try JSONSerialization.jsonObject(with: Data(contentsOf: first.profile.appendingPathComponent(".concord/profile.json")))
+            let profileID = (info as? [String: Any])?["id"] as? String ?? ""
             for other in devices.dropFirst() {
+                // alice's other devices: each signs its key's proof of possession.
+                let proof = try concordOK(["identity", "prove", profileID], as: other).trimmed
                 try concordOK(on: first, ["members", "add", "alice", "--role", "admin",
-                                         "--key", other.publicKey, "--device", other.name])
+                                         "--key", other.publicKey, "--device", other.name, "--proof", proof])
             }
             try concordOK(on: first, ["remote", "add", "origin", url])
             if fingerprint != nil { try concordOK(on: first, ["remote", "trust", "origin"]) }

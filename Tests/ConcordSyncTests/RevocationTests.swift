@@ -85,7 +85,8 @@ final class RevocationTests: SyncTestCase {
         let (alice, bob) = (scene.owner, scene.other)
         let phone = try makeDevice("bob", device: "phone")
         // A viewer may add a key of their own...
-        try concordOK(["devices", "add", "--name", "phone", "--key", phone.publicKeyLine], as: bob, in: scene.otherProfile)
+        try concordOK(["devices", "add", "--name", "phone", "--key", phone.publicKeyLine,
+                       "--proof", try keyProof(of: phone, for: scene.otherProfile)], as: bob, in: scene.otherProfile)
         let listed = try concordOK(["members"], as: bob, in: scene.otherProfile)
         XCTAssertTrue(listed.contains("bob  viewer  active  devices: phone, tablet"), listed)
         // ...but not someone else's, nor remove their last.

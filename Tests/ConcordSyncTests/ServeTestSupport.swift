@@ -83,7 +83,9 @@ class ConcordServeTestCase: SyncTestCase {
         let profile = sandbox.appendingPathComponent("\(name)-admin")
         try concordOK(["init", profile.path, "--name", name, "--template", "aac"], as: host.admin, file: file, line: line)
         for (device, role) in members {
-            try concordOK(["members", "add", device.member, "--role", role, "--key", device.publicKeyLine, "--device", device.device],
+            // Another device of the Admin's own needs its proof of possession; another member's key is the Admin's word.
+            let proof = device.member == host.admin.member ? ["--proof", try keyProof(of: device, for: profile, file: file, line: line)] : []
+            try concordOK(["members", "add", device.member, "--role", role, "--key", device.publicKeyLine, "--device", device.device] + proof,
                           as: host.admin, in: profile, file: file, line: line)
         }
         for (reference, json) in records {

@@ -99,11 +99,12 @@ final class SyncAccessTests: SyncTestCase {
 
     func testAMemberMayAddTheirOwnDeviceKeyButNotAnothers() throws {
         let team = try makeAccessTeam()
-        let phoneKey = try GitSigning.makeKey(at: sandbox.appendingPathComponent("uma_phone"), comment: "uma@phone", environment: environment())
+        let phoneFile = sandbox.appendingPathComponent("uma_phone")
+        let phoneKey = try GitSigning.makeKey(at: phoneFile, comment: "uma@phone", environment: environment())
+        // With the key's proof of possession (format 5: KeyProofTests), made by its holder.
+        let proof = try self.proof(signedBy: phoneFile, profileID: try profileID(of: team.aliceProfile), member: "uma", key: phoneKey)
         let own = try pushWithGit(team, signedWith: team.uma.keyFile) { clone in
-            try editMember("uma", in: clone) { member in
-                member["keys"] = (member["keys"] as? [Any] ?? []) + [["device": "phone", "publicKey": phoneKey]]
-            }
+            try addKey(phoneKey, device: "phone", proof: proof, to: "uma", in: clone)
         }
         try assertAccepted(team, commit: own)
         XCTAssertTrue(try concordOK(["members"], as: team.alice, in: team.aliceProfile).contains("phone"))

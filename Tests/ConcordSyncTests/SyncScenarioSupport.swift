@@ -76,7 +76,9 @@ extension SyncTestCase {
         let profile = sandbox.appendingPathComponent(directory)
         try concordOK(["init", profile.path, "--name", "Shared", "--template", template], as: owner, file: file, line: line)
         for (device, role) in members {
-            try concordOK(["members", "add", device.member, "--role", role, "--key", device.publicKeyLine, "--device", device.device],
+            // Another device of the owner's own needs its proof of possession; another member's key is the Admin's word.
+            let proof = device.member == owner.member ? ["--proof", try keyProof(of: device, for: profile, file: file, line: line)] : []
+            try concordOK(["members", "add", device.member, "--role", role, "--key", device.publicKeyLine, "--device", device.device] + proof,
                           as: owner, in: profile, file: file, line: line)
         }
         for (reference, json) in records {

@@ -119,6 +119,14 @@ extension SyncTestCase {
         return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// `device`'s proof of possession of its key for the profile in `profile` and `member` (its own
+    /// member name when nil), as `concord identity prove` prints it there.
+    func keyProof(of device: SyncDevice, for profile: URL, member: String? = nil, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let info = try JSONSerialization.jsonObject(with: Data(contentsOf: profile.appendingPathComponent(".concord/profile.json"))) as? [String: Any]
+        let id = try XCTUnwrap(info?["id"] as? String, file: file, line: line)
+        return try concordOK(["identity", "prove", id] + (member.map { ["--member", $0] } ?? []), as: device, file: file, line: line)
+    }
+
     /// A device with a new identity in `<sandbox>/home-<member>-<device>`.
     func makeDevice(_ member: String, device: String, file: StaticString = #filePath, line: UInt = #line) throws -> SyncDevice {
         let home = sandbox.appendingPathComponent("home-\(member)-\(device)")

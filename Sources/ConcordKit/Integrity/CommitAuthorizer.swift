@@ -108,6 +108,7 @@ final class CommitAuthorizer {
                 // The one commit an invited member signs: their acceptance (rule 1's exception).
                 if let accepted = try acceptance(commit, changes: changes, key: key, parentTree: parentTrees.first) {
                     try checkKeysStayWithTheirHolders(commit, changes: changes, parentTrees: parentTrees, signer: accepted)
+                    try checkKeyProofs(commit, changes: changes, parentTrees: parentTrees, signer: accepted, judged: accepted.member)
                     return accepted
                 }
                 if let policy {
@@ -180,6 +181,7 @@ final class CommitAuthorizer {
             }
             // Rule 5, once the role allowed the change: no key moves to another member.
             try checkKeysStayWithTheirHolders(commit, changes: differences, parentTrees: parentTrees, signer: signer)
+            try checkKeyProofs(commit, changes: differences, parentTrees: parentTrees, signer: signer, judged: judged)
             try checkAnAdminStays(commit, changes: differences, parentTree: parentTree, signer: signer)
             return signer
         } catch let error as GitError {
@@ -291,6 +293,39 @@ final class CommitAuthorizer {
         guard try !hasAdmin(commit.tree), try hasAdmin(parentTree) else { return }
         throw ConcordError.unauthorizedCommit(commit: commit.id.short, signer: signer.label, change: ProfilePaths.membersDirectory,
                                               reason: "it leaves the profile with no active Admin; make another member an Admin first")
+    }
+
+    /// Only its holder adds a key (docs/security.md, rule 5): from format 5 on (the parent's
+    /// `profile.json`; for a merge, either parent's), each member file `changes` writes may hold
+    /// a key its old version (`change.old`: the parent's, or the policy merge's for a merge) did not
+    /// hold with the same proof only with that key's proof for this profile and member
+    /// (`KeyProof.unproven`), unless `judged` is an active Admin writing another member's file.
+    private func checkKeyProofs(_ commit: Commit, changes: [TreeChange], parentTrees: [ObjectID], signer: CommitSigner,
+                                judged: Member) throws {
+        let prefix = Array((ProfilePaths.membersDirectory + "/").utf8)
+        let changed = changes.filter { $0.new != nil && $0.path.starts(with: prefix) }
+        guard !changed.isEmpty else { return }
+        guard try parentTrees.contains(where: { (try profileInfo(at: $0)?.formatVersion ?? 0) >= KeyProof.firstFormat }),
+              let profileID = try profileInfo(at: commit.tree)?.id else { return }
+        for change in changed {
+            let path = String(decoding: change.path, as: UTF8.self)
+            guard case .success(.member(let name)) = ProfilePathRules.classify(change.path, kinds: .empty),
+                  let written = try bytes(of: change.new), let after = try? Member.decode(written, path: path), after.name == name else { continue }
+            let before = try bytes(of: change.old).flatMap { try? Member.decode($0, path: path) }
+            if let (key, problem) = KeyProof.unproven(before: before, after: after, writer: judged, profileID: profileID) {
+                throw ConcordError.unauthorizedCommit(
+                    commit: commit.id.short, signer: signer.label, change: path,
+                    reason: "it adds device \(key.device)'s key (\(key.publicKey.fingerprint)) to \(name), and \(problem); a key enters a "
+                        + "member file only with its holder's proof of possession (an Admin may vouch for another member's key)")
+            }
+        }
+    }
+
+    /// `.concord/profile.json` as tree `tree` holds it; nil when it holds none that reads.
+    private func profileInfo(at tree: ObjectID) throws -> ProfileInfo? {
+        guard let entry = try repository.entry(at: ProfilePaths.profile, inTree: tree), entry.kind == .blob,
+              let bytes = try bytes(of: .file(entry.id)) else { return nil }
+        return try? ProfileInfo.decode(bytes)
     }
 
     /// Open invitations are bounded on every commit, merges included: a tree holding more members who

@@ -171,10 +171,11 @@ struct IncomingCheck {
             if info.formatVersion < oldestReadableFormatVersion {
                 throw refuse(path, "it is of data format \(info.formatVersion), older than any this concord reads (\(oldestReadableFormatVersion))")
             }
-            // A profile keeps the format it was made with (a new format means export and import into a new profile).
+            // A profile's format only moves up: `concord upgrade` (an Admin's signed commit) or the first open
+            // invitation of a format 3 profile. Going back would drop the rules of the newer format.
             if let old, let before = try? ProfileInfo.decode(try read(old, limit: file.limit, path: path, refuse)),
-               before.formatVersion != info.formatVersion {
-                throw refuse(path, "it changes the data format from \(before.formatVersion) to \(info.formatVersion); a profile keeps the format it was made with")
+               before.formatVersion > info.formatVersion {
+                throw refuse(path, "it changes the data format from \(before.formatVersion) back to \(info.formatVersion); a profile's format only moves up")
             }
             if let expected = profileID, info.id != expected {
                 throw refuse(path, "it names another profile (id \(info.id), this one is \(expected))")

@@ -74,7 +74,8 @@ extension Members {
             let oneTime: SigningKey
             do { oneTime = try SigningKey(openSSHPrivateKeyFile: oneTimeText) } catch { throw refuse("its one-time key is damaged") }
             guard pending.invitationKey == oneTime.publicKey else { throw refuse("its one-time key is not the one the profile holds") }
-            accepted.keys = [Member.Key(device: identity.device, publicKey: identity.key.publicKey)]
+            accepted.keys = [KeyProof.key(device: identity.device, identity.key.publicKey, member: invitation.member,
+                                          profileID: profile.info.id, signedBy: identity)]
             accepted.invitationKey = nil
             accepted.acceptance = SSHSignature.sign(
                 Invitation.acceptanceMessage(root: invitation.root, member: invitation.member, key: identity.key.publicKey),
@@ -83,8 +84,10 @@ extension Members {
             guard pending.keys.contains(where: { $0.publicKey == identity.key.publicKey }) else {
                 throw refuse("it is for another key than this device's (\(identity.key.publicKey.fingerprint))")
             }
+            // The key the Admin vouched for gets its holder's proof with the acceptance.
             accepted.keys = pending.keys.map { $0.publicKey == identity.key.publicKey
-                ? Member.Key(device: identity.device, publicKey: $0.publicKey) : $0 }
+                ? KeyProof.key(device: identity.device, $0.publicKey, member: invitation.member, profileID: profile.info.id, signedBy: identity)
+                : $0 }
         }
         // What every other device will check (`CommitAuthorizer`), checked here first.
         if let problem = Acceptance.problem(before: pending, after: accepted, signer: identity.key.publicKey, root: invitation.root) {

@@ -22,16 +22,24 @@ public struct Members {
     /// Adds `name` as an active member with `role` and one device key, or adds a device key to an
     /// existing member (their role then changes to `role`). Only admins may do this. The member
     /// file is a signed commit like any record, and the allowed-signers file is regenerated.
+    ///
+    /// A key for ANOTHER member is written without a proof unless `proof` is given: the Admin vouches
+    /// for it (docs/security.md). A key for the Admin's own file needs its holder's proof
+    /// (`KeyProof`): made here when it is this device's key, else `proof` (from format 5 on).
     @discardableResult
     public func add(
-        _ name: String, role: Role, device: String, key: SSHPublicKey, as identity: Identity
+        _ name: String, role: Role, device: String, key: SSHPublicKey, proof: String? = nil, as identity: Identity
     ) throws -> WriteResult<Member> {
         try validate(member: name, device: device)
         return try commitMember(as: identity) {
             try authorizeAdmin(identity)
             let existing = try list().first { $0.name == name }
+            // A key the member already holds keeps its proof (a new device name for it asks for none).
+            let known = existing?.keys.first { $0.publicKey == key }?.proof
+            let entry = try provenKey(device: device, key: key, proof: proof ?? known, member: name, as: identity,
+                                      required: name == identity.member)
             var keys = existing?.keys.filter { $0.device != device && $0.publicKey != key } ?? []
-            keys.append(Member.Key(device: device, publicKey: key))
+            keys.append(entry)
             let member = Member(
                 name: name, role: role, status: .active, keys: keys.sorted { $0.device < $1.device },
                 addedBy: existing?.addedBy ?? identity.member,
@@ -64,6 +72,27 @@ public struct Members {
         } catch {
             throw ConcordError.invalidInput(error.localizedDescription)
         }
+    }
+
+    /// The key entry `key` of `member`'s device `device` gets: with `proof` once it is checked, or
+    /// with a proof this device signs when `key` is its own. Without either it is refused when
+    /// `required` (the member's own file) and the profile is of format 5 or later, and written
+    /// without a proof otherwise (an Admin's vouching for another member's key).
+    func provenKey(device: String, key: SSHPublicKey, proof: String?, member: String, as identity: Identity,
+                   required: Bool) throws -> Member.Key {
+        guard let proof else {
+            let entry = KeyProof.key(device: device, key, member: member, profileID: profile.info.id, signedBy: identity)
+            if entry.proof == nil, required, profile.info.formatVersion >= KeyProof.firstFormat {
+                throw ConcordError.invalidInput("a key added to your own member file needs its proof of possession: on device \(device) run "
+                    + "'concord identity prove \(profile.info.id)' and give what it prints with --proof")
+            }
+            return entry
+        }
+        if let problem = KeyProof.problem(proof, profileID: profile.info.id, member: member, key: key) {
+            throw ConcordError.invalidInput("that key's proof is not valid: \(problem); on device \(device) run "
+                + "'concord identity prove \(profile.info.id)' with an identity named \(member)")
+        }
+        return Member.Key(device: device, publicKey: key, proof: proof)
     }
 
     /// Refuses `key` when a member of `members` other than `name` (any member when nil) holds it:

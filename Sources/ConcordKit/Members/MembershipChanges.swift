@@ -47,16 +47,19 @@ extension Members {
         }
     }
 
-    /// Adds a device key to the acting member's own keys (any active member may).
+    /// Adds a device key to the acting member's own keys (any active member may). From format 5 on
+    /// it needs `proof`, the new device's proof of possession (`KeyProof`, what `concord identity
+    /// prove` prints there).
     @discardableResult
-    public func addDevice(_ device: String, key: SSHPublicKey, as identity: Identity) throws -> WriteResult<Member> {
+    public func addDevice(_ device: String, key: SSHPublicKey, proof: String? = nil, as identity: Identity) throws -> WriteResult<Member> {
         try validate(device: device)
         try refuseKeyHeldByAnother(key, in: try list(), except: identity.member)
+        let entry = try provenKey(device: device, key: key, proof: proof, member: identity.member, as: identity, required: true)
         return try change(identity.member, as: identity, action: "adding devices", adminOnly: false) { member in
             guard !member.keys.contains(where: { $0.device == device || $0.publicKey == key }) else {
                 throw ConcordError.invalidInput("\(member.name) already has a device \(device) or that key: remove it first")
             }
-            member.keys = (member.keys + [Member.Key(device: device, publicKey: key)]).sorted { $0.device < $1.device }
+            member.keys = (member.keys + [entry]).sorted { $0.device < $1.device }
         }
     }
 

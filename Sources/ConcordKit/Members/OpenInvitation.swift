@@ -12,6 +12,9 @@ import ConcordTrust
 /// more members name the invitation than it has uses is invalid (`AccessRule.overusedInvitation`),
 /// and of two acceptances racing for the last use only the one the remote took first stands.
 public struct OpenInvitation: Sendable, Equatable {
+    /// The data format open invitations came with: opening one in an older profile moves it there.
+    static let firstFormat = 4
+
     public let id: String
     public let role: Role
     public let uses: Int

@@ -36,8 +36,9 @@ extension Members {
             try authorizeAdmin(identity, action: "opening an invitation")
             transaction.stage(ProfilePaths.invitation(id), document.json.canonicalBytes(),
                               RecordChange(kind: "invitations", id: id, action: .added))
-            if profile.info.formatVersion < concordFormatVersion {
-                let info = ProfileInfo(id: profile.info.id, name: profile.info.name, formatVersion: concordFormatVersion,
+            // Open invitations came with format 4; a later format is 'concord upgrade''s to make.
+            if profile.info.formatVersion < OpenInvitation.firstFormat {
+                let info = ProfileInfo(id: profile.info.id, name: profile.info.name, formatVersion: OpenInvitation.firstFormat,
                                        createdAt: profile.info.createdAt)
                 transaction.stage(ProfilePaths.profile, info.json.canonicalBytes(), RecordChange(kind: "profile", id: "profile", action: .updated))
             }
@@ -95,7 +96,8 @@ extension Members {
         let root = try profile.rootCommit().hex
         let member = Member(
             name: identity.member, role: document.role, status: .active,
-            keys: [Member.Key(device: identity.device, publicKey: identity.key.publicKey)],
+            keys: [KeyProof.key(device: identity.device, identity.key.publicKey, member: identity.member,
+                                profileID: profile.info.id, signedBy: identity)],
             addedBy: document.invitedBy, addedAt: HLClock.formatInstant(profile.environment.wallClock()),
             acceptance: SSHSignature.sign(Invitation.acceptanceMessage(root: root, member: identity.member, key: identity.key.publicKey),
                                           with: oneTime, namespace: Invitation.acceptanceNamespace),

@@ -70,7 +70,8 @@ public final class Profile {
         let info = ProfileInfo(id: UUID().uuidString.lowercased(), name: name, formatVersion: concordFormatVersion,
                                createdAt: HLClock.formatInstant(stamp.wallMillis))
         let creator = Member(name: identity.member, role: .admin, status: .active,
-                             keys: [Member.Key(device: identity.device, publicKey: identity.key.publicKey)],
+                             keys: [KeyProof.key(device: identity.device, identity.key.publicKey, member: identity.member,
+                                                 profileID: info.id, signedBy: identity)],
                              addedBy: identity.member, addedAt: info.createdAt)
         let kinds = template.kinds
         let files: [(String, [UInt8])] = [

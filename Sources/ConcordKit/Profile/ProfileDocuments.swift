@@ -13,11 +13,16 @@ import Foundation
 /// `invitation`; the first open invitation of a format 3 profile moves its `profile.json` to 4 in the
 /// same commit. A concord that reads only format 3 refuses that commit (a path its format lacks)
 /// rather than misreading it, and a fetched `profile.json` of a newer format than this build reads
-/// is refused with "upgrade concord".
-public let concordFormatVersion = 4
+/// is refused with "upgrade concord". 5 — key proofs in member files (`Member.Key.proof`, `KeyProof`)
+/// and the validity rule of this build: merges judged by the recomputed policy merge, membership
+/// resolved (docs/security.md). Keys added in a commit whose parent is format 5 need their holder's
+/// proof unless an active Admin adds them to another member's file; `concord upgrade` moves a
+/// format 4 profile to 5 in one signed commit.
+public let concordFormatVersion = 5
 /// The oldest format this build reads. A format 2 record has no field stamps, and reading one as
 /// format 3 would say all its fields were written at its `updatedAt`: not what happened. A format 3
-/// profile is a format 4 profile with no open invitations, so it is read as it is.
+/// profile is a format 4 profile with no open invitations, and a format 4 profile a format 5 one
+/// with no key proofs, so both are read as they are.
 public let oldestReadableFormatVersion = 3
 
 /// Paths of the files Concord keeps in every profile.
@@ -66,6 +71,22 @@ public struct Member: Sendable, Equatable {
     public struct Key: Sendable, Equatable {
         public let device: String
         public let publicKey: SSHPublicKey
+        /// The key's proof of possession (`KeyProof`: base64 of an SSHSIG blob, namespace
+        /// `concord-key`, by this key over the profile id, the member and the key). Nil for a key an
+        /// Admin added for another member (their vouching) and for keys added before format 5.
+        public var proof: String?
+
+        public init(device: String, publicKey: SSHPublicKey, proof: String? = nil) {
+            self.device = device
+            self.publicKey = publicKey
+            self.proof = proof
+        }
+
+        var json: JSONValue {
+            var fields: [String: JSONValue] = ["device": .string(device), "publicKey": .string(publicKey.line(comment: nil))]
+            if let proof { fields["proof"] = .string(proof) }
+            return .object(fields)
+        }
     }
 
     public enum Status: String, Sendable { case active, invited, revoked }
@@ -92,7 +113,7 @@ public struct Member: Sendable, Equatable {
     var json: JSONValue {
         var fields: [String: JSONValue] = [
             "name": .string(name), "role": .string(role.rawValue), "status": .string(status.rawValue),
-            "keys": .array(keys.map { .object(["device": .string($0.device), "publicKey": .string($0.publicKey.line(comment: nil))]) }),
+            "keys": .array(keys.map(\.json)),
             "addedBy": .string(addedBy), "addedAt": .string(addedAt),
         ]
         if let revokedBy { fields["revokedBy"] = .string(revokedBy) }
@@ -115,7 +136,7 @@ public struct Member: Sendable, Equatable {
             var keys = [Key]()
             for key in value["keys"]?.arrayValue ?? [] {
                 guard let device = key["device"]?.stringValue, let line = key["publicKey"]?.stringValue else { continue }
-                keys.append(Key(device: device, publicKey: try SSHPublicKey(line: line)))
+                keys.append(Key(device: device, publicKey: try SSHPublicKey(line: line), proof: key["proof"]?.stringValue))
             }
             return Member(name: name, role: role, status: status, keys: keys,
                           addedBy: value["addedBy"]?.stringValue ?? "", addedAt: value["addedAt"]?.stringValue ?? "",
