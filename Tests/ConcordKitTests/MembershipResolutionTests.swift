@@ -122,22 +122,16 @@ final class MembershipResolutionTests: KitTestCase {
         let origin = try makeProfile("origin", identity: alice, clock: clock)
         try origin.members.add("bob", role: .admin, device: bob.device, key: bob.key.publicKey, as: alice)
         try origin.members.add("dave", role: .editor, device: dave.device, key: dave.key.publicKey, as: alice)
-        func copy(_ name: String, as identity: Identity) throws -> Profile {
-            let path = sandbox.appendingPathComponent(name)
-            try gitOK(["clone", "-q", origin.root.path, path.path], in: sandbox)
-            fsckAtEnd(path)
-            return try Profile.open(at: path, environment: makeEnvironment(identity, clock: clock))
-        }
         func status(_ name: String, in profile: Profile) throws -> String {
             let member = try XCTUnwrap(try profile.members.list().first { $0.name == name })
             return "\(member.role.rawValue) \(member.status.rawValue)"
         }
 
         // Revoking each other.
-        let (a, b) = (try copy("mutual-a", as: alice), try copy("mutual-b", as: bob))
+        let (a, b) = (try copy(of: origin, "mutual-a", as: alice, clock: clock), try copy(of: origin, "mutual-b", as: bob, clock: clock))
         try a.members.revoke("bob", as: alice)
         try b.members.revoke("alice", as: bob)
-        let viaDave = try copy("mutual-dave", as: dave)
+        let viaDave = try copy(of: origin, "mutual-dave", as: dave, clock: clock)
         try pull(a, into: viaDave, as: dave)
         try pull(b, into: viaDave, as: dave)
         XCTAssertEqual(try status("alice", in: viaDave), "admin active", "the creator's revocation stands")
@@ -151,10 +145,10 @@ final class MembershipResolutionTests: KitTestCase {
         XCTAssertNoThrow(try viaDave.verification.run())
 
         // The last two Admins leave at once.
-        let (c, d) = (try copy("leave-a", as: alice), try copy("leave-b", as: bob))
+        let (c, d) = (try copy(of: origin, "leave-a", as: alice, clock: clock), try copy(of: origin, "leave-b", as: bob, clock: clock))
         try c.members.leave(as: alice)
         try d.members.leave(as: bob)
-        let merged = try copy("leave-dave", as: dave)
+        let merged = try copy(of: origin, "leave-dave", as: dave, clock: clock)
         try pull(c, into: merged, as: dave)
         try pull(d, into: merged, as: dave)
         XCTAssertEqual(try status("alice", in: merged), "admin active", "the most senior Admin stays one")

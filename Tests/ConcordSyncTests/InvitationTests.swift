@@ -43,16 +43,8 @@ final class InvitationTests: SyncTestCase {
     /// someone who is pending in one parent and active in the other, which the merged membership
     /// (not every parent's) decides, so every device takes it.
     func testAnAcceptanceMergedWithConcurrentWorkIsAcceptedEverywhere() throws {
-        let remote = try makeRemote(.path)
-        let alice = try makeDevice("alice", device: "laptop")
-        let profile = try publishProfile(owner: alice, remote: remote, directory: "alice")
-        let invitation = try share(["dana", "--role", "editor"], as: alice, in: profile)
-        try concordOK(["sync"], as: alice, in: profile)
-        let shared = try XCTUnwrap(try remoteMain(remote))
-        let dana = try makeDevice("dana", device: "ipad")
-        let joined = try accept(invitation, as: dana, remote: remote, into: "dana")
+        let (_, alice, profile, _, shared, dana, joined) = try danaAcceptsAndTheRemoteForgetsIt()
         // As if the acceptance had not reached the remote before Alice's next commit did.
-        try gitOK(["update-ref", "refs/heads/main", shared], in: remote.bare)
         try gitOK(["update-ref", "refs/remotes/origin/main", shared], in: joined)
         try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: alice, in: profile)
         try concordOK(["sync"], as: alice, in: profile)
@@ -68,16 +60,8 @@ final class InvitationTests: SyncTestCase {
     /// invitee, and someone who intercepted the link): nobody wins. The merge leaves the member
     /// invited, tells the Admin who merges, and the invitee's device is told in words.
     func testALinkAcceptedTwiceOnTwoBranchesAdmitsNobodyAndTheAdminIsTold() throws {
-        let remote = try makeRemote(.path)
-        let alice = try makeDevice("alice", device: "laptop")
-        let profile = try publishProfile(owner: alice, remote: remote, directory: "alice")
-        let invitation = try share(["dana", "--role", "editor"], as: alice, in: profile)
-        try concordOK(["sync"], as: alice, in: profile)
-        let shared = try XCTUnwrap(try remoteMain(remote))
-        let dana = try makeDevice("dana", device: "ipad")
-        let joined = try accept(invitation, as: dana, remote: remote, into: "dana")
         // The remote as it was before Dana's acceptance arrived, when the link's thief accepts it.
-        try gitOK(["update-ref", "refs/heads/main", shared], in: remote.bare)
+        let (remote, alice, profile, invitation, _, dana, joined) = try danaAcceptsAndTheRemoteForgetsIt()
         let thief = try makeDevice("dana", device: "stolen")
         _ = try accept(invitation, as: thief, remote: remote, into: "thief")
         // Alice learns both: the remote's main, then Dana's copy.
@@ -93,6 +77,22 @@ final class InvitationTests: SyncTestCase {
         let head = try revParse("HEAD", in: joined)
         assertOneLineRefusal(try concord(["sync"], as: dana, in: joined), mentions: ["also accepted on another device", "ask alice for a new invitation"])
         XCTAssertEqual(try revParse("HEAD", in: joined), head)
+    }
+
+    /// Alice shares a link for Dana, who accepts it; then the remote's main goes back to the share
+    /// (as if the acceptance had not reached it). Returns the remote, Alice, her copy, the link, the
+    /// share commit, Dana and her copy.
+    private func danaAcceptsAndTheRemoteForgetsIt() throws -> (SyncRemote, SyncDevice, URL, String, String, SyncDevice, URL) {
+        let remote = try makeRemote(.path)
+        let alice = try makeDevice("alice", device: "laptop")
+        let profile = try publishProfile(owner: alice, remote: remote, directory: "alice")
+        let invitation = try share(["dana", "--role", "editor"], as: alice, in: profile)
+        try concordOK(["sync"], as: alice, in: profile)
+        let shared = try XCTUnwrap(try remoteMain(remote))
+        let dana = try makeDevice("dana", device: "ipad")
+        let joined = try accept(invitation, as: dana, remote: remote, into: "dana")
+        try gitOK(["update-ref", "refs/heads/main", shared], in: remote.bare)
+        return (remote, alice, profile, invitation, shared, dana, joined)
     }
 
     /// An invited member's key signing anything but the acceptance is refused by the other devices.
