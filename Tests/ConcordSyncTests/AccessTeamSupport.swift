@@ -78,6 +78,60 @@ extension SyncTestCase {
         XCTAssertEqual(try revParse("HEAD", in: team.aliceProfile), commit, file: file, line: line)
     }
 
+    /// A merge made with plain git in `clone`: HEAD (its first parent) with `parent` merged in,
+    /// `edit` applied on top of git's merge (the attacker's changes), signed with `key`. Returns its id.
+    @discardableResult
+    func mergeWithGit(in clone: URL, _ parent: String, signedWith key: URL, message: String = "merge main",
+                      _ edit: (URL) throws -> Void = { _ in }) throws -> String {
+        try gitOK(["merge", "--quiet", "--no-ff", "--no-commit", parent], in: clone)
+        try edit(clone)
+        try gitOK(["add", "-A"], in: clone)
+        try gitOK(GitSigning.options(keyFile: key.path) + ["commit", "-S", "--quiet", "-m", message], in: clone)
+        return try gitOK(["rev-parse", "HEAD"], in: clone)
+    }
+
+    /// Writes `.concord/members/<name>.json` in `clone` as an active member of `role` with `publicKey`
+    /// on device `device`, added by `addedBy`: an alias, as an Admin would add it by hand.
+    func writeActiveMember(_ name: String, role: String, publicKey: String, device: String = "laptop", addedBy: String,
+                           in clone: URL) throws {
+        let member: [String: Any] = ["name": name, "role": role, "status": "active", "addedBy": addedBy,
+                                     "addedAt": "2026-01-01T10:00:00.000Z", "keys": [["device": device, "publicKey": publicKey]]]
+        try JSONSerialization.data(withJSONObject: member, options: [.sortedKeys, .prettyPrinted])
+            .write(to: clone.appendingPathComponent(".concord/members/\(name).json"))
+    }
+
+    /// An edit appending a log entry to `logs/2026-01-01.jsonl`, attributed to `by` with entry id `id`
+    /// at `time` of that day.
+    func appendLogEntry(by: String, id: String, at time: String, text: String) -> (URL) throws -> Void {
+        { clone in
+            let url = clone.appendingPathComponent(Self.logDay)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            let line = #"{"at":"2026-01-01T\#(time).000Z-0000","by":"\#(by)","data":{"text":"\#(text)"},"device":"tablet","id":"\#(id)"}"#
+            try Data(((try? Data(contentsOf: url)) ?? Data()) + Data((line + "\n").utf8)).write(to: url)
+        }
+    }
+
+    /// The log day file `appendLogEntry` writes.
+    static var logDay: String { "logs/2026-01-01.jsonl" }
+
+    /// A merge of three parents made with plain git in `clone`, signed with `key`: HEAD and two
+    /// branches from it, each setting settings/theme's color. Returns its id (not checked out).
+    func octopusWithGit(in clone: URL, signedWith key: URL) throws -> String {
+        let signing = GitSigning.options(keyFile: key.path)
+        let base = try gitOK(["rev-parse", "HEAD"], in: clone)
+        let branch = try gitOK(["rev-parse", "--abbrev-ref", "HEAD"], in: clone)
+        var tips = [String]()
+        for label in ["one", "two"] {
+            try gitOK(["checkout", "--quiet", "-B", label, base], in: clone)
+            try replace(#""color": "blue""#, with: #""color": "\#(label)""#, in: try recordFile("settings", "theme", in: clone))
+            try gitOK(signing + ["commit", "-S", "--quiet", "-am", label], in: clone)
+            tips.append(try gitOK(["rev-parse", "HEAD"], in: clone))
+        }
+        try gitOK(["checkout", "--quiet", branch], in: clone)
+        let tree = try gitOK(["rev-parse", "\(tips[0])^{tree}"], in: clone)
+        return try gitOK(signing + ["commit-tree", "-S", tree, "-p", base, "-p", tips[0], "-p", tips[1], "-m", "octopus"], in: clone)
+    }
+
     /// A commit made with plain git in `clone` (a git clone of a remote): `edit` changes
     /// files, the commit is signed with `key` (unsigned when nil). Returns its id.
     @discardableResult

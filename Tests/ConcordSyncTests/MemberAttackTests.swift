@@ -23,10 +23,7 @@ final class MemberAttackTests: SyncTestCase {
         let old = try gitOK(["rev-parse", "HEAD"], in: fork)
 
         // 1. Back to Admin through the merge.
-        try gitOK(["merge", "--quiet", "--no-ff", "--no-commit", "origin/main"], in: fork)
-        try editMember("eddie", in: fork) { $0["role"] = "admin" }
-        try gitOK(["add", "-A"], in: fork)
-        try gitOK(signing + ["commit", "-S", "--quiet", "-m", "merge main"], in: fork)
+        try mergeWithGit(in: fork, "origin/main", signedWith: team.eddie.keyFile) { try self.editMember("eddie", in: $0) { $0["role"] = "admin" } }
         XCTAssertEqual(try gitOK(["rev-parse", "HEAD^1"], in: fork), old, "the first parent is from before the demotion")
         try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: fork)
         let promoted = try gitOK(["rev-parse", "HEAD"], in: fork)
@@ -36,10 +33,9 @@ final class MemberAttackTests: SyncTestCase {
         // 2. A vocabulary edit in the merge, beyond what either parent had.
         try gitOK(["update-ref", "refs/heads/main", demotion], in: team.remote.bare)
         try gitOK(["reset", "--quiet", "--hard", old], in: fork)
-        try gitOK(["merge", "--quiet", "--no-ff", "--no-commit", demotion], in: fork)
-        try replace(#""label": "puzzle""#, with: #""label": "demoted""#, in: try recordFile("vocabulary", "puzzle", in: fork))
-        try gitOK(["add", "-A"], in: fork)
-        try gitOK(signing + ["commit", "-S", "--quiet", "-m", "merge main"], in: fork)
+        try mergeWithGit(in: fork, demotion, signedWith: team.eddie.keyFile) { fork in
+            try self.replace(#""label": "puzzle""#, with: #""label": "demoted""#, in: try self.recordFile("vocabulary", "puzzle", in: fork))
+        }
         try gitOK(["push", "--quiet", "--force", "origin", "HEAD:main"], in: fork)
         let edited = try gitOK(["rev-parse", "HEAD"], in: fork)
         try assertRefused(team, commit: edited, mentions: ["by eddie@laptop changes vocabulary/puzzle", "Viewers may not write vocabulary"])
@@ -68,10 +64,7 @@ final class MemberAttackTests: SyncTestCase {
         let aliasKeyFile = sandbox.appendingPathComponent("eddie2_key")
         let aliasKey = try GitSigning.makeKey(at: aliasKeyFile, comment: "eddie2@laptop", environment: environment())
         let alias = try commitWithGit(in: fork, signedWith: team.eddie.keyFile, message: "add eddie2") { clone in
-            let member: [String: Any] = ["name": "eddie2", "role": "admin", "status": "active", "addedBy": "eddie",
-                                         "addedAt": "2026-01-01T10:00:00.000Z", "keys": [["device": "laptop", "publicKey": aliasKey]]]
-            try JSONSerialization.data(withJSONObject: member, options: [.sortedKeys, .prettyPrinted])
-                .write(to: clone.appendingPathComponent(".concord/members/eddie2.json"))
+            try self.writeActiveMember("eddie2", role: "admin", publicKey: aliasKey, addedBy: "eddie", in: clone)
         }
         try gitOK(["fetch", "--quiet", "origin"], in: fork)
         try gitOK(GitSigning.options(keyFile: aliasKeyFile.path) + ["merge", "-S", "--quiet", "--no-ff", "--no-edit", revocation], in: fork)
@@ -101,18 +94,7 @@ final class MemberAttackTests: SyncTestCase {
         let clone = sandbox.appendingPathComponent("octopus")
         try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, clone.path])
         fsckAtEnd.append(clone)
-        let signing = GitSigning.options(keyFile: team.alice.keyFile.path)
-        let base = try gitOK(["rev-parse", "HEAD"], in: clone)
-        var tips = [String]()
-        for label in ["one", "two"] {
-            try gitOK(["checkout", "--quiet", "-B", label, base], in: clone)
-            try replace(#""color": "blue""#, with: #""color": "\#(label)""#, in: try recordFile("settings", "theme", in: clone))
-            try gitOK(signing + ["commit", "-S", "--quiet", "-am", label], in: clone)
-            tips.append(try gitOK(["rev-parse", "HEAD"], in: clone))
-        }
-        try gitOK(["checkout", "--quiet", "main"], in: clone)
-        let tree = try gitOK(["rev-parse", "\(tips[0])^{tree}"], in: clone)
-        let octopus = try gitOK(signing + ["commit-tree", "-S", tree, "-p", base, "-p", tips[0], "-p", tips[1], "-m", "octopus"], in: clone)
+        let octopus = try octopusWithGit(in: clone, signedWith: team.alice.keyFile)
         try gitOK(["push", "--quiet", "origin", "\(octopus):refs/heads/main"], in: clone)
         try assertRefused(team, commit: octopus, mentions: ["by alice@laptop", "merges 3 parents"])
     }
@@ -149,14 +131,9 @@ final class MemberAttackTests: SyncTestCase {
     /// its signer is refused, an Admin's included; one author's id twice in a log file is refused.
     func testALogEntryIsItsAuthorsAndNobodyShadowsAnother() throws {
         let team = try makeAccessTeam()
-        let day = "logs/2026-01-01.jsonl"
+        let day = Self.logDay
         func append(_ by: String, _ id: String, _ time: String, _ text: String) -> (URL) throws -> Void {
-            { clone in
-                let url = clone.appendingPathComponent(day)
-                try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-                let line = #"{"at":"2026-01-01T\#(time).000Z-0000","by":"\#(by)","data":{"text":"\#(text)"},"device":"tablet","id":"\#(id)"}"#
-                try Data(((try? Data(contentsOf: url)) ?? Data()) + Data((line + "\n").utf8)).write(to: url)
-            }
+            appendLogEntry(by: by, id: id, at: time, text: text)
         }
         try assertAccepted(team, commit: try pushWithGit(team, signedWith: team.alice.keyFile, append("alice", "q1", "10:00:00", "question")))
         try pushWithGit(team, signedWith: team.uma.keyFile, append("uma", "q1", "09:00:00", "forged"))
