@@ -210,10 +210,10 @@ func leftOutSentence(_ change: LeftOutChange) -> String {
         + "made concurrently; it stays in history (concord history \(change.path))"
 }
 
-/// An invitation accepted on two devices at once.
+/// A member two Admins added at once with different keys.
 func contestedSentence(_ name: String) -> String {
-    "the invitation for \(name) was accepted on two devices at once with different keys; neither is admitted and \(name) stays "
-        + "invited — an Admin revokes \(name) and invites them again"
+    "\(name) was added on two devices at once with different keys; neither is admitted (\(name) is left revoked) — an Admin "
+        + "adds or invites \(name) again"
 }
 
 func leftOutJSON(_ changes: [LeftOutChange]) -> JSONValue {

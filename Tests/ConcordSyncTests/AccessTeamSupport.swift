@@ -78,12 +78,13 @@ extension SyncTestCase {
         XCTAssertEqual(try revParse("HEAD", in: team.aliceProfile), commit, file: file, line: line)
     }
 
-    /// A merge made with plain git in `clone`: HEAD (its first parent) with `parent` merged in,
-    /// `edit` applied on top of git's merge (the attacker's changes), signed with `key`. Returns its id.
+    /// A merge made with plain git in `clone`: HEAD (its first parent) with `parent` merged in (with
+    /// git's merge `strategy` options), `edit` applied on top (the attacker's changes), signed with
+    /// `key`. Returns its id.
     @discardableResult
-    func mergeWithGit(in clone: URL, _ parent: String, signedWith key: URL, message: String = "merge main",
+    func mergeWithGit(in clone: URL, _ parent: String, signedWith key: URL, message: String = "merge main", strategy: [String] = [],
                       _ edit: (URL) throws -> Void = { _ in }) throws -> String {
-        try gitOK(["merge", "--quiet", "--no-ff", "--no-commit", parent], in: clone)
+        try gitOK(["merge", "--quiet", "--no-ff", "--no-commit"] + strategy + [parent], in: clone)
         try edit(clone)
         try gitOK(["add", "-A"], in: clone)
         try gitOK(GitSigning.options(keyFile: key.path) + ["commit", "-S", "--quiet", "-m", message], in: clone)
@@ -141,5 +142,40 @@ extension SyncTestCase {
         let signing = key.map { GitSigning.options(keyFile: $0.path) + ["commit", "-S"] } ?? ["commit", "--no-gpg-sign"]
         try gitOK(signing + ["--quiet", "-m", message], in: clone)
         return try gitOK(["rev-parse", "HEAD"], in: clone)
+    }
+
+    /// Someone holding link invitation `link` accepts it as `member` in `fork` (checked out where the
+    /// member is still invited) with a key of their own, as `concord accept` would: the acceptance
+    /// signed with the link's one-time key, the key with its proof of possession. Returns the commit,
+    /// the key line, its private key file and its proof.
+    func acceptWithAStolenLink(_ link: String, as member: String, in fork: URL,
+                               profileID: String) throws -> (commit: String, key: String, keyFile: URL, proof: String) {
+        var base64 = String(link.drop { $0 != ":" }.dropFirst()).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        let fields = try XCTUnwrap(try JSONSerialization.jsonObject(with: XCTUnwrap(Data(base64Encoded: base64))) as? [String: Any])
+        let name = UUID().uuidString.prefix(8)
+        let oneTimeFile = sandbox.appendingPathComponent("one-time-key-\(name)")
+        try Data(try XCTUnwrap(fields["oneTimeKey"] as? String).utf8).write(to: oneTimeFile)
+        XCTAssertEqual(chmod(oneTimeFile.path, 0o600), 0)
+        let keyFile = sandbox.appendingPathComponent("thief-key-\(name)")
+        let key = try GitSigning.makeKey(at: keyFile, comment: "\(member)@stolen", environment: environment())
+            .split(separator: " ").prefix(2).joined(separator: " ")
+        let message = sandbox.appendingPathComponent("acceptance-\(name)")
+        try Data("\(try XCTUnwrap(fields["root"] as? String))\n\(member)\n\(key)\n".utf8).write(to: message)
+        let signed = try ProcessRunner.run(GitSigning.sshKeygenPath, ["-Y", "sign", "-q", "-f", oneTimeFile.path, "-n", "concord-acceptance", message.path],
+                                           environment: environment())
+        XCTAssertEqual(signed.status, 0, signed.summary)
+        let acceptance = try String(contentsOf: message.appendingPathExtension("sig"), encoding: .utf8)
+        let proof = try self.proof(signedBy: keyFile, profileID: profileID, member: member, key: key)
+        let commit = try commitWithGit(in: fork, signedWith: keyFile, message: "accept") { clone in
+            try self.editMember(member, in: clone) { file in
+                file["status"] = "active"
+                file["expiresAt"] = nil
+                file["invitationKey"] = nil
+                file["keys"] = [["device": "stolen", "publicKey": key, "proof": proof]]
+                file["acceptance"] = acceptance
+            }
+        }
+        return (commit, key, keyFile, proof)
     }
 }

@@ -57,26 +57,37 @@ final class InvitationTests: SyncTestCase {
     }
 
     /// A link accepted twice, on two devices with different keys, on two lines of history (the
-    /// invitee, and someone who intercepted the link): nobody wins. The merge leaves the member
-    /// invited, tells the Admin who merges, and the invitee's device is told in words.
-    func testALinkAcceptedTwiceOnTwoBranchesAdmitsNobodyAndTheAdminIsTold() throws {
+    /// invitee, and someone who intercepted the link): an invitation admits once, so the two are never
+    /// merged. The acceptance on the remote stands (here the thief's, who was first); the Admin who
+    /// tries to merge the other is told, and so is the invitee's device, which merges nothing. (The
+    /// other way round, the thief cannot un-admit Dana after the fact: ServeMemberAttackTests.)
+    func testALinkAcceptedTwiceOnTwoBranchesIsNeverMergedAndBothSidesAreTold() throws {
         // The remote as it was before Dana's acceptance arrived, when the link's thief accepts it.
-        let (remote, alice, profile, invitation, _, dana, joined) = try danaAcceptsAndTheRemoteForgetsIt()
+        let (remote, alice, profile, invitation, shared, dana, joined) = try danaAcceptsAndTheRemoteForgetsIt()
+        try gitOK(["update-ref", "refs/remotes/origin/main", shared], in: joined)
         let thief = try makeDevice("dana", device: "stolen")
         _ = try accept(invitation, as: thief, remote: remote, into: "thief")
-        // Alice learns both: the remote's main, then Dana's copy.
         try concordOK(["sync"], as: alice, in: profile)
         try gitOK(["fetch", "--quiet", joined.path, "main:refs/peers/dana"], in: profile)
-        let merged = try concordOK(["merge", "refs/peers/dana"], as: alice, in: profile)
-        XCTAssertTrue(merged.contains("contested: the invitation for dana was accepted on two devices at once"), merged)
-        let members = try concordOK(["members"], as: alice, in: profile)
-        XCTAssertTrue(members.contains("dana  editor  pending"), members + merged)
-        XCTAssertTrue(try concordOK(["verify"], as: alice, in: profile).contains("verified"))
-        try concordOK(["sync"], as: alice, in: profile)
+        let head = try revParse("HEAD", in: profile)
+        assertOneLineRefusal(try concord(["merge", "refs/peers/dana"], as: alice, in: profile),
+                             mentions: ["the invitation for dana cannot be accepted", "accepted on two devices with different keys",
+                                        "asks alice for a new invitation"])
+        XCTAssertEqual(try revParse("HEAD", in: profile), head)
         // Dana's device, syncing, is told and merges nothing.
-        let head = try revParse("HEAD", in: joined)
-        assertOneLineRefusal(try concord(["sync"], as: dana, in: joined), mentions: ["also accepted on another device", "ask alice for a new invitation"])
-        XCTAssertEqual(try revParse("HEAD", in: joined), head)
+        let mine = try revParse("HEAD", in: joined)
+        assertOneLineRefusal(try concord(["sync"], as: dana, in: joined),
+                             mentions: ["another device accepted it with another key", "ask alice for a new invitation"])
+        XCTAssertEqual(try revParse("HEAD", in: joined), mine)
+        // The same merge made by hand is refused by every device.
+        try gitOK(["fetch", "--quiet", joined.path, "main:refs/heads/dana"], in: remote.bare)
+        let checkout = sandbox.appendingPathComponent("by-hand")
+        try gitOK(["clone", "--quiet", remote.bare.path, checkout.path])
+        try gitOK(GitSigning.options(keyFile: alice.keyFile.path) + ["merge", "-S", "--quiet", "--no-edit", "-X", "ours", "origin/dana"], in: checkout)
+        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: checkout)
+        let merge = try gitOK(["rev-parse", "HEAD"], in: checkout)
+        assertOneLineRefusal(try concord(["sync"], as: alice, in: profile), status: 5,
+                             mentions: [String(merge.prefix(7)), "merges two acceptances of the invitation for dana"])
     }
 
     /// Alice shares a link for Dana, who accepts it; then the remote's main goes back to the share

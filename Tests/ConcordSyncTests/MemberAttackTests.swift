@@ -247,6 +247,48 @@ final class MemberAttackTests: SyncTestCase {
     }
 
     /// Like `assertRefused`, for a commit refused by the structural check (`invalid commit`).
+    /// A link's holder cannot un-admit, after the fact, the member who accepted it: Vera accepts
+    /// Dana's used link on a fork from before Dana's acceptance, and merging that fork with main
+    /// (which would leave neither admitted and drop what Dana did since) is refused by concord's merge
+    /// and, made by hand, by every device. Nor can a member Dana revoked, by the same means, undo it.
+    func testALinkHolderCannotUnadmitTheMemberWhoAcceptedIt() throws {
+        let team = try makeAccessTeam()
+        let link = try share(["dana", "--role", "admin"], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        let shared = try revParse("HEAD", in: team.aliceProfile)
+        let dana = try makeDevice("dana", device: "phone")
+        let danaProfile = sandbox.appendingPathComponent("dana")
+        try concordOK(["accept", link, danaProfile.path], as: dana)
+        fsckAtEnd.append(danaProfile)
+        try concordOK(["revoke", "vera"], as: dana, in: danaProfile)
+        try concordOK(["sync"], as: dana, in: danaProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        let main = try revParse("HEAD", in: team.aliceProfile)
+
+        let fork = sandbox.appendingPathComponent("fork")
+        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
+        fsckAtEnd.append(fork)
+        try gitOK(["checkout", "--quiet", "-B", "fork", shared], in: fork)
+        let stolen = try acceptWithAStolenLink(link, as: "dana", in: fork, profileID: try profileID(of: team.aliceProfile)).commit
+        // concord's own merge refuses to bring the two acceptances together.
+        try gitOK(["fetch", "--quiet", fork.path, "fork:refs/peers/fork"], in: team.aliceProfile)
+        assertOneLineRefusal(try concord(["merge", "refs/peers/fork"], as: team.alice, in: team.aliceProfile),
+                             mentions: ["the invitation for dana cannot be accepted", "accepted on two devices with different keys"])
+        XCTAssertEqual(try revParse("HEAD", in: team.aliceProfile), main)
+        // By hand, signed by Vera (revoked by Dana: whom the merge would bring back) or by Uma.
+        for key in [team.vera.keyFile, team.uma.keyFile] {
+            try gitOK(["reset", "--quiet", "--hard", stolen], in: fork)
+            try gitOK(["fetch", "--quiet", "origin"], in: fork)
+            let merge = try mergeWithGit(in: fork, "origin/main", signedWith: key, strategy: ["-X", "theirs"])
+            try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: fork)
+            try assertRefused(team, commit: merge, mentions: ["merges two acceptances of the invitation for dana"])
+            try gitOK(["update-ref", "refs/heads/main", main], in: team.remote.bare)   // the remote as it was
+        }
+        let members = try concordOK(["members"], as: team.alice, in: team.aliceProfile)
+        XCTAssertTrue(members.contains("dana  admin  active"), members)
+        XCTAssertTrue(members.contains("vera  viewer  revoked"), members)
+    }
+
     private func assertRefusedAsInvalid(_ team: AccessTeam, commit: String, mentions: [String],
                                         file: StaticString = #filePath, line: UInt = #line) throws {
         let before = try workTreeSnapshot(team.aliceProfile)

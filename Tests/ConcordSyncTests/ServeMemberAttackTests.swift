@@ -82,33 +82,13 @@ final class ServeMemberAttackTests: ConcordServeTestCase {
 
         let fork = try gitClone(as: team.vera, team)
         try gitOK(["checkout", "--quiet", "-B", "fork", invited], in: fork)
-        let (root, oneTimeKey) = try linkSecrets(link)
-        let oneTimeFile = sandbox.appendingPathComponent("one-time-key")
-        try Data(oneTimeKey.utf8).write(to: oneTimeFile)
-        XCTAssertEqual(chmod(oneTimeFile.path, 0o600), 0)
-        let thiefKeyFile = sandbox.appendingPathComponent("thief_key")
-        let thiefKey = try GitSigning.makeKey(at: thiefKeyFile, comment: "dana@stolen", environment: environment())
-            .split(separator: " ").prefix(2).joined(separator: " ")
-        let message = sandbox.appendingPathComponent("acceptance-message")
-        try Data("\(root)\ndana\n\(thiefKey)\n".utf8).write(to: message)
-        let signed = try ProcessRunner.run(GitSigning.sshKeygenPath, ["-Y", "sign", "-q", "-f", oneTimeFile.path, "-n", "concord-acceptance", message.path],
-                                           environment: environment())
-        XCTAssertEqual(signed.status, 0, signed.summary)
-        let acceptance = try String(contentsOf: message.appendingPathExtension("sig"), encoding: .utf8)
-        let stolen = try commitWithGit(in: fork, signedWith: thiefKeyFile, message: "accept") { clone in
-            try self.editMember("dana", in: clone) { member in
-                member["status"] = "active"
-                member["expiresAt"] = nil
-                member["invitationKey"] = nil
-                member["keys"] = [["device": "stolen", "publicKey": thiefKey]]
-                member["acceptance"] = acceptance
-            }
-        }
+        let (stolen, thiefKey, thiefKeyFile, proof) = try acceptWithAStolenLink(link, as: "dana", in: fork,
+                                                                              profileID: try profileID(of: team.aliceProfile))
         // Dana's file as merged by hand: her acceptance, with the thief's device added.
         let union = { (clone: URL) throws in
             try self.gitOK(["checkout", "--quiet", accepted, "--", ".concord/members/dana.json"], in: clone)
             try self.editMember("dana", in: clone) { member in
-                member["keys"] = (member["keys"] as? [Any] ?? []) + [["device": "stolen", "publicKey": thiefKey]]
+                member["keys"] = (member["keys"] as? [Any] ?? []) + [["device": "stolen", "publicKey": thiefKey, "proof": proof]]
             }
         }
         for (signer, mentions) in [(thiefKeyFile, ["by dana@stolen", "dana is invited in the merged membership"]),
@@ -205,14 +185,6 @@ final class ServeMemberAttackTests: ConcordServeTestCase {
         try gitOK(["clone", "--quiet", team.host.url("kid"), clone.path], environment: try gitSSHEnvironment(device, host: team.host))
         fsckAtEnd.append(clone)
         return clone
-    }
-
-    /// The root commit and the one-time private key a link invitation carries (what its holder reads).
-    private func linkSecrets(_ link: String) throws -> (root: String, oneTimeKey: String) {
-        var base64 = String(link.drop { $0 != ":" }.dropFirst()).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: XCTUnwrap(Data(base64Encoded: base64))) as? [String: Any])
-        return (try XCTUnwrap(object["root"] as? String), try XCTUnwrap(object["oneTimeKey"] as? String))
     }
 
     /// `device` pushes `commit` from `clone` as the server's main with plain git: refused by the

@@ -139,6 +139,13 @@ final class CommitAuthorizer {
             var kindsTables = [try kindsTable(at: parentTree)]
             if let policy {
                 let merged = signer.member
+                // An invitation admits once: no merge brings two acceptances of it together.
+                if let twice = try MembershipResolution.contestedAcceptances(in: repository, ours: commit.parents[0],
+                                                                               theirs: commit.parents[1]).first {
+                    throw refuse(signer.label, ProfilePaths.member(twice.name), "it merges two acceptances of the invitation for \(twice.name), "
+                                 + "with different keys; an invitation admits once: the acceptance that reached the remote first stands, and "
+                                 + "the other device asks \(twice.addedBy) for a new invitation")
+                }
                 if policy == commit.tree { return signer }
                 // Where it differs, the signer is judged with the LOWEST role they hold in the merged
                 // membership and in each parent, and must be active in each (Guix's intersection):

@@ -153,6 +153,29 @@ struct MembershipResolution {
         return MembershipResolution(overrides: overrides)
     }
 
+    /// The members whose named invitation `ours` and `theirs` each accepted, with different keys:
+    /// invited at their merge base, active on both sides with other device keys (as `ours` has them).
+    /// An invitation admits once: no merge brings two such acceptances together (rule 3), so the
+    /// acceptance that reached a remote first stands, and a link's holder cannot un-admit, after the
+    /// fact, the member who accepted it (and everything they did since) by accepting it on a fork.
+    static func contestedAcceptances(in repository: Repository, ours: ObjectID, theirs: ObjectID) throws -> [Member] {
+        let trees = (ours: try repository.commit(ours).tree, theirs: try repository.commit(theirs).tree)
+        let directory = { (tree: ObjectID) in try repository.entry(at: ProfilePaths.membersDirectory, inTree: tree)?.id }
+        guard try directory(trees.ours) != directory(trees.theirs) else { return [] }
+        let (mine, other) = (try CommitAuthorizer.membership(in: repository, tree: trees.ours).members,
+                             try CommitAuthorizer.membership(in: repository, tree: trees.theirs).members)
+        var base: [String: Member]?
+        return try mine.values.filter { member in
+            guard member.status == .active, let there = other[member.name], there.status == .active,
+                  Set(member.keys.map(\.publicKey)) != Set(there.keys.map(\.publicKey)) else { return false }
+            if base == nil {
+                let tree = try repository.mergeBase(ours, theirs).map { try repository.commit($0).tree }
+                base = try tree.map { try CommitAuthorizer.membership(in: repository, tree: $0).members } ?? [:]
+            }
+            return base?[member.name]?.status == .invited
+        }.sorted { $0.name < $1.name }
+    }
+
     /// Whether `path` is a member or invitation file.
     static func isAuthority(_ path: [UInt8]) -> Bool {
         prefixes.contains { path.starts(with: $0) }

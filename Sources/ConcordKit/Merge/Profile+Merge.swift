@@ -18,8 +18,8 @@ public struct MergeReport: Sendable {
     public let unresolved: [UnresolvedFile]
     /// Files whose change by a member who lost their rights concurrently the merge left out.
     public var leftOut: [LeftOutChange] = []
-    /// Members whose invitation both sides accepted, with different keys: the merge admits neither,
-    /// and an Admin must invite them again.
+    /// Members both sides admitted at once with different keys (two Admins adding one name): the
+    /// merge admits neither, and an Admin must add or invite them again.
     public var contested: [String] = []
 }
 
@@ -59,6 +59,14 @@ extension Profile {
         if try repository.isAncestor(head, of: theirs) {
             return try moveBranch(branch, .fastForward, from: head, to: theirs, message: "concord: fast-forward", resolved: [], unresolved: [])
         }
+        // An invitation admits once: two acceptances of it on two lines of history are never merged.
+        if let twice = try MembershipResolution.contestedAcceptances(in: repository, ours: head, theirs: theirs).first {
+            let reason = twice.name == identity.member
+                ? "another device accepted it with another key, and that acceptance reached the remote first; ask \(twice.addedBy) for a new invitation"
+                : "it was accepted on two devices with different keys (in \(head.short) and \(theirs.short)); the acceptance on the remote "
+                    + "stands, and the other device asks \(twice.addedBy) for a new invitation"
+            throw ConcordError.invitationRefused(member: twice.name, reason: reason)
+        }
         let merge = try PolicyMerge.compute(in: repository, ours: head, theirs: theirs)
         let (tree, planner, unresolved) = (merge.tree, merge.planner, merge.unresolved)
         // A merge that takes this device's own membership away (its admission or rights rested on an
@@ -97,7 +105,7 @@ extension Profile {
     }
 
     /// The members both trees hold active, with different device keys, whom the merged tree does not
-    /// (an invitation accepted on two devices at once: nobody wins).
+    /// (a name two Admins added at once: nobody wins).
     private func contestedAdmissions(ours: ObjectID, theirs: ObjectID, merged: ObjectID) throws -> [String] {
         func members(_ tree: ObjectID) throws -> [String: Member] { try CommitAuthorizer.membership(in: repository, tree: tree).members }
         let directory = { (tree: ObjectID) in try self.repository.entry(at: ProfilePaths.membersDirectory, inTree: tree)?.id }

@@ -18,7 +18,7 @@ public struct SyncReport: Sendable {
     public var warnings: [String] = []
     /// Changes by members who lost their rights concurrently that the merge left out.
     public var leftOut: [LeftOutChange] = []
-    /// Members whose invitation was accepted on two devices at once: admitted by neither.
+    /// Members two Admins added at once with different keys: admitted by neither.
     public var contested: [String] = []
 }
 
