@@ -33,6 +33,19 @@ final class ServeMemberAttackTests: ConcordServeTestCase {
         try assertPushRefused(team, edited, from: fork, as: team.eddie, mentions: ["by eddie@laptop changes vocabulary/puzzle",
                                                                                    "Viewers may not write vocabulary"])
 
+        // Loosening kinds.json inside a merge of two branches of his old copy (valid there: an Admin
+        // in both of its parents), then merging main: the change is his, concurrent with the demotion.
+        try gitOK(["reset", "--quiet", "--hard", old], in: fork)
+        try gitOK(["checkout", "--quiet", "-b", "side"], in: fork)
+        try gitOK(GitSigning.options(keyFile: team.eddie.keyFile.path) + ["commit", "-S", "--quiet", "--allow-empty", "-m", "empty"], in: fork)
+        try gitOK(["checkout", "--quiet", "-"], in: fork)
+        try mergeWithGit(in: fork, "side", signedWith: team.eddie.keyFile) { fork in
+            try self.replace(#""writers": "admin""#, with: #""writers": "viewer""#, in: fork.appendingPathComponent(".concord/kinds.json"))
+        }
+        let loosened = try mergeWithGit(in: fork, demotion, signedWith: team.eddie.keyFile)
+        try assertPushRefused(team, loosened, from: fork, as: team.eddie, mentions: ["by eddie@laptop changes .concord/kinds.json"],
+                              stored: [try gitOK(["rev-parse", "\(loosened)^1"], in: fork)])
+
         try gitOK(["reset", "--quiet", "--hard", old], in: fork)
         let policy = try mergeWithGit(in: fork, demotion, signedWith: team.eddie.keyFile)
         try gitOK(["push", "--quiet", "origin", "\(policy):refs/heads/main"], in: fork, environment: try gitSSHEnvironment(team.eddie, host: team.host))

@@ -185,12 +185,13 @@ public enum AuthorityModel {
             }
             var records = states[a]!.records
             for (id, record) in states[b]!.records where records[id]?.live != false { records[id] = record }
-            // Concurrent writes by members with fewer rights in the merge than on their side.
+            // Concurrent writes by members with fewer rights in the merge than on their side (a merge's
+            // own extra change included).
             for (side, other) in [(a, b), (b, a)] {
                 let there = states[side]!.members
                 for id in ancestors[side]!.subtracting(ancestors[other]!) {
                     let commit = commits[id]!
-                    guard commit.parents.count == 1, case .write(let kind, let record)? = commit.op,
+                    guard case .write(let kind, let record)? = commit.op,
                           let writer = holder(commit.key, there), let before = there[writer], before.active else { continue }
                     let now = members[writer]
                     let lowered = now?.active != true || now!.role < before.role
