@@ -101,6 +101,12 @@ final class OpenInvitationTests: SyncTestCase {
                              mentions: ["the invitation for bob cannot be accepted", "taken by others"])
         XCTAssertEqual(try remoteMain(remote), carolsAcceptance)
 
+        // Alice, fetching Bob's copy herself, is not let merge it either (its merge could not be published).
+        try concordOK(["sync"], as: alice, in: profile)
+        try gitOK(["fetch", "--quiet", bobsCopy.path, "main:refs/peers/bob"], in: profile)
+        assertOneLineRefusal(try concord(["merge", "refs/peers/bob"], as: alice, in: profile),
+                             mentions: ["the invitation for bob cannot be accepted", "were taken by others on another line of history"])
+
         // The same merge made by hand (plain git, Bob's key) is refused by Alice's device. It is a
         // sound git object all the same: the remote stays checked.
         try gitOK(["fetch", "--quiet", "origin"], in: bobsCopy)

@@ -176,6 +176,26 @@ struct MembershipResolution {
         }.sorted { $0.name < $1.name }
     }
 
+    /// The open invitations that `ours` and `theirs` together fill past their uses (joins on each side
+    /// that each fit alone), with the joiners on the `theirs` side. Such a merge is never made: the joins
+    /// that reached a remote first keep their places (rule 3 refuses a tree naming an invitation more
+    /// often than it admits).
+    static func overfilledInvitations(in repository: Repository, ours: ObjectID,
+                                      theirs: ObjectID) throws -> [(invitation: OpenInvitation, joiners: [String])] {
+        let trees = (ours: try repository.commit(ours).tree, theirs: try repository.commit(theirs).tree)
+        let directory = { (tree: ObjectID) in try repository.entry(at: ProfilePaths.membersDirectory, inTree: tree)?.id }
+        guard try directory(trees.ours) != directory(trees.theirs) else { return [] }
+        let mine = try CommitAuthorizer.membershipWithInvitations(in: repository, tree: trees.ours)
+        let other = try CommitAuthorizer.membershipWithInvitations(in: repository, tree: trees.theirs)
+        var out = [(invitation: OpenInvitation, joiners: [String])]()
+        for invitation in mine.openInvitations {
+            let names = Set(mine.members.values.filter { $0.invitation == invitation.id }.map(\.name))
+            let theirs = other.members.values.filter { $0.invitation == invitation.id && !names.contains($0.name) }.map(\.name)
+            if names.count + theirs.count > invitation.uses, !theirs.isEmpty { out.append((invitation, theirs.sorted())) }
+        }
+        return out
+    }
+
     /// Whether `path` is a member or invitation file.
     static func isAuthority(_ path: [UInt8]) -> Bool {
         prefixes.contains { path.starts(with: $0) }

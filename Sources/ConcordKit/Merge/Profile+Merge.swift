@@ -67,6 +67,13 @@ extension Profile {
                     + "stands, and the other device asks \(twice.addedBy) for a new invitation"
             throw ConcordError.invitationRefused(member: twice.name, reason: reason)
         }
+        if let (invitation, joiners) = try MembershipResolution.overfilledInvitations(in: repository, ours: head, theirs: theirs).first {
+            let mine = try joiners.contains(identity.member)
+                || CommitAuthorizer.membership(in: repository, tree: repository.commit(head).tree).members[identity.member]?.invitation == invitation.id
+            throw ConcordError.invitationRefused(member: mine ? identity.member : joiners[0], reason: "all \(invitation.uses) places of open "
+                + "invitation \(invitation.id) were taken by others on another line of history (\(head.short) and \(theirs.short) "
+                + "cannot be merged); ask \(invitation.invitedBy) for a new invitation")
+        }
         let merge = try PolicyMerge.compute(in: repository, ours: head, theirs: theirs)
         let (tree, planner, unresolved) = (merge.tree, merge.planner, merge.unresolved)
         // A merge that takes this device's own membership away (its admission or rights rested on an
