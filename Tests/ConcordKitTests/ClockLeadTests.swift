@@ -28,6 +28,23 @@ final class ClockLeadTests: KitTestCase {
         for profile in [asker, future, answerer] { try gitOK(["fsck", "--full"], in: profile.root) }
     }
 
+    /// A device whose clock runs 5 hours fast moves the stamps of the devices it syncs with (causality),
+    /// never their commit dates: each commit is dated by its own device's wall clock (issue 32).
+    func testACommitIsDatedByItsOwnDevicesWallClock() throws {
+        let alice = try makeIdentity()
+        let fast = try makeProfile("fast", identity: alice, clock: ManualClock("2026-01-01T15:00:00.000Z"))
+        let clock = ManualClock("2026-01-01T10:00:00.000Z")
+        let slow = try clone(fast, "slow", identity: alice, clock: clock)
+        try fast.records.write(as: alice) { try $0.put("vocabulary", "ahead", data: ["label": "from 15:00"]) }
+        try pull(fast, into: slow, as: alice)
+        clock.advance(by: 1000)
+        try slow.records.write(as: alice) { try $0.put("vocabulary", "mine", data: ["label": "at 10:00"]) }
+        let mine = try slow.records.get("vocabulary", "mine")
+        XCTAssertGreaterThan(mine.stamp.description, "2026-01-01T15", "the stamp follows the newest one received: \(mine.stamp)")
+        XCTAssertEqual(try gitOK(["log", "-1", "--format=%at"], in: slow.root), String(HLClock.parseInstant("2026-01-01T10:00:01.000Z")! / 1000),
+                       "the commit date is the device's wall clock")
+    }
+
     private func clone(_ profile: Profile, _ name: String, identity: Identity, clock: ManualClock) throws -> Profile {
         let directory = sandbox.appendingPathComponent(name)
         try gitOK(["clone", "-q", profile.root.path, directory.path], in: sandbox)

@@ -101,7 +101,7 @@ extension Profile {
             + unresolved.map { "Concord-Unresolved: \($0.path)" + ($0.savedAs.map { " saved=\($0)" } ?? "") }
             + merge.leftOut.map { "Concord-Left-Out: \($0.trailerValue)" }
         let commit = try repository.createSignedCommit(
-            tree: tree, parents: [head, theirs], author: GitSignature(name: identity.member, email: CommitWriter.email(identity), time: stamp.wallMillis / 1000),
+            tree: tree, parents: [head, theirs], author: GitSignature(name: identity.member, email: CommitWriter.email(identity), time: environment.wallClock() / 1000),
             message: message.text, sign: { identity.sign($0) })
         var report = try moveBranch(branch, .merged, from: head, to: commit, message: "concord: merge",
                                     resolved: resolved, unresolved: unresolved)

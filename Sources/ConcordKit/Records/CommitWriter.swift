@@ -23,8 +23,10 @@ struct CommitWriter {
     func commit(files: [FileChange], message: CommitMessage, expectedHead: ObjectID?) throws -> ObjectID {
         let repository = profile.repository
         let baseTree = try expectedHead.map { try repository.commit($0).tree }
+        // The commit's date is this device's wall clock: causality is in the stamp (the HLC trailer),
+        // which follows the newest stamp received, so a device whose clock runs fast moves nobody's dates.
         let author = GitSignature(name: identity.member, email: Self.email(identity),
-                                  time: message.stamp.wallMillis / 1000)
+                                  time: profile.environment.wallClock() / 1000)
         let parents = expectedHead.map { [$0] } ?? []
 
         /// Signs the commit of `tree` and moves the branch to it.
