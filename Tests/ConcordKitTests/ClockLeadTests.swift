@@ -45,6 +45,21 @@ final class ClockLeadTests: KitTestCase {
                        "the commit date is the device's wall clock")
     }
 
+    /// A membership commit made after a sync is stamped by the clock rule every write follows — after
+    /// the newest stamp received and no earlier than the wall clock — not with the stamp received
+    /// (issue 32: a departure at 10:05 was logged at 10:00, with `revokedAt` 10:05).
+    func testAMembershipCommitAfterASyncIsStampedNow() throws {
+        let alice = try makeIdentity(), bob = try makeIdentity("bob", device: "phone")
+        let origin = try makeProfile("origin", identity: alice, clock: ManualClock("2026-01-01T10:00:00.000Z"))
+        try origin.members.add("bob", role: .editor, device: bob.device, key: bob.key.publicKey, as: alice)
+        let later = try clone(origin, "later", identity: alice, clock: ManualClock("2026-01-01T10:05:00.000Z"))
+        try origin.records.write(as: alice) { try $0.put("vocabulary", "seen", data: ["label": "at 10:00"]) }
+        try pull(origin, into: later, as: alice)
+        try later.members.revoke("bob", as: alice)
+        let stamp = try gitOK(["log", "-1", "--format=%(trailers:key=Concord-Clock,valueonly)"], in: later.root)
+        XCTAssertTrue(stamp.hasPrefix("2026-01-01T10:05:00"), "the revocation's stamp: \(stamp)")
+    }
+
     private func clone(_ profile: Profile, _ name: String, identity: Identity, clock: ManualClock) throws -> Profile {
         let directory = sandbox.appendingPathComponent(name)
         try gitOK(["clone", "-q", profile.root.path, directory.path], in: sandbox)

@@ -20,6 +20,8 @@ public final class Transaction {
     let baseTree: ObjectID?
     private let clock: HLClock
     private(set) var lastStamp: HLC?
+    /// Whether this transaction took a stamp yet (`lastStamp` starts as the saved clock).
+    private var stamped = false
     /// The files written so far, each path once, in the order first written; `pendingIndex`
     /// finds a path's place.
     private var pending: [FileChange] = []
@@ -226,9 +228,11 @@ public final class Transaction {
     private var authorized: Set<String> = []
 
     func stage(_ path: String, _ bytes: [UInt8], _ change: RecordChange) {
-        // A commit needs a stamp: a file staged on its own (a member file) on a fresh clone, which
-        // has no saved clock yet, takes one here. Records staged by `put` were stamped already.
-        if lastStamp == nil { _ = tick(after: nil) }
+        // A commit needs a stamp of its own, by the clock rule every write follows: a file staged on
+        // its own (a member file: leave, role, revoke) takes one here, after the saved clock (the
+        // newest stamp received) and no earlier than the wall clock. Records staged by `put` were
+        // stamped already.
+        if !stamped { _ = tick(after: nil) }
         if let index = pendingIndex.updateValue(pending.count, forKey: path) {
             pendingIndex[path] = index
             pending[index].bytes = bytes
@@ -255,6 +259,7 @@ public final class Transaction {
         }
         let stamp = clock.next(after: last)
         lastStamp = stamp
+        stamped = true
         return stamp
     }
 
