@@ -25,17 +25,35 @@ enum MergeSyncBenchmark {
         var mergeSync = Samples(), ordinarySync = Samples(), sameCountSync = Samples()
         var mergeCheck = Samples(), ordinaryCheck = Samples(), sameCountCheck = Samples()
         var mergeFetch = Samples(), ordinaryFetch = Samples()
+        var baselineMerge = Samples(), baselineOrdinary = Samples(), baselineMergeCheck = Samples(), baselineOrdinaryCheck = Samples()
         for run in 0...runs {
             let step = run == 0 ? "warm-up" : "\(run)/\(runs)"
-            // The three syncs take turns going first, run by run.
+            // The three syncs take turns going first, run by run; with a baseline, its two syncs
+            // (merges, 100 ordinary) go first on even runs and last on odd ones.
             var timed = [String: (sync: Double, fetched: Double, checked: Double)]()
             let order = [remotes.merges, remotes.ordinary, remotes.sameCount]
-            for offset in 0..<order.count {
-                let remote = order[(run + offset) % order.count]
-                let device = context.path("device-b-\(remote)-\(run)")
-                try context.copy(senders.pristineB, to: device)
-                context.progress("B13 run \(step): concord sync on B from \(remote)")
-                timed[remote] = try timeSync(context, device: device, remote: remote, senders: senders)
+            var baselineTimed = [String: (sync: Double, fetched: Double, checked: Double)]()
+            try context.inTurn(run: run, with: Optional(senders), {
+                for offset in 0..<order.count {
+                    let remote = order[(run + offset) % order.count]
+                    let device = context.path("device-b-\(remote)-\(run)")
+                    try context.copy(senders.pristineB, to: device)
+                    context.progress("B13 run \(step): concord sync on B from \(remote)")
+                    timed[remote] = try timeSync(context, context.concord, device: device, remote: remote, senders: senders)
+                }
+            }, baseline: { other, senders in
+                for remote in run % 2 == 0 ? [remotes.merges, remotes.ordinary] : [remotes.ordinary, remotes.merges] {
+                    let device = other.context.path("device-b-\(remote)-\(run)")
+                    try context.copy(senders.pristineB, to: device)
+                    context.progress("B13 baseline run \(step): concord sync on B from \(remote) (\(other.binary))")
+                    baselineTimed[remote] = try timeSync(context, other.context.concord, device: device, remote: remote, senders: senders)
+                }
+            })
+            if run > 0, let merge = baselineTimed[remotes.merges], let ordinary = baselineTimed[remotes.ordinary] {
+                baselineMerge.append(merge.sync)
+                baselineOrdinary.append(ordinary.sync)
+                baselineMergeCheck.append(merge.checked)
+                baselineOrdinaryCheck.append(ordinary.checked)
             }
             guard run > 0, let merge = timed[remotes.merges], let ordinary = timed[remotes.ordinary],
                   let sameCount = timed[remotes.sameCount] else { continue }
@@ -66,6 +84,20 @@ enum MergeSyncBenchmark {
                              fastest: "\(first.0) \(Format.duration(first.1.fastest)), \(second.0) \(Format.duration(second.1.fastest)), "
                                  + "ratio \(Format.ratio(first.1.fastest / second.1.fastest))")
         }
+        var baselineRows = [ResultRow]()
+        if let other = context.baseline {
+            let versus = " (vs baseline `\(other.binary)`)"
+            baselineRows = [
+                ResultRow(label: "B13 sync receiving the merge history, this build vs an earlier one" + versus,
+                          concord: mergeSync, git: baselineMerge),
+                ResultRow(label: "B13 sync receiving the \(ordinaryCommits) ordinary commits, this build vs an earlier one" + versus,
+                          concord: ordinarySync, git: baselineOrdinary),
+                ResultRow(label: "B13 the check step of the merge history, this build vs an earlier one" + versus,
+                          concord: mergeCheck, git: baselineMergeCheck),
+                row("B13 the earlier build's own ratio: merges / ordinary" + versus,
+                    ("merges", baselineMerge), ("ordinary", baselineOrdinary)),
+            ]
+        }
         return ScenarioResult(
             scenario: context.scenario,
             rows: [
@@ -78,9 +110,9 @@ enum MergeSyncBenchmark {
                     ("merges", mergeCheck), ("ordinary", ordinaryCheck)),
                 row("B13 the check step alone, merge history vs \(Format.count(total)) ordinary commits",
                     ("merges", mergeCheck), ("\(Format.count(total)) ordinary", sameCountCheck)),
-                row("B13 the fetch step alone (\"fetched into the quarantine\"; ratio = merges / \(ordinaryCommits) ordinary)",
+                row("B13 the fetch alone (its traced steps, the object copy included; ratio = merges / \(ordinaryCommits) ordinary)",
                     ("merges", mergeFetch), ("ordinary", ordinaryFetch)),
-            ],
+            ] + baselineRows,
             notes: [
                 "Set-up, not timed (\(Format.duration(setUp.seconds)) this run): alice@x makes an `aac` profile and adds "
                     + "carol@y (Admin), bob@b (Editor) and \(2 * merges / membershipEvery) throwaway members (Viewer, keys "
@@ -103,13 +135,21 @@ enum MergeSyncBenchmark {
                     + "three remotes (fetch, check every new commit, fast-forward, check out), with "
                     + "`CONCORD_TRACE_PERF=1`, from launch to exit; the three syncs take turns going first. One untimed "
                     + "warm-up run, then \(runs) timed runs. The check and fetch rows are the sync's own "
-                    + "\"new commits checked\" and \"fetched into the quarantine\" steps. Checks after every sync: exit 0, "
+                    + "\"new commits checked\" step and the fetch's traced steps (the object copy's three, then \"fetched into the "
+                    + "quarantine\"). Checks after every sync: exit 0, "
                     + "the reported number of received commits, and B's HEAD at the remote's main.",
                 "Runs, merges: \(Format.runs(mergeSync)); \(ordinaryCommits) ordinary: \(Format.runs(ordinarySync)); "
                     + "\(Format.count(total)) ordinary: \(Format.runs(sameCountSync)). Check step, merges: \(Format.runs(mergeCheck)); "
                     + "\(ordinaryCommits) ordinary: \(Format.runs(ordinaryCheck)); \(Format.count(total)) ordinary: "
                     + "\(Format.runs(sameCountCheck)).",
-            ])
+            ] + (context.baseline.map { other in [
+                "Baseline rows (`--baseline`): the same syncs of the merge history and of the \(ordinaryCommits) ordinary "
+                    + "commits by the earlier binary `\(other.binary)`, each on its own `cp -a` copy of the same B clone "
+                    + "(made by this build; the data format is the same, and the earlier build accepts both histories), "
+                    + "in turns with this build's syncs. Runs, merges: \(Format.runs(baselineMerge)); ordinary: "
+                    + "\(Format.runs(baselineOrdinary)); check step, merges: \(Format.runs(baselineMergeCheck)); ordinary: "
+                    + "\(Format.runs(baselineOrdinaryCheck)).",
+            ] } ?? []))
     }
 
     /// What the set-up leaves: B's pristine clone (with the three remotes) and, per remote, its main
@@ -212,11 +252,11 @@ enum MergeSyncBenchmark {
     }
 
     /// One `concord sync` of `device` from `remote`, with its fetch and check steps, in seconds.
-    static func timeSync(_ context: BenchContext, device: URL, remote: String,
+    static func timeSync(_ context: BenchContext, _ concord: ConcordCLI, device: URL, remote: String,
                          senders: Senders) throws -> (sync: Double, fetched: Double, checked: Double) {
-        var environment = context.concord.environment(home: senders.homeB)
+        var environment = concord.environment(home: senders.homeB)
         environment["CONCORD_TRACE_PERF"] = "1"
-        let result = try context.concord.runner.run(context.concord.path, ["sync", "--remote", remote, "-C", device.path, "--json"],
+        let result = try concord.runner.run(concord.path, ["sync", "--remote", remote, "-C", device.path, "--json"],
                                                     environment: environment, what: "concord sync --remote \(remote) (B)")
         let report = (try? JSONSerialization.jsonObject(with: Data(result.output.utf8))) as? [String: Any] ?? [:]
         let received = report["received"] as? Int ?? -1
@@ -228,7 +268,7 @@ enum MergeSyncBenchmark {
             throw BenchError("B13: after B's sync from \(remote) HEAD is \(head), the remote's main is \(senders.mains[remote] ?? "?")")
         }
         guard let checked = VerificationBenchmark.stepMilliseconds("new commits checked", in: result.errorOutput),
-              let fetched = VerificationBenchmark.stepMilliseconds("fetched into the quarantine", in: result.errorOutput) else {
+              let fetched = VerificationBenchmark.fetchMilliseconds(in: result.errorOutput) else {
             throw BenchError("B13: concord sync with CONCORD_TRACE_PERF=1 printed no 'fetched into the quarantine' or "
                              + "'new commits checked' step:\n\(result.errorOutput.prefix(2000))")
         }
