@@ -14,9 +14,9 @@ enum MergeSyncBenchmark {
     static let ratioTarget = 2.0
     /// A sync is tens of milliseconds: more runs than the default, as in B6.
     static let minimumRuns = 11
-    /// The remotes device B syncs with: the merge history, the 100 ordinary commits, and (reference)
-    /// as many ordinary commits as the merge history holds in all.
-    static let remotes = (merges: "origin", ordinary: "ordinary", sameCount: "same-count")
+    /// The remotes device B syncs with: the merge history, the 100 ordinary commits, and (references)
+    /// as many ordinary commits as the merge history holds in all, and 100 merges of records only.
+    static let remotes = (merges: "origin", ordinary: "ordinary", sameCount: "same-count", recordMerges: "record-merges")
 
     static func run(_ context: BenchContext) throws -> ScenarioResult {
         let setUp = try measure { try prepare(context) }
@@ -24,14 +24,15 @@ enum MergeSyncBenchmark {
         let runs = max(context.runs, minimumRuns)
         var mergeSync = Samples(), ordinarySync = Samples(), sameCountSync = Samples()
         var mergeCheck = Samples(), ordinaryCheck = Samples(), sameCountCheck = Samples()
-        var mergeFetch = Samples(), ordinaryFetch = Samples()
+        var mergeFetch = Samples(), ordinaryFetch = Samples(), recordMergeSync = Samples(), recordMergeCheck = Samples()
+        var baselineRecordMerge = Samples()
         var baselineMerge = Samples(), baselineOrdinary = Samples(), baselineMergeCheck = Samples(), baselineOrdinaryCheck = Samples()
         for run in 0...runs {
             let step = run == 0 ? "warm-up" : "\(run)/\(runs)"
             // The three syncs take turns going first, run by run; with a baseline, its two syncs
             // (merges, 100 ordinary) go first on even runs and last on odd ones.
             var timed = [String: (sync: Double, fetched: Double, checked: Double)]()
-            let order = [remotes.merges, remotes.ordinary, remotes.sameCount]
+            let order = [remotes.merges, remotes.ordinary, remotes.sameCount, remotes.recordMerges]
             var baselineTimed = [String: (sync: Double, fetched: Double, checked: Double)]()
             try context.inTurn(run: run, with: Optional(senders), {
                 for offset in 0..<order.count {
@@ -42,21 +43,27 @@ enum MergeSyncBenchmark {
                     timed[remote] = try timeSync(context, context.concord, device: device, remote: remote, senders: senders)
                 }
             }, baseline: { other, senders in
-                for remote in run % 2 == 0 ? [remotes.merges, remotes.ordinary] : [remotes.ordinary, remotes.merges] {
+                let baselineOrder = [remotes.merges, remotes.ordinary, remotes.recordMerges]
+                for offset in 0..<baselineOrder.count {
+                    let remote = baselineOrder[(run + offset) % baselineOrder.count]
                     let device = other.context.path("device-b-\(remote)-\(run)")
                     try context.copy(senders.pristineB, to: device)
                     context.progress("B13 baseline run \(step): concord sync on B from \(remote) (\(other.binary))")
                     baselineTimed[remote] = try timeSync(context, other.context.concord, device: device, remote: remote, senders: senders)
                 }
             })
-            if run > 0, let merge = baselineTimed[remotes.merges], let ordinary = baselineTimed[remotes.ordinary] {
+            if run > 0, let merge = baselineTimed[remotes.merges], let ordinary = baselineTimed[remotes.ordinary],
+               let recordMerge = baselineTimed[remotes.recordMerges] {
+                baselineRecordMerge.append(recordMerge.sync)
                 baselineMerge.append(merge.sync)
                 baselineOrdinary.append(ordinary.sync)
                 baselineMergeCheck.append(merge.checked)
                 baselineOrdinaryCheck.append(ordinary.checked)
             }
             guard run > 0, let merge = timed[remotes.merges], let ordinary = timed[remotes.ordinary],
-                  let sameCount = timed[remotes.sameCount] else { continue }
+                  let sameCount = timed[remotes.sameCount], let recordMerge = timed[remotes.recordMerges] else { continue }
+            recordMergeSync.append(recordMerge.sync)
+            recordMergeCheck.append(recordMerge.checked)
             mergeSync.append(merge.sync)
             ordinarySync.append(ordinary.sync)
             sameCountSync.append(sameCount.sync)
@@ -90,6 +97,8 @@ enum MergeSyncBenchmark {
             baselineRows = [
                 ResultRow(label: "B13 sync receiving the merge history, this build vs an earlier one" + versus,
                           concord: mergeSync, git: baselineMerge),
+                ResultRow(label: "B13 sync receiving the \(merges) merges of records only, this build vs an earlier one" + versus,
+                          concord: recordMergeSync, git: baselineRecordMerge),
                 ResultRow(label: "B13 sync receiving the \(ordinaryCommits) ordinary commits, this build vs an earlier one" + versus,
                           concord: ordinarySync, git: baselineOrdinary),
                 ResultRow(label: "B13 the check step of the merge history, this build vs an earlier one" + versus,
@@ -105,6 +114,11 @@ enum MergeSyncBenchmark {
                 row("B13 reference: the merge history vs \(Format.count(total)) ordinary one-record commits (as many commits as "
                         + "the merge history holds; ratio = merges / ordinary)",
                     ("merges", mergeSync), ("\(Format.count(total)) ordinary", sameCountSync)),
+                row("B13 reference: \(merges) merges of records only (no membership change; the same rounds) vs \(ordinaryCommits) "
+                        + "ordinary commits (ratio = record merges / ordinary)",
+                    ("record merges", recordMergeSync), ("ordinary", ordinarySync)),
+                row("B13 the check step of the \(merges) merges of records only vs \(ordinaryCommits) ordinary commits",
+                    ("record merges", recordMergeCheck), ("ordinary", ordinaryCheck)),
                 row("B13 the check step alone (\"new commits checked\": signatures, membership, roles, each merge against its "
                         + "recomputed policy merge; ratio = merges / \(ordinaryCommits) ordinary)",
                     ("merges", mergeCheck), ("ordinary", ordinaryCheck)),
@@ -128,7 +142,9 @@ enum MergeSyncBenchmark {
                     + "and the receiving device resolves membership by replaying both sides' decisions; in the other "
                     + "rounds each commits one new vocabulary record. The merge history holds \(Format.count(total)) new "
                     + "commits: \(merges) merges and \(total - merges) ordinary ones. The reference histories: "
-                    + "\(ordinaryCommits) and \(Format.count(total)) one-record commits by alice, on the copies.",
+                    + "\(ordinaryCommits) and \(Format.count(total)) one-record commits by alice, on copies of the start, and "
+                    + "(remote `\(remotes.recordMerges)`) the same \(merges) rounds on another copy, by alice and carol on clones "
+                    + "of it, with a record written in every round (no membership change).",
                 "Checks after the set-up: the merge history has \(merges) merge commits and exactly "
                     + "\(2 * merges / membershipEvery) commits changing `.concord/members` (two per membership round).",
                 "Timed, per run: a `cp -a` copy of B's clone (not timed) runs `concord sync --json` against one of the "
@@ -141,14 +157,15 @@ enum MergeSyncBenchmark {
                 "Runs, merges: \(Format.runs(mergeSync)); \(ordinaryCommits) ordinary: \(Format.runs(ordinarySync)); "
                     + "\(Format.count(total)) ordinary: \(Format.runs(sameCountSync)). Check step, merges: \(Format.runs(mergeCheck)); "
                     + "\(ordinaryCommits) ordinary: \(Format.runs(ordinaryCheck)); \(Format.count(total)) ordinary: "
-                    + "\(Format.runs(sameCountCheck)).",
+                    + "\(Format.runs(sameCountCheck)). Merges of records only: \(Format.runs(recordMergeSync)); check step "
+                    + "\(Format.runs(recordMergeCheck)).",
             ] + (context.baseline.map { other in [
                 "Baseline rows (`--baseline`): the same syncs of the merge history and of the \(ordinaryCommits) ordinary "
                     + "commits by the earlier binary `\(other.binary)`, each on its own `cp -a` copy of the same B clone "
                     + "(made by this build; the data format is the same, and the earlier build accepts both histories), "
                     + "in turns with this build's syncs. Runs, merges: \(Format.runs(baselineMerge)); ordinary: "
                     + "\(Format.runs(baselineOrdinary)); check step, merges: \(Format.runs(baselineMergeCheck)); ordinary: "
-                    + "\(Format.runs(baselineOrdinaryCheck)).",
+                    + "\(Format.runs(baselineOrdinaryCheck)); merges of records only: \(Format.runs(baselineRecordMerge)).",
             ] } ?? []))
     }
 
@@ -169,6 +186,7 @@ enum MergeSyncBenchmark {
         try concord.makeHome(homeB, member: "bob", device: "b")
         let profileX = context.path("sender-x"), profileY = context.path("sender-y"), pristineB = context.path("device-b")
         let bare = context.path("merges.git"), ordinaryBare = context.path("ordinary.git"), sameCountBare = context.path("same-count.git")
+        let recordBare = context.path("record-merges.git")
         context.progress("B13 preparing: profile, members, bare repositories, clones")
         try concord.run(["init", profileX.path, "--name", "B13", "--template", "aac"], home: homeX, what: "concord init (alice@x)")
         try concord.run(["init", "--bare", bare.path], home: homeX, what: "concord init --bare")
@@ -184,13 +202,13 @@ enum MergeSyncBenchmark {
         }
         _ = try senderX.sync.run(remote: "origin", as: identityX)
         // The same starting point for the reference histories.
-        for copy in [ordinaryBare, sameCountBare] {
+        for copy in [ordinaryBare, sameCountBare, recordBare] {
             try concord.runner.run("/bin/cp", ["-a", bare.path, copy.path], environment: ProcessInfo.processInfo.environment,
                                    what: "cp -a merges.git \(copy.lastPathComponent)")
         }
         try concord.run(["clone", bare.path, profileY.path], home: homeY, what: "concord clone (carol@y)")
         try concord.run(["clone", bare.path, pristineB.path], home: homeB, what: "concord clone (B)")
-        for (name, url) in [(remotes.ordinary, ordinaryBare), (remotes.sameCount, sameCountBare)] {
+        for (name, url) in [(remotes.ordinary, ordinaryBare), (remotes.sameCount, sameCountBare), (remotes.recordMerges, recordBare)] {
             try concord.run(["remote", "add", name, url.path, "-C", pristineB.path], home: homeB, what: "concord remote add \(name) (B)")
             try concord.run(["sync", "--remote", name, "-C", pristineB.path], home: homeB, what: "concord sync --remote \(name) (B)")
         }
@@ -198,9 +216,56 @@ enum MergeSyncBenchmark {
 
         context.progress("B13 preparing: \(merges) merge rounds (alice commits, carol commits and merges)")
         let senderY = try Profile.open(at: profileY, environment: ConcordEnvironment(home: homeY))
+        try mergeRounds(context, x: (senderX, identityX), y: (senderY, identityY), membership: throwaway)
+        // The same rounds with records only, on another copy of the start.
+        context.progress("B13 preparing: \(merges) merge rounds of records only (\(remotes.recordMerges))")
+        let recordX = context.path("sender-x-records"), recordY = context.path("sender-y-records")
+        try concord.run(["clone", recordBare.path, recordX.path], home: homeX, what: "concord clone (alice, record merges)")
+        try concord.run(["clone", recordBare.path, recordY.path], home: homeY, what: "concord clone (carol, record merges)")
+        try mergeRounds(context, x: (try Profile.open(at: recordX, environment: ConcordEnvironment(home: homeX)), identityX),
+                        y: (try Profile.open(at: recordY, environment: ConcordEnvironment(home: homeY)), identityY), membership: nil)
+        let recordMergeCount = try count(context, ["rev-list", "--merges", "--count", "\(start)..main"], in: recordBare)
+        let recordTotal = try count(context, ["rev-list", "--count", "\(start)..main"], in: recordBare)
+        guard recordMergeCount == merges else {
+            throw BenchError("B13: the history of merges of records only has \(recordMergeCount) merges, expected \(merges)")
+        }
+        let mergeCount = try count(context, ["rev-list", "--merges", "--count", "\(start)..main"], in: bare)
+        let mergeTotal = try count(context, ["rev-list", "--count", "\(start)..main"], in: bare)
+        let membershipCommits = try count(context, ["rev-list", "--no-merges", "--count", "\(start)..main", "--", ".concord/members"], in: bare)
+        guard mergeCount == merges, membershipCommits == 2 * merges / membershipEvery else {
+            throw BenchError("B13: the merge history has \(mergeCount) merges and \(membershipCommits) commits changing members, "
+                             + "expected \(merges) and \(2 * merges / membershipEvery)")
+        }
+
+        // The reference histories: alice's one-record commits on a clone of each copy.
+        for (name, url, commits) in [(remotes.ordinary, ordinaryBare, ordinaryCommits), (remotes.sameCount, sameCountBare, mergeTotal)] {
+            context.progress("B13 preparing: \(commits) ordinary one-record commits (\(name))")
+            let clone = context.path("sender-\(name)")
+            try concord.run(["clone", url.path, clone.path], home: homeX, what: "concord clone (alice, \(name))")
+            let sender = try Profile.open(at: clone, environment: ConcordEnvironment(home: homeX))
+            for index in 0..<commits {
+                try sender.records.write(as: identityX) { transaction in
+                    try transaction.put(VocabularyData.kind, VocabularyData.id(20_000 + index), data: VocabularyData.data(index, revision: 1))
+                }
+            }
+            _ = try sender.sync.run(remote: "origin", as: identityX)
+        }
+        let mains = try [remotes.merges: bare, remotes.ordinary: ordinaryBare, remotes.sameCount: sameCountBare, remotes.recordMerges: recordBare]
+            .mapValues { try context.git.resolve("refs/heads/main", in: $0) }
+        return Senders(homeB: homeB, pristineB: pristineB, mains: mains,
+                       commitsReceived: [remotes.merges: mergeTotal, remotes.ordinary: ordinaryCommits, remotes.sameCount: mergeTotal,
+                                         remotes.recordMerges: recordTotal])
+    }
+
+    /// `merges` rounds on the remote `origin` of both senders: x commits and syncs (a fast-forward push), y commits
+    /// and syncs (one merge, pushed), x syncs (fast-forward). With `membership` (the throwaway members), every
+    /// `membershipEvery`-th round both commit a role change of a different one of them instead of a record.
+    static func mergeRounds(_ context: BenchContext, x: (profile: Profile, identity: Identity), y: (profile: Profile, identity: Identity),
+                            membership throwaway: [String]?) throws {
+        let (senderX, identityX) = x, (senderY, identityY) = y
         var flips = [String: Role]()
         func commit(on profile: Profile, as identity: Identity, round: Int, side: Int) throws {
-            if round % membershipEvery == membershipEvery - 1 {
+            if let throwaway, round % membershipEvery == membershipEvery - 1 {
                 let name = throwaway[2 * (round / membershipEvery) + side]
                 let role: Role = flips[name] == .user ? .viewer : .user
                 flips[name] = role
@@ -224,31 +289,6 @@ enum MergeSyncBenchmark {
             _ = try senderX.sync.run(remote: "origin", as: identityX)
             if round % 20 == 19 { context.progress("B13 preparing: \(round + 1) merges") }
         }
-        let mergeCount = try count(context, ["rev-list", "--merges", "--count", "\(start)..main"], in: bare)
-        let mergeTotal = try count(context, ["rev-list", "--count", "\(start)..main"], in: bare)
-        let membershipCommits = try count(context, ["rev-list", "--no-merges", "--count", "\(start)..main", "--", ".concord/members"], in: bare)
-        guard mergeCount == merges, membershipCommits == 2 * merges / membershipEvery else {
-            throw BenchError("B13: the merge history has \(mergeCount) merges and \(membershipCommits) commits changing members, "
-                             + "expected \(merges) and \(2 * merges / membershipEvery)")
-        }
-
-        // The reference histories: alice's one-record commits on a clone of each copy.
-        for (name, url, commits) in [(remotes.ordinary, ordinaryBare, ordinaryCommits), (remotes.sameCount, sameCountBare, mergeTotal)] {
-            context.progress("B13 preparing: \(commits) ordinary one-record commits (\(name))")
-            let clone = context.path("sender-\(name)")
-            try concord.run(["clone", url.path, clone.path], home: homeX, what: "concord clone (alice, \(name))")
-            let sender = try Profile.open(at: clone, environment: ConcordEnvironment(home: homeX))
-            for index in 0..<commits {
-                try sender.records.write(as: identityX) { transaction in
-                    try transaction.put(VocabularyData.kind, VocabularyData.id(20_000 + index), data: VocabularyData.data(index, revision: 1))
-                }
-            }
-            _ = try sender.sync.run(remote: "origin", as: identityX)
-        }
-        let mains = try [remotes.merges: bare, remotes.ordinary: ordinaryBare, remotes.sameCount: sameCountBare]
-            .mapValues { try context.git.resolve("refs/heads/main", in: $0) }
-        return Senders(homeB: homeB, pristineB: pristineB, mains: mains,
-                       commitsReceived: [remotes.merges: mergeTotal, remotes.ordinary: ordinaryCommits, remotes.sameCount: mergeTotal])
     }
 
     /// One `concord sync` of `device` from `remote`, with its fetch and check steps, in seconds.
