@@ -29,8 +29,8 @@ enum MergeSyncBenchmark {
         var baselineMerge = Samples(), baselineOrdinary = Samples(), baselineMergeCheck = Samples(), baselineOrdinaryCheck = Samples()
         for run in 0...runs {
             let step = run == 0 ? "warm-up" : "\(run)/\(runs)"
-            // The three syncs take turns going first, run by run; with a baseline, its two syncs
-            // (merges, 100 ordinary) go first on even runs and last on odd ones.
+            // The four syncs take turns going first, run by run; with a baseline, its three syncs
+            // (merges, 100 ordinary, record merges) go first on even runs and last on odd ones.
             var timed = [String: (sync: Double, fetched: Double, checked: Double)]()
             let order = [remotes.merges, remotes.ordinary, remotes.sameCount, remotes.recordMerges]
             var baselineTimed = [String: (sync: Double, fetched: Double, checked: Double)]()
@@ -148,8 +148,8 @@ enum MergeSyncBenchmark {
                 "Checks after the set-up: the merge history has \(merges) merge commits and exactly "
                     + "\(2 * merges / membershipEvery) commits changing `.concord/members` (two per membership round).",
                 "Timed, per run: a `cp -a` copy of B's clone (not timed) runs `concord sync --json` against one of the "
-                    + "three remotes (fetch, check every new commit, fast-forward, check out), with "
-                    + "`CONCORD_TRACE_PERF=1`, from launch to exit; the three syncs take turns going first. One untimed "
+                    + "four remotes (fetch, check every new commit, fast-forward, check out), with "
+                    + "`CONCORD_TRACE_PERF=1`, from launch to exit; the four syncs take turns going first. One untimed "
                     + "warm-up run, then \(runs) timed runs. The check and fetch rows are the sync's own "
                     + "\"new commits checked\" step and the fetch's traced steps (the object copy's three, then \"fetched into the "
                     + "quarantine\"). Checks after every sync: exit 0, "
@@ -160,8 +160,8 @@ enum MergeSyncBenchmark {
                     + "\(Format.runs(sameCountCheck)). Merges of records only: \(Format.runs(recordMergeSync)); check step "
                     + "\(Format.runs(recordMergeCheck)).",
             ] + (context.baseline.map { other in [
-                "Baseline rows (`--baseline`): the same syncs of the merge history and of the \(ordinaryCommits) ordinary "
-                    + "commits by the earlier binary `\(other.binary)`, each on its own `cp -a` copy of the same B clone "
+                "Baseline rows (`--baseline`): the same syncs of the merge history, of the \(ordinaryCommits) ordinary "
+                    + "commits and of the merges of records only by the earlier binary `\(other.binary)`, each on its own `cp -a` copy of the same B clone "
                     + "(made by this build; the data format is the same, and the earlier build accepts both histories), "
                     + "in turns with this build's syncs. Runs, merges: \(Format.runs(baselineMerge)); ordinary: "
                     + "\(Format.runs(baselineOrdinary)); check step, merges: \(Format.runs(baselineMergeCheck)); ordinary: "
@@ -169,7 +169,7 @@ enum MergeSyncBenchmark {
             ] } ?? []))
     }
 
-    /// What the set-up leaves: B's pristine clone (with the three remotes) and, per remote, its main
+    /// What the set-up leaves: B's pristine clone (with its four remotes) and, per remote, its main
     /// and the number of new commits B's sync must report.
     struct Senders {
         let homeB: URL
