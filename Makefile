@@ -2,7 +2,7 @@
 #   make demo   installs what is missing, builds (release), runs a short real scenario
 #   make test   installs what is missing, builds, runs every test
 # and `make bench` runs the benchmark harness (release build) and rewrites docs/benchmarks.md;
-# `make bench BASELINE=<revision>` also times that revision's concord side by side in B3, B5 and B6;
+# `make bench BASELINE=<revision>` also times that revision's concord side by side in B3, B5, B6 and B8;
 # `make bench-baseline` does only that (against ff5d3de) into docs/benchmarks-baseline.md.
 
 SHELL := /bin/bash
@@ -65,16 +65,21 @@ bench: deps $(if $(BASELINE),baseline)
 
 # The Integrity issue's bounds, side by side with the build before it in one run: B3, B5 and B6
 # only, into docs/benchmarks-baseline.md (`make bench-baseline`, BASELINE defaults to ff5d3de).
+# Other rows and reports: e.g. `make bench-baseline BASELINE=8593eb6 BASELINE_ONLY=B3,B6,B7,B8,B13
+# BASELINE_OUTPUT=/tmp/run.md` (issue 31's bounds).
 # In memory when /dev/shm is there: this compares two builds' work, and file creation on a disk
 # just after a test suite deleted many files varies several-fold between runs (see the report).
 BASELINE_TMPDIR ?= $(if $(wildcard /dev/shm),/dev/shm,/tmp)
+BASELINE_ONLY ?= B3,B5,B6
+BASELINE_OUTPUT ?= docs/benchmarks-baseline.md
 bench-baseline: BASELINE := $(or $(BASELINE),ff5d3de)
 bench-baseline: deps
 	@$(MAKE) --no-print-directory baseline BASELINE=$(BASELINE)
 	$(RELEASE_BUILD) --product concord
+	$(RELEASE_BUILD) --product concord-lookup
 	$(RELEASE_BUILD) --product concord-bench
 	$(RELEASE)/release/concord-bench --concord $(RELEASE)/release/concord --baseline .build-baseline/$(BASELINE)/build/release/concord \
-	  --only B3,B5,B6 --runs 11 --tmpdir $(BASELINE_TMPDIR) --output docs/benchmarks-baseline.md
+	  --only $(BASELINE_ONLY) --runs 11 --tmpdir $(BASELINE_TMPDIR) --output $(BASELINE_OUTPUT)
 
 baseline: deps
 	@test -n "$(BASELINE)" || { echo "usage: make baseline BASELINE=<revision>"; exit 2; }
@@ -82,6 +87,10 @@ baseline: deps
 	@if [ ! -x $(BASELINE_DIR)/build/release/concord ]; then \
 	  rm -rf $(BASELINE_DIR)/src && mkdir -p $(BASELINE_DIR)/src && git archive "$(BASELINE)" | tar -x -C $(BASELINE_DIR)/src && \
 	  (cd $(BASELINE_DIR)/src && swift build -c release --static-swift-stdlib --scratch-path ../build --product concord); \
+	fi
+	@# B8's concord server runs concord-lookup beside the concord binary (the same lookup as this build's).
+	@if [ ! -x $(BASELINE_DIR)/build/release/concord-lookup ] && grep -q '"concord-lookup"' $(BASELINE_DIR)/src/Package.swift; then \
+	  (cd $(BASELINE_DIR)/src && swift build -c release --static-swift-stdlib --scratch-path ../build --product concord-lookup); \
 	fi
 
 clean:

@@ -32,6 +32,8 @@ struct Scenario: Sendable {
                  targetRatio: 0.010, run: KeyLookupBenchmark.run),
         Scenario(id: "B12", title: "the audit of one record at 100,000 commits: concord log --record and history vs git log -- <file>",
                  targetRatio: .nan, run: AuditBenchmark.run),
+        Scenario(id: "B13", title: "sync receiving 100 merge commits (10 merging membership changes) vs 100 ordinary commits",
+                 targetRatio: MergeSyncBenchmark.ratioTarget, run: MergeSyncBenchmark.run),
         Scenario(id: "B11", title: "a long-running watch: resident memory over idle polls and syncs", targetRatio: 2.0,
                  run: WatchSoakBenchmark.run),
         Scenario(id: "G1", title: "tree writes: Repository.writeTree vs bare git_tree_create_updated", targetRatio: .nan,
