@@ -32,6 +32,29 @@ final class HistoryAndClockTests: KitTestCase {
         XCTAssertTrue(try profile.history.entries(record: "vocabulary/never").isEmpty)
     }
 
+    /// A merge that resolved a conflict shows what it changed on its first parent's side (issue 32:
+    /// it showed `changes: []`).
+    func testAMergeShowsWhatItChangedOnItsFirstParentsSide() throws {
+        let alice = try makeIdentity()
+        let clock = ManualClock("2026-01-01T10:00:00.000Z")
+        let a = try makeProfile("a", identity: alice, clock: clock)
+        try a.records.write(as: alice) { try $0.put("vocabulary", "x", data: ["label": "base", "note": "base"]) }
+        let directory = sandbox.appendingPathComponent("b")
+        try gitOK(["clone", "-q", a.root.path, directory.path], in: sandbox)
+        let b = try Profile.open(at: directory, environment: makeEnvironment(alice, clock: clock))
+        clock.advance(by: 1000)
+        try a.records.write(as: alice) { try $0.put("vocabulary", "x", data: ["label": "from a", "note": "base"]) }
+        clock.advance(by: 1000)
+        try b.records.write(as: alice) { try $0.put("vocabulary", "x", data: ["label": "from b", "note": "b"]) }
+        try gitOK(["fetch", "-q", b.root.path, "+main:refs/peers/b"], in: a.root)
+        try a.sync.merge(revision: "refs/peers/b", as: alice)
+        let merge = try XCTUnwrap(try a.history.entries(limit: 1).first)
+        XCTAssertEqual(merge.parents.count, 2)
+        XCTAssertEqual(merge.changes.map(\.record), ["vocabulary/x"])
+        XCTAssertEqual(Set(merge.changes.first?.fields.map(\.field) ?? []), ["label", "note"])
+        XCTAssertEqual(merge.changes.first?.fields.first { $0.field == "label" }?.new, "from b")
+    }
+
     func testHistoryFindsALogEntryWrittenByABigImport() throws {
         // Above 50 records a commit lists a count instead of each record; the filter must still find it.
         let alice = try makeIdentity()

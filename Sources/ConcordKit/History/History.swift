@@ -110,7 +110,8 @@ public struct History {
             var entry = try entry(for: commit, trailers: trailers, keys: try keys.keys(for: commit))
             // Who did it is who signed it (or acted on the signer's device): never the author field alone.
             if let member = filter.member, entry.member != member { return true }
-            entry.changes = try changes(of: commit, records: entry.records)
+            // A merge names no records in its trailers: what it changed on its first parent's side is its own.
+            entry.changes = try changes(of: commit, records: commit.parents.count > 1 ? try mergedRecords(commit) : entry.records)
             entries.append(entry)
             return filter.limit.map { entries.count < $0 } ?? true
         }
@@ -147,6 +148,16 @@ public struct History {
             }
             return AuditChange(record: reference, action: action, fields: fields)
         }
+    }
+
+    /// The records (`kind/id`) merge `commit` changed against its first parent (at most 1,000).
+    private func mergedRecords(_ commit: Commit) throws -> [String] {
+        let parentTree = try repository.commit(commit.parents[0]).tree
+        return try repository.changedFiles(from: parentTree, to: commit.tree).lazy.compactMap { file -> String? in
+            guard case .success(.record(let kind, let id)) = ProfilePathRules.classify(Array(file.path.string.utf8), kinds: self.profile.kinds)
+            else { return nil }
+            return "\(kind.name)/\(id)"
+        }.prefix(1_000).sorted()
     }
 
     private func touches(_ commit: Commit, trailers: CommitTrailers, _ kind: RecordKind, _ id: RecordID) throws -> Bool {

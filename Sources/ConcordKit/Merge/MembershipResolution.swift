@@ -1,6 +1,7 @@
 import ConcordGit
 import ConcordModel
 import ConcordTrust
+import Foundation
 
 /// What merging two lines of history does to authority (docs/security.md, "Concurrent changes to
 /// membership"): membership is resolved, not merged file by file.
@@ -113,8 +114,9 @@ struct MembershipResolution {
                     return ancestry[decision][word] & ~mine & ~done[word] == 0
                 }
             }
+            let current = members(in: state)
             func rank(_ decision: Decision) -> Int {
-                guard let name = decision.signer.flatMap({ holder(of: $0, state: state) }) else { return Int.max }
+                guard let name = decision.signer.flatMap({ holder(of: $0, in: current) }) else { return Int.max }
                 return seniority[name] ?? Int.max - 1
             }
             // A history is acyclic, so some pending decision always has every ancestor done.
@@ -128,7 +130,7 @@ struct MembershipResolution {
             let index = pending.remove(at: next)
             done[index / 64] |= 1 << UInt64(index % 64)
             let decision = decisions[index]
-            guard stands(decision, state: state, joinFalls: falling.contains(index)) else { continue }
+            guard stands(decision, state: state, membership: current, joinFalls: falling.contains(index)) else { continue }
             for (path, change) in decision.files.sorted(by: { $0.key < $1.key }) {
                 if case .success(.member(let name)) = ProfilePathRules.classify(Array(path.utf8), kinds: .empty), seniority[name] == nil,
                    change.after != nil {
@@ -228,9 +230,8 @@ struct MembershipResolution {
     }
 
     /// Whether `decision` stands against the membership replayed so far.
-    private static func stands(_ decision: Decision, state: [String: [UInt8]], joinFalls: Bool) -> Bool {
-        let membership = members(in: state)
-        let signer = decision.signer.flatMap { key in holder(of: key, state: state) }.flatMap { membership[$0] }
+    private static func stands(_ decision: Decision, state: [String: [UInt8]], membership: [String: Member], joinFalls: Bool) -> Bool {
+        let signer = decision.signer.flatMap { key in holder(of: key, in: membership) }.flatMap { membership[$0] }
         if let signer, signer.status == .active {
             if signer.role == .admin { return true }
             // A member's own file: their keys, or leaving (what rule 2 lets a member change there).
@@ -252,8 +253,8 @@ struct MembershipResolution {
         // A named invitation: the member is still invited as the acceptance found them (a concurrent
         // acceptance of it is merged below as contested: nobody wins).
         guard let before = change.before, let current = state[path] else { return false }
-        let pendingNow = (try? Member.decode(current, path: path))?.status
-        return current == before || pendingNow == .active && (try? Member.decode(before, path: path))?.status == .invited
+        let pendingNow = Decoded.shared.member(current, path: path)?.status
+        return current == before || pendingNow == .active && Decoded.shared.member(before, path: path)?.status == .invited
     }
 
     /// The members of the replayed files.
@@ -261,14 +262,49 @@ struct MembershipResolution {
         var out = [String: Member]()
         for (path, bytes) in state {
             guard case .success(.member(let name)) = ProfilePathRules.classify(Array(path.utf8), kinds: .empty),
-                  let member = try? Member.decode(bytes, path: path), member.name == name else { continue }
+                  let member = Decoded.shared.member(bytes, path: path), member.name == name else { continue }
             out[name] = member
         }
         return out
     }
 
-    private static func holder(of key: SSHPublicKey, state: [String: [UInt8]]) -> String? {
-        members(in: state).values.filter { $0.keys.contains { $0.publicKey == key } }.map(\.name).min()
+    private static func holder(of key: SSHPublicKey, in membership: [String: Member]) -> String? {
+        membership.values.filter { $0.keys.contains { $0.publicKey == key } }.map(\.name).min()
+    }
+
+    /// What this process already read: member files by their bytes, commits' signing keys by commit
+    /// id (both content-addressed: the same bytes decode, the same commit verifies, the same way).
+    /// A replay reads the same files and decisions again for every merge it resolves.
+    final class Decoded: @unchecked Sendable {
+        static let shared = Decoded()
+        private let lock = NSLock()
+        private var members = [[UInt8]: Member?]()
+        private var signers = [ObjectID: SSHPublicKey?]()
+        private static let limit = 8_192
+
+        func member(_ bytes: [UInt8], path: String) -> Member? {
+            lock.lock()
+            if let known = members[bytes] { lock.unlock(); return known }
+            lock.unlock()
+            let member = try? Member.decode(bytes, path: path)
+            lock.lock()
+            if members.count >= Self.limit { members.removeAll(keepingCapacity: true) }
+            members[bytes] = .some(member)
+            lock.unlock()
+            return member
+        }
+
+        func signer(of commit: Commit, in repository: Repository) throws -> SSHPublicKey? {
+            lock.lock()
+            if let known = signers[commit.id] { lock.unlock(); return known }
+            lock.unlock()
+            let key: SSHPublicKey? = try repository.signature(ofCommit: commit.id).flatMap { try? SSHSignature.verify($0.signature, message: $0.signedData) }
+            lock.lock()
+            if signers.count >= Self.limit { signers.removeAll(keepingCapacity: true) }
+            signers[commit.id] = .some(key)
+            lock.unlock()
+            return key
+        }
     }
 
     /// `change` (its commit's before and after) merged into the replayed file `current` as the
@@ -285,8 +321,8 @@ struct MembershipResolution {
 
     /// Whether a change to `path` takes rights away: a member revoked, or no longer an Admin.
     private static func takesRightsAway(path: String, _ change: (before: [UInt8]?, after: [UInt8]?)) -> Bool {
-        guard let before = change.before.flatMap({ try? Member.decode($0, path: path) }),
-              let after = change.after.flatMap({ try? Member.decode($0, path: path) }) else { return false }
+        guard let before = change.before.flatMap({ Decoded.shared.member($0, path: path) }),
+              let after = change.after.flatMap({ Decoded.shared.member($0, path: path) }) else { return false }
         return before.status == .active && after.status == .revoked || before.role == .admin && after.role != .admin
     }
 
@@ -319,9 +355,8 @@ struct MembershipResolution {
     }
 
     /// The key that signed `commit` (nil: unsigned, or a signature that does not verify).
-    private static func signer(of commit: Commit, in repository: Repository) throws -> SSHPublicKey? {
-        guard let signed = try repository.signature(ofCommit: commit.id) else { return nil }
-        return try? SSHSignature.verify(signed.signature, message: signed.signedData)
+    static func signer(of commit: Commit, in repository: Repository) throws -> SSHPublicKey? {
+        try Decoded.shared.signer(of: commit, in: repository)
     }
 
     private static func bytes(_ value: TreeEntryValue?, _ repository: Repository) throws -> [UInt8]? {

@@ -179,9 +179,7 @@ struct RightsTakenAway {
         return try repository.blob(entry.id)
     }
 
-    /// The key that signed `commit` (nil: unsigned, or a signature that does not verify).
     private static func signer(of commit: Commit, in repository: Repository) throws -> SSHPublicKey? {
-        guard let signed = try repository.signature(ofCommit: commit.id) else { return nil }
-        return try? SSHSignature.verify(signed.signature, message: signed.signedData)
+        try MembershipResolution.signer(of: commit, in: repository)
     }
 }
