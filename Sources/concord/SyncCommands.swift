@@ -125,6 +125,7 @@ struct Clone: ParsableCommand {
         let profile = try SetUpFailure.running("concord clone \(url) \(directory)") {
             try Profile.clone(url: url, into: URL(fileURLWithPath: directory), identity: identity, environment: environment, trustHost: trustHost)
         }
+        interruption?.cancel()   // whole from here on, whatever signal comes
         let records = profile.clonedRecords
         if json {
             printJSON(.object(["path": .string(profile.root.path), "id": .string(profile.info.id),
@@ -238,8 +239,15 @@ func failOnUnresolved(_ unresolved: [UnresolvedFile]) throws {
 /// process exits (130 or 143). Only for a target that was missing or empty (anything else is
 /// refused by the clone, and is not touched here). A clone killed outright (SIGKILL) leaves
 /// `.git/concord/cloning` naming its pid: the next clone into the directory removes what it left.
-final class CloneInterruption {
-    private let sources: [DispatchSourceSignal]
+///
+/// The signal is handled on another thread while the clone goes on: the handler and the clone's
+/// end take one lock, so a clone that finished is left whole (the signal then ends nothing), and
+/// one that did not is removed until nothing of it comes back (the clone may still be writing its
+/// files) before the process exits, without the clone ever finishing in between.
+final class CloneInterruption: @unchecked Sendable {
+    private var sources: [DispatchSourceSignal] = []
+    private let lock = NSLock()
+    private var finished = false
 
     init?(_ target: URL) {
         let manager = FileManager.default
@@ -248,8 +256,16 @@ final class CloneInterruption {
         sources = [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                Profile.removeUnfinishedClone(at: target, madeDirectory: !existed)
+            source.setEventHandler { [self] in
+                lock.lock()   // held until the process exits: the clone cannot finish meanwhile
+                guard !finished else { return lock.unlock() }
+                var quiet = 0
+                while quiet < 3 {
+                    Profile.removeUnfinishedClone(at: target, madeDirectory: !existed)
+                    usleep(2_000)
+                    let left = (try? manager.contentsOfDirectory(atPath: target.path)) ?? []
+                    quiet = left.isEmpty ? quiet + 1 : 0
+                }
                 FileHandle.standardError.write(Data("concord: clone interrupted; nothing was left in \(target.path)\n".utf8))
                 _exit(128 + number)
             }
@@ -258,7 +274,11 @@ final class CloneInterruption {
         }
     }
 
+    /// The clone is whole: a signal from now on ends the process as usual, and removes nothing.
     func cancel() {
+        lock.lock()
+        finished = true
+        lock.unlock()
         for source in sources { source.cancel() }
         signal(SIGINT, SIG_DFL)
         signal(SIGTERM, SIG_DFL)
