@@ -104,8 +104,8 @@ final class ServeMemberAttackTests: ConcordServeTestCase {
                 member["keys"] = (member["keys"] as? [Any] ?? []) + [["device": "stolen", "publicKey": thiefKey, "proof": proof]]
             }
         }
-        for (signer, mentions) in [(thiefKeyFile, ["by dana@stolen", "dana is invited in the merged membership"]),
-                                   (team.vera.keyFile, ["by vera@tablet", ".concord/members/dana.json"])] {
+        for (signer, mentions) in [(thiefKeyFile, ["by dana@stolen", "merges two acceptances of the invitation for dana"]),
+                                   (team.vera.keyFile, ["by vera@tablet", "merges two acceptances of the invitation for dana"])] {
             try gitOK(["reset", "--quiet", "--hard", stolen], in: fork)
             _ = try git(["merge", "--quiet", "--no-ff", "--no-commit", accepted], in: fork)   // dana.json conflicts
             let merge = try commitWithGit(in: fork, signedWith: signer, message: "merge main", union)

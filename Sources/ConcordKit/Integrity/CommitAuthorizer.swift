@@ -90,8 +90,15 @@ final class CommitAuthorizer {
                 throw refuse(try label(in: parentTrees.first) ?? commit.author.name, nil, "it merges \(commit.parents.count) parents; "
                              + "a merge commit has two (merge with 'concord sync' or 'concord merge')")
             }
+            // An invitation admits once: no merge brings two acceptances of it together (whoever signs it).
+            if commit.parents.count == 2,
+               let twice = try MembershipResolution.contestedAcceptances(in: repository, ours: commit.parents[0], theirs: commit.parents[1]).first {
+                throw refuse(try label(in: parentTrees[0]) ?? label(in: parentTrees[1]) ?? commit.author.name, ProfilePaths.member(twice.name),
+                             "it merges two acceptances of the invitation for \(twice.name), with different keys; an invitation admits once: "
+                             + "the acceptance that reached the remote first stands, and the other device asks \(twice.addedBy) for a new invitation")
+            }
             let policy = commit.parents.count == 2
-                ? try PolicyMerge.tree(in: repository, ours: commit.parents[0], theirs: commit.parents[1]) : nil
+                ? try PolicyMerge.tree(in: repository, ours: commit.parents[0], theirs: commit.parents[1], candidate: commit.tree) : nil
             let decided = if let policy {
                 // Its signer must be active, with this key, in the MERGED membership of its parents: the
                 // policy merge's, where a revocation on either side wins and membership changes resting on
@@ -139,13 +146,6 @@ final class CommitAuthorizer {
             var kindsTables = [try kindsTable(at: parentTree)]
             if let policy {
                 let merged = signer.member
-                // An invitation admits once: no merge brings two acceptances of it together.
-                if let twice = try MembershipResolution.contestedAcceptances(in: repository, ours: commit.parents[0],
-                                                                               theirs: commit.parents[1]).first {
-                    throw refuse(signer.label, ProfilePaths.member(twice.name), "it merges two acceptances of the invitation for \(twice.name), "
-                                 + "with different keys; an invitation admits once: the acceptance that reached the remote first stands, and "
-                                 + "the other device asks \(twice.addedBy) for a new invitation")
-                }
                 if policy == commit.tree { return signer }
                 // Where it differs, the signer is judged with the LOWEST role they hold in the merged
                 // membership and in each parent, and must be active in each (Guix's intersection):

@@ -22,10 +22,36 @@ struct PolicyMerge {
     /// The tree of the policy merge of `ours` and `theirs` (what `compute` gives): the one this process
     /// last computed in `repository` for them, or computed now. A sync checks the merge it just made
     /// before pushing it (`refuseUnpublishable`), and a merge of the same parents always gives the same tree.
-    static func tree(in repository: Repository, ours: ObjectID, theirs: ObjectID) throws -> ObjectID {
+    /// `candidate`: the tree a merge commit holds; when it is the disjoint union of its parents'
+    /// changes (`isDisjointUnion`), it is the policy merge, and is returned without merging.
+    static func tree(in repository: Repository, ours: ObjectID, theirs: ObjectID, candidate: ObjectID? = nil) throws -> ObjectID {
         // (Only while its objects are still there: a quarantine that was refused took them away.)
         if let known = Computed.shared.tree(repository.gitDirectory, ours, theirs), repository.contains(known) { return known }
+        if let candidate, try isDisjointUnion(candidate, in: repository, ours: ours, theirs: theirs) { return candidate }
         return try compute(in: repository, ours: ours, theirs: theirs).tree
+    }
+
+    /// Whether `candidate` is `ours` with `theirs`' changes since their merge base, and nothing else,
+    /// where that is the policy merge: one merge base; nothing under `.concord/` nor `.gitattributes`
+    /// changed on either side (no membership to resolve, no kinds, nobody's rights changed, so nothing
+    /// is left out); no file changed on both sides (no file for a policy to decide). Most merges of
+    /// record edits are such, and are checked with three tree comparisons instead of a merge.
+    static func isDisjointUnion(_ candidate: ObjectID, in repository: Repository, ours: ObjectID, theirs: ObjectID) throws -> Bool {
+        let bases = try repository.mergeBases(ours, theirs)
+        guard bases.count == 1 else { return false }
+        let trees = (base: try repository.commit(bases[0]).tree, ours: try repository.commit(ours).tree, theirs: try repository.commit(theirs).tree)
+        for path in [".concord", ProfilePaths.gitattributes] {
+            let base = try repository.entry(at: path, inTree: trees.base)?.id
+            guard try repository.entry(at: path, inTree: trees.ours)?.id == base, try repository.entry(at: path, inTree: trees.theirs)?.id == base
+            else { return false }
+        }
+        let mine = Set(try repository.treeChanges(from: trees.base, to: trees.ours).map(\.path))
+        let theirChanges = try repository.treeChanges(from: trees.base, to: trees.theirs)
+        guard !theirChanges.contains(where: { mine.contains($0.path) }) else { return false }
+        let added = try repository.treeChanges(from: trees.ours, to: candidate)
+        guard added.count == theirChanges.count else { return false }
+        let expected = Dictionary(theirChanges.map { ($0.path, $0.new) }, uniquingKeysWith: { first, _ in first })
+        return added.allSatisfy { change in expected[change.path].map { $0 == change.new } ?? false }
     }
 
     /// The trees of the last policy merges this process computed, by repository and parents.
