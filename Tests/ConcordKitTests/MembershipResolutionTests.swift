@@ -269,6 +269,24 @@ final class MembershipResolutionTests: KitTestCase {
         XCTAssertEqual(try gitOK(["rev-parse", "HEAD^{tree}"], in: origin.root), try gitOK(["rev-parse", "HEAD^{tree}"], in: b.root))
     }
 
+    /// Two Admins add one name at once, with different keys: the merge admits neither, and the device
+    /// that merges says so (`MergeReport.contested`).
+    func testANameTwoAdminsAddAtOnceAdmitsNeitherAndTheMergeSaysSo() throws {
+        let clock = ManualClock("2026-01-01T10:00:00.000Z")
+        let alice = try makeIdentity("alice", device: "laptop"), bob = try makeIdentity("bob", device: "phone")
+        let laptop = try makeIdentity("sam", device: "laptop"), phone = try makeIdentity("sam", device: "phone")
+        let origin = try makeProfile("origin", identity: alice, clock: clock)
+        try origin.members.add("bob", role: .admin, device: bob.device, key: bob.key.publicKey, as: alice)
+        let b = try copy(of: origin, "bob-adds", as: bob, clock: clock)
+        try origin.members.add("sam", role: .editor, device: laptop.device, key: laptop.key.publicKey, as: alice)
+        try b.members.add("sam", role: .editor, device: phone.device, key: phone.key.publicKey, as: bob)
+        let report = try pull(b, into: origin, as: alice)
+        XCTAssertEqual(report.contested, ["sam"])
+        let sam = try XCTUnwrap(try origin.members.list().first { $0.name == "sam" })
+        XCTAssertEqual([sam.status.rawValue, "\(sam.keys.count)"], ["revoked", "0"])
+        XCTAssertNoThrow(try origin.verification.run())
+    }
+
     /// What `profile`'s sync says when `remote`'s main arrives (the check a sync makes before merging).
     private func checkAccess(_ profile: Profile, fetching remote: Profile, as identity: Identity) throws {
         try gitOK(["fetch", "-q", remote.root.path, "+main:refs/peers/incoming"], in: profile.root)

@@ -92,7 +92,8 @@ final class CommitAuthorizer {
             }
             // An invitation admits once: no merge brings two acceptances of it together (whoever signs it).
             if commit.parents.count == 2,
-               let twice = try MembershipResolution.contestedAcceptances(in: repository, ours: commit.parents[0], theirs: commit.parents[1]).first {
+               let twice = try MembershipResolution.admittedTwice(in: repository, ours: commit.parents[0], theirs: commit.parents[1])
+                   .first(where: \.wasInvited)?.member {
                 throw refuse(try label(in: parentTrees[0]) ?? label(in: parentTrees[1]) ?? commit.author.name, ProfilePaths.member(twice.name),
                              "it merges two acceptances of the invitation for \(twice.name), with different keys; an invitation admits once: "
                              + "the acceptance that reached the remote first stands, and the other device asks \(twice.addedBy) for a new invitation")

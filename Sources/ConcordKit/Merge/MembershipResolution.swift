@@ -155,27 +155,25 @@ struct MembershipResolution {
         return MembershipResolution(overrides: overrides)
     }
 
-    /// The members whose named invitation `ours` and `theirs` each accepted, with different keys:
-    /// invited at their merge base, active on both sides with other device keys (as `ours` has them).
-    /// An invitation admits once: no merge brings two such acceptances together (rule 3), so the
-    /// acceptance that reached a remote first stands, and a link's holder cannot un-admit, after the
-    /// fact, the member who accepted it (and everything they did since) by accepting it on a fork.
-    static func contestedAcceptances(in repository: Repository, ours: ObjectID, theirs: ObjectID) throws -> [Member] {
-        let trees = (ours: try repository.commit(ours).tree, theirs: try repository.commit(theirs).tree)
-        let directory = { (tree: ObjectID) in try repository.entry(at: ProfilePaths.membersDirectory, inTree: tree)?.id }
-        guard try directory(trees.ours) != directory(trees.theirs) else { return [] }
-        let (mine, other) = (try CommitAuthorizer.membership(in: repository, tree: trees.ours).members,
-                             try CommitAuthorizer.membership(in: repository, tree: trees.theirs).members)
+    /// The members `ours` and `theirs` each made active with other device keys, and whether the
+    /// merge base had them invited (empty when the two hold the same members directory).
+    /// - Invited there: both sides accepted one named invitation. An invitation admits once: no merge
+    ///   brings two such acceptances together (rule 3), so the acceptance that reached a remote first
+    ///   stands, and a link's holder cannot un-admit, after the fact, the member who accepted it (and
+    ///   everything they did since) by accepting it on a fork.
+    /// - Otherwise two Admins added one name at once: the merge admits neither (`mergeMemberFile`).
+    static func admittedTwice(in repository: Repository, ours: ObjectID, theirs: ObjectID) throws -> [(member: Member, wasInvited: Bool)] {
+        guard let (mine, other) = try changedMemberships(in: repository, ours: ours, theirs: theirs) else { return [] }
         var base: [String: Member]?
-        return try mine.values.filter { member in
-            guard member.status == .active, let there = other[member.name], there.status == .active,
-                  Set(member.keys.map(\.publicKey)) != Set(there.keys.map(\.publicKey)) else { return false }
+        return try mine.members.values.compactMap { member -> (member: Member, wasInvited: Bool)? in
+            guard member.status == .active, let there = other.members[member.name], there.status == .active,
+                  Set(member.keys.map(\.publicKey)) != Set(there.keys.map(\.publicKey)) else { return nil }
             if base == nil {
                 let tree = try repository.mergeBase(ours, theirs).map { try repository.commit($0).tree }
                 base = try tree.map { try CommitAuthorizer.membership(in: repository, tree: $0).members } ?? [:]
             }
-            return base?[member.name]?.status == .invited
-        }.sorted { $0.name < $1.name }
+            return (member, base?[member.name]?.status == .invited)
+        }.sorted { $0.member.name < $1.member.name }
     }
 
     /// The open invitations that `ours` and `theirs` together fill past their uses (joins on each side
@@ -184,11 +182,7 @@ struct MembershipResolution {
     /// often than it admits).
     static func overfilledInvitations(in repository: Repository, ours: ObjectID,
                                       theirs: ObjectID) throws -> [(invitation: OpenInvitation, joiners: [String])] {
-        let trees = (ours: try repository.commit(ours).tree, theirs: try repository.commit(theirs).tree)
-        let directory = { (tree: ObjectID) in try repository.entry(at: ProfilePaths.membersDirectory, inTree: tree)?.id }
-        guard try directory(trees.ours) != directory(trees.theirs) else { return [] }
-        let mine = try CommitAuthorizer.membershipWithInvitations(in: repository, tree: trees.ours)
-        let other = try CommitAuthorizer.membershipWithInvitations(in: repository, tree: trees.theirs)
+        guard let (mine, other) = try changedMemberships(in: repository, ours: ours, theirs: theirs) else { return [] }
         var out = [(invitation: OpenInvitation, joiners: [String])]()
         for invitation in mine.openInvitations {
             let names = Set(mine.members.values.filter { $0.invitation == invitation.id }.map(\.name))
@@ -196,6 +190,17 @@ struct MembershipResolution {
             if names.count + theirs.count > invitation.uses, !theirs.isEmpty { out.append((invitation, theirs.sorted())) }
         }
         return out
+    }
+
+    /// The memberships (with open invitations) of commits `ours` and `theirs`; nil when they hold the
+    /// same members directory (nothing to compare).
+    private static func changedMemberships(in repository: Repository, ours: ObjectID,
+                                           theirs: ObjectID) throws -> (ours: Membership, theirs: Membership)? {
+        let trees = (ours: try repository.commit(ours).tree, theirs: try repository.commit(theirs).tree)
+        let directory = { (tree: ObjectID) in try repository.entry(at: ProfilePaths.membersDirectory, inTree: tree)?.id }
+        guard try directory(trees.ours) != directory(trees.theirs) else { return nil }
+        return (try CommitAuthorizer.membershipWithInvitations(in: repository, tree: trees.ours),
+                try CommitAuthorizer.membershipWithInvitations(in: repository, tree: trees.theirs))
     }
 
     /// Whether `path` is a member or invitation file.
@@ -272,14 +277,15 @@ struct MembershipResolution {
         membership.values.filter { $0.keys.contains { $0.publicKey == key } }.map(\.name).min()
     }
 
-    /// What this process already read: member files by their bytes, commits' signing keys by commit
-    /// id (both content-addressed: the same bytes decode, the same commit verifies, the same way).
+    /// What this process already read: member files by their bytes, and commits' signatures (a
+    /// `SignatureMemo`: each exact signature and signed bytes verified once). The same bytes decode,
+    /// and the same signature verifies, the same way.
     /// A replay reads the same files and decisions again for every merge it resolves.
     final class Decoded: @unchecked Sendable {
         static let shared = Decoded()
         private let lock = NSLock()
         private var members = [[UInt8]: Member?]()
-        private var signers = [ObjectID: SSHPublicKey?]()
+        private let signatures = SignatureMemo()
         private static let limit = 8_192
 
         func member(_ bytes: [UInt8], path: String) -> Member? {
@@ -295,14 +301,7 @@ struct MembershipResolution {
         }
 
         func signer(of commit: Commit, in repository: Repository) throws -> SSHPublicKey? {
-            lock.lock()
-            if let known = signers[commit.id] { lock.unlock(); return known }
-            lock.unlock()
-            let key: SSHPublicKey? = try repository.signature(ofCommit: commit.id).flatMap { try? SSHSignature.verify($0.signature, message: $0.signedData) }
-            lock.lock()
-            if signers.count >= Self.limit { signers.removeAll(keepingCapacity: true) }
-            signers[commit.id] = .some(key)
-            lock.unlock()
+            guard let signed = try repository.signature(ofCommit: commit.id), case .good(let key) = signatures.check(signed) else { return nil }
             return key
         }
     }

@@ -60,7 +60,8 @@ extension Profile {
             return try moveBranch(branch, .fastForward, from: head, to: theirs, message: "concord: fast-forward", resolved: [], unresolved: [])
         }
         // An invitation admits once: two acceptances of it on two lines of history are never merged.
-        if let twice = try MembershipResolution.contestedAcceptances(in: repository, ours: head, theirs: theirs).first {
+        let admittedTwice = try MembershipResolution.admittedTwice(in: repository, ours: head, theirs: theirs)
+        if let twice = admittedTwice.first(where: \.wasInvited)?.member {
             let reason = twice.name == identity.member
                 ? "another device accepted it with another key, and that acceptance reached the remote first; ask \(twice.addedBy) for a new invitation"
                 : "it was accepted on two devices with different keys (in \(head.short) and \(theirs.short)); the acceptance on the remote "
@@ -106,23 +107,13 @@ extension Profile {
         var report = try moveBranch(branch, .merged, from: head, to: commit, message: "concord: merge",
                                     resolved: resolved, unresolved: unresolved)
         report.leftOut = merge.leftOut.map { LeftOutChange(path: $0.path, member: $0.member, commit: $0.commit.hex) }
-        report.contested = try contestedAdmissions(ours: ourTree, theirs: theirTree, merged: tree)
+        // A name two Admins added at once: the merge admits neither.
+        if !admittedTwice.isEmpty {
+            let merged = try CommitAuthorizer.membership(in: repository, tree: tree).members
+            report.contested = admittedTwice.map(\.member.name).filter { merged[$0]?.status != .active }
+        }
         try saveClock(stamp)
         return report
-    }
-
-    /// The members both trees hold active, with different device keys, whom the merged tree does not
-    /// (a name two Admins added at once: nobody wins).
-    private func contestedAdmissions(ours: ObjectID, theirs: ObjectID, merged: ObjectID) throws -> [String] {
-        func members(_ tree: ObjectID) throws -> [String: Member] { try CommitAuthorizer.membership(in: repository, tree: tree).members }
-        let directory = { (tree: ObjectID) in try self.repository.entry(at: ProfilePaths.membersDirectory, inTree: tree)?.id }
-        guard try directory(ours) != directory(theirs) else { return [] }
-        let (mine, other, result) = (try members(ours), try members(theirs), try members(merged))
-        return mine.values.filter { member in
-            guard member.status == .active, let there = other[member.name], there.status == .active,
-                  Set(member.keys.map(\.publicKey)) != Set(there.keys.map(\.publicKey)) else { return false }
-            return result[member.name]?.status != .active
-        }.map(\.name).sorted()
     }
 
     /// Moves `branch` from `old` to `new` (compare-and-swap) and brings the working tree and index
