@@ -86,7 +86,10 @@ extension CommitSignature {
     /// `Repository.signature(ofCommit:)` splits it; nil when it has none, holds a NUL byte, or
     /// cannot be split (that reader then says why).
     public init?(rawCommit bytes: [UInt8]) {
-        guard !bytes.contains(0), let blank = bytes.firstRange(of: [0x0A, 0x0A])?.lowerBound else { return nil }
+        // The header ends at the first blank line (found byte by byte: Foundation's generic
+        // `firstRange(of:)` was most of what a path fetch spent on each commit it copied).
+        guard !bytes.contains(0), let blank = bytes.indices.dropLast().first(where: { bytes[$0] == 0x0A && bytes[$0 + 1] == 0x0A })
+        else { return nil }
         let found = bytes.withUnsafeBytes { raw in
             try? Self.split(header: UnsafeRawBufferPointer(rebasing: raw[..<(blank + 1)]),
                             message: UnsafeRawBufferPointer(rebasing: raw[(blank + 2)...]))

@@ -169,3 +169,51 @@ extension RawTree {
         return .other(mode: String(decoding: mode, as: UTF8.self))
     }
 }
+
+/// A commit's tree and parents, read from its header as libgit2 reads them: the first line names
+/// the tree, the `parent` lines that follow it name the parents (a `parent` line further down, where
+/// libgit2 does not look, is not one).
+public struct CommitLinks: Sendable, Equatable {
+    public let id: ObjectID
+    public let tree: ObjectID
+    public let parents: [ObjectID]
+
+    init(_ bytes: [UInt8], id: ObjectID) throws {
+        let malformed = GitError(function: "commit parse", code: .other(-1), message: "commit \(id) is malformed")
+        var lines = bytes.split(separator: 0x0A, maxSplits: 64, omittingEmptySubsequences: false).makeIterator()
+        guard let first = lines.next(), first.starts(with: "tree ".utf8), first.count == 45,
+              let tree = ObjectID(hex: String(decoding: first.dropFirst(5), as: UTF8.self)) else { throw malformed }
+        var parents = [ObjectID]()
+        while let line = lines.next(), line.starts(with: "parent ".utf8) {
+            guard line.count == 47, let parent = ObjectID(hex: String(decoding: line.dropFirst(7), as: UTF8.self)) else { throw malformed }
+            parents.append(parent)
+        }
+        self.id = id
+        self.tree = tree
+        self.parents = parents
+    }
+}
+
+extension Repository {
+    /// Commit `id`'s tree and parents, from its raw bytes (no message or signature parsed).
+    public func commitLinks(_ id: ObjectID) throws -> CommitLinks {
+        try CommitLinks(rawObject(id, type: GIT_OBJECT_COMMIT), id: id)
+    }
+
+    /// Every commit reachable from `tips`, each after its parents, each read by `links` (which may
+    /// answer from a memo: a commit's links are a function of its id). Iterative: a history of any
+    /// length walks on a stack of its own.
+    public static func history(from tips: [ObjectID], links: (ObjectID) throws -> CommitLinks) throws -> [CommitLinks] {
+        var out = [CommitLinks]()
+        var seen = Set<ObjectID>()
+        var stack = tips.reversed().map { (id: $0, parentsDone: false, links: CommitLinks?.none) }
+        while let (id, parentsDone, read) = stack.popLast() {
+            if parentsDone, let read { out.append(read); continue }
+            guard seen.insert(id).inserted else { continue }
+            let commit = try links(id)
+            stack.append((id, true, commit))
+            stack += commit.parents.reversed().map { ($0, false, nil) }
+        }
+        return out
+    }
+}

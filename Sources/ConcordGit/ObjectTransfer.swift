@@ -147,14 +147,14 @@ final class ObjectTransfer {
     /// tree not copied yet, and then skipping that parent's tree as "already queued" lost the
     /// parent's changed subtrees: a remote left missing a tree.)
     private func copyCommits(from tip: ObjectID) throws {
-        var commits = [ObjectID: (raw: [UInt8], header: RawCommit)]()
+        var commits = [ObjectID: (raw: [UInt8], header: CommitLinks)]()
         var order = [ObjectID]()
         var stack = [(id: tip, parentsDone: false)]
         while let (id, parentsDone) = stack.popLast() {
             if parentsDone { order.append(id); continue }
             guard commits[id] == nil, !destinationHas(id) else { continue }
             let raw = try source.object(id, type: .commit)
-            let header = try RawCommit(raw, id: id)
+            let header = try CommitLinks(raw, id: id)
             commits[id] = (raw, header)
             stack.append((id, true))
             stack += header.parents.reversed().map { ($0, false) }
@@ -162,7 +162,7 @@ final class ObjectTransfer {
         for id in order {
             guard let (raw, header) = commits[id] else { continue }
             let baseTree = try header.parents.first.map { parent in
-                try commits[parent]?.header.tree ?? RawCommit(destination.rawObject(parent, type: GIT_OBJECT_COMMIT), id: parent).tree
+                try commits[parent]?.header.tree ?? destination.commitLinks(parent).tree
             }
             copiedCommits.append((id, header.tree))
             do { try copyTree(header.tree, base: baseTree) } catch let error as NotATree {
@@ -368,29 +368,6 @@ struct RecentlyUsedTrees {
         }
         young[id] = bytes
         youngBytes += bytes.count
-    }
-}
-
-/// The header fields of a raw commit that the transfer needs: its tree and parents.
-struct RawCommit {
-    let tree: ObjectID
-    let parents: [ObjectID]
-
-    init(_ bytes: [UInt8], id: ObjectID) throws {
-        var tree: ObjectID?
-        var parents = [ObjectID]()
-        for line in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
-            if line.isEmpty { break }
-            if line.starts(with: "tree ".utf8) {
-                tree = ObjectID(hex: String(decoding: line.dropFirst(5), as: UTF8.self))
-            } else if line.starts(with: "parent ".utf8) {
-                guard let parent = ObjectID(hex: String(decoding: line.dropFirst(7), as: UTF8.self)) else { tree = nil; break }
-                parents.append(parent)
-            }
-        }
-        guard let tree else { throw GitError(function: "commit parse", code: .other(-1), message: "commit \(id) is malformed") }
-        self.tree = tree
-        self.parents = parents
     }
 }
 

@@ -20,13 +20,23 @@ final class UntrustedPack: @unchecked Sendable {   // its files are opened once,
     /// the opened files, or why they are not a usable pack and index.
     private var opened: Result<Opened, Unusable>?
 
-    fileprivate struct Opened {
+    /// A class: a reader asks every pack of a remote pushed to hundreds of times whether it holds
+    /// each object, and copying these fields (retaining the index) per question was most of it.
+    fileprivate final class Opened {
         let descriptor: Int32
         /// Where the entries end (the pack's trailing checksum starts).
         let entriesEnd: Int
         let index: [UInt8]
         let count: Int
         let largeOffsets: Int
+
+        init(descriptor: Int32, entriesEnd: Int, index: [UInt8], count: Int, largeOffsets: Int) {
+            self.descriptor = descriptor
+            self.entriesEnd = entriesEnd
+            self.index = index
+            self.count = count
+            self.largeOffsets = largeOffsets
+        }
 
         /// Where the sorted ids start: after the header and the 256-entry fan-out table.
         static let ids = 8 + 1024
@@ -402,7 +412,10 @@ final class UntrustedPackReader {
         guard let files else { return false }
         let length = max(end, min(files.entriesEnd, start + Self.windowBytes)) - start
         guard length > 0 else { return false }
-        if window.count < length { window = [UInt8](repeating: 0, count: max(length, Self.windowBytes)) }
+        // As large as this pack needs, not a whole window: a path remote pushed to 300 times holds
+        // 300 small packs, one reader each, and zeroing 256 KiB for each was most of copying a
+        // merge history's commits (B13).
+        if window.count < length { window = [UInt8](repeating: 0, count: length) }
         let read = window.withUnsafeMutableBytes { files.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<length]), at: start) }
         windowStart = read ? start : 0
         windowLength = read ? length : 0

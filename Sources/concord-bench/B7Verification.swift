@@ -52,7 +52,7 @@ enum VerificationBenchmark {
             let result = try context.concord.runner.run(context.concord.path, ["sync", "-C", deviceB.path, "--json"],
                                                         environment: environmentB, what: "concord sync (B)")
             guard try context.git.resolve("HEAD", in: deviceB) == main else { throw BenchError("B's sync did not reach the bare repository's main") }
-            guard let checked = stepMilliseconds("new commits checked", in: result.errorOutput),
+            guard let checked = checkMilliseconds(in: result.errorOutput),
                   let fetched = fetchMilliseconds(in: result.errorOutput) else {
                 throw BenchError("concord sync with CONCORD_TRACE_PERF=1 printed no 'fetched into the quarantine' or 'new commits checked' "
                                  + "step:\n\(result.errorOutput.prefix(2000))")
@@ -131,6 +131,13 @@ enum VerificationBenchmark {
         guard let last = stepMilliseconds(fetchSteps[fetchSteps.count - 1], in: text) else { return nil }
         return fetchSteps.dropLast().compactMap { stepMilliseconds($0, in: text) }.reduce(last, +)
     }
+
+    /// The check of the new commits' milliseconds in `text`: "new commits checked", and before it
+    /// the wait for the signatures verified during the fetch where the build prints that step.
+    static func checkMilliseconds(in text: String) -> Double? {
+        stepMilliseconds("new commits checked", in: text).map { $0 + (stepMilliseconds(signaturesWaitedFor, in: text) ?? 0) }
+    }
+    static let signaturesWaitedFor = "signatures verified while fetching, waited for"
 
     /// The milliseconds of the `concord perf:` line for `step` in `text`.
     static func stepMilliseconds(_ step: String, in text: String) -> Double? {

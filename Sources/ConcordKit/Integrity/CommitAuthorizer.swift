@@ -9,12 +9,11 @@ import Dispatch
 ///
 /// Membership is read from the PARENT's tree, never the working tree or a later commit, so a
 /// commit that changes membership is judged by the membership just before it (rule 4). Parsed
-/// memberships and kinds tables are kept by the object id of the members tree and the kinds blob:
+/// memberships (for the process) and kinds tables are kept by the object id of the members tree and the kinds blob:
 /// a run of commits that leave both alone costs one Ed25519 verification each plus the tree diff
 /// the structural check already made.
 final class CommitAuthorizer {
     let repository: Repository
-    private var memberships: [ObjectID: Membership] = [:]
     private var kindsTables: [ObjectID: KindsTable] = [:]
     private var rootID: ObjectID?
     private static let noMembers = Membership([])
@@ -375,15 +374,9 @@ final class CommitAuthorizer {
         return root
     }
 
-    /// The membership in tree `tree`'s `.concord/members/` (cached by the members tree's id).
+    /// The membership in tree `tree`'s `.concord/members/` (kept by the members tree's id).
     private func membership(at tree: ObjectID) throws -> Membership {
-        guard let directory = try repository.entry(at: ProfilePaths.membersDirectory, inTree: tree), directory.kind == .tree else {
-            return Self.noMembers
-        }
-        if let known = memberships[directory.id] { return known }
-        let membership = try Self.membership(in: repository, tree: tree)
-        memberships[directory.id] = membership
-        return membership
+        try Self.membership(in: repository, tree: tree)
     }
 
     /// The membership in tree `tree`'s `.concord/members/` of `repository`: what the access rule
@@ -392,12 +385,23 @@ final class CommitAuthorizer {
         guard let directory = try repository.entry(at: ProfilePaths.membersDirectory, inTree: tree), directory.kind == .tree else {
             return noMembers
         }
+        return try membershipMemo.value(directory.id) { try membership(in: repository, tree: tree, directory: directory.id) }
+    }
+
+    /// Memberships by the id of their members directory: a merge's check reads its parents' and
+    /// their merge base's, and each is most often the one the commit before it had.
+    private static let membershipMemo = ContentMemo<ObjectID, Membership>(limit: 1_024)
+    /// Member files by blob id (nil: it does not read): a new members directory most often
+    /// differs from one already read by one file.
+    private static let memberFiles = ContentMemo<ObjectID, Member?>(limit: 65_536)
+
+    private static func membership(in repository: Repository, tree: ObjectID, directory: ObjectID) throws -> Membership {
         var members = [Member]()
         for entry in try repository.entries(inDirectory: ProfilePaths.membersDirectory, ofTree: tree)
         where entry.kind == .blob && entry.name.hasSuffix(".json") {
             let path = ProfilePaths.membersDirectory + "/" + entry.name
             // A member file that does not read, or names someone else, gives its keys to no one.
-            guard let bytes = try bytes(of: .file(entry.id), in: repository), let member = try? Member.decode(bytes, path: path),
+            guard let member = try memberFiles.value(entry.id, { try bytes(of: .file(entry.id), in: repository).flatMap { try? Member.decode($0, path: path) } }),
                   ProfilePaths.member(member.name) == path else { continue }
             members.append(member)
         }

@@ -52,7 +52,10 @@ struct IncomingCheck {
         var kindsTables = [ObjectID: KindsTable]()
         var recentTrees = RecentTrees()
         // Signatures are verified ahead, on every core, while the commits before them are checked.
-        prefetchedSignatures?.finish()
+        if let prefetchedSignatures {
+            prefetchedSignatures.finish()
+            PerformanceTrace.step("signatures verified while fetching, waited for")
+        }
         let memo = prefetchedSignatures.flatMap { $0.memo.count > 0 ? $0.memo : nil }   // nothing to ask otherwise
         let signatures = SignaturePipeline(authorizer: authorizer, commits: commits, chunkSize: signatureChunks.size,
                                            ahead: signatureChunks.ahead, memo: memo)

@@ -8,7 +8,10 @@ import Foundation
 /// SHA-256 of the signature and the signed bytes, so an answer is only ever reused for exactly
 /// the bytes it was computed on, whoever split them out of a commit. Safe from any thread.
 final class SignatureMemo: @unchecked Sendable {
-    /// Answers kept at most (~120 bytes each).
+    /// The process's: what a fetch verified while copying, the check and the membership replay
+    /// (which reads the signers of the history's membership decisions) then ask.
+    static let shared = SignatureMemo()
+    /// Answers kept at most (~120 bytes each); when full, it starts over.
     static let capacity = 100_000
     private let lock = NSLock()
     private var answers = [[UInt8]: CommitAuthorizer.SignatureCheck]()
@@ -24,7 +27,8 @@ final class SignatureMemo: @unchecked Sendable {
         }) { return known }
         let answer = CommitAuthorizer.SignatureCheck(verifying: signed)
         lock.withLock {
-            if answers.count < Self.capacity { answers[key] = answer }
+            if answers.count >= Self.capacity { answers.removeAll(keepingCapacity: true) }
+            answers[key] = answer
         }
         return answer
     }

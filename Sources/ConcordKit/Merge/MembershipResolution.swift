@@ -32,16 +32,52 @@ struct MembershipResolution {
 
     private static let prefixes = [ProfilePaths.membersDirectory + "/", ProfilePaths.invitationsDirectory + "/"].map { Array($0.utf8) }
 
-    /// One commit's change to member and invitation files, with who signed it.
-    private struct Decision {
-        let commit: Commit
-        /// Its position among the commits of both histories (parents first).
-        let position: Int
+    /// What one non-merge commit changed in member and invitation files, and who signed it: a
+    /// function of the commit's id (its bytes, its parent's and their trees), read once per process.
+    struct AuthorityChange {
         let signer: SSHPublicKey?
         /// path → (before, after) in this commit against its parent.
         let files: [String: (before: [UInt8]?, after: [UInt8]?)]
         /// Whether it takes rights away from someone (a revocation, a demotion from Admin).
         let removes: Bool
+        /// The open invitations it joins (a member file added naming one), and the uses of those it writes.
+        let joins: [String]
+        let uses: [String: Int]
+
+        /// nil: the commit changed no member or invitation file.
+        static func of(_ commit: CommitLinks, in repository: Repository) throws -> AuthorityChange? {
+            let parentTree = try Decoded.shared.links(commit.parents[0], in: repository).tree
+            guard try authority(parentTree, repository) != authority(commit.tree, repository) else { return nil }
+            var files = [String: (before: [UInt8]?, after: [UInt8]?)]()
+            for change in try repository.treeChanges(from: parentTree, to: commit.tree) where isAuthority(change.path) {
+                files[String(decoding: change.path, as: UTF8.self)] = (try bytes(change.old, repository), try bytes(change.new, repository))
+            }
+            guard !files.isEmpty else { return nil }
+            var joins = [String](), uses = [String: Int]()
+            for (path, change) in files {
+                if case .success(.invitation(let id)) = ProfilePathRules.classify(Array(path.utf8), kinds: .empty),
+                   let invitation = change.after.flatMap({ try? OpenInvitation.decode($0, path: path) }) {
+                    uses[id] = max(uses[id] ?? 0, invitation.uses)
+                }
+                if change.before == nil, let id = change.after.flatMap({ try? Member.decode($0, path: path) })?.invitation {
+                    joins.append(id)
+                }
+            }
+            return AuthorityChange(signer: try Decoded.shared.signer(ofCommit: commit.id, in: repository), files: files,
+                                   removes: files.contains { path, change in takesRightsAway(path: path, change) },
+                                   joins: joins, uses: uses)
+        }
+    }
+
+    /// One commit's change to member and invitation files, with who signed it.
+    private struct Decision {
+        let commit: CommitLinks
+        /// Its position among the commits of both histories (parents first).
+        let position: Int
+        let change: AuthorityChange
+        var signer: SSHPublicKey? { change.signer }
+        var files: [String: (before: [UInt8]?, after: [UInt8]?)] { change.files }
+        var removes: Bool { change.removes }
     }
 
     /// The resolution of merging `ours` and `theirs`, whose merge base is `base` (nil: none).
@@ -57,8 +93,7 @@ struct MembershipResolution {
         }
 
         // Every commit of both histories, parents first, and the decisions among them.
-        var commits = try repository.newCommits(from: ours, excluding: [])
-        commits += try repository.newCommits(from: theirs, excluding: [ours])
+        let commits = try Repository.history(from: [ours, theirs]) { try Decoded.shared.links($0, in: repository) }
         var position = [ObjectID: Int]()
         var decisions = [Decision]()
         var decisionOf = [Int: Int]()   // commit position → decision index
@@ -69,16 +104,9 @@ struct MembershipResolution {
                 if commit.parents.isEmpty { state = try authorityFiles(commit.tree, repository) }   // the profile's first commit
                 continue
             }
-            let parentTree = try repository.commit(commit.parents[0]).tree
-            guard try authority(parentTree, repository) != authority(commit.tree, repository) else { continue }
-            var files = [String: (before: [UInt8]?, after: [UInt8]?)]()
-            for change in try repository.treeChanges(from: parentTree, to: commit.tree) where prefixes.contains(where: { change.path.starts(with: $0) }) {
-                files[String(decoding: change.path, as: UTF8.self)] = (try bytes(change.old, repository), try bytes(change.new, repository))
-            }
-            guard !files.isEmpty else { continue }
+            guard let change = try Decoded.shared.change(of: commit, in: repository) else { continue }
             decisionOf[index] = decisions.count
-            decisions.append(Decision(commit: commit, position: index, signer: try signer(of: commit, in: repository), files: files,
-                                      removes: files.contains { path, change in takesRightsAway(path: path, change) }))
+            decisions.append(Decision(commit: commit, position: index, change: change))
         }
         guard !decisions.isEmpty else { return .none }
         // Which decisions each decision descends from (bit sets, built along the commits in order).
@@ -97,13 +125,14 @@ struct MembershipResolution {
         // the order the replay admits members.
         var seniority = [String: Int]()
         let firstMembers = members(in: state)
-        if let root = commits.first, let creatorKey = try signer(of: root, in: repository),
+        if let root = commits.first, let creatorKey = try Decoded.shared.signer(ofCommit: root.id, in: repository),
            let creator = firstMembers.values.first(where: { $0.keys.contains { $0.publicKey == creatorKey } }) {
             seniority[creator.name] = 0
         }
         for name in firstMembers.keys.sorted() where seniority[name] == nil { seniority[name] = seniority.count }
         let falling = fallingJoins(decisions, ancestry: ancestry)
 
+        var current = firstMembers   // members(in: state), kept up to date file by file as decisions apply
         var done = [UInt64](repeating: 0, count: words)
         var pending = Array(decisions.indices)
         var lastAdminVersion = [String: [UInt8]]()
@@ -114,7 +143,6 @@ struct MembershipResolution {
                     return ancestry[decision][word] & ~mine & ~done[word] == 0
                 }
             }
-            let current = members(in: state)
             func rank(_ decision: Decision) -> Int {
                 guard let name = decision.signer.flatMap({ holder(of: $0, in: current) }) else { return Int.max }
                 return seniority[name] ?? Int.max - 1
@@ -137,8 +165,11 @@ struct MembershipResolution {
                     seniority[name] = seniority.count
                 }
                 state[path] = applied(change, to: state[path], path: path)
+                if case .success(.member(let name)) = ProfilePathRules.classify(Array(path.utf8), kinds: .empty) {
+                    current[name] = state[path].flatMap { Decoded.shared.member($0, path: path) }.flatMap { $0.name == name ? $0 : nil }
+                }
             }
-            for (name, member) in members(in: state) where member.status == .active && member.role == .admin {
+            for (name, member) in current where member.status == .active && member.role == .admin {
                 lastAdminVersion[name] = state[ProfilePaths.member(name)]
             }
         }
@@ -283,25 +314,29 @@ struct MembershipResolution {
     /// A replay reads the same files and decisions again for every merge it resolves.
     final class Decoded: @unchecked Sendable {
         static let shared = Decoded()
-        private let lock = NSLock()
-        private var members = [[UInt8]: Member?]()
-        private let signatures = SignatureMemo()
-        private static let limit = 8_192
+        private let members = ContentMemo<[UInt8], Member?>(limit: 8_192)
+        private let changes = ContentMemo<ObjectID, AuthorityChange?>(limit: 65_536)
+        private let signatures = SignatureMemo.shared
 
         func member(_ bytes: [UInt8], path: String) -> Member? {
-            lock.lock()
-            if let known = members[bytes] { lock.unlock(); return known }
-            lock.unlock()
-            let member = try? Member.decode(bytes, path: path)
-            lock.lock()
-            if members.count >= Self.limit { members.removeAll(keepingCapacity: true) }
-            members[bytes] = .some(member)
-            lock.unlock()
-            return member
+            members.value(bytes) { try? Member.decode(bytes, path: path) }
         }
 
-        func signer(of commit: Commit, in repository: Repository) throws -> SSHPublicKey? {
-            guard let signed = try repository.signature(ofCommit: commit.id), case .good(let key) = signatures.check(signed) else { return nil }
+        /// `AuthorityChange.of(commit)`, read once per process (a replay walks the whole history for
+        /// every merge of membership changes it resolves).
+        func change(of commit: CommitLinks, in repository: Repository) throws -> AuthorityChange? {
+            try changes.value(commit.id) { try AuthorityChange.of(commit, in: repository) }
+        }
+
+        /// A commit's tree and parents: a replay walks the whole history for every merge of
+        /// membership changes it resolves, and libgit2's walk read every commit again each time.
+        func links(_ id: ObjectID, in repository: Repository) throws -> CommitLinks {
+            try commitLinks.value(id) { try repository.commitLinks(id) }
+        }
+        private let commitLinks = ContentMemo<ObjectID, CommitLinks>(limit: 262_144)
+
+        func signer(ofCommit id: ObjectID, in repository: Repository) throws -> SSHPublicKey? {
+            guard let signed = try repository.signature(ofCommit: id), case .good(let key) = signatures.check(signed) else { return nil }
             return key
         }
     }
@@ -332,15 +367,8 @@ struct MembershipResolution {
         var joins = [String: [Int]]()
         var uses = [String: Int]()
         for (index, decision) in decisions.enumerated() {
-            for (path, change) in decision.files {
-                if case .success(.invitation(let id)) = ProfilePathRules.classify(Array(path.utf8), kinds: .empty),
-                   let invitation = change.after.flatMap({ try? OpenInvitation.decode($0, path: path) }) {
-                    uses[id] = max(uses[id] ?? 0, invitation.uses)
-                }
-                if change.before == nil, let id = change.after.flatMap({ try? Member.decode($0, path: path) })?.invitation {
-                    joins[id, default: []].append(index)
-                }
-            }
+            uses.merge(decision.change.uses, uniquingKeysWith: max)
+            for id in decision.change.joins { joins[id, default: []].append(index) }
         }
         func isAncestor(_ a: Int, of b: Int) -> Bool { a != b && ancestry[b][a / 64] & (1 << UInt64(a % 64)) != 0 }
         var out = Set<Int>()
@@ -355,7 +383,7 @@ struct MembershipResolution {
 
     /// The key that signed `commit` (nil: unsigned, or a signature that does not verify).
     static func signer(of commit: Commit, in repository: Repository) throws -> SSHPublicKey? {
-        try Decoded.shared.signer(of: commit, in: repository)
+        try Decoded.shared.signer(ofCommit: commit.id, in: repository)
     }
 
     private static func bytes(_ value: TreeEntryValue?, _ repository: Repository) throws -> [UInt8]? {

@@ -95,7 +95,7 @@ extension Profile {
         PerformanceTrace.start()
         let quarantine = try gitCall { try Quarantine(for: repository, tips: known) }
         // A path fetch hands over each commit it copied: its signature is verified meanwhile.
-        let signatures = SignaturePrefetch(memo: SignatureMemo())
+        let signatures = SignaturePrefetch(memo: .shared)
         defer { signatures.cancel() }   // nothing verifies on after the fetch (the check waited for it all)
         if let prefetched, prefetched.base == tracking, (try? Self.take(prefetched, into: quarantine.repository)) != nil {
             PerformanceTrace.step("took the pack sent with the wait into the quarantine")
