@@ -126,12 +126,18 @@ public enum RecordMerge {
         let o = ours.fieldWrites, t = theirs.fieldWrites, b = base?.fieldWrites ?? [:]
         var writes = o
         var latestCollision: (stamp: WriteStamp, key: String, oursWon: Bool)?
-        for (key, theirWrite) in t {
-            guard let ourWrite = o[key] else {
-                writes[key] = theirWrite
+        for (theirKey, theirWrite) in t {
+            // A key canonically equivalent to one of ours is the same field (dictionary lookups
+            // compare Swift strings): it keeps the spelling whose UTF-8 bytes sort last, whichever
+            // side is ours (else the merge A←B and B←A wrote different bytes).
+            guard let at = o.index(forKey: theirKey) else {
+                writes[theirKey] = theirWrite
                 continue
             }
+            let (ourKey, ourWrite) = o[at]
+            let key = utf8Precedes(ourKey, theirKey) ? theirKey : ourKey
             let winner = FieldWrite.later(ourWrite, theirWrite)
+            writes.removeValue(forKey: key)
             writes[key] = winner
             let collided = !ourWrite.isSame(as: b[key]) && !theirWrite.isSame(as: b[key])
                 && !MergeSupport.same(ourWrite.value, theirWrite.value)

@@ -100,6 +100,46 @@ final class MergeRecordTests: XCTestCase {
         XCTAssertTrue(text(bytes).contains("\"label\": \"cafe\u{301} \u{1F44B} 日本語\""), "raw UTF-8, not escaped")
     }
 
+    /// Keys spelled NFC on one side and NFD on the other are one field: the merge writes the same
+    /// bytes whichever side is ours, with the spelling whose UTF-8 bytes sort last (docs/merging.md),
+    /// whether one side or both changed the field; a nested object is one value, its winner's bytes.
+    func testCanonicallyEquivalentKeysMergeToTheSameBytesBothWays() throws {
+        let (nfc, nfd) = ("caf\u{E9}", "cafe\u{301}")
+        let last = Array(nfc.utf8).lexicographicallyPrecedes(Array(nfd.utf8)) ? nfd : nfc
+        let base = MergeFixture.live(["label": "x", nfc: "1"], by: "ada", on: "tablet", at: "09:00:00.000")
+        let cases: [(ours: [String: JSONValue], theirs: [String: JSONValue])] = [
+            ([nfc: "2", "label": "x"], [nfd: "3", "label": "x"]),            // both changed it
+            ([nfc: "1", "label": "y"], [nfd: "1", "label": "x"]),            // one respelled it, the other changed another field
+            ([nfc: "1", "label": "x", "n": [nfc: 1]], [nfc: "1", "label": "x", "n": [nfd: 1]]),   // nested, added on both sides
+            ([nfc: "1", "label": "x", "n": [nfc: 1]], [nfc: "1", "label": "z", "n": [nfd: 2]]),
+        ]
+        // And with the other spelling in the base, or no base at all (added on both sides).
+        let baseNFD = MergeFixture.live(["label": "x", nfd: "1"], by: "ada", on: "tablet", at: "09:00:00.000")
+        let more: [(base: [UInt8]?, ours: [String: JSONValue], theirs: [String: JSONValue])] = [
+            (baseNFD, [nfd: "2", "label": "x"], [nfc: "3", "label": "x"]),
+            (baseNFD, [nfd: "1", "label": "y"], [nfc: "1", "label": "x"]),
+            (nil, [nfd: "2"], [nfc: "3"]),
+        ]
+        for (index, sides) in (cases.map { (Optional(base), $0.ours, $0.theirs) } + more).enumerated() {
+            for policy in [MergePolicy.lww, .deleteWins] {
+                let base = sides.0
+                let ours = MergeFixture.live(sides.1, by: "ada", on: "tablet", at: "10:00:00.000", over: base)
+                let theirs = MergeFixture.live(sides.2, by: "bob", on: "phone", at: "10:00:01.000", over: base)
+                let (bytes, _) = try MergeFixture.mergeBothWays(policy, base: base, ours: ours, theirs: theirs)
+                // By bytes: Swift's `String.contains` would find either spelling.
+                func holds(_ key: String) -> Bool {
+                    let needle = Array("\"\(key)\":".utf8)
+                    return bytes.indices.contains { bytes[$0...].starts(with: needle) }
+                }
+                // A nested object is one value: the winner's, as its writer spelled it (the same both ways);
+                // a write over a base keeps the base's spelling (cases 4, 5: both sides spell it NFD).
+                guard [0, 1, 6].contains(index) else { continue }
+                XCTAssertTrue(holds(last), "case \(index): \(text(bytes))")
+                do { XCTAssertFalse(holds(last == nfc ? nfd : nfc), "case \(index): one spelling only: \(text(bytes))") }
+            }
+        }
+    }
+
     func testNestedDataIsOneValue() throws {
         let base = MergeFixture.live(["style": ["color": "red", "size": 1]], by: "ada", on: "tablet", at: "09:00:00.000")
         let ours = MergeFixture.live(["style": ["color": "blue", "size": 1]], by: "ada", on: "tablet", at: "10:00:00.000")
