@@ -214,7 +214,7 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
                     "refused, nothing here changed (the new history may rest on access those commits took away); ask the "
                     + "server's admin to put the remote's main back at \(was) or a commit after it")
         case .invitationRefused(let member, let reason):
-            return ("the invitation for \(member) cannot be accepted", reason)
+            return (member.isEmpty ? "the open invitation cannot be accepted" : "the invitation for \(member) cannot be accepted", reason)
         case .accessRemoved(let member, let admin, let profile):
             return ("access removed: \(admin) revoked your access to \(profile)",
                     "\(member)'s edits that had not reached the remote before it are not accepted by anyone")

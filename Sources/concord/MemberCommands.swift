@@ -53,14 +53,16 @@ struct Members: ParsableCommand {
                     .object([
                         "id": .string(invitation.id), "role": .string(invitation.role.rawValue), "uses": .number(String(invitation.uses)),
                         "used": .number(String(used)), "expiresAt": .string(invitation.expiresAt), "invitedBy": .string(invitation.invitedBy),
-                        "invitedAt": .string(invitation.invitedAt),
+                        "invitedAt": .string(invitation.invitedAt), "withdrawn": .bool(invitation.withdrawn),
                     ])
                 }))
             } else if invitations.isEmpty {
                 print("no open invitations")
             } else {
                 for (invitation, used) in invitations {
-                    print("\(invitation.id)  \(invitation.role.rawValue)  \(used) of \(invitation.uses) joined  "
+                    // A withdrawn one admits nobody more, whatever its count says.
+                    let state = invitation.withdrawn ? "withdrawn, \(used) joined" : "\(used) of \(invitation.uses) joined"
+                    print("\(invitation.id)  \(invitation.role.rawValue)  \(state)  "
                           + "(opened by \(invitation.invitedBy), expires \(invitation.expiresAt))")
                 }
             }

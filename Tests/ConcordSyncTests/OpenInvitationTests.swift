@@ -119,6 +119,33 @@ final class OpenInvitationTests: SyncTestCase {
         XCTAssertEqual(try revParse("HEAD", in: profile), before)
     }
 
+    /// Carol (Admin) opens an invitation while Alice, offline, demotes her: the merge withdraws the
+    /// invitation (the replay drops what Carol decided concurrently with losing Admin). `members --open`
+    /// says so rather than counting places, and accepting it is refused in words that name it.
+    func testAnOpenInvitationWithdrawnByAConcurrentDemotionSaysSo() throws {
+        let remote = try makeRemote(.path)
+        let alice = try makeDevice("alice", device: "laptop")
+        let carol = try makeDevice("carol", device: "tablet")
+        let profile = try publishProfile(owner: alice, remote: remote, directory: "alice", members: [(carol, "admin")])
+        let carolsCopy = try cloneProfile(carol, from: remote, into: "carol")
+        try concordOK(["role", "carol", "viewer"], as: alice, in: profile)   // offline: not synced yet
+        let text = try share(["--open", "--role", "user", "--uses", "2"], as: carol, in: carolsCopy)
+        try concordOK(["sync"], as: carol, in: carolsCopy)
+        try concordOK(["sync"], as: alice, in: profile)
+
+        let listed = try concordOK(["members", "--open"], as: alice, in: profile)
+        XCTAssertTrue(listed.contains("user  withdrawn, 0 joined"), listed)
+        XCTAssertFalse(listed.contains("of 2 joined"), listed)
+        let json = try concordOK(["members", "--open", "--json"], as: alice, in: profile)
+        XCTAssertTrue(json.contains(#""withdrawn":true"#) || json.contains(#""withdrawn": true"#), json)
+
+        let dave = try makeDevice("dave", device: "phone")
+        let refused = try acceptResult(text, as: dave, remote: remote, into: "dave")
+        assertOneLineRefusal(refused, mentions: ["the invitation for dave cannot be accepted", "it was withdrawn"])
+        XCTAssertFalse(refused.stderr.contains("invitation for  "), refused.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.appendingPathComponent("dave").path))
+    }
+
     /// An open invitation is Admin-made, never makes Admins, and is refused once expired.
     func testOpenInvitationsAreBoundedByRoleAndExpiry() throws {
         let scene = try makeTwoDevices(other: ("bob", "tablet"), role: "editor")

@@ -97,9 +97,9 @@ extension Members {
     }
 
     /// Checks that `invitation` names this profile (its root commit and id) and was signed by one of
-    /// its active admins; returns the members.
-    func checkOrigin(of invitation: Invitation) throws -> [Member] {
-        let refuse = { (why: String) in ConcordError.invitationRefused(member: invitation.member, reason: why) }
+    /// its active admins; returns the members. `member`: who a refusal names (an open invitation's joiner).
+    func checkOrigin(of invitation: Invitation, for member: String? = nil) throws -> [Member] {
+        let refuse = { (why: String) in ConcordError.invitationRefused(member: member ?? invitation.member, reason: why) }
         guard try profile.rootCommit().hex == invitation.root else {
             throw refuse("the remote's history does not start at the invitation's root commit: it is not the profile you were invited to")
         }

@@ -69,9 +69,14 @@ extension Members {
     func acceptOpen(_ invitation: Invitation, as identity: Identity) throws -> WriteResult<Member> {
         let refuse = { (why: String) in ConcordError.invitationRefused(member: identity.member, reason: why) }
         guard let id = invitation.open, let oneTimeText = invitation.oneTimeKey else { throw refuse("it is not an open invitation") }
-        let members = try checkOrigin(of: invitation)
         let path = ProfilePaths.invitation(id)
-        guard let bytes = try? Array(Data(contentsOf: profile.root.appendingPathComponent(path))) else {
+        let bytes = try? Array(Data(contentsOf: profile.root.appendingPathComponent(path)))
+        // Withdrawn first: the Admin who signed it has most often lost that role (which withdrew it).
+        if try profile.rootCommit().hex == invitation.root, let bytes, (try? OpenInvitation.decode(bytes, path: path))?.withdrawn == true {
+            throw refuse("it was withdrawn (the Admin who opened it was revoked or demoted at the same time); ask an Admin for a new one")
+        }
+        let members = try checkOrigin(of: invitation, for: identity.member)
+        guard let bytes else {
             throw refuse("the profile does not hold it: ask \(invitation.invitedBy) to run 'concord sync' and send it again")
         }
         let document = try OpenInvitation.decode(bytes, path: path)
