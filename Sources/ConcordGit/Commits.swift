@@ -238,6 +238,34 @@ extension Repository {
         }
     }
 
+    /// Every commit reachable from `tip`, newest first by author date (the signing device's clock),
+    /// commits of one second in history order (children first): the order people read a log in.
+    /// A merge dated before a commit it merged (made on a device whose clock is behind) comes after
+    /// it, where a walk in history order puts every merge above what it merged.
+    public func commitsByDate(from tip: ObjectID) throws -> [ObjectID] {
+        var dated = [(id: ObjectID, time: Int64)]()
+        var walker: OpaquePointer?
+        try check("git_revwalk_new", git_revwalk_new(&walker, handle))
+        defer { git_revwalk_free(walker) }
+        try check("git_revwalk_sorting", git_revwalk_sorting(walker, GIT_SORT_TOPOLOGICAL.rawValue | GIT_SORT_TIME.rawValue))
+        var start = tip.raw
+        try check("git_revwalk_push", git_revwalk_push(walker, &start))
+        var oid = git_oid()
+        while true {
+            let result = git_revwalk_next(&oid, walker)
+            if result == GIT_ITEROVER.rawValue { break }
+            try check("git_revwalk_next", result)
+            var commit: OpaquePointer?
+            try check("git_commit_lookup", git_commit_lookup(&commit, handle, &oid))
+            defer { git_commit_free(commit) }
+            dated.append((ObjectID(oid), git_commit_author(commit).pointee.when.time))
+        }
+        // Stable: equal dates keep the walk's order.
+        return dated.enumerated().sorted { a, b in
+            a.element.time != b.element.time ? a.element.time > b.element.time : a.offset < b.offset
+        }.map(\.element.id)
+    }
+
     /// The first commit of `commit`'s history, reached by first parents.
     public func rootCommit(of commit: ObjectID) throws -> ObjectID {
         var id = commit

@@ -66,6 +66,25 @@ final class ClockLeadTests: KitTestCase {
         return try Profile.open(at: directory, environment: makeEnvironment(identity, clock: clock))
     }
 
+    /// `log` lists newest first by the signers' clocks: a merge made at 10:02 on a device whose
+    /// clock is behind comes below the 10:03 edit it merged (in history order it came first).
+    func testTheLogIsOrderedByTheSignersClocks() throws {
+        let alice = try makeIdentity()
+        let behind = ManualClock("2026-01-01T10:00:00.000Z")
+        let slow = try makeProfile("slow", identity: alice, clock: behind)
+        let fast = try clone(slow, "fast", identity: alice, clock: ManualClock("2026-01-01T10:03:00.000Z"))
+        try slow.records.write(as: alice) { try $0.put("vocabulary", "early", data: ["label": "10:00"]) }
+        try fast.records.write(as: alice) { try $0.put("vocabulary", "late", data: ["label": "10:03"]) }
+        behind.advance(by: 120_000)
+        try pull(fast, into: slow, as: alice)
+        let entries = try slow.history.entries(limit: 3)
+        XCTAssertEqual(entries.map(\.time), ["2026-01-01T10:03:00.000Z", "2026-01-01T10:02:00.000Z", "2026-01-01T10:00:00.000Z"],
+                       entries.map { "\($0.time) \($0.summary)" }.joined(separator: "\n"))
+        XCTAssertEqual(entries[1].parents.count, 2, "the merge, second")
+        // Plain git in history order puts the merge first.
+        XCTAssertEqual(try gitOK(["log", "-1", "--format=%p"], in: slow.root).split(separator: " ").count, 2)
+    }
+
     private func pull(_ from: Profile, into: Profile, as identity: Identity) throws {
         try gitOK(["fetch", "-q", from.root.path, "+main:refs/peers/incoming"], in: into.root)
         _ = try into.sync.merge(revision: "refs/peers/incoming", as: identity)

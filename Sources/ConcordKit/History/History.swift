@@ -116,7 +116,11 @@ public struct History {
             return filter.limit.map { entries.count < $0 } ?? true
         }
         try gitCall {
-            guard let record else { return try repository.walkHistory(from: head, visit) }
+            guard let record else {
+                // Newest first by the signers' clocks, not in the order of the history (docs/audit.md).
+                for id in try repository.commitsByDate(from: head) where try !visit(repository.commit(id)) { break }
+                return
+            }
             // One record: only the commits the audit index says changed its file (a log kind: any of its day files).
             let index = try preread ?? AuditIndex(repository: repository).read(upTo: head)
             let hits = record.kind.policy == .append ? AuditIndex.commits(in: index, path: record.kind.directory + "/", prefix: true)
