@@ -210,6 +210,7 @@ struct History: ParsableCommand {
                     "commit": .string(entry.commit), "member": .string(entry.member), "device": .string(entry.device),
                     "action": .string(entry.action), "time": .string(entry.time), "signature": .string(entry.signature.rawValue),
                     "changes": .array(entry.changes.filter { $0.record == reference }.map(AuditTime.json)),
+                    "lost": .array(version.lost.map { ConflictPhrasing.json($0, utc: utc) }),
                     "lostIn": version.lostIn.map { lost in
                         .object(["merge": .string(lost.merge), "winner": .string("\(lost.winner.member)@\(lost.winner.device)"),
                                  "winnerChange": .string(lost.winner.change.rawValue)])
@@ -226,7 +227,10 @@ struct History: ParsableCommand {
             let entry = version.entry
             let changes = entry.changes.filter { $0.record == reference }
             let what = changes.isEmpty ? "\(entry.action) \(reference)" : changes.map(AuditTime.describe).joined(separator: "; ")
-            let lost = version.lostIn.map { "  — lost in merge \($0.merge.prefix(7)) to \($0.winner.member)@\($0.winner.device)'s \($0.winner.change.rawValue)" } ?? ""
+            // Each write of this version a merge left out: a field (or the delete), and what was kept instead.
+            let lost = version.lost.isEmpty ? "" : "  — lost in merge \(version.lost[0].merge.prefix(7)): " + version.lost.map { edit in
+                "\(edit.field ?? "the delete") to \(edit.winner.member)@\(edit.winner.device)'s \(edit.winner.change.rawValue)"
+            }.joined(separator: ", ")
             print("\(AuditTime.format(entry.seconds, utc: utc))  \(AuditTime.who(entry))  \(what)  \(entry.commit.prefix(7)) "
                   + "[signature: \(entry.signature.rawValue)]\(lost)")
             if content, let bytes = try profile.history.recordVersion(reference, atCommit: entry.commit) {

@@ -23,7 +23,9 @@ struct Merge: ParsableCommand {
             ]))
         } else {
             print("\(report.outcome.rawValue): \(report.changedFiles.count) files changed, head \(report.head.prefix(7))")
-            for conflict in report.resolved { print("resolved: " + ConflictPhrasing.sentence(conflict)) }
+            for edit in try profile.open().history.lostEdits(LostEditFilter(merges: [report.head])) {
+                print("lost: " + ConflictPhrasing.sentence(edit, utc: false))
+            }
             for change in report.leftOut { print("left out: " + leftOutSentence(change)) }
             for name in report.contested { print("contested: " + contestedSentence(name)) }
         }
@@ -146,43 +148,80 @@ struct Doctor: ParsableCommand {
 
 struct Conflicts: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "conflicts", abstract: "List conflicts that merges resolved by policy, newest first.")
+        commandName: "conflicts",
+        abstract: "List the writes merges did not keep, newest merge first: each field with its own author.",
+        discussion: """
+        Each line is one write that lost: a field set or removed, or a delete, with who made it, on which \
+        device, when and in which commit, and the write kept in its place. It is worked out from each \
+        merge's parents and tree (what every device checked), not from what a merge's commit message says. \
+        The lost version stays in the history: concord history <kind>/<id> shows it.
+        """)
 
     @OptionGroup var profile: ProfileOption
+    @Flag(help: "Only writes you made (your identity's member).") var mine = false
+    @Option(help: ArgumentHelp("Only merges made at or after DATE (as `concord log --since`).", valueName: "DATE")) var since: String?
+    @Option(help: ArgumentHelp("Only this record.", valueName: "kind/id")) var record: String?
+    @Flag(help: "Show times in UTC instead of local time.") var utc = false
     @Flag(help: "Print the result as JSON.") var json = false
 
-    func run() throws {
-        let conflicts = try profile.open().history.resolvedConflicts()
-        if json {
-            printJSON(.array(conflicts.map { item in
-                let c = item.conflict
-                return .object([
-                    "commit": .string(item.commit), "record": .string("\(c.kind)/\(c.id)"), "policy": .string(c.policy.rawValue),
-                    "winner": side(c.winner), "loser": side(c.loser), "text": .string(ConflictPhrasing.sentence(c)),
-                ])
-            }))
-        } else if conflicts.isEmpty {
-            print("no conflicts have been resolved in this profile's history")
-        } else {
-            for item in conflicts { print(ConflictPhrasing.sentence(item.conflict)) }
+    func validate() throws {
+        if let since, AuditTime.parse(since, now: Int64(Date().timeIntervalSince1970)) == nil {
+            throw ValidationError(AuditTime.problem("--since", since))
         }
     }
 
-    private func side(_ side: MergeSide) -> JSONValue {
-        .object(["member": .string(side.member), "device": .string(side.device), "at": .string(side.stamp.description), "change": .string(side.change.rawValue)])
+    func run() throws {
+        let opened = try profile.open()
+        let filter = LostEditFilter(record: record, member: mine ? try loadIdentity().member : nil,
+                                    since: since.flatMap { AuditTime.parse($0, now: Int64(Date().timeIntervalSince1970)) })
+        let lost = try opened.history.lostEdits(filter)
+        if json {
+            printJSON(.array(lost.map { ConflictPhrasing.json($0, utc: utc) }))
+        } else if lost.isEmpty {
+            print(mine || since != nil || record != nil ? "no lost writes match" : "no merge in this profile's history left a write out")
+        } else {
+            for edit in lost { print(ConflictPhrasing.sentence(edit, utc: utc)) }
+        }
     }
 }
 
-/// Conflicts phrased for people.
+/// Lost writes phrased for people.
 enum ConflictPhrasing {
-    static func sentence(_ c: ResolvedConflict) -> String {
-        func time(_ side: MergeSide) -> String {
-            let iso = HLClock.formatInstant(side.stamp.wallMillis)
-            return String(iso.dropFirst(11).prefix(5))
+    /// `scenes/y (a): alice's edit (10:00:05, alice@laptop, 3f2a1b9) lost to carol's edit (10:00:07, carol@tablet) in merge 9c1d2e4; the lost version: concord history scenes/y`.
+    static func sentence(_ edit: LostEdit, utc: Bool) -> String {
+        let what = edit.field.map { "\(edit.record) (\($0))" } ?? edit.record
+        let commit = edit.loserCommit.map { ", \($0.prefix(7))" } ?? ""
+        return "\(what): \(edit.loser.member)'s \(change(edit.loser)) (\(time(edit.loser, utc: utc)), \(edit.loser.member)@\(edit.loser.device)\(commit)) "
+            + "lost to \(edit.winner.member)'s \(change(edit.winner)) (\(time(edit.winner, utc: utc)), \(edit.winner.member)@\(edit.winner.device)) "
+            + "in merge \(edit.merge.prefix(7)); the lost version: concord history \(edit.record)"
+    }
+
+    /// What a sync tells the member whose write it was: `your edit of scenes/y (a) lost to carol's edit at 10:03:05; …`.
+    static func yours(_ edit: LostEdit, utc: Bool) -> String {
+        let what = edit.field.map { "\(edit.record) (\($0))" } ?? edit.record
+        return "your \(change(edit.loser)) of \(what) lost to \(edit.winner.member)'s \(change(edit.winner)) at \(time(edit.winner, utc: utc)); "
+            + "the lost version: concord history \(edit.record)"
+    }
+
+    static func json(_ edit: LostEdit, utc: Bool) -> JSONValue {
+        func side(_ side: MergeSide, commit: String?) -> JSONValue {
+            var fields: [String: JSONValue] = ["member": .string(side.member), "device": .string(side.device), "at": .string(side.stamp.description),
+                                               "change": .string(side.change.rawValue)]
+            if let commit { fields["commit"] = .string(commit) }
+            return .object(fields)
         }
-        func describe(_ side: MergeSide) -> String {
-            "\(side.member)'s \(side.change.rawValue) (\(time(side)), \(side.member)@\(side.device))"
-        }
-        return "\(c.kind)/\(c.id): \(describe(c.loser)) lost to \(describe(c.winner)); the lost version: concord history \(c.kind)/\(c.id)"
+        return .object([
+            "record": .string(edit.record), "field": edit.field.map(JSONValue.string) ?? .null, "merge": .string(edit.merge),
+            "loser": side(edit.loser, commit: edit.loserCommit), "winner": side(edit.winner, commit: nil),
+            "text": .string(sentence(edit, utc: utc)),
+        ])
+    }
+
+    private static func change(_ side: MergeSide) -> String { side.change == .delete ? "delete" : "edit" }
+
+    /// The write's time to the second, as `concord log` shows times.
+    private static func time(_ side: MergeSide, utc: Bool) -> String {
+        let formatted = AuditTime.format(side.stamp.wallMillis / 1000, utc: utc)
+        return String(formatted.dropFirst(11))
     }
 }

@@ -163,7 +163,8 @@ struct Sync: ParsableCommand {
             printJSON(syncJSON(report))
         } else {
             print(syncLine(report))
-            for conflict in report.resolved { print("resolved: " + ConflictPhrasing.sentence(conflict)) }
+            for edit in report.yours { print(ConflictPhrasing.yours(edit, utc: false)) }
+            for edit in report.lost where !report.yours.contains(edit) { print("lost: " + ConflictPhrasing.sentence(edit, utc: false)) }
             for change in report.leftOut { print("left out: " + leftOutSentence(change)) }
             for name in report.contested { print("contested: " + contestedSentence(name)) }
         }
@@ -198,7 +199,13 @@ func syncJSON(_ report: SyncReport) -> JSONValue {
     .object([
         "remote": .string(report.remote), "received": .number(String(report.received)), "sent": .number(String(report.sent)),
         "changedFiles": .array(report.changedFiles.map { .string($0) }), "head": .string(report.head),
-        "resolved": .array(report.resolved.map { .string(ConflictPhrasing.sentence($0)) }),
+        "resolved": .array(report.resolved.map { .string($0.trailerValue) }),
+        "lost": .array(report.lost.map { edit in
+            guard case .object(var fields) = ConflictPhrasing.json(edit, utc: false) else { return .null }
+            fields["yours"] = .bool(report.yours.contains(edit))
+            if report.yours.contains(edit) { fields["told"] = .string(ConflictPhrasing.yours(edit, utc: false)) }
+            return .object(fields)
+        }),
         "unresolved": .array(report.unresolved.map { .string($0.path) }), "attempts": .number(String(report.attempts)),
         "warnings": .array(report.warnings.map { .string($0) }),
         "leftOut": leftOutJSON(report.leftOut), "contested": .array(report.contested.map { .string($0) }),

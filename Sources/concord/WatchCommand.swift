@@ -56,7 +56,9 @@ struct Watch: ParsableCommand {
             case .synced(let report):
                 var fields: [String: JSONValue] = syncJSON(report).objectValue ?? [:]
                 fields["remote"] = .string(report.remote)
-                return ("synced", syncLine(report), fields)
+                // The member's own writes that merges left out are told here too, as by `sync`.
+                let told = report.yours.map { "; " + ConflictPhrasing.yours($0, utc: false) }.joined()
+                return ("synced", syncLine(report) + told, fields)
             case .offline(let message): return ("offline", message, ["message": .string(message)])
             case .online: return ("online", "the remote is reachable again", [:])
             case .failed(let message): return ("error", message, ["message": .string(message)])

@@ -70,8 +70,11 @@ final class MergeInteropTests: CLITestCase {
         XCTAssertTrue(record.contains(#""name": "cracker""#), record)
         let trailers = try gitOK(["log", "-1", "--format=%(trailers:key=Concord-Resolved,valueonly)"], in: merged)
         XCTAssertTrue(trailers.hasPrefix("characters/bob lww winner=alice@mac loser=alice@mac"), trailers)
-        let conflicts = try concordOK(["conflicts"], as: alice, in: merged).stdout
-        XCTAssertTrue(conflicts.contains("characters/bob: alice's edit (10:00, alice@mac) lost to alice's edit (10:01, alice@mac)"), conflicts)
+        let conflicts = try concordOK(["conflicts", "--utc"], as: alice, in: merged).stdout
+        // Per field, with the losing write's own commit (the first parent's: ours lost).
+        let lostCommit = try gitOK(["rev-parse", "--short=7", "HEAD^1"], in: merged)
+        XCTAssertTrue(conflicts.contains("characters/bob (name): alice's edit (10:00:00Z, alice@mac, \(lostCommit)) lost to alice's edit (10:01:00Z, alice@mac)"),
+                      conflicts)
         // Both edits stay in history.
         let history = try concordOK(["history", "characters/bob", "--json"], as: alice, in: merged).stdout
         XCTAssertTrue(history.contains("cookie") && history.contains("cracker"), history)
@@ -81,7 +84,7 @@ final class MergeInteropTests: CLITestCase {
         let lost = lines.filter { $0.contains("lost in merge") }
         XCTAssertEqual(lost.count, 1, lines.joined(separator: "\n"))
         XCTAssertTrue(lost.first?.contains(#"edited characters/bob (name: "biscuit" → "cookie")"#) == true, lost.first ?? "")
-        XCTAssertTrue(lost.first?.hasSuffix("lost in merge \(merge) to alice@mac's edit") == true, lost.first ?? "")
+        XCTAssertTrue(lost.first?.hasSuffix("lost in merge \(merge): name to alice@mac's edit") == true, lost.first ?? "")
     }
 
     func testLWWDifferentFieldsBothKept() throws {
@@ -111,14 +114,15 @@ final class MergeInteropTests: CLITestCase {
         let merged = try assertSameMerge(ours, as: alice)
         let result = try concord(["get", "scenes/7"], as: alice, in: merged)
         XCTAssertEqual(result.status, 1, result.summary)
-        let conflicts = try concordOK(["conflicts", "--json"], as: alice, in: merged).stdout
-        XCTAssertTrue(conflicts.contains("\"policy\": \"delete-wins\""), conflicts)
-        XCTAssertTrue(conflicts.contains("alice's edit (10:02, alice@mac) lost to alice's delete (10:01, alice@mac)"), conflicts)
+        let conflicts = try concordOK(["conflicts", "--json", "--utc"], as: alice, in: merged).stdout
+        XCTAssertTrue(conflicts.contains("\"field\": \"text\""), conflicts)
+        XCTAssertTrue(conflicts.contains("scenes/7 (text): alice's edit (10:02:00Z, alice@mac, "), conflicts)
+        XCTAssertTrue(conflicts.contains("lost to alice's delete (10:01:00Z, alice@mac)"), conflicts)
         // The lost edit is still reachable in history.
         let history = try concordOK(["history", "scenes/7", "--content"], as: alice, in: merged).stdout
         XCTAssertTrue(history.contains("INT. KITCHEN - NIGHT"), history)
         XCTAssertTrue(history.contains(#"edited scenes/7 (text: "INT. KITCHEN" → "INT. KITCHEN - NIGHT")"#), history)
-        XCTAssertTrue(history.contains("lost in merge \(try gitOK(["rev-parse", "--short=7", "HEAD"], in: merged)) to alice@mac's delete"), history)
+        XCTAssertTrue(history.contains("lost in merge \(try gitOK(["rev-parse", "--short=7", "HEAD"], in: merged)): text to alice@mac's delete"), history)
     }
 
     func testLWWTombstoneVersusEditLaterWins() throws {

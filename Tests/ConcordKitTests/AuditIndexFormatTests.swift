@@ -9,7 +9,7 @@ final class AuditIndexFormatTests: XCTestCase {
     private let a = String(repeating: "a1", count: 20), b = String(repeating: "b2", count: 20), c = String(repeating: "c3", count: 20)
 
     func testTheCoveredTipIsTheLastCompleteTipLine() {
-        let covered = "concord-audit-index 1\nc \(a) 100 vocabulary/x/r.json\nt \(a)\nc \(b) 200 vocabulary/x/r.json\t=vocabulary/r\nt \(b)\n"
+        let covered = AuditIndex.header + "c \(a) 100 vocabulary/x/r.json\nt \(a)\nc \(b) 200 vocabulary/x/r.json\t=vocabulary/r\nt \(b)\n"
         XCTAssertEqual(AuditIndex.coveredTip(in: Array(covered.utf8)).0?.hex, b)
         XCTAssertEqual(AuditIndex.coveredTip(in: Array(covered.utf8)).1, covered.utf8.count)
         // A batch without its tip line, and a torn line: cut off.
@@ -18,12 +18,12 @@ final class AuditIndexFormatTests: XCTestCase {
             XCTAssertEqual(tip?.hex, b, torn)
             XCTAssertEqual(end, covered.utf8.count, torn)
         }
-        XCTAssertNil(AuditIndex.coveredTip(in: Array("concord-audit-index 1\n".utf8)).0)
+        XCTAssertNil(AuditIndex.coveredTip(in: Array(AuditIndex.header.utf8)).0)
         XCTAssertNil(AuditIndex.coveredTip(in: []).0)
     }
 
     func testAQueryListsEachCommitOnceNewestFirst() {
-        let text = "concord-audit-index 1\nc \(a) 100 vocabulary/x/r.json\nt \(a)\nc \(b) 200 vocabulary/x/rr.json\t=vocabulary/r\n"
+        let text = AuditIndex.header + "c \(a) 100 vocabulary/x/r.json\nt \(a)\nc \(b) 200 vocabulary/x/rr.json\t=vocabulary/r\n"
             + "c \(c) 200 logs/2026-11-24.jsonl\tvocabulary/x/r.json\nt \(c)\nc \(a) 100 vocabulary/x/r.json\nt \(c)\n"
         let bytes = Array(text.utf8)
         XCTAssertEqual(AuditIndex.commits(in: bytes, path: "vocabulary/x/r.json").map(\.commit.hex), [c, a], "exact paths only; a once")

@@ -10,11 +10,13 @@ import Foundation
 /// A cache derived from the history, never synced: `.git/concord/audit-index`. Text, appended to
 /// and never rewritten in place:
 ///
-///     concord-audit-index 1
+///     concord-audit-index 2
 ///     c <commit hex> <author time> <path>\t<path>…   one line per commit: the files whose entry
 ///                                                       differs from its first parent's (all, for
-///                                                       the root), then `=<kind>/<id>` for each
-///                                                       record a `Concord-Resolved` trailer names
+///                                                       the root), then, for a merge, `=<kind>/<id>`
+///                                                       for each record both its sides changed
+///                                                       since their merge base (version 1 named the
+///                                                       records of its `Concord-Resolved` trailers)
 ///     t <commit hex>                                  after each batch: the tip it now covers
 ///
 /// Each catch-up appends the commits reachable from HEAD and not from the covered tip, parents
@@ -27,7 +29,7 @@ import Foundation
 /// killed process) has no tip line: it is cut off and appended again. Nothing here is trusted
 /// beyond what the profile's own history says: the commits it names are read and checked as before.
 struct AuditIndex {
-    static let header = "concord-audit-index 1\n"
+    static let header = "concord-audit-index 2\n"
     let repository: Repository
     var path: String { repository.gitDirectory + "concord/audit-index" }
 
@@ -105,9 +107,9 @@ struct AuditIndex {
                 let parentTree = try commit.parents.first.map { try trees[$0] ?? repository.commit($0).tree }
                 paths = try repository.treeChanges(from: parentTree, to: commit.tree, recent: &recent).map(\.path)
             }
-            for value in CommitTrailers(message: commit.message).resolved {
-                if let conflict = ResolvedConflict(trailerValue: value) { paths.append(Array("=\(conflict.kind)/\(conflict.id)".utf8)) }
-            }
+            // A merge: the records both its sides changed since their merge base, where it may have
+            // left a write out (`LostEdit.inMerge` says which), found from the trees, not its trailers.
+            if commit.parents.count == 2 { paths += try recordsChangedOnBothSides(commit).map { Array("=\($0)".utf8) } }
             batch += Array("c \(commit.id.hex) \(commit.author.time) ".utf8)
             // The structural check lets no tab or newline into a name; a name with one is left out, not split.
             batch += Array(paths.filter { !$0.contains(0x0A) && !$0.contains(0x09) }.joined(separator: [0x09]))
@@ -115,6 +117,21 @@ struct AuditIndex {
         }
         batch += Array("t \(head.hex)\n".utf8)
         try append(batch, to: descriptor)
+    }
+
+    /// The records (`kind/id`, lww and delete-wins kinds) both parents of merge `commit` changed
+    /// since their merge base.
+    private func recordsChangedOnBothSides(_ commit: Commit) throws -> [String] {
+        guard let base = try repository.mergeBase(commit.parents[0], commit.parents[1]) else { return [] }
+        let baseTree = try repository.commit(base).tree
+        let changed = try commit.parents.map { parent in Set(try repository.treeChanges(from: baseTree, to: repository.commit(parent).tree).map(\.path)) }
+        let kinds = (try repository.entry(at: KindsTable.path, inTree: commit.tree)).flatMap { entry in
+            try? KindsTable.decode(repository.blob(entry.id))
+        } ?? .empty
+        return changed[0].intersection(changed[1]).compactMap { path in
+            guard case .success(.record(let kind, let id)) = ProfilePathRules.classify(path, kinds: kinds), kind.policy != .append else { return nil }
+            return "\(kind.name)/\(id)"
+        }.sorted()
     }
 
     /// The commits whose line names `path` exactly (a file, or `=<kind>/<id>`), or, with

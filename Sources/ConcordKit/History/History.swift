@@ -261,17 +261,45 @@ final class MemberKeysAtCommit {
     }
 }
 
+/// Which lost writes `History.lostEdits` lists.
+public struct LostEditFilter: Sendable {
+    /// Only this record (`kind/id`).
+    public var record: String?
+    /// Only writes this member made (`conflicts --mine`).
+    public var member: String?
+    /// Only merges dated at or after this (seconds since 1970).
+    public var since: Int64?
+    /// Only the merges among these commits (a sync's new commits), when given.
+    public var merges: Set<String>?
+
+    public init(record: String? = nil, member: String? = nil, since: Int64? = nil, merges: Set<String>? = nil) {
+        (self.record, self.member, self.since, self.merges) = (record, member, since, merges)
+    }
+}
+
 extension History {
-    /// Conflicts resolved by merges, newest first, from the `Concord-Resolved` trailers.
-    public func resolvedConflicts() throws -> [(commit: String, conflict: ResolvedConflict)] {
-        guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else { return [] }
-        var out = [(commit: String, conflict: ResolvedConflict)]()
+    /// The writes merges did not keep, newest merge first, each field with its own author and commit
+    /// (`LostEdit`), recomputed from each merge's parents, base and tree: the audit index names the
+    /// merges where both sides changed a record, and only those are read.
+    public func lostEdits(_ filter: LostEditFilter = LostEditFilter()) throws -> [LostEdit] {
+        guard let index = try auditIndex() else { return [] }
+        return try lostEdits(filter, index: index)
+    }
+
+    private func lostEdits(_ filter: LostEditFilter, index: [UInt8]) throws -> [LostEdit] {
+        let record = try filter.record.map { text -> String in
+            let (kind, id) = try profile.parseReference(text)
+            return "\(kind.name)/\(id)"
+        }
+        let hits = AuditIndex.commits(in: index, path: "=" + (record ?? ""), prefix: record == nil)
+        var out = [LostEdit]()
         try gitCall {
-            try repository.walkHistory(from: head) { commit in
-                for value in CommitTrailers(message: commit.message).resolved {
-                    if let conflict = ResolvedConflict(trailerValue: value) { out.append((commit.id.hex, conflict)) }
+            for hit in hits {
+                if let since = filter.since, hit.time < since { continue }
+                if let merges = filter.merges, !merges.contains(hit.commit.hex) { continue }
+                out += try LostEdit.inMerge(repository.commit(hit.commit), repository: repository).filter { edit in
+                    (record.map { edit.record == $0 } ?? true) && (filter.member.map { edit.loser.member == $0 } ?? true)
                 }
-                return true
             }
         }
         return out
@@ -284,50 +312,31 @@ extension History {
         guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else { return nil }
         return try gitCall { try AuditIndex(repository: repository).read(upTo: head) }
     }
-
-    /// The conflicts on record `kind`/`id` that merges resolved, newest first: only the merges the
-    /// audit `index` names for it are read.
-    private func resolvedConflicts(of kind: RecordKind, _ id: RecordID, index: [UInt8]) throws -> [(commit: String, conflict: ResolvedConflict)] {
-        try gitCall {
-            try AuditIndex.commits(in: index, path: "=\(kind.name)/\(id)").flatMap { hit in
-                try CommitTrailers(message: repository.commit(hit.commit).message).resolved.compactMap { value in
-                    ResolvedConflict(trailerValue: value).flatMap { $0.kind == kind.name && $0.id == id.rawValue ? (hit.commit.hex, $0) : nil }
-                }
-            }
-        }
-    }
 }
 
-/// One version of a record, as `concord history` shows it: the commit that wrote it, and the merge
-/// it lost in, if a merge policy overrode it.
+/// One version of a record, as `concord history` shows it: the commit that wrote it, and the writes
+/// of it that merges did not keep.
 public struct RecordVersion: Sendable {
     public let entry: HistoryEntry
-    /// The merge that overrode this version, with the winning side; nil when it did not lose.
-    public let lostIn: (merge: String, winner: MergeSide)?
+    /// The writes this version made that merges left out (a field each, or its delete): empty when
+    /// every write of it was kept or overwritten by a later one that had seen it.
+    public let lost: [LostEdit]
+    /// The first merge that left a write of it out, with the write kept in its place.
+    public var lostIn: (merge: String, winner: MergeSide)? { lost.first.map { ($0.merge, $0.winner) } }
 }
 
 extension History {
     /// Every version of record `reference` (kind/id), newest first, including versions that lost an
-    /// lww or delete-wins merge (they were written on a branch the merge overrode), each with the
-    /// merge it lost in: the merge whose `Concord-Resolved` trailer names this record with this
-    /// version's stamp as the loser's.
+    /// lww or delete-wins merge, each with the writes of it that merges left out (`lostEdits`).
     public func versions(of reference: String) throws -> [RecordVersion] {
-        let (kind, id) = try profile.parseReference(reference)
-        let path = Transaction.recordPath(kind, id)
         // The audit index is read once, for the merges and the versions.
         guard let index = try auditIndex() else { return [] }
-        var losses = [String: (merge: String, winner: MergeSide)]()
-        for (commit, conflict) in try resolvedConflicts(of: kind, id, index: index) {
-            losses["\(conflict.loser.stamp)"] = losses["\(conflict.loser.stamp)"] ?? (commit, conflict.winner)
+        var losses = [String: [LostEdit]]()
+        for edit in try lostEdits(LostEditFilter(record: reference), index: index) {
+            if let commit = edit.loserCommit { losses[commit, default: []].append(edit) }
         }
         return try entries(HistoryFilter(record: reference), index: index).map { entry in
-            guard entry.parents.count < 2, let commit = ObjectID(hex: entry.commit),
-                  let bytes = try gitCall({ try profile.blob(path, atCommit: commit) }),
-                  let record = try? JSONValue.parse(bytes),
-                  let stamp = (record["deleted"]?.boolValue == true ? record["deletedAt"] : record["updatedAt"])?.stringValue else {
-                return RecordVersion(entry: entry, lostIn: nil)
-            }
-            return RecordVersion(entry: entry, lostIn: losses[stamp])
+            RecordVersion(entry: entry, lost: entry.parents.count < 2 ? losses[entry.commit] ?? [] : [])
         }
     }
 

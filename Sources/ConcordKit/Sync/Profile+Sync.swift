@@ -20,6 +20,12 @@ public struct SyncReport: Sendable {
     public var leftOut: [LeftOutChange] = []
     /// Members two Admins added at once with different keys: admitted by neither.
     public var contested: [String] = []
+    /// The writes the merges this sync brought in (received, or made here) left out, each field with
+    /// its own author (`LostEdit`), recomputed from the merges' parents and trees.
+    public var lost: [LostEdit] = []
+    /// Those of them that were this identity's member's own writes: what the loser is told, even
+    /// when their sync only fast-forwarded to a merge someone else made.
+    public var yours: [LostEdit] = []
 }
 
 /// Where this profile stands against one remote.

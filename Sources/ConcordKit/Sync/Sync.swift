@@ -45,6 +45,16 @@ public struct Sync {
         if prefetched == nil, let report = try pushAhead(remote: remote, location: location, options: options, identity: identity) {
             return report
         }
+        let start = try gitCall { try repository.resolveReference("HEAD") }
+        /// The report, with the writes the merges since `start` left out.
+        func finished(_ head: ObjectID, attempt: Int) throws -> SyncReport {
+            var report = SyncReport(remote: remote, received: received, sent: sent, changedFiles: changed, resolved: resolved,
+                                    unresolved: unresolved, head: head.hex, attempts: attempt, warnings: warnings, leftOut: leftOut,
+                                    contested: contested)
+            report.lost = try lostEdits(from: start, to: head, known: changedPaths)
+            report.yours = report.lost.filter { $0.loser.member == identity.member }
+            return report
+        }
         for attempt in 1...Profile.maxSyncAttempts {
             let before = try gitCall { try repository.resolveReference("HEAD") }
             let lastFetched = try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) }
@@ -97,9 +107,7 @@ public struct Sync {
             }
             if head == remoteTip {
                 try profile.recordSync(remote: remote, head: head)
-                return SyncReport(remote: remote, received: received, sent: sent, changedFiles: changed, resolved: resolved,
-                                  unresolved: unresolved, head: head.hex, attempts: attempt, warnings: warnings, leftOut: leftOut,
-                                  contested: contested)
+                return try finished(head, attempt: attempt)
             }
             let outgoing = try remoteTip.map { tip in try gitCall { try repository.aheadBehind(local: head, upstream: tip).ahead } }
                 ?? profile.countCommits(head)
@@ -108,9 +116,7 @@ public struct Sync {
                         attemptsLeft: Profile.maxSyncAttempts - attempt) {
                 sent += outgoing
                 try recordPush(of: head, to: remote)
-                return SyncReport(remote: remote, received: received, sent: sent, changedFiles: changed, resolved: resolved,
-                                  unresolved: unresolved, head: head.hex, attempts: attempt, warnings: warnings, leftOut: leftOut,
-                                  contested: contested)
+                return try finished(head, attempt: attempt)
             }
             // Another device pushed first: fetch, merge and try again after a little jitter.
             usleep(useconds_t.random(in: 20_000...(60_000 * useconds_t(attempt))))
@@ -274,6 +280,18 @@ public struct Sync {
         guard let key = seen else { throw ConcordError.io("\(name) presented no host key") }
         try KnownHosts(home: environment.home).trust(host: hostName, key: key)
         return key.fingerprint
+    }
+
+    /// The writes the merges among the commits after `start` up to `head` left out (none when this
+    /// device had no history before: a first sync reports nothing of the past). The audit index is
+    /// brought up to `head` first, from what the check already compared: it names the merges where
+    /// both sides changed a record, and only those are read.
+    private func lostEdits(from start: ObjectID?, to head: ObjectID, known: ChangedPaths) throws -> [LostEdit] {
+        guard let start, start != head else { return [] }
+        let merges = try gitCall { try repository.newCommits(from: head, excluding: [start]) }.filter { $0.parents.count == 2 }
+        guard !merges.isEmpty else { return [] }
+        profile.updateAuditIndex(known: known)
+        return try profile.history.lostEdits(LostEditFilter(merges: Set(merges.map(\.id.hex))))
     }
 
     /// Merges `revision` (a branch, `refs/remotes/<remote>/main`, a commit id...) into this
