@@ -266,6 +266,26 @@ extension Repository {
         }.map(\.element.id)
     }
 
+    /// The `count` newest commits reachable from `tip`, by commit time. Read lazily: the walk stops
+    /// after `count` commits (no topological order, which would read the whole history first).
+    public func recentCommits(from tip: ObjectID, count: Int) throws -> [Commit] {
+        var walker: OpaquePointer?
+        try check("git_revwalk_new", git_revwalk_new(&walker, handle))
+        defer { git_revwalk_free(walker) }
+        try check("git_revwalk_sorting", git_revwalk_sorting(walker, GIT_SORT_TIME.rawValue))
+        var start = tip.raw
+        try check("git_revwalk_push", git_revwalk_push(walker, &start))
+        var out = [Commit]()
+        var oid = git_oid()
+        while out.count < count {
+            let result = git_revwalk_next(&oid, walker)
+            if result == GIT_ITEROVER.rawValue { break }
+            try check("git_revwalk_next", result)
+            out.append(try commit(ObjectID(oid)))
+        }
+        return out
+    }
+
     /// The first commit of `commit`'s history, reached by first parents.
     public func rootCommit(of commit: ObjectID) throws -> ObjectID {
         var id = commit

@@ -213,6 +213,23 @@ final class TreeAndCommitTests: GitTestCase {
         XCTAssertFalse(try repository.isAncestor(same[0], of: ids[4]))
     }
 
+    /// `recentCommits` (the clock's look back when it cannot tell what HEAD gained): the newest
+    /// `count` commits, newest first as git lists them, across a merge; all of them when fewer.
+    func testRecentCommitsAreTheNewestAsGitListsThem() throws {
+        let (repository, url) = try makeRepository()
+        var line = [ObjectID]()
+        for index in 0..<6 {
+            line.append(try commit(repository, files: ["n": "\(index)"], parents: line.suffix(1), message: "c\(index)\n",
+                                   time: 1_767_261_600 + Int64(index) * 10))
+        }
+        let side = try commit(repository, files: ["side": "1"], parents: [line[2]], message: "side\n", time: 1_767_261_600 + 35)
+        let merge = try commit(repository, files: ["m": "1"], parents: [line[5], side], message: "merge\n", time: 1_767_261_600 + 60)
+        let listed = try gitOK(["rev-list", "--date-order", merge.hex], in: url).split(separator: "\n").map(String.init)
+        XCTAssertEqual(try repository.recentCommits(from: merge, count: 4).map(\.id.hex), Array(listed.prefix(4)))
+        XCTAssertEqual(try repository.recentCommits(from: merge, count: 4).map(\.id), [merge, line[5], line[4], side])
+        XCTAssertEqual(try repository.recentCommits(from: merge, count: 100).map(\.id.hex), listed, "every commit, once")
+    }
+
     func testCommitLookupErrorNamesTheFunction() throws {
         let (repository, _) = try makeRepository()
         let missing = try XCTUnwrap(ObjectID(hex: String(repeating: "ab", count: 20)))

@@ -116,6 +116,30 @@ final class HistoryAndClockTests: KitTestCase {
         XCTAssertThrowsError(try profile.records.logEntries("logs"), "strict log reading refuses the broken day file")
     }
 
+    /// The clock file names, on a second line, the commit the clock last looked at. A file of one
+    /// line (an earlier version's) keeps working: its stamp is read, and the next write takes in the
+    /// stamps of HEAD's newest commits; so does a file naming a commit this repository lacks, or
+    /// one HEAD does not descend from (history rewritten).
+    func testAClockFileOfOneLineOrNamingAnotherHistoryStillOrdersWrites() throws {
+        let alice = try makeIdentity()
+        let profile = try makeProfile(identity: alice, clock: ManualClock("2026-01-01T10:00:00.000Z"))
+        let clockFile = profile.root.appendingPathComponent(".git/concord/clock")
+        try Data("2026-01-01T11:00:00.000Z-0000\n".utf8).write(to: clockFile)
+        try profile.records.write(as: alice) { try $0.put("vocabulary", "a", data: ["v": 1]) }
+        XCTAssertEqual(try profile.records.get("vocabulary", "a").stamp.description, "2026-01-01T11:00:00.000Z-0001")
+        XCTAssertEqual(lines(try String(contentsOf: clockFile, encoding: .utf8)),
+                       ["2026-01-01T11:00:00.000Z-0001", try gitOK(["rev-parse", "HEAD"], in: profile.root)])
+
+        let elsewhere = try gitOK(["-c", "user.name=x", "-c", "user.email=x@example.com", "commit-tree", "HEAD^{tree}", "-m", "elsewhere"],
+                                  in: profile.root)
+        for (id, seen) in [("b", elsewhere), ("c", String(repeating: "1", count: 40))] {
+            try Data("2026-01-01T09:00:00.000Z-0000\n\(seen)\n".utf8).write(to: clockFile)
+            try profile.records.write(as: alice) { try $0.put("vocabulary", id, data: ["v": 1]) }
+            let stamp = try profile.records.get("vocabulary", id).stamp
+            XCTAssertGreaterThan(stamp.description, "2026-01-01T11:00:00.000Z-0001", "written after a clock naming \(seen)")
+        }
+    }
+
     func testClockStaysMonotonicWhenTheWallClockGoesBackwards() throws {
         let alice = try makeIdentity()
         let clock = ManualClock("2026-01-01T10:00:00.500Z")

@@ -94,7 +94,9 @@ extension Profile {
             zip(try repository.entries(at: paths, inTree: ourTree), try repository.entries(at: paths, inTree: theirTree))
                 .map { ($0?.id, $1?.id) }
         }
-        let stamp = HLClock(wallClock: environment.wallClock).next(after: lastClock())
+        // After all the branch holds, what a plain `git pull` brought included; `theirs` is taken
+        // in by `updateWorkingTree` below, and its commits by the next write's `clockSeeing`.
+        let stamp = HLClock(wallClock: environment.wallClock).next(after: try clockSeeing(head))
         var message = CommitMessage(
             summary: "merge \(theirs.short) into \(head.short)" + (resolved.isEmpty ? "" : ": \(resolved.count) conflicts resolved"),
             actor: identity, action: .merged, stamp: stamp, references: [])

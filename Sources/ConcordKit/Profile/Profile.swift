@@ -88,7 +88,7 @@ public final class Profile {
             message: CommitMessage(summary: "profile \"\(name)\": created", actor: identity, action: .created,
                                    stamp: stamp, references: []),
             expectedHead: nil)
-        try profile.saveClock(stamp)
+        try profile.saveClock(stamp, seen: first)
         try? AuditIndex(repository: repository).catchUp(to: first)
         try ProfileRegistry(home: environment.home).register(profile)
         return profile

@@ -84,7 +84,9 @@ public struct Records {
             attempt += 1
             let head = try gitCall { try profile.repository.resolveReference("HEAD") }
             let baseTree = try head.map { id in try gitCall { try profile.repository.commit(id).tree } }
-            let transaction = Transaction(profile: profile, identity: identity, baseTree: baseTree)
+            // Stamps follow everything the branch holds, commits a plain `git pull` brought included.
+            let clock = try gitCall { try profile.clockSeeing(head) }
+            let transaction = Transaction(profile: profile, identity: identity, baseTree: baseTree, lastStamp: clock)
             let value = try body(transaction)
             PerformanceTrace.step("changes staged")
             guard !transaction.isEmpty, let stamp = transaction.lastStamp else {
@@ -94,7 +96,8 @@ public struct Records {
             do {
                 let commit = try CommitWriter(profile: profile, identity: identity)
                     .commit(files: transaction.files, message: message, expectedHead: head)
-                try profile.saveClock(stamp)
+                // The new commit's parent is `head`, which the clock has looked at.
+                try profile.saveClock(stamp, seen: commit)
                 // The audit index (a cache) follows the branch where it exists; a failure here fails nothing.
                 try? AuditIndex(repository: profile.repository).catchUp(to: commit, onlyIfPresent: true)
                 return WriteResult(value: value, commit: commit.hex, changes: transaction.changes)

@@ -30,12 +30,14 @@ public final class Transaction {
     /// Directory listings of the base tree, loaded on demand for bulk work.
     private var listings: [String: [String: ObjectID]] = [:]
 
-    init(profile: Profile, identity: Identity, baseTree: ObjectID?) {
+    /// `lastStamp` is the clock the transaction's stamps follow: the saved clock, caught up with
+    /// the branch it builds on (`Profile.clockSeeing`).
+    init(profile: Profile, identity: Identity, baseTree: ObjectID?, lastStamp: HLC?) {
         self.profile = profile
         self.identity = identity
         self.baseTree = baseTree
         self.clock = HLClock(wallClock: profile.environment.wallClock)
-        self.lastStamp = profile.lastClock()
+        self.lastStamp = lastStamp
     }
 
     // MARK: Writes
