@@ -223,19 +223,7 @@ extension Repository {
     /// Walks history from `tip` newest first (time order, parents after children), calling `visit`
     /// for each commit until it returns false.
     public func walkHistory(from tip: ObjectID, _ visit: (Commit) throws -> Bool) throws {
-        var walker: OpaquePointer?
-        try check("git_revwalk_new", git_revwalk_new(&walker, handle))
-        defer { git_revwalk_free(walker) }
-        try check("git_revwalk_sorting", git_revwalk_sorting(walker, GIT_SORT_TOPOLOGICAL.rawValue | GIT_SORT_TIME.rawValue))
-        var start = tip.raw
-        try check("git_revwalk_push", git_revwalk_push(walker, &start))
-        var oid = git_oid()
-        while true {
-            let result = git_revwalk_next(&oid, walker)
-            if result == GIT_ITEROVER.rawValue { return }
-            try check("git_revwalk_next", result)
-            if try !visit(commit(ObjectID(oid))) { return }
-        }
+        try walk(from: tip, sorting: GIT_SORT_TOPOLOGICAL.rawValue | GIT_SORT_TIME.rawValue) { try visit(commit($0)) }
     }
 
     /// Every commit reachable from `tip`, newest first by author date (the signing device's clock),
@@ -244,21 +232,13 @@ extension Repository {
     /// it, where a walk in history order puts every merge above what it merged.
     public func commitsByDate(from tip: ObjectID) throws -> [ObjectID] {
         var dated = [(id: ObjectID, time: Int64)]()
-        var walker: OpaquePointer?
-        try check("git_revwalk_new", git_revwalk_new(&walker, handle))
-        defer { git_revwalk_free(walker) }
-        try check("git_revwalk_sorting", git_revwalk_sorting(walker, GIT_SORT_TOPOLOGICAL.rawValue | GIT_SORT_TIME.rawValue))
-        var start = tip.raw
-        try check("git_revwalk_push", git_revwalk_push(walker, &start))
-        var oid = git_oid()
-        while true {
-            let result = git_revwalk_next(&oid, walker)
-            if result == GIT_ITEROVER.rawValue { break }
-            try check("git_revwalk_next", result)
+        try walk(from: tip, sorting: GIT_SORT_TOPOLOGICAL.rawValue | GIT_SORT_TIME.rawValue) { id in
+            var oid = id.raw
             var commit: OpaquePointer?
             try check("git_commit_lookup", git_commit_lookup(&commit, handle, &oid))
             defer { git_commit_free(commit) }
-            dated.append((ObjectID(oid), git_commit_author(commit).pointee.when.time))
+            dated.append((id, git_commit_author(commit).pointee.when.time))
+            return true
         }
         // Stable: equal dates keep the walk's order.
         return dated.enumerated().sorted { a, b in
@@ -269,21 +249,30 @@ extension Repository {
     /// The `count` newest commits reachable from `tip`, by commit time. Read lazily: the walk stops
     /// after `count` commits (no topological order, which would read the whole history first).
     public func recentCommits(from tip: ObjectID, count: Int) throws -> [Commit] {
+        var out = [Commit]()
+        guard count > 0 else { return out }
+        try walk(from: tip, sorting: GIT_SORT_TIME.rawValue) { id in
+            out.append(try commit(id))
+            return out.count < count
+        }
+        return out
+    }
+
+    /// libgit2's walk from `tip` in `sorting` order, handing `visit` each commit id until it returns false.
+    private func walk(from tip: ObjectID, sorting: UInt32, _ visit: (ObjectID) throws -> Bool) throws {
         var walker: OpaquePointer?
         try check("git_revwalk_new", git_revwalk_new(&walker, handle))
         defer { git_revwalk_free(walker) }
-        try check("git_revwalk_sorting", git_revwalk_sorting(walker, GIT_SORT_TIME.rawValue))
+        try check("git_revwalk_sorting", git_revwalk_sorting(walker, sorting))
         var start = tip.raw
         try check("git_revwalk_push", git_revwalk_push(walker, &start))
-        var out = [Commit]()
         var oid = git_oid()
-        while out.count < count {
+        while true {
             let result = git_revwalk_next(&oid, walker)
-            if result == GIT_ITEROVER.rawValue { break }
+            if result == GIT_ITEROVER.rawValue { return }
             try check("git_revwalk_next", result)
-            out.append(try commit(ObjectID(oid)))
+            if try !visit(ObjectID(oid)) { return }
         }
-        return out
     }
 
     /// The first commit of `commit`'s history, reached by first parents.
