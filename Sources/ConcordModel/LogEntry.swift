@@ -1,7 +1,8 @@
 /// One entry of an append-only JSON Lines log (`<kind directory>/yyyy-mm-dd.jsonl`).
 ///
-/// Encoded as the canonical line of `{"at", "by", "data", "device", "id"}`. Entries order by
-/// (`at`, `id`); two entries with the same `at` and `id` but different data are unordered yet unequal.
+/// Encoded as the canonical line of `{"at", "by", "data", "device", "id"}`, plus `"origin": {"at",
+/// "by", "device"}` for an entry imported from a dump (data format 6). Entries order by (`at`, `id`);
+/// two entries with the same `at` and `id` but different data are unordered yet unequal.
 public struct LogEntry: Sendable, Equatable, Comparable {
     /// The entry's id, unique within its kind.
     public var id: RecordID
@@ -13,15 +14,24 @@ public struct LogEntry: Sendable, Equatable, Comparable {
     public var device: String
     /// The entry's data.
     public var data: [String: JSONValue]
+    /// For an entry imported from a dump: when, by whom and on which device it was first written, as
+    /// the dump said. `at`, `by` and `device` are then the import's (the member who imported it signed
+    /// it, and `by` is always the signer's); nil for an entry written here.
+    public var origin: WriteStamp?
 
     /// Creates a log entry.
-    public init(id: RecordID, at: HLC, by: String, device: String, data: [String: JSONValue]) {
+    public init(id: RecordID, at: HLC, by: String, device: String, data: [String: JSONValue], origin: WriteStamp? = nil) {
         self.id = id
         self.at = at
         self.by = by
         self.device = device
         self.data = data
+        self.origin = origin
     }
+
+    /// When, by whom and on which device the entry was first written: its `origin` when it was
+    /// imported, else its own `at`, `by` and `device`. What `export` writes and `log` shows.
+    public var written: WriteStamp { origin ?? WriteStamp(at: at, member: by, device: device) }
 
     /// By stamp, then id, then author (two members' entries may share a stamp and an id).
     public static func < (lhs: LogEntry, rhs: LogEntry) -> Bool {
@@ -30,27 +40,32 @@ public struct LogEntry: Sendable, Equatable, Comparable {
 
     /// The entry's JSON.
     public var jsonValue: JSONValue {
-        .object([
+        var fields: [String: JSONValue] = [
             "at": .string(at.description), "by": .string(by), "data": .object(data),
             "device": .string(device), "id": .string(id.rawValue),
-        ])
+        ]
+        if let origin { fields["origin"] = origin.jsonValue }
+        return .object(fields)
     }
 
-    /// What identifies an entry: its author and its id.
+    /// What identifies an entry: its author and its id, and for an imported entry also where it came
+    /// from. `by` is always the signer, so nobody can make an entry of another member's; an importer's
+    /// entries of one id from two original authors (or times) are two entries.
     public struct Identity: Hashable, Sendable {
         public let by: String
         public let id: RecordID
+        public let origin: WriteStamp?
     }
 
-    /// This entry's author and id.
-    public var identity: Identity { Identity(by: by, id: id) }
+    /// This entry's author, id and origin.
+    public var identity: Identity { Identity(by: by, id: id, origin: origin) }
 
     /// The canonical line, without a newline.
     public func encodedLine() -> [UInt8] {
         jsonValue.canonicalLine()
     }
 
-    static let fields: Set<String> = ["at", "by", "data", "device", "id"]
+    static let fields: Set<String> = ["at", "by", "data", "device", "id", "origin"]
 
     /// Reads one line (without its newline) strictly.
     public static func decode(line: some Collection<UInt8>) throws(ModelError) -> LogEntry {
@@ -60,9 +75,12 @@ public struct LogEntry: Sendable, Equatable, Comparable {
     static func decode(line: some Collection<UInt8>, context: String) throws(ModelError) -> LogEntry {
         let fields = RecordFields(fields: try RecordFields.parseObject(line, what: "\(context)log entry"), context: context)
         try fields.requireOnly(Self.fields, shape: "a log entry")
+        let origin = try fields.fields["origin"].map { value throws(ModelError) in
+            try WriteStamp.decode(value, what: "\(context)field \"origin\"")
+        }
         return LogEntry(
             id: try fields.id("id"), at: try fields.stamp("at"), by: try fields.string("by"),
-            device: try fields.string("device"), data: try fields.object("data"))
+            device: try fields.string("device"), data: try fields.object("data"), origin: origin)
     }
 
     /// Reads a whole log file; blank lines are skipped, and errors name the 1-based line number.

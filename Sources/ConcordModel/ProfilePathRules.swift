@@ -132,8 +132,9 @@ public enum ProfilePathRules {
     }
 
     /// Checks the contents of a record or log file; nil when they are acceptable. (Profile
-    /// documents are checked by their own decoders.)
-    public static func contentProblem(of file: File, bytes: [UInt8]) -> String? {
+    /// documents are checked by their own decoders.) `logOrigins`: whether the profile's data format
+    /// lets a log entry carry an `origin` (format 6 on).
+    public static func contentProblem(of file: File, bytes: [UInt8], logOrigins: Bool = true) -> String? {
         switch file {
         case .record(let kind, let id):
             guard bytes.count <= maxRecordBytes else { return "record is \(bytes.count) bytes, over the \(maxRecordBytes)-byte limit" }
@@ -150,6 +151,9 @@ public enum ProfilePathRules {
             do { entries = try LogEntry.parseLogFile(bytes) } catch { return "unreadable log file: \(error.localizedDescription)" }
             if let stray = entries.first(where: { LogEntry.dayFileName(for: $0.at) != day + ".jsonl" }) {
                 return "log entry \(stray.id) is stamped \(stray.at), not on \(day)"
+            }
+            if !logOrigins, let imported = entries.first(where: { $0.origin != nil }) {
+                return "log entry \(imported.id) by \(imported.by) has an origin, which needs data format 6 (this profile's is older)"
             }
             var seen = Set<LogEntry.Identity>()
             if let twice = entries.first(where: { !seen.insert($0.identity).inserted }) {

@@ -24,11 +24,13 @@ struct Import: ParsableCommand {
         if json {
             printJSON(.object([
                 "commit": result.commit.map { .string($0) } ?? .null,
-                "records": .number(String(result.changes.filter { $0.action != .appended }.count)),
-                "logEntries": .number(String(result.changes.filter { $0.action == .appended }.count)),
+                "records": .number(String(result.value.records)),
+                "logEntries": .number(String(result.value.logEntries)),
+                "formatUpgradedTo": result.value.formatUpgradedTo.map { .number(String($0)) } ?? .null,
             ]))
         } else if let commit = result.commit {
-            print("imported \(result.changes.count) of \(dump.records.count + dump.logs.count) items in commit \(commit.prefix(7))")
+            print("imported \(result.value.items) of \(dump.records.count + dump.logs.count) items in commit \(commit.prefix(7))"
+                  + (result.value.formatUpgradedTo.map { "; the profile is now data format \($0), so log entries keep who first wrote them" } ?? ""))
         } else {
             print("nothing to import: all \(dump.records.count + dump.logs.count) items are already present")
         }
@@ -171,6 +173,9 @@ enum AuditTime {
             case (nil, nil): return field.field
             }
         }
+        if let origin = change.origin {
+            return "\(change.action) \(change.record) (first written by \(origin.member)@\(origin.device) at \(origin.at))"
+        }
         return "\(change.action) \(change.record)" + (fields.isEmpty ? "" : " (\(fields.joined(separator: ", ")))")
     }
 
@@ -181,10 +186,16 @@ enum AuditTime {
     }
 
     static func json(_ change: AuditChange) -> JSONValue {
-        .object(["record": .string(change.record), "action": .string(change.action),
-                 "fields": .array(change.fields.map { field in
-                     .object(["field": .string(field.field), "old": field.old ?? .null, "new": field.new ?? .null])
-                 })])
+        var fields: [String: JSONValue] = [
+            "record": .string(change.record), "action": .string(change.action),
+            "fields": .array(change.fields.map { field in
+                .object(["field": .string(field.field), "old": field.old ?? .null, "new": field.new ?? .null])
+            }),
+        ]
+        if let origin = change.origin {
+            fields["origin"] = .object(["at": .string(origin.at.description), "by": .string(origin.member), "device": .string(origin.device)])
+        }
+        return .object(fields)
     }
 }
 

@@ -180,8 +180,9 @@ struct Upgrade: ParsableCommand {
         discussion: """
             Format 5 adds key proofs: from the upgrade on, every key added to a member file needs its holder's proof of \
             possession, unless an Admin adds it for another member (docs/security.md, "A key belongs to one member"). \
+            Format 6 lets an imported log entry keep who first wrote it, when and on which device (its "origin"). \
             Nothing else changes. Run 'concord sync' afterwards to publish it; every device must then run a concord that \
-            reads format 5 (an older one refuses the profile with "upgrade concord"). Running it again does nothing.
+            reads the new format (an older one refuses the profile with "upgrade concord"). Running it again does nothing.
             """)
 
     @OptionGroup var profile: ProfileOption

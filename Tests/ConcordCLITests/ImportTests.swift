@@ -166,4 +166,54 @@ final class ImportTests: CLITestCase {
         XCTAssertEqual(try gitOK(["rev-parse", "HEAD~1"], in: profile), head)
         XCTAssertEqual(try gitOK(["diff", "--name-only", "HEAD~1", "HEAD"], in: profile), "\(RecordPaths.file(directory: "vocabulary", id: "word-007"))")
     }
+
+    /// Issue 32, scenario E4: a legacy dump's log entries by three authors, at distinct times from
+    /// distinct devices, two with the same data: all imported, each the importer's (who signs it) and
+    /// keeping when, by whom and on which device it was first written, as `log`, `export` and `get`
+    /// show. Importing it again adds nothing; its export imported into an empty profile by someone
+    /// else (through standard input) exports the same bytes.
+    func testALegacyDumpKeepsEveryEntryWithItsAuthorTimeAndDevice() throws {
+        let alice = try makePerson("alice")
+        let profile = try makeProfile(owner: alice)
+        let dump = try writeFile("legacy.json", LegacyDump.text)
+        let first = try concordOK(["import", "--file", dump.path], as: alice, in: profile)
+        XCTAssertTrue(first.stdout.hasPrefix("imported 4 of 4 items in commit "), first.stdout)
+        XCTAssertEqual(try git(["verify-commit", "HEAD"], in: profile).status, 0)
+        try concordOK(["verify"], as: alice, in: profile)
+
+        // `log`: the import, and each entry with who first wrote it.
+        let log = try concordOK(["log", "--limit", "1"], as: alice, in: profile).stdout
+        XCTAssertTrue(log.contains("alice@laptop"), log)
+        for entry in LegacyDump.entries {
+            XCTAssertTrue(log.contains("first written by \(entry.by)@\(entry.device) at \(entry.at)"), log)
+        }
+        let commits = try XCTUnwrap(parseJSON(try concordOK(["log", "--limit", "1", "--json"], as: alice, in: profile).stdout) as? [[String: Any]])
+        let changes = try XCTUnwrap(commits.first?["changes"] as? [[String: Any]])
+        XCTAssertEqual(Set(changes.compactMap { change -> String? in
+            guard let origin = change["origin"] as? [String: String], change["action"] as? String == "imported" else { return nil }
+            return "\(origin["at"] ?? "") \(origin["by"] ?? "")@\(origin["device"] ?? "")"
+        }), Set(LegacyDump.entries.map { "\($0.at) \($0.by)@\($0.device)" }))
+
+        // `export`: each entry as first written, oldest first.
+        let exported = try concordOK(["export"], as: alice, in: profile).stdout
+        let logs = try XCTUnwrap((parseJSON(exported) as? [String: Any])?["logs"] as? [[String: Any]])
+        XCTAssertEqual(logs.map { "\($0["at"] ?? "") \($0["by"] ?? "")@\($0["device"] ?? "")" },
+                       LegacyDump.entries.map { "\($0.at) \($0.by)@\($0.device)" })
+        // `get`: the entry as stored, the importer's with its origin.
+        let id = try XCTUnwrap(logs[2]["id"] as? String)
+        let line = try concordOK(["get", "logs/\(id)"], as: alice, in: profile).stdout
+        XCTAssertTrue(line.contains(#""by":"alice""#) && line.contains(#""origin":{"at":"2025-03-02T16:45:00.000Z-0000","by":"grandma","device":"tablet"}"#), line)
+
+        // Again: nothing.
+        let second = try concordOK(["import", "--file", dump.path], as: alice, in: profile)
+        XCTAssertTrue(second.stdout.hasPrefix("nothing to import: all 4 items are already present"), second.stdout)
+        XCTAssertEqual(try logLineCount(profile), 4)
+
+        // Into an empty profile of someone else's, and out again: the same bytes.
+        let bob = try makePerson("bob", device: "desk")
+        let other = try makeProfile("other", owner: bob)
+        try concordOK(["import", "--file", "-"], as: bob, in: other, input: Data(exported.utf8))
+        XCTAssertEqual(try concordOK(["export"], as: bob, in: other).stdout, exported)
+        fsckAtEnd(profile, other)
+    }
 }

@@ -56,6 +56,38 @@ final class LogEntryTests: XCTestCase {
         XCTAssertEqual(what2, #"log line 1: field "kind""#)
     }
 
+    /// An imported entry (format 6): the importer's, with who first wrote it as `origin`. Its identity
+    /// includes the origin, so one importer's entries of one id from two origins are two entries, and
+    /// nobody else's entry is touched; `origin` is a write stamp, exactly `{"at","by","device"}`.
+    func testAnImportedEntryCarriesItsOrigin() throws {
+        let origin = WriteStamp(at: HLC(wallMillis: 1_740_819_600_000), member: "therapist", device: "ipad")
+        var imported = try entry("e1", 1_767_261_600_001)
+        imported.origin = origin
+        XCTAssertEqual(
+            text(imported.encodedLine()),
+            #"{"at":"2026-01-01T10:00:00.001Z-0000","by":"ada","data":{"word":"hi"},"device":"tablet","id":"e1","#
+                + #""origin":{"at":"2025-03-01T09:00:00.000Z-0000","by":"therapist","device":"ipad"}}"#)
+        XCTAssertEqual(try LogEntry.decode(line: imported.encodedLine()), imported)
+        XCTAssertEqual(imported.written, origin)
+        XCTAssertEqual(try entry("e1", 5).written, WriteStamp(at: HLC(wallMillis: 5), member: "ada", device: "tablet"))
+
+        var other = imported
+        other.origin = WriteStamp(at: origin.at, member: "parent", device: "phone")
+        let native = try entry("e1", 1_767_261_600_001)
+        XCTAssertEqual(Set([imported, other, native].map(\.identity)).count, 3)
+        XCTAssertEqual(try LogEntry.parseLogFile(LogEntry.encodeLogFile([other, imported, native, imported])).count, 3)
+
+        let extra = Array((#"{"at":"2026-01-01T10:00:00.001Z-0000","by":"a","data":{},"device":"d","id":"x","#
+            + #""origin":{"at":"2025-03-01T09:00:00.000Z-0000","by":"b","device":"c","via":"x"}}"#).utf8)
+        guard case .malformedRecord(let what, _) = modelError({ () throws(ModelError) in try LogEntry.parseLogFile(extra) })
+        else { return XCTFail("expected malformedRecord") }
+        XCTAssertTrue(what.contains("origin"), what)
+        let day = ProfilePathRules.File.logDay(try RecordKind(name: "logs", policy: .append, writers: .user), day: "2026-01-01")
+        XCTAssertNil(ProfilePathRules.contentProblem(of: day, bytes: LogEntry.encodeLogFile([imported, other])))
+        XCTAssertEqual(ProfilePathRules.contentProblem(of: day, bytes: LogEntry.encodeLogFile([imported]), logOrigins: false),
+                       "log entry e1 by ada has an origin, which needs data format 6 (this profile's is older)")
+    }
+
     func testDayFileName() {
         XCTAssertEqual(LogEntry.dayFileName(for: HLC(wallMillis: 1_767_261_600_001)), "2026-01-01.jsonl")
         XCTAssertEqual(LogEntry.dayFileName(for: HLC(parsing: "2024-02-29T23:59:59.999Z-0003")!), "2024-02-29.jsonl")

@@ -69,6 +69,18 @@ final class MergeLogTests: XCTestCase {
         XCTAssertEqual(problem, "log entry q1 by mallory appears twice (an entry is its author's id, once)")
     }
 
+    /// One member importing entries of one id from two origins on two devices: both stay after the
+    /// merge, whichever side is ours (an imported entry's identity includes its origin).
+    func testImportedEntriesOfOneIDFromTwoOriginsBothStay() throws {
+        var therapists = try entry("d-1", "10:00:00.000", by: "alice", data: ["tapped": "more"])
+        therapists.origin = WriteStamp(at: HLC(wallMillis: 1_740_819_600_000), member: "therapist", device: "ipad")
+        var parents = try entry("d-1", "10:00:00.000", by: "alice", data: ["tapped": "more"])
+        parents.origin = WriteStamp(at: HLC(wallMillis: 1_740_819_600_000), member: "parent", device: "phone")
+        let (bytes, _) = try MergeFixture.mergeBothWays(
+            .append, base: nil, ours: LogEntry.encodeLogFile([therapists]), theirs: LogEntry.encodeLogFile([parents]))
+        XCTAssertEqual(Set(try LogEntry.parseLogFile(bytes).compactMap(\.origin?.member)), ["therapist", "parent"])
+    }
+
     func testUnsortedAndBlankLinesComeOutCanonical() throws {
         let a = try entry("a", "10:00:00.000"), b = try entry("b", "11:00:00.000"), c = try entry("c", "12:00:00.000")
         let messy = b.encodedLine() + Array("\n\n".utf8) + a.encodedLine()  // unsorted, blank line, no final newline

@@ -46,6 +46,8 @@ public struct AuditChange: Sendable, Equatable {
     /// `added`, `edited`, `deleted` (or `restored`: a tombstone brought back).
     public let action: String
     public let fields: [FieldChange]
+    /// For a log entry an import added: when, by whom and on which device it was first written.
+    public var origin: WriteStamp? = nil
 }
 
 /// One field of a record before and after a commit (nil: absent).
@@ -112,6 +114,8 @@ public struct History {
             if let member = filter.member, entry.member != member { return true }
             // A merge names no records in its trailers: what it changed on its first parent's side is its own.
             entry.changes = try changes(of: commit, records: commit.parents.count > 1 ? try mergedRecords(commit) : entry.records)
+            // An import's log entries, each with who first wrote it.
+            if entry.action == ChangeAction.imported.rawValue { entry.changes += try importedEntries(of: commit, records: entry.records) }
             entries.append(entry)
             return filter.limit.map { entries.count < $0 } ?? true
         }

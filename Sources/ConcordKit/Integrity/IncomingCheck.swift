@@ -144,7 +144,15 @@ struct IncomingCheck {
                 }
             }
             // Records and log files are read above and checked on every core (a clone checks them all).
-            let problems = Parallel.map(pending, minimumPerShare: 512) { ProfilePathRules.contentProblem(of: $0.file, bytes: $0.bytes) }
+            // A log entry's origin came with format 6: in an older profile it is refused, as that format's concord would.
+            var logOrigins = true
+            if pending.contains(where: { if case .logDay = $0.file { true } else { false } }), let info = documents[1] {
+                let bytes = try read(info.id, limit: ProfilePathRules.maxDocumentBytes, path: ProfilePaths.profile, refuse)
+                logOrigins = ((try? ProfileInfo.decode(bytes))?.formatVersion ?? 0) >= LogImport.firstFormat
+            }
+            let problems = Parallel.map(pending, minimumPerShare: 512) { [logOrigins] in
+                ProfilePathRules.contentProblem(of: $0.file, bytes: $0.bytes, logOrigins: logOrigins)
+            }
             if let index = problems.firstIndex(where: { $0 != nil }) { throw refuse(text(pending[index].path), problems[index]!) }
             // A merge must keep every file of its other parents too.
             for parent in commit.parents.dropFirst() {

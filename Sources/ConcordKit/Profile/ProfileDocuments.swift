@@ -17,12 +17,17 @@ import Foundation
 /// and the validity rule of this build: merges judged by the recomputed policy merge, membership
 /// resolved (docs/security.md). Keys added in a commit whose parent is format 5 need their holder's
 /// proof unless an active Admin adds them to another member's file; `concord upgrade` moves a
-/// format 4 profile to 5 in one signed commit.
-public let concordFormatVersion = 5
+/// format 4 profile to 5 in one signed commit. 6 — a log entry imported from a dump may carry
+/// `origin` (`LogEntry.origin`, `LogImport`): when, by whom and on which device it was first written,
+/// while its `by` stays the importing signer. A format 5 profile is a format 6 one with no origins;
+/// an Admin's import of such entries moves it to 6 in the same commit (`concord upgrade` does too),
+/// so a concord that reads only format 5 refuses that commit with "upgrade concord" rather than
+/// failing on a field it does not know, and an origin in a profile of an older format is refused.
+public let concordFormatVersion = 6
 /// The oldest format this build reads. A format 2 record has no field stamps, and reading one as
 /// format 3 would say all its fields were written at its `updatedAt`: not what happened. A format 3
-/// profile is a format 4 profile with no open invitations, and a format 4 profile a format 5 one
-/// with no key proofs, so both are read as they are.
+/// profile is a format 4 profile with no open invitations, a format 4 profile a format 5 one with no
+/// key proofs, and a format 5 profile a format 6 one with no log entry origins, so all are read as they are.
 public let oldestReadableFormatVersion = 3
 
 /// Paths of the files Concord keeps in every profile.

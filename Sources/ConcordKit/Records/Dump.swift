@@ -30,14 +30,56 @@ public struct Dump: Sendable, Equatable {
 
     public struct LogItem: Sendable, Equatable {
         public let kind: String
-        /// The entry's id; when a dump gives none, one is derived from the kind and data, so
-        /// importing the same dump twice adds nothing.
+        /// The entry's id; when a dump gives none, one is derived from the kind, data and `written`,
+        /// so importing the same dump twice adds nothing, and equal data written at two times is two entries.
         public let id: String
         public let data: [String: JSONValue]
-        /// Only in exports: when, by whom and on which device the entry was written.
-        public let at: String?
-        public let by: String?
-        public let device: String?
+        /// When, by whom and on which device the entry was first written (`at`, `by`, `device`), as
+        /// exports give it; nil for a dump that does not say. An import keeps it as the entry's `origin`.
+        public let written: WriteStamp?
+
+        public init(kind: String, id: String, data: [String: JSONValue], written: WriteStamp?) {
+            self.kind = kind
+            self.id = id
+            self.data = data
+            self.written = written
+        }
+
+        public var at: String? { written?.at.description }
+        public var by: String? { written?.member }
+        public var device: String? { written?.device }
+
+        /// A log's entries as an export gives them: each as first written (`LogEntry.written`), in
+        /// the order of that (time, id, member, device, then data); entries that read the same in a
+        /// dump (one entry imported by two members, say) once.
+        static func exported(_ entries: [LogEntry], kind: String) -> [LogItem] {
+            let items = entries.map { (written: $0.written, id: $0.id, data: $0.data, line: JSONValue.object($0.data).canonicalLine()) }
+                .sorted { a, b in
+                    if a.written.at != b.written.at { return a.written.at < b.written.at }
+                    if a.id != b.id { return a.id < b.id }
+                    if a.written != b.written { return a.written < b.written }
+                    return a.line.lexicographicallyPrecedes(b.line)
+                }
+            var out = [LogItem](), last: (WriteStamp, RecordID, [UInt8])?
+            for item in items {
+                if let last, last.0 == item.written, last.1 == item.id, last.2 == item.line { continue }
+                last = (item.written, item.id, item.line)
+                out.append(LogItem(kind: kind, id: item.id.rawValue, data: item.data, written: item.written))
+            }
+            return out
+        }
+
+        /// The item's JSON in a dump: `{"at", "by", "data", "device", "id", "kind"}` (without the
+        /// first three when `written` is nil).
+        var jsonValue: JSONValue {
+            var fields: [String: JSONValue] = ["kind": .string(kind), "id": .string(id), "data": .object(data)]
+            if let written {
+                fields["at"] = .string(written.at.description)
+                fields["by"] = .string(written.member)
+                fields["device"] = .string(written.device)
+            }
+            return .object(fields)
+        }
     }
 
     public var records: [RecordItem]
@@ -67,10 +109,9 @@ public struct Dump: Sendable, Equatable {
                     case "logs":
                         try items(key, &reader, source: source) { index, reader in
                             let item = try DumpItem(key, index, &reader, source: source, canonicalData: false)
-                            let kind = try item.string("kind", item.kind), data = try item.values()
-                            let id = try item.id == nil ? derivedID(kind: kind, data: data) : item.string("id", item.id)
-                            dump.logs.append(LogItem(kind: kind, id: id, data: data, at: item.at?.stringValue,
-                                                     by: item.by?.stringValue, device: item.device?.stringValue))
+                            let kind = try item.string("kind", item.kind), data = try item.values(), written = try item.written()
+                            let id = try item.id == nil ? derivedID(kind: kind, data: data, written: written) : item.string("id", item.id)
+                            dump.logs.append(LogItem(kind: kind, id: id, data: data, written: written))
                         }
                     default:
                         throw ConcordError.invalidInput("\(source): unknown top-level field \"\(key)\": a dump has only \"records\" and \"logs\"")
@@ -113,24 +154,26 @@ public struct Dump: Sendable, Equatable {
         }
     }
 
-    /// The id of a log entry given without one: a hash of its kind and canonical data.
-    static func derivedID(kind: String, data: [String: JSONValue]) -> String {
+    /// The id of a log entry given without one: a hash of its kind and the canonical line of its
+    /// data (with `at`, `by` and `device` when the dump gives them, so equal data written at two
+    /// times gets two ids; without them, the hash of the data alone, as earlier versions derived it).
+    static func derivedID(kind: String, data: [String: JSONValue], written: WriteStamp? = nil) -> String {
+        var line = JSONValue.object(data).canonicalLine()
+        if let written {
+            line = JSONValue.object(["at": .string(written.at.description), "by": .string(written.member), "data": .object(data),
+                                     "device": .string(written.device)]).canonicalLine()
+        }
         var hasher = SHA256()
-        hasher.update(data: Array(kind.utf8) + [0x0A] + JSONValue.object(data).canonicalLine())
+        hasher.update(data: Array(kind.utf8) + [0x0A] + line)
         return "d-" + hasher.finalize().prefix(16).map { String(format: "%02x", $0) }.joined()
     }
 
-    /// The dump as canonical JSON (records sorted by kind and id, logs by time).
+    /// The dump as canonical JSON, records and logs in the order they are held (an export's: records
+    /// by kind and file, log entries by kind and by when they were first written).
     public func canonicalBytes() -> [UInt8] {
-        func optional(_ name: String, _ value: String?) -> [String: JSONValue] { value.map { [name: .string($0)] } ?? [:] }
-        return JSONValue.object([
+        JSONValue.object([
             "records": .array(records.map { .object(["kind": .string($0.kind), "id": .string($0.id), "data": .object($0.data)]) }),
-            "logs": .array(logs.map { item in
-                .object(["kind": .string(item.kind), "id": .string(item.id), "data": .object(item.data)]
-                    .merging(optional("at", item.at)) { a, _ in a }
-                    .merging(optional("by", item.by)) { a, _ in a }
-                    .merging(optional("device", item.device)) { a, _ in a })
-            }),
+            "logs": .array(logs.map(\.jsonValue)),
         ]).canonicalBytes()
     }
 }
@@ -177,6 +220,20 @@ private struct DumpItem {
     func recordData() throws -> [UInt8] {
         guard let canonicalData else { throw ConcordError.invalidInput("\(source): \(place) needs an object \"data\"") }
         return canonicalData
+    }
+
+    /// `at`, `by` and `device` as one stamp: all three or none (a dump that does not say who wrote an entry).
+    func written() throws -> WriteStamp? {
+        guard at != nil || by != nil || device != nil else { return nil }
+        guard let at = at?.stringValue, let by = by?.stringValue, let device = device?.stringValue else {
+            throw ConcordError.invalidInput("\(source): \(place) needs strings \"at\", \"by\" and \"device\" together "
+                                            + "(when, by whom and on which device the entry was written), or none of them")
+        }
+        guard let stamp = HLC(parsing: at) else {
+            throw ConcordError.invalidInput(
+                "\(source): \(place) has \"at\": \(at.debugDescription), not a time like 2026-01-01T10:00:00.001Z-0000 (when the entry was written)")
+        }
+        return WriteStamp(at: stamp, member: by, device: device)
     }
 
     func values() throws -> [String: JSONValue] {

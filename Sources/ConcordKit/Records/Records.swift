@@ -117,11 +117,26 @@ extension Profile {
     public var records: Records { Records(profile: self) }
 }
 
+/// What `Records.importDump` wrote.
+public struct DumpImport: Sendable, Equatable {
+    public let records: Int
+    public let logEntries: Int
+    /// The data format the import's commit also moved the profile to (6, for entries that keep who
+    /// first wrote them), or nil.
+    public let formatUpgradedTo: Int?
+
+    /// Records and log entries written.
+    public var items: Int { records + logEntries }
+}
+
 extension Records {
     /// Writes every record and log entry of `dump` as ONE commit. Records already holding the same
     /// data and log entries already present are skipped, so importing a dump twice changes nothing.
+    /// A log entry keeps who first wrote it, when and on which device, as its `origin` (`LogImport`).
+    /// The result's value says how many of each were written, and whether the import moved the
+    /// profile to data format 6 (`LogImport.prepareFormat`).
     @discardableResult
-    public func importDump(_ dump: Dump, as identity: Identity) throws -> WriteResult<Void> {
+    public func importDump(_ dump: Dump, as identity: Identity) throws -> WriteResult<DumpImport> {
         // Check everything before writing anything.
         for (index, item) in dump.records.enumerated() {
             let kind = try profile.kind(named: item.kind)
@@ -141,19 +156,24 @@ extension Records {
                 try transaction.prefetch(kind: try profile.kind(named: kind))
             }
             try transaction.put(canonical: dump.records.map { ($0.kind, $0.id, $0.canonicalData) })
-            for item in dump.logs { try transaction.append(item.kind, data: item.data, id: item.id) }
+            let records = transaction.changes.count
+            let withOrigin = try transaction.importLogEntries(dump.logs, kinds: profile.kind(named:))
+            let entries = transaction.changes.count - records
+            // Only when an entry with an origin is written (nothing new: no commit at all).
+            let upgraded = withOrigin ? try LogImport.prepareFormat(profile, as: transaction.identity, in: transaction) : false
+            return DumpImport(records: records, logEntries: entries, formatUpgradedTo: upgraded ? LogImport.firstFormat : nil)
         }
     }
 
-    /// All live records and all log entries as a dump.
+    /// All live records and all log entries as a dump. A log entry is given as it was first written
+    /// (`LogEntry.written`: an imported entry's origin), so an export imported into an empty profile
+    /// exports the same bytes again.
     public func exportDump() throws -> Dump {
         var records = [Dump.RecordItem]()
         var logs = [Dump.LogItem]()
         for kind in profile.kinds.kinds {
             if kind.policy == .append {
-                logs += try logEntries(kind.name).map {
-                    Dump.LogItem(kind: kind.name, id: $0.id.rawValue, data: $0.data, at: $0.at.description, by: $0.by, device: $0.device)
-                }
+                logs += Dump.LogItem.exported(try logEntries(kind.name), kind: kind.name)
             } else {
                 for path in profile.recordFiles(of: kind) {
                     if let record = try profile.readRecord(path), let data = record.data {
@@ -195,8 +215,7 @@ extension Records {
                 case .success(.logDay(let kind, _)):
                     let sent = Set(((try bytes(path, trackingTree)).flatMap { try? LogEntry.parseLogFile($0) } ?? []).map(\.identity))
                     for entry in (try bytes(path, headTree)).flatMap({ try? LogEntry.parseLogFile($0) }) ?? [] where !sent.contains(entry.identity) {
-                        logs.append(Dump.LogItem(kind: kind.name, id: entry.id.rawValue, data: entry.data, at: entry.at.description,
-                                                 by: entry.by, device: entry.device))
+                        logs.append(Dump.LogItem(kind: kind.name, id: entry.id.rawValue, data: entry.data, written: entry.written))
                     }
                 default: continue
                 }

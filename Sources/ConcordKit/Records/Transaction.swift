@@ -195,17 +195,34 @@ public final class Transaction {
         guard kind.policy == .append else { throw ConcordError.notALogKind(kind.name) }
         let id = try given ?? RecordID(UUID().uuidString.lowercased())
         if given != nil, try logEntryIDs(kind).contains(id) { return id }
-        let stamp = tick(after: nil)
-        let entry = LogEntry(id: id, at: stamp, by: identity.member, device: identity.device, data: data)
-        guard entry.encodedLine().count <= maxRecordBytes else {
-            throw ConcordError.recordTooLarge("\(kind.name)/\(id)", size: entry.encodedLine().count)
-        }
-        let path = "\(kind.directory)/\(LogEntry.dayFileName(for: stamp))"
-        var entries = try currentBytes(path).map { bytes in try Self.parseLog(bytes, path: path) } ?? []
-        entries.append(entry)
-        stage(path, LogEntry.encodeLogFile(entries), RecordChange(kind: kind.name, id: id.rawValue, action: .appended))
-        knownLogIDs[kind.name, default: []].insert(id)
+        try append(kind, entries: [(id, data, nil)])
         return id
+    }
+
+    /// Appends entries to log kind `kind` (refused unless it is a log this identity may write), each
+    /// the acting member's with a stamp of its own, in order, with its `origin` (an imported entry's
+    /// first writer) when given. Each day file is read and written once.
+    func append(_ kind: RecordKind, entries items: [(id: RecordID, data: [String: JSONValue], origin: WriteStamp?)]) throws {
+        try authorizeWrite(kind)
+        guard kind.policy == .append else { throw ConcordError.notALogKind(kind.name) }
+        var byFile = [String: [LogEntry]](), files = [String](), changes = [String: [RecordChange]]()
+        for item in items {
+            let stamp = tick(after: nil)
+            let entry = LogEntry(id: item.id, at: stamp, by: identity.member, device: identity.device, data: item.data, origin: item.origin)
+            let size = entry.encodedLine().count
+            guard size <= maxRecordBytes else { throw ConcordError.recordTooLarge("\(kind.name)/\(item.id)", size: size) }
+            let path = "\(kind.directory)/\(LogEntry.dayFileName(for: stamp))"
+            if byFile[path] == nil { files.append(path) }
+            byFile[path, default: []].append(entry)
+            changes[path, default: []].append(RecordChange(kind: kind.name, id: item.id.rawValue, action: .appended))
+        }
+        for path in files {
+            let entries = try currentBytes(path).map { bytes in try Self.parseLog(bytes, path: path) } ?? []
+            stage(path, LogEntry.encodeLogFile(entries + (byFile[path] ?? [])), changes[path] ?? [])
+        }
+        if knownLogIDs[kind.name] != nil {
+            knownLogIDs[kind.name]?.formUnion(items.map(\.id))
+        }
     }
 
     // MARK: Reads
@@ -230,6 +247,11 @@ public final class Transaction {
     private var authorized: Set<String> = []
 
     func stage(_ path: String, _ bytes: [UInt8], _ change: RecordChange) {
+        stage(path, bytes, [change])
+    }
+
+    /// `stage` of a file that makes several changes (a day file with many entries appended).
+    func stage(_ path: String, _ bytes: [UInt8], _ fileChanges: [RecordChange]) {
         // A commit needs a stamp of its own, by the clock rule every write follows: a file staged on
         // its own (a member file: leave, role, revoke) takes one here, after the saved clock (the
         // newest stamp received) and no earlier than the wall clock. Records staged by `put` were
@@ -241,7 +263,7 @@ public final class Transaction {
         } else {
             pending.append(FileChange(path: path, bytes: bytes))
         }
-        changes.append(change)
+        changes += fileChanges
     }
 
     /// The stamp of a write over `existing` (nil: a new record), which must sort after it: a
@@ -254,7 +276,7 @@ public final class Transaction {
         return stamp
     }
 
-    private func tick(after other: HLC?) -> HLC {
+    func tick(after other: HLC?) -> HLC {
         let last = switch (lastStamp, other) {
         case let (mine?, theirs?): max(mine, theirs)
         case let (mine, theirs): mine ?? theirs
@@ -343,15 +365,26 @@ public final class Transaction {
     /// The ids of the entries of `kind` the acting member wrote.
     private func logEntryIDs(_ kind: RecordKind) throws -> Set<RecordID> {
         if let known = knownLogIDs[kind.name] { return known }
-        try prefetch(directory: kind.directory)
-        var ids = Set<RecordID>()
-        for name in (listings[kind.directory] ?? [:]).keys where name.hasSuffix(".jsonl") {
-            let path = "\(kind.directory)/\(name)"
-            // An entry is its author's (author, id): another member's entry with the same id is not this one.
-            if let bytes = try currentBytes(path) { ids.formUnion(try Self.parseLog(bytes, path: path).filter { $0.by == identity.member }.map(\.id)) }
-        }
+        // An entry is its author's (author, id): another member's entry with the same id is not this one.
+        let ids = Set(try logEntries(kind).filter { $0.by == identity.member }.map(\.id))
         knownLogIDs[kind.name] = ids
         return ids
+    }
+
+    /// Every entry of log kind `kind` as this transaction sees it (the base tree's day files with
+    /// pending writes applied).
+    func logEntries(_ kind: RecordKind) throws -> [LogEntry] {
+        try prefetch(directory: kind.directory)
+        var names = Set((listings[kind.directory] ?? [:]).keys)
+        for file in pending where file.path.hasPrefix(kind.directory + "/") {
+            names.insert(String(file.path.dropFirst(kind.directory.count + 1)))
+        }
+        var entries = [LogEntry]()
+        for name in names.sorted() where name.hasSuffix(".jsonl") && !name.contains("/") {
+            let path = "\(kind.directory)/\(name)"
+            if let bytes = try currentBytes(path) { entries += try Self.parseLog(bytes, path: path) }
+        }
+        return entries
     }
 
     static func parseLog(_ bytes: [UInt8], path: String) throws -> [LogEntry] {
