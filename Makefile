@@ -65,8 +65,9 @@ bench: deps $(if $(BASELINE),baseline)
 
 # The Integrity issue's bounds, side by side with the build before it in one run: B3, B5 and B6
 # only, into docs/benchmarks-baseline.md (`make bench-baseline`, BASELINE defaults to ff5d3de).
-# Other rows and reports: e.g. `make bench-baseline BASELINE=8593eb6 BASELINE_ONLY=B3,B6,B7,B8,B13
-# BASELINE_OUTPUT=/tmp/run.md` (issue 31's bounds).
+# Other rows and reports: e.g. `make bench-baseline BASELINE=8593eb6 BASELINE_ONLY=B3,B6,B7,B8
+# BASELINE_OUTPUT=/tmp/run.md` (issue 31's bounds; B13 runs without a baseline since data format 5:
+# a build before it refuses the profile B13 makes).
 # In memory when /dev/shm is there: this compares two builds' work, and file creation on a disk
 # just after a test suite deleted many files varies several-fold between runs (see the report).
 BASELINE_TMPDIR ?= $(if $(wildcard /dev/shm),/dev/shm,/tmp)
