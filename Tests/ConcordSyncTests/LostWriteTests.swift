@@ -91,6 +91,37 @@ final class LostWriteTests: SyncTestCase {
         }
     }
 
+    /// `watch` tells the loser too: alice's watch, started after carol's merge left her write out,
+    /// reports it in its first sync, in the text and in `--json` (`lost`, with `yours`).
+    func testAWatchTellsTheLoser() throws {
+        let team = try makeTeam()
+        let copies = try share(team, tag: "watch", records: [("scenes/y", #"{"a":"base","b":"base"}"#)])
+        try concordOK(["put", "scenes/y", "--json", #"{"a":"alice","b":"base"}"#], as: team.alice, in: copies[0])
+        try concordOK(["sync"], as: team.alice, in: copies[0])
+        try concordOK(["put", "scenes/y", "--json", #"{"a":"carol","b":"base"}"#], as: team.carol, in: copies[2])
+        try concordOK(["sync"], as: team.carol, in: copies[2])
+        for json in [true, false] {
+            let log = sandbox.appendingPathComponent("watch-alice-\(json).log")
+            try concordOK(["put", "scenes/z\(json)", "--json", #"{"a":"x"}"#], as: team.alice, in: copies[0])   // something to sync
+            let watcher = try ChildProcess(path: try ConcordBinary.required(),
+                                           arguments: ["watch", "-C", copies[0].path, "--interval", "1"] + (json ? ["--json"] : []),
+                                           environment: concordEnvironment(team.alice), output: log)
+            defer { if watcher.exitStatus() == nil { watcher.signal(SIGKILL) } }
+            let output = { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+            let told = json ? #""yours":true"# : "your edit of scenes/y (a) lost to carol's edit at "
+            if json {
+                XCTAssertTrue(waitUntil(60) { output().contains(told) }, output())
+                XCTAssertTrue(output().contains(#""told":"your edit of scenes/y (a) lost to carol's edit at "#), output())
+            } else {
+                // The second watch's sync brings nothing new: nothing to tell again.
+                XCTAssertTrue(waitUntil(60) { output().contains("synced") }, output())
+                XCTAssertFalse(output().contains(told), output())
+            }
+            watcher.signal(SIGTERM)
+            XCTAssertTrue(waitUntil(30) { watcher.exitStatus() != nil }, output())
+        }
+    }
+
     /// Carol's sync makes the merge that leaves alice's write out; alice's next sync only
     /// fast-forwards, and tells her (text and --json); `conflicts --mine` and `--since` filter.
     func testTheLoserIsToldAtTheirNextSync() throws {
