@@ -125,6 +125,32 @@ final class MemberAttackTests: SyncTestCase {
         try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
     }
 
+    /// Eddie (Editor) writes vocabulary/puzzle with plain git, its stamp naming Alice; Alice, offline,
+    /// edits the label later and merges: the lost write is reported as Eddie's, from the commit that
+    /// made it, not as the name Eddie wrote into the record.
+    func testALostWriteIsItsCommitsAuthorsWhateverItsStampSays() throws {
+        let team = try makeAccessTeam()
+        let stamp = "2026-01-01T09:00:00.000Z-0000"
+        let forged = try pushWithGit(team, signedWith: team.eddie.keyFile,
+                                     message: "vocabulary/puzzle: updated\n\nConcord-Actor: eddie\nConcord-Device: laptop\nConcord-Clock: \(stamp)") { clone in
+            let file = try recordFile("vocabulary", "puzzle", in: clone)
+            try replace(#""label": "puzzle""#, with: #""label": "eddie's""#, in: file)
+            let text = try String(contentsOf: file, encoding: .utf8)
+            let updatedAt = try XCTUnwrap(text.range(of: #""updatedAt": "[^"]*""#, options: .regularExpression))
+            try text.replacingCharacters(in: updatedAt, with: #""updatedAt": "\#(stamp)""#).write(to: file, atomically: true, encoding: .utf8)
+            XCTAssertTrue(try String(contentsOf: file, encoding: .utf8).contains(#""updatedBy": "alice""#), "the stamp names alice")
+        }
+        try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"alice's"}"#], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        let text = try concordOK(["conflicts", "--json"], as: team.alice, in: team.aliceProfile)
+        let entries = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]], text)
+        XCTAssertEqual(entries.count, 1, text)
+        let loser = try XCTUnwrap(entries.first?["loser"] as? [String: Any])
+        XCTAssertEqual(loser["member"] as? String, "eddie", text)
+        XCTAssertEqual(loser["commit"] as? String, forged, text)
+        XCTAssertTrue(try concordOK(["conflicts", "--mine"], as: team.alice, in: team.aliceProfile).contains("no lost writes match"))
+    }
+
     /// Uma (User) appends an entry of her own carrying the id of Alice's entry, stamped earlier.
     /// Alice, who appended on the same day meanwhile, merges: both entries stay (an entry is its
     /// author's id), where one entry per id kept Uma's and lost Alice's. An entry whose `by` is not

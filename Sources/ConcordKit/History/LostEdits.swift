@@ -41,8 +41,16 @@ public struct LostEdit: Sendable, Equatable {
                 if sideCommits[side] == nil { sideCommits[side] = try repository.newCommits(from: commit.parents[side], excluding: [base]) }
                 let made = try commitOf(write.loser, path: path, among: sideCommits[side] ?? [], repository)
                 // Seen and overwritten by the other side (a history merged more than once): not lost.
-                if let made, try repository.isAncestor(made, of: commit.parents[1 - side]) { continue }
-                out.append(LostEdit(record: "\(kind.name)/\(id)", field: write.field, loser: write.loser, loserCommit: made?.hex,
+                if let made, try repository.isAncestor(made.id, of: commit.parents[1 - side]) { continue }
+                // Its author is who made its commit (the signer, or the member acting on the signer's device:
+                // the validity rule holds a checked commit's Concord-Actor to that), not the name a record's
+                // stamp gives, which its writer chose.
+                var loser = write.loser
+                if let made, let actor = CommitTrailers(message: made.message).actor, actor != loser.member {
+                    loser = MergeSide(member: actor, device: CommitTrailers(message: made.message).device ?? loser.device,
+                                      stamp: loser.stamp, change: loser.change)
+                }
+                out.append(LostEdit(record: "\(kind.name)/\(id)", field: write.field, loser: loser, loserCommit: made?.id.hex,
                                     winner: write.winner, merge: commit.id.hex, mergeTime: commit.author.time))
             }
         }
@@ -56,11 +64,11 @@ public struct LostEdit: Sendable, Equatable {
 
     /// The commit among one side's commits since the merge base (parents first) that wrote `side`
     /// into `path`: the newest one whose clock trailer is the write's stamp and that changed the file.
-    private static func commitOf(_ side: MergeSide, path: [UInt8], among commits: [Commit], _ repository: Repository) throws -> ObjectID? {
+    private static func commitOf(_ side: MergeSide, path: [UInt8], among commits: [Commit], _ repository: Repository) throws -> Commit? {
         for commit in commits.reversed() where commit.parents.count == 1 {
             guard CommitTrailers(message: commit.message).clock.flatMap(HLC.init(parsing:)) == side.stamp else { continue }
             let parentTree = try repository.commit(commit.parents[0]).tree
-            if try repository.treeChanges(from: parentTree, to: commit.tree).contains(where: { $0.path == path }) { return commit.id }
+            if try repository.treeChanges(from: parentTree, to: commit.tree).contains(where: { $0.path == path }) { return commit }
         }
         return nil
     }
