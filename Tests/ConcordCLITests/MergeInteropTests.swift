@@ -87,6 +87,23 @@ final class MergeInteropTests: CLITestCase {
         XCTAssertTrue(lost.first?.hasSuffix("lost in merge \(merge): name to alice@mac's edit") == true, lost.first ?? "")
     }
 
+    /// A field named `café` precomposed on one side and decomposed on the other is one field: concord
+    /// and plain git merge it to the same bytes, merging A into B and B into A (issue 32).
+    func testCanonicallyEquivalentFieldNamesMergeToOneRecordEitherWay() throws {
+        let (ours, theirs, alice) = try divergentPuts("characters/bob", base: #"{"name":"Bob"}"#,
+                                                      ours: "{\"name\":\"Bob\",\"caf\u{E9}\":\"1\"}",
+                                                      theirs: "{\"name\":\"Bob\",\"cafe\u{301}\":\"2\"}")
+        let forward = try assertSameMerge(ours, as: alice)
+        try gitOK(["fetch", "-q", ours.path, "main:refs/remotes/other/main"], in: theirs)
+        let backward = try assertSameMerge(theirs, as: alice)
+        let path = try XCTUnwrap(try gitOK(["ls-files", "characters"], in: forward).split(separator: "\n").first.map(String.init))
+        XCTAssertEqual(try gitOK(["rev-parse", "HEAD:\(path)"], in: forward), try gitOK(["rev-parse", "HEAD:\(path)"], in: backward),
+                       "A into B and B into A write the same record")
+        let bytes = Array(try Data(contentsOf: forward.appendingPathComponent(path)))
+        XCTAssertTrue(bytes.indices.contains { bytes[$0...].starts(with: Array("\"caf\u{E9}\": \"2\"".utf8)) },
+                      String(decoding: bytes, as: UTF8.self))
+    }
+
     func testLWWDifferentFieldsBothKept() throws {
         let (ours, _, alice) = try divergentPuts("characters/bob", base: #"{"name":"Bob","age":3}"#, ours: #"{"name":"Robert","age":3}"#, theirs: #"{"name":"Bob","age":4}"#)
         let merged = try assertSameMerge(ours, as: alice)
