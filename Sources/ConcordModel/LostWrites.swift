@@ -7,6 +7,8 @@ public struct LostWrite: Sendable, Equatable {
     public let loser: MergeSide
     /// The write the merged record holds in its place (for a field the merge deleted, the delete).
     public let winner: MergeSide
+    /// The value the losing write set (nil: a removal, or a delete).
+    public let value: JSONValue?
 }
 
 extension RecordMerge {
@@ -22,7 +24,7 @@ extension RecordMerge {
             if side.isDeleted {
                 let fromBase = base.map { $0.isDeleted && $0.envelope == side.envelope } ?? false
                 if !fromBase, !(merged.isDeleted && merged.envelope == side.envelope) {
-                    out.append(LostWrite(field: nil, loser: MergeSide(side), winner: MergeSide(merged)))
+                    out.append(LostWrite(field: nil, loser: MergeSide(side), winner: MergeSide(merged), value: nil))
                 }
                 continue
             }
@@ -40,7 +42,7 @@ extension RecordMerge {
                     winner = MergeSide(merged)
                 }
                 out.append(LostWrite(field: field, loser: MergeSide(member: write.stamp.member, device: write.stamp.device,
-                                                                    stamp: write.stamp.at, change: .edit), winner: winner))
+                                                                    stamp: write.stamp.at, change: .edit), winner: winner, value: write.value))
             }
         }
         return out.sorted { a, b in

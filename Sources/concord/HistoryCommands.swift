@@ -105,11 +105,16 @@ enum AuditTime {
     /// DATE (see `concord log --help`) as seconds since 1970, or nil.
     static func parse(_ text: String, now: Int64) -> Int64? {
         if let unit = text.last, let amount = Int64(text.dropLast()), amount >= 0 {
-            switch unit {
-            case "d": return now - amount * 86_400
-            case "h": return now - amount * 3_600
-            case "m": return now - amount * 60
-            default: break
+            let seconds: Int64? = switch unit {
+            case "d": 86_400
+            case "h": 3_600
+            case "m": 60
+            default: nil
+            }
+            if let seconds {
+                // A span too long to count back (999999999999999999d) is no date: refused, not a crash.
+                let (span, overflow) = amount.multipliedReportingOverflow(by: seconds)
+                return overflow ? nil : now - span
             }
         }
         let utc = text.hasSuffix("Z")

@@ -125,30 +125,56 @@ final class MemberAttackTests: SyncTestCase {
         try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
     }
 
-    /// Eddie (Editor) writes vocabulary/puzzle with plain git, its stamp naming Alice; Alice, offline,
-    /// edits the label later and merges: the lost write is reported as Eddie's, from the commit that
-    /// made it, not as the name Eddie wrote into the record.
+    /// Eddie (Editor) writes vocabulary/puzzle with plain git, its stamp naming Alice and its
+    /// Concord-Clock matching nothing; Alice, offline, edits the label later and merges: the lost
+    /// write is reported as Eddie's, from the commit that introduced it. Then Eddie's later write,
+    /// stamped as Uma's, wins over Alice's next edit: the winner reported is Eddie, not Uma. Names
+    /// in stamps and clock trailers are their writer's choice; who made a write is the checked
+    /// author of the commit that introduced it.
     func testALostWriteIsItsCommitsAuthorsWhateverItsStampSays() throws {
         let team = try makeAccessTeam()
-        let stamp = "2026-01-01T09:00:00.000Z-0000"
-        let forged = try pushWithGit(team, signedWith: team.eddie.keyFile,
-                                     message: "vocabulary/puzzle: updated\n\nConcord-Actor: eddie\nConcord-Device: laptop\nConcord-Clock: \(stamp)") { clone in
-            let file = try recordFile("vocabulary", "puzzle", in: clone)
-            try replace(#""label": "puzzle""#, with: #""label": "eddie's""#, in: file)
-            let text = try String(contentsOf: file, encoding: .utf8)
-            let updatedAt = try XCTUnwrap(text.range(of: #""updatedAt": "[^"]*""#, options: .regularExpression))
-            try text.replacingCharacters(in: updatedAt, with: #""updatedAt": "\#(stamp)""#).write(to: file, atomically: true, encoding: .utf8)
-            XCTAssertTrue(try String(contentsOf: file, encoding: .utf8).contains(#""updatedBy": "alice""#), "the stamp names alice")
+        func forge(label: String, by name: String, device: String, at stamp: String, clock: String) throws -> String {
+            try pushWithGit(team, signedWith: team.eddie.keyFile,
+                            message: "vocabulary/puzzle: updated\n\nConcord-Actor: eddie\nConcord-Device: laptop\nConcord-Clock: \(clock)") { clone in
+                let file = try recordFile("vocabulary", "puzzle", in: clone)
+                var text = try String(contentsOf: file, encoding: .utf8)
+                for (field, value) in [("label", label), ("updatedAt", stamp), ("updatedBy", name), ("device", device)] {
+                    let range = try XCTUnwrap(text.range(of: #""\#(field)": "[^"]*""#, options: .regularExpression), field)
+                    text.replaceSubrange(range, with: #""\#(field)": "\#(value)""#)
+                }
+                try text.write(to: file, atomically: true, encoding: .utf8)
+            }
         }
+        func lost() throws -> [[String: Any]] {
+            let text = try concordOK(["conflicts", "--json"], as: team.alice, in: team.aliceProfile)
+            return try XCTUnwrap(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]], text)
+        }
+        let forged = try forge(label: "eddie's", by: "alice", device: "laptop", at: "2026-01-01T09:00:00.000Z-0000",
+                               clock: "2020-01-01T00:00:00.000Z-0000")
         try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"alice's"}"#], as: team.alice, in: team.aliceProfile)
         try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
-        let text = try concordOK(["conflicts", "--json"], as: team.alice, in: team.aliceProfile)
-        let entries = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]], text)
-        XCTAssertEqual(entries.count, 1, text)
-        let loser = try XCTUnwrap(entries.first?["loser"] as? [String: Any])
-        XCTAssertEqual(loser["member"] as? String, "eddie", text)
-        XCTAssertEqual(loser["commit"] as? String, forged, text)
+        var entries = try lost()
+        XCTAssertEqual(entries.count, 1, "\(entries)")
+        var loser = try XCTUnwrap(entries.first?["loser"] as? [String: Any])
+        XCTAssertEqual(loser["member"] as? String, "eddie", "\(entries)")
+        XCTAssertEqual(loser["commit"] as? String, forged, "\(entries)")
         XCTAssertTrue(try concordOK(["conflicts", "--mine"], as: team.alice, in: team.aliceProfile).contains("no lost writes match"))
+
+        // Eddie's next write, stamped an hour ahead as Uma's, beats Alice's concurrent edit.
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let ahead = formatter.string(from: Date().addingTimeInterval(3_600)) + "-0000"
+        try forge(label: "eddie's again", by: "uma", device: "tablet", at: ahead, clock: ahead)
+        try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"alice's again"}"#], as: team.alice, in: team.aliceProfile)
+        let told = try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        XCTAssertTrue(told.contains("your edit of vocabulary/puzzle (label) lost to eddie's edit"), told)
+        let all = try lost()
+        entries = all.filter { ($0["loser"] as? [String: Any])?["member"] as? String == "alice" }
+        XCTAssertEqual(entries.count, 1, "\(all)")
+        let winner = try XCTUnwrap(entries.first?["winner"] as? [String: Any])
+        XCTAssertEqual(winner["member"] as? String, "eddie", "\(entries)")
+        loser = try XCTUnwrap(entries.first?["loser"] as? [String: Any])
+        XCTAssertEqual(loser["commit"] as? String, try gitOK(["rev-parse", "HEAD^1"], in: team.aliceProfile), "alice's own commit")
     }
 
     /// Uma (User) appends an entry of her own carrying the id of Alice's entry, stamped earlier.

@@ -21,6 +21,13 @@ public struct LostEdit: Sendable, Equatable {
     public let mergeTime: Int64
 
     /// Every write merge `commit` (two parents) did not keep, by record path and field.
+    ///
+    /// Who made a write is never taken from the names a record's stamps give (its writer chose
+    /// them) nor from a commit's `Concord-Clock` (likewise): it is the checked `Concord-Actor` of
+    /// the commit that introduced it — the first commit on its side whose version of the record
+    /// holds that write (stamp and value) where its parent's did not. A write no commit on its side
+    /// introduced is reported as unverified. A write the merge's policy would have kept but the
+    /// merge's tree does not (a merge may carry its signer's own changes) lost to the merge's signer.
     static func inMerge(_ commit: Commit, repository: Repository) throws -> [LostEdit] {
         guard commit.parents.count == 2, let base = try repository.mergeBase(commit.parents[0], commit.parents[1]) else { return [] }
         let baseTree = try repository.commit(base).tree
@@ -30,47 +37,102 @@ public struct LostEdit: Sendable, Equatable {
         for tree in sides { changed.append(Set(try repository.treeChanges(from: baseTree, to: tree).map(\.path))) }
         var out = [LostEdit]()
         var sideCommits = [Int: [Commit]]()
+        func commits(_ side: Int) throws -> [Commit] {
+            if let known = sideCommits[side] { return known }
+            let found = try repository.newCommits(from: commit.parents[side], excluding: [base])
+            sideCommits[side] = found
+            return found
+        }
         for path in changed[0].intersection(changed[1]).sorted(by: { $0.lexicographicallyPrecedes($1) }) {
             guard case .success(.record(let kind, let id)) = ProfilePathRules.classify(path, kinds: kinds), kind.policy != .append,
                   let ours = try record(path, sides[0], repository), let theirs = try record(path, sides[1], repository),
                   let merged = try record(path, commit.tree, repository) else { continue }
             let lost = RecordMerge.lostWrites(base: try record(path, baseTree, repository), ours: ours, theirs: theirs, merged: merged)
+            guard !lost.isEmpty else { continue }
+            // What the policy alone makes of the two sides.
+            let policy = try policyMerge(kind.policy, path: path, base: baseTree, sides: sides, repository)
             for write in lost {
-                // The side that made it: the one whose version holds that write.
-                let side = holds(ours, write) ? 0 : 1
-                if sideCommits[side] == nil { sideCommits[side] = try repository.newCommits(from: commit.parents[side], excluding: [base]) }
-                let made = try commitOf(write.loser, path: path, among: sideCommits[side] ?? [], repository)
+                let side = holds(ours, field: write.field, write.loser, value: write.value) ? 0 : 1
+                let made = try introducer(of: write.field, write.loser, value: write.value, path: path, among: commits(side), repository)
                 // Seen and overwritten by the other side (a history merged more than once): not lost.
                 if let made, try repository.isAncestor(made.id, of: commit.parents[1 - side]) { continue }
-                // Its author is who made its commit (the signer, or the member acting on the signer's device:
-                // the validity rule holds a checked commit's Concord-Actor to that), not the name a record's
-                // stamp gives, which its writer chose.
-                var loser = write.loser
-                if let made, let actor = CommitTrailers(message: made.message).actor, actor != loser.member {
-                    loser = MergeSide(member: actor, device: CommitTrailers(message: made.message).device ?? loser.device,
-                                      stamp: loser.stamp, change: loser.change)
+                let loser = try attributed(write.loser, to: made, repository)
+                let winner: MergeSide
+                if let policy, holds(policy, field: write.field, write.loser, value: write.value) {
+                    winner = try mergeAuthor(commit, repository)
+                } else {
+                    // The kept write: a field's value, or the delete that took the field with it.
+                    let field = write.winner.change == .delete ? nil : write.field
+                    let value = field.flatMap { merged.data?[$0] }
+                    var introduced: Commit?
+                    for other in [1 - side, side] where introduced == nil {
+                        introduced = try introducer(of: field, write.winner, value: value, path: path, among: commits(other), repository)
+                    }
+                    winner = try attributed(write.winner, to: introduced, repository)
                 }
                 out.append(LostEdit(record: "\(kind.name)/\(id)", field: write.field, loser: loser, loserCommit: made?.id.hex,
-                                    winner: write.winner, merge: commit.id.hex, mergeTime: commit.author.time))
+                                    winner: winner, merge: commit.id.hex, mergeTime: commit.author.time))
             }
         }
         return out
     }
 
-    private static func holds(_ record: Record, _ write: LostWrite) -> Bool {
-        guard let field = write.field else { return record.isDeleted && record.stamp == write.loser.stamp && record.member == write.loser.member }
-        return record.stamp(ofField: field).map { $0.at == write.loser.stamp && $0.member == write.loser.member && $0.device == write.loser.device } ?? false
+    /// Whether `record` holds the write `side` made to `field` with `value` (nil field: `side`'s delete).
+    private static func holds(_ record: Record, field: String?, _ side: MergeSide, value: JSONValue?) -> Bool {
+        let stamp = WriteStamp(at: side.stamp, member: side.member, device: side.device)
+        guard let field else { return record.isDeleted && record.envelope == stamp }
+        guard !record.isDeleted, record.stamp(ofField: field) == stamp else { return false }
+        return record.data?[field]?.canonicalLine() == value?.canonicalLine()
     }
 
-    /// The commit among one side's commits since the merge base (parents first) that wrote `side`
-    /// into `path`: the newest one whose clock trailer is the write's stamp and that changed the file.
-    private static func commitOf(_ side: MergeSide, path: [UInt8], among commits: [Commit], _ repository: Repository) throws -> Commit? {
-        for commit in commits.reversed() where commit.parents.count == 1 {
-            guard CommitTrailers(message: commit.message).clock.flatMap(HLC.init(parsing:)) == side.stamp else { continue }
-            let parentTree = try repository.commit(commit.parents[0]).tree
-            if try repository.treeChanges(from: parentTree, to: commit.tree).contains(where: { $0.path == path }) { return commit }
+    /// The first of `commits` (one side's, parents first) whose version of `path` holds the write
+    /// where its parent's did not.
+    private static func introducer(of field: String?, _ side: MergeSide, value: JSONValue?, path: [UInt8], among commits: [Commit],
+                                   _ repository: Repository) throws -> Commit? {
+        for commit in commits where commit.parents.count == 1 {
+            guard let now = try record(path, commit.tree, repository), holds(now, field: field, side, value: value) else { continue }
+            let before = try record(path, repository.commit(commit.parents[0]).tree, repository)
+            if !(before.map { holds($0, field: field, side, value: value) } ?? false) { return commit }
         }
         return nil
+    }
+
+    /// `side` as made by `commit`'s checked actor; without a commit, the stamp's name marked unverified.
+    private static func attributed(_ side: MergeSide, to commit: Commit?, _ repository: Repository) throws -> MergeSide {
+        let unverified = "\(side.member) (unverified)"
+        guard let commit else { return MergeSide(member: unverified, device: side.device, stamp: side.stamp, change: side.change) }
+        let trailers = CommitTrailers(message: commit.message)
+        if let actor = trailers.actor {
+            return MergeSide(member: actor, device: trailers.device ?? side.device, stamp: side.stamp, change: side.change)
+        }
+        let signer = try signerName(commit, repository)
+        return MergeSide(member: signer?.member ?? unverified, device: signer?.device ?? side.device, stamp: side.stamp, change: side.change)
+    }
+
+    /// The merge's signer (the member holding its key in the merged membership), for a change of its own.
+    private static func mergeAuthor(_ commit: Commit, _ repository: Repository) throws -> MergeSide {
+        let trailers = CommitTrailers(message: commit.message)
+        let signer = try signerName(commit, repository)
+        let stamp = trailers.clock.flatMap(HLC.init(parsing:)) ?? HLC(wallMillis: commit.author.time * 1000, counter: 0)
+        return MergeSide(member: "\(signer?.member ?? "an unknown signer") (in merge \(commit.id.short))",
+                         device: signer?.device ?? "", stamp: stamp, change: .edit)
+    }
+
+    private static func signerName(_ commit: Commit, _ repository: Repository) throws -> (member: String, device: String)? {
+        guard let key = try MembershipResolution.signer(of: commit, in: repository) else { return nil }
+        return try CommitAuthorizer.membership(in: repository, tree: commit.tree).holders(of: key).first.map { ($0.member.name, $0.device) }
+    }
+
+    /// The policy merge of `path` between the two sides (nil: it does not merge to a record).
+    private static func policyMerge(_ policy: MergePolicy, path: [UInt8], base: ObjectID, sides: [ObjectID],
+                                    _ repository: Repository) throws -> Record? {
+        func bytes(_ tree: ObjectID) throws -> [UInt8]? {
+            guard let entry = try repository.entry(at: String(decoding: path, as: UTF8.self), inTree: tree), entry.kind == .blob else { return nil }
+            return try repository.blob(entry.id)
+        }
+        guard let ours = try bytes(sides[0]), let theirs = try bytes(sides[1]),
+              case .merged(let merged, _) = RecordMerge.merge(policy: policy, base: try bytes(base), ours: ours, theirs: theirs) else { return nil }
+        return try? Record.decode(merged)
     }
 
     private static func record(_ path: [UInt8], _ tree: ObjectID, _ repository: Repository) throws -> Record? {
