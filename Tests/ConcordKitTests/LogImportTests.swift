@@ -72,6 +72,33 @@ final class LogImportTests: KitTestCase {
         XCTAssertEqual(Dump.LogItem.exported(mine + theirs, kind: "logs"), Dump.LogItem.exported(mine, kind: "logs"))
     }
 
+    /// Bob imports an item carrying the id and origin of one of Alice's imported entries with other
+    /// data (red-team finding F): it is kept as Bob's own entry beside hers, never standing for hers;
+    /// and an export of both, imported into an empty profile, keeps both (one key per id, origin and
+    /// data: the forged item neither replaces nor hides the real one).
+    func testAnItemForgedWithAnotherEntrysIdAndOriginNeitherReplacesNorHidesIt() throws {
+        let alice = try makeIdentity(), bob = try makeIdentity("bob", device: "desk")
+        let profile = try makeProfile(identity: alice)
+        try profile.members.add("bob", role: .user, device: bob.device, key: bob.key.publicKey, as: alice)
+        try profile.records.importDump(try legacyDump(), as: alice)
+        let real = try XCTUnwrap(try profile.records.logEntries("logs").first { $0.origin?.member == "therapist" })
+        let origin = try XCTUnwrap(real.origin)
+        let forged = #"{"logs":[{"kind":"logs","id":"\#(real.id)","at":"\#(origin.at)","by":"\#(origin.member)","device":"\#(origin.device)","#
+            + #""data":{"tapped":"forged"}}],"records":[]}"#
+        XCTAssertNotNil(try profile.records.importDump(try Dump.parse(Array(forged.utf8), source: "forged.json"), as: bob).commit)
+        let both = try profile.records.logEntries("logs").filter { $0.id == real.id }
+        XCTAssertEqual(Set(both.map(\.by)), ["alice", "bob"], "the forged item is Bob's entry, beside Alice's")
+
+        let exported = try profile.records.exportDump()
+        let fresh = try makeProfile("fresh", identity: alice)
+        try fresh.records.importDump(try Dump.parse(exported.canonicalBytes(), source: "export"), as: alice)
+        // One of the two keeps the id, the other an id derived from its data and origin: both stay.
+        let kept = try fresh.records.logEntries("logs").filter { $0.origin == origin }.map { $0.data["tapped"]?.stringValue ?? "?" }
+        XCTAssertEqual(Set(kept), ["more", "forged"], "neither replaces the other")
+        XCTAssertNil(try fresh.records.importDump(try Dump.parse(exported.canonicalBytes(), source: "export"), as: alice).commit,
+                     "importing the export again adds nothing")
+    }
+
     /// What a concord before this one made of the legacy dump: the entries as the importer's, no
     /// origin, ids hashing the data alone, the two equal ones merged ("imported 3 of 4 items").
     /// Importing the dump again brings back only the entry that was lost.

@@ -12,14 +12,21 @@ enum LogImport {
     /// The data format in which a log entry may carry an `origin`.
     static let firstFormat = 6
 
-    /// What an item of a dump is matched by: its id, and who first wrote it when, where the dump says.
+    /// What an item of a dump is matched by: its id, who first wrote it when where the dump says, and
+    /// its data (so an entry forged with another's id and origin but other data neither stands for the
+    /// real one nor keeps it out: both are kept, and `log` shows who signed each).
     struct Key: Hashable {
         let id: RecordID
         let written: WriteStamp?
+        let data: [UInt8]
+
+        init(id: RecordID, written: WriteStamp?, data: [String: JSONValue]) {
+            (self.id, self.written, self.data) = (id, written, JSONValue.object(data).canonicalLine())
+        }
     }
 
     /// The key an entry already in the log answers to for items that say who wrote them.
-    static func key(of entry: LogEntry) -> Key { Key(id: entry.id, written: entry.written) }
+    static func key(of entry: LogEntry) -> Key { Key(id: entry.id, written: entry.written, data: entry.data) }
 
     /// For an import that writes entries with an origin: refuses a profile older than format 6
     /// unless `identity` is an active Admin acting as themselves; then the import's own commit moves
@@ -64,15 +71,28 @@ extension Transaction {
             let existing = try logEntries(kind)
             var present = Set(existing.map(LogImport.key(of:)))
             // Entries of the acting member's own, without an origin, answer to items that do not say who wrote them.
-            present.formUnion(existing.filter { $0.by == identity.member && $0.origin == nil }.map { LogImport.Key(id: $0.id, written: nil) })
+            present.formUnion(existing.filter { $0.by == identity.member && $0.origin == nil }.map { LogImport.Key(id: $0.id, written: nil, data: $0.data) })
             // What a concord before format 6 imported from a dump without ids: entries with no origin whose id
             // hashes the data alone, equal data merged into one. Each stands for one item of that dump.
             var earlier = [RecordID: Int]()
             for entry in existing where entry.origin == nil && entry.id.rawValue.hasPrefix("d-") { earlier[entry.id, default: 0] += 1 }
             var entries = [(id: RecordID, data: [String: JSONValue], origin: WriteStamp?)]()
-            for item in byKind[name] ?? [] {
-                let id = try Self.recordID(item.id)
-                guard present.insert(LogImport.Key(id: id, written: item.written)).inserted else { continue }
+            // An entry is (by, id, origin): the acting member holds one entry per id and origin. Another item
+            // with that id and origin but other data (one forged beside the real one, and both exported) is
+            // kept under an id derived from its data and origin, neither replacing the other.
+            var identities = Set(existing.filter { $0.by == identity.member }.map { "\($0.id) \($0.origin?.description ?? "")" })
+            // Items whose id is the one their data and origin give first: such an id is theirs, not a forger's.
+            let items = (byKind[name] ?? []).enumerated().sorted { a, b in
+                func own(_ item: Dump.LogItem) -> Int { item.written.map { item.id == Dump.derivedID(kind: name, data: item.data, written: $0) } == true ? 0 : 1 }
+                return (own(a.element), a.offset) < (own(b.element), b.offset)
+            }.map(\.element)
+            for item in items {
+                var id = try Self.recordID(item.id)
+                guard present.insert(LogImport.Key(id: id, written: item.written, data: item.data)).inserted else { continue }
+                if !identities.insert("\(id) \(item.written?.description ?? "")").inserted {
+                    id = try Self.recordID(Dump.derivedID(kind: name, data: item.data, written: item.written))
+                    guard identities.insert("\(id) \(item.written?.description ?? "")").inserted else { continue }
+                }
                 if let written = item.written, item.id == Dump.derivedID(kind: name, data: item.data, written: written),
                    let legacy = try? RecordID(Dump.derivedID(kind: name, data: item.data)), let left = earlier[legacy], left > 0 {
                     earlier[legacy] = left - 1
