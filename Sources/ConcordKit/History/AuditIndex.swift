@@ -109,7 +109,9 @@ struct AuditIndex {
             }
             // A merge: the records both its sides changed since their merge base, where it may have
             // left a write out (`LostEdit.inMerge` says which), found from the trees, not its trailers.
-            if commit.parents.count == 2 { paths += try recordsChangedOnBothSides(commit).map { Array("=\($0)".utf8) } }
+            if let contested = try LostEdit.Contested(commit, repository) {
+                paths += contested.records.map { Array("=\($0.kind.name)/\($0.id)".utf8) }.sorted { $0.lexicographicallyPrecedes($1) }
+            }
             batch += Array("c \(commit.id.hex) \(commit.author.time) ".utf8)
             // The structural check lets no tab or newline into a name; a name with one is left out, not split.
             batch += Array(paths.filter { !$0.contains(0x0A) && !$0.contains(0x09) }.joined(separator: [0x09]))
@@ -117,21 +119,6 @@ struct AuditIndex {
         }
         batch += Array("t \(head.hex)\n".utf8)
         try append(batch, to: descriptor)
-    }
-
-    /// The records (`kind/id`, lww and delete-wins kinds) both parents of merge `commit` changed
-    /// since their merge base.
-    private func recordsChangedOnBothSides(_ commit: Commit) throws -> [String] {
-        guard let base = try repository.mergeBase(commit.parents[0], commit.parents[1]) else { return [] }
-        let baseTree = try repository.commit(base).tree
-        let changed = try commit.parents.map { parent in Set(try repository.treeChanges(from: baseTree, to: repository.commit(parent).tree).map(\.path)) }
-        let kinds = (try repository.entry(at: KindsTable.path, inTree: commit.tree)).flatMap { entry in
-            try? KindsTable.decode(repository.blob(entry.id))
-        } ?? .empty
-        return changed[0].intersection(changed[1]).compactMap { path in
-            guard case .success(.record(let kind, let id)) = ProfilePathRules.classify(path, kinds: kinds), kind.policy != .append else { return nil }
-            return "\(kind.name)/\(id)"
-        }.sorted()
     }
 
     /// The commits whose line names `path` exactly (a file, or `=<kind>/<id>`), or, with

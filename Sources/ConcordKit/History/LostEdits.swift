@@ -29,12 +29,8 @@ public struct LostEdit: Sendable, Equatable {
     /// introduced is reported as unverified. A write the merge's policy would have kept but the
     /// merge's tree does not (a merge may carry its signer's own changes) lost to the merge's signer.
     static func inMerge(_ commit: Commit, repository: Repository) throws -> [LostEdit] {
-        guard commit.parents.count == 2, let base = try repository.mergeBase(commit.parents[0], commit.parents[1]) else { return [] }
-        let baseTree = try repository.commit(base).tree
-        let sides = try commit.parents.map { try repository.commit($0).tree }
-        let kinds = try kindsTable(commit.tree, repository)
-        var changed = [Set<[UInt8]>]()
-        for tree in sides { changed.append(Set(try repository.treeChanges(from: baseTree, to: tree).map(\.path))) }
+        guard let contested = try Contested(commit, repository) else { return [] }
+        let (base, baseTree, sides) = (contested.base, contested.baseTree, contested.sides)
         var out = [LostEdit]()
         var sideCommits = [Int: [Commit]]()
         func commits(_ side: Int) throws -> [Commit] {
@@ -43,9 +39,8 @@ public struct LostEdit: Sendable, Equatable {
             sideCommits[side] = found
             return found
         }
-        for path in changed[0].intersection(changed[1]).sorted(by: { $0.lexicographicallyPrecedes($1) }) {
-            guard case .success(.record(let kind, let id)) = ProfilePathRules.classify(path, kinds: kinds), kind.policy != .append,
-                  let ours = try record(path, sides[0], repository), let theirs = try record(path, sides[1], repository),
+        for (path, kind, id) in contested.records {
+            guard let ours = try record(path, sides[0], repository), let theirs = try record(path, sides[1], repository),
                   let merged = try record(path, commit.tree, repository) else { continue }
             let lost = RecordMerge.lostWrites(base: try record(path, baseTree, repository), ours: ours, theirs: theirs, merged: merged)
             guard !lost.isEmpty else { continue }
@@ -126,22 +121,42 @@ public struct LostEdit: Sendable, Equatable {
     /// The policy merge of `path` between the two sides (nil: it does not merge to a record).
     private static func policyMerge(_ policy: MergePolicy, path: [UInt8], base: ObjectID, sides: [ObjectID],
                                     _ repository: Repository) throws -> Record? {
-        func bytes(_ tree: ObjectID) throws -> [UInt8]? {
-            guard let entry = try repository.entry(at: String(decoding: path, as: UTF8.self), inTree: tree), entry.kind == .blob else { return nil }
-            return try repository.blob(entry.id)
-        }
-        guard let ours = try bytes(sides[0]), let theirs = try bytes(sides[1]),
-              case .merged(let merged, _) = RecordMerge.merge(policy: policy, base: try bytes(base), ours: ours, theirs: theirs) else { return nil }
+        guard let ours = try bytes(path, sides[0], repository), let theirs = try bytes(path, sides[1], repository),
+              case .merged(let merged, _) = RecordMerge.merge(policy: policy, base: try bytes(path, base, repository), ours: ours, theirs: theirs)
+        else { return nil }
         return try? Record.decode(merged)
     }
 
     private static func record(_ path: [UInt8], _ tree: ObjectID, _ repository: Repository) throws -> Record? {
-        guard let entry = try repository.entry(at: String(decoding: path, as: UTF8.self), inTree: tree), entry.kind == .blob else { return nil }
-        return try? Record.decode(repository.blob(entry.id))
+        try bytes(path, tree, repository).flatMap { try? Record.decode($0) }
     }
 
-    private static func kindsTable(_ tree: ObjectID, _ repository: Repository) throws -> KindsTable {
-        guard let entry = try repository.entry(at: KindsTable.path, inTree: tree), entry.kind == .blob else { return .empty }
-        return (try? KindsTable.decode(repository.blob(entry.id))) ?? .empty
+    private static func bytes(_ path: [UInt8], _ tree: ObjectID, _ repository: Repository) throws -> [UInt8]? {
+        guard let entry = try repository.entry(at: String(decoding: path, as: UTF8.self), inTree: tree), entry.kind == .blob else { return nil }
+        return try repository.blob(entry.id)
+    }
+
+    /// What a merge's two sides both changed since their merge base: the records (lww and
+    /// delete-wins kinds, by the merge's kinds table) where it may have left a write out. The audit
+    /// index names them; `inMerge` reads them.
+    struct Contested {
+        let base: ObjectID
+        let baseTree: ObjectID
+        let sides: [ObjectID]
+        let records: [(path: [UInt8], kind: RecordKind, id: String)]
+
+        /// nil: not a merge of two parents with a merge base.
+        init?(_ commit: Commit, _ repository: Repository) throws {
+            guard commit.parents.count == 2, let base = try repository.mergeBase(commit.parents[0], commit.parents[1]) else { return nil }
+            let baseTree = try repository.commit(base).tree
+            let sides = try commit.parents.map { try repository.commit($0).tree }
+            let changed = try sides.map { Set(try repository.treeChanges(from: baseTree, to: $0).map(\.path)) }
+            let kinds = try LostEdit.bytes(Array(KindsTable.path.utf8), commit.tree, repository).flatMap { try? KindsTable.decode($0) } ?? .empty
+            (self.base, self.baseTree, self.sides) = (base, baseTree, sides)
+            records = changed[0].intersection(changed[1]).sorted { $0.lexicographicallyPrecedes($1) }.compactMap { path in
+                guard case .success(.record(let kind, let id)) = ProfilePathRules.classify(path, kinds: kinds), kind.policy != .append else { return nil }
+                return (path, kind, id)
+            }
+        }
     }
 }
