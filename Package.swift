@@ -1,6 +1,7 @@
 // swift-tools-version:6.0
 // Concord: an offline-first, file-based sync kit. Layers depend downward only:
-//   concord (CLI) → ConcordKit → ConcordTrust, ConcordGit, ConcordModel, ConcordKeyIndex;
+//   concord (CLI) → ConcordServer → ConcordKit → ConcordTrust, ConcordGit, ConcordModel, ConcordKeyIndex;
+//   apps link ConcordKit alone: the server (ConcordServer) is the CLI's, not theirs;
 //   concord-lookup → ConcordKeyIndex (the Swift standard library alone);
 //   ConcordGit → CLibgit2, CLibgit2Startup, CLibssh2, ConcordGitFormats → CShims
 import PackageDescription
@@ -52,10 +53,13 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // ConcordServer: a concord server (`concord serve`): who may open which profile, the forced command's
+        // plan, the hooks' push check, the key index, revocation views, waits, deletions. Apps do not link it.
+        .target(name: "ConcordServer", dependencies: ["ConcordKit", "ConcordGit", "ConcordKeyIndex"]),
         // concord: the command-line tool; each command parses, calls one engine function, renders.
         .executableTarget(
             name: "concord",
-            dependencies: ["ConcordKit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["ConcordKit", "ConcordServer", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // concord-lookup: sshd's AuthorizedKeysCommand for a concord server, run once per connection.
         .executableTarget(name: "concord-lookup", dependencies: ["ConcordKeyIndex"]),
@@ -74,6 +78,7 @@ let package = Package(
         .testTarget(name: "ConcordKitTests",
                     dependencies: ["ConcordKit", "ConcordTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "ConcordCLITests", dependencies: ["ConcordKit", "ConcordTestSupport"]),
-        .testTarget(name: "ConcordSyncTests", dependencies: ["ConcordKit", "ConcordTestSupport"]),
+        .testTarget(name: "ConcordSyncTests", dependencies: ["ConcordKit", "ConcordServer", "ConcordTestSupport"]),
+        .testTarget(name: "ConcordServerTests", dependencies: ["ConcordServer", "ConcordKit", "ConcordGit", "ConcordTestSupport"]),
     ]
 )

@@ -1,4 +1,5 @@
 @testable import ConcordKit
+@testable import ConcordServer
 import ConcordTestSupport
 import ConcordTrust
 import Foundation

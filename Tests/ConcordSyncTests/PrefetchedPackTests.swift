@@ -1,5 +1,6 @@
 import ConcordGit
 @testable import ConcordKit
+import ConcordServer
 import Foundation
 import XCTest
 

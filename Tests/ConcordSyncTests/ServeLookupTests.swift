@@ -1,4 +1,5 @@
 @testable import ConcordKit
+@testable import ConcordServer
 import Foundation
 import XCTest
 

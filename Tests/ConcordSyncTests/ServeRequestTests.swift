@@ -1,5 +1,6 @@
 import ConcordGit
 @testable import ConcordKit
+@testable import ConcordServer
 import XCTest
 
 /// The two pure halves of `concord serve`: reading `SSH_ORIGINAL_COMMAND` (`ServeRequest`) and

@@ -2,14 +2,14 @@ import ConcordModel
 import ConcordTrust
 
 /// The members of a profile at one commit (its `.concord/members/*.json`), indexed by device key.
-struct Membership: Sendable {
-    let members: [String: Member]
+package struct Membership: Sendable {
+    package let members: [String: Member]
     /// The open invitations beside them (read where a server decides who may connect; the access
     /// rule reads each one when a commit needs it).
-    var openInvitations: [OpenInvitation] = []
+    package var openInvitations: [OpenInvitation] = []
     private let keyOwners: [SSHPublicKey: [(member: String, device: String)]]
 
-    init(_ members: [Member]) {
+    package init(_ members: [Member]) {
         self.members = Dictionary(members.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         var owners = [SSHPublicKey: [(member: String, device: String)]]()
         for member in members { for key in member.keys { owners[key.publicKey, default: []].append((member.name, key.device)) } }
@@ -17,7 +17,7 @@ struct Membership: Sendable {
     }
 
     /// The members holding `key`, active ones first (a key listed twice is judged by its active holder).
-    func holders(of key: SSHPublicKey) -> [(member: Member, device: String)] {
+    package func holders(of key: SSHPublicKey) -> [(member: Member, device: String)] {
         (keyOwners[key] ?? []).compactMap { owner in members[owner.member].map { ($0, owner.device) } }
             .sorted { ($0.member.status == .active ? 0 : 1) < ($1.member.status == .active ? 0 : 1) }
     }

@@ -12,7 +12,7 @@ import Dispatch
 /// memberships (for the process) and kinds tables are kept by the object id of the members tree and the kinds blob:
 /// a run of commits that leave both alone costs one Ed25519 verification each plus the tree diff
 /// the structural check already made.
-final class CommitAuthorizer {
+package final class CommitAuthorizer {
     let repository: Repository
     private var kindsTables: [ObjectID: KindsTable] = [:]
     private var rootID: ObjectID?
@@ -409,7 +409,7 @@ final class CommitAuthorizer {
     }
 
     /// `membership(in:tree:)` with the open invitations of `tree`'s `.concord/invitations/` (those that read).
-    static func membershipWithInvitations(in repository: Repository, tree: ObjectID) throws -> Membership {
+    package static func membershipWithInvitations(in repository: Repository, tree: ObjectID) throws -> Membership {
         var membership = try membership(in: repository, tree: tree)
         guard let directory = try repository.entry(at: ProfilePaths.invitationsDirectory, inTree: tree), directory.kind == .tree else {
             return membership

@@ -22,7 +22,7 @@ import ConcordModel
 /// Before its content is read, each commit must also pass the access rule (`CommitAuthorizer`,
 /// `AccessRule`): signed by an active member of its parent's membership, changing only what that
 /// member's role may write under the parent's kinds.
-struct IncomingCheck {
+package struct IncomingCheck {
     let repository: Repository
     /// The profile's id; nil while cloning (the first commit's profile.json sets it).
     let profileID: String?
@@ -39,7 +39,7 @@ struct IncomingCheck {
     /// `ConcordError.unauthorizedCommit` or `.invalidCommit` for the first one that fails.
     /// Returns how many commits were checked.
     @discardableResult
-    func verify(tip: ObjectID, known: [ObjectID]) throws -> Int {
+    package func verify(tip: ObjectID, known: [ObjectID]) throws -> Int {
         let commits: [Commit]
         do { commits = try repository.newCommits(from: tip, excluding: known) } catch let error as GitError {
             throw ConcordError.invalidCommit(commit: tip.short, path: nil, reason: "its history cannot be read (\(error.message))")
@@ -239,5 +239,14 @@ extension ProfilePathRules.File {
         case .gitattributes: return true   // what kinds.json generates: removed, plain git would merge records as text
         default: return true
         }
+    }
+}
+
+extension IncomingCheck {
+    /// The check of the commits of profile `profileID` (nil while cloning) in `repository`; a
+    /// concord server's pre-receive builds one (ConcordServer's `PushCheck`).
+    package init(repository: Repository, profileID: String?) {
+        self.repository = repository
+        self.profileID = profileID
     }
 }

@@ -56,7 +56,7 @@ public struct OpenInvitation: Sendable, Equatable {
     }
 
     /// How many of `members` joined by this invitation.
-    func used(by members: some Sequence<Member>) -> Int {
+    package func used(by members: some Sequence<Member>) -> Int {
         members.reduce(0) { $0 + ($1.invitation == id ? 1 : 0) }
     }
 }

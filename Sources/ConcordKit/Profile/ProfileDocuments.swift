@@ -31,14 +31,14 @@ public let concordFormatVersion = 6
 public let oldestReadableFormatVersion = 3
 
 /// Paths of the files Concord keeps in every profile.
-enum ProfilePaths {
-    static let profile = ".concord/profile.json"
+package enum ProfilePaths {
+    package static let profile = ".concord/profile.json"
     static let kinds = KindsTable.path
-    static let membersDirectory = ".concord/members"
-    static let invitationsDirectory = ".concord/invitations"
+    package static let membersDirectory = ".concord/members"
+    package static let invitationsDirectory = ".concord/invitations"
     static let gitattributes = ".gitattributes"
 
-    static func member(_ name: String) -> String { "\(membersDirectory)/\(name).json" }
+    package static func member(_ name: String) -> String { "\(membersDirectory)/\(name).json" }
     static func invitation(_ id: String) -> String { "\(invitationsDirectory)/\(id).json" }
 }
 
@@ -56,7 +56,7 @@ public struct ProfileInfo: Sendable, Equatable {
         ])
     }
 
-    static func decode(_ bytes: [UInt8]) throws -> ProfileInfo {
+    package static func decode(_ bytes: [UInt8]) throws -> ProfileInfo {
         let value: JSONValue
         do { value = try JSONValue.parse(bytes) } catch {
             throw ConcordError.corruptRecord(path: ProfilePaths.profile, reason: error.description)
@@ -115,7 +115,7 @@ public struct Member: Sendable, Equatable {
     /// The open invitation (`OpenInvitation.id`) this member joined by; nil for everyone else.
     public var invitation: String?
 
-    var json: JSONValue {
+    package var json: JSONValue {
         var fields: [String: JSONValue] = [
             "name": .string(name), "role": .string(role.rawValue), "status": .string(status.rawValue),
             "keys": .array(keys.map(\.json)),
@@ -130,7 +130,7 @@ public struct Member: Sendable, Equatable {
         return .object(fields)
     }
 
-    static func decode(_ bytes: [UInt8], path: String) throws -> Member {
+    package static func decode(_ bytes: [UInt8], path: String) throws -> Member {
         do {
             let value = try JSONValue.parse(bytes)
             guard let name = value["name"]?.stringValue,

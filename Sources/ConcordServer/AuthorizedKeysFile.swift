@@ -1,5 +1,6 @@
 import ConcordGit
 import ConcordKeyIndex
+import ConcordKit
 import ConcordTrust
 import Foundation
 

@@ -1,5 +1,6 @@
 import ConcordGit
 import ConcordKeyIndex
+import ConcordKit
 import ConcordModel
 import ConcordTrust
 import Foundation
@@ -113,7 +114,7 @@ public struct ConcordServer: Sendable {
     func isAdminKey(_ key: String) -> Bool { configuration.adminKey.fingerprint == key }
 
     /// Where `concord serve` hands a connection it let in.
-    public struct Admitted: Sendable {
+    public struct Admitted: Sendable, Equatable {
         /// The repository to hand to git.
         public let repository: String
         public let grant: ServerGrant
@@ -122,9 +123,6 @@ public struct ConcordServer: Sendable {
         /// The ref whose moves `concord-wait` reports.
         public var mainRef: String { namespace.map(RevocationView.ref(namespace:)) ?? "refs/heads/main" }
     }
-
-    /// The refs `git-upload-pack` and `git-receive-pack` hide from members (revoked members' views).
-    public static var hiddenRefs: String { RevocationView.hiddenRefs }
 
     /// Decides `request` by the key `key` (`SHA256:…`) at `now`; for the admin's first push of a new
     /// profile, creates its repository. A revoked member is let in only when the post-receive has

@@ -1,4 +1,5 @@
 import ConcordGit
+import ConcordKit
 import ConcordModel
 import Foundation
 

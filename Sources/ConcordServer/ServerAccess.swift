@@ -1,3 +1,4 @@
+import ConcordKit
 import ConcordModel
 import ConcordTrust
 

@@ -1,5 +1,6 @@
 import ConcordGit
 import ConcordKeyIndex
+import ConcordKit
 import ConcordModel
 import ConcordTrust
 import Foundation

@@ -42,7 +42,7 @@ public enum ServerWait {
     }
 
     /// The most pack bytes a `concord-wait … pack` answer carries; past it the device fetches.
-    public static let packLimit = 32 << 20
+    public static let packLimit = Repository.concordWaitPackLimit
 
     /// `concord-wait … pack`: what main (`tip`) has beyond `known` in repository `path`, as one
     /// thin pack from git's own `git pack-objects` (as upload-pack would send it). Nil when git
