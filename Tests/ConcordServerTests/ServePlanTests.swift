@@ -77,7 +77,7 @@ final class ServePlanTests: XCTestCase {
             ("git-upload-pack kid", "refused git-upload-pack kid: the profile must be one name in single quotes, as git sends it"),
             ("git-upload-pack '$(reboot)'", "refused git-upload-pack '$(reboot)': \(name)"),
             ("git-receive-pack 'Kid'", "refused git-receive-pack 'Kid': \(name)"),
-            ("git-upload-pack '" + String(repeating: "k", count: 300) + "'", "refused a command of 302 bytes: at most 256 are read"),
+            ("git-upload-pack '" + String(repeating: "k", count: 300) + "'", "refused a command of 318 bytes: at most 256 are read"),
             ("concord-wait 'kid' 123 5", "refused concord-wait 'kid' 123 5: it takes '<profile>', the 40-digit id of the main the device "
                 + "has, 1 to 60 seconds, and optionally 'pack'"),
             ("concord-wait 'kid' \(String(repeating: "0", count: 40)) 61", "refused concord-wait 'kid' \(String(repeating: "0", count: 40)) 61: "
