@@ -1,6 +1,6 @@
+@testable import ConcordKit
 @testable import ConcordServer
 import ConcordGit
-import ConcordKit
 import ConcordTestSupport
 import Foundation
 import XCTest
@@ -150,6 +150,38 @@ final class ServePlanTests: XCTestCase {
                              ConcordServer.Admitted(repository: path, grant: .revoked, namespace: namespace)))
         XCTAssertEqual(try ServePlan.connection("git-receive-pack 'kid'", key: carolKey, server: server, now: now), .refuse(removed))
         XCTAssertEqual(try ServePlan.connection("concord-destroy 'kid'", key: carolKey, server: server, now: now), .refuse(removed))
+    }
+
+    func testADeletedProfileGivesItsMembersTheNoticeAndNothingElse() throws {
+        let alice = try identity("alice"), bob = try identity("bob", device: "phone"), carol = try identity("carol", device: "tablet")
+        let server = try makeServer(admin: alice)
+        let main = try publishKid(on: server, admin: alice, editor: bob, revoked: carol)
+        let environment = isolatedEnvironment(home: sandbox)
+        let root = try XCTUnwrap(ObjectID(hex: try ProcessRunner.runOK(gitPath, ["rev-list", "--max-parents=0", main.hex],
+                                                                      environment: environment, in: URL(fileURLWithPath: server.repositoryPath("kid")))))
+        let info = try JSONSerialization.jsonObject(with: Data(contentsOf: sandbox.appendingPathComponent("kid-admin/.concord/profile.json")))
+        let profileID = try XCTUnwrap((info as? [String: Any])?["id"] as? String)
+        let notice = DeletionNotice.sign(profileID: profileID, profileName: "kid", root: root, identity: alice, at: now)
+        let (aliceKey, bobKey) = (alice.key.publicKey.fingerprint, bob.key.publicKey.fingerprint)
+
+        XCTAssertEqual(try ServePlan.connection("concord-destroy 'kid'", key: aliceKey, server: server, now: now), .destroy(profile: "kid"))
+        try server.destroy("kid", key: aliceKey, noticeBytes: notice.bytes)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: server.repositoryPath("kid")))
+
+        // Every member's device may read the notice (a revoked one too); nothing else is served under the name.
+        for key in [aliceKey, bobKey, carol.key.publicKey.fingerprint] {
+            XCTAssertEqual(try ServePlan.connection("concord-notice 'kid'", key: key, server: server, now: now), .notice(notice.bytes))
+        }
+        let deleted = ServerRefusal("profile \"kid\" was deleted by alice@laptop at \(notice.deletedAt); "
+                                    + "'concord sync' checks the signed deletion notice and removes this device's copy")
+        for command in ["git-upload-pack 'kid'", "git-receive-pack 'kid'", "concord-wait 'kid' \(main.hex) 5"] {
+            XCTAssertEqual(try ServePlan.connection(command, key: bobKey, server: server, now: now), .refuse(deleted), command)
+        }
+        // Not even the admin's key makes it again, and a stranger's learns nothing.
+        XCTAssertEqual(try ServePlan.connection("git-receive-pack 'kid'", key: aliceKey, server: server, now: now), .refuse(deleted))
+        let stranger = try identity("mallory").key.publicKey.fingerprint
+        XCTAssertEqual(try ServePlan.connection("concord-notice 'kid'", key: stranger, server: server, now: now),
+                       .refuse(ServerRefusal("no profile \"kid\" here that the key \(stranger) may read: ask the profile's admin to add this device")))
     }
 
     /// Profile "kid" made by the admin's concord (bob an editor, carol added and revoked), pushed
