@@ -1,5 +1,6 @@
 import ConcordGit
 @testable import ConcordKit
+import ConcordTestSupport
 import Foundation
 import XCTest
 

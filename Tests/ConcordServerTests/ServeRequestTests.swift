@@ -1,5 +1,6 @@
 import ConcordGit
 @testable import ConcordKit
+import ConcordTestSupport
 import XCTest
 
 /// The two pure halves of `concord serve`: reading `SSH_ORIGINAL_COMMAND` (`ServeRequest`) and

@@ -1,4 +1,5 @@
 @testable import ConcordKit
+import ConcordTestSupport
 import Foundation
 import XCTest
 
