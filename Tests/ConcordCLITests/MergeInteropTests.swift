@@ -130,7 +130,7 @@ final class MergeInteropTests: ConcordTestCase {
         let (ours, _, alice) = try divergentPair(
             base: { try self.put("scenes/7", #"{"text":"INT. KITCHEN"}"#, in: $0, as: $1, at: "2026-01-01T09:00:00.000Z") },
             ours: { try self.put("scenes/7", #"{"text":"INT. KITCHEN - NIGHT"}"#, in: $0, as: $1, at: "2026-01-01T10:02:00.000Z") },
-            theirs: { try self.concordOKResult(["rm", "scenes/7"], as: $1, in: $0, clock: "2026-01-01T10:01:00.000Z") })
+            theirs: { try self.concordOK(["rm", "scenes/7"], as: $1, in: $0, clock: "2026-01-01T10:01:00.000Z") })
         let merged = try assertSameMerge(ours, as: alice)
         let result = try concord(["get", "scenes/7"], as: alice, in: merged)
         XCTAssertEqual(result.status, 1, result.summary)
@@ -148,7 +148,7 @@ final class MergeInteropTests: ConcordTestCase {
     func testLWWTombstoneVersusEditLaterWins() throws {
         let (ours, _, alice) = try divergentPair(
             base: { try self.put("characters/zed", #"{"name":"Zed"}"#, in: $0, as: $1, at: "2026-01-01T09:00:00.000Z") },
-            ours: { try self.concordOKResult(["rm", "characters/zed"], as: $1, in: $0, clock: "2026-01-01T10:00:00.000Z") },
+            ours: { try self.concordOK(["rm", "characters/zed"], as: $1, in: $0, clock: "2026-01-01T10:00:00.000Z") },
             theirs: { try self.put("characters/zed", #"{"name":"Zedd"}"#, in: $0, as: $1, at: "2026-01-01T10:05:00.000Z") })
         let merged = try assertSameMerge(ours, as: alice)
         XCTAssertTrue(try concordOKResult(["get", "characters/zed"], as: alice, in: merged).stdout.contains("Zedd"))
@@ -156,9 +156,9 @@ final class MergeInteropTests: ConcordTestCase {
 
     func testAppendLogsUnionInOrder() throws {
         let (ours, _, alice) = try divergentPair(
-            base: { try self.concordOKResult(["append", "comments", "--json", #"{"text":"first"}"#], as: $1, in: $0, clock: "2026-01-01T09:00:00.000Z") },
-            ours: { try self.concordOKResult(["append", "comments", "--json", #"{"tap":"A"}"#], as: $1, in: $0, clock: "2026-01-01T10:00:00.000Z") },
-            theirs: { try self.concordOKResult(["append", "comments", "--json", #"{"tap":"B"}"#], as: $1, in: $0, clock: "2026-01-01T10:00:00.001Z") })
+            base: { try self.concordOK(["append", "comments", "--json", #"{"text":"first"}"#], as: $1, in: $0, clock: "2026-01-01T09:00:00.000Z") },
+            ours: { try self.concordOK(["append", "comments", "--json", #"{"tap":"A"}"#], as: $1, in: $0, clock: "2026-01-01T10:00:00.000Z") },
+            theirs: { try self.concordOK(["append", "comments", "--json", #"{"tap":"B"}"#], as: $1, in: $0, clock: "2026-01-01T10:00:00.001Z") })
         let merged = try assertSameMerge(ours, as: alice)
         let log = try String(contentsOf: merged.appendingPathComponent("comments/2026-01-01.jsonl"), encoding: .utf8)
         let lines = log.split(separator: "\n")

@@ -13,12 +13,7 @@ package struct AccessTeam {
     package let aliceProfile: URL
 
     package init(alice: TestDevice, eddie: TestDevice, uma: TestDevice, vera: TestDevice, remote: SyncRemote, aliceProfile: URL) {
-        self.alice = alice
-        self.eddie = eddie
-        self.uma = uma
-        self.vera = vera
-        self.remote = remote
-        self.aliceProfile = aliceProfile
+        (self.alice, self.eddie, self.uma, self.vera, self.remote, self.aliceProfile) = (alice, eddie, uma, vera, remote, aliceProfile)
     }
 }
 

@@ -37,28 +37,26 @@ extension ConcordTestCase {
     @discardableResult
     package func concordOK(_ arguments: [String], as device: TestDevice?, in directory: URL? = nil, input: Data? = nil,
                            file: StaticString = #filePath, line: UInt = #line) throws -> String {
-        try concordOKResult(arguments, as: device, in: directory, input: input, file: file, line: line).trimmedStdout
+        try concordOK(arguments, as: device, in: directory, clock: Self.defaultClock, input: input, file: file, line: line)
     }
 
     @discardableResult
     package func concordOK(_ arguments: [String], as device: TestDevice?, in directory: URL? = nil, clock: String?, input: Data? = nil,
                            file: StaticString = #filePath, line: UInt = #line) throws -> String {
-        try concordOKResult(arguments, as: device, in: directory, clock: clock, input: input, file: file, line: line).trimmedStdout
+        let result = try concord(arguments, as: device, in: directory, clock: clock, input: input, file: file, line: line)
+        return assertSucceeded(result, arguments, file: file, line: line).trimmedStdout
     }
 
-    /// `concord`, failing the test unless it exits 0; returns all it printed.
+    /// `concordOK` under the class's clock, returning all concord printed.
     @discardableResult
     package func concordOKResult(_ arguments: [String], as device: TestDevice?, in directory: URL? = nil, input: Data? = nil,
                                  file: StaticString = #filePath, line: UInt = #line) throws -> RunResult {
-        try concordOKResult(arguments, as: device, in: directory, clock: Self.defaultClock, input: input, file: file, line: line)
+        assertSucceeded(try concord(arguments, as: device, in: directory, input: input, file: file, line: line), arguments, file: file, line: line)
     }
 
-    @discardableResult
-    package func concordOKResult(_ arguments: [String], as device: TestDevice?, in directory: URL? = nil, clock: String?, input: Data? = nil,
-                                 file: StaticString = #filePath, line: UInt = #line) throws -> RunResult {
-        let result = try concord(arguments, as: device, in: directory, clock: clock, input: input, file: file, line: line)
-        XCTAssertEqual(result.status, 0, "concord \(arguments.joined(separator: " ")) failed: \(result.summary)",
-                       file: file, line: line)
+    /// `result`, failing the test unless concord exited 0.
+    private func assertSucceeded(_ result: RunResult, _ arguments: [String], file: StaticString, line: UInt) -> RunResult {
+        XCTAssertEqual(result.status, 0, "concord \(arguments.joined(separator: " ")) failed: \(result.summary)", file: file, line: line)
         return result
     }
 
