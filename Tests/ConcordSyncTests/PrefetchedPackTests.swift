@@ -1,6 +1,7 @@
 import ConcordGit
 @testable import ConcordKit
 import ConcordServer
+import ConcordTestSupport
 import Foundation
 import XCTest
 

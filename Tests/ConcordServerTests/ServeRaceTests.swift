@@ -1,4 +1,5 @@
 import ConcordKit
+import ConcordTestSupport
 import Foundation
 import XCTest
 

@@ -156,14 +156,14 @@ final class DestroyTests: ConcordServeTestCase {
         XCTAssertEqual(try workTreeSnapshot(bobsCopy), snapshot)
     }
 
-    private func profiles(_ device: SyncDevice) throws -> [[String: Any]] {
+    private func profiles(_ device: TestDevice) throws -> [[String: Any]] {
         try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try concordOK(["profiles", "--json"], as: device).utf8)) as? [[String: Any]])
     }
 }
 
 /// `concord identity delete`: leave every shared profile, destroy the ones the person alone
 /// administers, remove the identity; what cannot be reached is said, and a second run finishes.
-final class AccountDeletionTests: SyncTestCase {
+final class AccountDeletionTests: ConcordTestCase {
     func testIdentityDeleteDestroysWhatItAloneAdministersLeavesTheRestAndFinishesOnASecondRun() throws {
         // Alice alone administers "mine" (Bob edits it); Bob administers "theirs" (Alice edits it).
         let mine = try makeTwoDevices(other: ("bob", "tablet"), role: "editor")

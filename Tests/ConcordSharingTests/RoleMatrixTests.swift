@@ -1,3 +1,4 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
@@ -6,7 +7,7 @@ import XCTest
 /// plain git, signed with that member's key (allowed is taken by Alice's sync, forbidden is refused
 /// with exit 5 and nothing merged). The allowed changes forged unsigned or by an unknown key are
 /// refused too.
-final class RoleMatrixTests: SyncTestCase {
+final class RoleMatrixTests: ConcordTestCase {
     /// What each role may do (Admin: everything).
     private let allowed: [String: Set<String>] = [
         "editor": ["vocabulary", "logs"],

@@ -1,5 +1,6 @@
 @testable import ConcordKit
 @testable import ConcordServer
+import ConcordTestSupport
 import Foundation
 import XCTest
 
@@ -15,7 +16,7 @@ final class ServeLookupTests: ConcordServeTestCase {
     }
 
     /// `concord server init` in `<sandbox>/server` for user `git`, with `admin`'s key.
-    func makeServer(admin: SyncDevice) throws -> ConcordServer {
+    func makeServer(admin: TestDevice) throws -> ConcordServer {
         let root = sandbox.appendingPathComponent("server")
         try concordOK(["server", "init", "--root", root.path, "--admin-key", admin.publicKeyLine, "--user", "git"], as: nil)
         return try ConcordServer.open(root: root)

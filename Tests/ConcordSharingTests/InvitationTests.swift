@@ -1,11 +1,12 @@
 import ConcordKit
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// `share` and `accept`: an admin invites by key or by link; the invitee is pending until they
 /// accept; an invitation works once, only before it expires, only unaltered, and only for the
 /// history it names. A refused acceptance leaves nothing behind.
-final class InvitationTests: SyncTestCase {
+final class InvitationTests: ConcordTestCase {
     func testALinkInvitationIsPendingUntilAcceptedAndWorksOnceOverAPath() throws { try linkInvitation(.path) }
 
     func testALinkInvitationIsPendingUntilAcceptedAndWorksOnceOverSSH() throws { try linkInvitation(.ssh) }
@@ -93,7 +94,7 @@ final class InvitationTests: SyncTestCase {
     /// Alice shares a link for Dana, who accepts it; then the remote's main goes back to the share
     /// (as if the acceptance had not reached it). Returns the remote, Alice, her copy, the link, the
     /// share commit, Dana and her copy.
-    private func danaAcceptsAndTheRemoteForgetsIt() throws -> (SyncRemote, SyncDevice, URL, String, String, SyncDevice, URL) {
+    private func danaAcceptsAndTheRemoteForgetsIt() throws -> (SyncRemote, TestDevice, URL, String, String, TestDevice, URL) {
         let remote = try makeRemote(.path)
         let alice = try makeDevice("alice", device: "laptop")
         let profile = try publishProfile(owner: alice, remote: remote, directory: "alice")

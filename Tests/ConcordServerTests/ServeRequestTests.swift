@@ -1,6 +1,7 @@
 import ConcordGit
 @testable import ConcordKit
 @testable import ConcordServer
+import ConcordTestSupport
 import XCTest
 
 /// The two pure halves of `concord serve`: reading `SSH_ORIGINAL_COMMAND` (`ServeRequest`) and

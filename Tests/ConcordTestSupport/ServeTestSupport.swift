@@ -1,25 +1,28 @@
+// See ConcordTestCase.swift: only where XCTest is.
+#if canImport(XCTest)
 import Foundation
 import XCTest
 
 /// A concord server for a test: `concord server init` in `<sandbox>/server`, and a real sshd on
 /// 127.0.0.1 whose AuthorizedKeysCommand is `concord-lookup <root> %u %k`, so every connection
 /// goes through `concord serve` as the forced command.
-struct ConcordServeHost {
-    let sshd: SSHServer
-    let root: URL
-    let admin: SyncDevice
+package struct ConcordServeHost {
+    package let sshd: SSHServer
+    package let root: URL
+    package let admin: TestDevice
 
     /// `ssh://<user>@127.0.0.1:<port>/<profile>.git`.
-    func url(_ profile: String) -> String { "ssh://\(sshd.user)@127.0.0.1:\(sshd.port)/\(profile).git" }
+    package func url(_ profile: String) -> String { "ssh://\(sshd.user)@127.0.0.1:\(sshd.port)/\(profile).git" }
 
     /// The bare repository of `profile` on the server.
-    func repository(_ profile: String) -> URL { root.appendingPathComponent("repositories/\(profile).git") }
+    package func repository(_ profile: String) -> URL { root.appendingPathComponent("repositories/\(profile).git") }
 }
 
-class ConcordServeTestCase: SyncTestCase {
+/// Base class of the tests that run a concord server: `concord server init` behind a real sshd.
+open class ConcordServeTestCase: ConcordTestCase {
     /// The concord-lookup binary at a path sshd accepts as an AuthorizedKeysCommand (a root-owned copy
     /// when the checkout is under a world-writable directory such as /tmp); the copy goes when the test ends.
-    func secureLookupBinary() throws -> String {
+    package func secureLookupBinary() throws -> String {
         guard getuid() == 0 else { throw XCTSkip("sshd's AuthorizedKeysCommand needs a root-owned program: run the tests as root") }
         let (path, remove) = try SSHServer.authorizedKeysCommandPath(for: try ConcordBinary.requiredLookup())
         addTeardownBlock { remove() }
@@ -29,7 +32,7 @@ class ConcordServeTestCase: SyncTestCase {
     /// `admin` runs `concord server init`, and an sshd serves it; stopped when the test ends. sshd
     /// finds keys through `concord-lookup` (AuthorizedKeysCommand), or with `authorizedKeysFile`
     /// in its authorized_keys file, whose block concord keeps.
-    func makeHost(admin: SyncDevice, authorizedKeysFile: Bool = false, file: StaticString = #filePath, line: UInt = #line) throws -> ConcordServeHost {
+    package func makeHost(admin: TestDevice, authorizedKeysFile: Bool = false, file: StaticString = #filePath, line: UInt = #line) throws -> ConcordServeHost {
         guard FileManager.default.isExecutableFile(atPath: SSHServer.sshdPath) else {
             throw XCTSkip("\(SSHServer.sshdPath) is missing: run `make test` or `apt-get install openssh-server`")
         }
@@ -48,7 +51,7 @@ class ConcordServeTestCase: SyncTestCase {
     /// Writes the server's host key into `device`'s `$CONCORD_HOME/known_hosts` and a known_hosts
     /// file for plain ssh; returns the latter.
     @discardableResult
-    func trust(_ host: ConcordServeHost, by device: SyncDevice) throws -> URL {
+    package func trust(_ host: ConcordServeHost, by device: TestDevice) throws -> URL {
         let knownHosts = device.home.appendingPathComponent("known_hosts")
         let old = (try? String(contentsOf: knownHosts, encoding: .utf8)) ?? ""
         if !old.contains(host.sshd.knownHostsLine) {
@@ -58,7 +61,7 @@ class ConcordServeTestCase: SyncTestCase {
     }
 
     /// The environment for plain git over ssh with `device`'s key.
-    func gitSSHEnvironment(_ device: SyncDevice, host: ConcordServeHost) throws -> [String: String] {
+    package func gitSSHEnvironment(_ device: TestDevice, host: ConcordServeHost) throws -> [String: String] {
         let knownHosts = try trust(host, by: device)
         let words = ["/usr/bin/ssh", "-F", "/dev/null", "-i", device.keyFile.path, "-o", "IdentitiesOnly=yes",
                      "-o", "UserKnownHostsFile=\(knownHosts.path)", "-o", "GlobalKnownHostsFile=/dev/null",
@@ -67,7 +70,7 @@ class ConcordServeTestCase: SyncTestCase {
     }
 
     /// Runs `ssh <host> <command>` with `device`'s key: what `SSH_ORIGINAL_COMMAND` a client sends.
-    func ssh(_ command: String, as device: SyncDevice, host: ConcordServeHost) throws -> RunResult {
+    package func ssh(_ command: String, as device: TestDevice, host: ConcordServeHost) throws -> RunResult {
         let knownHosts = try trust(host, by: device)
         return try ProcessRunner.run("/usr/bin/ssh", ["-T", "-F", "/dev/null", "-i", device.keyFile.path, "-o", "IdentitiesOnly=yes",
                                                      "-o", "UserKnownHostsFile=\(knownHosts.path)", "-o", "GlobalKnownHostsFile=/dev/null",
@@ -78,8 +81,8 @@ class ConcordServeTestCase: SyncTestCase {
 
     /// The admin creates profile `name` (aac template) in `<sandbox>/<name>-admin` with `members`
     /// and `records`, and publishes it to the server: its first push creates the repository.
-    func publish(_ name: String, on host: ConcordServeHost, members: [(SyncDevice, String)] = [],
-                 records: [(String, String)] = [], file: StaticString = #filePath, line: UInt = #line) throws -> URL {
+    package func publish(_ name: String, on host: ConcordServeHost, members: [(TestDevice, String)] = [],
+                         records: [(String, String)] = [], file: StaticString = #filePath, line: UInt = #line) throws -> URL {
         let profile = sandbox.appendingPathComponent("\(name)-admin")
         try concordOK(["init", profile.path, "--name", name, "--template", "aac"], as: host.admin, file: file, line: line)
         for (device, role) in members {
@@ -99,7 +102,7 @@ class ConcordServeTestCase: SyncTestCase {
     }
 
     /// `device` runs `concord clone` of profile `name` into `<sandbox>/<name>-<member>`.
-    func cloneThroughServer(_ name: String, as device: SyncDevice, host: ConcordServeHost) throws -> (RunResult, URL) {
+    package func cloneThroughServer(_ name: String, as device: TestDevice, host: ConcordServeHost) throws -> (RunResult, URL) {
         let target = sandbox.appendingPathComponent("\(name)-\(device.member)")
         let result = try concord(["clone", host.url(name), target.path, "--trust-host", host.sshd.hostKeyFingerprint], as: device)
         if result.status == 0 { fsckAtEnd.append(target) }
@@ -108,8 +111,8 @@ class ConcordServeTestCase: SyncTestCase {
 
     /// `device` accepts `invitation` through the server into `<sandbox>/<directory>`; fails the test
     /// unless it succeeds and the acceptance is the server's main.
-    func acceptThroughServer(_ invitation: String, as device: SyncDevice, host: ConcordServeHost, profile: String,
-                             into directory: String, file: StaticString = #filePath, line: UInt = #line) throws -> URL {
+    package func acceptThroughServer(_ invitation: String, as device: TestDevice, host: ConcordServeHost, profile: String,
+                                     into directory: String, file: StaticString = #filePath, line: UInt = #line) throws -> URL {
         let target = sandbox.appendingPathComponent(directory)
         let accepted = try concord(["accept", invitation, target.path, "--trust-host", host.sshd.hostKeyFingerprint], as: device)
         XCTAssertEqual(accepted.status, 0, accepted.summary, file: file, line: line)
@@ -121,8 +124,8 @@ class ConcordServeTestCase: SyncTestCase {
 
     /// Alice revokes `member` and syncs; then `device` connects once, to push (`git-receive-pack`).
     /// Returns that connection and the seconds from the revocation's push returning to its end.
-    func revokeAndConnect(_ member: String, as admin: SyncDevice, in profile: URL, device: SyncDevice,
-                          host: ConcordServeHost) throws -> (result: RunResult, seconds: TimeInterval) {
+    package func revokeAndConnect(_ member: String, as admin: TestDevice, in profile: URL, device: TestDevice,
+                                  host: ConcordServeHost) throws -> (result: RunResult, seconds: TimeInterval) {
         try concordOK(["revoke", member], as: admin, in: profile)
         try concordOK(["sync"], as: admin, in: profile)
         let pushed = Date()
@@ -131,8 +134,8 @@ class ConcordServeTestCase: SyncTestCase {
     }
 
     /// Alice's server with profile "kid", Bob an editor of it with a copy cloned through the server.
-    func aliceAndBobThroughServer(file: StaticString = #filePath, line: UInt = #line) throws
-        -> (alice: SyncDevice, bob: SyncDevice, host: ConcordServeHost, aliceProfile: URL, bobsCopy: URL) {
+    package func aliceAndBobThroughServer(file: StaticString = #filePath, line: UInt = #line) throws
+                -> (alice: TestDevice, bob: TestDevice, host: ConcordServeHost, aliceProfile: URL, bobsCopy: URL) {
         let alice = try makeDevice("alice", device: "laptop")
         let bob = try makeDevice("bob", device: "phone")
         let host = try makeHost(admin: alice, file: file, line: line)
@@ -143,7 +146,8 @@ class ConcordServeTestCase: SyncTestCase {
     }
 
     /// `refs/heads/main` of profile `name` on the server.
-    func serverMain(_ name: String, host: ConcordServeHost) throws -> String {
+    package func serverMain(_ name: String, host: ConcordServeHost) throws -> String {
         try gitOK(["rev-parse", "refs/heads/main"], in: host.repository(name))
     }
 }
+#endif

@@ -1,11 +1,12 @@
 import ConcordKit
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// `share --open`: anyone holding an open invitation joins under their own name, as its role, until
 /// its places are taken or it expires. Every device counts the places from the member files, so of
 /// two acceptances racing for the last place exactly one stands everywhere.
-final class OpenInvitationTests: SyncTestCase {
+final class OpenInvitationTests: ConcordTestCase {
     func testAnOpenInvitationAdmitsUpToItsUsesOverAPath() throws { try openInvitation(.path) }
 
     func testAnOpenInvitationAdmitsUpToItsUsesOverSSH() throws { try openInvitation(.ssh) }

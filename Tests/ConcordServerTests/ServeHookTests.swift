@@ -1,5 +1,6 @@
 @testable import ConcordKit
 @testable import ConcordServer
+import ConcordTestSupport
 import Foundation
 import XCTest
 

@@ -1,3 +1,4 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
@@ -6,7 +7,7 @@ import XCTest
 /// a key stays with its member; a log entry is its author's. Each attack is pushed to a path remote
 /// as the attacker would push it, and Alice's sync must refuse it: exit 5, one line naming the
 /// commit, the signer and the rule, nothing of hers changed.
-final class MemberAttackTests: SyncTestCase {
+final class MemberAttackTests: ConcordTestCase {
     /// Alice promotes Eddie to Admin, and later demotes him to Viewer. Eddie, keeping a copy from
     /// before the demotion, signs a merge whose FIRST parent is that old commit and whose second is
     /// main (a fast-forward of main), setting himself back to Admin — or, as the Viewer he now is,

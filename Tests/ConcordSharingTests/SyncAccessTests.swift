@@ -1,3 +1,4 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
@@ -7,7 +8,7 @@ import XCTest
 /// plain git (signed with `gpg.format=ssh`, or not at all) and pushed to the remote; a refused
 /// one stops Alice's sync with exit 5 and one line naming the commit, the signer and the rule,
 /// and leaves her HEAD, tracking ref and working tree as they were.
-final class SyncAccessTests: SyncTestCase {
+final class SyncAccessTests: ConcordTestCase {
     func testAnUnsignedCommitIsRefused() throws {
         let team = try makeAccessTeam()
         let commit = try pushWithGit(team, signedWith: nil) { clone in

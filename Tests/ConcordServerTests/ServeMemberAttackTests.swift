@@ -1,3 +1,4 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
@@ -164,10 +165,10 @@ final class ServeMemberAttackTests: ConcordServeTestCase {
     // MARK: - The team on a server, and pushes with plain git
 
     struct ServedTeam {
-        let alice: SyncDevice   // admin, and the server's admin
-        let eddie: SyncDevice   // editor
-        let uma: SyncDevice     // user
-        let vera: SyncDevice    // viewer
+        let alice: TestDevice   // admin, and the server's admin
+        let eddie: TestDevice   // editor
+        let uma: TestDevice     // user
+        let vera: TestDevice    // viewer
         let host: ConcordServeHost
         let aliceProfile: URL
     }
@@ -193,7 +194,7 @@ final class ServeMemberAttackTests: ConcordServeTestCase {
     }
 
     /// A plain git clone of the server's "kid" over ssh with `device`'s key.
-    private func gitClone(as device: SyncDevice, _ team: ServedTeam) throws -> URL {
+    private func gitClone(as device: TestDevice, _ team: ServedTeam) throws -> URL {
         let clone = sandbox.appendingPathComponent("git-\(device.member)-\(UUID().uuidString.prefix(8))")
         try gitOK(["clone", "--quiet", team.host.url("kid"), clone.path], environment: try gitSSHEnvironment(device, host: team.host))
         fsckAtEnd.append(clone)
@@ -203,7 +204,7 @@ final class ServeMemberAttackTests: ConcordServeTestCase {
     /// `device` pushes `commit` from `clone` as the server's main with plain git: refused by the
     /// pre-receive in one line naming the commit and `mentions`; main unchanged, and neither `commit`
     /// nor the commits in `stored` (pushed with it) kept on the server.
-    private func assertPushRefused(_ team: ServedTeam, _ commit: String, from clone: URL, as device: SyncDevice, mentions: [String],
+    private func assertPushRefused(_ team: ServedTeam, _ commit: String, from clone: URL, as device: TestDevice, mentions: [String],
                                    stored: [String] = [], file: StaticString = #filePath, line: UInt = #line) throws {
         let before = try serverMain("kid", host: team.host)
         let pushed = try git(["push", "origin", "\(commit):refs/heads/main"], in: clone, environment: try gitSSHEnvironment(device, host: team.host))

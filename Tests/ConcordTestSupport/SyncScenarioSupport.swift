@@ -1,49 +1,47 @@
-import ConcordKit
+// See ConcordTestCase.swift: only where XCTest is.
+#if canImport(XCTest)
 import Foundation
 import XCTest
 
-@_exported import ConcordTestSupport
-
 /// How devices reach the bare repository in a scenario.
-enum SyncTransport: String, CaseIterable {
+package enum SyncTransport: String, CaseIterable {
     /// A directory path on this machine.
     case path
     /// `ssh://user@127.0.0.1:<port>/abs/path.git` through the SSHServer fixture.
     case ssh
 }
 
+/// Two devices sharing one profile through one remote (``ConcordTestCase/makeTwoDevices``).
+package struct TwoDevices {
+    package let remote: SyncRemote
+    package let owner: TestDevice, other: TestDevice
+    package let ownerProfile: URL, otherProfile: URL
+}
+
 /// A bare repository made by `concord init --bare`, and the URL devices use for it.
-/// Two devices sharing one profile through one remote (``SyncTestCase/makeTwoDevices``).
-struct TwoDevices {
-    let remote: SyncRemote
-    let owner: SyncDevice, other: SyncDevice
-    let ownerProfile: URL, otherProfile: URL
-}
-
-struct SyncRemote {
-    let transport: SyncTransport
-    let bare: URL
-    let url: String
+package struct SyncRemote {
+    package let transport: SyncTransport
+    package let bare: URL
+    package let url: String
     /// The sshd serving `bare` (ssh only); stopped when the test ends.
-    let server: SSHServer?
+    package let server: SSHServer?
 }
 
-/// A seedable generator (SplitMix64), so a shuffled sync order can be replayed from its seed.
 /// What one `concord sync --json` reported.
-struct SyncSummary {
-    let received: Int
-    let sent: Int
-    let head: String
-    let attempts: Int
+package struct SyncSummary {
+    package let received: Int
+    package let sent: Int
+    package let head: String
+    package let attempts: Int
 
-    var movedAnything: Bool { received > 0 || sent > 0 }
+    package var movedAnything: Bool { received > 0 || sent > 0 }
 }
 
-extension SyncTestCase {
+extension ConcordTestCase {
     /// A bare repository `<sandbox>/<name>` made with `concord init --bare`; for ssh also a started server
     /// (one per test) and its URL for the repository.
-    func makeRemote(_ transport: SyncTransport, name: String = "remote.git", server existing: SSHServer? = nil,
-                    file: StaticString = #filePath, line: UInt = #line) throws -> SyncRemote {
+    package func makeRemote(_ transport: SyncTransport, name: String = "remote.git", server existing: SSHServer? = nil,
+                            file: StaticString = #filePath, line: UInt = #line) throws -> SyncRemote {
         let bare = sandbox.appendingPathComponent(name)
         try concordOK(["init", "--bare", bare.path], as: nil, file: file, line: line)
         fsckAtEnd.append(bare)
@@ -58,7 +56,7 @@ extension SyncTestCase {
 
     /// Lets `device` reach `remote`: over ssh its key is authorized and, unless `trustHost` is false, the
     /// server's host key is written into its `$CONCORD_HOME/known_hosts` (as `concord remote trust` would).
-    func allow(_ device: SyncDevice, on remote: SyncRemote, trustHost: Bool = true) throws {
+    package func allow(_ device: TestDevice, on remote: SyncRemote, trustHost: Bool = true) throws {
         guard let server = remote.server else { return }
         try server.authorize(publicKeyLine: device.publicKeyLine)
         if trustHost {
@@ -70,9 +68,9 @@ extension SyncTestCase {
 
     /// `owner` creates a profile of `template` (aac) in `<sandbox>/<directory>`, adds each of `members`
     /// (device, role) by key, adds `remote` as origin and publishes it with `concord sync`.
-    func publishProfile(owner: SyncDevice, remote: SyncRemote, directory: String = "profile-\(UUID().uuidString.prefix(6))",
-                        template: String = "aac", members: [(SyncDevice, String)] = [], records: [(String, String)] = [],
-                        file: StaticString = #filePath, line: UInt = #line) throws -> URL {
+    package func publishProfile(owner: TestDevice, remote: SyncRemote, directory: String = "profile-\(UUID().uuidString.prefix(6))",
+                                template: String = "aac", members: [(TestDevice, String)] = [], records: [(String, String)] = [],
+                                file: StaticString = #filePath, line: UInt = #line) throws -> URL {
         let profile = sandbox.appendingPathComponent(directory)
         try concordOK(["init", profile.path, "--name", "Shared", "--template", template], as: owner, file: file, line: line)
         for (device, role) in members {
@@ -92,8 +90,8 @@ extension SyncTestCase {
     }
 
     /// `device` clones `remote` into `<sandbox>/<directory>` (trusting the server's key with --trust-host over ssh).
-    func cloneProfile(_ device: SyncDevice, from remote: SyncRemote, into directory: String,
-                      file: StaticString = #filePath, line: UInt = #line) throws -> URL {
+    package func cloneProfile(_ device: TestDevice, from remote: SyncRemote, into directory: String,
+                              file: StaticString = #filePath, line: UInt = #line) throws -> URL {
         try allow(device, on: remote, trustHost: false)
         let target = sandbox.appendingPathComponent(directory)
         var arguments = ["clone", remote.url, target.path]
@@ -106,9 +104,9 @@ extension SyncTestCase {
     /// The scene most sync tests start from: a new remote over `transport`; `owner` publishes a profile
     /// (with `records`) to it after adding `other` as `role`; `other` clones it. Each profile lies in
     /// `<sandbox>/<its device name>`.
-    func makeTwoDevices(_ transport: SyncTransport = .path, owner: (member: String, device: String) = ("alice", "laptop"),
-                        other: (member: String, device: String) = ("alice", "tablet"), role: String = "admin",
-                        records: [(String, String)] = [], file: StaticString = #filePath, line: UInt = #line) throws -> TwoDevices {
+    package func makeTwoDevices(_ transport: SyncTransport = .path, owner: (member: String, device: String) = ("alice", "laptop"),
+                                other: (member: String, device: String) = ("alice", "tablet"), role: String = "admin",
+                                records: [(String, String)] = [], file: StaticString = #filePath, line: UInt = #line) throws -> TwoDevices {
         let remote = try makeRemote(transport, file: file, line: line)
         let first = try makeDevice(owner.member, device: owner.device, file: file, line: line)
         let second = try makeDevice(other.member, device: other.device, file: file, line: line)
@@ -119,7 +117,7 @@ extension SyncTestCase {
     }
 
     /// `concord sync --json` as `device`, parsed; fails the test unless it exits 0.
-    func syncJSON(_ device: SyncDevice, in profile: URL, file: StaticString = #filePath, line: UInt = #line) throws -> SyncSummary {
+    package func syncJSON(_ device: TestDevice, in profile: URL, file: StaticString = #filePath, line: UInt = #line) throws -> SyncSummary {
         let result = try concord(["sync", "--json"], as: device, in: profile, file: file, line: line)
         XCTAssertEqual(result.status, 0, "sync as \(device.member)@\(device.device) exited \(result.status): \(result.stderr)",
                        file: file, line: line)
@@ -130,26 +128,26 @@ extension SyncTestCase {
     }
 
     /// `concord status --json` as `device`, parsed.
-    func statusJSON(_ device: SyncDevice, in profile: URL, file: StaticString = #filePath, line: UInt = #line) throws -> [String: Any] {
+    package func statusJSON(_ device: TestDevice, in profile: URL, file: StaticString = #filePath, line: UInt = #line) throws -> [String: Any] {
         let text = try concordOK(["status", "--json"], as: device, in: profile, file: file, line: line)
         return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
                              "status --json printed \(text)", file: file, line: line)
     }
 
     /// `git rev-parse <revision>` in `repository` (a work tree or a bare repository).
-    func revParse(_ revision: String, in repository: URL, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+    package func revParse(_ revision: String, in repository: URL, file: StaticString = #filePath, line: UInt = #line) throws -> String {
         try gitOK(["rev-parse", "--verify", "--quiet", revision], in: repository, file: file, line: line)
     }
 
     /// The bare repository's `refs/heads/main`, or nil when it has none.
-    func remoteMain(_ remote: SyncRemote) throws -> String? {
+    package func remoteMain(_ remote: SyncRemote) throws -> String? {
         let result = try git(["rev-parse", "--verify", "--quiet", "refs/heads/main"], in: remote.bare)
         return result.status == 0 ? result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) : nil
     }
 
     /// Every file of a work tree (outside `.git`) with its bytes, plus HEAD and `git status`: what a refused
     /// command must leave alone.
-    func workTreeSnapshot(_ profile: URL) throws -> [String: Data] {
+    package func workTreeSnapshot(_ profile: URL) throws -> [String: Data] {
         var files = try workTreeFiles(of: profile)
         files["<HEAD>"] = Data(try git(["rev-parse", "HEAD"], in: profile).stdout.utf8)
         files["<status>"] = Data(try git(["status", "--porcelain", "--untracked-files=all"], in: profile).stdout.utf8)
@@ -158,9 +156,9 @@ extension SyncTestCase {
 
     /// Asserts a refusal: exit `status`, nothing on stdout, exactly one stderr line starting with `prefix`
     /// and containing each of `mentions`.
-    func assertOneLineRefusal(_ result: RunResult, status: Int32 = 1,
-                              prefix: String = "concord: error: ", mentions: [String] = [],
-                              file: StaticString = #filePath, line: UInt = #line) {
+    package func assertOneLineRefusal(_ result: RunResult, status: Int32 = 1,
+                                      prefix: String = "concord: error: ", mentions: [String] = [],
+                                      file: StaticString = #filePath, line: UInt = #line) {
         let summary = "exit \(result.status)\n--- stdout:\n\(result.stdout)--- stderr:\n\(result.stderr)"
         XCTAssertEqual(result.status, status, "wrong exit status: \(summary)", file: file, line: line)
         XCTAssertEqual(result.stdout, "", "a refused command prints nothing on stdout: \(summary)", file: file, line: line)
@@ -177,17 +175,17 @@ extension SyncTestCase {
 
 // MARK: - Invitations
 
-extension SyncTestCase {
+extension ConcordTestCase {
     /// Runs `concord share arguments` as `device` and returns the invitation text it prints last.
-    func share(_ arguments: [String], as device: SyncDevice, in profile: URL) throws -> String {
+    package func share(_ arguments: [String], as device: TestDevice, in profile: URL) throws -> String {
         let output = try concordOK(["share"] + arguments, as: device, in: profile)
         let invitation = output.split(separator: "\n").last.map(String.init) ?? ""
-        XCTAssertTrue(invitation.hasPrefix(Invitation.prefix), output)
+        XCTAssertTrue(invitation.hasPrefix("concord-invitation-1:"), output)   // ConcordKit's `Invitation.prefix`
         return invitation
     }
 
     /// Runs `concord accept invitation <sandbox>/directory` as `device` (allowed on `remote` first).
-    func acceptResult(_ invitation: String, as device: SyncDevice, remote: SyncRemote, into directory: String) throws -> RunResult {
+    package func acceptResult(_ invitation: String, as device: TestDevice, remote: SyncRemote, into directory: String) throws -> RunResult {
         try allow(device, on: remote, trustHost: false)
         var arguments = ["accept", invitation, sandbox.appendingPathComponent(directory).path]
         if let server = remote.server { arguments += ["--trust-host", server.hostKeyFingerprint] }
@@ -195,7 +193,7 @@ extension SyncTestCase {
     }
 
     /// `acceptResult`, failing the test unless it succeeds; the joined profile (fsck'd at the end).
-    func accept(_ invitation: String, as device: SyncDevice, remote: SyncRemote, into directory: String) throws -> URL {
+    package func accept(_ invitation: String, as device: TestDevice, remote: SyncRemote, into directory: String) throws -> URL {
         let result = try acceptResult(invitation, as: device, remote: remote, into: directory)
         XCTAssertEqual(result.status, 0, result.stderr)
         let profile = sandbox.appendingPathComponent(directory)
@@ -203,3 +201,4 @@ extension SyncTestCase {
         return profile
     }
 }
+#endif

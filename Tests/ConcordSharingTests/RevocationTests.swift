@@ -1,3 +1,4 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 #if canImport(Glibc)
@@ -7,7 +8,7 @@ import Glibc
 /// Revoking a member, changing roles and a member's own device keys: only admins revoke and change
 /// roles, a profile always keeps an active admin, and a revoked device learns it on its next sync or
 /// watch tick, says so, and deletes its copy (saving what it never sent).
-final class RevocationTests: SyncTestCase {
+final class RevocationTests: ConcordTestCase {
     func testARevokedDeviceReportsAccessRemovedAndDeletesItsCopyOverAPath() throws { try revokedDeviceLeaves(.path) }
 
     func testARevokedDeviceReportsAccessRemovedAndDeletesItsCopyOverSSH() throws { try revokedDeviceLeaves(.ssh) }

@@ -47,9 +47,9 @@ final class ServeWatchShutdownTests: ConcordServeTestCase {
     /// One profile on the server and the two members who take turns being revoked in it.
     private struct Lane {
         let name: String
-        let admin: SyncDevice
+        let admin: TestDevice
         let adminProfile: URL
-        let members: [SyncDevice]
+        let members: [TestDevice]
         let rounds: Int
     }
 
@@ -77,7 +77,7 @@ final class ServeWatchShutdownTests: ConcordServeTestCase {
             defer { outcome.steps[step, default: 0] += Date().timeIntervalSince(start) }
             return try body()
         }
-        func ok(_ arguments: [String], as device: SyncDevice, in directory: URL? = nil) throws {
+        func ok(_ arguments: [String], as device: TestDevice, in directory: URL? = nil) throws {
             let result = try concord(arguments, as: device, in: directory)
             if result.status != 0 { throw LaneFailure("concord \(arguments.joined(separator: " ")): \(result.summary)") }
         }
@@ -134,7 +134,7 @@ final class ServeWatchShutdownTests: ConcordServeTestCase {
     }
 
     /// `device`'s `concord watch` of `copy`, once it said it started (its output in `<sandbox>/<log>`).
-    private func startWatch(_ device: SyncDevice, copy: URL, log name: String) throws -> (process: ChildProcess, log: URL) {
+    private func startWatch(_ device: TestDevice, copy: URL, log name: String) throws -> (process: ChildProcess, log: URL) {
         let log = sandbox.appendingPathComponent(name)
         let process = try ChildProcess(path: try ConcordBinary.required(), arguments: ["watch", "-C", copy.path, "--interval", "300", "--json"],
                                        environment: concordEnvironment(device), output: log)

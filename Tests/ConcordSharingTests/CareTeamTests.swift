@@ -1,11 +1,12 @@
 import ConcordKit
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// The care-team scenarios (A5, A6 and concurrent membership changes): a team of four seen alike
 /// on every device, one therapist in two families' profiles with different roles and no data
 /// crossing, and two admins adding members at once without losing either.
-final class CareTeamTests: SyncTestCase {
+final class CareTeamTests: ConcordTestCase {
     func testACareTeamOfFourIsListedWithRolesOnEveryDevice() throws {
         let remote = try makeRemote(.path)
         let parent = try makeDevice("parent", device: "phone")
@@ -74,7 +75,7 @@ final class CareTeamTests: SyncTestCase {
         XCTAssertEqual(try revParse("HEAD", in: scene.ownerProfile), try revParse("HEAD", in: scene.otherProfile))
     }
 
-    private func invite(_ member: String, role: String, by admin: SyncDevice, in profile: URL, sync: Bool = true) throws -> String {
+    private func invite(_ member: String, role: String, by admin: TestDevice, in profile: URL, sync: Bool = true) throws -> String {
         let output = try concordOK(["share", member, "--role", role], as: admin, in: profile)
         if sync { try concordOK(["sync"], as: admin, in: profile) }
         let invitation = output.split(separator: "\n").last.map(String.init) ?? ""

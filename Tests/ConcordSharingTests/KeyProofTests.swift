@@ -1,3 +1,4 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
@@ -5,7 +6,7 @@ import XCTest
 /// carries a proof of possession, an SSHSIG by that key (namespace `concord-key`) over the profile id,
 /// the member and the key. The proofs here are made with `ssh-keygen -Y sign` and checked with
 /// `ssh-keygen -Y verify`: OpenSSH is the independent judge of what Concord writes and reads.
-final class KeyProofTests: SyncTestCase {
+final class KeyProofTests: ConcordTestCase {
     /// Vera (a Viewer) adds a key to her own member file with plain git, signed with her key: without a
     /// proof, with a proof by another key, for another profile or for another member — each refused by
     /// Alice's sync (exit 5, one line naming the commit, the signer, the file, the device and the rule),
@@ -251,35 +252,11 @@ final class KeyProofServeTests: ConcordServeTestCase {
     }
 }
 
-extension SyncTestCase {
-    /// The `id` in `profile`'s `.concord/profile.json`.
-    func profileID(of profile: URL) throws -> String {
-        let info = try JSONSerialization.jsonObject(with: Data(contentsOf: profile.appendingPathComponent(".concord/profile.json")))
-        return try XCTUnwrap((info as? [String: Any])?["id"] as? String)
-    }
-
+extension ConcordTestCase {
     /// Member `name`'s file in `profile`, as JSON.
     func memberFile(_ name: String, in profile: URL) throws -> [String: Any] {
         let url = profile.appendingPathComponent(".concord/members/\(name).json")
         return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
-    }
-
-    /// The proof message, version 1, for `key` (a key line; its comment is not part of it).
-    func proofMessage(profileID: String, member: String, key: String) -> String {
-        let words = key.split(separator: " ")
-        return "concord key proof v1\nprofile \(profileID)\nmember \(member)\nkey \(words[0]) \(words[1])\n"
-    }
-
-    /// A proof made by `ssh-keygen -Y sign -n concord-key` with the private key in `keyFile`: the base64
-    /// of the SSHSIG blob inside its armor.
-    func proof(signedBy keyFile: URL, profileID: String, member: String, key: String) throws -> String {
-        let message = sandbox.appendingPathComponent("proof-message-\(UUID().uuidString.prefix(8))")
-        try Data(proofMessage(profileID: profileID, member: member, key: key).utf8).write(to: message)
-        let signed = try ProcessRunner.run(GitSigning.sshKeygenPath, ["-q", "-Y", "sign", "-n", "concord-key", "-f", keyFile.path, message.path],
-                                           environment: environment())
-        XCTAssertEqual(signed.status, 0, signed.summary)
-        let armored = try String(contentsOf: message.appendingPathExtension("sig"), encoding: .utf8)
-        return armored.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
     }
 
     /// `ssh-keygen -Y verify` takes `proof` as `key`'s signature, namespace `concord-key`, over the message.

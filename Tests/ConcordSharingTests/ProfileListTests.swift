@@ -1,9 +1,10 @@
 import ConcordKit
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// `concord profiles` (the profiles on this device, per identity) and `concord leave`.
-final class ProfileListTests: SyncTestCase {
+final class ProfileListTests: ConcordTestCase {
     /// Bob's device lists the profile with his role and access; he leaves: his departure reaches
     /// the remote as a valid commit (revoked by himself, no keys), his copy and entry are gone.
     func testProfilesListsWhatThisIdentityHasAndLeaveRecordsTheDeparture() throws {
@@ -108,7 +109,7 @@ final class ProfileListTests: SyncTestCase {
         XCTAssertTrue((listed.first?["note"] as? String)?.contains("no profile at \(mine.path)") == true, "\(listed)")
     }
 
-    private func profilesJSON(_ device: SyncDevice) throws -> [[String: Any]] {
+    private func profilesJSON(_ device: TestDevice) throws -> [[String: Any]] {
         try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try concordOK(["profiles", "--json"], as: device).utf8)) as? [[String: Any]])
     }
 }

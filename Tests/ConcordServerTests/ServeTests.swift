@@ -1,4 +1,5 @@
 import ConcordKit
+import ConcordTestSupport
 import Foundation
 import XCTest
 
@@ -267,7 +268,7 @@ final class ServeTests: ConcordServeTestCase {
     }
 
     /// `SHA256:…` of `device`'s key.
-    func fingerprint(_ device: SyncDevice) throws -> String {
+    func fingerprint(_ device: TestDevice) throws -> String {
         try SSHPublicKey(line: device.publicKeyLine).fingerprint
     }
 }
