@@ -1,0 +1,135 @@
+import ConcordTestSupport
+import XCTest
+
+@testable import ConcordKit
+
+/// One `ConcordStore` shared by 16 tasks (and, below, 16 threads) writing, reading and syncing to a
+/// bare path remote at once, while a second device writes and syncs too: no write acknowledged
+/// to a caller is lost, nothing deadlocks, and it ends within a generous bound. Run under
+/// ThreadSanitizer for data races (`swift test --sanitize=thread --filter StoreConcurrency`).
+final class StoreConcurrencyTests: KitTestCase {
+    /// How long the whole run may take before the test fails as a deadlock (ThreadSanitizer is slow).
+    private let bound: TimeInterval = 600
+
+    func testSixteenTasksWritingReadingAndSyncingAtOnce() throws {
+        let (remote, alice, bob) = try twoDevices()
+        let done = expectation(description: "16 tasks finished")
+        let outcome = ThreadResult<Result<[String], Error>>()
+        Task {
+            do { outcome.set(.success(try await Self.sixteenTasks(alice, bob))) } catch { outcome.set(.failure(error)) }
+            done.fulfill()
+        }
+        wait(for: [done], timeout: bound)
+        let acknowledged = try outcome.wait().get()
+        try assertEverythingKept(acknowledged, remote: remote, alice, bob)
+    }
+
+    func testSixteenThreadsCallingTheBlockingAPIAtOnce() throws {
+        let (remote, alice, bob) = try twoDevices()
+        let results = ThreadResults(count: 16)
+        let done = expectation(description: "16 threads finished")
+        Thread.detachNewThread {
+            DispatchQueue.concurrentPerform(iterations: 16) { index in
+                results.set(index, Result { try Self.blockingWork(index, alice, bob) })
+            }
+            done.fulfill()
+        }
+        wait(for: [done], timeout: bound)
+        let acknowledged = try results.all().flatMap { try $0.get() }
+        try assertEverythingKept(acknowledged, remote: remote, alice, bob)
+    }
+
+    /// Tasks 0–9 write (on both devices), 10–12 read, 13–15 sync; each returns the records whose
+    /// writes returned a commit.
+    private static func sixteenTasks(_ alice: ConcordStore, _ bob: ConcordStore) async throws -> [String] {
+        try await withThrowingTaskGroup(of: [String].self) { group in
+            for index in 0..<16 {
+                group.addTask {
+                    let store = index.isMultiple(of: 3) ? bob : alice
+                    var written = [String]()
+                    for round in 0..<4 {
+                        switch index {
+                        case 0..<10:
+                            let id = "t\(index)-\(round)"
+                            let result = try await store.write { try $0.put("vocabulary", id, data: ["n": JSONValue(round)]) }
+                            if result.commit != nil { written.append(id) }
+                        case 10..<13:
+                            let count = try await store.read { reader in try reader.list(kind: "vocabulary").items.count }
+                            precondition(count >= 0)
+                        default:
+                            _ = try await store.sync()
+                        }
+                    }
+                    return written
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+    }
+
+    /// `sixteenTasks` with the blocking calls, for thread `index`.
+    private static func blockingWork(_ index: Int, _ alice: ConcordStore, _ bob: ConcordStore) throws -> [String] {
+        let store = index.isMultiple(of: 3) ? bob : alice
+        var written = [String]()
+        for round in 0..<4 {
+            switch index {
+            case 0..<10:
+                let id = "b\(index)-\(round)"
+                if try store.write({ try $0.put("vocabulary", id, data: ["n": JSONValue(round)]) }).commit != nil { written.append(id) }
+            case 10..<13:
+                _ = try store.read { reader in try reader.history(HistoryFilter(limit: 5)).count }
+            default:
+                _ = try store.sync()
+            }
+        }
+        return written
+    }
+
+    /// After a last round of syncs, both devices and the remote hold every acknowledged write, and verify.
+    private func assertEverythingKept(_ acknowledged: [String], remote: URL, _ alice: ConcordStore, _ bob: ConcordStore,
+                                      file: StaticString = #filePath, line: UInt = #line) throws {
+        XCTAssertEqual(acknowledged.count, 40, "every write wrote", file: file, line: line)
+        _ = try alice.sync()
+        _ = try bob.sync()
+        _ = try alice.sync()
+        for store in [alice, bob] {
+            let ids = Set(try store.read { try $0.list(kind: "vocabulary").items.map(\.id) })
+            XCTAssertEqual(ids, Set(acknowledged), "\(store.identity.member) lost a write", file: file, line: line)
+            XCTAssertNoThrow(try store.withProfile { try $0.verification.run() }, file: file, line: line)
+        }
+        XCTAssertEqual(try gitOK(["rev-parse", "HEAD"], in: alice.directory), try gitOK(["rev-parse", "HEAD"], in: bob.directory),
+                       file: file, line: line)
+        fsckAtEnd(remote, alice.directory, bob.directory)
+    }
+
+    /// A bare path remote, alice's store pushed to it, and bob (an editor) cloned from it as a store.
+    private func twoDevices() throws -> (URL, ConcordStore, ConcordStore) {
+        let alice = try makeIdentity(), bob = try makeIdentity("bob", device: "phone")
+        let remote = sandbox.appendingPathComponent("remote.git")
+        try Profile.createBareRemote(at: remote)
+        let aliceStore = try ConcordStore.create(at: sandbox.appendingPathComponent("alice"), name: "Shared", template: .aac,
+                                                 identity: alice, environment: makeEnvironment(alice))
+        try aliceStore.addRemote("origin", url: remote.path)
+        try aliceStore.addMember("bob", role: .editor, device: "phone", key: bob.key.publicKey)
+        _ = try aliceStore.sync()
+        let bobStore = try ConcordStore.clone(url: remote.path, into: sandbox.appendingPathComponent("bob"), identity: bob,
+                                              environment: makeEnvironment(bob))
+        return (remote, aliceStore, bobStore)
+    }
+}
+
+/// What each of several threads gave, by index.
+private final class ThreadResults: @unchecked Sendable {
+    // Safe: `values` is read and written only while holding `lock`.
+    private let lock = NSLock()
+    private var values: [Result<[String], Error>?]
+
+    init(count: Int) { values = Array(repeating: nil, count: count) }
+
+    func set(_ index: Int, _ result: Result<[String], Error>) { lock.withLock { values[index] = result } }
+
+    /// Every thread's result; a thread that gave none counts as a failure.
+    func all() -> [Result<[String], Error>] {
+        lock.withLock { values.map { $0 ?? .failure(ConcordError.io("a thread gave no result")) } }
+    }
+}
