@@ -13,29 +13,27 @@ final class StoreConcurrencyTests: KitTestCase {
 
     func testSixteenTasksWritingReadingAndSyncingAtOnce() throws {
         let (remote, alice, bob) = try twoDevices()
-        let done = expectation(description: "16 tasks finished")
         let outcome = ThreadResult<Result<[String], Error>>()
-        Task {
+        Task.detached {
             do { outcome.set(.success(try await Self.sixteenTasks(alice, bob))) } catch { outcome.set(.failure(error)) }
-            done.fulfill()
         }
-        wait(for: [done], timeout: bound)
-        let acknowledged = try outcome.wait().get()
-        try assertEverythingKept(acknowledged, remote: remote, alice, bob)
+        guard let finished = outcome.wait(seconds: bound) else { return XCTFail("the 16 tasks did not finish in \(Int(bound)) s") }
+        try assertEverythingKept(try finished.get(), remote: remote, alice, bob)
     }
 
     func testSixteenThreadsCallingTheBlockingAPIAtOnce() throws {
         let (remote, alice, bob) = try twoDevices()
-        let results = ThreadResults(count: 16)
-        let done = expectation(description: "16 threads finished")
-        Thread.detachNewThread {
-            DispatchQueue.concurrentPerform(iterations: 16) { index in
-                results.set(index, Result { try Self.blockingWork(index, alice, bob) })
-            }
-            done.fulfill()
+        let threads = (0..<16).map { index in
+            Thread.detachNewThreadWithResult { Result { try Self.blockingWork(index, alice, bob) } }
         }
-        wait(for: [done], timeout: bound)
-        let acknowledged = try results.all().flatMap { try $0.get() }
+        let deadline = Date().addingTimeInterval(bound)
+        var acknowledged = [String]()
+        for (index, thread) in threads.enumerated() {
+            guard let result = thread.wait(seconds: max(0, deadline.timeIntervalSinceNow)) else {
+                return XCTFail("thread \(index) did not finish in \(Int(bound)) s")
+            }
+            acknowledged += try result.get()
+        }
         try assertEverythingKept(acknowledged, remote: remote, alice, bob)
     }
 
@@ -115,21 +113,5 @@ final class StoreConcurrencyTests: KitTestCase {
         let bobStore = try ConcordStore.clone(url: remote.path, into: sandbox.appendingPathComponent("bob"), identity: bob,
                                               environment: makeEnvironment(bob))
         return (remote, aliceStore, bobStore)
-    }
-}
-
-/// What each of several threads gave, by index.
-private final class ThreadResults: @unchecked Sendable {
-    // Safe: `values` is read and written only while holding `lock`.
-    private let lock = NSLock()
-    private var values: [Result<[String], Error>?]
-
-    init(count: Int) { values = Array(repeating: nil, count: count) }
-
-    func set(_ index: Int, _ result: Result<[String], Error>) { lock.withLock { values[index] = result } }
-
-    /// Every thread's result; a thread that gave none counts as a failure.
-    func all() -> [Result<[String], Error>] {
-        lock.withLock { values.map { $0 ?? .failure(ConcordError.io("a thread gave no result")) } }
     }
 }

@@ -225,6 +225,12 @@ final class ThreadResult<T: Sendable>: @unchecked Sendable {
         done.wait()
         return value!
     }
+
+    /// `wait`, giving up after `seconds`: nil when the thread had not finished by then.
+    func wait(seconds: TimeInterval) -> T? {
+        guard done.wait(timeout: .now() + seconds) == .success else { return nil }
+        return value
+    }
 }
 
 extension Thread {
