@@ -15,7 +15,9 @@ final class StoreConcurrencyTests: KitTestCase {
         let (remote, alice, bob) = try twoDevices()
         let outcome = ThreadResult<Result<[String], Error>>()
         Task.detached {
-            do { outcome.set(.success(try await Self.sixteenTasks(alice, bob))) } catch { outcome.set(.failure(error)) }
+            let result: Result<[String], Error>
+            do { result = .success(try await Workload.sixteenTasks(alice, bob)) } catch { result = .failure(error) }
+            outcome.set(result)
         }
         guard let finished = outcome.wait(seconds: bound) else { return XCTFail("the 16 tasks did not finish in \(Int(bound)) s") }
         try assertEverythingKept(try finished.get(), remote: remote, alice, bob)
@@ -24,7 +26,7 @@ final class StoreConcurrencyTests: KitTestCase {
     func testSixteenThreadsCallingTheBlockingAPIAtOnce() throws {
         let (remote, alice, bob) = try twoDevices()
         let threads = (0..<16).map { index in
-            Thread.detachNewThreadWithResult { Result { try Self.blockingWork(index, alice, bob) } }
+            Thread.detachNewThreadWithResult { Result { try Workload.blockingWork(index, alice, bob) } }
         }
         let deadline = Date().addingTimeInterval(bound)
         var acknowledged = [String]()
@@ -35,52 +37,6 @@ final class StoreConcurrencyTests: KitTestCase {
             acknowledged += try result.get()
         }
         try assertEverythingKept(acknowledged, remote: remote, alice, bob)
-    }
-
-    /// Tasks 0–9 write (on both devices), 10–12 read, 13–15 sync; each returns the records whose
-    /// writes returned a commit.
-    private static func sixteenTasks(_ alice: ConcordStore, _ bob: ConcordStore) async throws -> [String] {
-        try await withThrowingTaskGroup(of: [String].self) { group in
-            for index in 0..<16 {
-                group.addTask {
-                    let store = index.isMultiple(of: 3) ? bob : alice
-                    var written = [String]()
-                    for round in 0..<4 {
-                        switch index {
-                        case 0..<10:
-                            let id = "t\(index)-\(round)"
-                            let result = try await store.write { try $0.put("vocabulary", id, data: ["n": JSONValue(round)]) }
-                            if result.commit != nil { written.append(id) }
-                        case 10..<13:
-                            let count = try await store.read { reader in try reader.list(kind: "vocabulary").items.count }
-                            precondition(count >= 0)
-                        default:
-                            _ = try await store.sync()
-                        }
-                    }
-                    return written
-                }
-            }
-            return try await group.reduce(into: []) { $0 += $1 }
-        }
-    }
-
-    /// `sixteenTasks` with the blocking calls, for thread `index`.
-    private static func blockingWork(_ index: Int, _ alice: ConcordStore, _ bob: ConcordStore) throws -> [String] {
-        let store = index.isMultiple(of: 3) ? bob : alice
-        var written = [String]()
-        for round in 0..<4 {
-            switch index {
-            case 0..<10:
-                let id = "b\(index)-\(round)"
-                if try store.write({ try $0.put("vocabulary", id, data: ["n": JSONValue(round)]) }).commit != nil { written.append(id) }
-            case 10..<13:
-                _ = try store.read { reader in try reader.history(HistoryFilter(limit: 5)).count }
-            default:
-                _ = try store.sync()
-            }
-        }
-        return written
     }
 
     /// After a last round of syncs, both devices and the remote hold every acknowledged write, and verify.
@@ -113,5 +69,54 @@ final class StoreConcurrencyTests: KitTestCase {
         let bobStore = try ConcordStore.clone(url: remote.path, into: sandbox.appendingPathComponent("bob"), identity: bob,
                                               environment: makeEnvironment(bob))
         return (remote, aliceStore, bobStore)
+    }
+}
+
+/// What the tasks and threads of `StoreConcurrencyTests` do.
+private enum Workload {
+    /// Tasks 0–9 write (on both devices), 10–12 read, 13–15 sync; each returns the records whose
+    /// writes returned a commit.
+    static func sixteenTasks(_ alice: ConcordStore, _ bob: ConcordStore) async throws -> [String] {
+        try await withThrowingTaskGroup(of: [String].self) { group in
+            for index in 0..<16 {
+                group.addTask {
+                    let store = index.isMultiple(of: 3) ? bob : alice
+                    var written = [String]()
+                    for round in 0..<4 {
+                        switch index {
+                        case 0..<10:
+                            let id = "t\(index)-\(round)"
+                            let result = try await store.write { try $0.put("vocabulary", id, data: ["n": JSONValue(round)]) }
+                            if result.commit != nil { written.append(id) }
+                        case 10..<13:
+                            let count = try await store.read { reader in try reader.list(kind: "vocabulary").items.count }
+                            precondition(count >= 0)
+                        default:
+                            _ = try await store.sync()
+                        }
+                    }
+                    return written
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+    }
+
+    /// `sixteenTasks` with the blocking calls, for thread `index`.
+    static func blockingWork(_ index: Int, _ alice: ConcordStore, _ bob: ConcordStore) throws -> [String] {
+        let store = index.isMultiple(of: 3) ? bob : alice
+        var written = [String]()
+        for round in 0..<4 {
+            switch index {
+            case 0..<10:
+                let id = "b\(index)-\(round)"
+                if try store.write({ try $0.put("vocabulary", id, data: ["n": JSONValue(round)]) }).commit != nil { written.append(id) }
+            case 10..<13:
+                _ = try store.read { reader in try reader.history(HistoryFilter(limit: 5)).count }
+            default:
+                _ = try store.sync()
+            }
+        }
+        return written
     }
 }

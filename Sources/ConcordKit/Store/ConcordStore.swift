@@ -172,6 +172,3 @@ public final class ConcordStore: Sendable {
         try await engine.runAsync(body)
     }
 }
-
-/// A write's result crosses tasks when its value does (`ConcordStore.write` in `async` code).
-extension WriteResult: Sendable where Value: Sendable {}
