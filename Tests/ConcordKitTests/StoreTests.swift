@@ -124,7 +124,7 @@ final class StoreTests: KitTestCase {
         let error = try aliceStore.withProfile { profile in
             cancellation.whileCurrent { thrownError(Error.self) { try profile.sync.run(as: alice) }.error }
         }
-        XCTAssertNotNil(error, "a cancelled transfer must not finish")
+        XCTAssertTrue(error is TransferCancelled, "a cancelled transfer must not finish: \(String(describing: error))")
         XCTAssertEqual(try gitOK(["rev-parse", "HEAD"], in: aliceStore.directory), before)
         XCTAssertEqual(try aliceStore.read { try $0.list().items.count }, 0)
         XCTAssertNoThrow(try aliceStore.withProfile { try $0.verification.run() })
@@ -146,16 +146,29 @@ final class StoreTests: KitTestCase {
             }
         }
         _ = try await bobStore.sync()
-        for delay in [0, 5_000_000, 20_000_000] as [UInt64] {
+        // The profile lock holds the pid of its holder while a sync runs: cancel once it is there.
+        let lockFile = aliceStore.directory.appendingPathComponent(".git/concord/lock")
+        var outcomes = [String]()
+        for _ in 0..<3 {
             let syncing = Task { try await aliceStore.sync() }
-            try await Task.sleep(nanoseconds: delay)
+            let started = Date()
+            while (try? String(contentsOf: lockFile, encoding: .utf8))?.hasPrefix("pid") != true, Date().timeIntervalSince(started) < 10 {
+                try await Task.sleep(nanoseconds: 1_000_000)
+            }
             let cancelled = Date()
             syncing.cancel()
             let outcome = await syncing.result
-            XCTAssertLessThan(Date().timeIntervalSince(cancelled), 5.0, "the cancelled sync kept running")
-            if case .failure(let error) = outcome { XCTAssertTrue(error is CancellationError, "\(error)") }
+            let seconds = Date().timeIntervalSince(cancelled)
+            XCTAssertLessThan(seconds, 5.0, "the cancelled sync kept running")
+            switch outcome {
+            case .success(let report): outcomes.append("finished (\(report.received) received)")
+            case .failure(let error): XCTAssertTrue(error is CancellationError, "\(error)"); outcomes.append("cancelled")
+            }
+            outcomes[outcomes.count - 1] += String(format: " after %.3f s", seconds)
             try await aliceStore.withProfile { _ = try $0.verification.run() }
         }
+        print("cancelled syncs: \(outcomes)")
+        XCTAssertTrue(outcomes.contains { $0.hasPrefix("cancelled") }, "no sync was cut: \(outcomes)")
         _ = try await aliceStore.sync()
         let count = try await aliceStore.read { try $0.list().items.count }
         XCTAssertEqual(count, 1000)
