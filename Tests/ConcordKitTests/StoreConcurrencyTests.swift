@@ -12,7 +12,7 @@ final class StoreConcurrencyTests: KitTestCase {
     private let bound: TimeInterval = 600
 
     func testSixteenTasksWritingReadingAndSyncingAtOnce() throws {
-        let (remote, alice, bob) = try twoDevices()
+        let (remote, alice, bob) = try twoStores()
         let outcome = ThreadResult<Result<[String], Error>>()
         Task.detached {
             let result: Result<[String], Error>
@@ -24,7 +24,7 @@ final class StoreConcurrencyTests: KitTestCase {
     }
 
     func testSixteenThreadsCallingTheBlockingAPIAtOnce() throws {
-        let (remote, alice, bob) = try twoDevices()
+        let (remote, alice, bob) = try twoStores()
         let threads = (0..<16).map { index in
             Thread.detachNewThreadWithResult { Result { try Workload.blockingWork(index, alice, bob) } }
         }
@@ -56,42 +56,32 @@ final class StoreConcurrencyTests: KitTestCase {
         fsckAtEnd(remote, alice.directory, bob.directory)
     }
 
-    /// A bare path remote, alice's store pushed to it, and bob (an editor) cloned from it as a store.
-    private func twoDevices() throws -> (URL, ConcordStore, ConcordStore) {
-        let alice = try makeIdentity(), bob = try makeIdentity("bob", device: "phone")
-        let remote = sandbox.appendingPathComponent("remote.git")
-        try Profile.createBareRemote(at: remote)
-        let aliceStore = try ConcordStore.create(at: sandbox.appendingPathComponent("alice"), name: "Shared", template: .aac,
-                                                 identity: alice, environment: makeEnvironment(alice))
-        try aliceStore.addRemote("origin", url: remote.path)
-        try aliceStore.addMember("bob", role: .editor, device: "phone", key: bob.key.publicKey)
-        _ = try aliceStore.sync()
-        let bobStore = try ConcordStore.clone(url: remote.path, into: sandbox.appendingPathComponent("bob"), identity: bob,
-                                              environment: makeEnvironment(bob))
-        return (remote, aliceStore, bobStore)
-    }
 }
 
-/// What the tasks and threads of `StoreConcurrencyTests` do.
+/// What the tasks and threads of `StoreConcurrencyTests` do: 0–9 write (on both devices), 10–12
+/// read, 13–15 sync, four times each; each returns the records whose writes returned a commit.
 private enum Workload {
-    /// Tasks 0–9 write (on both devices), 10–12 read, 13–15 sync; each returns the records whose
-    /// writes returned a commit.
+    /// The device of task or thread `index`: bob for every third.
+    static func store(_ index: Int, _ alice: ConcordStore, _ bob: ConcordStore) -> ConcordStore {
+        index.isMultiple(of: 3) ? bob : alice
+    }
+
+    /// The record written by writer `index` in `round` ("t…" for tasks, "b…" for threads).
+    static func record(_ prefix: String, _ index: Int, _ round: Int) -> String? { index < 10 ? "\(prefix)\(index)-\(round)" : nil }
+
     static func sixteenTasks(_ alice: ConcordStore, _ bob: ConcordStore) async throws -> [String] {
         try await withThrowingTaskGroup(of: [String].self) { group in
             for index in 0..<16 {
                 group.addTask {
-                    let store = index.isMultiple(of: 3) ? bob : alice
+                    let store = store(index, alice, bob)
                     var written = [String]()
                     for round in 0..<4 {
-                        switch index {
-                        case 0..<10:
-                            let id = "t\(index)-\(round)"
+                        if let id = record("t", index, round) {
                             let result = try await store.write { try $0.put("vocabulary", id, data: ["n": JSONValue(round)]) }
-                            if result.commit != nil { written.append(id) }
-                        case 10..<13:
-                            let count = try await store.read { reader in try reader.list(kind: "vocabulary").items.count }
-                            precondition(count >= 0)
-                        default:
+                            written += result.commit == nil ? [] : [id]
+                        } else if index < 13 {
+                            _ = try await store.read { reader in try reader.list(kind: "vocabulary").items.count }
+                        } else {
                             _ = try await store.sync()
                         }
                     }
@@ -104,19 +94,13 @@ private enum Workload {
 
     /// `sixteenTasks` with the blocking calls, for thread `index`.
     static func blockingWork(_ index: Int, _ alice: ConcordStore, _ bob: ConcordStore) throws -> [String] {
-        let store = index.isMultiple(of: 3) ? bob : alice
-        var written = [String]()
-        for round in 0..<4 {
-            switch index {
-            case 0..<10:
-                let id = "b\(index)-\(round)"
-                if try store.write({ try $0.put("vocabulary", id, data: ["n": JSONValue(round)]) }).commit != nil { written.append(id) }
-            case 10..<13:
-                _ = try store.read { reader in try reader.history(HistoryFilter(limit: 5)).count }
-            default:
-                _ = try store.sync()
+        let store = store(index, alice, bob)
+        return try (0..<4).compactMap { round in
+            guard let id = record("b", index, round) else {
+                _ = try index < 13 ? store.read { try $0.history(HistoryFilter(limit: 5)).count } : store.sync().received
+                return nil
             }
+            return try store.write { try $0.put("vocabulary", id, data: ["n": JSONValue(round)]) }.commit.map { _ in id }
         }
-        return written
     }
 }

@@ -110,8 +110,7 @@ final class StoreTests: KitTestCase {
 
     /// A sync cut at the transfer's next callback leaves a profile that verifies, and the next sync brings everything.
     func testACancelledTransferLeavesTheProfileConsistent() throws {
-        let alice = try makeIdentity(), bob = try makeIdentity("bob", device: "phone")
-        let (remote, aliceStore, bobStore) = try twoDevices(alice, bob)
+        let (remote, aliceStore, bobStore) = try twoStores()
         try bobStore.write { transaction in
             for index in 0..<300 { try transaction.put("vocabulary", "w\(index)", data: ["n": JSONValue(index)]) }
         }
@@ -122,7 +121,7 @@ final class StoreTests: KitTestCase {
         let cancellation = TransferCancellation()
         cancellation.cancel()
         let error = try aliceStore.withProfile { profile in
-            cancellation.whileCurrent { thrownError(Error.self) { try profile.sync.run(as: alice) }.error }
+            cancellation.whileCurrent { thrownError(Error.self) { try profile.sync.run(as: aliceStore.identity) }.error }
         }
         XCTAssertTrue(error is TransferCancelled, "a cancelled transfer must not finish: \(String(describing: error))")
         XCTAssertEqual(try gitOK(["rev-parse", "HEAD"], in: aliceStore.directory), before)
@@ -138,8 +137,7 @@ final class StoreTests: KitTestCase {
 
     /// An `async` sync whose task is cancelled while it runs ends within a second, and leaves the profile consistent.
     func testCancellingAnAsyncSync() async throws {
-        let alice = try makeIdentity(), bob = try makeIdentity("bob", device: "phone")
-        let (remote, aliceStore, bobStore) = try twoDevices(alice, bob)
+        let (remote, aliceStore, bobStore) = try twoStores()
         for batch in 0..<20 {
             try await bobStore.write { transaction in
                 for index in 0..<50 { try transaction.put("vocabulary", "w\(batch)-\(index)", data: ["n": JSONValue(index)]) }
@@ -204,9 +202,12 @@ final class StoreTests: KitTestCase {
         XCTAssertEqual(try gitOK(["status", "--porcelain"], in: store.directory), "")
         fsckAtEnd(store.directory)
     }
+}
 
+extension KitTestCase {
     /// A bare path remote, alice's store pushed to it, and bob (an editor) cloned from it as a store.
-    func twoDevices(_ alice: Identity, _ bob: Identity) throws -> (URL, ConcordStore, ConcordStore) {
+    func twoStores() throws -> (remote: URL, alice: ConcordStore, bob: ConcordStore) {
+        let alice = try makeIdentity(), bob = try makeIdentity("bob", device: "phone")
         let remote = sandbox.appendingPathComponent("remote.git")
         try Profile.createBareRemote(at: remote)
         let aliceStore = try ConcordStore.create(at: sandbox.appendingPathComponent("alice"), name: "Shared", template: .aac,
