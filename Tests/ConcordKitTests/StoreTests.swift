@@ -31,6 +31,12 @@ final class StoreTests: KitTestCase {
         XCTAssertEqual(history, ["alice", "alice", "alice"])
         let members = try await reopened.read { try $0.members().map(\.name) }
         XCTAssertEqual(members, ["alice"])
+
+        let dump = Dump(records: [Dump.RecordItem(kind: "vocabulary", id: "plum", data: ["label": "plum"])], logs: [])
+        let imported = try await reopened.importDump(dump)
+        XCTAssertEqual(imported.value.records, 1)
+        let plum = try await store.read { try $0.get("vocabulary", "plum").data?["label"]?.stringValue }
+        XCTAssertEqual(plum, "plum", "a second store on one profile reads what the first wrote")
     }
 
     func testOpeningWhatIsNotAProfileOrIsNewer() throws {
@@ -66,7 +72,7 @@ final class StoreTests: KitTestCase {
                                             environment: makeEnvironment(alice))
         let remote = sandbox.appendingPathComponent("remote.git")
         try Profile.createBareRemote(at: remote)
-        try store.addRemote("origin", url: remote.path)
+        try await store.addRemote("origin", url: remote.path)
         let before = try gitOK(["rev-parse", "HEAD"], in: store.directory)
         try await store.addMember("bob", role: .editor, device: "phone", key: bob.key.publicKey)
         let invitation = try await store.share("carol", role: .viewer, expiresIn: 3600)

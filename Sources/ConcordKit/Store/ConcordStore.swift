@@ -138,6 +138,13 @@ public final class ConcordStore: Sendable {
         return try engine.run { try $0.records.importDump(dump, as: identity) }
     }
 
+    /// `importDump`, run on the store's queue while the caller suspends.
+    @discardableResult
+    public func importDump(_ dump: Dump) async throws -> WriteResult<DumpImport> {
+        let identity = identity
+        return try await engine.runAsync { try $0.records.importDump(dump, as: identity) }
+    }
+
     // MARK: Sync
 
     /// Syncs with `remote` (`Sync.run`): fetch, check, merge, push.
@@ -157,6 +164,11 @@ public final class ConcordStore: Sendable {
     /// Adds a remote by name and URL (a path, or `ssh://`).
     public func addRemote(_ name: String, url: String) throws {
         try engine.run { try $0.sync.addRemote(name, url: url) }
+    }
+
+    /// `addRemote`, run on the store's queue while the caller suspends.
+    public func addRemote(_ name: String, url: String) async throws {
+        try await engine.runAsync { try $0.sync.addRemote(name, url: url) }
     }
 
     // MARK: For the package's own engines
