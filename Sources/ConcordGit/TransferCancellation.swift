@@ -91,6 +91,6 @@ extension TransferCancellation {
 }
 
 /// A transfer ended by `TransferCancellation.cancel()` before it finished.
-public struct TransferCancelled: Error, Sendable, CustomStringConvertible {
-    public var description: String { "the transfer was cancelled" }
+package struct TransferCancelled: Error, Sendable, CustomStringConvertible {
+    package var description: String { "the transfer was cancelled" }
 }
