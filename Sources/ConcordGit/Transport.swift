@@ -133,7 +133,6 @@ final class TransportSession {
         callbacks.sideband_progress = { text, length, payload in
             guard let payload, let text, length > 0 else { return 0 }
             let session = Unmanaged<TransportSession>.fromOpaque(payload).takeUnretainedValue()
-            session.watchdog?.touch()
             let bytes = UnsafeRawBufferPointer(start: text, count: Int(length))
             if session.serverText.utf8.count < 16_384 { session.serverText += String(decoding: bytes, as: UTF8.self) }
             return session.progressed()

@@ -11,9 +11,10 @@ import Foundation
 /// take `@Sendable` closures whose handle is valid only inside the closure; `sync()` fetches,
 /// checks, merges and pushes; the sharing calls (`share`, `revoke`, …) are those of `Members`,
 /// without the identity. An `async` call runs its work on the store's own Dispatch queue, never on
-/// Swift's cooperative pool, and ends within a second of its task's cancellation: before it
-/// starts at once, and a sync in a transfer at the transfer's next callback, leaving the profile
-/// as a failed sync leaves it (nothing admitted that was not checked; the next sync resumes).
+/// Swift's cooperative pool, and honours its task's cancellation: at once while it waits for the
+/// store, and a sync in a transfer at the transfer's next callback, leaving the profile as a
+/// failed sync leaves it (nothing admitted that was not checked; the next sync resumes). The
+/// local phases (the check, the merge, the checkout, a write's commit) are not cut.
 ///
 /// A sync holds the store for its whole run, network included: reads and writes of this store
 /// wait for it. Another process (the `concord` CLI) may use the same profile meanwhile: the
