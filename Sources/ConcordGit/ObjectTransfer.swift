@@ -57,6 +57,8 @@ final class ObjectTransfer {
     /// destination for the check of the new commits (`Repository.fetchedChanges`).
     private var keepsChanges = false
     private var commitCopied: (([UInt8]) -> Void)?
+    /// Ends the copy between two commits when cancelled (`TransferCancellation.whileCurrent`).
+    private let cancellation = TransferCancellation.current
     private var changes = [TreePair: [TreeChange]]()
     private var changeBytes = 0
     static let changesKept = 16 << 20
@@ -160,6 +162,7 @@ final class ObjectTransfer {
             stack += header.parents.reversed().map { ($0, false) }
         }
         for id in order {
+            try cancellation?.checkpoint()
             guard let (raw, header) = commits[id] else { continue }
             let baseTree = try header.parents.first.map { parent in
                 try commits[parent]?.header.tree ?? destination.commitLinks(parent).tree
