@@ -1,7 +1,7 @@
 /// What a fetch from a path remote read, hashed against their ids and found while copying objects
 /// in (`fetchObjectsFromLocalRepository`): a value the sync hands from its transport step to the
 /// steps that read those objects next (the check of the new commits, the merge and checkout), so
-/// they are not read and inflated again (bench rows B3, B6, B13, G6). Ids name content and each
+/// they are not read and inflated again (the bench's sync and clone rows, G6). Ids name content and each
 /// object kept here matched its id, so what was read from the quarantine is the same object in
 /// the profile once admitted. Empty for a fetch over ssh or a prefetched pack.
 public struct FetchedObjects: Sendable {
@@ -29,7 +29,7 @@ extension Repository {
     /// trees and blobs from `objects` before its own database (`rawTree`, `blob`, `objectHeader`,
     /// `treeChanges`). What was lent before is put back when `body` returns or throws: nothing
     /// outlives the step that was given the value, so no later step finds it.
-    public func reading<T>(_ objects: FetchedObjects, _ body: () throws -> T) rethrows -> T {
+    package func reading<T>(_ objects: FetchedObjects, _ body: () throws -> T) rethrows -> T {
         let previous = lent
         lent = objects
         defer { lent = previous }

@@ -58,8 +58,10 @@ extension Sync {
     /// remote (at `known`) lacks pass the check every other device runs on them (`IncomingCheck`:
     /// signatures, roles, merges against their recomputed policy merge, structure), or the sync stops
     /// here, sending nothing (a commit made with plain git on this copy, unsigned or outside the role).
-    func refuseUnpublishable(_ head: ObjectID, known: ObjectID?) throws {
-        let check = IncomingCheck(repository: repository, profileID: profile.info.id)
+    /// `fetched`: what the fetch this sync merged read (a merge's recomputation reads it again).
+    func refuseUnpublishable(_ head: ObjectID, known: ObjectID?, fetched: FetchedObjects = .none) throws {
+        var check = IncomingCheck(repository: repository, profileID: profile.info.id)
+        check.fetched = fetched
         do {
             try check.verify(tip: head, known: known.map { [$0] } ?? [])
         } catch let error as ConcordError {

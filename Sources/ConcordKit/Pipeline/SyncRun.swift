@@ -53,7 +53,7 @@ extension Sync {
         enum Next {
             case fetchAgain
             case done(SyncReport)
-            case push(head: ObjectID, expected: ObjectID?, outgoing: Int)
+            case push(head: ObjectID, expected: ObjectID?, outgoing: Int, objects: FetchedObjects)
         }
         for attempt in 1...Profile.maxSyncAttempts {
             // Quarantine and transport: the network, without the lock.
@@ -65,6 +65,8 @@ extension Sync {
                 if try pipeline.hasMoved(since: incoming) { return .fetchAgain }
                 let admitted = try pipeline.admit(try pipeline.check(incoming, changedPaths: changedPaths))
                 let remoteTip = admitted?.tip
+                // What the fetch read serves every step after it in this attempt (the merge, the check of what is sent, the report).
+                let objects = admitted?.objects ?? .none
                 if !judged, let lastFetched = incoming.lastFetched {
                     if let warning = try judgeRemoteHistory(remote: remote, lastFetched: lastFetched, now: remoteTip, rewound: &rewound) {
                         warnings.append(warning)
@@ -79,7 +81,7 @@ extension Sync {
                     if let before = try gitCall({ try repository.resolveReference("HEAD") }) {
                         received += try gitCall { try repository.aheadBehind(local: before, upstream: admitted.tip).behind }
                     }
-                    let report = try profile.mergeLocked(admitted.tip, as: identity, fetched: admitted.objects)
+                    let report = try profile.mergeLocked(admitted.tip, as: identity, fetched: objects)
                     changed += report.changedFiles
                     resolved += report.resolved
                     unresolved += report.unresolved
@@ -91,26 +93,26 @@ extension Sync {
                 }
                 if head == remoteTip {
                     try profile.recordSync(remote: remote, head: head)
-                    return .done(try finished(head, attempt: attempt))
+                    return .done(try repository.reading(objects) { try finished(head, attempt: attempt) })
                 }
                 let outgoing = try remoteTip.map { tip in try gitCall { try repository.aheadBehind(local: head, upstream: tip).ahead } }
                     ?? profile.countCommits(head)
-                try refuseUnpublishable(head, known: remoteTip)
-                return .push(head: head, expected: remoteTip, outgoing: outgoing)
+                try refuseUnpublishable(head, known: remoteTip, fetched: objects)
+                return .push(head: head, expected: remoteTip, outgoing: outgoing, objects: objects)
             }
             switch next {
             case .fetchAgain:
                 continue
             case .done(let report):
                 return report
-            case .push(let head, let expected, let outgoing):
+            case .push(let head, let expected, let outgoing, let objects):
                 // Push: the network, without the lock (a compare-and-swap on the remote).
                 if try profile.push(head, expected: expected, remote: remote, location: pipeline.location, options: pipeline.options,
                                     attemptsLeft: Profile.maxSyncAttempts - attempt) {
                     return try locked(changedPaths) {
                         sent += outgoing
                         try recordPush(of: head, to: remote, replacing: expected)
-                        return try finished(head, attempt: attempt)
+                        return try repository.reading(objects) { try finished(head, attempt: attempt) }
                     }
                 }
             }
