@@ -28,11 +28,11 @@ final class ObjectTransfer {
     let destinationIsEmpty: Bool
     private var pack = ObjectPack()
     /// The trees read from the source whose bytes hash to their ids, up to `treesKept` bytes,
-    /// handed to the destination (which finds the changed files with them next).
+    /// returned in the copy's `FetchedObjects` (the merge finds the changed files with them next).
     private var trees = [ObjectID: RawTree]()
     private var treeBytes = 0
     private static let treesKept = 16 << 20
-    /// The blobs copied, up to `blobsKept` bytes, handed to the destination likewise.
+    /// The blobs copied, up to `blobsKept` bytes, returned likewise.
     private var blobs = [ObjectID: [UInt8]]()
     private var blobBytes = 0
     static let blobsKept = 64 << 20
@@ -53,8 +53,8 @@ final class ObjectTransfer {
     /// so their trees are not read (and inflated) again, here or by the check.
     private var verified = RecentlyUsedTrees(bytesPerGeneration: 8 << 20)
     /// What changed between each new commit's first parent's tree and its own, found from those
-    /// trees alone, up to `changesKept` bytes (`TreeChange.heldBytes` each), handed to the
-    /// fetch for the check of the new commits (`FetchedObjects.changes`).
+    /// trees alone, up to `changesKept` bytes (`TreeChange.heldBytes` each), returned likewise
+    /// for the check of the new commits (`FetchedObjects.changes`).
     private var keepsChanges = false
     private var commitCopied: (([UInt8]) -> Void)?
     private var changes = [TreePair: [TreeChange]]()
