@@ -33,6 +33,9 @@ package struct IncomingCheck {
     var changedPaths: ChangedPaths?
     /// Signatures verified while the commits were fetched (a path fetch), waited for first.
     var prefetchedSignatures: SignaturePrefetch?
+    /// What the fetch read and hashed (a path fetch): the check reads those trees, blobs and
+    /// changes from here instead of the repository.
+    var fetched = FetchedObjects.none
 
     /// Checks every commit reachable from `tip` and from none of `known` (commits reachable from
     /// `known` were checked when they arrived, or written here); throws
@@ -40,6 +43,10 @@ package struct IncomingCheck {
     /// Returns how many commits were checked.
     @discardableResult
     package func verify(tip: ObjectID, known: [ObjectID]) throws -> Int {
+        try repository.reading(fetched) { try verifyReading(tip: tip, known: known) }
+    }
+
+    private func verifyReading(tip: ObjectID, known: [ObjectID]) throws -> Int {
         let commits: [Commit]
         do { commits = try repository.newCommits(from: tip, excluding: known) } catch let error as GitError {
             throw ConcordError.invalidCommit(commit: tip.short, path: nil, reason: "its history cannot be read (\(error.message))")
@@ -214,7 +221,7 @@ package struct IncomingCheck {
     private func read(_ id: ObjectID, limit: Int, path: @autoclosure () -> String,
                       _ refuse: (String?, String) -> ConcordError) throws -> [UInt8] {
         // What the fetch kept (a clone: every record) is looked up once, not for its header and again for its bytes.
-        let fetched = repository.fetchedBlob(id)
+        let fetched = self.fetched.blobs[id]
         let header = try fetched.map { (size: $0.count, type: ObjectType?.some(.blob)) } ?? repository.objectHeader(id)
         guard header.type == .blob else { throw refuse(path(), "not a file") }
         guard header.size <= limit else { throw refuse(path(), "\(header.size) bytes, over the \(limit)-byte limit") }
