@@ -1,11 +1,12 @@
 import ConcordKit
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// A sync holds the profile lock only for its local steps (check, admit, merge, ref updates):
 /// while its fetch waits on the network, this device's writes and reads of the profile go ahead,
 /// and the sync then merges what it fetched with them (docs/architecture.md, "The sync pipeline").
-final class UnlockedTransportTests: SyncTestCase {
+final class UnlockedTransportTests: ConcordTestCase {
     func testAWriteAndAReadCompleteWhileASyncsFetchIsHeldUpAtTheServer() throws {
         let scene = try makeTwoDevices(.ssh, other: ("bob", "tablet"), role: "editor")
         let server = try XCTUnwrap(scene.remote.server)
@@ -68,7 +69,7 @@ final class UnlockedTransportTests: SyncTestCase {
 
     /// Makes `device`'s first connection to `server` from now on wait at the server until `open`
     /// exists (`arrived` says it waits); later connections pass. Other keys pass as before.
-    private func holdFirstConnection(of device: SyncDevice, at server: SSHServer) throws -> (arrived: String, open: String) {
+    private func holdFirstConnection(of device: TestDevice, at server: SSHServer) throws -> (arrived: String, open: String) {
         let gate = sandbox.appendingPathComponent("gate")
         try FileManager.default.createDirectory(at: gate, withIntermediateDirectories: true)
         let arrived = gate.appendingPathComponent("arrived").path, open = gate.appendingPathComponent("open").path
