@@ -150,13 +150,15 @@ final class StoreTests: KitTestCase {
             }
         }
         _ = try await bobStore.sync()
-        // The profile lock holds the pid of its holder while a sync runs: cancel once it is there.
-        let lockFile = aliceStore.directory.appendingPathComponent(".git/concord/lock")
+        // A sync fetches into a quarantine of its own (`quarantine-<pid>-…` under .git/concord, without
+        // the profile lock): cancel once it is there, while the transfer runs.
+        let concordDirectory = aliceStore.directory.appendingPathComponent(".git/concord").path
+        let fetching = { ((try? FileManager.default.contentsOfDirectory(atPath: concordDirectory)) ?? []).contains { $0.hasPrefix("quarantine-") } }
         var outcomes = [String]()
         for _ in 0..<3 {
             let syncing = Task { try await aliceStore.sync() }
             let started = Date()
-            while (try? String(contentsOf: lockFile, encoding: .utf8))?.hasPrefix("pid") != true, Date().timeIntervalSince(started) < 10 {
+            while !fetching(), Date().timeIntervalSince(started) < 10 {
                 try await Task.sleep(nanoseconds: 1_000_000)
             }
             let cancelled = Date()

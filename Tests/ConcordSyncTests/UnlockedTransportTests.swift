@@ -39,6 +39,33 @@ final class UnlockedTransportTests: ConcordTestCase {
         XCTAssertTrue(try concordOK(["get", "vocabulary/dog"], as: scene.owner, in: scene.ownerProfile).contains("dog"))
     }
 
+    /// The same through a `ConcordStore`: its sync runs on the store's sync queue with an engine of
+    /// its own, so the store's writes and reads go ahead while that sync's fetch is held.
+    func testAStoresWriteAndReadCompleteWhileItsOwnSyncsFetchIsHeldUp() throws {
+        let scene = try makeTwoDevices(.ssh, other: ("bob", "tablet"), role: "editor")
+        let server = try XCTUnwrap(scene.remote.server)
+        try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: scene.owner, in: scene.ownerProfile)
+        try concordOK(["sync"], as: scene.owner, in: scene.ownerProfile)
+        let gate = try holdFirstConnection(of: scene.other, at: server)
+        defer { _ = FileManager.default.createFile(atPath: gate.open, contents: nil) }
+
+        let store = try ConcordStore.open(at: scene.otherProfile, identity: try Identity.load(from: scene.other.home),
+                                          environment: ConcordEnvironment(home: scene.other.home))
+        let outcome = SyncOutcome.started { try store.sync() }
+        XCTAssertTrue(waitUntil(30) { FileManager.default.fileExists(atPath: gate.arrived) }, "the sync never reached the server:\n\(server.log)")
+        let started = Date()
+        try store.write { try $0.put("vocabulary", "dog", data: ["label": "dog"]) }
+        XCTAssertEqual(try store.read { try $0.get("vocabulary", "dog").data?["label"] }, "dog")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 10, "the store's write waited for its sync's fetch")
+        XCTAssertNil(outcome.result, "the sync finished while its fetch was held")
+
+        XCTAssertTrue(FileManager.default.createFile(atPath: gate.open, contents: nil))
+        let report = try XCTUnwrap(outcome.wait(seconds: 60), "the sync did not finish once its fetch was let through").get()
+        XCTAssertEqual(report.received, 1)
+        XCTAssertGreaterThanOrEqual(report.sent, 1)
+        XCTAssertEqual(try store.read { try $0.get("vocabulary", "cat").data?["label"] }, "cat")
+    }
+
     /// Two syncs of one profile at once: the first one's fetch is held at the server while the
     /// second fetches, merges and moves the tracking ref. When the first takes the lock, the
     /// tracking ref is no longer where its fetch found it: it fetches again (no false "rewound"
@@ -99,12 +126,15 @@ private final class SyncOutcome: @unchecked Sendable {   // every access holds `
 
     /// A sync of the profile at `root` as the identity in `home`, started on a thread of its own.
     static func started(_ root: URL, home: URL) -> SyncOutcome {
-        let outcome = SyncOutcome()
-        Thread.detachNewThread {
-            outcome.set(Result {
-                try Profile.open(at: root, environment: ConcordEnvironment(home: home)).sync.run(remote: "origin", as: try Identity.load(from: home))
-            })
+        started {
+            try Profile.open(at: root, environment: ConcordEnvironment(home: home)).sync.run(remote: "origin", as: try Identity.load(from: home))
         }
+    }
+
+    /// `sync`, started on a thread of its own.
+    static func started(_ sync: @escaping @Sendable () throws -> SyncReport) -> SyncOutcome {
+        let outcome = SyncOutcome()
+        Thread.detachNewThread { outcome.set(Result { try sync() }) }
         return outcome
     }
 

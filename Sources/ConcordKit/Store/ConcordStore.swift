@@ -16,8 +16,10 @@ import Foundation
 /// failed sync leaves it (nothing admitted that was not checked; the next sync resumes). The
 /// local phases (the check, the merge, the checkout, a write's commit) are not cut.
 ///
-/// A sync holds the store for its whole run, network included: reads and writes of this store
-/// wait for it. Another process (the `concord` CLI) may use the same profile meanwhile: the
+/// Syncs run one at a time on a queue of their own, with an engine of their own (a second
+/// `Profile` on the same directory), so reads and writes of this store never wait for the network:
+/// a sync takes the profile's file lock only for its local phases (check, admit, merge, ref
+/// updates; docs/architecture.md, "The sync pipeline"), which a write also takes. Another process (the `concord` CLI) may use the same profile meanwhile: the
 /// profile's file lock serializes them, as it serializes two CLI commands.
 public final class ConcordStore: Sendable {
     /// The profile's working directory.
@@ -32,14 +34,18 @@ public final class ConcordStore: Sendable {
     /// The profile's record kinds.
     public let kinds: KindsTable
     private let engine: ProfileQueue
+    /// Where syncs run: their own engine on the same profile, so a sync's network phase leaves
+    /// `engine` free; the profile's file lock serializes its local phases with writes.
+    private let syncer: ProfileQueue
 
-    private init(_ profile: Profile, identity: Identity) {
+    private init(_ profile: Profile, identity: Identity) throws {
         directory = profile.root
         self.identity = identity
         environment = profile.environment
         info = profile.info
         kinds = profile.kinds
         engine = ProfileQueue(profile)
+        syncer = ProfileQueue(try Profile.open(at: profile.root, environment: profile.environment))
     }
 
     /// The environment given, or this process's (`ConcordEnvironment.fromProcess`).
@@ -51,7 +57,7 @@ public final class ConcordStore: Sendable {
     /// (`notAProfile`) or is of a newer format (`newerFormat`), like `Profile.open`.
     /// `environment` nil takes this process's (`CONCORD_HOME`, `CONCORD_CLOCK`, …).
     public static func open(at directory: URL, identity: Identity, environment: ConcordEnvironment? = nil) throws -> ConcordStore {
-        ConcordStore(try Profile.open(at: directory, environment: resolved(environment)), identity: identity)
+        try ConcordStore(try Profile.open(at: directory, environment: resolved(environment)), identity: identity)
     }
 
     /// Creates a new profile in `directory` whose first member, an admin, is `identity`, and opens it.
@@ -59,7 +65,7 @@ public final class ConcordStore: Sendable {
                               environment: ConcordEnvironment? = nil) throws -> ConcordStore {
         let profile = try Profile.create(at: directory, name: name, template: template, identity: identity,
                                          environment: resolved(environment))
-        return ConcordStore(profile, identity: identity)
+        return try ConcordStore(profile, identity: identity)
     }
 
     /// Clones the profile at `url` into `directory` (new or empty) as a new device of `identity`,
@@ -68,7 +74,7 @@ public final class ConcordStore: Sendable {
                              trustHost: String? = nil) throws -> ConcordStore {
         let profile = try Profile.clone(url: url, into: directory, identity: identity, environment: resolved(environment),
                                         trustHost: trustHost)
-        return ConcordStore(profile, identity: identity)
+        return try ConcordStore(profile, identity: identity)
     }
 
     /// `clone`, run on a Dispatch thread while the caller suspends.
@@ -85,7 +91,7 @@ public final class ConcordStore: Sendable {
                               environment: ConcordEnvironment? = nil, trustHost: String? = nil) throws -> (store: ConcordStore, sync: SyncReport) {
         let accepted = try Profile.accept(invitation, into: directory, identity: identity, environment: resolved(environment),
                                           trustHost: trustHost)
-        return (ConcordStore(accepted.profile, identity: identity), accepted.sync)
+        return (try ConcordStore(accepted.profile, identity: identity), accepted.sync)
     }
 
     /// `accept`, run on a Dispatch thread while the caller suspends.
@@ -151,15 +157,15 @@ public final class ConcordStore: Sendable {
     /// Syncs with `remote` (`Sync.run`): fetch, check, merge, push.
     public func sync(remote: String = "origin") throws -> SyncReport {
         let identity = identity
-        return try engine.run { try $0.sync.run(remote: remote, as: identity) }
+        return try syncer.run { try $0.sync.run(remote: remote, as: identity) }
     }
 
-    /// `sync`, run on the store's queue while the caller suspends. Cancelling the task ends a
+    /// `sync`, run on the store's sync queue while the caller suspends. Cancelling the task ends a
     /// transfer in progress at its next callback and throws `CancellationError`; the profile is
     /// left as any failed sync leaves it, and the next sync picks up from there.
     public func sync(remote: String = "origin") async throws -> SyncReport {
         let identity = identity
-        return try await engine.runAsync { try $0.sync.run(remote: remote, as: identity) }
+        return try await syncer.runAsync { try $0.sync.run(remote: remote, as: identity) }
     }
 
     /// Adds a remote by name and URL (a path, or `ssh://`).
