@@ -8,12 +8,7 @@ import XCTest
 /// and the sync then merges what it fetched with them (docs/architecture.md, "The sync pipeline").
 final class UnlockedTransportTests: ConcordTestCase {
     func testAWriteAndAReadCompleteWhileASyncsFetchIsHeldUpAtTheServer() throws {
-        let scene = try makeTwoDevices(.ssh, other: ("bob", "tablet"), role: "editor")
-        let server = try XCTUnwrap(scene.remote.server)
-        try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: scene.owner, in: scene.ownerProfile)
-        try concordOK(["sync"], as: scene.owner, in: scene.ownerProfile)
-
-        let gate = try holdFirstConnection(of: scene.other, at: server)
+        let (scene, server, gate) = try sceneWithBobsFirstConnectionHeld()
         defer { _ = FileManager.default.createFile(atPath: gate.open, contents: nil) }   // never leaves the sync waiting
 
         let (profileURL, home) = (scene.otherProfile, scene.other.home)
@@ -42,11 +37,7 @@ final class UnlockedTransportTests: ConcordTestCase {
     /// The same through a `ConcordStore`: its sync runs on the store's sync queue with an engine of
     /// its own, so the store's writes and reads go ahead while that sync's fetch is held.
     func testAStoresWriteAndReadCompleteWhileItsOwnSyncsFetchIsHeldUp() throws {
-        let scene = try makeTwoDevices(.ssh, other: ("bob", "tablet"), role: "editor")
-        let server = try XCTUnwrap(scene.remote.server)
-        try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: scene.owner, in: scene.ownerProfile)
-        try concordOK(["sync"], as: scene.owner, in: scene.ownerProfile)
-        let gate = try holdFirstConnection(of: scene.other, at: server)
+        let (scene, server, gate) = try sceneWithBobsFirstConnectionHeld()
         defer { _ = FileManager.default.createFile(atPath: gate.open, contents: nil) }
 
         let store = try ConcordStore.open(at: scene.otherProfile, identity: try Identity.load(from: scene.other.home),
@@ -71,11 +62,7 @@ final class UnlockedTransportTests: ConcordTestCase {
     /// tracking ref is no longer where its fetch found it: it fetches again (no false "rewound"
     /// warning, no failed compare-and-swap) and finds nothing more to do.
     func testASyncWhoseTrackingRefMovedDuringItsFetchFetchesAgain() throws {
-        let scene = try makeTwoDevices(.ssh, other: ("bob", "tablet"), role: "editor")
-        let server = try XCTUnwrap(scene.remote.server)
-        try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: scene.owner, in: scene.ownerProfile)
-        try concordOK(["sync"], as: scene.owner, in: scene.ownerProfile)
-        let gate = try holdFirstConnection(of: scene.other, at: server)
+        let (scene, server, gate) = try sceneWithBobsFirstConnectionHeld()
         defer { _ = FileManager.default.createFile(atPath: gate.open, contents: nil) }
 
         let outcome = SyncOutcome.started(scene.otherProfile, home: scene.other.home)
@@ -92,6 +79,16 @@ final class UnlockedTransportTests: ConcordTestCase {
         let profile = try Profile.open(at: scene.otherProfile, environment: ConcordEnvironment(home: scene.other.home))
         XCTAssertEqual(try profile.records.get("vocabulary", "cat").data?["label"], "cat")
         XCTAssertEqual(try revParse("refs/remotes/origin/main", in: scene.otherProfile), try revParse("HEAD", in: scene.otherProfile))
+    }
+
+    /// Alice's profile behind a test sshd with one record Bob's tablet has not fetched yet, and
+    /// Bob's next connection held at the server (`holdFirstConnection`).
+    private func sceneWithBobsFirstConnectionHeld() throws -> (scene: TwoDevices, server: SSHServer, gate: (arrived: String, open: String)) {
+        let scene = try makeTwoDevices(.ssh, other: ("bob", "tablet"), role: "editor")
+        let server = try XCTUnwrap(scene.remote.server)
+        try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: scene.owner, in: scene.ownerProfile)
+        try concordOK(["sync"], as: scene.owner, in: scene.ownerProfile)
+        return (scene, server, try holdFirstConnection(of: scene.other, at: server))
     }
 
     /// Makes `device`'s first connection to `server` from now on wait at the server until `open`
