@@ -1,6 +1,7 @@
 // swift-tools-version:6.0
 // Concord: an offline-first, file-based sync kit. Layers depend downward only:
-//   concord (CLI) → ConcordKit → ConcordTrust, ConcordGit, ConcordModel, ConcordKeyIndex;
+//   concord (CLI) → ConcordKit → ConcordRules, ConcordTrust, ConcordGit, ConcordModel, ConcordKeyIndex;
+//   ConcordRules → ConcordModel, ConcordTrust (the validity rule: no libgit2, no I/O);
 //   concord-lookup → ConcordKeyIndex (the Swift standard library alone);
 //   ConcordGit → CLibgit2, CLibgit2Startup, CLibssh2, ConcordGitFormats → CShims
 import PackageDescription
@@ -41,6 +42,9 @@ let package = Package(
         .target(name: "ConcordModel"),
         // ConcordTrust: Ed25519 identities as OpenSSH keys, SSHSIG signing and verification.
         .target(name: "ConcordTrust", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // ConcordRules: the validity rule as pure functions of values (no libgit2, no I/O): profile documents,
+        // membership, the access rule, acceptances, key proofs, the structural checks, the membership replay.
+        .target(name: "ConcordRules", dependencies: ["ConcordModel", "ConcordTrust"]),
         // ConcordKeyIndex: a server's keys.index (header, lines, who is let in) and sshd's key lookup from it;
         // no Foundation, no libgit2, so concord-lookup starts fast.
         .target(name: "ConcordKeyIndex"),
@@ -48,7 +52,7 @@ let package = Package(
         .target(
             name: "ConcordKit",
             dependencies: [
-                "ConcordGit", "ConcordModel", "ConcordTrust", "ConcordKeyIndex",
+                "ConcordGit", "ConcordModel", "ConcordRules", "ConcordTrust", "ConcordKeyIndex",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -67,6 +71,7 @@ let package = Package(
         .target(name: "ConcordTestSupport", dependencies: ["ConcordGitFormats", "ConcordModel"], path: "Tests/ConcordTestSupport"),
 
         .testTarget(name: "ConcordModelTests", dependencies: ["ConcordModel", "ConcordTestSupport"]),
+        .testTarget(name: "ConcordRulesTests", dependencies: ["ConcordRules", "ConcordModel", "ConcordTrust"]),
         .testTarget(name: "ConcordTrustTests", dependencies: ["ConcordTrust", "ConcordTestSupport"]),
         .testTarget(name: "ConcordGitFormatsTests", dependencies: ["ConcordGitFormats", "CShims", "ConcordTestSupport"]),
         .testTarget(name: "ConcordGitTests",
