@@ -154,16 +154,16 @@ public struct Member: Sendable, Equatable {
 
 /// A profile document (`.concord/profile.json`, a member file, an open invitation) that does not
 /// read: which one, and why. ConcordKit reports it as `ConcordError.corruptRecord`.
-public struct CorruptDocument: Error, Sendable, Equatable, CustomStringConvertible {
+package struct CorruptDocument: Error, Sendable, Equatable, CustomStringConvertible {
     /// The document's path in the profile.
-    public let path: String
+    package let path: String
     /// What is wrong with it.
-    public let reason: String
+    package let reason: String
 
     package init(path: String, reason: String) {
         self.path = path
         self.reason = reason
     }
 
-    public var description: String { "\(path) is corrupt: \(reason)" }
+    package var description: String { "\(path) is corrupt: \(reason)" }
 }
