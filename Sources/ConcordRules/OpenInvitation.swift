@@ -30,14 +30,8 @@ public struct OpenInvitation: Sendable, Equatable {
 
     package init(id: String, role: Role, uses: Int, expiresAt: String, invitedBy: String, invitedAt: String, key: SSHPublicKey,
                  withdrawn: Bool = false) {
-        self.id = id
-        self.role = role
-        self.uses = uses
-        self.expiresAt = expiresAt
-        self.invitedBy = invitedBy
-        self.invitedAt = invitedAt
-        self.key = key
-        self.withdrawn = withdrawn
+        (self.id, self.role, self.uses, self.expiresAt) = (id, role, uses, expiresAt)
+        (self.invitedBy, self.invitedAt, self.key, self.withdrawn) = (invitedBy, invitedAt, key, withdrawn)
     }
 
     /// The most uses an open invitation may be given.

@@ -21,10 +21,7 @@ public struct ProfileInfo: Sendable, Equatable {
     public let createdAt: String
 
     package init(id: String, name: String, formatVersion: Int, createdAt: String) {
-        self.id = id
-        self.name = name
-        self.formatVersion = formatVersion
-        self.createdAt = createdAt
+        (self.id, self.name, self.formatVersion, self.createdAt) = (id, name, formatVersion, createdAt)
     }
 
     package var json: JSONValue {
@@ -96,18 +93,9 @@ public struct Member: Sendable, Equatable {
     package init(name: String, role: Role, status: Status, keys: [Key], addedBy: String, addedAt: String,
                  revokedBy: String? = nil, revokedAt: String? = nil, expiresAt: String? = nil, invitationKey: SSHPublicKey? = nil,
                  acceptance: String? = nil, invitation: String? = nil) {
-        self.name = name
-        self.role = role
-        self.status = status
-        self.keys = keys
-        self.addedBy = addedBy
-        self.addedAt = addedAt
-        self.revokedBy = revokedBy
-        self.revokedAt = revokedAt
-        self.expiresAt = expiresAt
-        self.invitationKey = invitationKey
-        self.acceptance = acceptance
-        self.invitation = invitation
+        (self.name, self.role, self.status, self.keys, self.addedBy, self.addedAt) = (name, role, status, keys, addedBy, addedAt)
+        (self.revokedBy, self.revokedAt, self.expiresAt) = (revokedBy, revokedAt, expiresAt)
+        (self.invitationKey, self.acceptance, self.invitation) = (invitationKey, acceptance, invitation)
     }
 
     package var json: JSONValue {
