@@ -1,6 +1,7 @@
 // swift-tools-version:6.0
 // Concord: an offline-first, file-based sync kit. Layers depend downward only:
-//   concord (CLI) → ConcordKit → ConcordRules, ConcordTrust, ConcordGit, ConcordModel, ConcordKeyIndex;
+//   concord (CLI) → ConcordServer → ConcordKit → ConcordRules, ConcordTrust, ConcordGit, ConcordModel, ConcordKeyIndex;
+//   apps link ConcordKit alone: the server (ConcordServer) is the CLI's, not theirs;
 //   ConcordRules → ConcordModel, ConcordTrust (the validity rule: no libgit2, no I/O);
 //   concord-lookup → ConcordKeyIndex (the Swift standard library alone);
 //   ConcordGit → CLibgit2, CLibgit2Startup, CLibssh2, ConcordGitFormats → CShims
@@ -56,10 +57,13 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // ConcordServer: a concord server (`concord serve`): who may open which profile, the forced command's
+        // plan, the hooks' push check, the key index, revocation views, waits, deletions. Apps do not link it.
+        .target(name: "ConcordServer", dependencies: ["ConcordKit", "ConcordGit", "ConcordKeyIndex"]),
         // concord: the command-line tool; each command parses, calls one engine function, renders.
         .executableTarget(
             name: "concord",
-            dependencies: ["ConcordKit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["ConcordKit", "ConcordServer", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // concord-lookup: sshd's AuthorizedKeysCommand for a concord server, run once per connection.
         .executableTarget(name: "concord-lookup", dependencies: ["ConcordKeyIndex"]),
@@ -67,18 +71,34 @@ let package = Package(
         .executableTarget(name: "concord-bench", dependencies: ["ConcordKit", "ConcordGit", "ConcordKeyIndex", "ConcordTestSupport"]),
 
         // ConcordTestSupport: the fixtures every test target and the bench share: child processes, a real
-        // sshd, the concord binary, sandboxes, seeded generators, hand-made object files. No XCTest here.
+        // sshd, the concord binary, sandboxes, seeded generators, hand-made object files; where XCTest is
+        // (not in the bench's static build), `ConcordTestCase` and the scenes the CLI-level tests start from.
         .target(name: "ConcordTestSupport", dependencies: ["ConcordGitFormats", "ConcordModel"], path: "Tests/ConcordTestSupport"),
 
+        // ConcordModelTests: canonical JSON, records, kinds, the clock and the merge policies, in process.
         .testTarget(name: "ConcordModelTests", dependencies: ["ConcordModel", "ConcordTestSupport"]),
+        // ConcordRulesTests: the validity rule on its own, from values (no repository): every role, kind and check.
         .testTarget(name: "ConcordRulesTests", dependencies: ["ConcordRules", "ConcordModel", "ConcordTrust"]),
+        // ConcordTrustTests: identities, OpenSSH key files and SSHSIG signatures against published vectors.
         .testTarget(name: "ConcordTrustTests", dependencies: ["ConcordTrust", "ConcordTestSupport"]),
+        // ConcordGitFormatsTests: git's formats in pure Swift (no libgit2), judged by zlib and the git CLI.
         .testTarget(name: "ConcordGitFormatsTests", dependencies: ["ConcordGitFormats", "CShims", "ConcordTestSupport"]),
+        // ConcordGitTests: the libgit2 layer: repositories, trees, commits, packs, transfers, the quarantine.
         .testTarget(name: "ConcordGitTests",
                     dependencies: ["ConcordGit", "ConcordGitFormats", "ConcordTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
+        // ConcordKitTests: the engine in process: profiles, the validity rule on real histories, convergence, history, limits.
         .testTarget(name: "ConcordKitTests",
                     dependencies: ["ConcordKit", "ConcordTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
+        // ConcordCLITests: the concord binary on one device: commands, bad input, help, docs' console blocks, git interop.
         .testTarget(name: "ConcordCLITests", dependencies: ["ConcordKit", "ConcordTestSupport"]),
-        .testTarget(name: "ConcordSyncTests", dependencies: ["ConcordKit", "ConcordTestSupport"]),
+        // ConcordSyncTests: devices syncing through a remote: clone, convergence, races, kills, restore,
+        // set-aside, hostile remotes, watch.
+        .testTarget(name: "ConcordSyncTests", dependencies: ["ConcordKit", "ConcordServer", "ConcordTestSupport"]),
+        // ConcordSharingTests: members and access: invitations, key proofs, revocation, roles, member
+        // attacks, leaving, destroying a profile.
+        .testTarget(name: "ConcordSharingTests", dependencies: ["ConcordKit", "ConcordServer", "ConcordTestSupport"]),
+        // ConcordServerTests: `concord serve` as library code (the forced command's plan, the request, the
+        // access decision) and behind a real sshd: the hook, the key lookup, revocation, waits.
+        .testTarget(name: "ConcordServerTests", dependencies: ["ConcordServer", "ConcordKit", "ConcordGit", "ConcordTestSupport"]),
     ]
 )

@@ -24,8 +24,8 @@ public struct RecentTrees {
     public init() {}
 }
 
-/// Two trees compared by `treeChanges`: the key of `Repository.fetchedChanges`.
-package struct TreePair: Hashable {
+/// Two trees compared by `treeChanges`: the key of `FetchedObjects.changes`.
+package struct TreePair: Hashable, Sendable {
     package let old: ObjectID?
     package let new: ObjectID?
 
@@ -73,9 +73,9 @@ extension Repository {
     /// often the commit compared just before it, so its trees are read once, not twice (a
     /// 256-directory kind tree is not kept by libgit2's cache and was inflated again; bench row B7).
     /// When a fetch from a path remote already compared exactly these two trees while copying
-    /// them (`fetchedChanges`), its answer is used and nothing is read.
+    /// them (`FetchedObjects.changes`, in a step handed them), its answer is used and nothing is read.
     public func treeChanges(from old: ObjectID?, to new: ObjectID?, recent: inout RecentTrees) throws -> [TreeChange] {
-        if let known = fetchedChanges[TreePair(old: old, new: new)] {
+        if let known = lent.changes[TreePair(old: old, new: new)] {
             recent = RecentTrees()
             return known
         }
@@ -136,14 +136,10 @@ extension Repository {
         }
     }
 
-    /// Blob `id` as a fetch into this repository kept it (read and matched to its id), if it did:
-    /// the check of a clone's records looks each one up once instead of twice.
-    public func fetchedBlob(_ id: ObjectID) -> [UInt8]? { fetchedBlobs[id] }
-
     /// The size and type of object `id` without reading its content (a record's size is checked
     /// before the record is read).
     public func objectHeader(_ id: ObjectID) throws -> (size: Int, type: ObjectType?) {
-        if let bytes = fetchedBlobs[id] { return (bytes.count, .blob) }   // kept by the fetch once they matched their id
+        if let bytes = lent.blobs[id] { return (bytes.count, .blob) }   // kept by the fetch once they matched their id
         var odb: OpaquePointer?
         try check("git_repository_odb", git_repository_odb(&odb, handle))
         defer { git_odb_free(odb) }

@@ -145,8 +145,6 @@ extension Repository {
     /// directories, not the whole profile. A path git's rules refuse is an error: it cannot be
     /// written, and an incoming commit with one was refused before it got here (`IncomingCheck`).
     public func changedFiles(from old: ObjectID?, to new: ObjectID) throws -> [(path: TreePath, before: ObjectID?, blob: ObjectID?)] {
-        // The trees a fetch kept serve this walk (the one that follows it) and are let go after.
-        defer { fetchedTrees = [:] }
         var out = [(path: TreePath, before: ObjectID?, blob: ObjectID?)]()
         var path = [UInt8]()
         try collectChanges(from: old, to: new, path: &path, into: &out)

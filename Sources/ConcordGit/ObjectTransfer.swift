@@ -28,11 +28,11 @@ final class ObjectTransfer {
     let destinationIsEmpty: Bool
     private var pack = ObjectPack()
     /// The trees read from the source whose bytes hash to their ids, up to `treesKept` bytes,
-    /// handed to the destination (which finds the changed files with them next).
+    /// returned in the copy's `FetchedObjects` (the merge finds the changed files with them next).
     private var trees = [ObjectID: RawTree]()
     private var treeBytes = 0
     private static let treesKept = 16 << 20
-    /// The blobs copied, up to `blobsKept` bytes, handed to the destination likewise.
+    /// The blobs copied, up to `blobsKept` bytes, returned likewise.
     private var blobs = [ObjectID: [UInt8]]()
     private var blobBytes = 0
     static let blobsKept = 64 << 20
@@ -53,10 +53,12 @@ final class ObjectTransfer {
     /// so their trees are not read (and inflated) again, here or by the check.
     private var verified = RecentlyUsedTrees(bytesPerGeneration: 8 << 20)
     /// What changed between each new commit's first parent's tree and its own, found from those
-    /// trees alone, up to `changesKept` bytes (`TreeChange.heldBytes` each), handed to the
-    /// destination for the check of the new commits (`Repository.fetchedChanges`).
+    /// trees alone, up to `changesKept` bytes (`TreeChange.heldBytes` each), returned likewise
+    /// for the check of the new commits (`FetchedObjects.changes`).
     private var keepsChanges = false
     private var commitCopied: (([UInt8]) -> Void)?
+    /// Ends the copy between two commits when cancelled (`TransferCancellation.whileCurrent`).
+    private let cancellation = TransferCancellation.current
     private var changes = [TreePair: [TreeChange]]()
     private var changeBytes = 0
     static let changesKept = 16 << 20
@@ -67,12 +69,14 @@ final class ObjectTransfer {
         self.destinationIsEmpty = destinationIsEmpty
     }
 
-    /// Copies what `tip` needs and the destination lacks; returns how many objects were copied.
-    /// `keepingChanges`: a fetch, whose new commits are checked next (`fetchedChanges`).
+    /// Copies what `tip` needs and the destination lacks; returns how many objects were copied and
+    /// the trees, blobs and changes read on the way (`FetchedObjects`).
+    /// `keepingChanges`: a fetch, whose new commits are checked next (`FetchedObjects.changes`).
     /// `commitCopied` is given each commit copied, parents first, once its bytes matched its id.
     static func copy(_ tip: ObjectID, from source: ObjectSource, to destination: Repository, durable: Bool = true,
                      destinationIsEmpty: Bool = false, keepingChanges: Bool = false,
-                     commitCopied: (([UInt8]) -> Void)? = nil, blobLimit: ((ArraySlice<UInt8>) -> Int)? = nil) throws -> Int {
+                     commitCopied: (([UInt8]) -> Void)? = nil,
+                     blobLimit: ((ArraySlice<UInt8>) -> Int)? = nil) throws -> (count: Int, objects: FetchedObjects) {
         let transfer = ObjectTransfer(from: source, to: destination, destinationIsEmpty: destinationIsEmpty)
         transfer.keepsChanges = keepingChanges
         transfer.commitCopied = commitCopied
@@ -83,10 +87,11 @@ final class ObjectTransfer {
         PerformanceTrace.step("blobs read and hashed")
         try transfer.pack.write(into: destination, durable: durable)
         PerformanceTrace.step("pack written")
-        destination.fetchedTrees = transfer.trees
-        destination.fetchedBlobs = transfer.blobs
-        destination.fetchedChanges = transfer.changes
-        return transfer.pack.count
+        var objects = FetchedObjects()
+        objects.trees = transfer.trees
+        objects.blobs = transfer.blobs
+        objects.changes = transfer.changes
+        return (transfer.pack.count, objects)
     }
 
     private func readTree(_ id: ObjectID) throws -> RawTree {
@@ -160,6 +165,7 @@ final class ObjectTransfer {
             stack += header.parents.reversed().map { ($0, false) }
         }
         for id in order {
+            try cancellation?.checkpoint()
             guard let (raw, header) = commits[id] else { continue }
             let baseTree = try header.parents.first.map { parent in
                 try commits[parent]?.header.tree ?? destination.commitLinks(parent).tree
@@ -320,85 +326,5 @@ final class ObjectTransfer {
                 steps += children.reversed()
             }
         }
-    }
-}
-
-extension TreeChange {
-    /// About what holding this change costs in memory: the value, the path's bytes and its array header.
-    var heldBytes: Int { MemoryLayout<TreeChange>.stride + 32 + path.count }
-}
-
-extension RawTree {
-    /// About what holding this tree costs in memory.
-    var heldBytes: Int { bytes.count + entries.count * MemoryLayout<Entry>.stride }
-}
-
-/// Trees by id, the ones used last kept: new and used trees go to the young generation; when it
-/// holds `bytesPerGeneration` bytes it becomes the old one and the previous old one is let go,
-/// so at most twice that is held, and a tree used again while old is kept young. Only the bytes
-/// are held (parsing them again costs a fraction of reading them): in bench row B7 a commit's
-/// trees are ~9 KB of bytes and their parsed entries ~8 KB more.
-struct RecentlyUsedTrees {
-    let bytesPerGeneration: Int
-    private var young = [ObjectID: [UInt8]]()
-    private var old = [ObjectID: [UInt8]]()
-    private var youngBytes = 0
-
-    init(bytesPerGeneration: Int) {
-        self.bytesPerGeneration = bytesPerGeneration
-    }
-
-    mutating func tree(_ id: ObjectID) -> RawTree? {
-        if let bytes = young[id] { return try? RawTree(bytes, id: id) }
-        guard let bytes = old[id] else { return nil }
-        keep(bytes, id)
-        return try? RawTree(bytes, id: id)
-    }
-
-    mutating func add(_ tree: RawTree, _ id: ObjectID) {
-        keep(tree.bytes, id)
-    }
-
-    private mutating func keep(_ bytes: [UInt8], _ id: ObjectID) {
-        guard young[id] == nil, bytes.count <= bytesPerGeneration else { return }
-        if youngBytes + bytes.count > bytesPerGeneration {
-            old = young
-            young = [:]
-            youngBytes = 0
-        }
-        young[id] = bytes
-        youngBytes += bytes.count
-    }
-}
-
-extension Repository {
-    /// Fetches `ref` of the repository at `path` on this machine into `trackingRef` (moved as a
-    /// fetch moves it, without compare-and-swap: it only mirrors the remote). Returns the remote's
-    /// tip, or nil when the remote has no such branch yet.
-    @discardableResult
-    /// `intoEmpty`: this repository has no objects yet (a clone's quarantine). `commitCopied` is
-    /// given the bytes of each new commit, parents first, once they matched its id. `blobLimit`:
-    /// the most bytes a file of each name may hold (`OversizedFile` otherwise, the blob unread).
-    public func fetchFromLocalRepository(at path: String, ref: String, into trackingRef: String, durable: Bool = true,
-                                         intoEmpty: Bool = false, commitCopied: (([UInt8]) -> Void)? = nil,
-                                         blobLimit: ((ArraySlice<UInt8>) -> Int)? = nil) throws -> ObjectID? {
-        // The branch first, then the pack list: every object the branch needs was stored before it moved.
-        guard let tip = try SourceObjects.reference(ref, gitDirectory: SourceObjects.gitDirectory(of: path)) else { return nil }
-        let source = try SourceObjects(repositoryAt: path, scratch: gitDirectory)   // copies for libgit2 go into this quarantine
-        if intoEmpty || !contains(tip) {
-            do {
-                _ = try ObjectTransfer.copy(tip, from: source, to: self, durable: durable, destinationIsEmpty: intoEmpty,
-                                            keepingChanges: true, commitCopied: commitCopied, blobLimit: blobLimit)
-            } catch let error as WrongObjectType {
-                throw SourceObjects.refusal(error.description)   // the remote's objects disagree with what names them
-            } catch let error as OversizedObject {
-                throw SourceObjects.refusal(error.description)   // a tree or commit over the bound no object comes near
-            }
-        }
-        let current = try resolveReference(trackingRef)
-        if current != tip {
-            try updateReference(trackingRef, to: tip, expected: current, message: "concord: fetch from \(path)")
-        }
-        return tip
     }
 }

@@ -15,14 +15,16 @@ public final class Quarantine {
     private let directory: String
     private var admitted = false
 
-    /// Makes a quarantine for `main`, whose current tips `tips` it lists as its own refs.
-    /// Quarantines left by a killed process are removed first (the caller holds the profile lock).
+    /// Makes a quarantine for `main`, whose current tips `tips` it lists as its own refs. It is
+    /// made without the profile lock (a sync fetches without holding it), so each has a name of its
+    /// own (`quarantine-<pid>-<random>`), and only quarantines left by a process that is gone (killed)
+    /// are removed: another process's fetch under way keeps its own.
     public init(for main: Repository, tips: [ObjectID]) throws {
         let parent = main.gitDirectory + "concord/"
-        for stale in (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? [] where stale.hasPrefix("quarantine-") {
+        for stale in (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? [] where Self.isLeftByAGoneProcess(stale) {
             try? FileManager.default.removeItem(atPath: parent + stale)
         }
-        directory = parent + "quarantine-\(getpid())/"
+        directory = parent + "quarantine-\(getpid())-\(UInt64.random(in: 0...UInt64.max))/"
         self.main = main
         do {
             let manager = FileManager.default
@@ -42,13 +44,21 @@ public final class Quarantine {
         }
     }
 
+    /// True for a quarantine directory name whose process is gone (`quarantine-<pid>` as older
+    /// versions named it, or `quarantine-<pid>-<random>`).
+    static func isLeftByAGoneProcess(_ name: String) -> Bool {
+        guard name.hasPrefix("quarantine-") else { return false }
+        guard let pid = name.dropFirst("quarantine-".count).split(separator: "-").first.flatMap({ Int32($0) }), pid > 0 else { return true }
+        return kill(pid, 0) != 0 && errno == ESRCH
+    }
+
     deinit {
         if !admitted { try? FileManager.default.removeItem(atPath: directory) }
     }
 
     /// Moves the fetched packs into the profile (fsynced, each pack before its index, as git does, so no
-    /// reader sees an index without its pack), makes the profile see them, and hands over the
-    /// trees and blobs the fetch read and hashed (`fetchedTrees`, `fetchedBlobs`). Then removes the quarantine.
+    /// reader sees an index without its pack) and makes the profile see them. Then removes the
+    /// quarantine. (What the fetch read and hashed travels on as a value, `FetchedObjects`.)
     public func admit() throws {
         let from = directory + "objects/pack/", to = main.gitDirectory + "objects/pack/"
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: from)) ?? []).filter { $0.hasPrefix("pack-") }
@@ -73,8 +83,6 @@ public final class Quarantine {
             defer { git_odb_free(odb) }
             try check("git_odb_refresh", git_odb_refresh(odb))
         }
-        main.fetchedTrees = repository.fetchedTrees
-        main.fetchedBlobs = repository.fetchedBlobs
         repository.releaseCaches()
         admitted = true
         try? FileManager.default.removeItem(atPath: directory)

@@ -225,6 +225,10 @@ extension Repository {
         return options
     }
 
+    /// The most pack bytes a `concord-wait … pack` answer carries: the server sends none past it
+    /// (`ServerWait.pack`) and the device reads none past it; the device then fetches as usual.
+    public static let concordWaitPackLimit = 32 << 20
+
     /// As `waitForRemoteMain`, asking a concord server to send with its answer a pack of what
     /// main has beyond `known` (`concord-wait … pack`), so the device need not connect again to
     /// fetch it. The pack is empty when the server sent none (or over `packLimit` bytes); it is

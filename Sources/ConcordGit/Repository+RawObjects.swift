@@ -25,11 +25,11 @@ extension Repository {
     }
 
     /// The tree `id`. A sync reads the trees a fetch just compared (the new ones and their
-    /// parents') once more to find the changed files: those come from `fetchedTrees`, which
-    /// `changedFiles` empties when it is done. Ids name content, and each kept tree was hashed,
+    /// parents') once more to find the changed files: within a step handed the fetch's objects
+    /// (`reading(_:_:)`), those come from them. Ids name content, and each kept tree was hashed,
     /// so a tree read from another repository is the same tree.
     func rawTree(_ id: ObjectID) throws -> RawTree {
-        if let tree = fetchedTrees[id] { return tree }
+        if let tree = lent.trees[id] { return tree }
         return try RawTree(rawObject(id, type: GIT_OBJECT_TREE), id: id)
     }
 

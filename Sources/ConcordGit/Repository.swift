@@ -7,19 +7,9 @@ import Crypto
 /// Use one `Repository` from one thread at a time (libgit2's rule); open another for another thread.
 public final class Repository {
     let handle: OpaquePointer
-    /// Trees a fetch from a path remote just read, by id (see `rawTree`). Bound: at most
-    /// `ObjectTransfer.treesKept` (16 MiB) of trees, replaced by the next fetch and emptied by
-    /// `changedFiles` (the walk that follows the fetch) and by `releaseCaches`.
-    var fetchedTrees = [ObjectID: RawTree]()
-    /// Blobs a fetch from a path remote just copied (hashed against their ids), by id, up to
-    /// `ObjectTransfer.blobsKept` bytes: the check of the new commits and the checkout that follow
-    /// read them from here instead of inflating them again. Let go with `releaseCaches`.
-    var fetchedBlobs = [ObjectID: [UInt8]]()
-    /// What a fetch from a path remote found changed between each new commit's first parent's
-    /// tree and its own while copying them, from trees whose bytes matched their ids, up to
-    /// `ObjectTransfer.changesKept` bytes: the check of the new commits (`treeChanges`) reads no
-    /// tree for these. Let go with `releaseCaches`.
-    package internal(set) var fetchedChanges = [TreePair: [TreeChange]]()
+    /// What the step running now was handed by a fetch (`reading(_:_:)`), read before the object
+    /// database; empty outside such a step. Set and put back only by `reading`.
+    var lent = FetchedObjects.none
 
     init(handle: OpaquePointer) {
         self.handle = handle
@@ -31,7 +21,7 @@ public final class Repository {
 
     /// Lets go of what libgit2 keeps for this repository between calls — its object cache (every
     /// commit a merge-base walk parsed, every tree read), the open pack files and their mapped
-    /// indexes, the loaded config, index and ref database — and the trees a fetch kept; libgit2
+    /// indexes, the loaded config, index and ref database; libgit2
     /// loads each again when next used (`git_repository__cleanup`).
     ///
     /// For a repository kept open for weeks (`watch`): called after every sync, it bounds what is
@@ -39,9 +29,6 @@ public final class Repository {
     /// object cache alone grew ~80 KB per sync round, up to its process-wide bound, and each new
     /// pack stayed mapped).
     public func releaseCaches() {
-        fetchedTrees = [:]
-        fetchedBlobs = [:]
-        fetchedChanges = [:]
         _ = git_repository__cleanup(handle)
     }
 
@@ -209,7 +196,7 @@ public final class Repository {
 
     /// The content of blob `id`.
     public func blob(_ id: ObjectID) throws -> [UInt8] {
-        if let bytes = fetchedBlobs[id] { return bytes }
+        if let bytes = lent.blobs[id] { return bytes }   // read and hashed by the fetch
         var oid = id.raw
         var blob: OpaquePointer?
         try check("git_blob_lookup", git_blob_lookup(&blob, handle, &oid))

@@ -64,3 +64,33 @@ public final class TransferCancellation: @unchecked Sendable {
         _ = lock.withLock { sockets.remove(socket) }
     }
 }
+
+extension TransferCancellation {
+    private static let threadKey = "concord.transfer-cancellation"
+
+    /// The cancellation made current on this thread (`whileCurrent`): the transfers started on it
+    /// take it by default (`TransportOptions.init`, a path remote's object copy).
+    package static var current: TransferCancellation? {
+        Thread.current.threadDictionary[threadKey] as? TransferCancellation
+    }
+
+    /// Runs `body` with this cancellation current on this thread, so `cancel()` from another
+    /// thread ends every transfer `body` starts, at its next callback.
+    package func whileCurrent<T>(_ body: () throws -> T) rethrows -> T {
+        let dictionary = Thread.current.threadDictionary
+        let previous = dictionary[Self.threadKey]
+        dictionary[Self.threadKey] = self
+        defer { dictionary[Self.threadKey] = previous }
+        return try body()
+    }
+
+    /// Throws `TransferCancelled` once `cancel()` was called: a transfer's check between two steps.
+    package func checkpoint() throws {
+        if isCancelled { throw TransferCancelled() }
+    }
+}
+
+/// A transfer ended by `TransferCancellation.cancel()` before it finished.
+package struct TransferCancelled: Error, Sendable, CustomStringConvertible {
+    package var description: String { "the transfer was cancelled" }
+}

@@ -42,9 +42,10 @@ public struct TransportOptions {
     /// The known_hosts lines (OpenSSH format) of the host being contacted that libgit2 reads in
     /// place of ~/.ssh/known_hosts (see `SSHKnownHostsFile`): they pick the host key type to ask for.
     public var knownHostLines: [String]
-    /// Ends the connection from another thread (`TransferCancellation`); only the connections
-    /// Concord opens itself (`SSHRefAdvertisement`: checks, waits) take it, not libgit2's transfers.
-    public var cancellation: TransferCancellation?
+    /// Ends the connection from another thread (`TransferCancellation`): the connections Concord
+    /// opens itself (`SSHRefAdvertisement`: checks, waits) at once, libgit2's transfers at their next
+    /// progress callback. By default the one current on the thread that made these options.
+    public var cancellation: TransferCancellation? = TransferCancellation.current
 
     public init(sshPrivateKey: String? = nil, sshUser: String? = nil, trustHostKey: ((HostKey) -> Bool)? = nil,
                 stallTimeout: TimeInterval? = 30, knownHostLines: [String] = []) {
@@ -123,21 +124,18 @@ final class TransportSession {
         }
         callbacks.transfer_progress = { _, payload in
             guard let payload else { return 0 }
-            Unmanaged<TransportSession>.fromOpaque(payload).takeUnretainedValue().watchdog?.touch()
-            return 0
+            return Unmanaged<TransportSession>.fromOpaque(payload).takeUnretainedValue().progressed()
         }
         callbacks.push_transfer_progress = { _, _, _, payload in
             guard let payload else { return 0 }
-            Unmanaged<TransportSession>.fromOpaque(payload).takeUnretainedValue().watchdog?.touch()
-            return 0
+            return Unmanaged<TransportSession>.fromOpaque(payload).takeUnretainedValue().progressed()
         }
         callbacks.sideband_progress = { text, length, payload in
             guard let payload, let text, length > 0 else { return 0 }
             let session = Unmanaged<TransportSession>.fromOpaque(payload).takeUnretainedValue()
-            session.watchdog?.touch()
             let bytes = UnsafeRawBufferPointer(start: text, count: Int(length))
             if session.serverText.utf8.count < 16_384 { session.serverText += String(decoding: bytes, as: UTF8.self) }
-            return 0
+            return session.progressed()
         }
         callbacks.push_update_reference = { refname, status, payload in
             guard let payload, let refname else { return 0 }
@@ -145,6 +143,12 @@ final class TransportSession {
             session.pushStatuses[String(cString: refname)] = status.map { String(cString: $0) }
             return 0
         }
+    }
+
+    /// Something arrived: the watchdog waits again; a cancelled transfer ends here (GIT_EUSER).
+    private func progressed() -> Int32 {
+        watchdog?.touch()
+        return options.cancellation?.isCancelled == true ? GIT_EUSER.rawValue : 0
     }
 
     private func credentials(_ out: UnsafeMutablePointer<UnsafeMutablePointer<git_credential>?>?,
@@ -184,6 +188,7 @@ final class TransportSession {
 
     /// Turns a failed transfer into the most precise error available.
     func failure(_ error: GitError) -> Error {
+        if options.cancellation?.isCancelled == true { return TransferCancelled() }
         if let key = rejectedHostKey { return TransportFailure.untrustedHostKey(key) }
         if let watchdog, watchdog.timedOut { return TransportFailure.timedOut(seconds: watchdog.seconds) }
         if error.code == .auth || (credentialAttempts > 0 && error.errorClass == Int32(GIT_ERROR_SSH.rawValue)

@@ -46,7 +46,7 @@ enum CheckoutRows {
                                    + "each blob from the pack, writes the files one by one and writes the index"),
                 "Each run: a new repository with the shared 10k profile's objects and `main` (untimed), then the checkout of "
                     + "its tree. The hand-written side gets the record bytes in memory, as a clone has them from its fetch "
-                    + "(`fetchedBlobs`); libgit2 reads them from the pack. Check: `git status` is clean in the last of each.",
+                    + "(`FetchedObjects`); libgit2 reads them from the pack. Check: `git status` is clean in the last of each.",
                 "Runs: hand \(Format.runs(samples.hand)); libgit2 \(Format.runs(samples.libgit2)).",
             ])
     }

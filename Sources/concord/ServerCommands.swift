@@ -1,5 +1,6 @@
 import ArgumentParser
 import ConcordKit
+import ConcordServer
 import Foundation
 
 /// `concord server init`: prepares a directory for an sshd account to serve profiles from.
@@ -152,43 +153,25 @@ struct ServeRun {
             }
         case .forcedCommand(let key):
             do {
-                let request = try ServeRequest.parse(environment["SSH_ORIGINAL_COMMAND"])
-                let admitted = try server.admit(request, key: key, now: now)
-                switch request.verb {
-                case .notice:
-                    // `admit` let in one of a deleted profile's members: the Admin's signed notice, which the device checks.
-                    guard let notice = try server.deletionNotice(of: request.profile) else { refuse("\"\(request.profile)\" has not been deleted") }
+                // What to do is the library's decision (`ServePlan`); this carries it out.
+                switch try ServePlan.connection(environment["SSH_ORIGINAL_COMMAND"], key: key, server: server, now: now) {
+                case .refuse(let refusal):
+                    refuse(refusal.message)
+                case .notice(let notice):
                     FileHandle.standardOutput.write(Data(notice))
-                    return
-                case .destroy:
+                case .destroy(let profile):
                     let notice = FileHandle.standardInput.readData(ofLength: DeletionNotice.maxBytes + 1)
-                    try server.destroy(request.profile, key: key, noticeBytes: Array(notice))
-                    print("deleted \"\(request.profile)\"")
-                    return
-                default: break
-                }
-                if request.verb == .wait {
+                    try server.destroy(profile, key: key, noticeBytes: Array(notice))
+                    print("deleted \"\(profile)\"")
+                case .wait(let request, let admitted):
                     // Held while this process waits; the kernel lets go if it is killed.
                     let places = try WaitSlots(root: server.root, key: key, profile: request.profile)
                     let answer = try server.answerWait(request, key: key, admitted: admitted, clock: clock)
                     FileHandle.standardOutput.write(Data(answer))
                     withExtendedLifetime(places) {}
-                    return
+                case .exec(let exec):
+                    refuse("cannot run \(exec.program): \(execute(exec))")
                 }
-                setenv("CONCORD_SERVE_KEY", key, 1)
-                if let namespace = admitted.namespace {
-                    // A revoked member's key sees its view of main alone (`RevocationView`). Protocol v0
-                    // only: git's v2 upload-pack hands out any object asked for by id, advertised or not.
-                    setenv("GIT_NAMESPACE", namespace, 1)
-                    unsetenv("GIT_PROTOCOL")
-                } else {
-                    // Everyone else never sees the revoked members' views.
-                    setenv("GIT_CONFIG_COUNT", "1", 1)
-                    setenv("GIT_CONFIG_KEY_0", "transfer.hideRefs", 1)
-                    setenv("GIT_CONFIG_VALUE_0", ConcordServer.hiddenRefs, 1)
-                }
-                let failure = execute([request.verb.rawValue, admitted.repository])
-                refuse("cannot run \(request.verb.rawValue): \(failure)")
             } catch let refusal as ServerRefusal {
                 refuse(refusal.message)
             } catch {
@@ -203,11 +186,14 @@ struct ServeRun {
         Foundation.exit(ExitStatus.failure)
     }
 
-    /// Replaces this process with `arguments[0]` found in PATH; returns only on failure, with why.
-    private func execute(_ arguments: [String]) -> String {
-        let pointers = arguments.map { strdup($0) } + [nil]
+    /// Replaces this process with `exec.program` found in PATH, in the environment it set; returns
+    /// only on failure, with why.
+    private func execute(_ exec: ServePlan.Exec) -> String {
+        for (name, value) in exec.setting { setenv(name, value, 1) }
+        for name in exec.removing { unsetenv(name) }
+        let pointers = exec.arguments.map { strdup($0) } + [nil]
         defer { pointers.forEach { free($0) } }
-        execvp(arguments[0], pointers)
+        execvp(exec.program, pointers)
         return String(cString: strerror(errno))
     }
 }

@@ -1,10 +1,13 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// `concord log` and `concord history` as the audit trail: who changed what (fields old → new),
 /// when (local time or UTC), on which device; filtered by record, member and time; and the
 /// versions that lost a merge, with the merge they lost in.
-final class AuditTests: CLITestCase {
+final class AuditTests: ConcordTestCase {
+    override class var defaultClock: String? { fixedClock }
+
     /// Scenario A11: a therapist adds the symbol "puzzle" at 14:30; the parent's audit view shows
     /// the action, the symbol, the therapist's name, the time and the device.
     func testLogShowsWhoChangedWhatWhenOnWhichDevice() throws {
@@ -15,7 +18,7 @@ final class AuditTests: CLITestCase {
                       clock: "2026-03-03T08:15:00.000Z")
         try concordOK(["rm", "vocabulary/puzzle"], as: therapist, in: profile, clock: "2026-03-04T17:00:00.000Z")
 
-        let utc = try concordOK(["log", "--utc"], as: parent, in: profile).stdoutLines
+        let utc = try concordOKResult(["log", "--utc"], as: parent, in: profile).stdoutLines
         XCTAssertEqual(utc.count, 5, utc.joined(separator: "\n"))
         XCTAssertTrue(utc[0].hasPrefix("2026-03-04 17:00:00Z  therapist@ipad  deleted vocabulary/puzzle  "), utc[0])
         XCTAssertTrue(utc[1].hasPrefix(#"2026-03-03 08:15:00Z  parent@laptop  edited vocabulary/puzzle (label: "puzzle" → "jigsaw")  "#), utc[1])
@@ -23,16 +26,16 @@ final class AuditTests: CLITestCase {
         for line in utc { XCTAssertTrue(line.hasSuffix("[signature: good]"), line) }
 
         // Local time by default: the same instants in the machine's zone (TZ).
-        var environment = self.environment(for: parent)
+        var environment = self.concordEnvironment(parent)
         environment["TZ"] = "America/New_York"
         let local = try ProcessRunner.run(try ConcordBinary.required(), ["log", "--limit", "1"], environment: environment, in: profile)
         XCTAssertTrue(local.stdout.hasPrefix("2026-03-04 12:00:00  therapist@ipad  deleted vocabulary/puzzle"), local.stdout)
 
         // --member, --since, --until (UTC with Z, a day in local time).
-        let byTherapist = try concordOK(["log", "--member", "therapist", "--utc"], as: parent, in: profile).stdoutLines
+        let byTherapist = try concordOKResult(["log", "--member", "therapist", "--utc"], as: parent, in: profile).stdoutLines
         XCTAssertEqual(byTherapist.count, 2, byTherapist.joined(separator: "\n"))
         XCTAssertTrue(byTherapist.allSatisfy { $0.contains("therapist@ipad") })
-        let window = try concordOK(["log", "--since", "2026-03-02T12:00:00Z", "--until", "2026-03-04T00:00:00Z", "--utc"],
+        let window = try concordOKResult(["log", "--since", "2026-03-02T12:00:00Z", "--until", "2026-03-04T00:00:00Z", "--utc"],
                                    as: parent, in: profile).stdoutLines
         XCTAssertEqual(window.map { String($0.prefix(20)) }, ["2026-03-03 08:15:00Z", "2026-03-02 14:30:00Z"])
         environment["TZ"] = "UTC"
@@ -41,7 +44,7 @@ final class AuditTests: CLITestCase {
         XCTAssertEqual(day.stdout.split(separator: "\n").count, 1, day.stdout)
 
         // --json carries the same: fields with old and new values.
-        let json = try XCTUnwrap(parseJSON(try concordOK(["log", "--json", "--member", "parent", "--limit", "1"], as: parent, in: profile).stdout)
+        let json = try XCTUnwrap(parseJSON(try concordOKResult(["log", "--json", "--member", "parent", "--limit", "1"], as: parent, in: profile).stdout)
                                  as? [[String: Any]])
         let change = try XCTUnwrap((json.first?["changes"] as? [[String: Any]])?.first)
         XCTAssertEqual(change["record"] as? String, "vocabulary/puzzle")
@@ -63,7 +66,7 @@ final class AuditTests: CLITestCase {
         // A conflict: the same record written on a clone and here, merged.
         let other = sandbox.appendingPathComponent("other")
         try gitOK(["clone", "-q", profile.path, other.path], in: sandbox)
-        fsckAtEnd(profile, other)
+        fsckAtEnd += [profile, other]
         try concordOK(["doctor", "--fix"], as: parent, in: other)
         try concordOK(["put", "vocabulary/snack", "--json", #"{"label":"biscuit"}"#], as: parent, in: profile, clock: "2026-03-05T10:00:00.000Z")
         try concordOK(["put", "vocabulary/snack", "--json", #"{"label":"cracker"}"#], as: parent, in: other, clock: "2026-03-05T10:01:00.000Z")
@@ -75,7 +78,7 @@ final class AuditTests: CLITestCase {
         let recipes = try Self.recipes(in: String(contentsOf: docs, encoding: .utf8))
         XCTAssertEqual(Set(recipes.keys), ["trailers", "signatures", "record", "member", "window", "conflicts"])
         func run(_ name: String) throws -> [String] {
-            let result = try ProcessRunner.run("/bin/sh", ["-c", try XCTUnwrap(recipes[name])], environment: environment(for: parent), in: profile)
+            let result = try ProcessRunner.run("/bin/sh", ["-c", try XCTUnwrap(recipes[name])], environment: concordEnvironment(parent), in: profile)
             XCTAssertEqual(result.status, 0, "\(name): \(result.summary)")
             return result.stdoutLines
         }
@@ -100,11 +103,11 @@ final class AuditTests: CLITestCase {
     }
 
     /// A parent's profile with a therapist (an editor on an iPad) added at `joined`.
-    private func careTeam(joined: String) throws -> (parent: Person, therapist: Person, profile: URL) {
-        let parent = try makePerson("parent")
-        let therapist = try makePerson("therapist", device: "ipad")
+    private func careTeam(joined: String) throws -> (parent: TestDevice, therapist: TestDevice, profile: URL) {
+        let parent = try makeDevice("parent")
+        let therapist = try makeDevice("therapist", device: "ipad")
         let profile = try makeProfile(owner: parent)
-        let key = try concordOK(["identity", "show", "--public-key"], as: therapist).stdout.trimmingCharacters(in: .newlines)
+        let key = try concordOKResult(["identity", "show", "--public-key"], as: therapist).stdout.trimmingCharacters(in: .newlines)
         try concordOK(["members", "add", "therapist", "--role", "editor", "--key", key, "--device", "ipad"], as: parent, in: profile, clock: joined)
         return (parent, therapist, profile)
     }
@@ -125,7 +128,7 @@ final class AuditTests: CLITestCase {
     }
 
     func testABadDateIsRefusedWithWhatToGive() throws {
-        let alice = try makePerson("alice")
+        let alice = try makeDevice("alice")
         let profile = try makeProfile(owner: alice)
         for arguments in [["log", "--since", "yesterday"], ["log", "--until", "2026-13-45"], ["log", "--since", "3 days"]] {
             let result = try concord(arguments, as: alice, in: profile)

@@ -1,15 +1,18 @@
 import ConcordKit
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// Every refusal: the right exit code, one line on stderr naming the culprit, and nothing changed.
-final class BadInputTests: CLITestCase {
-    private var alice: Person!
+final class BadInputTests: ConcordTestCase {
+    override class var defaultClock: String? { fixedClock }
+
+    private var alice: TestDevice!
     private var profile: URL!
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        alice = try makePerson("alice")
+        alice = try makeDevice("alice")
         profile = try makeProfile(owner: alice)
         try concordOK(["put", "vocabulary/puzzle", "--json", #"{"word":"puzzle"}"#], as: alice, in: profile)
         try concordOK(["append", "logs", "--json", #"{"tapped":"puzzle"}"#], as: alice, in: profile)
@@ -78,7 +81,7 @@ final class BadInputTests: CLITestCase {
     }
 
     func testNoIdentityYet() throws {
-        let nobody = Person(name: "nobody", device: "none", home: try makeDirectory("empty-home"))
+        let nobody = TestDevice(member: "nobody", device: "none", home: try makeDirectory("empty-home"))
         try assertRefusedWithoutChange(["put", "vocabulary/x", "--json", "{}"], as: nobody, profile: profile,
                                        mentions: ["no identity", nobody.home.path, "identity new"])
         let target = sandbox.appendingPathComponent("never")
@@ -95,7 +98,7 @@ final class BadInputTests: CLITestCase {
 
         try assertRefusedWithoutChange(["get", "vocabulary/puzzle"], as: alice, profile: profile,
                                        mentions: ["\(RecordPaths.file(directory: "vocabulary", id: "puzzle"))"])
-        let apple = try concordOK(["get", "vocabulary/apple"], as: alice, in: profile)
+        let apple = try concordOKResult(["get", "vocabulary/apple"], as: alice, in: profile)
         XCTAssertTrue(apple.stdout.contains(#""word": "apple""#))
 
         let before = try snapshot(profile)
@@ -118,7 +121,7 @@ final class BadInputTests: CLITestCase {
         try concordOK(["put", "vocabulary/apple", "--json", #"{"word":"apple"}"#], as: alice, in: profile)
         XCTAssertEqual(try gitOK(["status", "--porcelain"], in: profile), "")
         XCTAssertTrue(FileManager.default.fileExists(atPath: profile.appendingPathComponent(".git/index.damaged").path))
-        let listed = try concordOK(["ls", "vocabulary"], as: alice, in: profile)
+        let listed = try concordOKResult(["ls", "vocabulary"], as: alice, in: profile)
         XCTAssertEqual(listed.stdoutLines, ["vocabulary/apple", "vocabulary/puzzle"])
     }
 
@@ -129,7 +132,7 @@ final class BadInputTests: CLITestCase {
         try Data("DIRC".utf8).write(to: profile.appendingPathComponent(".git/index"))
         try concordOK(["put", "vocabulary/apple", "--json", #"{"word":"apple"}"#], as: alice, in: profile)
         XCTAssertEqual(try gitOK(["status", "--porcelain"], in: profile), "")
-        XCTAssertEqual(try concordOK(["ls", "vocabulary"], as: alice, in: profile).stdoutLines, ["vocabulary/apple", "vocabulary/puzzle"])
+        XCTAssertEqual(try concordOKResult(["ls", "vocabulary"], as: alice, in: profile).stdoutLines, ["vocabulary/apple", "vocabulary/puzzle"])
     }
 
     /// A journal of a killed bulk write that cannot be replayed yet (a git process holds
@@ -250,7 +253,7 @@ final class BadInputTests: CLITestCase {
     }
 
     func testLogKindsAndRecordKindsKeepTheirCommands() throws {
-        let entry = try XCTUnwrap(try concordOK(["ls", "logs"], as: alice, in: profile).stdoutLines.first)
+        let entry = try XCTUnwrap(try concordOKResult(["ls", "logs"], as: alice, in: profile).stdoutLines.first)
         try assertRefusedWithoutChange(["rm", entry], as: alice, profile: profile, mentions: [#""logs""#, "append-only"])
         try assertRefusedWithoutChange(["put", "logs/x", "--json", "{}"], as: alice, profile: profile, mentions: [#""logs""#, "append"])
         try assertRefusedWithoutChange(["append", "vocabulary", "--json", "{}"], as: alice, profile: profile,
@@ -265,7 +268,7 @@ final class BadInputTests: CLITestCase {
         let again = try concord(["identity", "new", "--name", "alice2", "--device", "phone"], as: alice)
         assertRefusal(again, mentions: [alice.home.path])
         XCTAssertEqual(try Data(contentsOf: alice.home.appendingPathComponent("id_ed25519")), keyBefore, "the key must not be replaced")
-        let show = try concordOK(["identity", "show", "--json"], as: alice)
+        let show = try concordOKResult(["identity", "show", "--json"], as: alice)
         XCTAssertEqual((parseJSON(show.stdout) as? [String: Any])?["member"] as? String, "alice")
     }
 
@@ -275,7 +278,7 @@ final class BadInputTests: CLITestCase {
         XCTAssertEqual(template.status, 2, template.summary)
         XCTAssertTrue(template.stderr.contains("chess"), template.stderr)
         XCTAssertFalse(FileManager.default.fileExists(atPath: target.path))
-        let badName = Person(name: "x", device: "y", home: sandbox.appendingPathComponent("home-bad"))
+        let badName = TestDevice(member: "x", device: "y", home: sandbox.appendingPathComponent("home-bad"))
         assertRefusal(try concord(["identity", "new", "--name", "a b", "--device", "phone"], as: badName), mentions: [#"a b"#])
         XCTAssertFalse(FileManager.default.fileExists(atPath: badName.home.appendingPathComponent("identity.json").path))
     }

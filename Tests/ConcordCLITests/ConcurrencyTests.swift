@@ -1,14 +1,17 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// Two concord processes writing the same profile at once.
-final class ConcurrencyTests: CLITestCase {
+final class ConcurrencyTests: ConcordTestCase {
+    override class var defaultClock: String? { fixedClock }
+
     /// Records per writer; 2 × 200 puts take about 15 s with the debug binary on 2 cores.
     static let perWriter = 200
 
     func testTwoConcurrentPutLoops() throws {
         let binary = try ConcordBinary.required()
-        let alice = try makePerson("alice")
+        let alice = try makeDevice("alice")
         let profile = try makeProfile(owner: alice)
 
         let script = """
@@ -19,7 +22,7 @@ final class ConcurrencyTests: CLITestCase {
         let started = Date()
         var processes = [(Process, URL)]()
         for prefix in ["a", "b"] {
-            var environment = self.environment(for: alice, clock: nil)
+            var environment = self.concordEnvironment(alice, clock: nil)
             environment["CONCORD_BIN"] = binary
             environment["PREFIX"] = prefix
             let process = Process()
@@ -42,7 +45,7 @@ final class ConcurrencyTests: CLITestCase {
         let elapsed = Date().timeIntervalSince(started)
         print("concurrency: \(2 * Self.perWriter) puts by two processes took \(String(format: "%.1f", elapsed)) s")
 
-        let listed = try concordOK(["ls", "vocabulary"], as: alice, in: profile).stdoutLines
+        let listed = try concordOKResult(["ls", "vocabulary"], as: alice, in: profile).stdoutLines
         XCTAssertEqual(listed.count, 2 * Self.perWriter)
         let expected = ["a", "b"].flatMap { prefix in (1...Self.perWriter).map { "vocabulary/\(prefix)-\($0)" } }
         XCTAssertEqual(Set(listed), Set(expected))

@@ -1,3 +1,4 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
@@ -14,7 +15,9 @@ import XCTest
 /// `concord` is the one the tests run (first on PATH), TZ is UTC, the clock is the real one. A
 /// command must exit 0; after one that does not, the file's later commands are not run (they
 /// would fail for its sake).
-final class DocsConsoleTests: CLITestCase {
+final class DocsConsoleTests: ConcordTestCase {
+    override class var defaultClock: String? { fixedClock }
+
     /// The commands the test does not run, by file and exact command text, with why. A skip that
     /// names no command of its file fails the test, so the list cannot go stale.
     static let skipped: [String: [String: String]] = [
@@ -95,7 +98,7 @@ final class DocsConsoleTests: CLITestCase {
         let script = run.indices.map { index in
             "{\n\(run[index].text)\n} >'\(output.path)/\(index)' 2>&1 || { echo $? >'\(output.path)/\(index).status'; exit 0; }"
         }.joined(separator: "\n")
-        var environment = baseEnvironment()
+        var environment = isolatedEnvironment(home: sandbox)
         let concordDirectory = URL(fileURLWithPath: try ConcordBinary.required()).deletingLastPathComponent().path
         environment["PATH"] = concordDirectory + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
         environment["TZ"] = "UTC"

@@ -1,10 +1,13 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// The real git CLI judges what concord writes: objects, signatures, trailers, index, dates.
-final class GitInteropTests: CLITestCase {
+final class GitInteropTests: ConcordTestCase {
+    override class var defaultClock: String? { fixedClock }
+
     /// A profile after a varied session; `git status` is checked clean after every write.
-    private func sessionProfile(_ alice: Person) throws -> URL {
+    private func sessionProfile(_ alice: TestDevice) throws -> URL {
         let profile = try makeProfile(owner: alice)
         XCTAssertEqual(try gitOK(["status", "--porcelain"], in: profile), "", "clean after init")
         let dump = try writeFile("dump.json", #"{"records":[{"kind":"vocabulary","id":"imported","data":{"w":1}}],"logs":[{"kind":"logs","data":{"e":1}}]}"#)
@@ -24,7 +27,7 @@ final class GitInteropTests: CLITestCase {
     }
 
     func testGitFsckAndVerifyCommitAcceptEverything() throws {
-        let alice = try makePerson("alice")
+        let alice = try makeDevice("alice")
         let profile = try sessionProfile(alice)
 
         let fsck = try git(["fsck", "--full", "--strict"], in: profile)
@@ -56,7 +59,7 @@ final class GitInteropTests: CLITestCase {
     }
 
     func testTamperedCommitFailsVerification() throws {
-        let alice = try makePerson("alice")
+        let alice = try makeDevice("alice")
         let profile = try sessionProfile(alice)
         let head = try gitOK(["rev-parse", "HEAD"], in: profile)
         let raw = try git(["cat-file", "commit", head], in: profile).stdout
@@ -78,17 +81,17 @@ final class GitInteropTests: CLITestCase {
 
         // Pointed at by the branch, concord's own log calls it bad (and the rest good).
         try gitOK(["update-ref", "refs/heads/main", tampered, head], in: profile)
-        let log = try XCTUnwrap(parseJSON(try concordOK(["log", "--json"], as: alice, in: profile).stdout) as? [[String: Any]])
+        let log = try XCTUnwrap(parseJSON(try concordOKResult(["log", "--json"], as: alice, in: profile).stdout) as? [[String: Any]])
         XCTAssertEqual(log.first?["commit"] as? String, tampered)
         XCTAssertEqual(log.first?["signature"] as? String, "bad")
         XCTAssertEqual(Set(log.dropFirst().compactMap { $0["signature"] as? String }), ["good"])
     }
 
     func testFixedClockSetsStampAndCommitDate() throws {
-        let alice = try makePerson("alice")
+        let alice = try makeDevice("alice")
         let profile = try makeProfile(owner: alice)
         try concordOK(["put", "vocabulary/clock", "--json", "{}"], as: alice, in: profile, clock: "2026-01-01T10:00:00.001Z")
-        let record = try XCTUnwrap(parseJSON(try concordOK(["get", "vocabulary/clock"], as: alice, in: profile).stdout) as? [String: Any])
+        let record = try XCTUnwrap(parseJSON(try concordOKResult(["get", "vocabulary/clock"], as: alice, in: profile).stdout) as? [String: Any])
         let stamp = try XCTUnwrap(record["updatedAt"] as? String)
         XCTAssertTrue(stamp.hasPrefix("2026-01-01T10:00:00.001Z"), stamp)
         XCTAssertEqual(try gitOK(["log", "-1", "--format=%ad", "--date=format-local:%Y-%m-%d %H:%M:%S"], in: profile)
@@ -99,13 +102,13 @@ final class GitInteropTests: CLITestCase {
 
         // A different fixed instant is honoured too (the clock is not hard-wired).
         try concordOK(["put", "vocabulary/later", "--json", "{}"], as: alice, in: profile, clock: "2027-06-15T08:30:00Z")
-        let later = try XCTUnwrap(parseJSON(try concordOK(["get", "vocabulary/later"], as: alice, in: profile).stdout) as? [String: Any])
+        let later = try XCTUnwrap(parseJSON(try concordOKResult(["get", "vocabulary/later"], as: alice, in: profile).stdout) as? [String: Any])
         XCTAssertEqual(later["updatedAt"] as? String, "2027-06-15T08:30:00.000Z-0000")
         XCTAssertEqual(try gitOK(["log", "-1", "--format=%ai"], in: profile), "2027-06-15 08:30:00 +0000")
     }
 
     func testInvalidClockIsRefused() throws {
-        let alice = try makePerson("alice")
+        let alice = try makeDevice("alice")
         let profile = try makeProfile(owner: alice)
         for bad in ["garbage", "2026-13-01T10:00:00Z", "2026-01-01 10:00:00", "2026-01-01T10:00:00.001+01:00"] {
             let before = try snapshot(profile)

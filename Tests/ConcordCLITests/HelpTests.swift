@@ -1,8 +1,11 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// Every command explains itself: `--help` prints usage and exits 0, with no error line.
-final class HelpTests: CLITestCase {
+final class HelpTests: ConcordTestCase {
+    override class var defaultClock: String? { fixedClock }
+
     func testEveryCommandHasHelp() throws {
         let commands: [[String]] = [
             [], ["identity"], ["identity", "new"], ["identity", "show"], ["init"], ["put"], ["get"], ["rm"], ["append"],

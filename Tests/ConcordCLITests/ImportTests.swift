@@ -1,9 +1,12 @@
 import ConcordKit
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// `concord import`: one commit for a whole dump, and importing it again changes nothing.
-final class ImportTests: CLITestCase {
+final class ImportTests: ConcordTestCase {
+    override class var defaultClock: String? { fixedClock }
+
     private func bigDump() throws -> URL {
         var records = [[String: Any]]()
         for index in 0..<100 {
@@ -30,7 +33,7 @@ final class ImportTests: CLITestCase {
     /// A bulk import writes its files while its commit is made; when the commit then fails (here
     /// git's lock on the branch is held), the files are taken back: nothing changed.
     func testAFailedBulkImportTakesItsFilesBack() throws {
-        let alice = try makePerson("alice")
+        let alice = try makeDevice("alice")
         let profile = try makeProfile(owner: alice)
         try concordOK(["put", "vocabulary/word-007", "--json", #"{"word":"before"}"#], as: alice, in: profile)
         let before = try snapshot(profile)
@@ -43,17 +46,17 @@ final class ImportTests: CLITestCase {
         XCTAssertEqual(try snapshot(profile), before, "the import's files were left behind")
         XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: profile), "")
         XCTAssertFalse(FileManager.default.fileExists(atPath: profile.appendingPathComponent(".git/concord/checkout-journal").path))
-        XCTAssertTrue(try concordOK(["get", "vocabulary/word-007"], as: alice, in: profile).stdout.contains("before"))
+        XCTAssertTrue(try concordOKResult(["get", "vocabulary/word-007"], as: alice, in: profile).stdout.contains("before"))
     }
 
     func testImportIsOneCommitAndIdempotent() throws {
-        let alice = try makePerson("alice")
+        let alice = try makeDevice("alice")
         let profile = try makeProfile(owner: alice)
         try concordOK(["put", "vocabulary/existing", "--json", #"{"word":"existing"}"#], as: alice, in: profile)
         let before = try gitOK(["rev-parse", "HEAD"], in: profile)
         let dump = try bigDump()
 
-        let first = try concordOK(["import", "--file", dump.path, "--json"], as: alice, in: profile)
+        let first = try concordOKResult(["import", "--file", dump.path, "--json"], as: alice, in: profile)
         let summary = try XCTUnwrap(parseJSON(first.stdout) as? [String: Any])
         XCTAssertEqual(summary["records"] as? Int, 100)
         XCTAssertEqual(summary["logEntries"] as? Int, 20)
@@ -68,25 +71,25 @@ final class ImportTests: CLITestCase {
         XCTAssertEqual(fsck.status, 0, fsck.summary)
 
         // Everything is there, in the working tree and in git.
-        let listed = try concordOK(["ls", "vocabulary"], as: alice, in: profile).stdoutLines
+        let listed = try concordOKResult(["ls", "vocabulary"], as: alice, in: profile).stdoutLines
         XCTAssertEqual(listed.count, 101)
         XCTAssertEqual(Set(listed), Set((0..<100).map { String(format: "vocabulary/word-%03d", $0) } + ["vocabulary/existing"]))
         XCTAssertEqual(try gitOK(["ls-tree", "-r", "--name-only", "HEAD", "vocabulary/"], in: profile).split(separator: "\n").count, 101)
-        XCTAssertEqual(try concordOK(["ls", "logs"], as: alice, in: profile).stdoutLines.count, 20)
+        XCTAssertEqual(try concordOKResult(["ls", "logs"], as: alice, in: profile).stdoutLines.count, 20)
         XCTAssertEqual(try logLineCount(profile), 20)
-        let record = try XCTUnwrap(parseJSON(try concordOK(["get", "vocabulary/word-042"], as: alice, in: profile).stdout) as? [String: Any])
+        let record = try XCTUnwrap(parseJSON(try concordOKResult(["get", "vocabulary/word-042"], as: alice, in: profile).stdout) as? [String: Any])
         XCTAssertEqual((record["data"] as? [String: Any])?["word"] as? String, "w42")
 
         // Again: no commit, no duplicate log line.
-        let second = try concordOK(["import", "--file", dump.path, "--json"], as: alice, in: profile)
+        let second = try concordOKResult(["import", "--file", dump.path, "--json"], as: alice, in: profile)
         let again = try XCTUnwrap(parseJSON(second.stdout) as? [String: Any])
         XCTAssertTrue(again["commit"] is NSNull, second.stdout)
         XCTAssertEqual(again["records"] as? Int, 0)
         XCTAssertEqual(again["logEntries"] as? Int, 0)
         XCTAssertEqual(try gitOK(["rev-parse", "HEAD"], in: profile), head)
         XCTAssertEqual(try logLineCount(profile), 20)
-        XCTAssertEqual(try concordOK(["ls", "logs"], as: alice, in: profile).stdoutLines.count, 20)
-        let text = try concordOK(["import", "--file", dump.path], as: alice, in: profile)
+        XCTAssertEqual(try concordOKResult(["ls", "logs"], as: alice, in: profile).stdoutLines.count, 20)
+        let text = try concordOKResult(["import", "--file", dump.path], as: alice, in: profile)
         XCTAssertTrue(text.stdout.hasPrefix("nothing to import"), text.stdout)
     }
 
@@ -95,7 +98,7 @@ final class ImportTests: CLITestCase {
     /// retrying the write as if the branch had moved); the next write, once the lock is gone,
     /// finishes the job from the journal first. The same for a one-record write.
     func testAWriteWhileGitHoldsTheIndexLockIsFinishedByTheNextWrite() throws {
-        let alice = try makePerson("alice")
+        let alice = try makeDevice("alice")
         let profile = try makeProfile(owner: alice)
         let lock = profile.appendingPathComponent(".git/index.lock")
         let journal = profile.appendingPathComponent(".git/concord/checkout-journal")
@@ -116,7 +119,7 @@ final class ImportTests: CLITestCase {
         try expectUnfinished(["import", "--file", try bigDump().path])
         try concordOK(["put", "vocabulary/next", "--json", #"{"word":"next"}"#], as: alice, in: profile)
         try expectFinished(commits: 3)
-        XCTAssertEqual(try concordOK(["ls", "vocabulary"], as: alice, in: profile).stdoutLines.count, 101)
+        XCTAssertEqual(try concordOKResult(["ls", "vocabulary"], as: alice, in: profile).stdoutLines.count, 101)
 
         try expectUnfinished(["put", "vocabulary/late", "--json", #"{"word":"late"}"#])
         try concordOK(["put", "vocabulary/after", "--json", #"{"word":"after"}"#], as: alice, in: profile)
@@ -128,9 +131,9 @@ final class ImportTests: CLITestCase {
 
     /// `CONCORD_TRACE_PERF=1` prints each step of a bulk import on stderr, and changes nothing else.
     func testTracePerfPrintsTheStepsOfAnImportOnStderr() throws {
-        let alice = try makePerson("alice")
+        let alice = try makeDevice("alice")
         let profile = try makeProfile(owner: alice)
-        var environment = environment(for: alice)
+        var environment = concordEnvironment(alice)
         environment["CONCORD_TRACE_PERF"] = "1"
         let result = try ProcessRunner.run(try ConcordBinary.required(), ["import", "--file", try bigDump().path, "--json"],
                                            environment: environment, in: profile)
@@ -153,13 +156,13 @@ final class ImportTests: CLITestCase {
     }
 
     func testReimportAfterEditOnlyTouchesChangedRecords() throws {
-        let alice = try makePerson("alice")
+        let alice = try makeDevice("alice")
         let profile = try makeProfile(owner: alice)
         let dump = try bigDump()
         try concordOK(["import", "--file", dump.path], as: alice, in: profile)
         try concordOK(["put", "vocabulary/word-007", "--json", #"{"word":"edited"}"#], as: alice, in: profile)
         let head = try gitOK(["rev-parse", "HEAD"], in: profile)
-        let result = try concordOK(["import", "--file", dump.path, "--json"], as: alice, in: profile)
+        let result = try concordOKResult(["import", "--file", dump.path, "--json"], as: alice, in: profile)
         let summary = try XCTUnwrap(parseJSON(result.stdout) as? [String: Any])
         XCTAssertEqual(summary["records"] as? Int, 1, "only the edited record differs from the dump")
         XCTAssertEqual(summary["logEntries"] as? Int, 0)
@@ -173,21 +176,21 @@ final class ImportTests: CLITestCase {
     /// show. Importing it again adds nothing; its export imported into an empty profile by someone
     /// else (through standard input) exports the same bytes.
     func testALegacyDumpKeepsEveryEntryWithItsAuthorTimeAndDevice() throws {
-        let alice = try makePerson("alice")
+        let alice = try makeDevice("alice")
         let profile = try makeProfile(owner: alice)
         let dump = try writeFile("legacy.json", LegacyDump.text)
-        let first = try concordOK(["import", "--file", dump.path], as: alice, in: profile)
+        let first = try concordOKResult(["import", "--file", dump.path], as: alice, in: profile)
         XCTAssertTrue(first.stdout.hasPrefix("imported 4 of 4 items in commit "), first.stdout)
         XCTAssertEqual(try git(["verify-commit", "HEAD"], in: profile).status, 0)
         try concordOK(["verify"], as: alice, in: profile)
 
         // `log`: the import, and each entry with who first wrote it.
-        let log = try concordOK(["log", "--limit", "1"], as: alice, in: profile).stdout
+        let log = try concordOKResult(["log", "--limit", "1"], as: alice, in: profile).stdout
         XCTAssertTrue(log.contains("alice@laptop"), log)
         for entry in LegacyDump.entries {
             XCTAssertTrue(log.contains("first written by \(entry.by)@\(entry.device) at \(entry.at)"), log)
         }
-        let commits = try XCTUnwrap(parseJSON(try concordOK(["log", "--limit", "1", "--json"], as: alice, in: profile).stdout) as? [[String: Any]])
+        let commits = try XCTUnwrap(parseJSON(try concordOKResult(["log", "--limit", "1", "--json"], as: alice, in: profile).stdout) as? [[String: Any]])
         let changes = try XCTUnwrap(commits.first?["changes"] as? [[String: Any]])
         XCTAssertEqual(Set(changes.compactMap { change -> String? in
             guard let origin = change["origin"] as? [String: String], change["action"] as? String == "imported" else { return nil }
@@ -195,25 +198,25 @@ final class ImportTests: CLITestCase {
         }), Set(LegacyDump.entries.map { "\($0.at) \($0.by)@\($0.device)" }))
 
         // `export`: each entry as first written, oldest first.
-        let exported = try concordOK(["export"], as: alice, in: profile).stdout
+        let exported = try concordOKResult(["export"], as: alice, in: profile).stdout
         let logs = try XCTUnwrap((parseJSON(exported) as? [String: Any])?["logs"] as? [[String: Any]])
         XCTAssertEqual(logs.map { "\($0["at"] ?? "") \($0["by"] ?? "")@\($0["device"] ?? "")" },
                        LegacyDump.entries.map { "\($0.at) \($0.by)@\($0.device)" })
         // `get`: the entry as stored, the importer's with its origin.
         let id = try XCTUnwrap(logs[2]["id"] as? String)
-        let line = try concordOK(["get", "logs/\(id)"], as: alice, in: profile).stdout
+        let line = try concordOKResult(["get", "logs/\(id)"], as: alice, in: profile).stdout
         XCTAssertTrue(line.contains(#""by":"alice""#) && line.contains(#""origin":{"at":"2025-03-02T16:45:00.000Z-0000","by":"grandma","device":"tablet"}"#), line)
 
         // Again: nothing.
-        let second = try concordOK(["import", "--file", dump.path], as: alice, in: profile)
+        let second = try concordOKResult(["import", "--file", dump.path], as: alice, in: profile)
         XCTAssertTrue(second.stdout.hasPrefix("nothing to import: all 4 items are already present"), second.stdout)
         XCTAssertEqual(try logLineCount(profile), 4)
 
         // Into an empty profile of someone else's, and out again: the same bytes.
-        let bob = try makePerson("bob", device: "desk")
+        let bob = try makeDevice("bob", device: "desk")
         let other = try makeProfile("other", owner: bob)
         try concordOK(["import", "--file", "-"], as: bob, in: other, input: Data(exported.utf8))
-        XCTAssertEqual(try concordOK(["export"], as: bob, in: other).stdout, exported)
-        fsckAtEnd(profile, other)
+        XCTAssertEqual(try concordOKResult(["export"], as: bob, in: other).stdout, exported)
+        fsckAtEnd += [profile, other]
     }
 }

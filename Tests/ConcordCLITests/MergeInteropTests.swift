@@ -1,18 +1,21 @@
 import ConcordKit
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// The same two divergent commits merged by concord (libgit2, in process) and by plain
 /// `git merge` running `concord merge-driver` must give identical trees.
-final class MergeInteropTests: CLITestCase {
+final class MergeInteropTests: ConcordTestCase {
+    override class var defaultClock: String? { fixedClock }
+
     /// A screenplay profile (delete-wins scenes, lww characters, append comments) cloned into
     /// two devices' directories; returns (ours, theirs).
     private func divergentPair(
-        base: (URL, Person) throws -> Void,
-        ours: (URL, Person) throws -> Void,
-        theirs: (URL, Person) throws -> Void
-    ) throws -> (URL, URL, Person) {
-        let alice = try makePerson("alice", device: "mac")
+        base: (URL, TestDevice) throws -> Void,
+        ours: (URL, TestDevice) throws -> Void,
+        theirs: (URL, TestDevice) throws -> Void
+    ) throws -> (URL, URL, TestDevice) {
+        let alice = try makeDevice("alice", device: "mac")
         let origin = sandbox.appendingPathComponent("origin")
         try concordOK(["init", origin.path, "--name", "Play", "--template", "screenplay"], as: alice, clock: "2026-01-01T08:00:00.000Z")
         try base(origin, alice)
@@ -28,7 +31,7 @@ final class MergeInteropTests: CLITestCase {
     /// Merges refs/remotes/other/main into copies of `ours` with concord and with git; asserts
     /// equal trees, fsck clean, and returns the concord copy.
     @discardableResult
-    private func assertSameMerge(_ ours: URL, as person: Person, file: StaticString = #filePath, line: UInt = #line) throws -> URL {
+    private func assertSameMerge(_ ours: URL, as person: TestDevice, file: StaticString = #filePath, line: UInt = #line) throws -> URL {
         let byConcord = sandbox.appendingPathComponent("by-concord-\(UUID().uuidString.prefix(6))")
         let byGit = sandbox.appendingPathComponent("by-git-\(UUID().uuidString.prefix(6))")
         try FileManager.default.copyItem(at: ours, to: byConcord)
@@ -52,35 +55,35 @@ final class MergeInteropTests: CLITestCase {
     }
 
     /// ``divergentPair(base:ours:theirs:)`` where each side puts `reference`: `base` at 09:00, `ours` at 10:00, `theirs` at 10:01.
-    private func divergentPuts(_ reference: String, base: String, ours: String, theirs: String) throws -> (URL, URL, Person) {
+    private func divergentPuts(_ reference: String, base: String, ours: String, theirs: String) throws -> (URL, URL, TestDevice) {
         try divergentPair(
             base: { try self.put(reference, base, in: $0, as: $1, at: "2026-01-01T09:00:00.000Z") },
             ours: { try self.put(reference, ours, in: $0, as: $1, at: "2026-01-01T10:00:00.000Z") },
             theirs: { try self.put(reference, theirs, in: $0, as: $1, at: "2026-01-01T10:01:00.000Z") })
     }
 
-    private func put(_ reference: String, _ json: String, in profile: URL, as person: Person, at clock: String) throws {
+    private func put(_ reference: String, _ json: String, in profile: URL, as person: TestDevice, at clock: String) throws {
         try concordOK(["put", reference, "--json", json], as: person, in: profile, clock: clock)
     }
 
     func testLWWModifyModifySameFieldLaterWins() throws {
         let (ours, _, alice) = try divergentPuts("characters/bob", base: #"{"name":"biscuit","age":3}"#, ours: #"{"name":"cookie","age":3}"#, theirs: #"{"name":"cracker","age":3}"#)
         let merged = try assertSameMerge(ours, as: alice)
-        let record = try concordOK(["get", "characters/bob"], as: alice, in: merged).stdout
+        let record = try concordOKResult(["get", "characters/bob"], as: alice, in: merged).stdout
         XCTAssertTrue(record.contains(#""name": "cracker""#), record)
         let trailers = try gitOK(["log", "-1", "--format=%(trailers:key=Concord-Resolved,valueonly)"], in: merged)
         XCTAssertTrue(trailers.hasPrefix("characters/bob lww winner=alice@mac loser=alice@mac"), trailers)
-        let conflicts = try concordOK(["conflicts", "--utc"], as: alice, in: merged).stdout
+        let conflicts = try concordOKResult(["conflicts", "--utc"], as: alice, in: merged).stdout
         // Per field, with the losing write's own commit (the first parent's: ours lost).
         let lostCommit = try gitOK(["rev-parse", "--short=7", "HEAD^1"], in: merged)
         XCTAssertTrue(conflicts.contains("characters/bob (name): alice's edit (10:00:00Z, alice@mac, \(lostCommit)) lost to alice's edit (10:01:00Z, alice@mac)"),
                       conflicts)
         // Both edits stay in history.
-        let history = try concordOK(["history", "characters/bob", "--json"], as: alice, in: merged).stdout
+        let history = try concordOKResult(["history", "characters/bob", "--json"], as: alice, in: merged).stdout
         XCTAssertTrue(history.contains("cookie") && history.contains("cracker"), history)
         // The losing version says which merge it lost in, and to whom.
         let merge = try gitOK(["rev-parse", "--short=7", "HEAD"], in: merged)
-        let lines = try concordOK(["history", "characters/bob", "--utc"], as: alice, in: merged).stdoutLines
+        let lines = try concordOKResult(["history", "characters/bob", "--utc"], as: alice, in: merged).stdoutLines
         let lost = lines.filter { $0.contains("lost in merge") }
         XCTAssertEqual(lost.count, 1, lines.joined(separator: "\n"))
         XCTAssertTrue(lost.first?.contains(#"edited characters/bob (name: "biscuit" → "cookie")"#) == true, lost.first ?? "")
@@ -107,7 +110,7 @@ final class MergeInteropTests: CLITestCase {
     func testLWWDifferentFieldsBothKept() throws {
         let (ours, _, alice) = try divergentPuts("characters/bob", base: #"{"name":"Bob","age":3}"#, ours: #"{"name":"Robert","age":3}"#, theirs: #"{"name":"Bob","age":4}"#)
         let merged = try assertSameMerge(ours, as: alice)
-        let record = try concordOK(["get", "characters/bob"], as: alice, in: merged).stdout
+        let record = try concordOKResult(["get", "characters/bob"], as: alice, in: merged).stdout
         XCTAssertTrue(record.contains(#""name": "Robert""#) && record.contains(#""age": 4"#), record)
         XCTAssertEqual(try gitOK(["log", "-1", "--format=%(trailers:key=Concord-Resolved,valueonly)"], in: merged), "")
     }
@@ -118,7 +121,7 @@ final class MergeInteropTests: CLITestCase {
             ours: { try self.put("characters/eve", #"{"name":"Eve","role":"lead"}"#, in: $0, as: $1, at: "2026-01-01T10:00:00.000Z") },
             theirs: { try self.put("characters/eve", #"{"name":"Evelyn","mood":"calm"}"#, in: $0, as: $1, at: "2026-01-01T10:01:00.000Z") })
         let merged = try assertSameMerge(ours, as: alice)
-        let record = try concordOK(["get", "characters/eve"], as: alice, in: merged).stdout
+        let record = try concordOKResult(["get", "characters/eve"], as: alice, in: merged).stdout
         XCTAssertTrue(record.contains(#""name": "Evelyn""#), record)
         XCTAssertTrue(record.contains(#""role": "lead""#) && record.contains(#""mood": "calm""#), record)
     }
@@ -131,12 +134,12 @@ final class MergeInteropTests: CLITestCase {
         let merged = try assertSameMerge(ours, as: alice)
         let result = try concord(["get", "scenes/7"], as: alice, in: merged)
         XCTAssertEqual(result.status, 1, result.summary)
-        let conflicts = try concordOK(["conflicts", "--json", "--utc"], as: alice, in: merged).stdout
+        let conflicts = try concordOKResult(["conflicts", "--json", "--utc"], as: alice, in: merged).stdout
         XCTAssertTrue(conflicts.contains("\"field\": \"text\""), conflicts)
         XCTAssertTrue(conflicts.contains("scenes/7 (text): alice's edit (10:02:00Z, alice@mac, "), conflicts)
         XCTAssertTrue(conflicts.contains("lost to alice's delete (10:01:00Z, alice@mac)"), conflicts)
         // The lost edit is still reachable in history.
-        let history = try concordOK(["history", "scenes/7", "--content"], as: alice, in: merged).stdout
+        let history = try concordOKResult(["history", "scenes/7", "--content"], as: alice, in: merged).stdout
         XCTAssertTrue(history.contains("INT. KITCHEN - NIGHT"), history)
         XCTAssertTrue(history.contains(#"edited scenes/7 (text: "INT. KITCHEN" → "INT. KITCHEN - NIGHT")"#), history)
         XCTAssertTrue(history.contains("lost in merge \(try gitOK(["rev-parse", "--short=7", "HEAD"], in: merged)): text to alice@mac's delete"), history)
@@ -148,7 +151,7 @@ final class MergeInteropTests: CLITestCase {
             ours: { try self.concordOK(["rm", "characters/zed"], as: $1, in: $0, clock: "2026-01-01T10:00:00.000Z") },
             theirs: { try self.put("characters/zed", #"{"name":"Zedd"}"#, in: $0, as: $1, at: "2026-01-01T10:05:00.000Z") })
         let merged = try assertSameMerge(ours, as: alice)
-        XCTAssertTrue(try concordOK(["get", "characters/zed"], as: alice, in: merged).stdout.contains("Zedd"))
+        XCTAssertTrue(try concordOKResult(["get", "characters/zed"], as: alice, in: merged).stdout.contains("Zedd"))
     }
 
     func testAppendLogsUnionInOrder() throws {
@@ -182,10 +185,10 @@ final class MergeInteropTests: CLITestCase {
                 try self.concordOK(["append", "comments", "--json", #"{"n":2}"#], as: who, in: dir, clock: "2026-01-01T10:01:00.000Z")
             })
         let merged = try assertSameMerge(ours, as: alice)
-        let scene = try concordOK(["get", "scenes/1"], as: alice, in: merged).stdout
+        let scene = try concordOKResult(["get", "scenes/1"], as: alice, in: merged).stdout
         XCTAssertTrue(scene.contains(#""text": "one!""#) && scene.contains(#""order": 3"#), scene)
         XCTAssertEqual(try concord(["get", "scenes/2"], as: alice, in: merged).status, 1)
-        let again = try concordOK(["merge", "refs/remotes/other/main", "--json"], as: alice, in: merged).stdout
+        let again = try concordOKResult(["merge", "refs/remotes/other/main", "--json"], as: alice, in: merged).stdout
         XCTAssertTrue(again.contains("\"outcome\": \"up-to-date\""), again)
     }
 
@@ -245,13 +248,13 @@ final class MergeInteropTests: CLITestCase {
         let theirShort = String(try gitOK(["rev-parse", "refs/remotes/other/main"], in: ours).prefix(7))
         let saved = ours.appendingPathComponent(".concord/conflicts/characters/\(RecordPaths.bucket("bob"))/bob.\(theirShort).json")
         XCTAssertEqual(try String(contentsOf: saved, encoding: .utf8), "{ not json\n")
-        XCTAssertTrue(try concordOK(["get", "characters/bob"], as: alice, in: ours).stdout.contains("Bobby"))
+        XCTAssertTrue(try concordOKResult(["get", "characters/bob"], as: alice, in: ours).stdout.contains("Bobby"))
         try gitOK(["fsck", "--full"], in: ours)
         XCTAssertEqual(try gitOK(["status", "--porcelain"], in: ours), "")
     }
 
     func testDoctorReportsAndRepairsTheDriverConfig() throws {
-        let alice = try makePerson("alice", device: "mac")
+        let alice = try makeDevice("alice", device: "mac")
         let profile = try makeProfile("p", owner: alice, template: "screenplay")
         XCTAssertEqual(try concord(["doctor"], as: alice, in: profile).status, 0)
         try gitOK(["config", "merge.concord.driver", "'/nonexistent/concord' merge-driver %O %A %B %P"], in: profile)

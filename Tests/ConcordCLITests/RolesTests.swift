@@ -1,11 +1,14 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// Who may write a profile.
-final class RolesTests: CLITestCase {
+final class RolesTests: ConcordTestCase {
+    override class var defaultClock: String? { fixedClock }
+
     func testNonMemberIsRefused() throws {
-        let alice = try makePerson("alice")
-        let bob = try makePerson("bob", device: "phone")
+        let alice = try makeDevice("alice")
+        let bob = try makeDevice("bob", device: "phone")
         let profile = try makeProfile(owner: alice)
         try concordOK(["put", "vocabulary/puzzle", "--json", #"{"word":"puzzle"}"#], as: alice, in: profile)
 
@@ -17,14 +20,14 @@ final class RolesTests: CLITestCase {
         try assertRefusedWithoutChange(["import", "--file", dump.path], as: bob, profile: profile, mentions: ["bob"])
 
         // Reading is not writing: bob can still read what is on disk.
-        XCTAssertTrue(try concordOK(["get", "vocabulary/puzzle"], as: bob, in: profile).stdout.contains("puzzle"))
+        XCTAssertTrue(try concordOKResult(["get", "vocabulary/puzzle"], as: bob, in: profile).stdout.contains("puzzle"))
     }
 
     func testAddedUserMayAppendButNotEdit() throws {
-        let alice = try makePerson("alice")
-        let bob = try makePerson("bob", device: "phone")
+        let alice = try makeDevice("alice")
+        let bob = try makeDevice("bob", device: "phone")
         let profile = try makeProfile(owner: alice)
-        let key = try concordOK(["identity", "show", "--public-key"], as: bob).stdout.trimmingCharacters(in: .newlines)
+        let key = try concordOKResult(["identity", "show", "--public-key"], as: bob).stdout.trimmingCharacters(in: .newlines)
         try concordOK(["members", "add", "bob", "--role", "user", "--key", key], as: alice, in: profile)
 
         // logs need "user": bob may append, and git verifies his commit as bob's.
@@ -46,8 +49,8 @@ final class RolesTests: CLITestCase {
     /// An identity that merely calls itself "alice" (another key) must not write as alice: its
     /// commits would not verify for git (`No principal matched`) and concord's log calls them unknown-key.
     func testSomeoneElsesKeyUnderAMembersNameIsRefused() throws {
-        let alice = try makePerson("alice", device: "laptop")
-        let impostor = try makePerson("alice", device: "evil")
+        let alice = try makeDevice("alice", device: "laptop")
+        let impostor = try makeDevice("alice", device: "evil")
         let profile = try makeProfile(owner: alice)
         let before = try snapshot(profile)
         let result = try concord(["put", "vocabulary/forged", "--json", #"{"x":1}"#], as: impostor, in: profile)

@@ -93,11 +93,12 @@ final class ObjectTransferTests: GitTestCase {
         try FileManager.default.removeItem(at: treeFile)
         try FileManager.default.copyItem(at: objects.appendingPathComponent("\(other.prefix(2))/\(other.dropFirst(2))"), to: treeFile)
 
-        try destination.fetchFromLocalRepository(at: sourceURL.path, ref: "refs/heads/main", into: "refs/remotes/origin/main")
+        let fetch = try XCTUnwrap(try destination.fetchObjectsFromLocalRepository(at: sourceURL.path, ref: "refs/heads/main",
+                                                                                into: "refs/remotes/origin/main"))
         let changes = try destination.changedFiles(from: try destination.commit(first).tree, to: try destination.commit(second).tree)
         XCTAssertEqual(changes.map(\.path), ["kind/c.json"])
         // The changes kept for the check of the new commits come from the destination's own tree too.
-        let kept = destination.fetchedChanges[TreePair(old: try destination.commit(first).tree, new: try destination.commit(second).tree)]
+        let kept = fetch.objects.changes[TreePair(old: try destination.commit(first).tree, new: try destination.commit(second).tree)]
         XCTAssertEqual(try XCTUnwrap(kept).map { String(decoding: $0.path, as: UTF8.self) }, ["kind/c.json"])
     }
 
@@ -162,14 +163,15 @@ final class ObjectTransferTests: GitTestCase {
         var kept = 0, compared = 0
         for (tip, known) in [(middle, nil), (commits.last!, middle)] as [(ObjectID, ObjectID?)] {
             try source.updateReference("refs/heads/main", to: tip, expected: known, message: "move")
-            try destination.fetchFromLocalRepository(at: sourceURL.path, ref: "refs/heads/main", into: "refs/remotes/origin/main")
+            let fetch = try XCTUnwrap(try destination.fetchObjectsFromLocalRepository(at: sourceURL.path, ref: "refs/heads/main",
+                                                                                    into: "refs/remotes/origin/main"))
             let range = known.map { "\($0.hex)..\(tip.hex)" } ?? tip.hex
             for line in try gitOK(["rev-list", range], in: destinationURL).split(separator: "\n") {
                 let id = try XCTUnwrap(ObjectID(hex: String(line)))
                 let commit = try destination.commit(id)
                 let parentTree = try commit.parents.first.map { try destination.commit($0).tree }
                 compared += 1
-                guard let found = destination.fetchedChanges[TreePair(old: parentTree, new: commit.tree)] else { continue }
+                guard let found = fetch.objects.changes[TreePair(old: parentTree, new: commit.tree)] else { continue }
                 kept += 1
                 var arguments = ["diff-tree", "-r", "--no-renames", "--raw", "-z"]
                 arguments.append(parentTree?.hex ?? "4b825dc642cb6eb9a060e54bf8d69288fbee4904")   // git's empty tree

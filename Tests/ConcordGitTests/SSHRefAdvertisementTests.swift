@@ -4,7 +4,7 @@ import XCTest
 
 /// The ref advertisement `watch` reads from an ssh remote without libgit2 (`SSHRefAdvertisement`):
 /// pkt-lines as git-upload-pack writes them, split anywhere by the network, and the host key types
-/// asked for. The connection itself is exercised against a real sshd by the ConcordSyncTests.
+/// asked for. The connection itself is exercised against a real sshd by ConcordSyncTests and ConcordServerTests.
 final class SSHRefAdvertisementTests: XCTestCase {
     private let main = String(repeating: "1", count: 40)
     private let tag = String(repeating: "2", count: 40)

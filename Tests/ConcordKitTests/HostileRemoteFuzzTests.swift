@@ -97,15 +97,16 @@ struct FuzzScene {
         let quarantine = try Quarantine(for: repository, tips: known)
         let prefetch = SignaturePrefetch(memo: SignatureMemo())
         defer { prefetch.cancel() }
-        guard let tip = try? quarantine.repository.fetchFromLocalRepository(
+        guard let fetch = try? quarantine.repository.fetchObjectsFromLocalRepository(
             at: bareURL.path, ref: "refs/heads/main", into: "refs/concord/incoming", durable: false, commitCopied: prefetch.add(rawCommit:))
         else { return nil }
         var kept = IncomingCheck(repository: quarantine.repository, profileID: bob.info.id)
         kept.prefetchedSignatures = prefetch
-        let first = IncomingAccessTests.verdict { try kept.verify(tip: tip, known: known) }
+        kept.fetched = fetch.objects
+        let first = IncomingAccessTests.verdict { try kept.verify(tip: fetch.tip, known: known) }
         quarantine.repository.releaseCaches()
         let second = IncomingAccessTests.verdict {
-            try IncomingCheck(repository: quarantine.repository, profileID: bob.info.id).verify(tip: tip, known: known)
+            try IncomingCheck(repository: quarantine.repository, profileID: bob.info.id).verify(tip: fetch.tip, known: known)
         }
         return (first, second)
     }

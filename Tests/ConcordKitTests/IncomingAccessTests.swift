@@ -74,15 +74,18 @@ final class IncomingAccessTests: KitTestCase {
                 .compactMap { $0 }
             let quarantine = try Quarantine(for: profile.repository, tips: known)
             let prefetch = SignaturePrefetch(memo: SignatureMemo())
-            let tip = try XCTUnwrap(try quarantine.repository.fetchFromLocalRepository(
+            let fetch = try XCTUnwrap(try quarantine.repository.fetchObjectsFromLocalRepository(
                 at: bare, ref: "refs/heads/main", into: "refs/concord/incoming", durable: false, commitCopied: prefetch.add(rawCommit:)))
-            let changesKept = quarantine.repository.fetchedChanges.count
+            let tip = fetch.tip
+            let changesKept = fetch.objects.changes.count
             var kept = IncomingCheck(repository: quarantine.repository, profileID: profile.info.id)
             kept.prefetchedSignatures = prefetch
+            kept.fetched = fetch.objects
             let first = Self.verdict { try kept.verify(tip: tip, known: known) }
             quarantine.repository.releaseCaches()
-            XCTAssertTrue(quarantine.repository.fetchedChanges.isEmpty)
-            let second = Self.verdict { try IncomingCheck(repository: quarantine.repository, profileID: profile.info.id).verify(tip: tip, known: known) }
+            let unkept = IncomingCheck(repository: quarantine.repository, profileID: profile.info.id)
+            XCTAssertTrue(unkept.fetched.changes.isEmpty)
+            let second = Self.verdict { try unkept.verify(tip: tip, known: known) }
             return (first, second, prefetch.memo.hits, changesKept)
         }
         for index in 1...4 { try edit(as: alice, "alice-\(index)") }

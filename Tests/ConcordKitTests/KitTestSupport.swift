@@ -31,7 +31,7 @@ final class ManualClock: @unchecked Sendable {
 }
 
 extension XCTestCase {
-    /// Every remote and device of an engine test must pass `git fsck --full` when it ends (ConcordSyncTests'
+    /// Every remote and device of an engine test must pass `git fsck --full` when it ends (ConcordTestCase's
     /// `fsckAtEnd`, for this target): `repositories` are checked in a teardown block, so after the test and
     /// its own teardown blocks but before the sandbox goes (blocks run last registered first, and the
     /// sandbox's block was registered in setUp). Any test case of this target may call it, KitTestCase or not.

@@ -1,4 +1,5 @@
 import ConcordKit
+import ConcordTestSupport
 import Foundation
 import XCTest
 
@@ -7,7 +8,7 @@ import XCTest
 /// file for that record differs from their first parent's — what walking every commit's tree
 /// finds — with merges and resolved conflicts in the history, and after the index was torn,
 /// damaged, or left behind by a history replaced by hand.
-final class AuditIndexTests: SyncTestCase {
+final class AuditIndexTests: ConcordTestCase {
     func testTheIndexListsWhatAWalkOfEveryCommitFindsAndSurvivesDamageAndRewrites() throws {
         let scene = try makeTwoDevices(other: ("bob", "tablet"), role: "editor")
         let (alice, bob) = (scene.owner, scene.other)
@@ -85,7 +86,7 @@ final class AuditIndexTests: SyncTestCase {
     /// Fails unless `concord log --record reference` lists, newest first by time, exactly the
     /// commits of HEAD's history whose file for the record differs from its first parent's.
     @discardableResult
-    private func assertLogMatchesAWalk(_ reference: String, in profile: URL, as device: SyncDevice,
+    private func assertLogMatchesAWalk(_ reference: String, in profile: URL, as device: TestDevice,
                                        file: StaticString = #filePath, line: UInt = #line) throws -> [String] {
         let (kind, id) = (String(reference.split(separator: "/")[0]), String(reference.split(separator: "/")[1]))
         let path = RecordPaths.file(directory: kind, id: id)

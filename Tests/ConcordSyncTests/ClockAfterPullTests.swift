@@ -1,3 +1,4 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
@@ -5,7 +6,7 @@ import XCTest
 /// its stamp, the clock takes in the `Concord-Clock` stamps of the commits HEAD gained since it last
 /// looked, not only what a `concord sync` told it, under a sync's bound on stamps far ahead (24 h).
 /// The devices' clocks lie in 2099 so that these stamps, not the setup's (today's), order the writes.
-final class ClockAfterPullTests: SyncTestCase {
+final class ClockAfterPullTests: ConcordTestCase {
     /// The question (10:05) comes by a fast-forward `git pull` to a device whose clock reads 10:00
     /// and whose clock file, written by `concord clone`, names no commit: the answer sorts after it.
     func testAnAnswerAppendedAfterAPlainGitPullSortsAfterTheQuestion() throws {

@@ -1,10 +1,11 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// Plain git as the attacker: forges commits in a bare repository with exact tree bytes (any
 /// name, any mode), as anyone who can push or write the shared folder could.
 struct Forger {
-    let test: SyncTestCase
+    let test: ConcordTestCase
     let bare: URL
     /// The OpenSSH private key its commits are signed with (git's `commit-tree -S`), or nil for
     /// unsigned commits. A member's key gets a forged commit past the signature check to the
@@ -113,15 +114,7 @@ struct Forger {
     }
 }
 
-extension SyncTestCase {
-    /// Runs `concord arguments` as `device`, killing it after `seconds` (a hang is a failure, not
-    /// a stuck test run); `timedOut` says whether it had to be killed.
-    func concordWithDeadline(_ arguments: [String], as device: SyncDevice, in directory: URL, seconds: Double = 60,
-                             environment extra: [String: String] = [:]) throws -> RunResult {
-        try ProcessRunner.run(try ConcordBinary.required(), arguments, environment: concordEnvironment(device).merging(extra) { $1 },
-                              in: directory, deadline: seconds)
-    }
-
+extension ConcordTestCase {
     /// Every path under `directory` (recursively, `.git` included), for "nothing was written here".
     func allPaths(under directory: URL) -> Set<String> {
         var out = Set<String>()

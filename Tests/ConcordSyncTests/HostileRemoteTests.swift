@@ -7,10 +7,10 @@ import XCTest
 /// can write the shared folder): every forged commit is refused before anything is merged or
 /// checked out — exit 5, "invalid commit", naming the commit and the path — and nothing on the
 /// device changes.
-final class HostileRemoteTests: SyncTestCase {
+final class HostileRemoteTests: ConcordTestCase {
     struct Scene {
-        let alice: SyncDevice
-        let bob: SyncDevice
+        let alice: TestDevice
+        let bob: TestDevice
         let remote: SyncRemote
         let aliceProfile: URL
         let bobProfile: URL

@@ -1,3 +1,4 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 #if canImport(Glibc)
@@ -6,7 +7,7 @@ import Glibc
 
 /// `kill -9` of a `concord sync` (or `put`) at any moment: the next command completes, nothing
 /// acknowledged is lost, both repositories stay valid, and no lock is left that blocks the profile.
-final class KillTests: SyncTestCase {
+final class KillTests: ConcordTestCase {
     func testSyncKilledAtRandomMomentsOverAPathRemote() throws {
         try killSyncTrials(transport: .path, trials: 20, seed: RaceKill.seed(default: 0x4B11_0001))
     }

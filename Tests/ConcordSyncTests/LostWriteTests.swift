@@ -1,4 +1,5 @@
 import ConcordKit
+import ConcordTestSupport
 import Foundation
 import XCTest
 
@@ -6,10 +7,10 @@ import XCTest
 /// own author and commit, on every device and whatever the sync order; an edit lost to a delete
 /// too; the loser is told at their next sync, even one that only fast-forwards. The reports are
 /// worked out from the merges' parents and trees, never from their commit messages.
-final class LostWriteTests: SyncTestCase {
+final class LostWriteTests: ConcordTestCase {
     private struct Team {
-        let alice: SyncDevice, bob: SyncDevice, carol: SyncDevice
-        var all: [SyncDevice] { [alice, bob, carol] }
+        let alice: TestDevice, bob: TestDevice, carol: TestDevice
+        var all: [TestDevice] { [alice, bob, carol] }
     }
 
     private func makeTeam() throws -> Team {
@@ -26,7 +27,7 @@ final class LostWriteTests: SyncTestCase {
         return [profile, try cloneProfile(team.bob, from: remote, into: "bob-\(tag)"), try cloneProfile(team.carol, from: remote, into: "carol-\(tag)")]
     }
 
-    private func lost(_ device: SyncDevice, in copy: URL, _ extra: [String] = []) throws -> [[String: Any]] {
+    private func lost(_ device: TestDevice, in copy: URL, _ extra: [String] = []) throws -> [[String: Any]] {
         let text = try concordOK(["conflicts", "--json"] + extra, as: device, in: copy)
         return try XCTUnwrap(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]], text)
     }

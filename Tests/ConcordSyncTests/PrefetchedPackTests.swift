@@ -1,10 +1,12 @@
 import ConcordGit
 @testable import ConcordKit
+import ConcordServer
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// The pack a concord server sends with a `concord-wait` answer (`ServerWait.pack`) stands in for
-/// the sync's fetch (`Profile.fetchVerified`): taken like a fetched pack, checked commit by commit
+/// the sync's fetch (`SyncPipeline.transport`): taken like a fetched pack, checked commit by commit
 /// like one, and, when it does not index, replaced by the fetch. Here the remote is a path whose
 /// repository is moved away once the pack is made, so a sync that fetched would fail offline.
 extension HostileRemoteTests {

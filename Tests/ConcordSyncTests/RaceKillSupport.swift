@@ -1,3 +1,4 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 #if canImport(Glibc)
@@ -104,7 +105,7 @@ extension RaceKill {
         /// Creates the bare remote (keeping a reflog of every update of its `main`), `count`
         /// identities of alice (d1…dN, all authorized on the server for ssh), the profile on d1 with
         /// every other device's key added, publishes it, and clones it on d2…dN.
-        init(in testCase: SyncTestCase, devices count: Int, transport: Transport,
+        init(in testCase: ConcordTestCase, devices count: Int, transport: Transport,
              file: StaticString = #filePath, line: UInt = #line) throws {
             let binary = try ConcordBinary.required()
             concord = binary

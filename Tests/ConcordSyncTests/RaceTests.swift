@@ -1,3 +1,4 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 #if canImport(Glibc)
@@ -6,7 +7,7 @@ import Glibc
 
 /// Four devices writing and syncing at the same time against one bare remote: nothing acknowledged
 /// is lost, the remote's `main` only ever moves forward, and everyone converges.
-final class RaceTests: SyncTestCase {
+final class RaceTests: ConcordTestCase {
     func testFourDevicesRaceOverAPathRemote() throws {
         try race(transport: .path, seconds: 30, seed: RaceKill.seed(default: 0x5EED_0001))
     }

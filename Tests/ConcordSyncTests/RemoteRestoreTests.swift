@@ -1,10 +1,11 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// A path remote takes whatever is pushed to it: a member who pushes an unsigned commit with plain
 /// git stops every device's sync (exit 5). `concord remote restore` is the Admin's way back
 /// (docs/sync.md, "A remote someone damaged").
-final class RemoteRestoreTests: SyncTestCase {
+final class RemoteRestoreTests: ConcordTestCase {
     /// Uma syncs a valid edit; Eddie then pushes an unsigned commit on top with plain git. Alice's and
     /// Uma's syncs exit 5; Eddie may not restore (the line names Alice); Alice restores: the damaged
     /// tip is kept on the remote, Uma's valid edit (which Alice had not fetched) is merged in, and

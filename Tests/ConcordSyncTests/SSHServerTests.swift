@@ -1,8 +1,9 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// The SSHServer fixture against the real clients: ssh, git over ssh, ssh-keygen.
-final class SSHServerTests: SyncTestCase {
+final class SSHServerTests: ConcordTestCase {
     private var server: SSHServer!
     private var key: SSHClientKey!
     private var knownHosts: URL!

@@ -1,3 +1,4 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
@@ -5,7 +6,7 @@ import XCTest
 /// the unsent commits the rule refuses, and `--fix` keeps them under `refs/concord/set-aside/…`,
 /// moves main back to the newest commit the rule accepts and makes their content again as one
 /// signed commit, where this device's member may write it (docs/sync.md, "A commit this device would refuse").
-final class SetAsideTests: SyncTestCase {
+final class SetAsideTests: ConcordTestCase {
     /// An unsigned `git commit` in Alice's copy: sync exits 5 naming it; doctor explains; doctor
     /// --fix sets it aside; the next sync goes through with its content, and Eddie receives it.
     func testDoctorFixSetsAsideAnUnsignedCommitAndTheNextSyncPublishesItsContent() throws {

@@ -1,10 +1,11 @@
 import ConcordKit
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// `concord clone`: a new device gets the whole profile byte for byte, ready to sync; failed clones
 /// leave nothing behind.
-final class SyncCloneTests: SyncTestCase {
+final class SyncCloneTests: ConcordTestCase {
     /// Clone wall times by transport, printed so the run log shows them.
     private func report(_ text: String) {
         print("SyncCloneTests: \(text)")

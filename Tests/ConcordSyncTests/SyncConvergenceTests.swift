@@ -1,9 +1,10 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// Three devices edit offline, then sync in a seeded random order until a round moves nothing: they end
 /// with one tree, every record everywhere, a clean bare repository and no commit ever dropped from it.
-final class SyncConvergenceTests: SyncTestCase {
+final class SyncConvergenceTests: ConcordTestCase {
     func testThreeDevicesConvergeOverAPath() throws { try threeDevicesConverge(.path, seed: 0xC0FFEE) }
 
     func testThreeDevicesConvergeOverSSH() throws { try threeDevicesConverge(.ssh, seed: 0xBADC0DE) }

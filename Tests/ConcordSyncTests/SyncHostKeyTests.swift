@@ -1,9 +1,10 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// ssh host keys: unknown keys are refused with their fingerprint and the command that trusts them,
 /// `remote trust` and `clone --trust-host` record them, a changed key is refused and never replaced.
-final class SyncHostKeyTests: SyncTestCase {
+final class SyncHostKeyTests: ConcordTestCase {
     func testUnknownThenTrustedThenChangedHostKey() throws {
         let remote = try makeRemote(.ssh)
         let server = try XCTUnwrap(remote.server)

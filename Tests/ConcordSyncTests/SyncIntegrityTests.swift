@@ -1,9 +1,10 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// Integrity without an attacker: a sync stopped half-way is finished by the next command, an
 /// uncommitted edit is never overwritten, a server's refusal is not an outage.
-final class SyncIntegrityTests: SyncTestCase {
+final class SyncIntegrityTests: ConcordTestCase {
     /// git holds `index.lock` while a sync brings a change in: the sync fails with HEAD moved,
     /// and the next sync (once the lock is gone) brings the working tree and index in line, so a
     /// plain `git commit -a` cannot revert the received records.

@@ -1,9 +1,10 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// An unreachable remote: `sync` exits 3 with one line saying how many local commits are kept, changes
 /// nothing, and the next sync after the remote is back sends them.
-final class SyncOfflineTests: SyncTestCase {
+final class SyncOfflineTests: ConcordTestCase {
     func testOfflinePathRemoteKeepsCommitsUntilItIsBack() throws { try offlineKeepsCommits(.path) }
 
     func testOfflineSSHRemoteKeepsCommitsUntilItIsBack() throws { try offlineKeepsCommits(.ssh) }

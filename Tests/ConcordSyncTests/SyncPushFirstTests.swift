@@ -1,10 +1,11 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// Over ssh, a device with commits on top of what it last fetched syncs by the push alone (one
 /// connection, `Sync.pushAhead`); when the server's main moved meanwhile, nothing is sent by that
 /// push and the sync fetches, merges and pushes as always.
-final class SyncPushFirstTests: SyncTestCase {
+final class SyncPushFirstTests: ConcordTestCase {
     func testAWriterSyncsInOneConnectionAndALateWriterStillMerges() throws {
         let scene = try makeTwoDevices(.ssh)
         let server = try XCTUnwrap(scene.remote.server)

@@ -1,9 +1,10 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// A push the server refuses for a reason other than "the remote moved" is reported with the server's
 /// words and not retried; local commits stay.
-final class SyncPushRejectionTests: SyncTestCase {
+final class SyncPushRejectionTests: ConcordTestCase {
     func testPreReceiveHookRefusalOverSSH() throws {
         let remote = try makeRemote(.ssh)
         let laptop = try makeDevice("alice", device: "laptop")

@@ -1,9 +1,10 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// `concord remote add | list | remove`: URLs are checked when added, names are unique, every refusal is
 /// one line and exit 1. Adding and listing never connect, so the ssh URLs need no server.
-final class SyncRemoteCommandTests: SyncTestCase {
+final class SyncRemoteCommandTests: ConcordTestCase {
     func testRemoteCommandsWithAPathURL() throws {
         let bare = sandbox.appendingPathComponent("remote.git")
         try manageRemotes(url: bare.path, listed: bare.path)

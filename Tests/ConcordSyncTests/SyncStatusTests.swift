@@ -1,8 +1,9 @@
+import ConcordTestSupport
 import Foundation
 import XCTest
 
 /// `concord status`: ahead/behind as of the last fetch, and when the last sync succeeded.
-final class SyncStatusTests: SyncTestCase {
+final class SyncStatusTests: ConcordTestCase {
     func testStatusAheadThenSyncedOverAPath() throws { try statusFollowsSync(.path) }
 
     func testStatusAheadThenSyncedOverSSH() throws { try statusFollowsSync(.ssh) }

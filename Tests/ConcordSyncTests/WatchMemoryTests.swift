@@ -1,4 +1,5 @@
 import ConcordKit
+import ConcordTestSupport
 import Foundation
 import XCTest
 #if canImport(Glibc)
@@ -18,7 +19,7 @@ import Glibc
 /// The bound is generous (allocator noise, lazily grown runtime tables): the leaks this was written
 /// for grew the process by 320 KB (path) and 560 KB (ssh) per poll, tens of MB over these runs;
 /// after the fixes the path run grows by ~0.4 MB.
-final class WatchMemoryTests: SyncTestCase {
+final class WatchMemoryTests: ConcordTestCase {
     /// Largest growth tolerated between the measurement after the warm-up and the last one.
     static let bound = 3 << 20
 

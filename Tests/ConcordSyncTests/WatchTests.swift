@@ -1,4 +1,5 @@
 import ConcordKit
+import ConcordTestSupport
 import Foundation
 import XCTest
 #if canImport(Glibc)
@@ -7,7 +8,7 @@ import Glibc
 
 /// `concord watch` on two devices: writes made by other processes reach the other device within
 /// seconds, an outage is reported once and recovered from, and SIGTERM stops it cleanly.
-final class WatchTests: SyncTestCase {
+final class WatchTests: ConcordTestCase {
     func testWatchPropagatesRecoversAndStopsOverAPathRemote() throws { try watchScenario(transport: .path) }
 
     func testWatchPropagatesRecoversAndStopsOverSSH() throws {

@@ -42,7 +42,7 @@ extension CommitAuthorizer {
     }
 
     /// `membership(in:tree:)` with the open invitations of `tree`'s `.concord/invitations/` (those that read).
-    static func membershipWithInvitations(in repository: Repository, tree: ObjectID) throws -> Membership {
+    package static func membershipWithInvitations(in repository: Repository, tree: ObjectID) throws -> Membership {
         var membership = try membership(in: repository, tree: tree)
         guard let directory = try repository.entry(at: ProfilePaths.invitationsDirectory, inTree: tree), directory.kind == .tree else {
             return membership

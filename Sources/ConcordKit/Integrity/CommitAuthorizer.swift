@@ -13,7 +13,7 @@ import ConcordTrust
 /// memberships (for the process) and kinds tables are kept by the object id of the members tree and the kinds blob:
 /// a run of commits that leave both alone costs one Ed25519 verification each plus the tree diff
 /// the structural check already made.
-final class CommitAuthorizer {
+package final class CommitAuthorizer {
     let repository: Repository
     var kindsTables: [ObjectID: KindsTable] = [:]
     var rootID: ObjectID?

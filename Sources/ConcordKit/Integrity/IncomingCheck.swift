@@ -23,7 +23,7 @@ import ConcordRules
 /// Before its content is read, each commit must also pass the access rule (`CommitAuthorizer`,
 /// `AccessRule`): signed by an active member of its parent's membership, changing only what that
 /// member's role may write under the parent's kinds.
-struct IncomingCheck {
+package struct IncomingCheck {
     let repository: Repository
     /// The profile's id; nil while cloning (the first commit's profile.json sets it).
     let profileID: String?
@@ -34,13 +34,20 @@ struct IncomingCheck {
     var changedPaths: ChangedPaths?
     /// Signatures verified while the commits were fetched (a path fetch), waited for first.
     var prefetchedSignatures: SignaturePrefetch?
+    /// What the fetch read and hashed (a path fetch): the check reads those trees, blobs and
+    /// changes from here instead of the repository.
+    var fetched = FetchedObjects.none
 
     /// Checks every commit reachable from `tip` and from none of `known` (commits reachable from
     /// `known` were checked when they arrived, or written here); throws
     /// `ConcordError.unauthorizedCommit` or `.invalidCommit` for the first one that fails.
     /// Returns how many commits were checked.
     @discardableResult
-    func verify(tip: ObjectID, known: [ObjectID]) throws -> Int {
+    package func verify(tip: ObjectID, known: [ObjectID]) throws -> Int {
+        try repository.reading(fetched) { try verifyReading(tip: tip, known: known) }
+    }
+
+    private func verifyReading(tip: ObjectID, known: [ObjectID]) throws -> Int {
         let commits: [Commit]
         do { commits = try repository.newCommits(from: tip, excluding: known) } catch let error as GitError {
             throw ConcordError.invalidCommit(commit: tip.short, path: nil, reason: "its history cannot be read (\(error.message))")
@@ -184,7 +191,7 @@ struct IncomingCheck {
     private func read(_ id: ObjectID, limit: Int, path: @autoclosure () -> String,
                       _ refuse: (String?, String) -> ConcordError) throws -> [UInt8] {
         // What the fetch kept (a clone: every record) is looked up once, not for its header and again for its bytes.
-        let fetched = repository.fetchedBlob(id)
+        let fetched = self.fetched.blobs[id]
         let header = try fetched.map { (size: $0.count, type: ObjectType?.some(.blob)) } ?? repository.objectHeader(id)
         guard header.type == .blob else { throw refuse(path(), "not a file") }
         guard header.size <= limit else { throw refuse(path(), "\(header.size) bytes, over the \(limit)-byte limit") }
@@ -209,5 +216,14 @@ extension ProfilePathRules.File {
         case .gitattributes: return true   // what kinds.json generates: removed, plain git would merge records as text
         default: return true
         }
+    }
+}
+
+extension IncomingCheck {
+    /// The check of the commits of profile `profileID` (nil while cloning) in `repository`; a
+    /// concord server's pre-receive builds one (ConcordServer's `PushCheck`).
+    package init(repository: Repository, profileID: String?) {
+        self.repository = repository
+        self.profileID = profileID
     }
 }

@@ -33,8 +33,14 @@ public struct LeftOutChange: Sendable, Equatable {
 }
 
 extension Profile {
-    /// `merge(commit:as:)` for a caller that already holds the profile lock.
-    func mergeLocked(_ theirs: ObjectID, as identity: Identity) throws -> MergeReport {
+    /// `merge(commit:as:)` for a caller that already holds the profile lock. `fetched`: what the
+    /// fetch that brought `theirs` read and hashed, read by the merge and checkout before the
+    /// object database (a clone's checkout writes every record from there).
+    func mergeLocked(_ theirs: ObjectID, as identity: Identity, fetched: FetchedObjects = .none) throws -> MergeReport {
+        try repository.reading(fetched) { try mergeRetrying(theirs, as: identity) }
+    }
+
+    private func mergeRetrying(_ theirs: ObjectID, as identity: Identity) throws -> MergeReport {
         var attempt = 0
         while true {
             attempt += 1

@@ -69,7 +69,7 @@ public struct DeletionNotice: Sendable, Equatable {
 
     /// Parses a notice read from `source` (a remote: hostile) and checks its signature against the
     /// key it names; who that key belongs to is `problem(profileID:root:membership:)`'s question.
-    init(bytes: [UInt8], source: String) throws {
+    package init(bytes: [UInt8], source: String) throws {
         func bad(_ why: String) -> ConcordError { .invalidInput("the deletion notice at \(source) is not valid (\(why)); nothing here changed") }
         guard bytes.count <= Self.maxBytes else { throw bad("over \(Self.maxBytes) bytes") }
         guard let value = try? JSONValue.parse(bytes), let version = value["formatVersion"]?.intValue else { throw bad("not a notice") }
@@ -95,7 +95,7 @@ public struct DeletionNotice: Sendable, Equatable {
     /// Why this notice does not delete the profile `profileID` whose history starts at `root` and
     /// whose membership is `membership`, or nil when it does: the profile and root must match, and
     /// the signing key must be a device key of `deletedBy`, an active Admin there.
-    func problem(profileID: String, root: ObjectID, membership: Membership) -> String? {
+    package func problem(profileID: String, root: ObjectID, membership: Membership) -> String? {
         guard self.profileID == profileID, self.root == root.hex else {
             return "it is for another profile (\(profileName), \(self.profileID))"
         }

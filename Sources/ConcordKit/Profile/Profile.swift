@@ -178,7 +178,7 @@ func treePath(_ text: String) throws -> TreePath {
 }
 
 /// Runs a git-layer call, turning its `GitError` into a `ConcordError` with libgit2's message.
-func gitCall<T>(_ body: () throws -> T) throws -> T {
+package func gitCall<T>(_ body: () throws -> T) throws -> T {
     do {
         return try body()
     } catch let error as GitError {

@@ -10,6 +10,9 @@ public struct WriteResult<Value> {
     public let changes: [RecordChange]
 }
 
+/// A write's result crosses tasks when its value does (`ConcordStore.write` in `async` code).
+extension WriteResult: Sendable where Value: Sendable {}
+
 extension Profile {
     /// How many times a write is rebuilt when another writer moved the branch first.
     static let maxWriteAttempts = 20

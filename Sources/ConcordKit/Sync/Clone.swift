@@ -96,8 +96,8 @@ extension Profile {
         // checked out; the tip's profile.json is read first, so another format is named as such.
         var info: ProfileInfo?
         let changedPaths = ChangedPaths()
-        let fetched = try provisional.fetchVerified(remote: "origin", location: location, options: options, cloning: true,
-                                                    changedPaths: changedPaths) { tip, fetched in
+        let pipeline = SyncPipeline(profile: provisional, remote: "origin", location: location, options: options)
+        let admitted = try pipeline.fetchVerified(cloning: true, changedPaths: changedPaths) { tip, fetched in
             let entry = try gitCall { try fetched.entry(at: ProfilePaths.profile, inTree: try fetched.commit(tip).tree) }
             guard let entry, entry.kind == .blob,
                   try gitCall({ try fetched.objectHeader(entry.id).size }) <= ProfilePathRules.maxDocumentBytes else {
@@ -112,7 +112,7 @@ extension Profile {
             }
             info = found
         }
-        guard let tip = fetched, let info else { throw ConcordError.emptyRemote(location.transportURL) }
+        guard let tip = admitted?.tip, let info else { throw ConcordError.emptyRemote(location.transportURL) }
         if let trusted { try knownHosts.trust(host: hostName, key: trusted) }
         let kinds = try gitCall { try provisional.blob(KindsTable.path, atCommit: tip) }.flatMap { try? KindsTable.decode($0) } ?? .empty
         let profile = Profile(root: root, repository: repository, environment: environment, info: info, kinds: kinds)
@@ -122,7 +122,7 @@ extension Profile {
             throw ConcordError.accessRemoved(member: identity.member, by: mine.revokedBy ?? "an admin", profile: info.name)
         }
         let lock = try profile.lock()
-        profile.clonedRecords = try gitCall { try profile.mergeLocked(tip, as: identity) }.liveRecordsWritten
+        profile.clonedRecords = try gitCall { try profile.mergeLocked(tip, as: identity, fetched: admitted?.objects ?? .none) }.liveRecordsWritten
         PerformanceTrace.step("checked out")
         // Every commit was just compared with its parent: the audit index costs a walk of the commits alone.
         profile.updateAuditIndex(known: changedPaths, create: true)

@@ -9,7 +9,7 @@ import Foundation
 extension Profile {
     /// What a concord server's refusal says for a deleted profile (`ConcordServer.admit`): the
     /// device then asks for the notice (`concord-notice`) and decides from it alone.
-    static let serverDeletionMarker = "was deleted by"
+    package static let serverDeletionMarker = "was deleted by"
 
     /// The signed notice deleting this profile, by `identity`'s owner, who must be an active Admin.
     public func deletionNotice(as identity: Identity) throws -> DeletionNotice {

@@ -98,7 +98,7 @@ final class LiveUpdates: @unchecked Sendable {
                 var pack = [UInt8]()
                 if withPack, let tip {
                     (main, pack) = try Repository.waitForRemoteMainWithPack(url: url, known: tip, seconds: Self.waitSeconds,
-                                                                             packLimit: ServerWait.packLimit, options: options)
+                                                                             packLimit: Repository.concordWaitPackLimit, options: options)
                 } else {
                     main = try Repository.waitForRemoteMain(url: url, known: tip, seconds: Self.waitSeconds, options: options)
                 }

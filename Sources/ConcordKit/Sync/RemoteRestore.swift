@@ -54,8 +54,9 @@ public struct RemoteRestore {
         let damaged: ObjectID, refusal: String
         var fetched = true
         do {
-            try profile.fetch(remote: remote, location: location, options: TransportOptions(), into: quarantine.repository, cloning: false)
-            guard let tip = try gitCall({ try quarantine.repository.resolveReference(Profile.incomingRef) }),
+            _ = try SyncPipeline(profile: profile, remote: remote, location: location, options: TransportOptions())
+                .fetch(into: quarantine.repository, cloning: false)
+            guard let tip = try gitCall({ try quarantine.repository.resolveReference(SyncPipeline.incomingRef) }),
                   let problem = try self.refusal(of: tip, in: quarantine.repository, known: known) else { return nil }
             (damaged, refusal) = (tip, problem)
         } catch let error as ConcordError {

@@ -1,0 +1,187 @@
+import ConcordModel
+import ConcordTrust
+import Foundation
+
+/// One profile opened for an app: the entry point, as GRDB's `DatabaseQueue` is. Opened once with
+/// the identity it reads and writes as, `Sendable`, so one store can be shared by every task and
+/// thread of an app. It owns the engine (the profile's repository, caches and clock) privately and
+/// runs every call on it one at a time (`ProfileQueue`).
+///
+/// Each call comes blocking and `async`: `read { reader in … }` and `write { transaction in … }`
+/// take `@Sendable` closures whose handle is valid only inside the closure; `sync()` fetches,
+/// checks, merges and pushes; the sharing calls (`share`, `revoke`, …) are those of `Members`,
+/// without the identity. An `async` call runs its work on the store's own Dispatch queue, never on
+/// Swift's cooperative pool, and honours its task's cancellation: at once while it waits for the
+/// store, and a sync in a transfer at the transfer's next callback, leaving the profile as a
+/// failed sync leaves it (nothing admitted that was not checked; the next sync resumes). The
+/// local phases (the check, the merge, the checkout, a write's commit) are not cut.
+///
+/// A sync holds the store for its whole run, network included: reads and writes of this store
+/// wait for it. Another process (the `concord` CLI) may use the same profile meanwhile: the
+/// profile's file lock serializes them, as it serializes two CLI commands.
+public final class ConcordStore: Sendable {
+    /// The profile's working directory.
+    public let directory: URL
+    /// Who this store reads and writes as.
+    public let identity: Identity
+    /// The device's environment the store was opened with (home, clock, network timeout): with
+    /// `directory` and `identity`, what a sync engine needs to reach this profile.
+    public let environment: ConcordEnvironment
+    /// The profile's id, name and format version, as read when it was opened.
+    public let info: ProfileInfo
+    /// The profile's record kinds.
+    public let kinds: KindsTable
+    private let engine: ProfileQueue
+
+    private init(_ profile: Profile, identity: Identity) {
+        directory = profile.root
+        self.identity = identity
+        environment = profile.environment
+        info = profile.info
+        kinds = profile.kinds
+        engine = ProfileQueue(profile)
+    }
+
+    /// The environment given, or this process's (`ConcordEnvironment.fromProcess`).
+    private static func resolved(_ environment: ConcordEnvironment?) throws -> ConcordEnvironment {
+        try environment ?? ConcordEnvironment.fromProcess()
+    }
+
+    /// Opens the profile in `directory` as `identity`. Refuses anything that is not a profile
+    /// (`notAProfile`) or is of a newer format (`newerFormat`), like `Profile.open`.
+    /// `environment` nil takes this process's (`CONCORD_HOME`, `CONCORD_CLOCK`, …).
+    public static func open(at directory: URL, identity: Identity, environment: ConcordEnvironment? = nil) throws -> ConcordStore {
+        ConcordStore(try Profile.open(at: directory, environment: resolved(environment)), identity: identity)
+    }
+
+    /// Creates a new profile in `directory` whose first member, an admin, is `identity`, and opens it.
+    public static func create(at directory: URL, name: String, template: Template, identity: Identity,
+                              environment: ConcordEnvironment? = nil) throws -> ConcordStore {
+        let profile = try Profile.create(at: directory, name: name, template: template, identity: identity,
+                                         environment: resolved(environment))
+        return ConcordStore(profile, identity: identity)
+    }
+
+    /// Clones the profile at `url` into `directory` (new or empty) as a new device of `identity`,
+    /// and opens it (`Profile.clone`: checked, checked out, registered; nothing left on failure).
+    public static func clone(url: String, into directory: URL, identity: Identity, environment: ConcordEnvironment? = nil,
+                             trustHost: String? = nil) throws -> ConcordStore {
+        let profile = try Profile.clone(url: url, into: directory, identity: identity, environment: resolved(environment),
+                                        trustHost: trustHost)
+        return ConcordStore(profile, identity: identity)
+    }
+
+    /// `clone`, run on a Dispatch thread while the caller suspends.
+    public static func clone(url: String, into directory: URL, identity: Identity, environment: ConcordEnvironment? = nil,
+                             trustHost: String? = nil) async throws -> ConcordStore {
+        try await onDispatchThread {
+            try clone(url: url, into: directory, identity: identity, environment: environment, trustHost: trustHost)
+        }
+    }
+
+    /// Accepts `invitation` into `directory` as `identity` (`Profile.accept`: clone, check, commit
+    /// the acceptance, push it) and opens the profile; also returns the acceptance's sync.
+    public static func accept(_ invitation: Invitation, into directory: URL, identity: Identity,
+                              environment: ConcordEnvironment? = nil, trustHost: String? = nil) throws -> (store: ConcordStore, sync: SyncReport) {
+        let accepted = try Profile.accept(invitation, into: directory, identity: identity, environment: resolved(environment),
+                                          trustHost: trustHost)
+        return (ConcordStore(accepted.profile, identity: identity), accepted.sync)
+    }
+
+    /// `accept`, run on a Dispatch thread while the caller suspends.
+    public static func accept(_ invitation: Invitation, into directory: URL, identity: Identity, environment: ConcordEnvironment? = nil,
+                              trustHost: String? = nil) async throws -> (store: ConcordStore, sync: SyncReport) {
+        try await onDispatchThread {
+            try accept(invitation, into: directory, identity: identity, environment: environment, trustHost: trustHost)
+        }
+    }
+
+    /// `body` on a global Dispatch thread (a clone before there is a store's queue), resumed with its result.
+    private static func onDispatchThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try Task.checkCancellation()
+        return try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    // MARK: Reading and writing
+
+    /// Runs `body` with a reader of this profile; no write of this store runs meanwhile.
+    public func read<T: Sendable>(_ body: @Sendable (StoreReader) throws -> T) throws -> T {
+        try engine.run { try body(StoreReader(profile: $0)) }
+    }
+
+    /// `read`, run on the store's queue while the caller suspends.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (StoreReader) throws -> T) async throws -> T {
+        try await engine.runAsync { try body(StoreReader(profile: $0)) }
+    }
+
+    /// Runs `body` in a transaction and commits what it wrote as ONE commit signed by this store's
+    /// identity (`Records.write`): nothing is committed if `body` throws or writes nothing.
+    @discardableResult
+    public func write<T: Sendable>(action: ChangeAction? = nil, _ body: @Sendable (Transaction) throws -> T) throws -> WriteResult<T> {
+        let identity = identity
+        return try engine.run { try $0.records.write(as: identity, action: action, body) }
+    }
+
+    /// `write`, run on the store's queue while the caller suspends.
+    @discardableResult
+    public func write<T: Sendable>(action: ChangeAction? = nil,
+                                   _ body: @escaping @Sendable (Transaction) throws -> T) async throws -> WriteResult<T> {
+        let identity = identity
+        return try await engine.runAsync { try $0.records.write(as: identity, action: action, body) }
+    }
+
+    /// Writes every record and log entry of `dump` as one commit (`Records.importDump`).
+    @discardableResult
+    public func importDump(_ dump: Dump) throws -> WriteResult<DumpImport> {
+        let identity = identity
+        return try engine.run { try $0.records.importDump(dump, as: identity) }
+    }
+
+    /// `importDump`, run on the store's queue while the caller suspends.
+    @discardableResult
+    public func importDump(_ dump: Dump) async throws -> WriteResult<DumpImport> {
+        let identity = identity
+        return try await engine.runAsync { try $0.records.importDump(dump, as: identity) }
+    }
+
+    // MARK: Sync
+
+    /// Syncs with `remote` (`Sync.run`): fetch, check, merge, push.
+    public func sync(remote: String = "origin") throws -> SyncReport {
+        let identity = identity
+        return try engine.run { try $0.sync.run(remote: remote, as: identity) }
+    }
+
+    /// `sync`, run on the store's queue while the caller suspends. Cancelling the task ends a
+    /// transfer in progress at its next callback and throws `CancellationError`; the profile is
+    /// left as any failed sync leaves it, and the next sync picks up from there.
+    public func sync(remote: String = "origin") async throws -> SyncReport {
+        let identity = identity
+        return try await engine.runAsync { try $0.sync.run(remote: remote, as: identity) }
+    }
+
+    /// Adds a remote by name and URL (a path, or `ssh://`).
+    public func addRemote(_ name: String, url: String) throws {
+        try engine.run { try $0.sync.addRemote(name, url: url) }
+    }
+
+    /// `addRemote`, run on the store's queue while the caller suspends.
+    public func addRemote(_ name: String, url: String) async throws {
+        try await engine.runAsync { try $0.sync.addRemote(name, url: url) }
+    }
+
+    // MARK: For the package's own engines
+
+    /// Runs `body` on the store's queue with the engine itself: for the package's sync engine and
+    /// tests, which need what the public calls do not give (a prefetched pack, the verification).
+    package func withProfile<T>(_ body: (Profile) throws -> T) throws -> T {
+        try engine.run(body)
+    }
+
+    /// `withProfile`, run on the store's queue while the caller suspends (cancellable like `sync`).
+    package func withProfile<T: Sendable>(_ body: @escaping @Sendable (Profile) throws -> T) async throws -> T {
+        try await engine.runAsync(body)
+    }
+}

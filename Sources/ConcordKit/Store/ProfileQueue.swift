@@ -1,0 +1,120 @@
+import ConcordGit
+import Dispatch
+import Foundation
+
+/// The store's engine, confined: one `Profile` (its repository, caches and clock) touched only
+/// by blocks that run one at a time on a serial Dispatch queue, as GRDB's `SerializedDatabase`
+/// confines its connection. A blocking call waits for its turn on the queue (`run`); an `async`
+/// call hands the queue its block and suspends (`runAsync`), so the libgit2 and network work runs
+/// on Dispatch's threads and never holds a thread of Swift's cooperative pool. Across processes
+/// the profile's own `flock` (`ProfileLock`) still serializes the writers of one device.
+final class ProfileQueue: @unchecked Sendable {
+    // Safe: `profile` is used only inside blocks running on `queue`, which is serial (checked by
+    // `isCurrent` against nesting); everything else here is immutable.
+    private let profile: Profile
+    private let queue: DispatchQueue
+    private static let key = DispatchSpecificKey<ObjectIdentifier>()
+
+    init(_ profile: Profile) {
+        self.profile = profile
+        queue = DispatchQueue(label: "concord.store.\(profile.info.id)")
+        queue.setSpecific(key: Self.key, value: ObjectIdentifier(self))
+    }
+
+    /// True on this store's queue, inside one of its blocks.
+    private var isCurrent: Bool { DispatchQueue.getSpecific(key: Self.key) == ObjectIdentifier(self) }
+
+    /// The error for a call made inside another call's closure of the same store: waiting for the
+    /// queue there would wait for itself.
+    static let nested = ConcordError.invalidInput(
+        "a ConcordStore call was made inside another call's closure on the same store: use the handle the closure was given")
+
+    /// Runs `body` on the queue and waits for it (the caller's thread blocks meanwhile).
+    func run<T>(_ body: (Profile) throws -> T) throws -> T {
+        guard !isCurrent else { throw Self.nested }
+        return try queue.sync { try body(profile) }
+    }
+
+    /// Runs `body` on the queue while the caller suspends. A task cancelled before `body` starts
+    /// gets `CancellationError` at once (`body` never runs); one cancelled while it runs cuts the
+    /// transfers `body` started at their next callback (`TransferCancellation`, made current on
+    /// the queue's thread) and gets `CancellationError` when that made `body` fail. A `body` that
+    /// finished all the same returns its value: its work is done, and nothing is half done.
+    func runAsync<T: Sendable>(_ body: @escaping @Sendable (Profile) throws -> T) async throws -> T {
+        let call = PendingCall<T>()
+        let cancellation = TransferCancellation()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
+                guard call.wait(continuation) else { return }
+                queue.async { [self] in
+                    guard call.start() else { return }
+                    let result = Result { try cancellation.whileCurrent { try body(profile) } }
+                    call.finish(result, cancelled: cancellation.isCancelled)
+                }
+            }
+        } onCancel: {
+            call.cancel()
+            cancellation.cancel()
+        }
+    }
+}
+
+/// One `async` call waiting for the queue: its continuation is resumed exactly once, by the
+/// queue when the block ran, or at once when the task is cancelled before the block started.
+private final class PendingCall<T: Sendable>: @unchecked Sendable {
+    // Safe: `state` is read and written only while holding `lock`.
+    private enum State {
+        case idle, cancelledEarly, finished
+        case waiting(CheckedContinuation<T, Error>)
+        case running(CheckedContinuation<T, Error>)
+    }
+    private let lock = NSLock()
+    private var state = State.idle
+
+    /// Keeps `continuation` for the block; false (and resumed with `CancellationError`) when the
+    /// task was cancelled already.
+    func wait(_ continuation: CheckedContinuation<T, Error>) -> Bool {
+        let cancelled = lock.withLock {
+            if case .cancelledEarly = state { state = .finished; return true }
+            state = .waiting(continuation)
+            return false
+        }
+        if cancelled { continuation.resume(throwing: CancellationError()) }
+        return !cancelled
+    }
+
+    /// The task was cancelled: a call still waiting for the queue ends now.
+    func cancel() {
+        let waiting: CheckedContinuation<T, Error>? = lock.withLock {
+            switch state {
+            case .idle: state = .cancelledEarly; return nil
+            case .waiting(let continuation): state = .finished; return continuation
+            default: return nil
+            }
+        }
+        waiting?.resume(throwing: CancellationError())
+    }
+
+    /// The queue reached the block: false when the call already ended (cancelled meanwhile).
+    func start() -> Bool {
+        lock.withLock {
+            guard case .waiting(let continuation) = state else { return false }
+            state = .running(continuation)
+            return true
+        }
+    }
+
+    /// The block's result; a failure after cancellation is reported as the cancellation it was.
+    func finish(_ result: Result<T, Error>, cancelled: Bool) {
+        let running: CheckedContinuation<T, Error>? = lock.withLock {
+            guard case .running(let continuation) = state else { return nil }
+            state = .finished
+            return continuation
+        }
+        if cancelled, case .failure = result {
+            running?.resume(throwing: CancellationError())
+        } else {
+            running?.resume(with: result)
+        }
+    }
+}

@@ -1,0 +1,226 @@
+import ConcordTestSupport
+import Foundation
+import XCTest
+
+/// Issue 31's attacks by a malicious member, made with plain git and the attacker's own key and
+/// pushed through `concord serve` behind a real sshd (MemberAttackTests makes the same ones against
+/// a path remote). The pre-receive refuses each push whole: one line naming the commit, its signer
+/// and the rule; the server's main stays where it was and none of the pushed commits is stored.
+final class ServeMemberAttackTests: ConcordServeTestCase {
+    /// Eddie, promoted to Admin and then demoted to Viewer, keeps a clone from before the demotion
+    /// and signs merges whose FIRST parent is that old commit (each a fast-forward of main): one sets
+    /// him back to Admin, one changes a vocabulary record. Both are refused; the policy merge of the
+    /// same parents, signed by him, is taken (nothing in it is his to choose).
+    func testADemotedAdminsMergeOnAnOldFirstParentIsRefused() throws {
+        let (team, fork) = try eddieAsAdminWithAClone()
+        try concordOK(["role", "eddie", "viewer"], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        let demotion = try serverMain("kid", host: team.host)
+        try gitOK(["fetch", "--quiet", "origin"], in: fork, environment: try gitSSHEnvironment(team.eddie, host: team.host))
+        let old = try gitOK(["rev-parse", "HEAD"], in: fork)
+
+        let promoted = try mergeWithGit(in: fork, demotion, signedWith: team.eddie.keyFile) {
+            try self.editMember("eddie", in: $0) { $0["role"] = "admin" }
+        }
+        XCTAssertEqual(try gitOK(["rev-parse", "\(promoted)^1"], in: fork), old, "the first parent is from before the demotion")
+        try assertPushRefused(team, promoted, from: fork, as: team.eddie, mentions: [
+            "by eddie@laptop changes .concord/members/eddie.json", "a merge changes member and invitation files only as merging its parents does",
+        ])
+
+        try gitOK(["reset", "--quiet", "--hard", old], in: fork)
+        let edited = try mergeWithGit(in: fork, demotion, signedWith: team.eddie.keyFile) { fork in
+            try self.replace(#""label": "puzzle""#, with: #""label": "demoted""#, in: try self.recordFile("vocabulary", "puzzle", in: fork))
+        }
+        try assertPushRefused(team, edited, from: fork, as: team.eddie, mentions: ["by eddie@laptop changes vocabulary/puzzle",
+                                                                                   "Viewers may not write vocabulary"])
+
+        // Loosening kinds.json inside a merge of two branches of his old copy (valid there: an Admin
+        // in both of its parents), then merging main: the change is his, concurrent with the demotion.
+        try gitOK(["reset", "--quiet", "--hard", old], in: fork)
+        try gitOK(["checkout", "--quiet", "-b", "side"], in: fork)
+        try gitOK(GitSigning.options(keyFile: team.eddie.keyFile.path) + ["commit", "-S", "--quiet", "--allow-empty", "-m", "empty"], in: fork)
+        try gitOK(["checkout", "--quiet", "-"], in: fork)
+        try mergeWithGit(in: fork, "side", signedWith: team.eddie.keyFile) { fork in
+            try self.replace(#""writers": "admin""#, with: #""writers": "viewer""#, in: fork.appendingPathComponent(".concord/kinds.json"))
+        }
+        let loosened = try mergeWithGit(in: fork, demotion, signedWith: team.eddie.keyFile)
+        try assertPushRefused(team, loosened, from: fork, as: team.eddie, mentions: ["by eddie@laptop changes .concord/kinds.json"],
+                              stored: [try gitOK(["rev-parse", "\(loosened)^1"], in: fork)])
+
+        try gitOK(["reset", "--quiet", "--hard", old], in: fork)
+        let policy = try mergeWithGit(in: fork, demotion, signedWith: team.eddie.keyFile)
+        try gitOK(["push", "--quiet", "origin", "\(policy):refs/heads/main"], in: fork, environment: try gitSSHEnvironment(team.eddie, host: team.host))
+        XCTAssertEqual(try serverMain("kid", host: team.host), policy)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        XCTAssertTrue(try concordOK(["members"], as: team.alice, in: team.aliceProfile).contains("eddie  viewer  active"))
+    }
+
+    /// Eddie, an Admin, keeps a clone from before Alice revokes him and adds an alias there (`eddie2`,
+    /// admin, valid at that parent), then merges main — the revocation, which is what the server shows
+    /// his key — signed by eddie2. Eddie's own push is refused at the door (he is revoked); pushed by
+    /// Uma, a User who still has write access, the pre-receive refuses it: the alias fell with Eddie.
+    func testARevokedAdminsAliasMadeOnAnOldForkIsRefused() throws {
+        let (team, fork) = try eddieAsAdminWithAClone()
+        try concordOK(["revoke", "eddie"], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        let revocation = try serverMain("kid", host: team.host)
+        let aliasKeyFile = sandbox.appendingPathComponent("eddie2_key")
+        let aliasKey = try GitSigning.makeKey(at: aliasKeyFile, comment: "eddie2@laptop", environment: environment())
+        let alias = try commitWithGit(in: fork, signedWith: team.eddie.keyFile, message: "add eddie2") { clone in
+            try self.writeActiveMember("eddie2", role: "admin", publicKey: aliasKey, addedBy: "eddie", in: clone)
+        }
+        try gitOK(["fetch", "--quiet", "origin"], in: fork, environment: try gitSSHEnvironment(team.eddie, host: team.host))
+        XCTAssertEqual(try gitOK(["rev-parse", "origin/main"], in: fork), revocation, "Eddie's key reads main as of his revocation")
+        let merge = try mergeWithGit(in: fork, revocation, signedWith: aliasKeyFile)
+        XCTAssertEqual(try gitOK(["rev-parse", "\(merge)^1"], in: fork), alias)
+
+        let byEddie = try git(["push", "origin", "\(merge):refs/heads/main"], in: fork, environment: try gitSSHEnvironment(team.eddie, host: team.host))
+        XCTAssertNotEqual(byEddie.status, 0, byEddie.summary)
+        XCTAssertTrue(byEddie.stderr.contains("access removed: alice revoked eddie's access to \"kid\""), byEddie.stderr)
+        try assertPushRefused(team, merge, from: fork, as: team.uma, mentions: ["by eddie2@laptop", "eddie2 is revoked in the merged membership"])
+    }
+
+    /// Vera (a Viewer who intercepted Alice's link invitation for Dana) forks from the invitation,
+    /// accepts it there as Dana with a key of her own (the acceptance signed with the link's one-time
+    /// key, as `concord accept` signs it), and merges main — Dana's real acceptance — keeping both
+    /// devices in Dana's file, signed first with the thief's key and then with her own. Both pushes
+    /// are refused: acceptances never merge as a union of claimants' keys.
+    func testAStolenLinkAcceptanceMergedWithTheInviteesIsRefused() throws {
+        let team = try servedTeam()
+        let link = try share(["dana", "--role", "user"], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        let invited = try serverMain("kid", host: team.host)
+        let dana = try makeDevice("dana", device: "phone")
+        _ = try acceptThroughServer(link, as: dana, host: team.host, profile: "kid", into: "kid-dana")
+        let accepted = try serverMain("kid", host: team.host)
+
+        let fork = try gitClone(as: team.vera, team)
+        try gitOK(["checkout", "--quiet", "-B", "fork", invited], in: fork)
+        let (stolen, thiefKey, thiefKeyFile, proof) = try acceptWithAStolenLink(link, as: "dana", in: fork,
+                                                                              profileID: try profileID(of: team.aliceProfile))
+        // Dana's file as merged by hand: her acceptance, with the thief's device added.
+        let union = { (clone: URL) throws in
+            try self.gitOK(["checkout", "--quiet", accepted, "--", ".concord/members/dana.json"], in: clone)
+            try self.editMember("dana", in: clone) { member in
+                member["keys"] = (member["keys"] as? [Any] ?? []) + [["device": "stolen", "publicKey": thiefKey, "proof": proof]]
+            }
+        }
+        for (signer, mentions) in [(thiefKeyFile, ["by dana@stolen", "merges two acceptances of the invitation for dana"]),
+                                   (team.vera.keyFile, ["by vera@tablet", "merges two acceptances of the invitation for dana"])] {
+            try gitOK(["reset", "--quiet", "--hard", stolen], in: fork)
+            _ = try git(["merge", "--quiet", "--no-ff", "--no-commit", accepted], in: fork)   // dana.json conflicts
+            let merge = try commitWithGit(in: fork, signedWith: signer, message: "merge main", union)
+            try assertPushRefused(team, merge, from: fork, as: team.vera, mentions: mentions)
+        }
+    }
+
+    /// Single commits that take what is not theirs: Vera lists Alice's key as a device of her own; Uma
+    /// writes a log entry in Alice's name, rewrites Alice's entry as her own (same id), or repeats an
+    /// id of her own (after a valid commit in the same push: the push is refused whole); Alice signs
+    /// an octopus merge; Uma pushes an unsigned commit. Uma's own entry reusing Alice's id is taken,
+    /// and Alice's entry stays beside it.
+    func testTakenKeysShadowedLogEntriesOctopusesAndUnsignedCommitsAreRefused() throws {
+        let team = try servedTeam()
+        let veras = try gitClone(as: team.vera, team)
+        let taken = try commitWithGit(in: veras, signedWith: team.vera.keyFile) { clone in
+            try self.editMember("vera", in: clone) { member in
+                member["keys"] = (member["keys"] as? [Any] ?? []) + [["device": "stolen", "publicKey": team.alice.publicKeyLine]]
+            }
+        }
+        try assertPushRefused(team, taken, from: veras, as: team.vera, mentions: [
+            "by vera@tablet changes .concord/members/vera.json", "of alice's device laptop", "a key belongs to one member",
+        ])
+
+        let alices = try gitClone(as: team.alice, team)
+        let question = try commitWithGit(in: alices, signedWith: team.alice.keyFile, appendLogEntry(by: "alice", id: "q1", at: "10:00:00", text: "question"))
+        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: alices, environment: try gitSSHEnvironment(team.alice, host: team.host))
+        XCTAssertEqual(try serverMain("kid", host: team.host), question)
+        let umas = try gitClone(as: team.uma, team)
+        let inAlicesName = try commitWithGit(in: umas, signedWith: team.uma.keyFile, appendLogEntry(by: "alice", id: "a9", at: "11:00:00", text: "said by uma"))
+        try assertPushRefused(team, inAlicesName, from: umas, as: team.uma, mentions: ["by uma@tablet", "uma may only add entries of their own"])
+        try gitOK(["reset", "--quiet", "--hard", question], in: umas)
+        let rewritten = try commitWithGit(in: umas, signedWith: team.uma.keyFile) { clone in
+            try Data().write(to: clone.appendingPathComponent(Self.logDay))
+            try self.appendLogEntry(by: "uma", id: "q1", at: "09:00:00", text: "forged")(clone)
+        }
+        try assertPushRefused(team, rewritten, from: umas, as: team.uma, mentions: ["by uma@tablet changes \(Self.logDay)", "a log only grows"])
+        try gitOK(["reset", "--quiet", "--hard", question], in: umas)
+        let shadow = try commitWithGit(in: umas, signedWith: team.uma.keyFile, appendLogEntry(by: "uma", id: "q1", at: "09:00:00", text: "forged"))
+        let twice = try commitWithGit(in: umas, signedWith: team.uma.keyFile, appendLogEntry(by: "uma", id: "q1", at: "09:30:00", text: "again"))
+        try assertPushRefused(team, twice, from: umas, as: team.uma, mentions: [Self.logDay, "log entry q1 by uma appears twice"], stored: [shadow])
+        try gitOK(["push", "--quiet", "origin", "\(shadow):refs/heads/main"], in: umas, environment: try gitSSHEnvironment(team.uma, host: team.host))
+        let day = try gitOK(["show", "refs/heads/main:\(Self.logDay)"], in: team.host.repository("kid"))
+        XCTAssertTrue(day.contains("question") && day.contains("forged"), "both entries q1 stay, each its author's: \(day)")
+
+        try gitOK(["fetch", "--quiet", "origin"], in: alices, environment: try gitSSHEnvironment(team.alice, host: team.host))
+        try gitOK(["reset", "--quiet", "--hard", "origin/main"], in: alices)
+        let octopus = try octopusWithGit(in: alices, signedWith: team.alice.keyFile)
+        try assertPushRefused(team, octopus, from: alices, as: team.alice, mentions: ["by alice@laptop", "merges 3 parents"])
+
+        try gitOK(["reset", "--quiet", "--hard", shadow], in: umas)
+        let unsigned = try commitWithGit(in: umas, signedWith: nil, appendLogEntry(by: "uma", id: "u2", at: "12:00:00", text: "unsigned"))
+        try assertPushRefused(team, unsigned, from: umas, as: team.uma, mentions: ["it is not signed"])
+    }
+
+    // MARK: - The team on a server, and pushes with plain git
+
+    struct ServedTeam {
+        let alice: TestDevice   // admin, and the server's admin
+        let eddie: TestDevice   // editor
+        let uma: TestDevice     // user
+        let vera: TestDevice    // viewer
+        let host: ConcordServeHost
+        let aliceProfile: URL
+    }
+
+    /// Alice's profile "kid" on a concord server, as `makeAccessTeam` makes it on a path remote.
+    private func servedTeam() throws -> ServedTeam {
+        let alice = try makeDevice("alice", device: "laptop")
+        let eddie = try makeDevice("eddie", device: "laptop")
+        let uma = try makeDevice("uma", device: "tablet")
+        let vera = try makeDevice("vera", device: "tablet")
+        let host = try makeHost(admin: alice)
+        let profile = try publish("kid", on: host, members: [(eddie, "editor"), (uma, "user"), (vera, "viewer")],
+                                  records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#), ("settings/theme", #"{"color":"blue"}"#)])
+        return ServedTeam(alice: alice, eddie: eddie, uma: uma, vera: vera, host: host, aliceProfile: profile)
+    }
+
+    /// The served team with Eddie promoted to Admin by Alice, and Eddie's plain git clone of that main.
+    private func eddieAsAdminWithAClone() throws -> (ServedTeam, URL) {
+        let team = try servedTeam()
+        try concordOK(["role", "eddie", "admin"], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        return (team, try gitClone(as: team.eddie, team))
+    }
+
+    /// A plain git clone of the server's "kid" over ssh with `device`'s key.
+    private func gitClone(as device: TestDevice, _ team: ServedTeam) throws -> URL {
+        let clone = sandbox.appendingPathComponent("git-\(device.member)-\(UUID().uuidString.prefix(8))")
+        try gitOK(["clone", "--quiet", team.host.url("kid"), clone.path], environment: try gitSSHEnvironment(device, host: team.host))
+        fsckAtEnd.append(clone)
+        return clone
+    }
+
+    /// `device` pushes `commit` from `clone` as the server's main with plain git: refused by the
+    /// pre-receive in one line naming the commit and `mentions`; main unchanged, and neither `commit`
+    /// nor the commits in `stored` (pushed with it) kept on the server.
+    private func assertPushRefused(_ team: ServedTeam, _ commit: String, from clone: URL, as device: TestDevice, mentions: [String],
+                                   stored: [String] = [], file: StaticString = #filePath, line: UInt = #line) throws {
+        let before = try serverMain("kid", host: team.host)
+        let pushed = try git(["push", "origin", "\(commit):refs/heads/main"], in: clone, environment: try gitSSHEnvironment(device, host: team.host))
+        XCTAssertNotEqual(pushed.status, 0, pushed.summary, file: file, line: line)
+        let refusals = pushed.stderr.split(separator: "\n").filter { $0.contains("concord serve:") }
+        XCTAssertEqual(refusals.count, 1, "one line from the pre-receive: \(pushed.stderr)", file: file, line: line)
+        let refusal = String(refusals.first ?? "")
+        print("\(device.member) pushing \(commit.prefix(7)): \(refusal)")
+        XCTAssertTrue(refusal.hasPrefix("remote: concord serve: refused: "), refusal, file: file, line: line)
+        for mention in [String(commit.prefix(7))] + mentions {
+            XCTAssertTrue(refusal.contains(mention), "\(mention.debugDescription) in \(refusal)", file: file, line: line)
+        }
+        XCTAssertEqual(try serverMain("kid", host: team.host), before, "the server's main moved", file: file, line: line)
+        for object in [commit] + stored {
+            XCTAssertNotEqual(try git(["cat-file", "-e", object], in: team.host.repository("kid")).status, 0,
+                              "the server stored \(object.prefix(7))", file: file, line: line)
+        }
+    }
+}

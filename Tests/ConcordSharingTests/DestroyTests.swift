@@ -1,0 +1,215 @@
+@testable import ConcordKit
+@testable import ConcordServer
+import ConcordTestSupport
+import ConcordTrust
+import Foundation
+import XCTest
+
+/// `concord destroy`: an Admin deletes a profile on its remotes and on this device, leaving a
+/// signed deletion notice; every other device checks the notice against the membership it holds
+/// and removes its copy ("profile deleted", exit 4). A notice that does not count changes nothing.
+final class DestroyTests: ConcordServeTestCase {
+    /// Over a path remote: without --yes, or by an Editor, nothing happens; the Admin's destroy
+    /// leaves only the notice in the remote's directory and removes her copy; Bob's next sync
+    /// (with an unsent edit) reports the deletion and removes his copy; both devices list the
+    /// profile as removed, saying why; a clone finds only the notice.
+    func testAnAdminDestroysAPathRemoteAndTheOtherDeviceRemovesItsCopy() throws {
+        let scene = try makeTwoDevices(other: ("bob", "tablet"), role: "editor")
+        // Destroyed on purpose: both copies are deleted and the remote's directory keeps only the notice (no repository).
+        fsckAtEnd.removeAll { [scene.remote.bare, scene.ownerProfile, scene.otherProfile].contains($0) }
+        let published = try remoteMain(scene.remote)
+
+        let unconfirmed = try concord(["destroy"], as: scene.owner, in: scene.ownerProfile)
+        XCTAssertNotEqual(unconfirmed.status, 0)
+        XCTAssertTrue(unconfirmed.stderr.contains("run it again with --yes"), unconfirmed.summary)
+        let byEditor = try concord(["destroy", "--yes"], as: scene.other, in: scene.otherProfile)
+        XCTAssertEqual(byEditor.status, 1, byEditor.summary)
+        XCTAssertTrue(byEditor.stderr.contains("deleting the profile needs admin"), byEditor.summary)
+        XCTAssertEqual(try remoteMain(scene.remote), published, "nothing deleted")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: scene.ownerProfile.path))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: scene.otherProfile.path))
+
+        try concordOK(["put", "vocabulary/unsent", "--json", #"{"label":"unsent"}"#], as: scene.other, in: scene.otherProfile)
+        let destroyed = try concordOK(["destroy", "--yes", "--json"], as: scene.owner, in: scene.ownerProfile)
+        let result = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(destroyed.utf8)) as? [String: Any])
+        XCTAssertEqual(result["copyDeleted"] as? Bool, true, destroyed)
+        XCTAssertEqual((result["failed"] as? [Any])?.count, 0, destroyed)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: scene.ownerProfile.path))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: scene.remote.bare.path), [DeletionNotice.fileName],
+                       "the remote keeps only the notice")
+        XCTAssertEqual(try profiles(scene.owner).first?["access"] as? String, "removed")
+
+        let synced = try concord(["sync"], as: scene.other, in: scene.otherProfile)
+        XCTAssertEqual(synced.status, 4, synced.summary)
+        XCTAssertTrue(synced.stderr.contains("profile deleted: alice@laptop deleted Shared"), synced.summary)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: scene.otherProfile.path))
+        let listed = try profiles(scene.other)
+        XCTAssertEqual(listed.first?["access"] as? String, "removed", "\(listed)")
+        XCTAssertTrue((listed.first?["note"] as? String)?.contains("deleted: alice@laptop deleted the profile") == true, "\(listed)")
+
+        // Cloning it again finds only the notice.
+        let clone = try concord(["clone", scene.remote.url, sandbox.appendingPathComponent("again").path], as: scene.other)
+        XCTAssertEqual(clone.status, 4, clone.summary)
+        XCTAssertTrue(clone.stderr.contains("profile deleted"), clone.summary)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.appendingPathComponent("again").path))
+    }
+
+    /// A notice that does not delete this profile changes nothing on the device that finds it: one
+    /// an Editor signed, one another profile's Admin signed (for that profile), and a damaged one.
+    func testANoticeThatDoesNotCountChangesNothing() throws {
+        let scene = try makeTwoDevices(other: ("bob", "tablet"), role: "editor")
+        // The notices are files beside the remote's objects, removed after each case: the remote stays checked.
+        let snapshot = try workTreeSnapshot(scene.otherProfile)
+        let bob = try Identity.load(from: scene.other.home)
+        let profile = try Profile.open(at: scene.otherProfile, environment: try ConcordEnvironment.fromProcess())
+        let byEditor = DeletionNotice.sign(profileID: profile.info.id, profileName: profile.info.name, root: try profile.rootCommit(),
+                                           identity: bob, at: 1_700_000_000_000)
+
+        // Another profile Alice administers, destroyed on its own path remote: a genuine notice, for another profile.
+        let otherRemote = try makeRemote(.path, name: "other.git")
+        let other = try publishProfile(owner: scene.owner, remote: otherRemote, directory: "other")
+        // Destroyed just below (the copy deleted, the remote reduced to its notice).
+        fsckAtEnd.removeAll { $0 == otherRemote.bare || $0 == other }
+        try concordOK(["destroy", "--yes"], as: scene.owner, in: other)
+        let foreign = try Data(contentsOf: otherRemote.bare.appendingPathComponent(DeletionNotice.fileName))
+        var damaged = byEditor.bytes
+        damaged[damaged.count / 2] ^= 0x01
+
+        for (name, bytes, expected) in [("editor", Data(byEditor.bytes), "bob is not an active Admin"),
+                                        ("foreign", foreign, "it is for another profile"),
+                                        ("damaged", Data(damaged), "is not valid")] {
+            let noticePath = scene.remote.bare.appendingPathComponent(DeletionNotice.fileName)
+            try bytes.write(to: noticePath)
+            let synced = try concord(["sync"], as: scene.other, in: scene.otherProfile)
+            XCTAssertNotEqual(synced.status, 0, name)
+            XCTAssertTrue(synced.stderr.contains(expected), "\(name): \(synced.summary)")
+            XCTAssertEqual(try workTreeSnapshot(scene.otherProfile), snapshot, name)
+            try FileManager.default.removeItem(at: noticePath)
+        }
+        // The remote is intact: the next sync works.
+        try concordOK(["sync"], as: scene.other, in: scene.otherProfile)
+    }
+
+    /// On a concord server, through sshd and `concord serve`: an Editor's key may not destroy; the
+    /// Admin's destroy deletes the repository (the server keeps the notice); Bob's watch learns it
+    /// from the notice and removes his copy; nobody can fetch or push the profile any more, and
+    /// a stranger's key cannot read the notice.
+    func testAnAdminDestroysAProfileOnAConcordServer() throws {
+        let (alice, bob, host, aliceProfile, bobsCopy) = try aliceAndBobThroughServer()
+        // Destroyed on purpose: the server's repository and both copies are deleted.
+        fsckAtEnd.removeAll { [aliceProfile, bobsCopy, host.repository("kid")].contains($0) }
+        let byEditor = try concord(["destroy", "--yes"], as: bob, in: bobsCopy)
+        XCTAssertNotEqual(byEditor.status, 0, byEditor.summary)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: host.repository("kid").path))
+
+        let log = sandbox.appendingPathComponent("watch-bob.log")
+        let watcher = try ChildProcess(path: try ConcordBinary.required(), arguments: ["watch", "-C", bobsCopy.path, "--interval", "1", "--json"],
+                                       environment: concordEnvironment(bob), output: log)
+        defer { if watcher.exitStatus() == nil { _ = watcher.stop(grace: 5) } }
+        let output = { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+        XCTAssertTrue(waitUntil(60) { output().contains(#""event":"started""#) }, output())
+
+        let destroyed = try concordOK(["destroy", "--yes"], as: alice, in: aliceProfile)
+        XCTAssertTrue(destroyed.contains("origin: deleted on the server"), destroyed)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: host.repository("kid").path))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: host.root.appendingPathComponent("repositories/kid.deleted.json").path))
+
+        XCTAssertTrue(waitUntil(60) { watcher.exitStatus() != nil }, output())
+        XCTAssertEqual(watcher.exitStatus(), 4, output())
+        XCTAssertTrue(output().contains("profile deleted: alice@laptop deleted"), output())
+        XCTAssertFalse(FileManager.default.fileExists(atPath: bobsCopy.path))
+
+        // Setting the server up again keeps the deletion: no repository comes back, the members' keys stay (revoked).
+        try concordOK(["server", "init", "--root", host.root.path, "--admin-key", alice.publicKeyLine], as: nil)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: host.repository("kid").path))
+        let keys = try String(contentsOf: host.root.appendingPathComponent("keys.index"), encoding: .utf8)
+        XCTAssertTrue(keys.split(separator: "\n").contains { $0.contains(" kid revoked ") && $0.hasSuffix(bob.publicKeyLine.split(separator: " ")[1]) },
+                      keys)
+
+        // Nothing is served under that name any more, to the Admin either; a stranger's key learns nothing.
+        let (clone, _) = try cloneThroughServer("kid", as: alice, host: host)
+        XCTAssertEqual(clone.status, 4, clone.summary)
+        XCTAssertTrue(clone.stderr.contains("profile deleted"), clone.summary)
+        let stranger = try makeDevice("mallory", device: "laptop")
+        let (strangerClone, _) = try cloneThroughServer("kid", as: stranger, host: host)
+        XCTAssertNotEqual(strangerClone.status, 0)
+        XCTAssertFalse(strangerClone.stderr.contains("deleted"), strangerClone.summary)
+    }
+
+    /// The server as the attacker: it claims "kid" was deleted and hands out a notice signed by an
+    /// Editor's key (Bob's own, as a stolen or malicious member's would be). The device refuses it
+    /// with one line and keeps its copy exactly as it was.
+    func testAServerClaimingADeletionWithoutAnAdminsNoticeChangesNothing() throws {
+        let (_, bob, host, _, bobsCopy) = try aliceAndBobThroughServer()
+        let snapshot = try workTreeSnapshot(bobsCopy)
+        let profile = try Profile.open(at: bobsCopy, environment: ConcordEnvironment(home: bob.home))
+        let forged = DeletionNotice.sign(profileID: profile.info.id, profileName: profile.info.name, root: try profile.rootCommit(),
+                                         identity: try Identity.load(from: bob.home), at: 1_700_000_000_000)
+        try Data(ServerDeletion(notice: forged, members: try profile.members.list()).bytes)
+            .write(to: host.root.appendingPathComponent("repositories/kid.deleted.json"))
+
+        let synced = try concord(["sync"], as: bob, in: bobsCopy)
+        XCTAssertEqual(synced.status, 4, synced.summary)
+        XCTAssertTrue(synced.stderr.contains("holds a deletion notice that does not count: bob is not an active Admin"), synced.summary)
+        XCTAssertEqual(synced.stderr.split(separator: "\n").count, 1, synced.summary)
+        XCTAssertFalse(synced.stderr.contains("profile deleted"), synced.summary)
+        XCTAssertEqual(try workTreeSnapshot(bobsCopy), snapshot)
+    }
+
+    private func profiles(_ device: TestDevice) throws -> [[String: Any]] {
+        try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try concordOK(["profiles", "--json"], as: device).utf8)) as? [[String: Any]])
+    }
+}
+
+/// `concord identity delete`: leave every shared profile, destroy the ones the person alone
+/// administers, remove the identity; what cannot be reached is said, and a second run finishes.
+final class AccountDeletionTests: ConcordTestCase {
+    func testIdentityDeleteDestroysWhatItAloneAdministersLeavesTheRestAndFinishesOnASecondRun() throws {
+        // Alice alone administers "mine" (Bob edits it); Bob administers "theirs" (Alice edits it).
+        let mine = try makeTwoDevices(other: ("bob", "tablet"), role: "editor")
+        let theirsRemote = try makeRemote(.path, name: "theirs.git")
+        let theirs = try publishProfile(owner: mine.other, remote: theirsRemote, directory: "theirs-bob", members: [(mine.owner, "editor")])
+        let alicesTheirs = try cloneProfile(mine.owner, from: theirsRemote, into: "theirs-alice")
+        fsckAtEnd.removeAll { [mine.remote.bare, mine.ownerProfile, mine.otherProfile, alicesTheirs].contains($0) }
+
+        let unconfirmed = try concord(["identity", "delete"], as: mine.owner)
+        XCTAssertNotEqual(unconfirmed.status, 0)
+        XCTAssertTrue(unconfirmed.stderr.contains("run it again with --yes"), unconfirmed.summary)
+
+        // "theirs" is out of reach: it is not done, and the identity stays.
+        let away = theirsRemote.bare.appendingPathExtension("away")
+        try FileManager.default.moveItem(at: theirsRemote.bare, to: away)
+        let first = try concord(["identity", "delete", "--yes", "--json"], as: mine.owner)
+        XCTAssertEqual(first.status, 1, first.summary)
+        let firstReport = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual(firstReport["identityDeleted"] as? Bool, false)
+        let results = Dictionary(uniqueKeysWithValues: ((firstReport["profiles"] as? [[String: Any]]) ?? []).map {
+            ($0["path"] as? String ?? "", $0["result"] as? String ?? "")
+        })
+        XCTAssertEqual(results[mine.ownerProfile.path], "destroyed", "\(firstReport)")
+        XCTAssertEqual(results[alicesTheirs.path], "NOT done", "\(firstReport)")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: mine.ownerProfile.path))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: alicesTheirs.path), "kept for the next run")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: mine.owner.home.appendingPathComponent("identity.json").path))
+        XCTAssertEqual(try concord(["sync"], as: mine.other, in: mine.otherProfile).status, 4, "Bob's copy of the destroyed profile goes")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: mine.otherProfile.path))
+
+        try FileManager.default.moveItem(at: away, to: theirsRemote.bare)
+        let second = try concordOK(["identity", "delete", "--yes"], as: mine.owner)
+        XCTAssertTrue(second.contains("left: departure recorded on origin"), second)
+        XCTAssertTrue(second.contains("deleted identity alice@laptop"), second)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: alicesTheirs.path))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: mine.owner.home.appendingPathComponent("id_ed25519").path))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: mine.owner.home.appendingPathComponent("profiles.json").path))
+
+        // Bob sees Alice's departure in "theirs": revoked by herself, no device keys left.
+        try concordOK(["sync"], as: mine.other, in: theirs)
+        let members = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try concordOK(["members", "--json"], as: mine.other, in: theirs).utf8))
+                                    as? [[String: Any]])
+        let alice = try XCTUnwrap(members.first { $0["name"] as? String == "alice" })
+        XCTAssertEqual(alice["status"] as? String, "revoked")
+        XCTAssertEqual(alice["revokedBy"] as? String, "alice")
+        XCTAssertEqual((alice["devices"] as? [Any])?.count, 0)
+        try concordOK(["verify"], as: mine.other, in: theirs)
+    }
+}

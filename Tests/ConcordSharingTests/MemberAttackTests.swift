@@ -1,0 +1,407 @@
+import ConcordTestSupport
+import Foundation
+import XCTest
+
+/// A malicious member with plain git, their own key and a copy of old history (issue 31): merges
+/// are judged by what merging their parents must give, never by the parent their signer put first;
+/// a key stays with its member; a log entry is its author's. Each attack is pushed to a path remote
+/// as the attacker would push it, and Alice's sync must refuse it: exit 5, one line naming the
+/// commit, the signer and the rule, nothing of hers changed.
+final class MemberAttackTests: ConcordTestCase {
+    /// Alice promotes Eddie to Admin, and later demotes him to Viewer. Eddie, keeping a copy from
+    /// before the demotion, signs a merge whose FIRST parent is that old commit and whose second is
+    /// main (a fast-forward of main), setting himself back to Admin — or, as the Viewer he now is,
+    /// changing a vocabulary record. Judged by his first parent he was an Admin; judged by the merge
+    /// of both parents he is a Viewer, and both are refused.
+    func testADemotedAdminsMergeOnAnOldFirstParentIsRefused() throws {
+        let (team, fork) = try eddieAsAdminWithAFork()
+        let demotion = try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
+            try editMember("eddie", in: clone) { $0["role"] = "viewer" }
+        }
+        try assertAccepted(team, commit: demotion)
+        let signing = GitSigning.options(keyFile: team.eddie.keyFile.path)
+        try gitOK(["fetch", "--quiet", "origin"], in: fork)
+        let old = try gitOK(["rev-parse", "HEAD"], in: fork)
+
+        // 1. Back to Admin through the merge.
+        try mergeWithGit(in: fork, "origin/main", signedWith: team.eddie.keyFile) { try self.editMember("eddie", in: $0) { $0["role"] = "admin" } }
+        XCTAssertEqual(try gitOK(["rev-parse", "HEAD^1"], in: fork), old, "the first parent is from before the demotion")
+        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: fork)
+        let promoted = try gitOK(["rev-parse", "HEAD"], in: fork)
+        try assertRefused(team, commit: promoted, mentions: ["by eddie@laptop changes .concord/members/eddie.json",
+                                                             "a merge changes member and invitation files only as merging its parents does"])
+
+        // 2. A vocabulary edit in the merge, beyond what either parent had.
+        try gitOK(["update-ref", "refs/heads/main", demotion], in: team.remote.bare)
+        try gitOK(["reset", "--quiet", "--hard", old], in: fork)
+        try mergeWithGit(in: fork, demotion, signedWith: team.eddie.keyFile) { fork in
+            try self.replace(#""label": "puzzle""#, with: #""label": "demoted""#, in: try self.recordFile("vocabulary", "puzzle", in: fork))
+        }
+        try gitOK(["push", "--quiet", "--force", "origin", "HEAD:main"], in: fork)
+        let edited = try gitOK(["rev-parse", "HEAD"], in: fork)
+        try assertRefused(team, commit: edited, mentions: ["by eddie@laptop changes vocabulary/puzzle", "Viewers may not write vocabulary"])
+
+        // 3. The policy merge itself, signed by the demoted Viewer, is taken: nothing in it is his to choose.
+        try gitOK(["update-ref", "refs/heads/main", demotion], in: team.remote.bare)
+        try gitOK(["reset", "--quiet", "--hard", old], in: fork)
+        try gitOK(signing + ["merge", "-S", "--quiet", "--no-ff", "--no-edit", demotion], in: fork)
+        try gitOK(["push", "--quiet", "--force", "origin", "HEAD:main"], in: fork)
+        try assertAccepted(team, commit: try gitOK(["rev-parse", "HEAD"], in: fork))
+        XCTAssertTrue(try concordOK(["members"], as: team.alice, in: team.aliceProfile).contains("viewer"))
+    }
+
+    /// Eddie, an Admin, keeps a copy from before Alice revokes him and adds an alias there,
+    /// `eddie2 --role admin` (valid at that parent, signed by Eddie). He then merges main, revocation
+    /// included, signed by eddie2. Merged file by file, eddie2 would be an active Admin; resolved, an
+    /// Admin's membership changes concurrent with his revocation fall, and eddie2 with them: the
+    /// merge's signer is not active in the merged membership. A policy merge an honest member makes
+    /// of the same two parents holds eddie2 revoked with no keys, and is taken.
+    func testARevokedAdminsAliasMadeOnAnOldForkFallsWithHim() throws {
+        let (team, fork) = try eddieAsAdminWithAFork()
+        let revocation = try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
+            try editMember("eddie", in: clone) { $0["status"] = "revoked" }
+        }
+        try assertAccepted(team, commit: revocation)
+        let aliasKeyFile = sandbox.appendingPathComponent("eddie2_key")
+        let aliasKey = try GitSigning.makeKey(at: aliasKeyFile, comment: "eddie2@laptop", environment: environment())
+        let alias = try commitWithGit(in: fork, signedWith: team.eddie.keyFile, message: "add eddie2") { clone in
+            try self.writeActiveMember("eddie2", role: "admin", publicKey: aliasKey, addedBy: "eddie", in: clone)
+        }
+        try gitOK(["fetch", "--quiet", "origin"], in: fork)
+        try gitOK(GitSigning.options(keyFile: aliasKeyFile.path) + ["merge", "-S", "--quiet", "--no-ff", "--no-edit", revocation], in: fork)
+        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: fork)
+        let merge = try gitOK(["rev-parse", "HEAD"], in: fork)
+        XCTAssertEqual(try gitOK(["rev-parse", "HEAD^1"], in: fork), alias)
+        try assertRefused(team, commit: merge, mentions: ["by eddie2@laptop", "eddie2 is revoked in the merged membership"])
+
+        // Alice's own merge of the alias commit (`concord merge`): eddie2's file is kept, as the
+        // format keeps member files, but admits nobody; every device takes the merge.
+        try gitOK(["update-ref", "refs/heads/main", revocation], in: team.remote.bare)
+        try gitOK(["fetch", "--quiet", fork.path, alias], in: team.aliceProfile)
+        try concordOK(["merge", alias], as: team.alice, in: team.aliceProfile)
+        let aliasFile = try String(contentsOf: team.aliceProfile.appendingPathComponent(".concord/members/eddie2.json"), encoding: .utf8)
+        XCTAssertTrue(aliasFile.contains(#""status": "revoked""#), aliasFile)
+        XCTAssertFalse(aliasFile.contains("ssh-ed25519"), aliasFile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        let umaProfile = try cloneProfile(team.uma, from: team.remote, into: "uma")
+        XCTAssertEqual(try revParse("HEAD", in: umaProfile), try revParse("HEAD", in: team.aliceProfile))
+        try concordOK(["verify"], as: team.uma, in: umaProfile)
+    }
+
+    /// A merge of three parents is refused, whoever signs it: concord never makes one, and judging one
+    /// against a parent its signer picked is what let authority through.
+    func testAnOctopusMergeIsRefused() throws {
+        let team = try makeAccessTeam()
+        let clone = sandbox.appendingPathComponent("octopus")
+        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, clone.path])
+        fsckAtEnd.append(clone)
+        let octopus = try octopusWithGit(in: clone, signedWith: team.alice.keyFile)
+        try gitOK(["push", "--quiet", "origin", "\(octopus):refs/heads/main"], in: clone)
+        try assertRefused(team, commit: octopus, mentions: ["by alice@laptop", "merges 3 parents"])
+    }
+
+    /// A Viewer lists Alice's public key as a device of their own: from then on Alice's key would
+    /// resolve to the Viewer, and Alice's revocation of them would be refused everywhere. Refused,
+    /// as is giving a revoked member's key to another.
+    func testAMemberCannotTakeAnotherMembersKey() throws {
+        let team = try makeAccessTeam()
+        let taken = try pushWithGit(team, signedWith: team.vera.keyFile) { clone in
+            try editMember("vera", in: clone) { member in
+                member["keys"] = (member["keys"] as? [Any] ?? []) + [["device": "stolen", "publicKey": team.alice.publicKeyLine]]
+            }
+        }
+        try assertRefused(team, commit: taken, mentions: ["by vera@tablet changes .concord/members/vera.json", "of alice's device laptop",
+                                                          "a key belongs to one member"])
+        // Nor may an Admin hand one member's key to another.
+        try gitOK(["update-ref", "refs/heads/main", try revParse("HEAD", in: team.aliceProfile)], in: team.remote.bare)
+        let handed = try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
+            try editMember("uma", in: clone) { member in
+                member["keys"] = (member["keys"] as? [Any] ?? []) + [["device": "shared", "publicKey": team.eddie.publicKeyLine]]
+            }
+        }
+        try assertRefused(team, commit: handed, mentions: ["by alice@laptop changes .concord/members/uma.json", "of eddie's device laptop"])
+        // Alice's revocation of Vera still goes through afterwards, signed by Alice.
+        try gitOK(["update-ref", "refs/heads/main", try revParse("HEAD", in: team.aliceProfile)], in: team.remote.bare)
+        try concordOK(["revoke", "vera"], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+    }
+
+    /// Eddie (Editor) writes vocabulary/puzzle with plain git, its stamp naming Alice and its
+    /// Concord-Clock matching nothing; Alice, offline, edits the label later and merges: the lost
+    /// write is reported as Eddie's, from the commit that introduced it. Then Eddie's later write,
+    /// stamped as Uma's, wins over Alice's next edit: the winner reported is Eddie, not Uma. Names
+    /// in stamps and clock trailers are their writer's choice; who made a write is the checked
+    /// author of the commit that introduced it.
+    func testALostWriteIsItsCommitsAuthorsWhateverItsStampSays() throws {
+        let team = try makeAccessTeam()
+        func forge(label: String, by name: String, device: String, at stamp: String, clock: String) throws -> String {
+            try pushWithGit(team, signedWith: team.eddie.keyFile,
+                            message: "vocabulary/puzzle: updated\n\nConcord-Actor: eddie\nConcord-Device: laptop\nConcord-Clock: \(clock)") { clone in
+                let file = try recordFile("vocabulary", "puzzle", in: clone)
+                var text = try String(contentsOf: file, encoding: .utf8)
+                for (field, value) in [("label", label), ("updatedAt", stamp), ("updatedBy", name), ("device", device)] {
+                    let range = try XCTUnwrap(text.range(of: #""\#(field)": "[^"]*""#, options: .regularExpression), field)
+                    text.replaceSubrange(range, with: #""\#(field)": "\#(value)""#)
+                }
+                try text.write(to: file, atomically: true, encoding: .utf8)
+            }
+        }
+        func lost() throws -> [[String: Any]] {
+            let text = try concordOK(["conflicts", "--json"], as: team.alice, in: team.aliceProfile)
+            return try XCTUnwrap(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]], text)
+        }
+        let forged = try forge(label: "eddie's", by: "alice", device: "laptop", at: "2026-01-01T09:00:00.000Z-0000",
+                               clock: "2020-01-01T00:00:00.000Z-0000")
+        try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"alice's"}"#], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        var entries = try lost()
+        XCTAssertEqual(entries.count, 1, "\(entries)")
+        var loser = try XCTUnwrap(entries.first?["loser"] as? [String: Any])
+        XCTAssertEqual(loser["member"] as? String, "eddie", "\(entries)")
+        XCTAssertEqual(loser["commit"] as? String, forged, "\(entries)")
+        XCTAssertTrue(try concordOK(["conflicts", "--mine"], as: team.alice, in: team.aliceProfile).contains("no lost writes match"))
+
+        // Eddie's next write, stamped an hour ahead as Uma's, beats Alice's concurrent edit.
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let ahead = formatter.string(from: Date().addingTimeInterval(3_600)) + "-0000"
+        try forge(label: "eddie's again", by: "uma", device: "tablet", at: ahead, clock: ahead)
+        try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"alice's again"}"#], as: team.alice, in: team.aliceProfile)
+        let told = try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        XCTAssertTrue(told.contains("your edit of vocabulary/puzzle (label) lost to eddie's edit"), told)
+        let all = try lost()
+        entries = all.filter { ($0["loser"] as? [String: Any])?["member"] as? String == "alice" }
+        XCTAssertEqual(entries.count, 1, "\(all)")
+        let winner = try XCTUnwrap(entries.first?["winner"] as? [String: Any])
+        XCTAssertEqual(winner["member"] as? String, "eddie", "\(entries)")
+        loser = try XCTUnwrap(entries.first?["loser"] as? [String: Any])
+        XCTAssertEqual(loser["commit"] as? String, try gitOK(["rev-parse", "HEAD^1"], in: team.aliceProfile), "alice's own commit")
+    }
+
+    /// Uma (User) appends an entry of her own carrying the id of Alice's entry, stamped earlier.
+    /// Alice, who appended on the same day meanwhile, merges: both entries stay (an entry is its
+    /// author's id), where one entry per id kept Uma's and lost Alice's. An entry whose `by` is not
+    /// its signer is refused, an Admin's included; one author's id twice in a log file is refused.
+    func testALogEntryIsItsAuthorsAndNobodyShadowsAnother() throws {
+        let team = try makeAccessTeam()
+        let day = Self.logDay
+        func append(_ by: String, _ id: String, _ time: String, _ text: String) -> (URL) throws -> Void {
+            appendLogEntry(by: by, id: id, at: time, text: text)
+        }
+        try assertAccepted(team, commit: try pushWithGit(team, signedWith: team.alice.keyFile, append("alice", "q1", "10:00:00", "question")))
+        try pushWithGit(team, signedWith: team.uma.keyFile, append("uma", "q1", "09:00:00", "forged"))
+        // Alice's own entry of that day, committed on her device (with plain git: her clock is months later).
+        try commitWithGit(in: team.aliceProfile, signedWith: team.alice.keyFile, append("alice", "a2", "11:00:00", "local"))
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        XCTAssertEqual(try gitOK(["rev-list", "--count", "--merges", "-1", "HEAD"], in: team.aliceProfile), "1", "Alice merged")
+        let file = try String(contentsOf: team.aliceProfile.appendingPathComponent(day), encoding: .utf8)
+        for text in ["question", "forged", "local"] { XCTAssertTrue(file.contains(text), "\(text) in \(file)") }
+        let merged = try revParse("HEAD", in: team.aliceProfile)
+
+        let twice = try pushWithGit(team, signedWith: team.uma.keyFile, append("uma", "q1", "09:30:00", "again"))
+        try assertRefusedAsInvalid(team, commit: twice, mentions: [day, "log entry q1 by uma appears twice"])
+        try gitOK(["update-ref", "refs/heads/main", merged], in: team.remote.bare)
+        let inUmasName = try pushWithGit(team, signedWith: team.alice.keyFile, append("uma", "u2", "11:30:00", "said by alice"))
+        try assertRefused(team, commit: inUmasName, mentions: ["by alice@laptop", "alice may only add entries of their own"])
+    }
+
+    /// A refusal echoes names a remote chose (here an unsigned commit's author) with its control
+    /// characters escaped: no escape sequence reaches the terminal.
+    func testARefusalEscapesControlCharactersFromTheRemote() throws {
+        let team = try makeAccessTeam()
+        let clone = sandbox.appendingPathComponent("escapes")
+        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, clone.path])
+        fsckAtEnd.append(clone)
+        try replace(#""label": "puzzle""#, with: #""label": "x""#, in: try recordFile("vocabulary", "puzzle", in: clone))
+        try gitOK(["commit", "--no-gpg-sign", "--quiet", "--author", "evil\u{1B}]0;owned\u{07}\u{202E}name <e@example.com>", "-am", "x"], in: clone)
+        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: clone)
+        let commit = try gitOK(["rev-parse", "HEAD"], in: clone)
+        let result = try concordWithDeadline(["sync"], as: team.alice, in: team.aliceProfile)
+        assertOneLineRefusal(result, status: 5, mentions: [String(commit.prefix(7)), #"evil\u{1B}]0;owned\u{7}\u{202E}name"#])
+        XCTAssertFalse(result.stderr.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x202E })
+    }
+
+    /// Plain git's view keeps a revoked member's keys, valid only before the revocation, so `git
+    /// verify-commit` still accepts their earlier commits; `concord log` reads each commit against
+    /// the membership it was judged by, so a member who left (their keys removed) still signed
+    /// theirs, and a commit whose author field names someone its key does not belong to is the key's.
+    func testRevokedAndDepartedMembersEarlierCommitsStillVerify() throws {
+        let team = try makeAccessTeam()
+        let eddieProfile = try cloneProfile(team.eddie, from: team.remote, into: "eddie")
+        try concordOK(["put", "vocabulary/cookie", "--json", #"{"label":"cookie"}"#], as: team.eddie, in: eddieProfile)
+        try concordOK(["sync"], as: team.eddie, in: eddieProfile)
+        let eddies = try revParse("HEAD", in: eddieProfile)
+        let umaProfile = try cloneProfile(team.uma, from: team.remote, into: "uma")
+        try concordOK(["append", "logs", "--json", #"{"symbol":"puzzle"}"#], as: team.uma, in: umaProfile)
+        try concordOK(["leave"], as: team.uma, in: umaProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        try concordOK(["revoke", "eddie"], as: team.alice, in: team.aliceProfile)
+        try gitOK(["verify-commit", eddies], in: team.aliceProfile)
+        let log = try concordOK(["log"], as: team.alice, in: team.aliceProfile)
+        let umaLines = log.split(separator: "\n").filter { $0.contains("uma@") }
+        XCTAssertFalse(umaLines.isEmpty, log)
+        for line in umaLines { XCTAssertTrue(line.contains("[signature: good]"), String(line)) }
+        // A commit authored as alice but signed by Vera's key is Vera's.
+        let clone = sandbox.appendingPathComponent("forged-author")
+        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, clone.path])
+        fsckAtEnd.append(clone)
+        try gitOK(GitSigning.options(keyFile: team.vera.keyFile.path)
+                  + ["commit", "-S", "--allow-empty", "--quiet", "--author", "alice <alice@example.com>", "-m", "said by alice"], in: clone)
+        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: clone)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        XCTAssertFalse(try concordOK(["log", "--member", "alice"], as: team.alice, in: team.aliceProfile).contains("said by alice"))
+        XCTAssertTrue(try concordOK(["log", "--member", "vera"], as: team.alice, in: team.aliceProfile).contains("vera@"))
+    }
+
+    /// A device never publishes what it would refuse: an unsigned commit made with plain git in
+    /// Alice's copy stops her sync (exit 5, nothing sent); set aside as docs/sync.md says, the next
+    /// sync goes through.
+    func testASyncNeverPublishesACommitItWouldRefuse() throws {
+        let team = try makeAccessTeam()
+        let remoteBefore = try gitOK(["rev-parse", "refs/heads/main"], in: team.remote.bare)
+        let unsigned = try commitWithGit(in: team.aliceProfile, signedWith: nil, message: "by hand") { profile in
+            try replace(#""label": "puzzle""#, with: #""label": "unsigned""#, in: try recordFile("vocabulary", "puzzle", in: profile))
+        }
+        let result = try concordWithDeadline(["sync"], as: team.alice, in: team.aliceProfile)
+        assertOneLineRefusal(result, status: 5, mentions: ["this device's commit \(unsigned.prefix(7)) would be refused by every other device",
+                                                           "not signed", "nothing was sent"])
+        XCTAssertEqual(try gitOK(["rev-parse", "refs/heads/main"], in: team.remote.bare), remoteBefore, "nothing was pushed")
+        try gitOK(["branch", "aside", "main"], in: team.aliceProfile)
+        try gitOK(["reset", "--quiet", "--keep", "origin/main"], in: team.aliceProfile)
+        try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"signed"}"#], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        XCTAssertEqual(try gitOK(["rev-parse", "refs/heads/main"], in: team.remote.bare), try revParse("HEAD", in: team.aliceProfile))
+        XCTAssertEqual(try gitOK(["rev-parse", "aside"], in: team.aliceProfile), unsigned, "the set-aside commit is kept")
+    }
+
+    /// Revocation is final on the revoked device: cloning the profile again says "access removed",
+    /// exits 4 and leaves no copy.
+    func testARevokedMembersCloneLeavesNoCopy() throws {
+        let team = try makeAccessTeam()
+        try concordOK(["revoke", "eddie"], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        let target = sandbox.appendingPathComponent("eddie-again")
+        let result = try concordWithDeadline(["clone", team.remote.url, target.path], as: team.eddie, in: sandbox)
+        assertOneLineRefusal(result, status: 4, mentions: ["access removed: alice revoked your access to"])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: target.path), "no copy is left")
+    }
+
+    /// The access team with Eddie promoted to Admin by Alice, and a plain git clone of that main:
+    /// the copy Eddie keeps.
+    private func eddieAsAdminWithAFork() throws -> (AccessTeam, URL) {
+        let team = try makeAccessTeam()
+        try assertAccepted(team, commit: try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
+            try editMember("eddie", in: clone) { $0["role"] = "admin" }
+        })
+        let fork = sandbox.appendingPathComponent("eddie-fork")
+        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
+        fsckAtEnd.append(fork)
+        return (team, fork)
+    }
+
+    /// Like `assertRefused`, for a commit refused by the structural check (`invalid commit`).
+    /// A link's holder cannot un-admit, after the fact, the member who accepted it: Vera accepts
+    /// Dana's used link on a fork from before Dana's acceptance, and merging that fork with main
+    /// (which would leave neither admitted and drop what Dana did since) is refused by concord's merge
+    /// and, made by hand, by every device. Nor can a member Dana revoked, by the same means, undo it.
+    func testALinkHolderCannotUnadmitTheMemberWhoAcceptedIt() throws {
+        let team = try makeAccessTeam()
+        let link = try share(["dana", "--role", "admin"], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        let shared = try revParse("HEAD", in: team.aliceProfile)
+        let dana = try makeDevice("dana", device: "phone")
+        let danaProfile = sandbox.appendingPathComponent("dana")
+        try concordOK(["accept", link, danaProfile.path], as: dana)
+        fsckAtEnd.append(danaProfile)
+        try concordOK(["revoke", "vera"], as: dana, in: danaProfile)
+        try concordOK(["sync"], as: dana, in: danaProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        let main = try revParse("HEAD", in: team.aliceProfile)
+
+        let fork = sandbox.appendingPathComponent("fork")
+        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
+        fsckAtEnd.append(fork)
+        try gitOK(["checkout", "--quiet", "-B", "fork", shared], in: fork)
+        let stolen = try acceptWithAStolenLink(link, as: "dana", in: fork, profileID: try profileID(of: team.aliceProfile)).commit
+        // concord's own merge refuses to bring the two acceptances together.
+        try gitOK(["fetch", "--quiet", fork.path, "fork:refs/peers/fork"], in: team.aliceProfile)
+        assertOneLineRefusal(try concord(["merge", "refs/peers/fork"], as: team.alice, in: team.aliceProfile),
+                             mentions: ["the invitation for dana cannot be accepted", "accepted on two devices with different keys"])
+        XCTAssertEqual(try revParse("HEAD", in: team.aliceProfile), main)
+        // By hand, signed by Vera (revoked by Dana: whom the merge would bring back) or by Uma.
+        for key in [team.vera.keyFile, team.uma.keyFile] {
+            try gitOK(["reset", "--quiet", "--hard", stolen], in: fork)
+            try gitOK(["fetch", "--quiet", "origin"], in: fork)
+            let merge = try mergeWithGit(in: fork, "origin/main", signedWith: key, strategy: ["-X", "theirs"])
+            try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: fork)
+            try assertRefused(team, commit: merge, mentions: ["merges two acceptances of the invitation for dana"])
+            try gitOK(["update-ref", "refs/heads/main", main], in: team.remote.bare)   // the remote as it was
+        }
+        let members = try concordOK(["members"], as: team.alice, in: team.aliceProfile)
+        XCTAssertTrue(members.contains("dana  admin  active"), members)
+        XCTAssertTrue(members.contains("vera  viewer  revoked"), members)
+    }
+
+    /// A demoted Admin who merges two branches of an old copy, loosening kinds.json inside that merge
+    /// (valid there: he was an Admin in both its parents), gains nothing when that history meets main:
+    /// the change is his, made concurrently with his demotion, and left out; his plain git merge that
+    /// keeps it is refused.
+    func testADemotedAdminsKindsChangeInsideAMergeOnAnOldForkIsRefused() throws {
+        let team = try makeAccessTeam()
+        try assertAccepted(team, commit: try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
+            try self.editMember("eddie", in: clone) { $0["role"] = "admin" }
+        })
+        let fork = sandbox.appendingPathComponent("eddie-fork")
+        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
+        fsckAtEnd.append(fork)
+        let demotion = try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
+            try self.editMember("eddie", in: clone) { $0["role"] = "viewer" }
+        }
+        try assertAccepted(team, commit: demotion)
+        let kindsBefore = try String(contentsOf: team.aliceProfile.appendingPathComponent(".concord/kinds.json"), encoding: .utf8)
+        let signing = GitSigning.options(keyFile: team.eddie.keyFile.path)
+        try gitOK(["checkout", "--quiet", "-b", "side"], in: fork)
+        try gitOK(signing + ["commit", "-S", "--quiet", "--allow-empty", "-m", "empty"], in: fork)
+        try gitOK(["checkout", "--quiet", "main"], in: fork)
+        try mergeWithGit(in: fork, "side", signedWith: team.eddie.keyFile) { fork in
+            try self.replace(#""writers": "admin""#, with: #""writers": "viewer""#, in: fork.appendingPathComponent(".concord/kinds.json"))
+        }
+        try gitOK(["fetch", "--quiet", "origin"], in: fork)
+        let merge = try mergeWithGit(in: fork, "origin/main", signedWith: team.eddie.keyFile)
+        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: fork)
+        try assertRefused(team, commit: merge, mentions: ["by eddie@laptop changes .concord/kinds.json"])
+        XCTAssertEqual(try String(contentsOf: team.aliceProfile.appendingPathComponent(".concord/kinds.json"), encoding: .utf8), kindsBefore)
+    }
+
+    /// An Admin revoked while offline loosens who writes vocabulary, and a Viewer writes it on top:
+    /// the kinds change falls with the Admin, and the Viewer's write, which only it allowed, with it.
+    func testAViewersWriteThatOnlyARevokedAdminsConcurrentKindsChangeAllowedIsLeftOut() throws {
+        let team = try makeAccessTeam()
+        try assertAccepted(team, commit: try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
+            try self.editMember("eddie", in: clone) { $0["role"] = "admin" }
+        })
+        try concordOK(["revoke", "eddie"], as: team.alice, in: team.aliceProfile)
+        try pushWithGit(team, signedWith: team.eddie.keyFile) { clone in
+            try self.replace(#""writers": "editor""#, with: #""writers": "viewer""#, in: clone.appendingPathComponent(".concord/kinds.json"))
+        }
+        try pushWithGit(team, signedWith: team.vera.keyFile) { clone in
+            try self.replace(#""label": "puzzle""#, with: #""label": "by vera""#, in: try self.recordFile("vocabulary", "puzzle", in: clone))
+        }
+        let synced = try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        XCTAssertTrue(synced.contains("left out: .concord/kinds.json: eddie's change"), synced)
+        XCTAssertTrue(synced.contains("vera's change"), synced)
+        XCTAssertTrue(try String(contentsOf: team.aliceProfile.appendingPathComponent(".concord/kinds.json"), encoding: .utf8)
+                        .contains(#""writers": "editor""#), "eddie's kinds change is left out")
+        let puzzle = try String(contentsOf: try recordFile("vocabulary", "puzzle", in: team.aliceProfile), encoding: .utf8)
+        XCTAssertFalse(puzzle.contains("by vera"), "a Viewer's write that only the fallen kinds change allowed: \(puzzle)")
+        XCTAssertTrue(try concordOK(["verify"], as: team.alice, in: team.aliceProfile).contains("verified"))
+    }
+
+    private func assertRefusedAsInvalid(_ team: AccessTeam, commit: String, mentions: [String],
+                                        file: StaticString = #filePath, line: UInt = #line) throws {
+        let before = try workTreeSnapshot(team.aliceProfile)
+        let result = try concordWithDeadline(["sync"], as: team.alice, in: team.aliceProfile)
+        assertOneLineRefusal(result, status: 5, mentions: ["invalid commit \(commit.prefix(7))"] + mentions, file: file, line: line)
+        XCTAssertEqual(try workTreeSnapshot(team.aliceProfile), before, "HEAD, status and files unchanged", file: file, line: line)
+    }
+}

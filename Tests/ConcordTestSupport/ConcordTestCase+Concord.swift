@@ -1,0 +1,89 @@
+// See ConcordTestCase.swift: only where XCTest is.
+#if canImport(XCTest)
+import Foundation
+import XCTest
+
+/// The `concord` binary run as a simulated device. Every runner comes twice: without `clock:` it runs
+/// under the test class's `defaultClock`, with `clock:` under that one (nil: CONCORD_CLOCK unset).
+extension ConcordTestCase {
+    /// The environment `device` runs concord with (see `environment(_:)`), under the class's clock.
+    package func concordEnvironment(_ device: TestDevice?) -> [String: String] {
+        concordEnvironment(device, clock: Self.defaultClock)
+    }
+
+    /// The environment `device` runs concord with (see `environment(_:)`); `clock` sets CONCORD_CLOCK.
+    package func concordEnvironment(_ device: TestDevice?, clock: String?) -> [String: String] {
+        var extra = [String: String]()
+        if let device { extra["CONCORD_HOME"] = device.home.path }
+        if let clock { extra["CONCORD_CLOCK"] = clock }
+        return environment(extra)
+    }
+
+    /// Runs `concord arguments` as `device` in `directory` (the sandbox when nil), with `input` on its standard input.
+    @discardableResult
+    package func concord(_ arguments: [String], as device: TestDevice?, in directory: URL? = nil, input: Data? = nil,
+                         file: StaticString = #filePath, line: UInt = #line) throws -> RunResult {
+        try concord(arguments, as: device, in: directory, clock: Self.defaultClock, input: input, file: file, line: line)
+    }
+
+    @discardableResult
+    package func concord(_ arguments: [String], as device: TestDevice?, in directory: URL? = nil, clock: String?, input: Data? = nil,
+                         file: StaticString = #filePath, line: UInt = #line) throws -> RunResult {
+        try ProcessRunner.run(try ConcordBinary.required(), arguments,
+                              environment: concordEnvironment(device, clock: clock), in: directory ?? sandbox, input: input)
+    }
+
+    /// `concord`, failing the test unless it exits 0; returns its trimmed stdout.
+    @discardableResult
+    package func concordOK(_ arguments: [String], as device: TestDevice?, in directory: URL? = nil, input: Data? = nil,
+                           file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        try concordOK(arguments, as: device, in: directory, clock: Self.defaultClock, input: input, file: file, line: line)
+    }
+
+    @discardableResult
+    package func concordOK(_ arguments: [String], as device: TestDevice?, in directory: URL? = nil, clock: String?, input: Data? = nil,
+                           file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let result = try concord(arguments, as: device, in: directory, clock: clock, input: input, file: file, line: line)
+        return assertSucceeded(result, arguments, file: file, line: line).trimmedStdout
+    }
+
+    /// `concordOK` under the class's clock, returning all concord printed.
+    @discardableResult
+    package func concordOKResult(_ arguments: [String], as device: TestDevice?, in directory: URL? = nil, input: Data? = nil,
+                                 file: StaticString = #filePath, line: UInt = #line) throws -> RunResult {
+        assertSucceeded(try concord(arguments, as: device, in: directory, input: input, file: file, line: line), arguments, file: file, line: line)
+    }
+
+    /// `result`, failing the test unless concord exited 0.
+    private func assertSucceeded(_ result: RunResult, _ arguments: [String], file: StaticString, line: UInt) -> RunResult {
+        XCTAssertEqual(result.status, 0, "concord \(arguments.joined(separator: " ")) failed: \(result.summary)", file: file, line: line)
+        return result
+    }
+
+    /// Runs `concord arguments` as `device`, killing it after `seconds` (a hang is a failure, not
+    /// a stuck test run); `timedOut` says whether it had to be killed.
+    package func concordWithDeadline(_ arguments: [String], as device: TestDevice, in directory: URL, seconds: Double = 60,
+                                     environment extra: [String: String] = [:]) throws -> RunResult {
+        try ProcessRunner.run(try ConcordBinary.required(), arguments, environment: concordEnvironment(device).merging(extra) { $1 },
+                              in: directory, deadline: seconds)
+    }
+
+    /// `device`'s proof of possession of its key for the profile in `profile` and `member` (its own
+    /// member name when nil), as `concord identity prove` prints it there.
+    package func keyProof(of device: TestDevice, for profile: URL, member: String? = nil,
+                          file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let info = try JSONSerialization.jsonObject(with: Data(contentsOf: profile.appendingPathComponent(".concord/profile.json"))) as? [String: Any]
+        let id = try XCTUnwrap(info?["id"] as? String, file: file, line: line)
+        return try concordOK(["identity", "prove", id] + (member.map { ["--member", $0] } ?? []), as: device, file: file, line: line)
+    }
+
+    /// A device with a new identity (`concord identity new`) in `<sandbox>/home-<member>-<device>`.
+    package func makeDevice(_ member: String, device: String = "laptop", file: StaticString = #filePath, line: UInt = #line) throws -> TestDevice {
+        let home = sandbox.appendingPathComponent("home-\(member)-\(device)")
+        let partial = TestDevice(member: member, device: device, home: home)
+        try concordOK(["identity", "new", "--name", member, "--device", device], as: partial, file: file, line: line)
+        let key = try concordOK(["identity", "show", "--public-key"], as: partial, file: file, line: line)
+        return TestDevice(member: member, device: device, home: home, publicKeyLine: key)
+    }
+}
+#endif
