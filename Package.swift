@@ -1,7 +1,8 @@
 // swift-tools-version:6.0
 // Concord: an offline-first, file-based sync kit. Layers depend downward only:
-//   concord (CLI) → ConcordServer → ConcordKit → ConcordTrust, ConcordGit, ConcordModel, ConcordKeyIndex;
+//   concord (CLI) → ConcordServer → ConcordKit → ConcordRules, ConcordTrust, ConcordGit, ConcordModel, ConcordKeyIndex;
 //   apps link ConcordKit alone: the server (ConcordServer) is the CLI's, not theirs;
+//   ConcordRules → ConcordModel, ConcordTrust (the validity rule: no libgit2, no I/O);
 //   concord-lookup → ConcordKeyIndex (the Swift standard library alone);
 //   ConcordGit → CLibgit2, CLibgit2Startup, CLibssh2, ConcordGitFormats → CShims
 import PackageDescription
@@ -42,6 +43,9 @@ let package = Package(
         .target(name: "ConcordModel"),
         // ConcordTrust: Ed25519 identities as OpenSSH keys, SSHSIG signing and verification.
         .target(name: "ConcordTrust", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // ConcordRules: the validity rule as pure functions of values (no libgit2, no I/O): profile documents,
+        // membership, the access rule, acceptances, key proofs, the structural checks, the membership replay.
+        .target(name: "ConcordRules", dependencies: ["ConcordModel", "ConcordTrust"]),
         // ConcordKeyIndex: a server's keys.index (header, lines, who is let in) and sshd's key lookup from it;
         // no Foundation, no libgit2, so concord-lookup starts fast.
         .target(name: "ConcordKeyIndex"),
@@ -49,7 +53,7 @@ let package = Package(
         .target(
             name: "ConcordKit",
             dependencies: [
-                "ConcordGit", "ConcordModel", "ConcordTrust", "ConcordKeyIndex",
+                "ConcordGit", "ConcordModel", "ConcordRules", "ConcordTrust", "ConcordKeyIndex",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -73,6 +77,8 @@ let package = Package(
 
         // ConcordModelTests: canonical JSON, records, kinds, the clock and the merge policies, in process.
         .testTarget(name: "ConcordModelTests", dependencies: ["ConcordModel", "ConcordTestSupport"]),
+        // ConcordRulesTests: the validity rule on its own, from values (no repository): every role, kind and check.
+        .testTarget(name: "ConcordRulesTests", dependencies: ["ConcordRules", "ConcordModel", "ConcordTrust"]),
         // ConcordTrustTests: identities, OpenSSH key files and SSHSIG signatures against published vectors.
         .testTarget(name: "ConcordTrustTests", dependencies: ["ConcordTrust", "ConcordTestSupport"]),
         // ConcordGitFormatsTests: git's formats in pure Swift (no libgit2), judged by zlib and the git CLI.
@@ -80,7 +86,7 @@ let package = Package(
         // ConcordGitTests: the libgit2 layer: repositories, trees, commits, packs, transfers, the quarantine.
         .testTarget(name: "ConcordGitTests",
                     dependencies: ["ConcordGit", "ConcordGitFormats", "ConcordTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
-        // ConcordKitTests: the engine in process: profiles, the access rule, convergence, history, limits.
+        // ConcordKitTests: the engine in process: profiles, the validity rule on real histories, convergence, history, limits.
         .testTarget(name: "ConcordKitTests",
                     dependencies: ["ConcordKit", "ConcordTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         // ConcordCLITests: the concord binary on one device: commands, bad input, help, docs' console blocks, git interop.

@@ -59,7 +59,7 @@ struct ServerDeletion: Sendable {
             throw ConcordError.corruptRecord(path: path, reason: "missing notice or members")
         }
         return ServerDeletion(notice: try DeletionNotice(bytes: notice.canonicalBytes(), source: path),
-                              members: try members.map { try Member.decode($0.canonicalBytes(), path: path) })
+                              members: try members.map { member in try readDocument { try Member.decode(member.canonicalBytes(), path: path) } })
     }
 }
 

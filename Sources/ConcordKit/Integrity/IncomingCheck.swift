@@ -1,5 +1,6 @@
 import ConcordGit
 import ConcordModel
+import ConcordRules
 
 /// The structural rule every commit fetched or cloned from a remote must pass before anything is
 /// merged or checked out. A remote is hostile until proven otherwise: whoever can push (any
@@ -179,41 +180,10 @@ package struct IncomingCheck {
     private func checkContent(_ file: ProfilePathRules.File, blob: ObjectID, old: ObjectID?, path: String, kinds: KindsTable,
                               profileID: inout String?, _ refuse: (String?, String) -> ConcordError) throws {
         let bytes = try read(blob, limit: file.limit, path: path, refuse)
-        switch file {
-        case .profileInfo:
-            let info: ProfileInfo
-            do { info = try ProfileInfo.decode(bytes) } catch { throw refuse(path, "unreadable") }
-            if info.formatVersion > concordFormatVersion {
-                throw refuse(path, "it is of data format \(info.formatVersion), newer than this concord reads (\(concordFormatVersion)): upgrade concord")
-            }
-            if info.formatVersion < oldestReadableFormatVersion {
-                throw refuse(path, "it is of data format \(info.formatVersion), older than any this concord reads (\(oldestReadableFormatVersion))")
-            }
-            // A profile's format only moves up: `concord upgrade` (an Admin's signed commit) or the first open
-            // invitation of a format 3 profile. Going back would drop the rules of the newer format.
-            if let old, let before = try? ProfileInfo.decode(try read(old, limit: file.limit, path: path, refuse)),
-               before.formatVersion > info.formatVersion {
-                throw refuse(path, "it changes the data format from \(before.formatVersion) back to \(info.formatVersion); a profile's format only moves up")
-            }
-            if let expected = profileID, info.id != expected {
-                throw refuse(path, "it names another profile (id \(info.id), this one is \(expected))")
-            }
-            profileID = info.id
-        case .member(let name):
-            let member: Member
-            do { member = try Member.decode(bytes, path: path) } catch { throw refuse(path, "unreadable member file") }
-            if member.name != name { throw refuse(path, "the file names member \(member.name)") }
-        case .invitation(let id):
-            let invitation: OpenInvitation
-            do { invitation = try OpenInvitation.decode(bytes, path: path) } catch { throw refuse(path, "unreadable open invitation") }
-            if invitation.id != id { throw refuse(path, "the file names open invitation \(invitation.id)") }
-            if invitation.role == .admin { throw refuse(path, "an open invitation cannot make Admins") }
-        case .gitattributes:
-            if bytes != Array(kinds.gitattributes().utf8) {
-                throw refuse(path, "it differs from what .concord/kinds.json generates (it would change how plain git merges)")
-            }
-        case .kinds, .conflictCopy, .record, .logDay:
-            break   // kinds.json was read above, records and logs are checked in bulk, a conflict copy is kept as it is
+        // The first parent's version matters to profile.json alone (its format only moves up).
+        let before: [UInt8]? = if file == .profileInfo, let old { try? read(old, limit: file.limit, path: path, refuse) } else { nil }
+        if let problem = DocumentRule.problem(file, bytes: bytes, path: path, kinds: kinds, before: before, profileID: &profileID) {
+            throw refuse(path, problem)
         }
     }
 

@@ -12,8 +12,6 @@ public struct Invitation: Sendable, Equatable {
     public static let prefix = "concord-invitation-1:"
     /// The SSHSIG namespace of the admin's signature over an invitation.
     static let namespace = "concord-invitation"
-    /// The SSHSIG namespace of the one-time key's signature binding an accepting device's key.
-    static let acceptanceNamespace = "concord-acceptance"
 
     public let url: String
     public let profileID: String
@@ -97,10 +95,5 @@ public struct Invitation: Sendable, Equatable {
         do { return try SSHSignature.verify(signature, message: signedBytes, namespace: Self.namespace) } catch {
             throw ConcordError.invalidInput("the invitation's signature is not valid (\(error.localizedDescription)): it was altered; ask for it again")
         }
-    }
-
-    /// What the one-time key signs to bind an accepting device's key: the root, the member, the key.
-    static func acceptanceMessage(root: String, member: String, key: SSHPublicKey) -> [UInt8] {
-        Array("\(root)\n\(member)\n\(key.line(comment: nil))\n".utf8)
     }
 }

@@ -78,8 +78,8 @@ extension Members {
                                           profileID: profile.info.id, signedBy: identity)]
             accepted.invitationKey = nil
             accepted.acceptance = SSHSignature.sign(
-                Invitation.acceptanceMessage(root: invitation.root, member: invitation.member, key: identity.key.publicKey),
-                with: oneTime, namespace: Invitation.acceptanceNamespace)
+                Acceptance.message(root: invitation.root, member: invitation.member, key: identity.key.publicKey),
+                with: oneTime, namespace: Acceptance.namespace)
         } else {
             guard pending.keys.contains(where: { $0.publicKey == identity.key.publicKey }) else {
                 throw refuse("it is for another key than this device's (\(identity.key.publicKey.fingerprint))")

@@ -15,7 +15,7 @@ public struct Members {
         return try names.filter { $0.hasSuffix(".json") }.sorted().map { name in
             let path = ProfilePaths.membersDirectory + "/" + name
             let bytes = try Array(Data(contentsOf: directory.appendingPathComponent(name)))
-            return try Member.decode(bytes, path: path)
+            return try readDocument { try Member.decode(bytes, path: path) }
         }
     }
 

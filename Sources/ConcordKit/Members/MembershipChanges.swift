@@ -85,7 +85,7 @@ extension Members {
             guard let entry = try profile.repository.entry(at: path, inTree: tree), entry.kind == .blob else { return nil }
             return try profile.repository.blob(entry.id)
         }
-        return try bytes.map { try Member.decode($0, path: path) }
+        return try bytes.map { bytes in try readDocument { try Member.decode(bytes, path: path) } }
     }
 
     /// Refuses with `accessRemoved` when `commit` (the remote's main) revokes `identity`'s member.

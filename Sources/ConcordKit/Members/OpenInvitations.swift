@@ -57,7 +57,7 @@ extension Members {
         let members = try list()
         return try names.filter { $0.hasSuffix(".json") }.sorted().map { name in
             let bytes = try Array(Data(contentsOf: directory.appendingPathComponent(name)))
-            let invitation = try OpenInvitation.decode(bytes, path: ProfilePaths.invitationsDirectory + "/" + name)
+            let invitation = try readDocument { try OpenInvitation.decode(bytes, path: ProfilePaths.invitationsDirectory + "/" + name) }
             return (invitation, invitation.used(by: members))
         }
     }
@@ -79,7 +79,7 @@ extension Members {
         guard let bytes else {
             throw refuse("the profile does not hold it: ask \(invitation.invitedBy) to run 'concord sync' and send it again")
         }
-        let document = try OpenInvitation.decode(bytes, path: path)
+        let document = try readDocument { try OpenInvitation.decode(bytes, path: path) }
         let oneTime: SigningKey
         do { oneTime = try SigningKey(openSSHPrivateKeyFile: oneTimeText) } catch { throw refuse("its one-time key is damaged") }
         guard document.role == invitation.role, document.uses == invitation.uses, document.expiresAt == invitation.expiresAt,
@@ -104,8 +104,8 @@ extension Members {
             keys: [KeyProof.key(device: identity.device, identity.key.publicKey, member: identity.member,
                                 profileID: profile.info.id, signedBy: identity)],
             addedBy: document.invitedBy, addedAt: HLClock.formatInstant(profile.environment.wallClock()),
-            acceptance: SSHSignature.sign(Invitation.acceptanceMessage(root: root, member: identity.member, key: identity.key.publicKey),
-                                          with: oneTime, namespace: Invitation.acceptanceNamespace),
+            acceptance: SSHSignature.sign(Acceptance.message(root: root, member: identity.member, key: identity.key.publicKey),
+                                          with: oneTime, namespace: Acceptance.namespace),
             invitation: id)
         // What every other device will check (`CommitAuthorizer`), checked here first.
         if let problem = Acceptance.openProblem(invitation: document, used: used, member: member, signer: identity.key.publicKey, root: root) {

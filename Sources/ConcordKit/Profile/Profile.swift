@@ -36,7 +36,7 @@ public final class Profile {
               let profileBytes = try? Data(contentsOf: profileFile) else {
             throw ConcordError.notAProfile(directory.path)
         }
-        let info = try ProfileInfo.decode(Array(profileBytes))
+        let info = try readDocument { try ProfileInfo.decode(Array(profileBytes)) }
         guard info.formatVersion <= concordFormatVersion else {
             throw ConcordError.newerFormat(found: info.formatVersion, supported: concordFormatVersion)
         }

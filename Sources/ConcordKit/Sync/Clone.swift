@@ -103,7 +103,7 @@ extension Profile {
                   try gitCall({ try fetched.objectHeader(entry.id).size }) <= ProfilePathRules.maxDocumentBytes else {
                 throw ConcordError.invalidInput("\(location.transportURL) is a git repository but not a Concord profile (no \(ProfilePaths.profile))")
             }
-            let found = try ProfileInfo.decode(try gitCall { try fetched.blob(entry.id) })
+            let found = try readDocument { try ProfileInfo.decode(try gitCall { try fetched.blob(entry.id) }) }
             guard found.formatVersion <= concordFormatVersion else {
                 throw ConcordError.newerFormat(found: found.formatVersion, supported: concordFormatVersion)
             }

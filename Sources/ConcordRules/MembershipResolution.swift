@@ -1,7 +1,5 @@
-import ConcordGit
 import ConcordModel
 import ConcordTrust
-import Foundation
 
 /// What merging two lines of history does to authority (docs/security.md, "Concurrent changes to
 /// membership"): membership is resolved, not merged file by file.
@@ -24,35 +22,34 @@ import Foundation
 /// The result is a function of the set of commits, whatever order devices merge them in. A file
 /// only fallen changes made stays, as the format keeps every member and invitation file, but admits
 /// nobody: a member file revoked with no keys, an open invitation withdrawn.
-struct MembershipResolution {
+package struct MembershipResolution: Sendable {
     /// The merge's version of each member and invitation file the replay decided (path → bytes).
-    let overrides: [String: [UInt8]]
+    package let overrides: [String: [UInt8]]
 
-    static let none = MembershipResolution(overrides: [:])
+    package static let none = MembershipResolution(overrides: [:])
 
     private static let prefixes = [ProfilePaths.membersDirectory + "/", ProfilePaths.invitationsDirectory + "/"].map { Array($0.utf8) }
 
+    /// Whether `path` is a member or invitation file.
+    package static func isAuthority(_ path: [UInt8]) -> Bool {
+        prefixes.contains { path.starts(with: $0) }
+    }
+
     /// What one non-merge commit changed in member and invitation files, and who signed it: a
     /// function of the commit's id (its bytes, its parent's and their trees), read once per process.
-    struct AuthorityChange {
-        let signer: SSHPublicKey?
+    package struct AuthorityChange: Sendable {
+        package let signer: SSHPublicKey?
         /// path → (before, after) in this commit against its parent.
-        let files: [String: (before: [UInt8]?, after: [UInt8]?)]
+        package let files: [String: (before: [UInt8]?, after: [UInt8]?)]
         /// Whether it takes rights away from someone (a revocation, a demotion from Admin).
-        let removes: Bool
+        package let removes: Bool
         /// The open invitations it joins (a member file added naming one), and the uses of those it writes.
-        let joins: [String]
-        let uses: [String: Int]
+        package let joins: [String]
+        package let uses: [String: Int]
 
-        /// nil: the commit changed no member or invitation file.
-        static func of(_ commit: CommitLinks, in repository: Repository) throws -> AuthorityChange? {
-            let parentTree = try Decoded.shared.links(commit.parents[0], in: repository).tree
-            guard try authority(parentTree, repository) != authority(commit.tree, repository) else { return nil }
-            var files = [String: (before: [UInt8]?, after: [UInt8]?)]()
-            for change in try repository.treeChanges(from: parentTree, to: commit.tree) where isAuthority(change.path) {
-                files[String(decoding: change.path, as: UTF8.self)] = (try bytes(change.old, repository), try bytes(change.new, repository))
-            }
-            guard !files.isEmpty else { return nil }
+        /// The change of a commit signed by `signer` (nil: unsigned, or a signature that does not
+        /// verify) that changes `files` (not empty).
+        package init(signer: SSHPublicKey?, files: [String: (before: [UInt8]?, after: [UInt8]?)]) {
             var joins = [String](), uses = [String: Int]()
             for (path, change) in files {
                 if case .success(.invitation(let id)) = ProfilePathRules.classify(Array(path.utf8), kinds: .empty),
@@ -63,15 +60,33 @@ struct MembershipResolution {
                     joins.append(id)
                 }
             }
-            return AuthorityChange(signer: try Decoded.shared.signer(ofCommit: commit.id, in: repository), files: files,
-                                   removes: files.contains { path, change in takesRightsAway(path: path, change) },
-                                   joins: joins, uses: uses)
+            self.signer = signer
+            self.files = files
+            self.removes = files.contains { path, change in takesRightsAway(path: path, change) }
+            self.joins = joins
+            self.uses = uses
+        }
+    }
+
+    /// One commit of the two histories a merge brings together, as the replay reads it.
+    package struct HistoryCommit: Sendable {
+        /// Its id (hex): the last tie-break, between one signer's own concurrent decisions.
+        package let id: String
+        /// The positions of its parents among the commits before it (parents outside the histories left out).
+        package let parents: [Int]
+        /// What it changed in member and invitation files (nil: a merge or root commit, or none).
+        package let change: AuthorityChange?
+
+        package init(id: String, parents: [Int], change: AuthorityChange?) {
+            self.id = id
+            self.parents = parents
+            self.change = change
         }
     }
 
     /// One commit's change to member and invitation files, with who signed it.
     private struct Decision {
-        let commit: CommitLinks
+        let commit: HistoryCommit
         /// Its position among the commits of both histories (parents first).
         let position: Int
         let change: AuthorityChange
@@ -80,41 +95,24 @@ struct MembershipResolution {
         var removes: Bool { change.removes }
     }
 
-    /// The resolution of merging `ours` and `theirs`, whose merge base is `base` (nil: none).
-    static func compute(in repository: Repository, base: ObjectID?, ours: ObjectID, theirs: ObjectID) throws -> MembershipResolution {
-        guard let base else { return .none }
-        let trees = (base: try repository.commit(base).tree, ours: try repository.commit(ours).tree, theirs: try repository.commit(theirs).tree)
-        // Nothing to resolve unless both sides changed authority since their merge base: every commit's
-        // member and invitation files are the replay of its history's decisions (its parent's were, and
-        // it was valid against them), so one side's alone are that side's files.
-        let baseAuthority = try authority(trees.base, repository)
-        guard try authority(trees.ours, repository) != baseAuthority, try authority(trees.theirs, repository) != baseAuthority else {
-            return .none
-        }
-
-        // Every commit of both histories, parents first, and the decisions among them.
-        let commits = try Repository.history(from: [ours, theirs]) { try Decoded.shared.links($0, in: repository) }
-        var position = [ObjectID: Int]()
+    /// The member and invitation files the replay of `commits` (every commit of both histories,
+    /// parents first) decides, from `rootFiles` (those of the profile's first commit, signed by
+    /// `creator`); nil when no commit among them changed any.
+    package static func replay(_ commits: [HistoryCommit], rootFiles: [String: [UInt8]], creator: SSHPublicKey?) -> [String: [UInt8]]? {
         var decisions = [Decision]()
         var decisionOf = [Int: Int]()   // commit position → decision index
-        var state = [String: [UInt8]]()
+        var state = rootFiles
         for (index, commit) in commits.enumerated() {
-            position[commit.id] = index
-            guard commit.parents.count == 1 else {
-                if commit.parents.isEmpty { state = try authorityFiles(commit.tree, repository) }   // the profile's first commit
-                continue
-            }
-            guard let change = try Decoded.shared.change(of: commit, in: repository) else { continue }
+            guard commit.parents.count == 1, let change = commit.change else { continue }
             decisionOf[index] = decisions.count
             decisions.append(Decision(commit: commit, position: index, change: change))
         }
-        guard !decisions.isEmpty else { return .none }
+        guard !decisions.isEmpty else { return nil }
         // Which decisions each decision descends from (bit sets, built along the commits in order).
         let words = (decisions.count + 63) / 64
         var below = [[UInt64]](repeating: [UInt64](repeating: 0, count: words), count: commits.count)
         for (index, commit) in commits.enumerated() {
-            for parent in commit.parents {
-                guard let at = position[parent] else { continue }
+            for at in commit.parents {
                 for word in 0..<words { below[index][word] |= below[at][word] }
             }
             if let decision = decisionOf[index] { below[index][decision / 64] |= 1 << UInt64(decision % 64) }
@@ -125,7 +123,7 @@ struct MembershipResolution {
         // the order the replay admits members.
         var seniority = [String: Int]()
         let firstMembers = members(in: state)
-        if let root = commits.first, let creatorKey = try Decoded.shared.signer(ofCommit: root.id, in: repository),
+        if let creatorKey = creator,
            let creator = firstMembers.values.first(where: { $0.keys.contains { $0.publicKey == creatorKey } }) {
             seniority[creator.name] = 0
         }
@@ -153,7 +151,7 @@ struct MembershipResolution {
                 if x.removes != y.removes { return x.removes }
                 let (rx, ry) = (rank(x), rank(y))
                 if rx != ry { return rx < ry }
-                return x.commit.id.hex < y.commit.id.hex   // one signer's own concurrent decisions (or admissions, merged alike either way)
+                return x.commit.id < y.commit.id   // one signer's own concurrent decisions (or admissions, merged alike either way)
             }) else { break }
             let index = pending.remove(at: next)
             done[index / 64] |= 1 << UInt64(index % 64)
@@ -166,7 +164,7 @@ struct MembershipResolution {
                 }
                 state[path] = applied(change, to: state[path], path: path)
                 if case .success(.member(let name)) = ProfilePathRules.classify(Array(path.utf8), kinds: .empty) {
-                    current[name] = state[path].flatMap { Decoded.shared.member($0, path: path) }.flatMap { $0.name == name ? $0 : nil }
+                    current[name] = state[path].flatMap { memberFile($0, path: path) }.flatMap { $0.name == name ? $0 : nil }
                 }
             }
             for (name, member) in current where member.status == .active && member.role == .admin {
@@ -175,85 +173,20 @@ struct MembershipResolution {
         }
         keepAnAdmin(&state, lastAdminVersion: lastAdminVersion, seniority: seniority)
 
-        // Every authority file either side has: the replay's version, or, where no change that
-        // stands made it, the file admitting nobody.
+        return state
+    }
+
+    /// The resolution a merge takes from the replayed files `state`: every authority file either side
+    /// has (`sides`: ours, theirs, each by path): the replay's version, or, where no change that stands
+    /// made it, the file admitting nobody.
+    package static func resolution(replayed state: [String: [UInt8]], sides: [[String: [UInt8]]]) -> MembershipResolution {
         var overrides = [String: [UInt8]]()
-        for tree in [trees.ours, trees.theirs] {
-            for (path, bytes) in try authorityFiles(tree, repository) where overrides[path] == nil {
+        for files in sides {
+            for (path, bytes) in files where overrides[path] == nil {
                 overrides[path] = state[path] ?? admittingNobody(bytes, path: path)
             }
         }
         return MembershipResolution(overrides: overrides)
-    }
-
-    /// The members `ours` and `theirs` each made active with other device keys, and whether the
-    /// merge base had them invited (empty when the two hold the same members directory).
-    /// - Invited there: both sides accepted one named invitation. An invitation admits once: no merge
-    ///   brings two such acceptances together (rule 3), so the acceptance that reached a remote first
-    ///   stands, and a link's holder cannot un-admit, after the fact, the member who accepted it (and
-    ///   everything they did since) by accepting it on a fork.
-    /// - Otherwise two Admins added one name at once: the merge admits neither (`mergeMemberFile`).
-    static func admittedTwice(in repository: Repository, ours: ObjectID, theirs: ObjectID) throws -> [(member: Member, wasInvited: Bool)] {
-        guard let (mine, other) = try changedMemberships(in: repository, ours: ours, theirs: theirs) else { return [] }
-        var base: [String: Member]?
-        return try mine.members.values.compactMap { member -> (member: Member, wasInvited: Bool)? in
-            guard member.status == .active, let there = other.members[member.name], there.status == .active,
-                  Set(member.keys.map(\.publicKey)) != Set(there.keys.map(\.publicKey)) else { return nil }
-            if base == nil {
-                let tree = try repository.mergeBase(ours, theirs).map { try repository.commit($0).tree }
-                base = try tree.map { try CommitAuthorizer.membership(in: repository, tree: $0).members } ?? [:]
-            }
-            return (member, base?[member.name]?.status == .invited)
-        }.sorted { $0.member.name < $1.member.name }
-    }
-
-    /// The open invitations that `ours` and `theirs` together fill past their uses (joins on each side
-    /// that each fit alone), with the joiners on the `theirs` side. Such a merge is never made: the joins
-    /// that reached a remote first keep their places (rule 3 refuses a tree naming an invitation more
-    /// often than it admits).
-    static func overfilledInvitations(in repository: Repository, ours: ObjectID,
-                                      theirs: ObjectID) throws -> [(invitation: OpenInvitation, joiners: [String])] {
-        guard let (mine, other) = try changedMemberships(in: repository, ours: ours, theirs: theirs) else { return [] }
-        var out = [(invitation: OpenInvitation, joiners: [String])]()
-        for invitation in mine.openInvitations {
-            let names = Set(mine.members.values.filter { $0.invitation == invitation.id }.map(\.name))
-            let theirs = other.members.values.filter { $0.invitation == invitation.id && !names.contains($0.name) }.map(\.name)
-            if names.count + theirs.count > invitation.uses, !theirs.isEmpty { out.append((invitation, theirs.sorted())) }
-        }
-        return out
-    }
-
-    /// The memberships (with open invitations) of commits `ours` and `theirs`; nil when they hold the
-    /// same members directory (nothing to compare).
-    private static func changedMemberships(in repository: Repository, ours: ObjectID,
-                                           theirs: ObjectID) throws -> (ours: Membership, theirs: Membership)? {
-        let trees = (ours: try repository.commit(ours).tree, theirs: try repository.commit(theirs).tree)
-        let directory = { (tree: ObjectID) in try repository.entry(at: ProfilePaths.membersDirectory, inTree: tree)?.id }
-        guard try directory(trees.ours) != directory(trees.theirs) else { return nil }
-        return (try CommitAuthorizer.membershipWithInvitations(in: repository, tree: trees.ours),
-                try CommitAuthorizer.membershipWithInvitations(in: repository, tree: trees.theirs))
-    }
-
-    /// Whether `path` is a member or invitation file.
-    static func isAuthority(_ path: [UInt8]) -> Bool {
-        prefixes.contains { path.starts(with: $0) }
-    }
-
-    /// The ids of `tree`'s members and invitations directories.
-    private static func authority(_ tree: ObjectID, _ repository: Repository) throws -> [ObjectID?] {
-        try [ProfilePaths.membersDirectory, ProfilePaths.invitationsDirectory].map { try repository.entry(at: $0, inTree: tree)?.id }
-    }
-
-    /// `tree`'s member and invitation files, by path.
-    private static func authorityFiles(_ tree: ObjectID, _ repository: Repository) throws -> [String: [UInt8]] {
-        var files = [String: [UInt8]]()
-        for directory in [ProfilePaths.membersDirectory, ProfilePaths.invitationsDirectory] {
-            guard try repository.entry(at: directory, inTree: tree)?.kind == .tree else { continue }
-            for entry in try repository.entries(inDirectory: directory, ofTree: tree) where entry.kind == .blob {
-                files[directory + "/" + entry.name] = try repository.blob(entry.id)
-            }
-        }
-        return files
     }
 
     /// A profile never ends with no active Admin: when the replay took the last ones away (they left
@@ -289,8 +222,8 @@ struct MembershipResolution {
         // A named invitation: the member is still invited as the acceptance found them (a concurrent
         // acceptance of it is merged below as contested: nobody wins).
         guard let before = change.before, let current = state[path] else { return false }
-        let pendingNow = Decoded.shared.member(current, path: path)?.status
-        return current == before || pendingNow == .active && Decoded.shared.member(before, path: path)?.status == .invited
+        let pendingNow = memberFile(current, path: path)?.status
+        return current == before || pendingNow == .active && memberFile(before, path: path)?.status == .invited
     }
 
     /// The members of the replayed files.
@@ -298,7 +231,7 @@ struct MembershipResolution {
         var out = [String: Member]()
         for (path, bytes) in state {
             guard case .success(.member(let name)) = ProfilePathRules.classify(Array(path.utf8), kinds: .empty),
-                  let member = Decoded.shared.member(bytes, path: path), member.name == name else { continue }
+                  let member = memberFile(bytes, path: path), member.name == name else { continue }
             out[name] = member
         }
         return out
@@ -308,37 +241,13 @@ struct MembershipResolution {
         membership.values.filter { $0.keys.contains { $0.publicKey == key } }.map(\.name).min()
     }
 
-    /// What this process already read: member files by their bytes, and commits' signatures (a
-    /// `SignatureMemo`: each exact signature and signed bytes verified once). The same bytes decode,
-    /// and the same signature verifies, the same way.
-    /// A replay reads the same files and decisions again for every merge it resolves.
-    final class Decoded: @unchecked Sendable {
-        static let shared = Decoded()
-        private let members = ContentMemo<[UInt8], Member?>(limit: 8_192)
-        private let changes = ContentMemo<ObjectID, AuthorityChange?>(limit: 65_536)
-        private let signatures = SignatureMemo.shared
+    /// Member files by their bytes: the same bytes decode the same way, and a replay reads the same
+    /// files again for every merge it resolves.
+    private static let memberFiles = ContentMemo<[UInt8], Member?>(limit: 8_192)
 
-        func member(_ bytes: [UInt8], path: String) -> Member? {
-            members.value(bytes) { try? Member.decode(bytes, path: path) }
-        }
-
-        /// `AuthorityChange.of(commit)`, read once per process (a replay walks the whole history for
-        /// every merge of membership changes it resolves).
-        func change(of commit: CommitLinks, in repository: Repository) throws -> AuthorityChange? {
-            try changes.value(commit.id) { try AuthorityChange.of(commit, in: repository) }
-        }
-
-        /// A commit's tree and parents: a replay walks the whole history for every merge of
-        /// membership changes it resolves, and libgit2's walk read every commit again each time.
-        func links(_ id: ObjectID, in repository: Repository) throws -> CommitLinks {
-            try commitLinks.value(id) { try repository.commitLinks(id) }
-        }
-        private let commitLinks = ContentMemo<ObjectID, CommitLinks>(limit: 262_144)
-
-        func signer(ofCommit id: ObjectID, in repository: Repository) throws -> SSHPublicKey? {
-            guard let signed = try repository.signature(ofCommit: id), case .good(let key) = signatures.check(signed) else { return nil }
-            return key
-        }
+    /// The member `bytes` (at `path`) hold; nil when they do not read.
+    package static func memberFile(_ bytes: [UInt8], path: String) -> Member? {
+        memberFiles.value(bytes) { try? Member.decode(bytes, path: path) }
     }
 
     /// `change` (its commit's before and after) merged into the replayed file `current` as the
@@ -355,8 +264,8 @@ struct MembershipResolution {
 
     /// Whether a change to `path` takes rights away: a member revoked, or no longer an Admin.
     private static func takesRightsAway(path: String, _ change: (before: [UInt8]?, after: [UInt8]?)) -> Bool {
-        guard let before = change.before.flatMap({ Decoded.shared.member($0, path: path) }),
-              let after = change.after.flatMap({ Decoded.shared.member($0, path: path) }) else { return false }
+        guard let before = change.before.flatMap({ memberFile($0, path: path) }),
+              let after = change.after.flatMap({ memberFile($0, path: path) }) else { return false }
         return before.status == .active && after.status == .revoked || before.role == .admin && after.role != .admin
     }
 
@@ -379,16 +288,6 @@ struct MembershipResolution {
             }
         }
         return out
-    }
-
-    /// The key that signed `commit` (nil: unsigned, or a signature that does not verify).
-    static func signer(of commit: Commit, in repository: Repository) throws -> SSHPublicKey? {
-        try Decoded.shared.signer(ofCommit: commit.id, in: repository)
-    }
-
-    private static func bytes(_ value: TreeEntryValue?, _ repository: Repository) throws -> [UInt8]? {
-        guard case .file(let blob)? = value else { return nil }
-        return try repository.blob(blob)
     }
 
     /// A member or invitation file that no change that stands made: kept (the format never deletes

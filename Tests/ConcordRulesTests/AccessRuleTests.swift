@@ -1,6 +1,7 @@
+import ConcordModel
+import ConcordRules
+import ConcordTrust
 import XCTest
-
-@testable import ConcordKit
 
 /// The access rule on its own (no git): every role against every file of the aac and screenplay
 /// kinds, the Admin-only files, own and other member files, and who may sign.

@@ -1,7 +1,7 @@
+import ConcordModel
+import ConcordRules
 import ConcordTrust
 import XCTest
-
-@testable import ConcordKit
 
 /// The acceptance rule on its own: every way an acceptance can differ from what was invited is
 /// refused, and the two real acceptances (known key, link with a one-time key) pass.
@@ -23,8 +23,8 @@ final class AcceptanceTests: XCTestCase {
         after.invitationKey = nil
         after.keys = [Member.Key(device: "ipad", publicKey: device.publicKey)]
         after.acceptance = link.map {
-            SSHSignature.sign(Invitation.acceptanceMessage(root: root, member: "dana", key: device.publicKey), with: $0,
-                              namespace: Invitation.acceptanceNamespace)
+            SSHSignature.sign(Acceptance.message(root: root, member: "dana", key: device.publicKey), with: $0,
+                              namespace: Acceptance.namespace)
         }
         return after
     }
@@ -86,8 +86,8 @@ final class AcceptanceTests: XCTestCase {
     private func joined(_ invitation: OpenInvitation, as name: String = "erin", signedBy link: SigningKey) -> Member {
         Member(name: name, role: invitation.role, status: .active, keys: [Member.Key(device: "phone", publicKey: device.publicKey)],
                addedBy: invitation.invitedBy, addedAt: "2026-01-01T11:00:00.000Z",
-               acceptance: SSHSignature.sign(Invitation.acceptanceMessage(root: root, member: name, key: device.publicKey), with: link,
-                                             namespace: Invitation.acceptanceNamespace),
+               acceptance: SSHSignature.sign(Acceptance.message(root: root, member: name, key: device.publicKey), with: link,
+                                             namespace: Acceptance.namespace),
                invitation: invitation.id)
     }
 

@@ -9,7 +9,7 @@ import Foundation
 ///
 /// Only the key's holder can make one, so a member cannot list someone else's key as their own, and
 /// a proof made for one profile or member is worth nothing for another. From data format 5 on, a key
-/// that enters a member file needs one (`CommitAuthorizer.checkKeyProofs`), except a key an active
+/// that enters a member file needs one (`CommitRule.unprovenKey`), except a key an active
 /// Admin adds to ANOTHER member's file: that is the Admin's vouching, recorded by the absence of a
 /// proof and the commit's Admin signer.
 public enum KeyProof {
@@ -42,7 +42,7 @@ public enum KeyProof {
     }
 
     /// `key` for `member` with its proof, signed by `identity` when the key is the identity's own.
-    static func key(device: String, _ key: SSHPublicKey, member: String, profileID: String, signedBy identity: Identity) -> Member.Key {
+    package static func key(device: String, _ key: SSHPublicKey, member: String, profileID: String, signedBy identity: Identity) -> Member.Key {
         let proof = key == identity.key.publicKey ? sign(profileID: profileID, member: member, with: identity.key) : nil
         return Member.Key(device: device, publicKey: key, proof: proof)
     }
@@ -55,7 +55,7 @@ extension KeyProof {
     /// `after.name`'s in profile `profileID`, with why; nil when there is none. Keys carried over
     /// unchanged are not checked again (they were judged when they came), and an active Admin
     /// writing ANOTHER member's file (`writer`, as the commit is judged) vouches for what they add.
-    static func unproven(before: Member?, after: Member, writer: Member, profileID: String) -> (key: Member.Key, problem: String)? {
+    package static func unproven(before: Member?, after: Member, writer: Member, profileID: String) -> (key: Member.Key, problem: String)? {
         if writer.role == .admin, writer.status == .active, writer.name != after.name { return nil }
         for key in after.keys {
             if let old = before?.keys.first(where: { $0.publicKey == key.publicKey }), old.proof == key.proof { continue }

@@ -24,11 +24,16 @@ package struct Membership: Sendable {
 }
 
 /// Who signed a commit, as a membership names them.
-struct CommitSigner: Sendable {
-    let member: Member
-    let device: String
+package struct CommitSigner: Sendable {
+    package let member: Member
+    package let device: String
     /// `member@device`, as refusals name the signer.
-    var label: String { "\(member.name)@\(device)" }
+    package var label: String { "\(member.name)@\(device)" }
+
+    package init(member: Member, device: String) {
+        self.member = member
+        self.device = device
+    }
 }
 
 /// The access half of the validity rule (docs/security.md), as pure functions of the membership
@@ -40,9 +45,9 @@ struct CommitSigner: Sendable {
 /// - Rule 2: every path it changes is writable by that member's role under the parent's kinds;
 ///   `.concord/kinds.json`, `.concord/profile.json`, `.gitattributes`, open invitations and member
 ///   files are Admin-only, except that a member may add or remove their own device keys.
-enum AccessRule {
+package enum AccessRule {
     /// Rule 1: the active member of `membership` holding `key`, or why there is none.
-    static func signer(_ key: SSHPublicKey, in membership: Membership) -> Result<CommitSigner, Refusal> {
+    package static func signer(_ key: SSHPublicKey, in membership: Membership) -> Result<CommitSigner, Refusal> {
         guard let holder = membership.holders(of: key).first else {
             return .failure(Refusal(signer: "an unknown key (\(key.fingerprint))",
                                     reason: "no member of the profile before it holds that key"))
@@ -55,7 +60,7 @@ enum AccessRule {
     }
 
     /// Rule 1 for a root commit: the signer must be an active Admin listed in the commit's own tree.
-    static func rootSigner(_ key: SSHPublicKey, in membership: Membership) -> Result<CommitSigner, Refusal> {
+    package static func rootSigner(_ key: SSHPublicKey, in membership: Membership) -> Result<CommitSigner, Refusal> {
         switch signer(key, in: membership) {
         case .failure(let refusal): return .failure(refusal)
         case .success(let signer):
@@ -71,7 +76,7 @@ enum AccessRule {
     /// bytes before and after the change when `path` is the signer's own member file (the only
     /// member file a non-Admin may touch, and then only its keys). Conflict copies a merge writes
     /// are not asked about (rule 3 compares a merge with the policy merge, which writes them).
-    static func mayChange(_ path: String, by signer: Member, kinds: KindsTable,
+    package static func mayChange(_ path: String, by signer: Member, kinds: KindsTable,
                           ownMemberFile: (before: [UInt8]?, after: [UInt8]?)? = nil) -> String? {
         if signer.role == .admin { return nil }
         let adminOnly = "only Admins may change it; \(signer.name) is \(signer.role.title)"
@@ -116,7 +121,7 @@ enum AccessRule {
 
     /// A non-Admin's change to a log file: every entry it had is still there, byte for byte, and
     /// every entry added is attributed to `signer` (`by`). Nil when it is such an append, else why not.
-    static func logAppendProblem(before: [UInt8], after: [UInt8]?, by signer: Member) -> String? {
+    package static func logAppendProblem(before: [UInt8], after: [UInt8]?, by signer: Member) -> String? {
         guard let after else { return "a log file is never removed" }
         func lines(_ bytes: [UInt8]) -> [ArraySlice<UInt8>] {
             bytes.split(separator: 0x0A).filter { $0.contains { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D } }
@@ -135,14 +140,20 @@ enum AccessRule {
         return nil
     }
 
+    /// How a refusal names a changed path: `kind/id` for a record, the path otherwise.
+    package static func label(_ path: String, kinds: KindsTable) -> String {
+        if case .success(.record(let kind, let id)) = ProfilePathRules.classify(Array(path.utf8), kinds: kinds) { return "\(kind.name)/\(id)" }
+        return path
+    }
+
     /// Why a commit is refused, and who signed it as far as that is known.
-    struct Refusal: Error, Sendable {
-        let signer: String
-        let reason: String
+    package struct Refusal: Error, Sendable {
+        package let signer: String
+        package let reason: String
     }
 }
 
 extension Role {
     /// The role's name as people read it: "Admin", "Editor", "User", "Viewer".
-    var title: String { rawValue.prefix(1).uppercased() + rawValue.dropFirst() }
+    package var title: String { rawValue.prefix(1).uppercased() + rawValue.dropFirst() }
 }

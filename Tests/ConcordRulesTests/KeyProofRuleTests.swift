@@ -1,6 +1,7 @@
+import ConcordModel
+import ConcordRules
+import ConcordTrust
 import XCTest
-
-@testable import ConcordKit
 
 /// Key proofs on their own (no git): what a proof binds (key, profile, member), and the rule's pure
 /// half, `KeyProof.unproven`, for every kind of writer and every way a key can come or stay.

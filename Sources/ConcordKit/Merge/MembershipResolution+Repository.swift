@@ -1,0 +1,159 @@
+import ConcordGit
+import ConcordModel
+import ConcordRules
+import ConcordTrust
+
+/// `MembershipResolution` (ConcordRules: the replay, pure) as a merge in a repository needs it: the
+/// histories read from git — each commit's parents, its changes to member and invitation files and
+/// who signed it — handed to the replay as values, and the files it decides for the two trees.
+extension MembershipResolution {
+    /// The resolution of merging `ours` and `theirs`, whose merge base is `base` (nil: none).
+    static func compute(in repository: Repository, base: ObjectID?, ours: ObjectID, theirs: ObjectID) throws -> MembershipResolution {
+        guard let base else { return .none }
+        let trees = (base: try repository.commit(base).tree, ours: try repository.commit(ours).tree, theirs: try repository.commit(theirs).tree)
+        // Nothing to resolve unless both sides changed authority since their merge base: every commit's
+        // member and invitation files are the replay of its history's decisions (its parent's were, and
+        // it was valid against them), so one side's alone are that side's files.
+        let baseAuthority = try authority(trees.base, repository)
+        guard try authority(trees.ours, repository) != baseAuthority, try authority(trees.theirs, repository) != baseAuthority else {
+            return .none
+        }
+
+        // Every commit of both histories, parents first, with what each non-merge commit decided.
+        let history = try Repository.history(from: [ours, theirs]) { try Decoded.shared.links($0, in: repository) }
+        var position = [ObjectID: Int]()
+        var commits = [HistoryCommit]()
+        var rootFiles = [String: [UInt8]]()
+        for (index, commit) in history.enumerated() {
+            position[commit.id] = index
+            var change: AuthorityChange?
+            if commit.parents.count == 1 {
+                change = try Decoded.shared.change(of: commit, in: repository)
+            } else if commit.parents.isEmpty {
+                rootFiles = try authorityFiles(commit.tree, repository)   // the profile's first commit
+            }
+            commits.append(HistoryCommit(id: commit.id.hex, parents: commit.parents.compactMap { position[$0] }, change: change))
+        }
+        guard commits.contains(where: { $0.change != nil }) else { return .none }
+        let creator = try history.first.flatMap { try Decoded.shared.signer(ofCommit: $0.id, in: repository) }
+        guard let state = replay(commits, rootFiles: rootFiles, creator: creator) else { return .none }
+        return resolution(replayed: state, sides: [try authorityFiles(trees.ours, repository), try authorityFiles(trees.theirs, repository)])
+    }
+
+    /// What non-merge `commit` changed in member and invitation files, with who signed it; nil when it
+    /// changed none.
+    private static func change(of commit: CommitLinks, in repository: Repository) throws -> AuthorityChange? {
+        let parentTree = try Decoded.shared.links(commit.parents[0], in: repository).tree
+        guard try authority(parentTree, repository) != authority(commit.tree, repository) else { return nil }
+        var files = [String: (before: [UInt8]?, after: [UInt8]?)]()
+        for change in try repository.treeChanges(from: parentTree, to: commit.tree) where isAuthority(change.path) {
+            files[String(decoding: change.path, as: UTF8.self)] = (try bytes(change.old, repository), try bytes(change.new, repository))
+        }
+        guard !files.isEmpty else { return nil }
+        return AuthorityChange(signer: try Decoded.shared.signer(ofCommit: commit.id, in: repository), files: files)
+    }
+
+    /// The members `ours` and `theirs` each made active with other device keys, and whether the
+    /// merge base had them invited (empty when the two hold the same members directory).
+    /// - Invited there: both sides accepted one named invitation. An invitation admits once: no merge
+    ///   brings two such acceptances together (rule 3), so the acceptance that reached a remote first
+    ///   stands, and a link's holder cannot un-admit, after the fact, the member who accepted it (and
+    ///   everything they did since) by accepting it on a fork.
+    /// - Otherwise two Admins added one name at once: the merge admits neither (`mergeMemberFile`).
+    static func admittedTwice(in repository: Repository, ours: ObjectID, theirs: ObjectID) throws -> [(member: Member, wasInvited: Bool)] {
+        guard let (mine, other) = try changedMemberships(in: repository, ours: ours, theirs: theirs) else { return [] }
+        var base: [String: Member]?
+        return try mine.members.values.compactMap { member -> (member: Member, wasInvited: Bool)? in
+            guard member.status == .active, let there = other.members[member.name], there.status == .active,
+                  Set(member.keys.map(\.publicKey)) != Set(there.keys.map(\.publicKey)) else { return nil }
+            if base == nil {
+                let tree = try repository.mergeBase(ours, theirs).map { try repository.commit($0).tree }
+                base = try tree.map { try CommitAuthorizer.membership(in: repository, tree: $0).members } ?? [:]
+            }
+            return (member, base?[member.name]?.status == .invited)
+        }.sorted { $0.member.name < $1.member.name }
+    }
+
+    /// The open invitations that `ours` and `theirs` together fill past their uses (joins on each side
+    /// that each fit alone), with the joiners on the `theirs` side. Such a merge is never made: the joins
+    /// that reached a remote first keep their places (rule 3 refuses a tree naming an invitation more
+    /// often than it admits).
+    static func overfilledInvitations(in repository: Repository, ours: ObjectID,
+                                      theirs: ObjectID) throws -> [(invitation: OpenInvitation, joiners: [String])] {
+        guard let (mine, other) = try changedMemberships(in: repository, ours: ours, theirs: theirs) else { return [] }
+        var out = [(invitation: OpenInvitation, joiners: [String])]()
+        for invitation in mine.openInvitations {
+            let names = Set(mine.members.values.filter { $0.invitation == invitation.id }.map(\.name))
+            let theirs = other.members.values.filter { $0.invitation == invitation.id && !names.contains($0.name) }.map(\.name)
+            if names.count + theirs.count > invitation.uses, !theirs.isEmpty { out.append((invitation, theirs.sorted())) }
+        }
+        return out
+    }
+
+    /// The memberships (with open invitations) of commits `ours` and `theirs`; nil when they hold the
+    /// same members directory (nothing to compare).
+    private static func changedMemberships(in repository: Repository, ours: ObjectID,
+                                           theirs: ObjectID) throws -> (ours: Membership, theirs: Membership)? {
+        let trees = (ours: try repository.commit(ours).tree, theirs: try repository.commit(theirs).tree)
+        let directory = { (tree: ObjectID) in try repository.entry(at: ProfilePaths.membersDirectory, inTree: tree)?.id }
+        guard try directory(trees.ours) != directory(trees.theirs) else { return nil }
+        return (try CommitAuthorizer.membershipWithInvitations(in: repository, tree: trees.ours),
+                try CommitAuthorizer.membershipWithInvitations(in: repository, tree: trees.theirs))
+    }
+
+    /// The ids of `tree`'s members and invitations directories.
+    private static func authority(_ tree: ObjectID, _ repository: Repository) throws -> [ObjectID?] {
+        try [ProfilePaths.membersDirectory, ProfilePaths.invitationsDirectory].map { try repository.entry(at: $0, inTree: tree)?.id }
+    }
+
+    /// `tree`'s member and invitation files, by path.
+    private static func authorityFiles(_ tree: ObjectID, _ repository: Repository) throws -> [String: [UInt8]] {
+        var files = [String: [UInt8]]()
+        for directory in [ProfilePaths.membersDirectory, ProfilePaths.invitationsDirectory] {
+            guard try repository.entry(at: directory, inTree: tree)?.kind == .tree else { continue }
+            for entry in try repository.entries(inDirectory: directory, ofTree: tree) where entry.kind == .blob {
+                files[directory + "/" + entry.name] = try repository.blob(entry.id)
+            }
+        }
+        return files
+    }
+
+    /// What this process already read: commits' changes to authority files, their links, and their
+    /// signatures (a `SignatureMemo`: each exact signature and signed bytes verified once). A replay
+    /// reads the same decisions again for every merge it resolves.
+    /// `@unchecked Sendable`: its memos are `ContentMemo`s (each behind its own lock) and the shared
+    /// `SignatureMemo` (behind its lock); it holds nothing else.
+    final class Decoded: @unchecked Sendable {
+        static let shared = Decoded()
+        private let changes = ContentMemo<ObjectID, AuthorityChange?>(limit: 65_536)
+        private let signatures = SignatureMemo.shared
+
+        /// `MembershipResolution.change(of:)`, read once per process (a replay walks the whole history
+        /// for every merge of membership changes it resolves).
+        func change(of commit: CommitLinks, in repository: Repository) throws -> AuthorityChange? {
+            try changes.value(commit.id) { try MembershipResolution.change(of: commit, in: repository) }
+        }
+
+        /// A commit's tree and parents: a replay walks the whole history for every merge of
+        /// membership changes it resolves, and libgit2's walk read every commit again each time.
+        func links(_ id: ObjectID, in repository: Repository) throws -> CommitLinks {
+            try commitLinks.value(id) { try repository.commitLinks(id) }
+        }
+        private let commitLinks = ContentMemo<ObjectID, CommitLinks>(limit: 262_144)
+
+        func signer(ofCommit id: ObjectID, in repository: Repository) throws -> SSHPublicKey? {
+            guard let signed = try repository.signature(ofCommit: id), case .good(let key) = signatures.check(signed) else { return nil }
+            return key
+        }
+    }
+
+    /// The key that signed `commit` (nil: unsigned, or a signature that does not verify).
+    static func signer(of commit: Commit, in repository: Repository) throws -> SSHPublicKey? {
+        try Decoded.shared.signer(ofCommit: commit.id, in: repository)
+    }
+
+    private static func bytes(_ value: TreeEntryValue?, _ repository: Repository) throws -> [UInt8]? {
+        guard case .file(let blob)? = value else { return nil }
+        return try repository.blob(blob)
+    }
+}
