@@ -30,6 +30,8 @@ enum WatchSoakBenchmark {
         let end: Int
         let idleSeconds: Double
         let syncSeconds: Double
+        /// Soaked through a `SyncEngine` in the bench's own process, not a `concord watch` child.
+        var throughEngine = false
         var growth: Int { end - start }
     }
 
@@ -39,10 +41,14 @@ enum WatchSoakBenchmark {
         for transport in [Transport.path, .ssh] {
             figures.append(try soak(context, transport: transport, polls: polls, syncs: syncs))
         }
+        for transport in [Transport.path, .ssh] {
+            figures.append(try soakEngine(context, transport: transport, polls: polls, syncs: syncs))
+        }
         let scenario = context.scenario
         let limit = Int(scenario.targetRatio * 1_048_576)
         let rows = figures.map { figure in
-            ResultRow(label: "B11 `watch --interval \(interval)` over \(figure.transport == .path ? "a path remote" : "ssh"): "
+            ResultRow(label: "B11 \(figure.throughEngine ? "`SyncEngine` in process, interval \(interval) s," : "`watch --interval \(interval)`") "
+                        + "over \(figure.transport == .path ? "a path remote" : "ssh"): "
                         + "\(Format.count(figure.polls)) idle polls, then \(figure.syncs) syncs; resident size (ratio column = "
                         + "growth end − start, MB; no git counterpart)",
                       concordCell: "start \(megabytes(figure.start)), after \(Format.count(figure.thousandAt)) polls "
@@ -64,10 +70,15 @@ enum WatchSoakBenchmark {
                     + "at the end: after \(syncs) syncs of small changes, taking turns: A puts a record and runs `concord "
                     + "sync` (B fetches it), or a `concord put` process writes into B's profile (B pushes it); each "
                     + "waits for B's `synced` event, then B makes 20 more idle polls before the last reading.",
-                "Checks: B reports no `error` event and exits 0 on SIGTERM. Goal: growth (end − start) ≤ "
+                "Then the same soak again with B's profile kept in sync by a `SyncEngine` (the library's watch, as an app "
+                    + "runs it) inside the bench's own process; polls are counted by the engine, the resident size read is the "
+                    + "bench process's own, and its rows are marked `SyncEngine` in process.",
+                "Checks: B reports no `error` event and exits 0 on SIGTERM (the engine: no `failed` or `offline` event). "
+                    + "Goal: growth (end − start) ≤ "
                     + "\(Format.ratio(scenario.targetRatio)) MB. `--soak-polls N` and `--soak-syncs N` shorten the run.",
                 "Runs: " + figures.map { figure in
-                    "\(figure.transport.rawValue): start \(megabytes(figure.start)), after \(Format.count(figure.thousandAt)) polls "
+                    "\(figure.throughEngine ? "engine " : "")\(figure.transport.rawValue): start \(megabytes(figure.start)), "
+                        + "after \(Format.count(figure.thousandAt)) polls "
                         + "\(megabytes(figure.afterThousand)), after \(Format.count(figure.polls)) polls \(megabytes(figure.afterIdle)) "
                         + "(\(Format.duration(figure.idleSeconds))), after \(figure.syncs) syncs \(megabytes(figure.end)) "
                         + "(\(Format.duration(figure.syncSeconds)))"
