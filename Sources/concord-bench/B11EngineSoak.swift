@@ -17,11 +17,17 @@ extension WatchSoakBenchmark {
 
         let engine = SyncEngine(identity: try Identity.load(from: homeB), environment: ConcordEnvironment(home: homeB))
         try engine.add(SyncEngine.Target(directory: profileB, interval: Double(interval) ?? 0.05))
-        let events = EngineEventCount(engine.events())
         engine.start()
         defer { engine.stop() }
+        // Every sync records its time: a new `lastSync` is a sync made. A failure or an outage sets `lastError`.
+        var failures = [String]()
+        func progress() -> SyncProgress? {
+            let progress = engine.progress(of: profileB)
+            if let error = progress?.lastError, failures.last != error { failures.append(error) }
+            return progress
+        }
         func failure(_ what: String) -> BenchError {
-            BenchError("B11 engine \(transport.rawValue): \(what); last failure: \(events.lastFailure ?? "none")")
+            BenchError("B11 engine \(transport.rawValue): \(what); failures: \(failures.isEmpty ? "none" : failures.joined(separator: "; "))")
         }
         func resident() throws -> Int {
             guard let bytes = residentBytes(of: getpid()) else { throw failure("cannot read this process's VmRSS") }
@@ -30,6 +36,7 @@ extension WatchSoakBenchmark {
         func waitForPolls(_ count: Int, timeout: TimeInterval) throws {
             let deadline = Date().addingTimeInterval(timeout)
             while engine.remoteChecks(of: profileB) < count {
+                _ = progress()
                 guard Date() < deadline else { throw failure("\(engine.remoteChecks(of: profileB)) polls after \(Int(timeout)) s, expected \(count)") }
                 usleep(5_000)
             }
@@ -49,8 +56,8 @@ extension WatchSoakBenchmark {
 
         context.progress("B11 engine \(transport.rawValue): \(syncs) syncs")
         let syncStart = clock.now
-        let syncedBefore = events.synced
         for index in 1...syncs {
+            let lastSync = progress()?.lastSync
             let id = "soak-\(index)"
             let json = "{\"label\":\"\(id)\",\"category\":\"soak\"}"
             if index % 2 == 1 {
@@ -61,7 +68,7 @@ extension WatchSoakBenchmark {
                                 what: "concord put (into B's profile)")
             }
             let deadline = Date().addingTimeInterval(syncTimeout)
-            while events.synced < syncedBefore + index {
+            while progress()?.lastSync == lastSync {
                 guard Date() < deadline else { throw failure("sync \(index) not made within \(Int(syncTimeout)) s of its change") }
                 usleep(5_000)
             }
@@ -70,35 +77,10 @@ extension WatchSoakBenchmark {
         let end = try resident()
         let syncSeconds = syncStart.duration(to: clock.now).seconds
         engine.stop()
-        guard events.failures == 0 else { throw failure("the engine reported \(events.failures) failure(s)") }
+        guard failures.isEmpty else { throw failure("the engine reported \(failures.count) failure(s)") }
         context.progress("B11 engine \(transport.rawValue): resident \(megabytes(start)) at the first poll, \(megabytes(afterThousand)) "
             + "after \(thousandAt), \(megabytes(afterIdle)) after \(polls), \(megabytes(end)) after \(syncs) syncs")
         return Figures(transport: transport, polls: polls, syncs: syncs, start: start, thousandAt: thousandAt, afterThousand: afterThousand,
                        afterIdle: afterIdle, end: end, idleSeconds: idleSeconds, syncSeconds: syncSeconds, throughEngine: true)
     }
-}
-
-/// Counts a `SyncEngine`'s `synced` and `failed` events as a task reads them. Every field is read
-/// and written under `lock` only.
-final class EngineEventCount: @unchecked Sendable {
-    private let lock = NSLock()
-    private var syncedCount = 0
-    private var failureCount = 0
-    private var lastFailureText: String?
-
-    init(_ events: AsyncStream<SyncEngine.Event>) {
-        Task.detached { [self] in
-            for await event in events {
-                switch event.kind {
-                case .synced: lock.withLock { syncedCount += 1 }
-                case .failed(let message), .offline(let message): lock.withLock { failureCount += 1; lastFailureText = message }
-                default: continue
-                }
-            }
-        }
-    }
-
-    var synced: Int { lock.withLock { syncedCount } }
-    var failures: Int { lock.withLock { failureCount } }
-    var lastFailure: String? { lock.withLock { lastFailureText } }
 }

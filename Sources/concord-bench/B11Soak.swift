@@ -73,7 +73,7 @@ enum WatchSoakBenchmark {
                 "Then the same soak again with B's profile kept in sync by a `SyncEngine` (the library's watch, as an app "
                     + "runs it) inside the bench's own process; polls are counted by the engine, the resident size read is the "
                     + "bench process's own, and its rows are marked `SyncEngine` in process.",
-                "Checks: B reports no `error` event and exits 0 on SIGTERM (the engine: no `failed` or `offline` event). "
+                "Checks: B reports no `error` event and exits 0 on SIGTERM (the engine: no failure or outage in its progress). "
                     + "Goal: growth (end − start) ≤ "
                     + "\(Format.ratio(scenario.targetRatio)) MB. `--soak-polls N` and `--soak-syncs N` shorten the run.",
                 "Runs: " + figures.map { figure in

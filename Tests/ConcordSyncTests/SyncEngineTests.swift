@@ -174,6 +174,55 @@ final class SyncEngineTests: SyncTestCase {
         XCTAssertEqual(try revParse("HEAD", in: scene.otherProfile), head, "nothing of the revocation was merged")
     }
 
+    /// Alice's write that Bob's later one overwrote while she was away: the engine's sync tells
+    /// it twice, in the report of `synced` and on its own as `lostWrites`, naming her as the loser.
+    func testALostWriteOfThisMemberIsToldAfterTheSync() throws {
+        let remote = try makeRemote(.path)
+        let (alice, bob) = (try makeDevice("alice", device: "laptop"), try makeDevice("bob", device: "phone"))
+        let alices = try publishProfile(owner: alice, remote: remote, directory: "alice", template: "screenplay", members: [(bob, "editor")],
+                                        records: [("scenes/y", #"{"a":"base","b":"base"}"#)])
+        let bobs = try cloneProfile(bob, from: remote, into: "bob")
+        try concordOK(["put", "scenes/y", "--json", #"{"a":"alice","b":"base"}"#], as: alice, in: alices)
+        try concordOK(["put", "scenes/y", "--json", #"{"a":"bob","b":"base"}"#], as: bob, in: bobs)
+        try concordOK(["sync"], as: bob, in: bobs)
+
+        let engine = try engine(for: alice)
+        try engine.add(SyncEngine.Target(directory: alices, interval: 0.5))
+        let recorder = EngineRecorder(engine)
+        engine.start()
+        defer { engine.stop() }
+        XCTAssertTrue(waitUntil(deadline) { recorder.names(of: alices).contains("lostWrites") }, "\(recorder.names(of: alices))")
+        let names = recorder.names(of: alices)
+        XCTAssertEqual(Array(names.prefix(3)), ["started", "synced", "lostWrites"])
+        guard case .lostWrites(let lost) = recorder.events(of: alices)[2], case .synced(let report) = recorder.events(of: alices)[1] else {
+            return XCTFail("\(names)")
+        }
+        XCTAssertEqual(lost, report.yours)
+        XCTAssertEqual(lost.map(\.record), ["scenes/y"])
+        XCTAssertEqual(lost.map(\.field), ["a"])
+        XCTAssertEqual(lost.map(\.loser.member), ["alice"])
+    }
+
+    /// `await stop()` from a task: the threads are joined off Swift's pool, and the task resumes
+    /// once every profile told `stopped`.
+    func testStopFromATaskJoinsEveryThread() throws {
+        let scene = try makeTwoDevices(.path)
+        let engine = try engine(for: scene.other)
+        try engine.add(SyncEngine.Target(directory: scene.otherProfile, interval: 0.5))
+        try engine.add(SyncEngine.Target(directory: scene.ownerProfile, interval: 0.5))
+        engine.start()
+        XCTAssertTrue(waitUntil(deadline) { threadNames().filter { $0 == "concord-sync" }.count == 2 }, "\(threadNames())")
+        let stopped = expectation(description: "stop() returned")
+        Task.detached {
+            await engine.stop()
+            stopped.fulfill()
+        }
+        wait(for: [stopped], timeout: 10)
+        XCTAssertEqual(threadNames().filter { $0 == "concord-sync" }, [])
+        XCTAssertEqual(engine.progress(of: scene.otherProfile)?.phase, .stopped)
+        XCTAssertEqual(engine.progress(of: scene.ownerProfile)?.phase, .stopped)
+    }
+
     /// Each bad input to `add` is refused with one line saying what to give instead.
     func testBadTargetsAreRefusedClearly() throws {
         let scene = try makeTwoDevices(.path)

@@ -35,7 +35,7 @@ final class ProfileWatch: Sendable {
     /// Starts the profile's thread.
     func start() {
         Thread.detachNewThread { [self] in
-            Thread.current.name = Self.threadName
+            nameCurrentThread(Self.threadName)
             defer { ended.signal() }
             run()
         }

@@ -72,6 +72,17 @@ public final class SyncEngine: Sendable {
     /// `.stopped` last, and the streams then finish. Idempotent; a stopped engine does not start again.
     public func stop() { hub.stop() }
 
+    /// `stop()` for a task: the threads are joined on a thread of the engine's own, never one of
+    /// Swift's cooperative pool, and the task resumes once all have ended.
+    public func stop() async {
+        await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread { [hub] in
+                hub.stop()
+                finished.resume()
+            }
+        }
+    }
+
     /// The events of every profile from now on, in order for each profile; finishes when the engine stops.
     public func events() -> AsyncStream<Event> { hub.subscribeEvents() }
 

@@ -50,7 +50,7 @@ final class LiveUpdates: @unchecked Sendable {
     func start() {
         locked { started = true }
         Thread.detachNewThread { [self] in
-            Thread.current.name = Self.threadName
+            nameCurrentThread(Self.threadName)
             defer { ended.signal() }
             run()
         }
