@@ -14,6 +14,16 @@ final class SyncEngineTests: SyncTestCase {
         return SyncEngine(identity: try Identity.load(from: device.home), environment: environment)
     }
 
+    /// An engine of `device` syncing `profiles` every 0.5 s, started, with a recorder of what it tells.
+    private func started(_ device: SyncDevice, _ profiles: [URL], keepCopy: Bool = false,
+                         networkTimeout: TimeInterval = 30) throws -> (SyncEngine, EngineRecorder) {
+        let engine = try engine(for: device, networkTimeout: networkTimeout)
+        for profile in profiles { try engine.add(SyncEngine.Target(directory: profile, interval: 0.5, keepCopy: keepCopy)) }
+        let recorder = EngineRecorder(engine)
+        engine.start()
+        return (engine, recorder)
+    }
+
     private func exists(_ reference: String, in profile: URL) -> Bool {
         let parts = reference.split(separator: "/").map(String.init)
         return FileManager.default.fileExists(atPath: profile.appendingPathComponent(RecordPaths.file(directory: parts[0], id: parts[1])).path)
@@ -29,12 +39,8 @@ final class SyncEngineTests: SyncTestCase {
         try gitOK(["config", "remote.origin.url", "ssh://\(scene.other.member)@127.0.0.1:\(silent.port)/dead.git"], in: deadCopy)
         fsckAtEnd.removeAll { $0 == deadCopy }
         // Each check of the dead remote hangs for 60 s: far longer than the live profile needs.
-        let engine = try engine(for: scene.other, networkTimeout: 60)
-        try engine.add(SyncEngine.Target(directory: deadCopy, interval: 0.5))
-        try engine.add(SyncEngine.Target(directory: scene.otherProfile, interval: 0.5))
-        let recorder = EngineRecorder(engine)
-        let started = Date()
-        engine.start()
+        let (engine, recorder) = try started(scene.other, [deadCopy, scene.otherProfile], networkTimeout: 60)
+        let began = Date()
         defer { engine.stop() }
 
         try concordOK(["put", "vocabulary/from-laptop", "--json", #"{"label":"sent by the laptop"}"#], as: scene.owner, in: scene.ownerProfile)
@@ -44,7 +50,7 @@ final class SyncEngineTests: SyncTestCase {
         try concordOK(["put", "vocabulary/from-tablet", "--json", #"{"label":"sent by the tablet"}"#], as: scene.other, in: scene.otherProfile)
         let head = try revParse("HEAD", in: scene.otherProfile)
         XCTAssertTrue(try waitUntil(deadline) { try remoteMain(scene.remote) == head }, "the live profile did not send")
-        XCTAssertLessThan(Date().timeIntervalSince(started), 45, "the live profile waited for the dead one")
+        XCTAssertLessThan(Date().timeIntervalSince(began), 45, "the live profile waited for the dead one")
         XCTAssertTrue(waitUntil(deadline) { engine.progress(of: scene.otherProfile)?.isFullySynced == true })
         // The dead profile is still inside its first check: not yet told offline.
         XCTAssertFalse(recorder.names(of: deadCopy).contains("offline"), recorder.names(of: deadCopy).joined(separator: " "))
@@ -72,10 +78,7 @@ final class SyncEngineTests: SyncTestCase {
         let away = scene.remote.bare.deletingLastPathComponent().appendingPathComponent("remote-away.git")
         try FileManager.default.moveItem(at: scene.remote.bare, to: away)
         try concordOK(["put", "vocabulary/pending", "--json", #"{"label":"written offline"}"#], as: scene.other, in: scene.otherProfile)
-        let engine = try engine(for: scene.other)
-        try engine.add(SyncEngine.Target(directory: scene.otherProfile, interval: 0.5))
-        let recorder = EngineRecorder(engine)
-        engine.start()
+        let (engine, recorder) = try started(scene.other, [scene.otherProfile])
         defer { engine.stop() }
         let profile = scene.otherProfile
         XCTAssertTrue(waitUntil(deadline) { recorder.progress(of: profile).contains { $0.phase == .offline } },
@@ -126,10 +129,7 @@ final class SyncEngineTests: SyncTestCase {
         let app = try Profile.open(at: scene.otherProfile, environment: ConcordEnvironment(home: scene.other.home))
         XCTAssertEqual(try app.sync.status().ahead, 1)
 
-        let engine = try engine(for: scene.other)
-        try engine.add(SyncEngine.Target(directory: scene.otherProfile, interval: 0.5))
-        let recorder = EngineRecorder(engine)
-        engine.start()
+        let (engine, recorder) = try started(scene.other, [scene.otherProfile])
         defer { engine.stop() }
         let profile = scene.otherProfile
         XCTAssertTrue(waitUntil(deadline) { recorder.names(of: profile).last == "accessRemoved" }, "\(recorder.names(of: profile))")
@@ -162,10 +162,7 @@ final class SyncEngineTests: SyncTestCase {
         try concordOK(["revoke", "bob"], as: scene.owner, in: scene.ownerProfile)
         try concordOK(["sync"], as: scene.owner, in: scene.ownerProfile)
         let head = try revParse("HEAD", in: scene.otherProfile)
-        let engine = try engine(for: scene.other)
-        try engine.add(SyncEngine.Target(directory: scene.otherProfile, interval: 0.5, keepCopy: true))
-        let recorder = EngineRecorder(engine)
-        engine.start()
+        let (engine, recorder) = try started(scene.other, [scene.otherProfile], keepCopy: true)
         defer { engine.stop() }
         XCTAssertTrue(waitUntil(deadline) { engine.progress(of: scene.otherProfile)?.removal != nil }, "\(recorder.names(of: scene.otherProfile))")
         let removal = try XCTUnwrap(engine.progress(of: scene.otherProfile)?.removal)
@@ -186,10 +183,7 @@ final class SyncEngineTests: SyncTestCase {
         try concordOK(["put", "scenes/y", "--json", #"{"a":"bob","b":"base"}"#], as: bob, in: bobs)
         try concordOK(["sync"], as: bob, in: bobs)
 
-        let engine = try engine(for: alice)
-        try engine.add(SyncEngine.Target(directory: alices, interval: 0.5))
-        let recorder = EngineRecorder(engine)
-        engine.start()
+        let (engine, recorder) = try started(alice, [alices])
         defer { engine.stop() }
         XCTAssertTrue(waitUntil(deadline) { recorder.names(of: alices).contains("lostWrites") }, "\(recorder.names(of: alices))")
         let names = recorder.names(of: alices)

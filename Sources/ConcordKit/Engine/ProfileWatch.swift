@@ -9,7 +9,7 @@ import Foundation
 /// ref list); either one triggers a sync. On a concord server, the server also says the moment
 /// main moves (`LiveUpdates`, `concord-wait`), which wakes the thread and triggers a sync at once,
 /// and while it does the remote is polled at most every `livePollInterval`. Stops only between
-/// syncs, never inside a ref update.
+/// syncs, never inside a ref update; a check of the remote in progress is cut.
 ///
 /// Ends when stopped, or when the remote revokes this device's member or an Admin deleted the
 /// profile: then the removal policy (`CopyRemoval`) is applied and told; every other failure is
@@ -41,7 +41,7 @@ final class ProfileWatch: Sendable {
         }
     }
 
-    /// Asks the thread to end after what it is doing (a sync in progress finishes first).
+    /// Asks the thread to end: a check of the remote in progress is cut, a sync finishes first.
     func stop() {
         stopping.cancel()
         wake.signal()

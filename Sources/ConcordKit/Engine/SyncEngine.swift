@@ -67,9 +67,10 @@ public final class SyncEngine: Sendable {
     /// Starts the threads of the profiles added so far (and of those added later, as they come).
     public func start() { hub.start() }
 
-    /// Stops every profile's thread and returns once all have ended: a sync in progress finishes
-    /// first (a transfer in progress ends within the network timeout). Each profile tells
-    /// `.stopped` last, and the streams then finish. Idempotent; a stopped engine does not start again.
+    /// Stops every profile's thread and returns once all have ended: a check of a remote in
+    /// progress is cut, a sync in progress finishes first (its fetch or push ends within the
+    /// network timeout). Each profile tells `.stopped` last, and the streams then finish.
+    /// Idempotent; a stopped engine does not start again.
     public func stop() { hub.stop() }
 
     /// `stop()` for a task: the threads are joined on a thread of the engine's own, never one of
