@@ -52,6 +52,9 @@ public final class SyncEngine: Sendable {
         (self.identity, self.environment) = (identity, environment)
     }
 
+    /// An engine let go while running is stopped (its threads joined), never left syncing unowned.
+    deinit { hub.stop() }
+
     /// Adds a profile; its thread starts at once when the engine is running. Throws when the
     /// directory is not a profile, the remote is unknown or not a remote URL, the interval is out
     /// of range, the profile is in this engine already, or the engine was stopped.
@@ -67,9 +70,10 @@ public final class SyncEngine: Sendable {
     /// Starts the threads of the profiles added so far (and of those added later, as they come).
     public func start() { hub.start() }
 
-    /// Stops every profile's thread and returns once all have ended: a check of a remote in
-    /// progress is cut, a sync in progress finishes first (its fetch or push ends within the
-    /// network timeout). Each profile tells `.stopped` last, and the streams then finish.
+    /// Stops every profile's thread and returns once each has done its last work (the system ends
+    /// the threads a moment later; none touches the network or a profile after that): a check of a
+    /// remote in progress is cut, a sync in progress finishes first (its fetch or push ends within
+    /// the network timeout). Each profile tells `.stopped` last, and the streams then finish.
     /// Idempotent; a stopped engine does not start again.
     public func stop() { hub.stop() }
 
