@@ -31,6 +31,8 @@ public final class SyncEngine: Sendable {
         /// (by default it is deleted, its unsent edits saved first).
         public var keepCopy: Bool
 
+        /// `directory` kept in sync with `remote` (checked every `interval` seconds); its copy is
+        /// deleted when the remote removes it, unless `keepCopy`.
         public init(directory: URL, remote: String = "origin", interval: Double = 2, keepCopy: Bool = false) {
             (self.directory, self.remote, self.interval, self.keepCopy) = (directory.standardizedFileURL, remote, interval, keepCopy)
         }
@@ -40,6 +42,7 @@ public final class SyncEngine: Sendable {
     public struct Event: Sendable {
         /// The profile's directory (as its `Target` gives it).
         public let profile: URL
+        /// What happened.
         public let kind: SyncEvent
     }
 

@@ -53,6 +53,7 @@ public struct SyncProgress: Sendable {
     public let profile: URL
     /// The remote it syncs with.
     public let remote: String
+    /// What its thread is doing now.
     public internal(set) var phase: Phase = .idle
     /// Commits this device has that the remote lacks, as far as the last fetch knows.
     public internal(set) var pendingCommits = 0
