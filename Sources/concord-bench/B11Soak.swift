@@ -30,6 +30,8 @@ enum WatchSoakBenchmark {
         let end: Int
         let idleSeconds: Double
         let syncSeconds: Double
+        /// Soaked through a `SyncEngine` in the bench's own process, not a `concord watch` child.
+        var throughEngine = false
         var growth: Int { end - start }
     }
 
@@ -39,10 +41,14 @@ enum WatchSoakBenchmark {
         for transport in [Transport.path, .ssh] {
             figures.append(try soak(context, transport: transport, polls: polls, syncs: syncs))
         }
+        for transport in [Transport.path, .ssh] {
+            figures.append(try soakEngine(context, transport: transport, polls: polls, syncs: syncs))
+        }
         let scenario = context.scenario
         let limit = Int(scenario.targetRatio * 1_048_576)
         let rows = figures.map { figure in
-            ResultRow(label: "B11 `watch --interval \(interval)` over \(figure.transport == .path ? "a path remote" : "ssh"): "
+            ResultRow(label: "B11 \(figure.throughEngine ? "`SyncEngine` in process, interval \(interval) s," : "`watch --interval \(interval)`") "
+                        + "over \(figure.transport == .path ? "a path remote" : "ssh"): "
                         + "\(Format.count(figure.polls)) idle polls, then \(figure.syncs) syncs; resident size (ratio column = "
                         + "growth end − start, MB; no git counterpart)",
                       concordCell: "start \(megabytes(figure.start)), after \(Format.count(figure.thousandAt)) polls "
@@ -64,10 +70,15 @@ enum WatchSoakBenchmark {
                     + "at the end: after \(syncs) syncs of small changes, taking turns: A puts a record and runs `concord "
                     + "sync` (B fetches it), or a `concord put` process writes into B's profile (B pushes it); each "
                     + "waits for B's `synced` event, then B makes 20 more idle polls before the last reading.",
-                "Checks: B reports no `error` event and exits 0 on SIGTERM. Goal: growth (end − start) ≤ "
+                "Then the same soak again with B's profile kept in sync by a `SyncEngine` (the library's watch, as an app "
+                    + "runs it) inside the bench's own process; polls are counted by the engine, the resident size read is the "
+                    + "bench process's own, and its rows are marked `SyncEngine` in process.",
+                "Checks: B reports no `error` event and exits 0 on SIGTERM (the engine: no failure or outage in its progress). "
+                    + "Goal: growth (end − start) ≤ "
                     + "\(Format.ratio(scenario.targetRatio)) MB. `--soak-polls N` and `--soak-syncs N` shorten the run.",
                 "Runs: " + figures.map { figure in
-                    "\(figure.transport.rawValue): start \(megabytes(figure.start)), after \(Format.count(figure.thousandAt)) polls "
+                    "\(figure.throughEngine ? "engine " : "")\(figure.transport.rawValue): start \(megabytes(figure.start)), "
+                        + "after \(Format.count(figure.thousandAt)) polls "
                         + "\(megabytes(figure.afterThousand)), after \(Format.count(figure.polls)) polls \(megabytes(figure.afterIdle)) "
                         + "(\(Format.duration(figure.idleSeconds))), after \(figure.syncs) syncs \(megabytes(figure.end)) "
                         + "(\(Format.duration(figure.syncSeconds)))"
@@ -105,7 +116,7 @@ enum WatchSoakBenchmark {
         context.progress("B11 \(transport.rawValue): preparing a bare repository, devices A and B")
         let devices = try TwoDevices.make(context, in: root, overSSH: transport == .ssh)
         defer { devices.stop() }
-        let (homeA, homeB, profileA, profileB) = (devices.homeA, devices.homeB, devices.profileA, devices.profileB)
+        let (homeB, profileB) = (devices.homeB, devices.profileB)
 
         let log = root.appendingPathComponent("watch-b.log")
         var environment = concord.environment(home: homeB)
@@ -117,37 +128,75 @@ enum WatchSoakBenchmark {
         func failure(_ what: String) -> BenchError {
             BenchError("B11 \(transport.rawValue): \(what)\nB's watch (last lines):\n\(output.tail)")
         }
-        func resident() throws -> Int {
-            guard let bytes = residentBytes(of: watcher.pid) else {
-                throw failure("cannot read the watch process's VmRSS (exited with \(watcher.exitStatus().map(String.init) ?? "?")?)")
-            }
-            return bytes
-        }
-        /// Waits until the watcher has made `count` polls in all (checking that it is still running).
+        let readings = Readings(
+            polls: {
+                if let status = watcher.exitStatus() { throw failure("concord watch exited \(status)") }
+                return output.update().polls
+            },
+            syncs: {
+                if let status = watcher.exitStatus() { throw failure("concord watch exited \(status)") }
+                return output.update().synced
+            },
+            resident: {
+                guard let bytes = residentBytes(of: watcher.pid) else {
+                    throw failure("cannot read the watch process's VmRSS (exited with \(watcher.exitStatus().map(String.init) ?? "?")?)")
+                }
+                return bytes
+            },
+            failure: failure)
+        let figures = try measure(context, "B11 \(transport.rawValue)", devices: devices, readings: readings, polls: polls, syncs: syncs,
+                                  transport: transport)
+        let status = watcher.stop(grace: 10)
+        output.update()
+        guard status == 0 else { throw failure("concord watch exited \(status) after SIGTERM") }
+        guard output.errors == 0 else { throw failure("the watch reported \(output.errors) error event(s)") }
+        return figures
+    }
+
+    /// What `measure` reads from the watcher it soaks, whichever runs it (a `concord watch` child,
+    /// a `SyncEngine` in this process); each throws once the watcher is no longer running.
+    struct Readings {
+        /// Its remote checks so far.
+        let polls: () throws -> Int
+        /// Its syncs so far.
+        let syncs: () throws -> Int
+        /// Its resident size, in bytes.
+        let resident: () throws -> Int
+        let failure: (String) -> BenchError
+    }
+
+    /// The soak: `polls` idle polls, then `syncs` changes (A puts and syncs, or a `concord put`
+    /// writes into B's profile, taking turns), each waited for until the watcher has synced it,
+    /// then 20 more polls; the resident size read at the first poll, after 1,000, after the idle
+    /// polls and at the end.
+    static func measure(_ context: BenchContext, _ label: String, devices: TwoDevices, readings: Readings, polls: Int, syncs: Int,
+                        transport: Transport, throughEngine: Bool = false) throws -> Figures {
+        let concord = context.concord
+        let (homeA, homeB, profileA, profileB) = (devices.homeA, devices.homeB, devices.profileA, devices.profileB)
+        /// Waits until the watcher has made `count` polls in all.
         func waitForPolls(_ count: Int, timeout: TimeInterval) throws {
             let deadline = Date().addingTimeInterval(timeout)
-            while output.update().polls < count {
-                if let status = watcher.exitStatus() { throw failure("concord watch exited \(status)") }
-                guard Date() < deadline else { throw failure("\(output.polls) polls after \(Int(timeout)) s, expected \(count)") }
+            while try readings.polls() < count {
+                guard Date() < deadline else { throw readings.failure("\(try readings.polls()) polls after \(Int(timeout)) s, expected \(count)") }
                 usleep(5_000)
             }
         }
 
         let clock = ContinuousClock()
-        context.progress("B11 \(transport.rawValue): \(Format.count(polls)) idle polls")
+        context.progress("\(label): \(Format.count(polls)) idle polls")
         let idleStart = clock.now
         try waitForPolls(1, timeout: 30)
-        let start = try resident()
+        let start = try readings.resident()
         let thousandAt = min(1_000, polls)
         try waitForPolls(thousandAt, timeout: Double(thousandAt))
-        let afterThousand = try resident()
+        let afterThousand = try readings.resident()
         try waitForPolls(polls, timeout: Double(polls))
-        let afterIdle = try resident()
+        let afterIdle = try readings.resident()
         let idleSeconds = idleStart.duration(to: clock.now).seconds
 
-        context.progress("B11 \(transport.rawValue): \(syncs) syncs")
+        context.progress("\(label): \(syncs) syncs")
         let syncStart = clock.now
-        let syncedBefore = output.update().synced
+        let syncedBefore = try readings.syncs()
         for index in 1...syncs {
             let id = "soak-\(index)"
             let json = "{\"label\":\"\(id)\",\"category\":\"soak\"}"
@@ -159,26 +208,18 @@ enum WatchSoakBenchmark {
                                 what: "concord put (into B's profile)")
             }
             let deadline = Date().addingTimeInterval(syncTimeout)
-            while output.update().synced < syncedBefore + index {
-                if let status = watcher.exitStatus() { throw failure("concord watch exited \(status)") }
-                guard Date() < deadline else { throw failure("sync \(index) not made within \(Int(syncTimeout)) s of its change") }
+            while try readings.syncs() < syncedBefore + index {
+                guard Date() < deadline else { throw readings.failure("sync \(index) not made within \(Int(syncTimeout)) s of its change") }
                 usleep(5_000)
             }
         }
-        try waitForPolls(output.polls + 20, timeout: 60)
-        let end = try resident()
+        try waitForPolls(try readings.polls() + 20, timeout: 60)
+        let end = try readings.resident()
         let syncSeconds = syncStart.duration(to: clock.now).seconds
-
-        let status = watcher.stop(grace: 10)
-        output.update()
-        guard status == 0 else { throw failure("concord watch exited \(status) after SIGTERM") }
-        guard output.errors == 0 else { throw failure("the watch reported \(output.errors) error event(s)") }
-        let figures = Figures(transport: transport, polls: polls, syncs: syncs, start: start, thousandAt: thousandAt,
-                              afterThousand: afterThousand, afterIdle: afterIdle, end: end, idleSeconds: idleSeconds,
-                              syncSeconds: syncSeconds)
-        context.progress("B11 \(transport.rawValue): resident \(megabytes(start)) at the first poll, \(megabytes(afterThousand)) after "
+        context.progress("\(label): resident \(megabytes(start)) at the first poll, \(megabytes(afterThousand)) after "
             + "\(thousandAt), \(megabytes(afterIdle)) after \(polls), \(megabytes(end)) after \(syncs) syncs")
-        return figures
+        return Figures(transport: transport, polls: polls, syncs: syncs, start: start, thousandAt: thousandAt, afterThousand: afterThousand,
+                       afterIdle: afterIdle, end: end, idleSeconds: idleSeconds, syncSeconds: syncSeconds, throughEngine: throughEngine)
     }
 
     /// `VmRSS` of process `pid`, in bytes.

@@ -149,26 +149,3 @@ func currentExecutable() -> String? {
     if let resolved = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return resolved }
     return Bundle.main.executablePath
 }
-
-/// Runs `body`; when it finds this device's member revoked, or the profile deleted by an Admin,
-/// deletes the local copy (unless `keep`; unsent edits are first saved as a dump) and passes the
-/// error on (exit 4, "access removed: …" / "profile deleted: …").
-func removingCopyIfRevoked<T>(_ profile: Profile, remote: String, keep: Bool, _ body: () throws -> T) throws -> T {
-    do {
-        return try body()
-    } catch ConcordError.accessRemoved(let member, let admin, let name) {
-        let what = try removeCopy(profile, remote: remote, keep: keep,
-                                  because: "access removed: \(admin) revoked \(member)'s access on \(HLClock.formatInstant(ConcordEnvironment.systemClock()))")
-        throw ConcordError.accessRemoved(member: member, by: admin, profile: "\(name) (\(what))")
-    } catch ConcordError.profileDeleted(let name, let by, let at) {
-        let what = try removeCopy(profile, remote: remote, keep: keep, because: "deleted: \(by) deleted the profile at \(at)")
-        throw ConcordError.profileDeleted(profile: "\(name) (\(what))", by: by, at: at)
-    }
-}
-
-/// Deletes `profile`'s copy (unless `keep`), saving unsent edits; says what happened.
-private func removeCopy(_ profile: Profile, remote: String, keep: Bool, because reason: String) throws -> String {
-    guard !keep else { return "the local copy is kept (--keep)" }
-    let saved = try profile.removeLocalCopy(unsentTo: remote, removedBecause: reason)
-    return "this device's copy was deleted" + (saved.map { "; its unsent edits are saved in \($0.path)" } ?? "")
-}

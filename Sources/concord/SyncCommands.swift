@@ -152,7 +152,7 @@ struct Sync: ParsableCommand {
         do {
             let profile = try profile.open()
             let identity = try loadIdentity()
-            report = try removingCopyIfRevoked(profile, remote: remote, keep: keep) { try profile.sync.run(remote: remote, as: identity) }
+            report = try CopyRemoval.applying(to: profile, remote: remote, keepCopy: keep) { try profile.sync.run(remote: remote, as: identity) }
         } catch where json {
             // Scripts get a JSON error object on stdout as well as the line on stderr, whatever failed.
             printJSON(.object(["error": .string(describe(error)), "exitCode": .number(String(ExitStatus.code(for: error)))]))

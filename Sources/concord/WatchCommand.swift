@@ -20,36 +20,47 @@ struct Watch: ParsableCommand {
 
     func run() throws {
         let profile = try profile.open()
-        let identity = try loadIdentity()
-        let stop = StopFlag()
-        // Signals only raise the flag: the loop finishes what it is doing, then exits.
+        let engine = SyncEngine(identity: try loadIdentity(), environment: try processEnvironment())
+        try engine.add(SyncEngine.Target(directory: profile.root, remote: remote, interval: interval, keepCopy: keep))
+        // Signals only stop the engine: each profile's thread finishes what it is doing, then ends.
         var sources = [DispatchSourceSignal]()
         for signalNumber in [SIGINT, SIGTERM] {
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler { stop.raise() }
+            source.setEventHandler { engine.stop() }
             source.resume()
             sources.append(source)
         }
-        // ...and never on this thread: a signal delivered here would interrupt the poll or sync in
-        // progress (libssh2's poll() returns EINTR, which it reports as a timeout), and the watch
-        // would report "offline" just before it stops. Other threads take the signal instead.
+        // ...and never on the engine's threads, which inherit this thread's mask: a signal delivered
+        // there would interrupt the poll or sync in progress (libssh2's poll() returns EINTR, which it
+        // reports as a timeout), and the watch would report "offline" just before it stops. Other
+        // threads take the signal instead.
         var blocked = sigset_t()
         sigemptyset(&blocked)
         sigaddset(&blocked, SIGINT)
         sigaddset(&blocked, SIGTERM)
         pthread_sigmask(SIG_BLOCK, &blocked, nil)
         defer { withExtendedLifetime(sources) {} }
-        try removingCopyIfRevoked(profile, remote: remote, keep: keep) {
-            try profile.sync.watch(remote: remote, interval: interval, as: identity, shouldStop: stop.isRaised) { event in
-                emit(event)
+        let events = engine.events()
+        let ended = DispatchSemaphore(value: 0)
+        Task.detached { [json] in
+            // Until the profile's last event: stopped, or its copy removed.
+            for await event in events {
+                Self.emit(event.kind, json: json)
+                if event.kind.isLast { break }
             }
+            ended.signal()
         }
+        engine.start()
+        ended.wait()
+        engine.stop()
+        // The same error `sync` throws: "access removed: … (this device's copy was deleted; …)", exit 4.
+        if let removal = engine.progress(of: profile.root)?.removal { throw removal.error }
     }
 
-    private func emit(_ event: WatchEvent) {
+    private static func emit(_ event: SyncEvent, json: Bool) {
         let time = HLClock.formatInstant(ConcordEnvironment.systemClock())
-        let (name, text, fields): (String, String, [String: JSONValue]) = {
+        let line: (name: String, text: String, fields: [String: JSONValue])? = {
             switch event {
             case .started(let remote, let interval):
                 return ("started", "watching \(remote) every \(interval) s", ["remote": .string(remote)])
@@ -62,9 +73,16 @@ struct Watch: ParsableCommand {
             case .offline(let message): return ("offline", message, ["message": .string(message)])
             case .online: return ("online", "the remote is reachable again", [:])
             case .failed(let message): return ("error", message, ["message": .string(message)])
+            // The copy's removal is the command's error (stderr, exit 4); the event says what the remote said.
+            case .accessRemoved(let removal), .profileDeleted(let removal):
+                let message = removal.cause.localizedDescription
+                return ("error", message, ["message": .string(message)])
             case .stopped: return ("stopped", "stopped", [:])
+            // Told on the `synced` line already.
+            case .lostWrites: return nil
             }
         }()
+        guard let (name, text, fields) = line else { return }
         if json {
             var object = fields
             object["event"] = .string(name)
@@ -74,13 +92,4 @@ struct Watch: ParsableCommand {
             FileHandle.standardOutput.write(Data("\(time) \(name): \(text)\n".utf8))
         }
     }
-}
-
-/// A flag raised from a signal handler's queue and read by the watch loop.
-final class StopFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var raised = false
-
-    func raise() { lock.lock(); raised = true; lock.unlock() }
-    func isRaised() -> Bool { lock.lock(); defer { lock.unlock() }; return raised }
 }

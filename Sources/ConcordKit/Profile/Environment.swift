@@ -1,3 +1,4 @@
+import ConcordGit
 import ConcordModel
 import Foundation
 
@@ -18,6 +19,9 @@ public struct ConcordEnvironment: Sendable {
     /// `Profile.accept` to a link invitation's one-time key for its clone and acceptance push (a
     /// concord server knows that key, and not yet this device's); nil otherwise.
     public var invitationLoginKey: String?
+    /// Cuts the connections Concord opens itself for the profiles opened with this environment (a
+    /// check of the remote's refs): a `SyncEngine` stops a profile's thread with it. Nil: none is cut.
+    package var transferCancellation: TransferCancellation?
 
     public init(home: URL, wallClock: @escaping @Sendable () -> Int64 = ConcordEnvironment.systemClock,
                 driverExecutable: String? = nil) {

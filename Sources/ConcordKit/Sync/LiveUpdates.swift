@@ -1,10 +1,11 @@
 import ConcordGit
 import Foundation
 
-/// Live updates for `watch` on a concord server: a thread keeps a `concord-wait` open (the server
-/// answers the moment the profile's main moves, `ServerWait`) and flags it, so `watch` syncs at
-/// once instead of at its next poll. A server that does not offer the wait (a stock sshd + git)
-/// fails the first one, and `watch` keeps polling alone. Nothing here trusts the answer: it only
+/// Live updates for a `SyncEngine`'s profile on a concord server: a thread keeps a `concord-wait`
+/// open (the server answers the moment the profile's main moves, `ServerWait`), flags it and calls
+/// `onMove`, so the profile's thread wakes and syncs at once instead of at its next poll. A server
+/// that does not offer the wait (a stock sshd + git) fails the first one, and the thread keeps
+/// polling alone. Nothing here trusts the answer: it only
 /// makes the next sync happen sooner, and that sync fetches and checks as always.
 ///
 /// The thread is joined, never left behind: `stop()` cuts the wait in progress
@@ -14,6 +15,8 @@ import Foundation
 final class LiveUpdates: @unchecked Sendable {
     /// How long one `concord-wait` holds its connection.
     static let waitSeconds = 20
+    /// The name of the thread (what `/proc/self/task/*/comm` shows).
+    static let threadName = "concord-live"
 
     private let url: String
     private let options: TransportOptions
@@ -35,16 +38,19 @@ final class LiveUpdates: @unchecked Sendable {
     /// Whether to ask for the pack: a concord server older than this device refuses the request,
     /// and the wait alone is asked for from then on.
     private var askForPack = true
+    /// Called (outside the lock) each time main moved: wakes the loop waiting for its next tick.
+    private let onMove: @Sendable () -> Void
 
-    init(url: String, options: TransportOptions, known: ObjectID?) {
+    init(url: String, options: TransportOptions, known: ObjectID?, onMove: @escaping @Sendable () -> Void = {}) {
         var options = options
         options.cancellation = cancellation
-        (self.url, self.options, self.known) = (url, options, known)
+        (self.url, self.options, self.known, self.onMove) = (url, options, known, onMove)
     }
 
     func start() {
         locked { started = true }
         Thread.detachNewThread { [self] in
+            nameCurrentThread(Self.threadName)
             defer { ended.signal() }
             run()
         }
@@ -110,7 +116,12 @@ final class LiveUpdates: @unchecked Sendable {
                     // again would answer at once, so wait for the sync (or a while) first, and if it
                     // has not taken it in by then, tell again (the sync is tried again).
                     for _ in 0..<250 where !locked({ stopped || known != tip }) { usleep(20_000) }
-                    locked { if known == tip { (moved, movedTo) = (true, main) } }
+                    let retold = locked { () -> Bool in
+                        guard known == tip else { return false }
+                        (moved, movedTo) = (true, main)
+                        return true
+                    }
+                    if retold { onMove() }
                     continue
                 }
                 reported = .some(main)
@@ -121,6 +132,7 @@ final class LiveUpdates: @unchecked Sendable {
                     // the sync runs is answered at once (the sync's `update(known:)` then says where it got).
                     known = main
                 }
+                onMove()
             } catch {
                 locked { healthy = false }
                 if withPack, locked({ offered }) == nil {

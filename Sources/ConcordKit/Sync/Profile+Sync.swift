@@ -65,6 +65,7 @@ extension Profile {
         }, stallTimeout: environment.networkTimeout,
            knownHostLines: location.knownHostsName == nil ? [] : knownHosts.lines(for: hostName))
         Self.offerKeys(&options, identity: identity, invitationKey: environment.invitationLoginKey)
+        options.cancellation = environment.transferCancellation
         return options
     }
 

@@ -4,9 +4,9 @@ import ConcordTrust
 import Foundation
 
 /// A profile's remotes and its sync with them: fetch into a quarantine, check every new commit
-/// (`IncomingCheck`), merge with the per-kind policies, push without forcing, and `watch` that
-/// keeps doing so. The sync's steps (`run`, `SyncPipeline`) are in `Pipeline/`, `watch` in
-/// `Sync+Watch.swift`, the merge in `Merge/`.
+/// (`IncomingCheck`), merge with the per-kind policies, push without forcing (a `SyncEngine`
+/// keeps doing so). The sync's steps (`run`, `SyncPipeline`) are in `Pipeline/`, the merge in
+/// `Merge/`, the engine that keeps syncing in `Engine/`.
 public struct Sync {
     let profile: Profile
     var repository: Repository { profile.repository }

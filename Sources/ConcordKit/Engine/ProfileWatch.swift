@@ -1,0 +1,240 @@
+import ConcordGit
+import ConcordTrust
+import Foundation
+
+/// One profile a `SyncEngine` keeps in sync, on a thread of its own (never one of Swift's
+/// cooperative pool: a sync blocks in libgit2 and on the network): every 20 ms it looks for local
+/// commits the remote lacks (two ref reads; writes by other processes are seen the same way), and
+/// every `interval` seconds it checks cheaply whether the remote's main moved (reading only its
+/// ref list); either one triggers a sync. On a concord server, the server also says the moment
+/// main moves (`LiveUpdates`, `concord-wait`), which wakes the thread and triggers a sync at once,
+/// and while it does the remote is polled at most every `livePollInterval`. Stops only between
+/// syncs, never inside a ref update; a check of the remote in progress is cut.
+///
+/// Ends when stopped, or when the remote revokes this device's member or an Admin deleted the
+/// profile: then the removal policy (`CopyRemoval`) is applied and told; every other failure is
+/// told and retried, after a delay that doubles each time up to `maxBackoff`.
+final class ProfileWatch: Sendable {
+    let target: SyncEngine.Target
+    private let identity: Identity
+    private let environment: ConcordEnvironment
+    /// Raised by `stop()`; read by the loop between steps.
+    private let stopping = TransferCancellation()
+    /// Signalled by `stop()` and by the live updates when the server says main moved: the loop's
+    /// wait between ticks ends at once.
+    private let wake = DispatchSemaphore(value: 0)
+    /// Signalled when the thread ends; `join()` passes it on, so any number of callers may join.
+    private let ended = DispatchSemaphore(value: 0)
+    /// Where events and progress go (the engine's subscribers).
+    private let hub: SyncEngineHub
+
+    init(target: SyncEngine.Target, identity: Identity, environment: ConcordEnvironment, hub: SyncEngineHub) {
+        (self.target, self.identity, self.environment, self.hub) = (target, identity, environment, hub)
+    }
+
+    /// Starts the profile's thread.
+    func start() {
+        Thread.detachNewThread { [self] in
+            nameCurrentThread(Self.threadName)
+            defer { ended.signal() }
+            run()
+        }
+    }
+
+    /// Asks the thread to end: a check of the remote in progress is cut, a sync finishes first.
+    func stop() {
+        stopping.cancel()
+        wake.signal()
+    }
+
+    /// Returns once the thread has ended.
+    func join() {
+        ended.wait()
+        ended.signal()
+    }
+
+    /// The name of every profile's thread (what `/proc/self/task/*/comm` shows).
+    static let threadName = "concord-sync"
+    /// How often the loop asks the remote while a concord server's `concord-wait` tells it of
+    /// every move (`LiveUpdates.isLive`), when `interval` is shorter.
+    static let livePollInterval: TimeInterval = 60
+    /// How often the loop looks for local commits to send (two ref reads, ~20 µs).
+    static let watchTick: TimeInterval = 0.02
+    /// The longest the loop waits before asking again a remote that refused it or failed.
+    static let maxBackoff: TimeInterval = 300
+
+    private var shouldStop: Bool { stopping.isCancelled }
+
+    private func run() {
+        let remote = target.remote
+        var progress = SyncProgress(profile: target.directory, remote: remote)
+        func publish(_ change: (inout SyncProgress) -> Void) {
+            change(&progress)
+            hub.publish(progress)
+        }
+        let profile: Profile
+        let live: LiveUpdates?
+        do {
+            // A stop cuts the check of the remote in progress (a remote that never answers holds it
+            // for the network timeout); libgit2's fetch and push run to their end.
+            var environment = environment
+            environment.transferCancellation = stopping
+            profile = try Profile.open(at: target.directory, environment: environment)
+            live = try liveUpdates(profile)
+            progress.lastSync = SyncState.load(profile.repository.gitDirectory, remote: remote).lastSync
+            progress.pendingCommits = (try? profile.localCommits(remote)) ?? 0
+        } catch {
+            // Checked when the profile was added: gone since (deleted by another process).
+            hub.publish(.failed(Self.message(error)), for: target.directory)
+            hub.publish(.stopped, for: target.directory)
+            publish { $0.phase = .stopped; $0.lastError = Self.message(error) }
+            return
+        }
+        hub.publish(.started(remote: remote, interval: target.interval), for: target.directory)
+        publish { _ in }
+        live?.start()
+        defer { live?.stop() }
+        if let removal = loop(profile, live: live, publish: publish) {
+            publish { $0.phase = .stopped; $0.removal = removal }
+        } else {
+            publish { $0.phase = .stopped }
+        }
+    }
+
+    /// The loop, until stopped (nil) or the copy was removed (what was done).
+    private func loop(_ profile: Profile, live: LiveUpdates?, publish: ((inout SyncProgress) -> Void) -> Void) -> CopyRemoval? {
+        let (remote, interval, sync) = (target.remote, target.interval, profile.sync)
+        let tell = { [hub, target] (event: SyncEvent) in hub.publish(event, for: target.directory) }
+        var offline = false
+        // The remote is asked once per interval, counted from the start of the previous check;
+        // local commits (from this or any other process) are looked for every tick.
+        var nextRemoteCheck = Date.distantPast
+        // After a failure, local commits wait for the next remote check instead of retrying every tick.
+        var quietUntil = Date.distantPast
+        // A refusal or another failure is reported once (until it changes or clears), and the
+        // remote is asked again after a delay that doubles each time, up to `maxBackoff`.
+        var lastFailure: String?
+        var backoff = interval
+        let tracking = { try? gitCall { try profile.repository.resolveReference(Profile.trackingRef(remote)) } }
+        // The refs when the remote last answered: an idle poll that finds them unchanged reads nothing more.
+        var answeredAt: (head: ObjectID?, tracking: ObjectID?)?
+        /// Where this device stands once the remote answered (after a sync when `synced`).
+        func answered(synced: Bool) {
+            let head = try? gitCall { try profile.repository.resolveReference("HEAD") }
+            let known = tracking()
+            let moved = synced || answeredAt.map { $0.head != head || $0.tracking != known } ?? true
+            answeredAt = (head, known)
+            publish {
+                $0.phase = .idle
+                $0.lastError = nil
+                $0.isFullySynced = head != nil && head == known
+                guard moved else { return }
+                $0.pendingCommits = (try? profile.localCommits(remote)) ?? $0.pendingCommits
+                $0.lastSync = SyncState.load(profile.repository.gitDirectory, remote: remote).lastSync
+            }
+        }
+        while !shouldStop {
+            let now = Date()
+            // Told of a move this device has already (its own push, say): nothing to do for it.
+            let movedTo = live?.takeMoved()
+            let told = movedTo.map { $0 != tracking() } ?? false
+            if !told { _ = live?.takePrefetched() }
+            let remoteDue = now >= nextRemoteCheck || told
+            let localWork = now >= quietUntil && (try? hasUnsentCommits(profile)) == true
+            if localWork || told {
+                publish {
+                    $0.isFullySynced = false
+                    if localWork { $0.pendingCommits = (try? profile.localCommits(remote)) ?? $0.pendingCommits }
+                }
+            }
+            if remoteDue || localWork {
+                // While the server tells of every move, a poll is only a safety net.
+                if remoteDue { nextRemoteCheck = now.addingTimeInterval(live?.isLive == true ? max(interval, Self.livePollInterval) : interval) }
+                do {
+                    if try localWork || told || sync.isNeeded(remote: remote, as: identity) {
+                        publish { $0.phase = .syncing }
+                        // A sync frees what it allocated, but glibc keeps the pages (`ProcessMemory`).
+                        defer { ProcessMemory.returnFreedMemory() }
+                        let report = try sync.run(remote: remote, as: identity, prefetched: told ? live?.takePrefetched() : nil)
+                        live?.update(known: tracking())
+                        if offline { offline = false; tell(.online) }
+                        tell(.synced(report))
+                        if !report.yours.isEmpty { tell(.lostWrites(report.yours)) }
+                        answered(synced: true)
+                    } else {
+                        if offline { offline = false; tell(.online) }
+                        answered(synced: false)
+                    }
+                    lastFailure = nil
+                    backoff = interval
+                } catch {
+                    // A stop requested meanwhile may have cut the transfer short: not an outage.
+                    if shouldStop { break }
+                    var error = error
+                    do {
+                        if let removal = try removed(profile, by: error, live: live, tell: tell) { return removal }
+                    } catch let failure {
+                        error = failure
+                    }
+                    if case ConcordError.offline(let remote, let reason, _) = error {
+                        // Said once per outage, so no count of local commits: it would go stale at the next write.
+                        if !offline { tell(.offline("cannot reach \(remote) (\(reason)); local commits are kept and sent once it answers")) }
+                        offline = true
+                        publish { $0.phase = .offline; $0.isFullySynced = false; $0.lastError = Self.message(error) }
+                    } else {
+                        let message = Self.message(error)
+                        if message != lastFailure { tell(.failed(message)) }
+                        lastFailure = message
+                        nextRemoteCheck = Date().addingTimeInterval(backoff)
+                        backoff = min(backoff * 2, max(interval, Self.maxBackoff))
+                        publish { $0.phase = .idle; $0.isFullySynced = false; $0.lastError = message }
+                    }
+                    quietUntil = nextRemoteCheck
+                }
+                // With CONCORD_TRACE_PERF=1, one line per remote check (B11 counts polls with it).
+                if remoteDue {
+                    PerformanceTrace.step("watch: remote checked")
+                    hub.countRemoteCheck(of: target.directory)
+                }
+            }
+            // Until the next tick, or at once when stopped or the server says main moved.
+            if live?.hasMoved != true { _ = wake.wait(timeout: .now() + Self.watchTick) }
+        }
+        tell(.stopped)
+        return nil
+    }
+
+    /// When `error` says this device may no longer have the copy: the live updates stopped (their
+    /// thread joined: nothing is left inside libssh2 once the copy goes), then the removal policy
+    /// applied and told. A removal that itself fails (the unsent edits could not be saved: the copy
+    /// is kept) throws, and is told and retried as any other failure, by polling alone.
+    private func removed(_ profile: Profile, by error: Error, live: LiveUpdates?, tell: (SyncEvent) -> Void) throws -> CopyRemoval? {
+        guard CopyRemoval.isRemoval(error) else { return nil }
+        live?.stop()
+        guard let removal = try CopyRemoval.apply(for: error, to: profile, remote: target.remote, keepCopy: target.keepCopy) else {
+            return nil
+        }
+        if case .profileDeleted = removal.cause { tell(.profileDeleted(removal)) } else { tell(.accessRemoved(removal)) }
+        return removal
+    }
+
+    /// Live updates from the profile's remote when it is reached over ssh (nil for a path remote),
+    /// waking the loop when the server says main moved.
+    private func liveUpdates(_ profile: Profile) throws -> LiveUpdates? {
+        let location = try profile.remoteLocation(target.remote)
+        guard case .ssh = location else { return nil }
+        let known = try gitCall { try profile.repository.resolveReference(Profile.trackingRef(target.remote)) }
+        return LiveUpdates(url: location.transportURL, options: profile.transportOptions(for: identity, remote: target.remote, location: location),
+                           known: known, onMove: { [wake] in wake.signal() })
+    }
+
+    /// True when this device has commits the remote has not received, as far as the last fetch knows.
+    /// Reads two refs: cheap enough to ask every tick.
+    private func hasUnsentCommits(_ profile: Profile) throws -> Bool {
+        let head = try gitCall { try profile.repository.resolveReference("HEAD") }
+        let tracking = try gitCall { try profile.repository.resolveReference(Profile.trackingRef(target.remote)) }
+        return head != nil && head != tracking
+    }
+
+    static func message(_ error: Error) -> String { (error as? LocalizedError)?.errorDescription ?? "\(error)" }
+}

@@ -1,0 +1,48 @@
+import ConcordKit
+import ConcordTestSupport
+import Foundation
+
+/// B11 through the library: the soak of `WatchSoakBenchmark.soak`, with B's profile kept in sync by
+/// a `SyncEngine` in this process (as an app runs it) instead of a `concord watch` child; the
+/// readings are this process's own resident size.
+extension WatchSoakBenchmark {
+    /// One `SyncEngine` soaked over `transport`: set-up, idle polls, syncs, readings (`measure`).
+    static func soakEngine(_ context: BenchContext, transport: Transport, polls: Int, syncs: Int) throws -> Figures {
+        let root = context.path("engine-\(transport.rawValue)")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        context.progress("B11 engine \(transport.rawValue): preparing a bare repository, devices A and B")
+        let devices = try TwoDevices.make(context, in: root, overSSH: transport == .ssh)
+        defer { devices.stop() }
+        let engine = SyncEngine(identity: try Identity.load(from: devices.homeB), environment: ConcordEnvironment(home: devices.homeB))
+        try engine.add(SyncEngine.Target(directory: devices.profileB, interval: Double(interval) ?? 0.05))
+        engine.start()
+        defer { engine.stop() }
+        // Every sync records its time: a new `lastSync` is a sync made. A failure or an outage sets `lastError`.
+        var (failures, syncsMade, lastSync) = ([String](), 0, String?.none)
+        func progress() -> SyncProgress? {
+            let progress = engine.progress(of: devices.profileB)
+            if let error = progress?.lastError, failures.last != error { failures.append(error) }
+            if let seen = progress?.lastSync, seen != lastSync { (syncsMade, lastSync) = (syncsMade + 1, seen) }
+            return progress
+        }
+        func failure(_ what: String) -> BenchError {
+            BenchError("B11 engine \(transport.rawValue): \(what); failures: \(failures.isEmpty ? "none" : failures.joined(separator: "; "))")
+        }
+        func running() throws {
+            if progress()?.phase == .stopped { throw failure("the engine's profile stopped") }
+        }
+        let readings = Readings(
+            polls: { try running(); return engine.remoteChecks(of: devices.profileB) },
+            syncs: { try running(); return syncsMade },
+            resident: {
+                guard let bytes = residentBytes(of: getpid()) else { throw failure("cannot read this process's VmRSS") }
+                return bytes
+            },
+            failure: failure)
+        let figures = try measure(context, "B11 engine \(transport.rawValue)", devices: devices, readings: readings, polls: polls,
+                                  syncs: syncs, transport: transport, throughEngine: true)
+        engine.stop()
+        guard failures.isEmpty else { throw failure("the engine reported \(failures.count) failure(s)") }
+        return figures
+    }
+}
