@@ -77,7 +77,7 @@ struct Watch: ParsableCommand {
 }
 
 /// A flag raised from a signal handler's queue and read by the watch loop.
-final class StopFlag: @unchecked Sendable {
+final class StopFlag: @unchecked Sendable {   // unchecked: `raised` is read and written under `lock`
     private let lock = NSLock()
     private var raised = false
 
