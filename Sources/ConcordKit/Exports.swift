@@ -1,5 +1,3 @@
 // Apps embed ConcordKit alone: the model and identity types it speaks in come with it.
 @_exported import ConcordModel
 @_exported import ConcordTrust
-@_exported import enum ConcordGit.PerformanceTrace
-@_exported import enum ConcordGit.ProcessMemory
