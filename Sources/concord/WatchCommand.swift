@@ -2,6 +2,7 @@ import ArgumentParser
 import ConcordKit
 import Dispatch
 import Foundation
+import Synchronization
 
 struct Watch: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -77,10 +78,9 @@ struct Watch: ParsableCommand {
 }
 
 /// A flag raised from a signal handler's queue and read by the watch loop.
-final class StopFlag: @unchecked Sendable {   // unchecked: `raised` is read and written under `lock`
-    private let lock = NSLock()
-    private var raised = false
+final class StopFlag: Sendable {
+    private let raised = Mutex(false)
 
-    func raise() { lock.lock(); raised = true; lock.unlock() }
-    func isRaised() -> Bool { lock.lock(); defer { lock.unlock() }; return raised }
+    func raise() { raised.withLock { $0 = true } }
+    func isRaised() -> Bool { raised.withLock { $0 } }
 }
