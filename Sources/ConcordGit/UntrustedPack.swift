@@ -1,7 +1,6 @@
 // This file touches zlib (through CShims).
 internal import CShims
 import Foundation
-import Synchronization
 
 /// One pack file of a repository this device does not trust (a path remote) with its index, read
 /// here for the objects stored whole, the way concord's pushes store them. libgit2 read them
@@ -13,16 +12,17 @@ import Synchronization
 /// index can only point at other bytes, and every read is bounded: the index by its file size,
 /// an entry by the size it declares (at most `limit`) and by the pack's length. The pack is read
 /// with `pread`, never mapped, so a file cut short meanwhile is a failed read, not a crash.
-final class UntrustedPack: Sendable {   // shared by one fetch's readers; its files are opened once, under `opened`'s lock
+final class UntrustedPack: @unchecked Sendable {   // unchecked: shared by one fetch's readers; `opened` is set once, under `lock`
     private let packPath: String
     let indexPath: String
+    private let lock = NSLock()
     /// nil until first used (a remote holds a pack per push: most are never looked in); then
     /// the opened files, or why they are not a usable pack and index.
-    private let opened = Mutex<Result<Opened, Unusable>?>(nil)
+    private var opened: Result<Opened, Unusable>?
 
     /// A class: a reader asks every pack of a remote pushed to hundreds of times whether it holds
     /// each object, and copying these fields (retaining the index) per question was most of it.
-    fileprivate final class Opened: Sendable {
+    fileprivate final class Opened {
         let descriptor: Int32
         /// Where the entries end (the pack's trailing checksum starts).
         let entriesEnd: Int
@@ -97,7 +97,7 @@ final class UntrustedPack: Sendable {   // shared by one fetch's readers; its fi
     }
 
     deinit {
-        if case .success(let files)? = opened.withLock({ $0 }) { close(files.descriptor) }
+        if case .success(let files)? = opened { close(files.descriptor) }
     }
 
     /// The opened files, or nil when they are not a usable pack and index (opened on first use).
@@ -106,12 +106,12 @@ final class UntrustedPack: Sendable {   // shared by one fetch's readers; its fi
     }
 
     private func openedFiles() -> Result<Opened, Unusable> {
-        opened.withLock { opened in
-            if let opened { return opened }
-            let made = Self.openFiles(packPath: packPath, indexPath: indexPath)
-            opened = made
-            return made
-        }
+        lock.lock()
+        defer { lock.unlock() }
+        if let opened { return opened }
+        let made = Self.openFiles(packPath: packPath, indexPath: indexPath)
+        opened = made
+        return made
     }
 
     /// Refuses a pack whose index is damaged or forged, before libgit2 is let near it: libgit2
