@@ -2,7 +2,6 @@ import ConcordGit
 import ConcordModel
 import ConcordTrust
 import Dispatch
-import Synchronization
 
 /// Applies the access rule (`AccessRule`, rules 1–4 of docs/security.md) to commits of a
 /// repository: reads each commit's SSHSIG signature and the membership and kinds in force at its
@@ -508,27 +507,22 @@ final class SignaturePipeline {
         do {
             let signatures = try authorizer.signatures(of: commits[range])
             let memo = memo
-            DispatchQueue.global().async(group: flight.group) { flight.land(.success(CommitAuthorizer.verify(signatures, memo: memo))) }
+            DispatchQueue.global().async(group: flight.group) { flight.checks = .success(CommitAuthorizer.verify(signatures, memo: memo)) }
         } catch {
-            flight.land(.failure(error))
+            flight.checks = .failure(error)
         }
         flights[chunk] = flight
     }
 
-    /// One chunk on its way. Its checks are set by the worker before it leaves the group and
+    /// One chunk on its way. Its checks are written by the worker before it leaves the group and
     /// read only after waiting on it.
-    private final class Flight: Sendable {
+    private final class Flight: @unchecked Sendable {   // unchecked: `checks` written before `group` is left, read after waiting on it
         let group = DispatchGroup()
-        private let checks = Mutex<Result<[CommitAuthorizer.SignatureCheck], any Error>>(.success([]))
+        var checks: Result<[CommitAuthorizer.SignatureCheck], any Error> = .success([])
 
         func wait() throws -> [CommitAuthorizer.SignatureCheck] {
             group.wait()
-            return try checks.withLock { $0 }.get()
-        }
-
-        /// Sets the chunk's checks (by the worker, before it leaves `group`).
-        func land(_ result: Result<[CommitAuthorizer.SignatureCheck], any Error>) {
-            checks.withLock { $0 = result }
+            return try checks.get()
         }
     }
 }

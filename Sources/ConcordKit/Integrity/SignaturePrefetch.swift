@@ -2,40 +2,40 @@ import ConcordGit
 import Crypto
 import Dispatch
 import Foundation
-import Synchronization
 
 /// What `SSHSignature.verify` answered for exact (signature, signed bytes) pairs: the same
 /// question asked again gets the same answer without another Ed25519 verification. Keyed by the
 /// SHA-256 of the signature and the signed bytes, so an answer is only ever reused for exactly
 /// the bytes it was computed on, whoever split them out of a commit. Safe from any thread.
-final class SignatureMemo: Sendable {
+final class SignatureMemo: @unchecked Sendable {   // unchecked: `answers` and `answered` under `lock`
     /// The process's: what a fetch verified while copying, the check and the membership replay
     /// (which reads the signers of the history's membership decisions) then ask.
     static let shared = SignatureMemo()
     /// Answers kept at most (~120 bytes each); when full, it starts over.
     static let capacity = 100_000
-    /// The answers by key, and how many questions a kept answer answered.
-    private let state = Mutex<(answers: [[UInt8]: CommitAuthorizer.SignatureCheck], answered: Int)>(([:], 0))
+    private let lock = NSLock()
+    private var answers = [[UInt8]: CommitAuthorizer.SignatureCheck]()
+    private var answered = 0
 
     /// `SSHSignature.verify(signed.signature, message: signed.signedData)` as a check, remembered.
     func check(_ signed: CommitSignature) -> CommitAuthorizer.SignatureCheck {
         let key = Self.key(signed)
-        if let known = state.withLock({ state -> CommitAuthorizer.SignatureCheck? in
-            let known = state.answers[key]
-            if known != nil { state.answered += 1 }
+        if let known = lock.withLock({ () -> CommitAuthorizer.SignatureCheck? in
+            let known = answers[key]
+            if known != nil { answered += 1 }
             return known
         }) { return known }
         let answer = CommitAuthorizer.SignatureCheck(verifying: signed)
-        state.withLock { state in
-            if state.answers.count >= Self.capacity { state.answers.removeAll(keepingCapacity: true) }
-            state.answers[key] = answer
+        lock.withLock {
+            if answers.count >= Self.capacity { answers.removeAll(keepingCapacity: true) }
+            answers[key] = answer
         }
         return answer
     }
 
     /// How many answers are kept, and how many questions a kept answer answered (for tests).
-    var count: Int { state.withLock { $0.answers.count } }
-    var hits: Int { state.withLock { $0.answered } }
+    var count: Int { lock.withLock { answers.count } }
+    var hits: Int { lock.withLock { answered } }
 
     private static func key(_ signed: CommitSignature) -> [UInt8] {
         var hasher = SHA256()
@@ -55,22 +55,18 @@ final class SignatureMemo: Sendable {
 /// what the check decides does not change. Bounded: at most `maxPending` signatures and
 /// `maxPendingBytes` of signed bytes wait to be verified, and at most `SignatureMemo.capacity`
 /// are taken in all; the rest are left to the check.
-final class SignaturePrefetch: Sendable {
+final class SignaturePrefetch: @unchecked Sendable {   // unchecked: every var under `lock`; `group` joins the workers
     let memo: SignatureMemo
     static let batchSize = 64
     static let maxPending = 4_096
     static let maxPendingBytes = 64 << 20
     private let group = DispatchGroup()
-    private let state = Mutex(State())
-
-    /// What waits to be verified and what was taken, under `state`'s lock.
-    private struct State {
-        var batch = [CommitSignature]()
-        var pending = 0
-        var pendingBytes = 0
-        var taken = 0
-        var cancelled = false
-    }
+    private let lock = NSLock()
+    private var batch = [CommitSignature]()
+    private var pending = 0
+    private var pendingBytes = 0
+    private var taken = 0
+    private var cancelled = false
 
     init(memo: SignatureMemo) {
         self.memo = memo
@@ -80,25 +76,25 @@ final class SignaturePrefetch: Sendable {
     func add(rawCommit bytes: [UInt8]) {
         guard let signed = CommitSignature(rawCommit: bytes) else { return }
         let cost = Self.cost(signed)
-        let full: [CommitSignature]? = state.withLock { state in
-            guard !state.cancelled, state.taken < SignatureMemo.capacity, state.pending < Self.maxPending,
-                  state.pendingBytes + cost <= Self.maxPendingBytes else { return nil }
-            state.taken += 1
-            state.pending += 1
-            state.pendingBytes += cost
-            state.batch.append(signed)
-            guard state.batch.count >= Self.batchSize else { return nil }
-            defer { state.batch = [] }
-            return state.batch
+        let full: [CommitSignature]? = lock.withLock {
+            guard !cancelled, taken < SignatureMemo.capacity, pending < Self.maxPending,
+                  pendingBytes + cost <= Self.maxPendingBytes else { return nil }
+            taken += 1
+            pending += 1
+            pendingBytes += cost
+            batch.append(signed)
+            guard batch.count >= Self.batchSize else { return nil }
+            defer { batch = [] }
+            return batch
         }
         if let full { start(full) }
     }
 
     /// Starts what is left and waits until every signature given is verified.
     func finish() {
-        let rest = state.withLock { state -> [CommitSignature] in
-            defer { state.batch = [] }
-            return state.batch
+        let rest = lock.withLock { () -> [CommitSignature] in
+            defer { batch = [] }
+            return batch
         }
         if !rest.isEmpty { start(rest) }
         group.wait()
@@ -107,9 +103,9 @@ final class SignaturePrefetch: Sendable {
     /// Drops what waits and waits only for the signatures being verified right now: the fetch
     /// or the check failed, nothing will ask.
     func cancel() {
-        state.withLock { state in
-            state.cancelled = true
-            state.batch = []
+        lock.withLock {
+            cancelled = true
+            batch = []
         }
         group.wait()
     }
@@ -118,12 +114,12 @@ final class SignaturePrefetch: Sendable {
         let memo = memo
         DispatchQueue.global().async(group: group) { [self] in
             for signed in signatures {
-                if state.withLock({ $0.cancelled }) { break }
+                if lock.withLock({ cancelled }) { break }
                 _ = memo.check(signed)
             }
-            state.withLock { state in
-                state.pending -= signatures.count
-                state.pendingBytes -= signatures.reduce(0) { $0 + Self.cost($1) }
+            lock.withLock {
+                pending -= signatures.count
+                pendingBytes -= signatures.reduce(0) { $0 + Self.cost($1) }
             }
         }
     }

@@ -312,7 +312,7 @@ struct MembershipResolution {
     /// `SignatureMemo`: each exact signature and signed bytes verified once). The same bytes decode,
     /// and the same signature verifies, the same way.
     /// A replay reads the same files and decisions again for every merge it resolves.
-    final class Decoded: Sendable {
+    final class Decoded: @unchecked Sendable {   // unchecked: its memos lock themselves (ContentMemo, SignatureMemo); all `let`
         static let shared = Decoded()
         private let members = ContentMemo<[UInt8], Member?>(limit: 8_192)
         private let changes = ContentMemo<ObjectID, AuthorityChange?>(limit: 65_536)
