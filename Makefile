@@ -3,7 +3,8 @@
 #   make test   installs what is missing, builds, runs every test
 # and `make bench` runs the benchmark harness (release build) and rewrites docs/benchmarks.md;
 # `make bench BASELINE=<revision>` also times that revision's concord side by side in B3, B5, B6 and B8;
-# `make bench-baseline` does only that (against ff5d3de) into docs/benchmarks-baseline.md.
+# `make bench-baseline` does only that (against ff5d3de) into docs/benchmarks-baseline.md;
+# `make test-portable` builds with the portable fallbacks of the Linux-only calls and runs the unit tests.
 
 SHELL := /bin/bash
 ifneq ($(wildcard /opt/swift/usr/bin/swift),)
@@ -19,7 +20,7 @@ RELEASE := .build-release
 RELEASE_BUILD := swift build -c release --static-swift-stdlib --scratch-path $(RELEASE)
 SWIFT_TEST_FLAGS ?=
 
-.PHONY: deps build release demo test bench bench-baseline baseline clean
+.PHONY: deps build release demo test test-portable bench bench-baseline baseline clean
 
 deps:
 	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -50,6 +51,17 @@ test: deps
 	  echo "$$((total - failed)) passed, $$failed failed"; \
 	else echo "0 passed, 1 failed"; status=1; fi; \
 	exit $$status
+
+# The portable fallbacks of the Linux-only calls (renameat2, malloc_trim and mallopt, /proc, MAP_POPULATE),
+# compiled and tested here: CONCORD_PORTABLE defined for Swift and C (what other systems build), in a
+# scratch path of its own, then the unit test targets (docs/platforms.md).
+PORTABLE := .build-portable
+PORTABLE_FLAGS := --scratch-path $(PORTABLE) -Xswiftc -DCONCORD_PORTABLE -Xcc -DCONCORD_PORTABLE
+UNIT_TESTS := ConcordModelTests|ConcordTrustTests|ConcordGitFormatsTests|ConcordGitTests|ConcordKitTests
+test-portable: deps
+	swift build --build-tests $(PORTABLE_FLAGS)
+	@set -o pipefail; swift test --skip-build --disable-swift-testing $(PORTABLE_FLAGS) --filter '^($(UNIT_TESTS))\.' 2>&1 \
+	  | tee $(PORTABLE)/test-output.log | grep -E 'error:|failed|Executed [0-9]+ tests' | tail -n 20
 
 # BASELINE: a revision of this repository (e.g. ff5d3de, the build before the Integrity work),
 # exported with `git archive` and built the same way under .build-baseline/<revision>/.
@@ -95,4 +107,4 @@ baseline: deps
 	fi
 
 clean:
-	rm -rf .build $(RELEASE) .build-baseline
+	rm -rf .build $(RELEASE) $(PORTABLE) .build-baseline

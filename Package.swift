@@ -9,7 +9,8 @@ import PackageDescription
 
 let package = Package(
     name: "Concord",
-    platforms: [.macOS(.v13)],
+    // Synchronization's Mutex (the locks of the Sendable types) needs macOS 15 and iOS 18.
+    platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "ConcordKit", targets: ["ConcordKit"]),
         .executable(name: "concord", targets: ["concord"]),
@@ -28,7 +29,8 @@ let package = Package(
         ),
         // CLibgit2Startup: keeps libgit2's start-up from parsing the system's CA certificates (HTTPS only; Concord has none).
         .target(name: "CLibgit2Startup"),
-        // CShims: zlib through typed wrappers, Linux's renameat2 and glibc's malloc_trim (what Swift cannot call directly).
+        // CShims: zlib through typed wrappers, Linux's renameat2 and glibc's malloc_trim (what Swift cannot call directly;
+        // -Xcc -DCONCORD_PORTABLE leaves the Linux calls out, as `make test-portable` builds).
         .systemLibrary(name: "CShims", providers: [.apt(["zlib1g-dev"])]),
         // CLibssh2: the system libssh2 (1.10, the one libgit2 links), for reading an ssh remote's refs.
         .systemLibrary(name: "CLibssh2", pkgConfig: "libssh2", providers: [.apt(["libssh2-1-dev"])]),
@@ -63,7 +65,7 @@ let package = Package(
         // concord: the command-line tool; each command parses, calls one engine function, renders.
         .executableTarget(
             name: "concord",
-            dependencies: ["ConcordKit", "ConcordServer", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["ConcordKit", "ConcordServer", "ConcordGit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // concord-lookup: sshd's AuthorizedKeysCommand for a concord server, run once per connection.
         .executableTarget(name: "concord-lookup", dependencies: ["ConcordKeyIndex"]),

@@ -2,22 +2,25 @@
 #define CONCORD_CSHIMS_SHIM_H
 /* What Swift cannot call directly, for the git formats (ConcordGitFormats) and the bounded
    loose-object reader (ConcordGit): zlib through typed wrappers (Swift never touches a z_stream),
-   and Linux's renameat2. */
+   Linux's renameat2 and glibc's malloc tuning. Built with -DCONCORD_PORTABLE (`make test-portable`),
+   the Linux-only calls are left out and each caller takes its portable path, as on other systems. */
 #include <zlib.h>
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
 #include <fcntl.h>
-#if defined(__linux__)
+#if defined(__linux__) && !defined(CONCORD_PORTABLE)
+#define CONCORD_LINUX_CALLS 1
 #include <sys/syscall.h>
 #include <malloc.h>
 #include <unistd.h>
 #endif
 
 /* Swaps two existing paths in one step (Linux renameat2 with RENAME_EXCHANGE, which glibc's
-   headers hide behind _GNU_SOURCE); -1 with errno set where the system or file system lacks it. */
+   headers hide behind _GNU_SOURCE); -1 with errno set where the system or file system lacks it
+   (elsewhere, and with CONCORD_PORTABLE, always: the caller then renames). */
 static inline int concord_rename_exchange(const char *from, const char *to) {
-#if defined(__linux__) && defined(SYS_renameat2)
+#if defined(CONCORD_LINUX_CALLS) && defined(SYS_renameat2)
     return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, 2 /* RENAME_EXCHANGE */);
 #else
     errno = ENOSYS;
@@ -120,9 +123,19 @@ static inline long concord_inflate_prefix(const unsigned char *in, size_t in_len
  * next allocation instead of handed back to the kernel and faulted in again (below 32 MiB from
  * the heap, not mmap; up to 256 MiB free at the top of the heap kept). */
 static inline void concord_keep_freed_memory(void) {
+#if defined(CONCORD_LINUX_CALLS) && defined(__GLIBC__)
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 256 << 20);
     mallopt(M_TOP_PAD, 32 << 20);
+#endif
+}
+
+/* Gives the heap's free memory back to the system: glibc's malloc_trim(0); nothing elsewhere
+   (and with CONCORD_PORTABLE), where the allocator returns freed pages itself. */
+static inline void concord_return_freed_memory(void) {
+#if defined(CONCORD_LINUX_CALLS) && defined(__GLIBC__)
+    malloc_trim(0);
+#endif
 }
 
 /* Inflates one loose object file (`in`, `in_len` bytes) whose header must declare at most

@@ -32,7 +32,7 @@ public typealias MergeResolver = (MergeFileInput) -> MergeFileResolution
 enum ConcordMergeDriver {
     static let name = "concord"
 
-    private final class Registry: @unchecked Sendable {
+    private final class Registry: @unchecked Sendable {   // unchecked: `resolvers` under `lock`; each is called on the thread that registered it
         let lock = NSLock()
         var resolvers: [UInt: MergeResolver] = [:]
     }

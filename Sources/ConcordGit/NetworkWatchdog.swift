@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 /// A deadline for a network transfer that libgit2 1.5.1 cannot give (its server timeouts arrived
 /// in 1.7): when no byte has come or gone for `limit` seconds — a server that accepted the
@@ -10,7 +11,7 @@ import Foundation
 /// The timer's handler holds only the deadline (`Deadline`), never the watchdog, and runs on a
 /// queue of its own: `deinit` cancels the timer and then waits for a check in progress, so no
 /// check outlives its transfer (none runs while the process deletes a copy or exits).
-final class NetworkWatchdog: @unchecked Sendable {
+final class NetworkWatchdog {
     private let deadline: Deadline
     private let queue = DispatchQueue(label: "concord.network-watchdog")
     private let timer: DispatchSourceTimer
@@ -39,47 +40,53 @@ final class NetworkWatchdog: @unchecked Sendable {
     var timedOut: Bool { deadline.timedOut }
 
     var seconds: Int { Int(deadline.limit.rounded()) }
+
+    /// This process's open descriptors: those /proc/self/fd lists on Linux; elsewhere (and built
+    /// with `-DCONCORD_PORTABLE`) each number below the descriptor limit, at most 65,536, that
+    /// `fcntl` finds open (there is no directory listing them).
+    static func openDescriptors() -> [Int32] {
+        #if os(Linux) && !CONCORD_PORTABLE
+        return ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap { Int32($0) }
+        #else
+        let limit = Int32(clamping: min(sysconf(Int32(_SC_OPEN_MAX)), 65_536))
+        return limit > 0 ? (0..<limit).filter { fcntl($0, F_GETFD) != -1 } : []
+        #endif
+    }
 }
 
 /// The last activity of one transfer and what to cut when it stalls.
-private final class Deadline: @unchecked Sendable {
+private final class Deadline: Sendable {
     private let host: String
     private let port: UInt16
     let limit: TimeInterval
-    private let lock = NSLock()
-    private var lastActivity = Date()
-    private var fired = false
+    /// When something last moved, and whether the deadline passed (the connections were cut).
+    private let state = Mutex<(lastActivity: Date, fired: Bool)>((Date(), false))
 
     init(host: String, port: UInt16, limit: TimeInterval) {
         (self.host, self.port, self.limit) = (host, port, limit)
     }
 
     func touch() {
-        lock.lock()
-        lastActivity = Date()
-        lock.unlock()
+        state.withLock { $0.lastActivity = Date() }
     }
 
     var timedOut: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return fired
+        state.withLock { $0.fired }
     }
 
     func check() {
-        lock.lock()
-        let stalled = Date().timeIntervalSince(lastActivity) > limit
-        if stalled { fired = true }
-        lock.unlock()
+        let stalled = state.withLock { state in
+            let stalled = Date().timeIntervalSince(state.lastActivity) > limit
+            if stalled { state.fired = true }
+            return stalled
+        }
         if stalled { shutDownConnections() }
     }
 
-    /// Shuts down this process's TCP sockets whose peer is the server (read from /proc/self/fd).
+    /// Shuts down this process's TCP sockets whose peer is the server.
     private func shutDownConnections() {
-        #if os(Linux)
         let addresses = Self.addresses(of: host)
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
-            guard let descriptor = Int32(name) else { continue }
+        for descriptor in NetworkWatchdog.openDescriptors() {
             var info = stat()
             guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFSOCK else { continue }
             var storage = sockaddr_storage()
@@ -90,8 +97,8 @@ private final class Deadline: @unchecked Sendable {
             guard named == 0, let peer = Self.describe(storage), peer.port == port, addresses.contains(peer.address) else { continue }
             _ = shutdown(descriptor, Int32(SHUT_RDWR))
         }
-        #endif
     }
+
 
     /// The numeric addresses `host` resolves to (itself when it is one).
     private static func addresses(of host: String) -> Set<String> {

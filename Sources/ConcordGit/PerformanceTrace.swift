@@ -1,20 +1,21 @@
 import Foundation
+import Synchronization
 
 /// With `CONCORD_TRACE_PERF=1` in the environment, the steps of `concord import` and `concord put`
 /// (and of any write of records) are printed to stderr as they end, each with the wall time and this thread's CPU time since
 /// the step before, e.g. `concord perf: 21.4 ms (cpu 21.0 ms) dump read`. For finding where a slow
 /// command spends its time, as git's `GIT_TRACE_PERFORMANCE` is. Without the variable a step
 /// costs one load and a branch.
-public enum PerformanceTrace {
+package enum PerformanceTrace {
     private static let enabled: Bool = getenv("CONCORD_TRACE_PERF").map { String(cString: $0) }.map { !$0.isEmpty && $0 != "0" } ?? false
-    nonisolated(unsafe) private static var last: (wall: Double, cpu: Double)?
-    private static let lock = NSLock()
+    /// When the last step ended (nil before the first).
+    private static let last = Mutex<(wall: Double, cpu: Double)?>(nil)
 
     /// Reports that step `name` has just ended (on the thread that runs the command).
-    public static func step(_ name: @autoclosure () -> String) {
+    package static func step(_ name: @autoclosure () -> String) {
         guard enabled else { return }
         let now = (wall: clock(CLOCK_MONOTONIC), cpu: clock(CLOCK_THREAD_CPUTIME_ID))
-        let previous = lock.withLock {
+        let previous = last.withLock { last in
             defer { last = now }
             return last ?? (now.wall, now.cpu)
         }
@@ -23,10 +24,10 @@ public enum PerformanceTrace {
     }
 
     /// Starts the clock: the next step is timed from here.
-    public static func start() {
+    package static func start() {
         guard enabled else { return }
         let now = (wall: clock(CLOCK_MONOTONIC), cpu: clock(CLOCK_THREAD_CPUTIME_ID))
-        lock.withLock { last = now }
+        last.withLock { $0 = now }
     }
 
     private static func clock(_ id: clockid_t) -> Double {

@@ -28,11 +28,9 @@ enum SSHKnownHostsFile {
             rmdir(path)
             return nil
         }
-        createdDirectory = path
         atexit { SSHKnownHostsFile.removeDirectory() }
         return path
     }()
-    nonisolated(unsafe) private static var createdDirectory: String?
 
     /// Runs `body` (one ssh transfer) with `lines` (OpenSSH known_hosts lines) as what libgit2
     /// reads for ~/.ssh/known_hosts. Without the private directory (temporary directory not
@@ -47,8 +45,9 @@ enum SSHKnownHostsFile {
         return try body()
     }
 
+    /// At exit: `directory` was made (this is registered only once it was), so reading it is a load.
     private static func removeDirectory() {
-        guard let path = createdDirectory else { return }
+        guard let path = directory else { return }
         unlink(path + "/.ssh/known_hosts")
         rmdir(path + "/.ssh")
         rmdir(path)

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Ends, from another thread, the transfers that run with it (`TransportOptions.cancellation`):
 /// `cancel()` shuts down the socket of each connection open now, so its blocking read returns an
@@ -9,10 +10,9 @@ import Foundation
 ///
 /// A socket is shut down, never closed, here: its connection still owns (and closes) it, so a
 /// descriptor number is never closed twice or reused under another owner.
-public final class TransferCancellation: @unchecked Sendable {
-    private let lock = NSLock()
-    private var sockets = Set<Int32>()
-    private var cancelled = false
+public final class TransferCancellation: Sendable {
+    /// The sockets of the connections open now, and whether `cancel()` was called.
+    private let state = Mutex<(sockets: Set<Int32>, cancelled: Bool)>(([], false))
     /// A pipe whose read end becomes readable on `cancel()`: a connect still in progress polls it
     /// too (`concord_tcp_connect`), so a host that never answers does not hold the thread for the
     /// stall timeout. -1 when the pipe could not be made (then only connected sockets are cut).
@@ -39,29 +39,29 @@ public final class TransferCancellation: @unchecked Sendable {
     var wakeDescriptor: Int32 { wake.read }
 
     /// Whether `cancel()` was called.
-    public var isCancelled: Bool { lock.withLock { cancelled } }
+    public var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     /// Shuts down every socket open now and every one registered after.
     public func cancel() {
-        lock.withLock {
-            guard !cancelled else { return }
-            cancelled = true
-            for socket in sockets { _ = shutdown(socket, Int32(SHUT_RDWR)) }
+        state.withLock { state in
+            guard !state.cancelled else { return }
+            state.cancelled = true
+            for socket in state.sockets { _ = shutdown(socket, Int32(SHUT_RDWR)) }
             if wake.write >= 0 { _ = write(wake.write, "x", 1) }
         }
     }
 
     /// Registers `socket` of a connection being opened; shut down at once when already cancelled.
     func register(_ socket: Int32) {
-        lock.withLock {
-            sockets.insert(socket)
-            if cancelled { _ = shutdown(socket, Int32(SHUT_RDWR)) }
+        state.withLock { state in
+            state.sockets.insert(socket)
+            if state.cancelled { _ = shutdown(socket, Int32(SHUT_RDWR)) }
         }
     }
 
     /// Forgets `socket`: its connection is about to close it (called before `close`, under the same lock as `cancel`).
     func unregister(_ socket: Int32) {
-        _ = lock.withLock { sockets.remove(socket) }
+        _ = state.withLock { $0.sockets.remove(socket) }
     }
 }
 

@@ -12,7 +12,7 @@ import Foundation
 /// index can only point at other bytes, and every read is bounded: the index by its file size,
 /// an entry by the size it declares (at most `limit`) and by the pack's length. The pack is read
 /// with `pread`, never mapped, so a file cut short meanwhile is a failed read, not a crash.
-final class UntrustedPack: @unchecked Sendable {   // its files are opened once, under `lock`; shared by one fetch's readers
+final class UntrustedPack: @unchecked Sendable {   // unchecked: shared by one fetch's readers; `opened` is set once, under `lock`
     private let packPath: String
     let indexPath: String
     private let lock = NSLock()

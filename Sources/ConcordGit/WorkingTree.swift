@@ -1,6 +1,7 @@
 // This file touches the libgit2 C API.
 internal import CLibgit2
 import Dispatch
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -51,11 +52,11 @@ extension Repository {
     public func startWorkingTreeWrite(_ files: [(path: TreePath, bytes: [UInt8]?)]) -> WorkingTreeWrite {
         let write = WorkingTreeWrite(files)
         guard let root = workdir else {
-            write.result = .success([])
+            write.finish(.success([]))
             return write
         }
         DispatchQueue.global().async(group: write.group) {
-            write.result = Result { () throws(FileIO.Failure) -> [stat] in try Self.writeFiles(files, root: root) }
+            write.finish(Result { () throws(FileIO.Failure) -> [stat] in try Self.writeFiles(files, root: root) })
         }
         return write
     }
@@ -253,16 +254,21 @@ extension Repository {
 }
 
 /// A working-tree write running on other threads (see `Repository.startWorkingTreeWrite`). The
-/// result is written by the worker before the group is left and read only after waiting on it.
-public final class WorkingTreeWrite: @unchecked Sendable {
+/// result is set by the worker before the group is left and read only after waiting on it.
+public final class WorkingTreeWrite: Sendable {
     let files: [(path: TreePath, bytes: [UInt8]?)]
     let group = DispatchGroup()
-    var result: Result<[stat], FileIO.Failure>?
+    private let result = Mutex<Result<[stat], FileIO.Failure>?>(nil)
 
     init(_ files: [(path: TreePath, bytes: [UInt8]?)]) { self.files = files }
 
     func wait() throws -> [stat] {
         group.wait()
-        return try result?.get() ?? []
+        return try result.withLock { $0 }?.get() ?? []
+    }
+
+    /// Sets the write's outcome (by the worker, before it leaves `group`).
+    func finish(_ outcome: Result<[stat], FileIO.Failure>) {
+        result.withLock { $0 = outcome }
     }
 }

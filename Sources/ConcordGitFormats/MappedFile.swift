@@ -8,7 +8,7 @@ import Darwin
 
 /// A value handed to concurrent workers that each touch it at a different time (the hasher and
 /// the writer read the same immutable mapping; each result is written by one worker only).
-final class UncheckedBox<Value>: @unchecked Sendable {
+final class UncheckedBox<Value>: @unchecked Sendable {   // unchecked: its workers read it, or one of them writes it, and it is read after they have joined
     var value: Value
     init(_ value: Value) { self.value = value }
 }
@@ -24,7 +24,7 @@ final class MappedFile {
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_size >= 32,
-              let base = mmap(nil, Int(info.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0), base != MAP_FAILED
+              let base = mmap(nil, Int(info.st_size), PROT_READ, MAP_PRIVATE | Self.populate, fd, 0), base != MAP_FAILED
         else { return nil }
         bytes = UnsafeRawBufferPointer(start: base, count: Int(info.st_size))
         self.info = info
@@ -32,6 +32,14 @@ final class MappedFile {
     }
 
     private let mapped: Bool
+
+    /// Linux's `MAP_POPULATE` (the pages read in by `mmap` itself, not one fault each); elsewhere,
+    /// and built with `-DCONCORD_PORTABLE`, nothing: the pages are read in as they are touched.
+    #if os(Linux) && !CONCORD_PORTABLE
+    private static let populate = MAP_POPULATE
+    #else
+    private static let populate: Int32 = 0
+    #endif
 
     /// An empty version 2 index: header, no entries, checksum.
     init(emptyIndex: Void) {

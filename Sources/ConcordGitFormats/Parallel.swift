@@ -48,7 +48,7 @@ public enum Parallel {
 /// The storage is allocated once and written through a pointer: a Swift array's mutating access
 /// (even `withUnsafeMutableBufferPointer`) moves its buffer out for the duration, which corrupts
 /// the heap when two threads do it at once.
-private final class Slots<Value>: @unchecked Sendable {
+private final class Slots<Value>: @unchecked Sendable {   // unchecked: each index written by one worker, read after all have joined
     private let storage: UnsafeMutableBufferPointer<Value>
     package init(count: Int, initial: Value) {
         storage = .allocate(capacity: count)

@@ -213,7 +213,8 @@ private enum FixedCodes {
     package static let reversedFive: [UInt8] = (0..<32).map { UInt8(reversed(UInt32($0), 5)) }
 
     /// `literals` and `lengths` copied once into memory that lives as long as the process, so
-    /// the encoder reads them through plain pointers (never written after, so safe to share).
+    /// the encoder reads them through plain pointers. Unchecked, and safe to share: written once, by
+    /// the lazy initialisation of the static (which Swift runs once), and only read after.
     package nonisolated(unsafe) static let literalTable: UnsafePointer<(bits: UInt16, count: UInt8)> = permanentCopy(literals)
     package nonisolated(unsafe) static let lengthTable: UnsafePointer<(bits: UInt32, count: UInt8)> = permanentCopy(lengths)
 

@@ -2,5 +2,3 @@
 @_exported import ConcordModel
 @_exported import ConcordRules
 @_exported import ConcordTrust
-@_exported import enum ConcordGit.PerformanceTrace
-@_exported import enum ConcordGit.ProcessMemory

@@ -240,7 +240,7 @@ public struct JSONReader: ~Copyable {
 }
 
 /// A value two workers share: read-only, or written at distinct indices under a lock.
-private final class UncheckedBox<Value>: @unchecked Sendable {
+private final class UncheckedBox<Value>: @unchecked Sendable {   // unchecked: `readArrayInHalves` gives each worker its half only; `set` writes under `lock`
     private(set) var value: Value
     private let lock = NSLock()
     init(_ value: Value) { self.value = value }

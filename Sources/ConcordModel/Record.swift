@@ -170,7 +170,7 @@ public struct Record: Sendable, Equatable {
     /// Encodes many live records of one kind written by one member on one device (an import):
     /// the envelope around the data, id and stamp is made once, and each record is copied into
     /// an array of its exact size. Gives the bytes ``encodeLive(id:kind:device:member:stamp:canonicalData:)`` gives.
-    public struct LiveEncoder: Sendable {
+    package struct LiveEncoder: Sendable {
         /// `{\n  "data": `
         private let head: [UInt8]
         /// `,\n  "device": "<device>",\n  "id": "`
@@ -180,7 +180,7 @@ public struct Record: Sendable, Equatable {
         /// `",\n  "updatedBy": "<member>"\n}\n`
         private let afterStamp: [UInt8]
 
-        public init(device: String, member: String, kind: String) {
+        package init(device: String, member: String, kind: String) {
             let quote = UInt8(ascii: "\"")
             head = envelopeWriter(first: "data").out
             afterData = Self.segment { field("device", device, &$0); key("id", &$0); $0.out.append(quote) }
@@ -200,7 +200,7 @@ public struct Record: Sendable, Equatable {
         }
 
         /// A record id needs no escaping in JSON: its characters are `[A-Za-z0-9._-]`.
-        public func encode(id: RecordID, stamp: HLC, canonicalData: [UInt8]) -> [UInt8] {
+        package func encode(id: RecordID, stamp: HLC, canonicalData: [UInt8]) -> [UInt8] {
             var identifier = id.rawValue
             return identifier.withUTF8 { id in
                 let count = head.count + canonicalData.count + afterData.count + id.count + afterID.count + HLC.textLength + afterStamp.count

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ConcordKit
+import enum ConcordGit.PerformanceTrace
 import Foundation
 
 struct Init: ParsableCommand {

@@ -144,8 +144,11 @@ func closeToOthers(_ path: String) {
     if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_mode & 0o077 != 0 { chmod(path, 0o700) }
 }
 
-/// The absolute path of the running concord binary.
+/// The absolute path of the running concord binary (Linux's /proc/self/exe; elsewhere, and built
+/// with `-DCONCORD_PORTABLE`, Foundation's).
 func currentExecutable() -> String? {
+    #if os(Linux) && !CONCORD_PORTABLE
     if let resolved = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return resolved }
+    #endif
     return Bundle.main.executablePath
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ConcordKit
+import enum ConcordGit.ProcessMemory
 import Foundation
 
 /// Exit code for "the remote could not be reached" (documented in docs/cli.md).
@@ -251,7 +252,7 @@ func failOnUnresolved(_ unresolved: [UnresolvedFile]) throws {
 /// end take one lock, so a clone that finished is left whole (the signal then ends nothing), and
 /// one that did not is removed until nothing of it comes back (the clone may still be writing its
 /// files) before the process exits, without the clone ever finishing in between.
-final class CloneInterruption: @unchecked Sendable {
+final class CloneInterruption: @unchecked Sendable {   // unchecked: `finished` under `lock` (held to exit); `sources` set in init only
     private var sources: [DispatchSourceSignal] = []
     private let lock = NSLock()
     private var finished = false

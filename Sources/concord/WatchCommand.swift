@@ -2,6 +2,7 @@ import ArgumentParser
 import ConcordKit
 import Dispatch
 import Foundation
+import Synchronization
 
 struct Watch: ParsableCommand {
     static let configuration = CommandConfiguration(

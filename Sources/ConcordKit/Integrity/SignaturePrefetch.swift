@@ -7,7 +7,7 @@ import Foundation
 /// question asked again gets the same answer without another Ed25519 verification. Keyed by the
 /// SHA-256 of the signature and the signed bytes, so an answer is only ever reused for exactly
 /// the bytes it was computed on, whoever split them out of a commit. Safe from any thread.
-final class SignatureMemo: @unchecked Sendable {
+final class SignatureMemo: @unchecked Sendable {   // unchecked: `answers` and `answered` under `lock`
     /// The process's: what a fetch verified while copying, the check and the membership replay
     /// (which reads the signers of the history's membership decisions) then ask.
     static let shared = SignatureMemo()
@@ -55,7 +55,7 @@ final class SignatureMemo: @unchecked Sendable {
 /// what the check decides does not change. Bounded: at most `maxPending` signatures and
 /// `maxPendingBytes` of signed bytes wait to be verified, and at most `SignatureMemo.capacity`
 /// are taken in all; the rest are left to the check.
-final class SignaturePrefetch: @unchecked Sendable {
+final class SignaturePrefetch: @unchecked Sendable {   // unchecked: every var under `lock`; `group` joins the workers
     let memo: SignatureMemo
     static let batchSize = 64
     static let maxPending = 4_096

@@ -124,10 +124,17 @@ extension Profile {
     /// acceptances racing for one place exactly one stands. When any check fails, or the remote
     /// cannot be reached, the clone is removed and nothing is left.
     ///
-    /// `beforePublishing` runs between the acceptance commit and its push (tests race it there).
     public static func accept(
+        _ invitation: Invitation, into directory: URL, identity: Identity, environment: ConcordEnvironment, trustHost: String? = nil
+    ) throws -> (profile: Profile, sync: SyncReport) {
+        try accept(invitation, into: directory, identity: identity, environment: environment, trustHost: trustHost, beforePublishing: {})
+    }
+
+    /// `accept`, with `beforePublishing` run between the acceptance commit and its push (the
+    /// package's tests race it there).
+    package static func accept(
         _ invitation: Invitation, into directory: URL, identity: Identity, environment: ConcordEnvironment, trustHost: String? = nil,
-        beforePublishing: () throws -> Void = {}
+        beforePublishing: () throws -> Void
     ) throws -> (profile: Profile, sync: SyncReport) {
         if invitation.open == nil, identity.member != invitation.member {
             throw ConcordError.invitationRefused(member: invitation.member, reason: "it is for \(invitation.member), and this "

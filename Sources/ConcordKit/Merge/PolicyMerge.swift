@@ -55,7 +55,7 @@ struct PolicyMerge {
     }
 
     /// The trees of the last policy merges this process computed, by repository and parents.
-    private final class Computed: @unchecked Sendable {
+    private final class Computed: @unchecked Sendable {   // unchecked: `trees` and `order` under `lock`
         static let shared = Computed()
         private let lock = NSLock()
         private var trees = [String: ObjectID]()

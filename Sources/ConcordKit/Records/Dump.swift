@@ -140,7 +140,7 @@ public struct Dump: Sendable, Equatable {
     }
 
     /// The records one half of a large dump's `records` array holds, filled by one thread.
-    private final class RecordItems: @unchecked Sendable {
+    private final class RecordItems {
         var items: [RecordItem] = []
     }
 

@@ -28,7 +28,7 @@ public final class Transaction {
     private var pendingIndex: [String: Int] = [:]
     public private(set) var changes: [RecordChange] = []
     /// Directory listings of the base tree, loaded on demand for bulk work.
-    private var listings: [String: [String: ObjectID]] = [:]
+    private(set) var listings: [String: [String: ObjectID]] = [:]
 
     /// `lastStamp` is the clock the transaction's stamps follow: the saved clock, caught up with
     /// the branch it builds on (`Profile.clockSeeing`).
@@ -180,51 +180,6 @@ public final class Transaction {
         stage(path, record.encoded(), RecordChange(kind: kind.name, id: id.rawValue, action: .deleted))
     }
 
-    /// Appends an entry to log kind `kind` and returns its id. With `id` given, an entry with that
-    /// id already in the log makes this a no-op (so importing the same entries twice adds nothing).
-    @discardableResult
-    public func append(_ kindName: String, data: [String: JSONValue], id rawID: String? = nil) throws -> RecordID {
-        let kind = try writableKind(kindName)
-        return try append(kind, data: data, id: try rawID.map(Self.recordID))
-    }
-
-    /// `append` for a kind already parsed (`Profile.kind(named:)`) and an id already checked.
-    @discardableResult
-    public func append(_ kind: RecordKind, data: [String: JSONValue], id given: RecordID? = nil) throws -> RecordID {
-        try authorizeWrite(kind)
-        guard kind.policy == .append else { throw ConcordError.notALogKind(kind.name) }
-        let id = try given ?? RecordID(UUID().uuidString.lowercased())
-        if given != nil, try logEntryIDs(kind).contains(id) { return id }
-        try append(kind, entries: [(id, data, nil)])
-        return id
-    }
-
-    /// Appends entries to log kind `kind` (refused unless it is a log this identity may write), each
-    /// the acting member's with a stamp of its own, in order, with its `origin` (an imported entry's
-    /// first writer) when given. Each day file is read and written once.
-    func append(_ kind: RecordKind, entries items: [(id: RecordID, data: [String: JSONValue], origin: WriteStamp?)]) throws {
-        try authorizeWrite(kind)
-        guard kind.policy == .append else { throw ConcordError.notALogKind(kind.name) }
-        var byFile = [String: [LogEntry]](), files = [String](), changes = [String: [RecordChange]]()
-        for item in items {
-            let stamp = tick(after: nil)
-            let entry = LogEntry(id: item.id, at: stamp, by: identity.member, device: identity.device, data: item.data, origin: item.origin)
-            let size = entry.encodedLine().count
-            guard size <= maxRecordBytes else { throw ConcordError.recordTooLarge("\(kind.name)/\(item.id)", size: size) }
-            let path = "\(kind.directory)/\(LogEntry.dayFileName(for: stamp))"
-            if byFile[path] == nil { files.append(path) }
-            byFile[path, default: []].append(entry)
-            changes[path, default: []].append(RecordChange(kind: kind.name, id: item.id.rawValue, action: .appended))
-        }
-        for path in files {
-            let entries = try currentBytes(path).map { bytes in try Self.parseLog(bytes, path: path) } ?? []
-            stage(path, LogEntry.encodeLogFile(entries + (byFile[path] ?? [])), changes[path] ?? [])
-        }
-        if knownLogIDs[kind.name] != nil {
-            knownLogIDs[kind.name]?.formUnion(items.map(\.id))
-        }
-    }
-
     // MARK: Reads
 
     /// The record at `kind/id` as this transaction sees it, tombstones included; nil if none.
@@ -243,7 +198,8 @@ public final class Transaction {
 
     var files: [FileChange] { pending }
 
-    private var knownLogIDs: [String: Set<RecordID>] = [:]
+    /// The ids of each log kind's entries the acting member wrote, once read (`logEntryIDs`).
+    var knownLogIDs: [String: Set<RecordID>] = [:]
     private var authorized: Set<String> = []
 
     func stage(_ path: String, _ bytes: [UInt8], _ change: RecordChange) {
@@ -287,7 +243,7 @@ public final class Transaction {
         return stamp
     }
 
-    private func writableKind(_ name: String) throws -> RecordKind {
+    func writableKind(_ name: String) throws -> RecordKind {
         let kind = try profile.kind(named: name)
         try authorizeWrite(kind)
         return kind
@@ -295,7 +251,7 @@ public final class Transaction {
 
     /// Refuses a kind this profile does not have (by name and definition: a kind of another
     /// profile is not this one's), or one this identity's role may not write; once per kind.
-    private func authorizeWrite(_ kind: RecordKind) throws {
+    func authorizeWrite(_ kind: RecordKind) throws {
         guard !authorized.contains(kind.name) else { return }
         guard try profile.kind(named: kind.name) == kind else {
             throw ConcordError.unknownKind(kind.name, known: profile.kinds.kinds.map(\.name))
@@ -360,37 +316,6 @@ public final class Transaction {
         guard listings[directory] == nil, let baseTree else { return }
         let entries = try gitCall { try profile.repository.entries(inDirectory: directory, ofTree: baseTree) }
         listings[directory] = Dictionary(entries.map { ($0.name, $0.id) }, uniquingKeysWith: { first, _ in first })
-    }
-
-    /// The ids of the entries of `kind` the acting member wrote.
-    private func logEntryIDs(_ kind: RecordKind) throws -> Set<RecordID> {
-        if let known = knownLogIDs[kind.name] { return known }
-        // An entry is its author's (author, id): another member's entry with the same id is not this one.
-        let ids = Set(try logEntries(kind).filter { $0.by == identity.member }.map(\.id))
-        knownLogIDs[kind.name] = ids
-        return ids
-    }
-
-    /// Every entry of log kind `kind` as this transaction sees it (the base tree's day files with
-    /// pending writes applied).
-    func logEntries(_ kind: RecordKind) throws -> [LogEntry] {
-        try prefetch(directory: kind.directory)
-        var names = Set((listings[kind.directory] ?? [:]).keys)
-        for file in pending where file.path.hasPrefix(kind.directory + "/") {
-            names.insert(String(file.path.dropFirst(kind.directory.count + 1)))
-        }
-        var entries = [LogEntry]()
-        for name in names.sorted() where name.hasSuffix(".jsonl") && !name.contains("/") {
-            let path = "\(kind.directory)/\(name)"
-            if let bytes = try currentBytes(path) { entries += try Self.parseLog(bytes, path: path) }
-        }
-        return entries
-    }
-
-    static func parseLog(_ bytes: [UInt8], path: String) throws -> [LogEntry] {
-        do { return try LogEntry.parseLogFile(bytes) } catch {
-            throw ConcordError.corruptRecord(path: path, reason: error.localizedDescription)
-        }
     }
 
     static func recordID(_ raw: String) throws -> RecordID {

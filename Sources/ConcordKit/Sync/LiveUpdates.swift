@@ -12,7 +12,7 @@ import Foundation
 /// (`TransferCancellation`) and returns only once the thread has ended, so a watch that ends
 /// (access removed, profile deleted, a signal) deletes its copy and exits with no thread still
 /// inside libssh2 or OpenSSL, whose state `exit` tears down.
-final class LiveUpdates: @unchecked Sendable {
+final class LiveUpdates: @unchecked Sendable {   // unchecked: every var is read and written under `lock` (`locked`); the thread is joined by `stop()`
     /// How long one `concord-wait` holds its connection.
     static let waitSeconds = 20
     /// The name of the thread (what `/proc/self/task/*/comm` shows).
