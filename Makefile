@@ -57,7 +57,7 @@ test: deps
 # scratch path of its own, then the unit test targets (docs/platforms.md).
 PORTABLE := .build-portable
 PORTABLE_FLAGS := --scratch-path $(PORTABLE) -Xswiftc -DCONCORD_PORTABLE -Xcc -DCONCORD_PORTABLE
-UNIT_TESTS := ConcordModelTests|ConcordTrustTests|ConcordGitFormatsTests|ConcordGitTests|ConcordKitTests
+UNIT_TESTS := ConcordModelTests|ConcordTrustTests|ConcordGitFormatsTests|ConcordGitTests|ConcordKitTests|ConcordRulesTests
 test-portable: deps
 	swift build --build-tests $(PORTABLE_FLAGS)
 	@set -o pipefail; swift test --skip-build --disable-swift-testing $(PORTABLE_FLAGS) --filter '^($(UNIT_TESTS))\.' 2>&1 \
