@@ -163,7 +163,7 @@ public struct ConcordServer: Sendable {
         guard !FileManager.default.fileExists(atPath: path) else { return }
         let staging = root.appendingPathComponent(Self.repositoriesDirectory).appendingPathComponent(".new-\(getpid())-\(name)").path
         try? FileManager.default.removeItem(atPath: staging)
-        try Profile.createBareRemote(at: URL(fileURLWithPath: staging))
+        try Sync.createBareRemote(at: URL(fileURLWithPath: staging))
         try installHooks(in: staging)
         if rename(staging, path) != 0 {
             let failure = errno

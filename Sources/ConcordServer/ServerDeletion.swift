@@ -38,7 +38,7 @@ struct ServerDeletion: Sendable {
 
     /// The refusal every request for the deleted profile gets (the device then asks for the notice).
     func refusal(profile: String) -> ServerRefusal {
-        ServerRefusal("profile \"\(profile)\" \(Profile.serverDeletionMarker) \(notice.deletedBy)@\(notice.device) at \(notice.deletedAt); "
+        ServerRefusal("profile \"\(profile)\" \(Sync.serverDeletionMarker) \(notice.deletedBy)@\(notice.device) at \(notice.deletedAt); "
                       + "'concord sync' checks the signed deletion notice and removes this device's copy")
     }
 

@@ -278,7 +278,7 @@ struct Accept: ParsableCommand {
         if name != nil, parsed.open == nil { throw ValidationError("--as is for open invitations; this one is for \(parsed.member)") }
         let environment = try processEnvironment()
         let (profile, sync) = try SetUpFailure.running("concord accept <invitation> \(directory)") {
-            try Profile.accept(parsed, into: URL(fileURLWithPath: directory), identity: identity, environment: environment, trustHost: trustHost)
+            try ConcordKit.Members.accept(parsed, into: URL(fileURLWithPath: directory), identity: identity, environment: environment, trustHost: trustHost)
         }
         let role = try profile.members.list().first { $0.name == identity.member }?.role ?? parsed.role
         if json {

@@ -114,8 +114,8 @@ struct Switch: ParsableCommand {
         let profile = try profile.open()
         let identity = try loadIdentity()
         var logged: String?
-        if let member { logged = try profile.switchActing(to: member, as: identity) }
-        let acting = profile.actingMember() ?? identity.owner
+        if let member { logged = try profile.members.switchActing(to: member, as: identity) }
+        let acting = profile.members.actingMember() ?? identity.owner
         if json {
             printJSON(.object(["acting": .string(acting), "owner": .string(identity.owner), "device": .string(identity.device),
                                "logged": logged.map(JSONValue.string) ?? .null]))
@@ -154,7 +154,7 @@ struct Destroy: ParsableCommand {
         guard yes else {
             throw ValidationError("destroy deletes \"\(name)\" and its history on every remote and on this device: run it again with --yes")
         }
-        let report = try profile.destroy(as: identity)
+        let report = try profile.sync.destroy(as: identity)
         let (deleted, failures, copyDeleted) = (report.deleted, report.failed, report.copyDeleted)
         if json {
             printJSON(.object([
@@ -189,7 +189,7 @@ struct Upgrade: ParsableCommand {
     @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
-        let upgrade = try profile.open().upgrade(as: try loadIdentity())
+        let upgrade = try profile.open().records.upgradeFormat(as: try loadIdentity())
         if json {
             printJSON(.object(["from": .number(String(upgrade.from)), "to": .number(String(upgrade.to)),
                                "commit": upgrade.commit.map(JSONValue.string) ?? .null]))

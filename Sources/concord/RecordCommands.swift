@@ -21,7 +21,7 @@ struct Init: ParsableCommand {
 
     func run() throws {
         if bare {
-            try Profile.createBareRemote(at: URL(fileURLWithPath: directory))
+            try ConcordKit.Sync.createBareRemote(at: URL(fileURLWithPath: directory))
             if json { printJSON(.object(["path": .string(URL(fileURLWithPath: directory).standardizedFileURL.path), "bare": .bool(true)])) }
             else { print("created bare repository \(directory): add it with 'concord remote add origin \(directory)'") }
             return
@@ -51,7 +51,7 @@ struct Put: ParsableCommand {
         PerformanceTrace.start()
         let profile = try profile.open()
         PerformanceTrace.step("profile opened")
-        let (kind, id) = try profile.parseReference(reference)
+        let (kind, id) = try profile.records.parseReference(reference)
         let object = try data.object(for: "\(kind.name)/\(id)")
         let result = try profile.records.write(as: try loadIdentity()) { try $0.put(kind, id, data: object) }
         report(result, unchanged: "\(kind.name)/\(id): unchanged")
@@ -67,7 +67,7 @@ struct Get: ParsableCommand {
 
     func run() throws {
         let profile = try profile.open()
-        let (kind, id) = try profile.parseReference(reference)
+        let (kind, id) = try profile.records.parseReference(reference)
         if kind.policy == .append {
             for entry in try profile.records.logEntries(kind, id: id) {
                 FileHandle.standardOutput.write(Data(entry.encodedLine() + [0x0A]))
@@ -87,7 +87,7 @@ struct Remove: ParsableCommand {
 
     func run() throws {
         let profile = try profile.open()
-        let (kind, id) = try profile.parseReference(reference)
+        let (kind, id) = try profile.records.parseReference(reference)
         report(try profile.records.write(as: try loadIdentity()) { try $0.delete(kind, id) }, unchanged: "")
     }
 }

@@ -124,7 +124,7 @@ struct Clone: ParsableCommand {
         defer { interruption?.cancel() }
         let identity = try loadIdentity(), environment = try processEnvironment()
         let profile = try SetUpFailure.running("concord clone \(url) \(directory)") {
-            try Profile.clone(url: url, into: URL(fileURLWithPath: directory), identity: identity, environment: environment, trustHost: trustHost)
+            try ConcordKit.Sync.clone(url: url, into: URL(fileURLWithPath: directory), identity: identity, environment: environment, trustHost: trustHost)
         }
         interruption?.cancel()   // whole from here on, whatever signal comes
         let records = profile.clonedRecords
@@ -269,7 +269,7 @@ final class CloneInterruption: @unchecked Sendable {   // unchecked: `finished` 
                 guard !finished else { return lock.unlock() }
                 var quiet = 0
                 while quiet < 3 {
-                    Profile.removeUnfinishedClone(at: target, madeDirectory: !existed)
+                    ConcordKit.Sync.removeUnfinishedClone(at: target, madeDirectory: !existed)
                     usleep(2_000)
                     let left = (try? manager.contentsOfDirectory(atPath: target.path)) ?? []
                     quiet = left.isEmpty ? quiet + 1 : 0

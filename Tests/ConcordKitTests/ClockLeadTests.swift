@@ -4,7 +4,7 @@ import XCTest
 
 @testable import ConcordKit
 
-/// The clock's bound on received stamps (`Profile.maxClockLead`): a stamp too far ahead does not
+/// The clock's bound on received stamps (`LocalClock.maxClockLead`): a stamp too far ahead does not
 /// move it, and does not stop the other stamps received with it from moving it (ISSUE 12 C, F2).
 final class ClockLeadTests: KitTestCase {
     /// The asker's question (10:05) and a record from a device whose clock is two days ahead come

@@ -62,11 +62,11 @@ struct FuzzScene {
         try aliceProfile.records.write(as: alice) { try $0.put("vocabulary", "puzzle", data: ["label": .string("puzzle")]) }
         try aliceProfile.records.write(as: alice) { _ = try $0.append("logs", data: ["tapped": .string("puzzle")]) }
         bareURL = test.sandbox.appendingPathComponent("remote.git")
-        try Profile.createBareRemote(at: bareURL)
+        try Sync.createBareRemote(at: bareURL)
         try aliceProfile.sync.addRemote("origin", url: bareURL.path)
         _ = try aliceProfile.sync.run(as: alice)
         bobURL = test.sandbox.appendingPathComponent("bob")
-        bob = try Profile.clone(url: bareURL.path, into: bobURL, identity: bobIdentity, environment: test.makeEnvironment(bobIdentity))
+        bob = try Sync.clone(url: bareURL.path, into: bobURL, identity: bobIdentity, environment: test.makeEnvironment(bobIdentity))
         base = try test.gitOK(["rev-parse", "refs/heads/main"], in: bareURL)
         try loadFiles()
         let sample = files.keys.first { String(decoding: $0, as: UTF8.self).hasSuffix("/puzzle.json") }!

@@ -149,7 +149,7 @@ final class HistoryAndClockTests: KitTestCase {
             clock.advance(by: -37)   // every write sees an earlier wall time than the one before
             try profile.records.write(as: alice) { try $0.put("vocabulary", "r\(index)", data: ["i": JSONValue(index)]) }
             stamps.append(try profile.records.get("vocabulary", "r\(index)").stamp)
-            XCTAssertEqual(profile.lastClock(), stamps.last)
+            XCTAssertEqual(profile.clock.last(), stamps.last)
         }
         for (earlier, later) in zip(stamps, stamps.dropFirst()) {
             XCTAssertLessThan(earlier, later)

@@ -155,7 +155,7 @@ final class IncomingAccessTests: KitTestCase {
         try profile.members.add("vera", role: .viewer, device: "tablet", key: vera.key.publicKey, as: alice)
         try profile.records.write(as: alice) { try $0.put("vocabulary", "puzzle", data: ["label": .string(label)]) }
         let bare = sandbox.appendingPathComponent("remote.git")
-        try Profile.createBareRemote(at: bare)
+        try Sync.createBareRemote(at: bare)
         try profile.sync.addRemote("origin", url: bare.path)
         _ = try profile.sync.run(as: alice)
         let clone = sandbox.appendingPathComponent("by-hand")

@@ -71,7 +71,7 @@ final class StoreTests: KitTestCase {
         let store = try ConcordStore.create(at: sandbox.appendingPathComponent("p"), name: "P", template: .aac, identity: alice,
                                             environment: makeEnvironment(alice))
         let remote = sandbox.appendingPathComponent("remote.git")
-        try Profile.createBareRemote(at: remote)
+        try Sync.createBareRemote(at: remote)
         try await store.addRemote("origin", url: remote.path)
         let before = try gitOK(["rev-parse", "HEAD"], in: store.directory)
         try await store.addMember("bob", role: .editor, device: "phone", key: bob.key.publicKey)
@@ -217,7 +217,7 @@ extension KitTestCase {
     func twoStores() throws -> (remote: URL, alice: ConcordStore, bob: ConcordStore) {
         let alice = try makeIdentity(), bob = try makeIdentity("bob", device: "phone")
         let remote = sandbox.appendingPathComponent("remote.git")
-        try Profile.createBareRemote(at: remote)
+        try Sync.createBareRemote(at: remote)
         let aliceStore = try ConcordStore.create(at: sandbox.appendingPathComponent("alice"), name: "Shared", template: .aac,
                                                  identity: alice, environment: makeEnvironment(alice))
         try aliceStore.addRemote("origin", url: remote.path)

@@ -62,7 +62,7 @@ final class DestroyTests: ConcordServeTestCase {
         let snapshot = try workTreeSnapshot(scene.otherProfile)
         let bob = try Identity.load(from: scene.other.home)
         let profile = try Profile.open(at: scene.otherProfile, environment: try ConcordEnvironment.fromProcess())
-        let byEditor = DeletionNotice.sign(profileID: profile.info.id, profileName: profile.info.name, root: try profile.rootCommit(),
+        let byEditor = DeletionNotice.sign(profileID: profile.info.id, profileName: profile.info.name, root: try profile.history.rootCommit(),
                                            identity: bob, at: 1_700_000_000_000)
 
         // Another profile Alice administers, destroyed on its own path remote: a genuine notice, for another profile.
@@ -143,7 +143,7 @@ final class DestroyTests: ConcordServeTestCase {
         let (_, bob, host, _, bobsCopy) = try aliceAndBobThroughServer()
         let snapshot = try workTreeSnapshot(bobsCopy)
         let profile = try Profile.open(at: bobsCopy, environment: ConcordEnvironment(home: bob.home))
-        let forged = DeletionNotice.sign(profileID: profile.info.id, profileName: profile.info.name, root: try profile.rootCommit(),
+        let forged = DeletionNotice.sign(profileID: profile.info.id, profileName: profile.info.name, root: try profile.history.rootCommit(),
                                          identity: try Identity.load(from: bob.home), at: 1_700_000_000_000)
         try Data(ServerDeletion(notice: forged, members: try profile.members.list()).bytes)
             .write(to: host.root.appendingPathComponent("repositories/kid.deleted.json"))

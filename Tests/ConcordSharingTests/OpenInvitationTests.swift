@@ -61,7 +61,7 @@ final class OpenInvitationTests: ConcordTestCase {
         let bobsDirectory = sandbox.appendingPathComponent("bob")
         var carolJoined = false
         // Bob's acceptance is committed; before it is pushed, Carol's whole accept runs and lands.
-        XCTAssertThrowsError(try Profile.accept(
+        XCTAssertThrowsError(try Members.accept(
             try Invitation(text: text), into: bobsDirectory, identity: try Identity.load(from: bob.home),
             environment: ConcordEnvironment(home: bob.home), beforePublishing: {
                 guard !carolJoined else { return }

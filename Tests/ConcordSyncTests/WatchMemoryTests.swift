@@ -25,7 +25,7 @@ final class WatchMemoryTests: ConcordTestCase {
 
     func testPollingAndSyncingOverAPathRemoteKeepsMemoryFlat() throws {
         let bare = sandbox.appendingPathComponent("remote.git")
-        try Profile.createBareRemote(at: bare)
+        try Sync.createBareRemote(at: bare)
         fsckAtEnd.append(bare)
         try soak(url: bare.path, polls: 300, syncs: 20)
     }
@@ -33,7 +33,7 @@ final class WatchMemoryTests: ConcordTestCase {
     func testPollingAndSyncingOverSSHKeepsMemoryFlat() throws {
         let server = try startSSHServer()
         let bare = sandbox.appendingPathComponent("remote.git")
-        try Profile.createBareRemote(at: bare)
+        try Sync.createBareRemote(at: bare)
         fsckAtEnd.append(bare)
         // Each ssh poll is a handshake and each sync two more: fewer of them, the same bound.
         try soak(url: server.url(for: bare), polls: 60, syncs: 5, server: server)
@@ -50,7 +50,7 @@ final class WatchMemoryTests: ConcordTestCase {
         try a.sync.addRemote("origin", url: url)
         if server != nil { _ = try a.sync.trustRemote("origin", identity: identity) }
         _ = try a.sync.run(as: identity)
-        let b = try Profile.clone(url: url, into: sandbox.appendingPathComponent("b"), identity: identity,
+        let b = try Sync.clone(url: url, into: sandbox.appendingPathComponent("b"), identity: identity,
                                   environment: environment)
         fsckAtEnd += [a.root, b.root]
 

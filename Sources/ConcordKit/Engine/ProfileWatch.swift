@@ -82,7 +82,7 @@ final class ProfileWatch: Sendable {
             profile = try Profile.open(at: target.directory, environment: environment)
             live = try liveUpdates(profile)
             progress.lastSync = SyncState.load(profile.repository.gitDirectory, remote: remote).lastSync
-            progress.pendingCommits = (try? profile.localCommits(remote)) ?? 0
+            progress.pendingCommits = (try? profile.sync.localCommits(remote)) ?? 0
         } catch {
             // Checked when the profile was added: gone since (deleted by another process).
             hub.publish(.failed(Self.message(error)), for: target.directory)
@@ -115,7 +115,7 @@ final class ProfileWatch: Sendable {
         // remote is asked again after a delay that doubles each time, up to `maxBackoff`.
         var lastFailure: String?
         var backoff = interval
-        let tracking = { try? gitCall { try profile.repository.resolveReference(Profile.trackingRef(remote)) } }
+        let tracking = { try? gitCall { try profile.repository.resolveReference(Sync.trackingRef(remote)) } }
         // The refs when the remote last answered: an idle poll that finds them unchanged reads nothing more.
         var answeredAt: (head: ObjectID?, tracking: ObjectID?)?
         /// Where this device stands once the remote answered (after a sync when `synced`).
@@ -129,7 +129,7 @@ final class ProfileWatch: Sendable {
                 $0.lastError = nil
                 $0.isFullySynced = head != nil && head == known
                 guard moved else { return }
-                $0.pendingCommits = (try? profile.localCommits(remote)) ?? $0.pendingCommits
+                $0.pendingCommits = (try? profile.sync.localCommits(remote)) ?? $0.pendingCommits
                 $0.lastSync = SyncState.load(profile.repository.gitDirectory, remote: remote).lastSync
             }
         }
@@ -144,7 +144,7 @@ final class ProfileWatch: Sendable {
             if localWork || told {
                 publish {
                     $0.isFullySynced = false
-                    if localWork { $0.pendingCommits = (try? profile.localCommits(remote)) ?? $0.pendingCommits }
+                    if localWork { $0.pendingCommits = (try? profile.sync.localCommits(remote)) ?? $0.pendingCommits }
                 }
             }
             if remoteDue || localWork {
@@ -221,10 +221,10 @@ final class ProfileWatch: Sendable {
     /// Live updates from the profile's remote when it is reached over ssh (nil for a path remote),
     /// waking the loop when the server says main moved.
     private func liveUpdates(_ profile: Profile) throws -> LiveUpdates? {
-        let location = try profile.remoteLocation(target.remote)
+        let location = try profile.sync.remoteLocation(target.remote)
         guard case .ssh = location else { return nil }
-        let known = try gitCall { try profile.repository.resolveReference(Profile.trackingRef(target.remote)) }
-        return LiveUpdates(url: location.transportURL, options: profile.transportOptions(for: identity, remote: target.remote, location: location),
+        let known = try gitCall { try profile.repository.resolveReference(Sync.trackingRef(target.remote)) }
+        return LiveUpdates(url: location.transportURL, options: profile.sync.transportOptions(for: identity, remote: target.remote, location: location),
                            known: known, onMove: { [wake] in wake.signal() })
     }
 
@@ -232,7 +232,7 @@ final class ProfileWatch: Sendable {
     /// Reads two refs: cheap enough to ask every tick.
     private func hasUnsentCommits(_ profile: Profile) throws -> Bool {
         let head = try gitCall { try profile.repository.resolveReference("HEAD") }
-        let tracking = try gitCall { try profile.repository.resolveReference(Profile.trackingRef(target.remote)) }
+        let tracking = try gitCall { try profile.repository.resolveReference(Sync.trackingRef(target.remote)) }
         return head != nil && head != tracking
     }
 

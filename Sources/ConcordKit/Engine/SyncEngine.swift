@@ -66,7 +66,7 @@ public final class SyncEngine: Sendable {
             throw ConcordError.invalidInput("the interval must be between 0 and 3600 seconds, not \(target.interval)")
         }
         let profile = try Profile.open(at: target.directory, environment: environment)
-        _ = try profile.remoteLocation(target.remote)
+        _ = try profile.sync.remoteLocation(target.remote)
         try hub.add(ProfileWatch(target: target, identity: identity, environment: environment, hub: hub))
     }
 

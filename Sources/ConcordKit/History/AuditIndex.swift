@@ -195,11 +195,11 @@ final class ChangedPaths {
     var byCommit = [ObjectID: [[UInt8]]]()
 }
 
-extension Profile {
-    /// Brings the audit index up to HEAD after a sync or clone, from what the incoming check found;
+extension AuditIndex {
+    /// Brings the index up to HEAD after a sync or clone, from what the incoming check found;
     /// only where the index exists, unless `create`. A cache: a failure here fails nothing.
-    func updateAuditIndex(known: ChangedPaths, create: Bool = false) {
+    func update(known: ChangedPaths, create: Bool = false) {
         guard let head = try? repository.resolveReference("HEAD") else { return }
-        try? AuditIndex(repository: repository).catchUp(to: head, known: known.byCommit, onlyIfPresent: !create)
+        try? catchUp(to: head, known: known.byCommit, onlyIfPresent: !create)
     }
 }

@@ -81,7 +81,7 @@ public struct HistoryFilter: Sendable {
 /// whether its signature checks out, and the conflicts merges resolved.
 public struct History {
     let profile: Profile
-    private var repository: Repository { profile.repository }
+    let repository: Repository
 
     /// The commits newest first; with `record` ("kind/id"), only those that changed it.
     public func entries(record reference: String? = nil, limit: Int? = nil) throws -> [HistoryEntry] {
@@ -97,7 +97,7 @@ public struct History {
     /// `auditIndex()` returned it) when given, so that a caller that also needs it reads it once.
     private func entries(_ filter: HistoryFilter, index preread: [UInt8]?) throws -> [HistoryEntry] {
         let record = try filter.record.map { text -> (kind: RecordKind, id: RecordID) in
-            let (kind, id) = try profile.parseReference(text)
+            let (kind, id) = try profile.records.parseReference(text)
             return (kind, id)
         }
         guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else { return [] }
@@ -139,7 +139,7 @@ public struct History {
     private func changes(of commit: Commit, records references: [String]) throws -> [AuditChange] {
         let parentTree = try commit.parents.first.map { try repository.commit($0).tree }
         return try references.compactMap { reference -> AuditChange? in
-            guard let (kind, id) = try? profile.parseReference(reference), kind.policy != .append else { return nil }
+            guard let (kind, id) = try? profile.records.parseReference(reference), kind.policy != .append else { return nil }
             let path = Transaction.recordPath(kind, id)
             func record(in tree: ObjectID?) throws -> JSONValue? {
                 guard let tree, let entry = try repository.entry(at: path, inTree: tree), entry.kind == .blob else { return nil }
@@ -292,7 +292,7 @@ extension History {
 
     private func lostEdits(_ filter: LostEditFilter, index: [UInt8]) throws -> [LostEdit] {
         let record = try filter.record.map { text -> String in
-            let (kind, id) = try profile.parseReference(text)
+            let (kind, id) = try profile.records.parseReference(text)
             return "\(kind.name)/\(id)"
         }
         let hits = AuditIndex.commits(in: index, path: "=" + (record ?? ""), prefix: record == nil)
@@ -346,13 +346,20 @@ extension History {
 
     /// The bytes of record `reference` (kind/id) as of commit `hex`, or nil if it did not exist then.
     public func recordVersion(_ reference: String, atCommit hex: String) throws -> [UInt8]? {
-        let (kind, id) = try profile.parseReference(reference)
+        let (kind, id) = try profile.records.parseReference(reference)
         guard let commit = ObjectID(hex: hex) else { throw ConcordError.invalidInput("\(hex) is not a commit id") }
-        return try gitCall { try profile.blob(Transaction.recordPath(kind, id), atCommit: commit) }
+        return try gitCall { try repository.blob(Transaction.recordPath(kind, id), atCommit: commit) }
     }
 }
 
-extension Profile {
-    /// This profile's history.
-    public var history: History { History(profile: self) }
+extension History {
+    /// The first commit of this profile's history (the trust anchor an invitation pins).
+    func rootCommit() throws -> ObjectID {
+        try gitCall {
+            guard let head = try repository.resolveReference("HEAD") else {
+                throw GitError(function: "rootCommit", code: .notFound, message: "the profile has no commits")
+            }
+            return try repository.rootCommit(of: head)
+        }
+    }
 }

@@ -8,10 +8,9 @@ extension History {
     func importedEntries(of commit: Commit, records references: [String]) throws -> [AuditChange] {
         var kinds = [String: RecordKind]()   // by directory
         for reference in references {
-            if let (kind, _) = try? profile.parseReference(reference), kind.policy == .append { kinds[kind.directory] = kind }
+            if let (kind, _) = try? profile.records.parseReference(reference), kind.policy == .append { kinds[kind.directory] = kind }
         }
         guard !kinds.isEmpty else { return [] }
-        let repository = profile.repository
         let parentTree = try commit.parents.first.map { try repository.commit($0).tree }
         var added = [String: [LogEntry]]()
         for file in try repository.changedFiles(from: parentTree, to: commit.tree) {

@@ -16,19 +16,15 @@ public struct VerificationReport: Sendable, Equatable {
 /// written here); this is the check from scratch, e.g. after copying a profile by other means.
 public struct Verification {
     let profile: Profile
+    let repository: Repository
 
     /// Checks every commit; throws `ConcordError.unauthorizedCommit` or `.invalidCommit` naming
     /// the first invalid one (parents first).
     public func run() throws -> VerificationReport {
-        guard let head = try gitCall({ try profile.repository.resolveReference("HEAD") }) else {
+        guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else {
             return VerificationReport(commits: 0, head: nil)
         }
-        let count = try IncomingCheck(repository: profile.repository, profileID: profile.info.id).verify(tip: head, known: [])
+        let count = try IncomingCheck(repository: repository, profileID: profile.info.id).verify(tip: head, known: [])
         return VerificationReport(commits: count, head: head.hex)
     }
-}
-
-extension Profile {
-    /// The check of this profile's whole history (`concord verify`).
-    public var verification: Verification { Verification(profile: self) }
 }

@@ -12,7 +12,7 @@ public struct SharedInvitation: Sendable {
 
 /// Inviting: an admin commits a pending member file (`status: invited`, an expiry, and either the
 /// invitee's key or the public half of a one-time key) and gets an `Invitation` to send. Accepting
-/// (`Profile.accept`): the invitee clones, checks the invitation against the history it names, and
+/// (`Members.accept`): the invitee clones, checks the invitation against the history it names, and
 /// commits its own member file as active with its device key.
 extension Members {
     /// Invites `name` as `role` until `expiresIn` seconds from now, through `remote`'s URL. With
@@ -23,7 +23,7 @@ extension Members {
                       remote: String = "origin", as identity: Identity) throws -> SharedInvitation {
         try validate(member: name, device: device)
         guard expiresIn > 0 else { throw ConcordError.invalidInput("an invitation must expire in the future") }
-        guard let url = try gitCall({ try profile.repository.remoteURL(remote) }) else { throw ConcordError.unknownRemote(remote) }
+        guard let url = try gitCall({ try repository.remoteURL(remote) }) else { throw ConcordError.unknownRemote(remote) }
         let now = profile.environment.wallClock()
         let expiresAt = HLClock.formatInstant(now + expiresIn * 1000)
         let oneTime = key == nil ? SigningKey.generate() : nil
@@ -41,7 +41,7 @@ extension Members {
                                 invitationKey: oneTime?.publicKey)
             return (member, .added)
         }
-        let root = try profile.rootCommit().hex
+        let root = try profile.history.rootCommit().hex
         var invitation = Invitation(url: url, profileID: profile.info.id, profileName: profile.info.name, root: root, member: name,
                                     role: role, expiresAt: expiresAt, invitedBy: identity.member,
                                     oneTimeKey: oneTime?.openSSHPrivateKeyFile(comment: "concord-invitation"), signature: "")
@@ -100,7 +100,7 @@ extension Members {
     /// its active admins; returns the members. `member`: who a refusal names (an open invitation's joiner).
     func checkOrigin(of invitation: Invitation, for member: String? = nil) throws -> [Member] {
         let refuse = { (why: String) in ConcordError.invitationRefused(member: member ?? invitation.member, reason: why) }
-        guard try profile.rootCommit().hex == invitation.root else {
+        guard try profile.history.rootCommit().hex == invitation.root else {
             throw refuse("the remote's history does not start at the invitation's root commit: it is not the profile you were invited to")
         }
         guard profile.info.id == invitation.profileID else { throw refuse("the remote holds another profile") }
@@ -114,7 +114,7 @@ extension Members {
     }
 }
 
-extension Profile {
+extension Members {
     /// Accepts `invitation` into `directory`: clones what it names (every commit checked), checks the
     /// invitation against that history (root, the inviting admin's signature, the pending member
     /// file or open invitation, the expiry, the places left), commits the acceptance signed by this
@@ -156,10 +156,10 @@ extension Profile {
         }
         defer { if let loginKey { try? FileManager.default.removeItem(at: loginKey) } }
         environment.invitationLoginKey = loginKey?.path
-        for attempt in 1...maxSyncAttempts {
+        for attempt in 1...Sync.maxSyncAttempts {
             let profile: Profile
             do {
-                profile = try clone(url: invitation.url, into: directory, identity: identity, environment: environment, trustHost: trustHost)
+                profile = try Sync.clone(url: invitation.url, into: directory, identity: identity, environment: environment, trustHost: trustHost)
             } catch let error as ConcordError where invitation.open != nil {
                 // A concord server lets an open invitation's key in only while it has places left.
                 switch error {
@@ -177,46 +177,36 @@ extension Profile {
                     try profile.members.acceptOpen(invitation, as: identity)
                 }
                 try beforePublishing()
-                report = try profile.publishAcceptance(as: identity, attempt: attempt)
+                report = try profile.locked { try profile.sync.publishAcceptance(as: identity, attempt: attempt) }
             } catch {
-                profile.discardClone()
+                discardClone(profile)
                 throw error
             }
             if let report { return (profile, report) }
-            profile.discardClone()
+            discardClone(profile)
             usleep(useconds_t.random(in: 20_000...(60_000 * useconds_t(attempt))))
         }
-        throw ConcordError.remoteKeptMoving(remote: "origin", attempts: maxSyncAttempts)
-    }
-
-    /// Pushes a fresh clone's acceptance commit onto the main it was made on; nil when the remote
-    /// moved meanwhile.
-    private func publishAcceptance(as identity: Identity, attempt: Int) throws -> SyncReport? {
-        let lock = try self.lock()
-        defer { withExtendedLifetime(lock) {} }
-        let location = try remoteLocation("origin")
-        let options = transportOptions(for: identity, remote: "origin", location: location)
-        let tracking = try gitCall { try repository.resolveReference(Profile.trackingRef("origin")) }
-        guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else { return nil }
-        guard try push(head, expected: tracking, remote: "origin", location: location, options: options, attemptsLeft: 1) else { return nil }
-        try gitCall { try repository.updateReference(Profile.trackingRef("origin"), to: head, expected: tracking, message: "concord: pushed") }
-        try recordSync(remote: "origin", head: head)
-        return SyncReport(remote: "origin", received: 0, sent: 1, changedFiles: [], resolved: [], unresolved: [], head: head.hex, attempts: attempt)
+        throw ConcordError.remoteKeptMoving(remote: "origin", attempts: Sync.maxSyncAttempts)
     }
 
     /// Removes a clone made by `accept` and its registry entry.
-    private func discardClone() {
-        try? ProfileRegistry(home: environment.home).unregister(path: root.path)
-        try? FileManager.default.removeItem(at: root)
+    private static func discardClone(_ profile: Profile) {
+        try? ProfileRegistry(home: profile.environment.home).unregister(path: profile.root.path)
+        try? FileManager.default.removeItem(at: profile.root)
     }
+}
 
-    /// The first commit of this profile's history (the trust anchor an invitation pins).
-    func rootCommit() throws -> ObjectID {
-        try gitCall {
-            guard let head = try repository.resolveReference("HEAD") else {
-                throw GitError(function: "rootCommit", code: .notFound, message: "the profile has no commits")
-            }
-            return try repository.rootCommit(of: head)
-        }
+extension Sync {
+    /// Pushes a fresh clone's acceptance commit onto the main it was made on; nil when the remote
+    /// moved meanwhile. The caller holds the profile lock.
+    fileprivate func publishAcceptance(as identity: Identity, attempt: Int) throws -> SyncReport? {
+        let location = try remoteLocation("origin")
+        let options = transportOptions(for: identity, remote: "origin", location: location)
+        let tracking = try gitCall { try repository.resolveReference(Sync.trackingRef("origin")) }
+        guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else { return nil }
+        guard try push(head, expected: tracking, remote: "origin", location: location, options: options, attemptsLeft: 1) else { return nil }
+        try gitCall { try repository.updateReference(Sync.trackingRef("origin"), to: head, expected: tracking, message: "concord: pushed") }
+        try recordSync(remote: "origin", head: head)
+        return SyncReport(remote: "origin", received: 0, sent: 1, changedFiles: [], resolved: [], unresolved: [], head: head.hex, attempts: attempt)
     }
 }

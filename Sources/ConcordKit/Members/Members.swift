@@ -1,3 +1,4 @@
+import ConcordGit
 import ConcordModel
 import ConcordTrust
 import Foundation
@@ -7,6 +8,7 @@ import Foundation
 /// member or a device, and later inviting, accepting and revoking) live here.
 public struct Members {
     let profile: Profile
+    let repository: Repository
 
     /// The members of this profile, read from `.concord/members/`.
     public func list() throws -> [Member] {
@@ -148,9 +150,4 @@ public struct Members {
 private extension Identity {
     /// The device's owner when another member acts on it (`concord switch`), else nil.
     var actingOn: String? { member == owner ? nil : owner }
-}
-
-extension Profile {
-    /// This profile's membership.
-    public var members: Members { Members(profile: self) }
 }

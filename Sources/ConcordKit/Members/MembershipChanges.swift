@@ -81,9 +81,9 @@ extension Members {
     func member(_ name: String, at commit: ObjectID) throws -> Member? {
         let path = ProfilePaths.member(name)
         let bytes: [UInt8]? = try gitCall {
-            let tree = try profile.repository.commit(commit).tree
-            guard let entry = try profile.repository.entry(at: path, inTree: tree), entry.kind == .blob else { return nil }
-            return try profile.repository.blob(entry.id)
+            let tree = try repository.commit(commit).tree
+            guard let entry = try repository.entry(at: path, inTree: tree), entry.kind == .blob else { return nil }
+            return try repository.blob(entry.id)
         }
         return try bytes.map { bytes in try readDocument { try Member.decode(bytes, path: path) } }
     }
@@ -93,9 +93,9 @@ extension Members {
     /// `commit` shows all taken by others: its acceptance lost the race and is merged nowhere.
     func checkAccess(at commit: ObjectID, for identity: Identity) throws {
         guard let member = try member(identity.member, at: commit) else { return try checkOpenAcceptance(at: commit, for: identity) }
-        if member.status == .invited, let head = try gitCall({ try profile.repository.resolveReference("HEAD") }),
+        if member.status == .invited, let head = try gitCall({ try repository.resolveReference("HEAD") }),
            try self.member(identity.member, at: head)?.status == .active,
-           try gitCall({ try profile.repository.isAncestor(head, of: commit) }) {
+           try gitCall({ try repository.isAncestor(head, of: commit) }) {
             // This device's acceptance met another of the same invitation, with another key, and a merge admitted neither.
             throw ConcordError.invitationRefused(member: identity.member, reason: "it was also accepted on another device with another "
                 + "key, so neither is admitted and \(identity.member) stays invited; ask \(member.addedBy) for a new invitation")
@@ -110,7 +110,7 @@ extension Members {
     private func checkOpenAcceptance(at commit: ObjectID, for identity: Identity) throws {
         guard let mine = try list().first(where: { $0.name == identity.member }), let id = mine.invitation else { return }
         let membership = try gitCall {
-            try CommitAuthorizer.membershipWithInvitations(in: profile.repository, tree: try profile.repository.commit(commit).tree)
+            try CommitAuthorizer.membershipWithInvitations(in: repository, tree: try repository.commit(commit).tree)
         }
         guard let invitation = membership.openInvitations.first(where: { $0.id == id }) else { return }
         let used = invitation.used(by: membership.members.values)

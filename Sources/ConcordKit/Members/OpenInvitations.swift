@@ -26,7 +26,7 @@ extension Members {
             throw ConcordError.invalidInput("--uses must be between 1 and \(OpenInvitation.maxUses), not \(uses)")
         }
         guard expiresIn > 0 else { throw ConcordError.invalidInput("an invitation must expire in the future") }
-        guard let url = try gitCall({ try profile.repository.remoteURL(remote) }) else { throw ConcordError.unknownRemote(remote) }
+        guard let url = try gitCall({ try repository.remoteURL(remote) }) else { throw ConcordError.unknownRemote(remote) }
         let now = profile.environment.wallClock()
         let oneTime = SigningKey.generate()
         let id = (0..<8).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
@@ -43,7 +43,7 @@ extension Members {
                 transaction.stage(ProfilePaths.profile, info.json.canonicalBytes(), RecordChange(kind: "profile", id: "profile", action: .updated))
             }
         }
-        var text = Invitation(url: url, profileID: profile.info.id, profileName: profile.info.name, root: try profile.rootCommit().hex,
+        var text = Invitation(url: url, profileID: profile.info.id, profileName: profile.info.name, root: try profile.history.rootCommit().hex,
                               member: "", role: role, expiresAt: document.expiresAt, invitedBy: identity.member,
                               oneTimeKey: oneTime.openSSHPrivateKeyFile(comment: "concord-invitation"), open: id, uses: uses, signature: "")
         text.signature = SSHSignature.sign(text.signedBytes, with: identity.key, namespace: Invitation.namespace)
@@ -72,7 +72,7 @@ extension Members {
         let path = ProfilePaths.invitation(id)
         let bytes = try? Array(Data(contentsOf: profile.root.appendingPathComponent(path)))
         // Withdrawn first: the Admin who signed it has most often lost that role (which withdrew it).
-        if try profile.rootCommit().hex == invitation.root, let bytes, (try? OpenInvitation.decode(bytes, path: path))?.withdrawn == true {
+        if try profile.history.rootCommit().hex == invitation.root, let bytes, (try? OpenInvitation.decode(bytes, path: path))?.withdrawn == true {
             throw refuse("it was withdrawn (the Admin who opened it was revoked or demoted at the same time); ask an Admin for a new one")
         }
         let members = try checkOrigin(of: invitation, for: identity.member)
@@ -98,7 +98,7 @@ extension Members {
                          + "(a CONCORD_HOME of its own, 'concord identity new --name NAME --device DEVICE')")
         }
         try refuseKeyHeldByAnother(identity.key.publicKey, in: members)
-        let root = try profile.rootCommit().hex
+        let root = try profile.history.rootCommit().hex
         let member = Member(
             name: identity.member, role: document.role, status: .active,
             keys: [KeyProof.key(device: identity.device, identity.key.publicKey, member: identity.member,

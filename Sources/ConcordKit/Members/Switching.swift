@@ -9,7 +9,8 @@ import Foundation
 /// member (`Concord-Actor`, `updatedBy`, `by`) while the owner's device key signs them; the
 /// validity rule judges such a commit by the lower of the two roles and lets it change records
 /// and logs only (docs/security.md). Membership commands always act as the owner.
-extension Profile {
+extension Members {
+    /// `.git/concord/acting`: the member acting on this device, when it is not the owner.
     var actingFile: String { repository.gitDirectory + "concord/acting" }
 
     /// The member acting on this device, or nil when it is the device's owner.
@@ -32,15 +33,15 @@ extension Profile {
     @discardableResult
     public func switchActing(to member: String, as owner: Identity) throws -> String? {
         let owner = owner.acting(as: owner.owner)
-        _ = try members.active(owner)
+        _ = try active(owner)
         let previous = actingMember() ?? owner.owner
         if member != owner.owner {
-            _ = try members.active(owner.acting(as: member))
+            _ = try active(owner.acting(as: member))
         }
         var entry: String?
-        if let log = kinds.kinds.first(where: { $0.policy == .append }), previous != member,
-           (try? members.authorize(owner, toWrite: log)) != nil {
-            entry = try records.write(as: owner, asOwner: true) { transaction in
+        if let log = profile.kinds.kinds.first(where: { $0.policy == .append }), previous != member,
+           (try? authorize(owner, toWrite: log)) != nil {
+            entry = try profile.records.write(as: owner, asOwner: true) { transaction in
                 try transaction.append(log.name, data: ["event": .string("switch"), "from": .string(previous), "to": .string(member)])
             }.value.rawValue
         }

@@ -2,7 +2,7 @@ import ConcordGit
 import ConcordModel
 import Foundation
 
-extension Profile {
+extension Sync {
     /// Pushes `head`; false when the remote moved since `expected` (the caller retries).
     func push(_ head: ObjectID, expected: ObjectID?, remote: String, location: RemoteLocation,
                       options: TransportOptions, attemptsLeft: Int) throws -> Bool {

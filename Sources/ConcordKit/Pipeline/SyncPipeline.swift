@@ -14,24 +14,27 @@ import Foundation
 /// with the branch having moved meanwhile (the tracking ref: `hasMoved`; the branch: the
 /// merge's compare-and-swap).
 struct SyncPipeline {
-    let profile: Profile
+    /// The profile's sync capability: its remotes, its repository, its push.
+    let sync: Sync
     let remote: String
     let location: RemoteLocation
     let options: TransportOptions
-    private var repository: Repository { profile.repository }
+
+    private var profile: Profile { sync.profile }
+    private var repository: Repository { sync.repository }
 
     /// Where a fetch puts the remote's main, inside the quarantine.
     static let incomingRef = "refs/concord/incoming"
 
     /// The pipeline for `remote`, with `identity`'s keys for the transport.
-    init(profile: Profile, remote: String, identity: Identity) throws {
-        let location = try profile.remoteLocation(remote)
-        self.init(profile: profile, remote: remote, location: location,
-                  options: profile.transportOptions(for: identity, remote: remote, location: location))
+    init(sync: Sync, remote: String, identity: Identity) throws {
+        let location = try sync.remoteLocation(remote)
+        self.init(sync: sync, remote: remote, location: location,
+                  options: sync.transportOptions(for: identity, remote: remote, location: location))
     }
 
-    init(profile: Profile, remote: String, location: RemoteLocation, options: TransportOptions) {
-        self.profile = profile
+    init(sync: Sync, remote: String, location: RemoteLocation, options: TransportOptions) {
+        self.sync = sync
         self.remote = remote
         self.location = location
         self.options = options
@@ -64,7 +67,7 @@ struct SyncPipeline {
     /// What the admission hands on: the checked commits in the profile and the tracking ref on `tip`.
     struct Admitted {
         let tip: ObjectID
-        /// For the merge and checkout (`Profile.mergeLocked(_:as:fetched:)`).
+        /// For the merge and checkout (`Sync.mergeLocked(_:as:fetched:)`).
         let objects: FetchedObjects
     }
 
@@ -76,7 +79,7 @@ struct SyncPipeline {
     /// fetched: libgit2's indexer takes it in as it would a fetched pack, and its tip is checked
     /// exactly like a fetched one. If it does not index or lacks its tip, the fetch runs as usual.
     func transport(cloning: Bool = false, prefetched: PrefetchedPack? = nil) throws -> Incoming {
-        let tracking = try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) }
+        let tracking = try gitCall { try repository.resolveReference(Sync.trackingRef(remote)) }
         let head = try gitCall { try repository.resolveReference("HEAD") }
         let known = [head, tracking].compactMap { $0 }
         PerformanceTrace.start()
@@ -103,7 +106,7 @@ struct SyncPipeline {
     /// another sync of this profile fetched meanwhile, so `incoming` is judged against a stale view
     /// (its history warnings, its compare-and-swap): the caller fetches again.
     func hasMoved(since incoming: Incoming) throws -> Bool {
-        try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) } != incoming.lastFetched
+        try gitCall { try repository.resolveReference(Sync.trackingRef(remote)) } != incoming.lastFetched
     }
 
     /// Check (under the lock): every commit reachable from the fetched tip and from none of the
@@ -131,7 +134,7 @@ struct SyncPipeline {
         PerformanceTrace.step("objects admitted")
         if incoming.lastFetched != tip {
             try gitCall {
-                try repository.updateReference(Profile.trackingRef(remote), to: tip, expected: incoming.lastFetched, message: "concord: fetched")
+                try repository.updateReference(Sync.trackingRef(remote), to: tip, expected: incoming.lastFetched, message: "concord: fetched")
             }
         }
         return Admitted(tip: tip, objects: incoming.objects)

@@ -32,24 +32,22 @@ extension Sync {
         let (remote, location, options) = (pipeline.remote, pipeline.location, pipeline.options)
         guard case .ssh = location,
               let head = try gitCall({ try repository.resolveReference("HEAD") }),
-              let tracking = try gitCall({ try repository.resolveReference(Profile.trackingRef(remote)) }),
+              let tracking = try gitCall({ try repository.resolveReference(Sync.trackingRef(remote)) }),
               head != tracking, try gitCall({ try repository.isAncestor(tracking, of: head) }) else { return nil }
         // As `run` after a fetch that brings nothing: a device whose member was revoked pushes nothing.
         try profile.members.checkAccess(at: tracking, for: identity)
         let outgoing = try gitCall { try repository.aheadBehind(local: head, upstream: tracking).ahead }
         try refuseUnpublishable(head, known: tracking)
         do {
-            guard try profile.push(head, expected: tracking, remote: remote, location: location, options: options,
-                                   attemptsLeft: Profile.maxSyncAttempts) else { return nil }
+            guard try push(head, expected: tracking, remote: remote, location: location, options: options,
+                                   attemptsLeft: Sync.maxSyncAttempts) else { return nil }
         } catch let error as ConcordError {
             switch error {
             case .offline, .untrustedHost, .authenticationFailed: throw error
             default: return nil
             }
         }
-        let lock = try profile.lock()
-        defer { withExtendedLifetime(lock) {} }
-        try recordPush(of: head, to: remote, replacing: tracking)
+        try profile.locked { try recordPush(of: head, to: remote, replacing: tracking) }
         return SyncReport(remote: remote, received: 0, sent: outgoing, changedFiles: [], resolved: [], unresolved: [], head: head.hex,
                           attempts: 1, warnings: [])
     }
@@ -79,11 +77,11 @@ extension Sync {
     /// tracking ref moved meanwhile (another sync of this profile fetched after the push), it
     /// already stands at what the remote showed later and stays there.
     func recordPush(of head: ObjectID, to remote: String, replacing expected: ObjectID?) throws {
-        let tracking = try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) }
+        let tracking = try gitCall { try repository.resolveReference(Sync.trackingRef(remote)) }
         if tracking != head, tracking == expected {
-            try gitCall { try repository.updateReference(Profile.trackingRef(remote), to: head, expected: tracking, message: "concord: pushed") }
+            try gitCall { try repository.updateReference(Sync.trackingRef(remote), to: head, expected: tracking, message: "concord: pushed") }
         }
-        try profile.recordSync(remote: remote, head: head)
+        try recordSync(remote: remote, head: head)
     }
 
     /// The writes the merges among the commits after `start` up to `head` left out (none when this
@@ -94,7 +92,7 @@ extension Sync {
         guard let start, start != head else { return [] }
         let merges = try gitCall { try repository.newCommits(from: head, excluding: [start]) }.filter { $0.parents.count == 2 }
         guard !merges.isEmpty else { return [] }
-        profile.updateAuditIndex(known: known)
+        AuditIndex(repository: repository).update(known: known)
         return try profile.history.lostEdits(LostEditFilter(merges: Set(merges.map(\.id.hex))))
     }
 }

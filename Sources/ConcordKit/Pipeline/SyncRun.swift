@@ -21,7 +21,7 @@ extension Sync {
         // A long-running caller (`watch`) keeps this profile open across thousands of syncs: what
         // libgit2 cached during this one is let go, so memory does not grow with their number.
         defer { repository.releaseCaches() }
-        let pipeline = try SyncPipeline(profile: profile, remote: remote, identity: identity)
+        let pipeline = try SyncPipeline(sync: self, remote: remote, identity: identity)
         var received = 0
         var sent = 0
         var changed = [String]()
@@ -55,7 +55,7 @@ extension Sync {
             case done(SyncReport)
             case push(head: ObjectID, expected: ObjectID?, outgoing: Int, objects: FetchedObjects)
         }
-        for attempt in 1...Profile.maxSyncAttempts {
+        for attempt in 1...Sync.maxSyncAttempts {
             // Quarantine and transport: the network, without the lock.
             let incoming = try pipeline.transport(prefetched: attempt == 1 ? prefetched : nil)
             defer { incoming.signatures.cancel() }   // nothing verifies on after the check (it waited for it all)
@@ -81,7 +81,7 @@ extension Sync {
                     if let before = try gitCall({ try repository.resolveReference("HEAD") }) {
                         received += try gitCall { try repository.aheadBehind(local: before, upstream: admitted.tip).behind }
                     }
-                    let report = try profile.mergeLocked(admitted.tip, as: identity, fetched: objects)
+                    let report = try mergeLocked(admitted.tip, as: identity, fetched: objects)
                     changed += report.changedFiles
                     resolved += report.resolved
                     unresolved += report.unresolved
@@ -92,11 +92,11 @@ extension Sync {
                     throw ConcordError.emptyRemote(pipeline.location.transportURL)
                 }
                 if head == remoteTip {
-                    try profile.recordSync(remote: remote, head: head)
+                    try recordSync(remote: remote, head: head)
                     return .done(try repository.reading(objects) { try finished(head, attempt: attempt) })
                 }
                 let outgoing = try remoteTip.map { tip in try gitCall { try repository.aheadBehind(local: head, upstream: tip).ahead } }
-                    ?? profile.countCommits(head)
+                    ?? countCommits(head)
                 try refuseUnpublishable(head, known: remoteTip, fetched: objects)
                 return .push(head: head, expected: remoteTip, outgoing: outgoing, objects: objects)
             }
@@ -107,8 +107,8 @@ extension Sync {
                 return report
             case .push(let head, let expected, let outgoing, let objects):
                 // Push: the network, without the lock (a compare-and-swap on the remote).
-                if try profile.push(head, expected: expected, remote: remote, location: pipeline.location, options: pipeline.options,
-                                    attemptsLeft: Profile.maxSyncAttempts - attempt) {
+                if try push(head, expected: expected, remote: remote, location: pipeline.location, options: pipeline.options,
+                                    attemptsLeft: Sync.maxSyncAttempts - attempt) {
                     return try locked(changedPaths) {
                         sent += outgoing
                         try recordPush(of: head, to: remote, replacing: expected)
@@ -119,16 +119,16 @@ extension Sync {
             // Another device pushed first: fetch, merge and try again after a little jitter.
             usleep(useconds_t.random(in: 20_000...(60_000 * useconds_t(attempt))))
         }
-        throw ConcordError.remoteKeptMoving(remote: remote, attempts: Profile.maxSyncAttempts)
+        throw ConcordError.remoteKeptMoving(remote: remote, attempts: Sync.maxSyncAttempts)
     }
 
     /// Runs `body` holding the profile lock, then brings the audit index up to HEAD from what the
     /// check compared (`changedPaths`), still under the lock.
     private func locked<T>(_ changedPaths: ChangedPaths, _ body: () throws -> T) throws -> T {
-        let lock = try profile.lock()
-        defer { withExtendedLifetime(lock) {} }
-        defer { profile.updateAuditIndex(known: changedPaths) }
-        return try body()
+        try profile.locked {
+            defer { AuditIndex(repository: repository).update(known: changedPaths) }
+            return try body()
+        }
     }
 
     /// Compares the remote's main now (`now`, nil when deleted) with what this device last fetched,
@@ -141,7 +141,7 @@ extension Sync {
     /// nothing of it is merged, and the tracking ref goes back, so the next sync refuses it again.
     private func judgeRemoteHistory(remote: String, lastFetched: ObjectID, now remoteTip: ObjectID?, rewound: inout Bool) throws -> String? {
         guard let remoteTip else {
-            try gitCall { try repository.deleteReference(Profile.trackingRef(remote)) }
+            try gitCall { try repository.deleteReference(Sync.trackingRef(remote)) }
             return "\(remote)'s main had been deleted (it was at \(lastFetched.short)); this device's history is pushed back"
         }
         guard remoteTip != lastFetched else { return nil }
@@ -153,7 +153,7 @@ extension Sync {
         let dropped = try gitCall { try repository.newCommits(from: lastFetched, excluding: [remoteTip]) }
         if let commit = try firstChangingProfileFiles(dropped) {
             try gitCall {
-                try repository.updateReference(Profile.trackingRef(remote), to: lastFetched, expected: remoteTip,
+                try repository.updateReference(Sync.trackingRef(remote), to: lastFetched, expected: remoteTip,
                                                message: "concord: refused a rewritten main")
             }
             throw ConcordError.remoteRewritten(remote: remote, was: lastFetched.short, now: remoteTip.short,

@@ -7,17 +7,17 @@ extension SyncPipeline {
     /// quarantine) under `incomingRef`. Returns what a path fetch read and hashed on the way
     /// (nothing for ssh). Refusals found while copying (a tree the format forbids, a file over its
     /// limit) are `ConcordError.invalidCommit`; a deleted profile, an outage and the rest are
-    /// mapped to the errors the user should see (`Profile.transportError`).
+    /// mapped to the errors the user should see (`Sync.transportError`).
     func fetch(into target: Repository, cloning: Bool, commitCopied: (([UInt8]) -> Void)? = nil) throws -> FetchedObjects {
         if case .path(let path) = location {
             // An Admin deleted the profile (`concord destroy`): the directory keeps only the signed notice.
             let noticePath = (path as NSString).appendingPathComponent(DeletionNotice.fileName)
             if let bytes = FileManager.default.contents(atPath: noticePath) {
-                throw try profile.deletionFound(Array(bytes), source: noticePath, remote: remote, cloning: cloning)
+                throw try sync.deletionFound(Array(bytes), source: noticePath, remote: remote, cloning: cloning)
             }
             if !FileManager.default.fileExists(atPath: path) {
                 throw ConcordError.offline(remote: remote, reason: "\(path) does not exist",
-                                           localCommits: cloning ? nil : try profile.localCommits(remote))
+                                           localCommits: cloning ? nil : try sync.localCommits(remote))
             }
         }
         do {
@@ -37,9 +37,9 @@ extension SyncPipeline {
             throw ConcordError.invalidCommit(commit: oversized.commit.short, path: oversized.path,
                                              reason: "\(oversized.size) bytes, over the \(oversized.limit)-byte limit")
         } catch {
-            let failure = try profile.transportError(error, remote: remote, location: location, cloning: cloning)
-            guard profile.isServerDeletion(failure, location: location) else { throw failure }
-            throw try profile.deletionFromServer(remote: remote, location: location, options: options, cloning: cloning, original: failure)
+            let failure = try sync.transportError(error, remote: remote, location: location, cloning: cloning)
+            guard sync.isServerDeletion(failure, location: location) else { throw failure }
+            throw try sync.deletionFromServer(remote: remote, location: location, options: options, cloning: cloning, original: failure)
         }
     }
 }

@@ -4,7 +4,7 @@ import Foundation
 
 /// `concord identity delete`: a person's account deleted from this device. Every profile in the
 /// identity's registry is handled in turn: one the person alone administers is destroyed
-/// (`Profile.destroy`: every remote, then the copy); from every other one the person leaves
+/// (`Sync.destroy`: every remote, then the copy); from every other one the person leaves
 /// (their member file marked left, with no device keys, and synced, so the others see it), then
 /// the copy goes. A profile whose remote cannot be reached keeps its copy and registry entry, and
 /// the identity stays, so running it again finishes the job. Once every profile is done, the
@@ -88,7 +88,7 @@ public struct AccountDeletion {
         let remotes = try profile.sync.remotes().map(\.name)
         let otherAdmins = members.contains { $0.name != identity.member && $0.role == .admin && $0.status == .active }
         if mine?.status == .active, mine?.role == .admin, !otherAdmins {
-            let report = try profile.destroy(as: identity, forget: true)
+            let report = try profile.sync.destroy(as: identity, forget: true)
             if let failure = report.failed.first {
                 return .notDone("could not delete it on \(failure.remote): \(failure.error.localizedDescription); the copy is kept")
             }

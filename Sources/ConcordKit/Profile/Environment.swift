@@ -16,7 +16,7 @@ public struct ConcordEnvironment: Sendable {
     /// (`CONCORD_NETWORK_TIMEOUT`, default 30); the profile lock is never held longer for it.
     public var networkTimeout: TimeInterval = 30
     /// A private key file ssh remotes are offered when they refuse this device's key: set by
-    /// `Profile.accept` to a link invitation's one-time key for its clone and acceptance push (a
+    /// `Members.accept` to a link invitation's one-time key for its clone and acceptance push (a
     /// concord server knows that key, and not yet this device's); nil otherwise.
     public var invitationLoginKey: String?
     /// Cuts the connections Concord opens itself for the profiles opened with this environment (a

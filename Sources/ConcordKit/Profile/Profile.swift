@@ -82,13 +82,13 @@ public final class Profile {
         ]
         let profile = Profile(root: root, repository: repository, environment: environment, info: info, kinds: kinds)
         try profile.configureGit(members: [creator])
-        let writer = CommitWriter(profile: profile, identity: identity)
+        let writer = CommitWriter(profile: profile, repository: repository, identity: identity)
         let first = try writer.commit(
             files: files.map { FileChange(path: $0.0, bytes: $0.1) },
             message: CommitMessage(summary: "profile \"\(name)\": created", actor: identity, action: .created,
                                    stamp: stamp, references: []),
             expectedHead: nil)
-        try profile.saveClock(stamp, seen: first)
+        try profile.clock.save(stamp, seen: first)
         try? AuditIndex(repository: repository).catchUp(to: first)
         try ProfileRegistry(home: environment.home).register(profile)
         return profile
@@ -138,7 +138,7 @@ public final class Profile {
     @discardableResult
     public func removeLocalCopy(unsentTo remote: String, removedBecause reason: String? = nil, savingUnsent: Bool = true) throws -> URL? {
         var saved: URL?
-        let unsent = try savingUnsent && localCommits(remote) > 0 ? records.exportUnsent(to: remote) : nil
+        let unsent = try savingUnsent && sync.localCommits(remote) > 0 ? records.exportUnsent(to: remote) : nil
         if let unsent, !unsent.records.isEmpty || !unsent.logs.isEmpty {
             let directory = environment.home.appendingPathComponent("saved")
             let stamp = HLClock.formatInstant(environment.wallClock()).replacingOccurrences(of: ":", with: "")
@@ -153,12 +153,12 @@ public final class Profile {
             }
             saved = file
         }
-        let lock = try lock()
-        defer { withExtendedLifetime(lock) {} }
-        let registry = ProfileRegistry(home: environment.home)
-        try reason.map { try registry.markRemoved(path: root.path, reason: $0) } ?? registry.unregister(path: root.path)
-        do { try FileManager.default.removeItem(at: root) } catch {
-            throw ConcordError.io("could not delete \(root.path): \(error.localizedDescription)")
+        try locked {
+            let registry = ProfileRegistry(home: environment.home)
+            try reason.map { try registry.markRemoved(path: root.path, reason: $0) } ?? registry.unregister(path: root.path)
+            do { try FileManager.default.removeItem(at: root) } catch {
+                throw ConcordError.io("could not delete \(root.path): \(error.localizedDescription)")
+            }
         }
         return saved
     }

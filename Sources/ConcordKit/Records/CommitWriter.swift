@@ -16,12 +16,12 @@ struct CommitWriter {
     static let packThreshold = 64
 
     let profile: Profile
+    let repository: Repository
     let identity: Identity
 
     /// Commits `files` on top of `expectedHead` and moves the branch from `expectedHead` by
     /// compare-and-swap. Throws `GitError` with code `.modified` when the branch moved meanwhile.
     func commit(files: [FileChange], message: CommitMessage, expectedHead: ObjectID?) throws -> ObjectID {
-        let repository = profile.repository
         let baseTree = try expectedHead.map { try repository.commit($0).tree }
         // The commit's date is this device's wall clock: causality is in the stamp (the HLC trailer),
         // which follows the newest stamp received, so a device whose clock runs fast moves nobody's dates.
@@ -99,7 +99,7 @@ struct CommitWriter {
             PerformanceTrace.step("commit signed, branch moved")
         } catch {
             try? repository.waitForWorkingTreeWrite(write)
-            try? profile.restoreJournaledPaths()
+            try? profile.workingTree.restoreJournaledPaths()
             throw error
         }
         do {
@@ -118,7 +118,7 @@ struct CommitWriter {
     /// Journal entries for files written to `blob`s (nil: removed) over `baseTree`'s.
     private func journalEntries(_ files: [(path: TreePath, blob: ObjectID?)], baseTree: ObjectID?) -> [CheckoutJournal.Entry] {
         files.map { file in
-            let before = baseTree.flatMap { try? profile.repository.entry(at: file.path.string, inTree: $0) }
+            let before = baseTree.flatMap { try? repository.entry(at: file.path.string, inTree: $0) }
             return CheckoutJournal.Entry(path: file.path.string, before: before?.kind == .blob ? before?.id : nil, after: file.blob)
         }
     }

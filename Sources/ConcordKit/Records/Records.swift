@@ -7,6 +7,7 @@ import Foundation
 /// hands a `Transaction` to fill), and moving them in and out as a dump.
 public struct Records {
     let profile: Profile
+    let repository: Repository
 
     /// The live record `kind/id`; throws `recordNotFound` when it is missing or deleted, and names
     /// the file when it is not a valid record.
@@ -18,7 +19,7 @@ public struct Records {
     public func get(_ kind: RecordKind, _ id: RecordID) throws -> Record {
         guard kind.policy != .append else { throw ConcordError.logKindNeedsAppend(kind.name) }
         let path = Transaction.recordPath(kind, id)
-        guard let record = try profile.readRecord(path), !record.isDeleted else {
+        guard let record = try profile.workingTree.readRecord(path), !record.isDeleted else {
             throw ConcordError.recordNotFound("\(kind.name)/\(id)")
         }
         return record
@@ -28,7 +29,7 @@ public struct Records {
     public func logEntries(_ kindName: String) throws -> [LogEntry] {
         let kind = try profile.kind(named: kindName)
         guard kind.policy == .append else { throw ConcordError.notALogKind(kind.name) }
-        return try profile.readLog(kind, strict: true).entries
+        return try profile.workingTree.readLog(kind, strict: true).entries
     }
 
     /// The entries with id `id` of log kind `kind` (`kind/id`, as `list` names it), oldest first: one
@@ -36,7 +37,7 @@ public struct Records {
     /// `recordNotFound` when the log has none.
     public func logEntries(_ kind: RecordKind, id: RecordID) throws -> [LogEntry] {
         guard kind.policy == .append else { throw ConcordError.notALogKind(kind.name) }
-        let entries = try profile.readLog(kind, strict: true).entries.filter { $0.id == id }
+        let entries = try profile.workingTree.readLog(kind, strict: true).entries.filter { $0.id == id }
         guard !entries.isEmpty else { throw ConcordError.recordNotFound("\(kind.name)/\(id)") }
         return entries
     }
@@ -48,14 +49,14 @@ public struct Records {
         var warnings = [String]()
         for kind in selected {
             if kind.policy == .append {
-                let log = try profile.readLog(kind, strict: false)
+                let log = try profile.workingTree.readLog(kind, strict: false)
                 items += log.entries.map { ListedItem(kind: kind.name, id: $0.id.rawValue) }
                 warnings += log.warnings
                 continue
             }
-            for path in profile.recordFiles(of: kind) {
+            for path in profile.workingTree.recordFiles(of: kind) {
                 do {
-                    if let record = try profile.readRecord(path), !record.isDeleted {
+                    if let record = try profile.workingTree.readRecord(path), !record.isDeleted {
                         items.append(ListedItem(kind: kind.name, id: record.id.rawValue))
                     }
                 } catch {
@@ -76,33 +77,38 @@ public struct Records {
     public func write<Value>(
         as identity: Identity, action: ChangeAction? = nil, asOwner: Bool = false, _ body: (Transaction) throws -> Value
     ) throws -> WriteResult<Value> {
-        let lock = try profile.lock()
-        defer { withExtendedLifetime(lock) {} }
-        let identity = asOwner ? identity.acting(as: identity.owner) : try profile.acting(identity)
+        try profile.locked { try writeLocked(as: identity, action: action, asOwner: asOwner, body) }
+    }
+
+    /// `write` for a caller that holds the profile lock.
+    private func writeLocked<Value>(
+        as identity: Identity, action: ChangeAction?, asOwner: Bool, _ body: (Transaction) throws -> Value
+    ) throws -> WriteResult<Value> {
+        let identity = asOwner ? identity.acting(as: identity.owner) : try profile.members.acting(identity)
         var attempt = 0
         while true {
             attempt += 1
-            let head = try gitCall { try profile.repository.resolveReference("HEAD") }
-            let baseTree = try head.map { id in try gitCall { try profile.repository.commit(id).tree } }
+            let head = try gitCall { try repository.resolveReference("HEAD") }
+            let baseTree = try head.map { id in try gitCall { try repository.commit(id).tree } }
             // Stamps follow everything the branch holds, commits a plain `git pull` brought included.
-            let clock = try gitCall { try profile.clockSeeing(head) }
-            let transaction = Transaction(profile: profile, identity: identity, baseTree: baseTree, lastStamp: clock)
+            let clock = try gitCall { try profile.clock.seeing(head) }
+            let transaction = Transaction(profile: profile, repository: repository, identity: identity, baseTree: baseTree, lastStamp: clock)
             let value = try body(transaction)
             PerformanceTrace.step("changes staged")
             guard !transaction.isEmpty, let stamp = transaction.lastStamp else {
                 return WriteResult(value: value, commit: nil, changes: [])
             }
-            let message = Profile.message(for: transaction.changes, action: action, identity: identity, stamp: stamp)
+            let message = Records.message(for: transaction.changes, action: action, identity: identity, stamp: stamp)
             do {
-                let commit = try CommitWriter(profile: profile, identity: identity)
+                let commit = try CommitWriter(profile: profile, repository: repository, identity: identity)
                     .commit(files: transaction.files, message: message, expectedHead: head)
                 // The new commit's parent is `head`, which the clock has looked at.
-                try profile.saveClock(stamp, seen: commit)
+                try profile.clock.save(stamp, seen: commit)
                 // The audit index (a cache) follows the branch where it exists; a failure here fails nothing.
-                try? AuditIndex(repository: profile.repository).catchUp(to: commit, onlyIfPresent: true)
+                try? AuditIndex(repository: repository).catchUp(to: commit, onlyIfPresent: true)
                 return WriteResult(value: value, commit: commit.hex, changes: transaction.changes)
             } catch let error as GitError where (error.code == .modified || error.code == .exists || error.code == .locked)
-                        && attempt < Profile.maxWriteAttempts {
+                        && attempt < Records.maxWriteAttempts {
                 usleep(useconds_t.random(in: 1_000...20_000))
                 continue
             } catch let error as GitError {
@@ -112,10 +118,6 @@ public struct Records {
     }
 }
 
-extension Profile {
-    /// This profile's records and logs.
-    public var records: Records { Records(profile: self) }
-}
 
 /// What `Records.importDump` wrote.
 public struct DumpImport: Sendable, Equatable {
@@ -175,8 +177,8 @@ extension Records {
             if kind.policy == .append {
                 logs += Dump.LogItem.exported(try logEntries(kind.name), kind: kind.name)
             } else {
-                for path in profile.recordFiles(of: kind) {
-                    if let record = try profile.readRecord(path), let data = record.data {
+                for path in profile.workingTree.recordFiles(of: kind) {
+                    if let record = try profile.workingTree.readRecord(path), let data = record.data {
                         records.append(Dump.RecordItem(kind: kind.name, id: record.id.rawValue, data: data))
                     }
                 }
@@ -190,10 +192,9 @@ extension Records {
     /// goes, and nothing else. A record is saved as HEAD has it (tombstones are not); a log file
     /// gives only the entries the remote's version lacks. Merges bring others' work: not counted.
     public func exportUnsent(to remote: String) throws -> Dump {
-        let repository = profile.repository
         return try gitCall {
             guard let head = try repository.resolveReference("HEAD") else { return Dump(records: [], logs: []) }
-            let tracking = try repository.resolveReference(Profile.trackingRef(remote))
+            let tracking = try repository.resolveReference(Sync.trackingRef(remote))
             var paths = Set<String>()
             for commit in try repository.newCommits(from: head, excluding: tracking.map { [$0] } ?? []) where commit.parents.count <= 1 {
                 let parentTree = try commit.parents.first.map { try repository.commit($0).tree }

@@ -16,6 +16,7 @@ public struct RecordChange: Sendable, Equatable {
 /// Reads inside the transaction see the branch it builds on plus its own pending writes.
 public final class Transaction {
     let profile: Profile
+    let repository: Repository
     let identity: Identity
     let baseTree: ObjectID?
     private let clock: HLClock
@@ -31,9 +32,10 @@ public final class Transaction {
     private(set) var listings: [String: [String: ObjectID]] = [:]
 
     /// `lastStamp` is the clock the transaction's stamps follow: the saved clock, caught up with
-    /// the branch it builds on (`Profile.clockSeeing`).
-    init(profile: Profile, identity: Identity, baseTree: ObjectID?, lastStamp: HLC?) {
+    /// the branch it builds on (`LocalClock.seeing`).
+    init(profile: Profile, repository: Repository, identity: Identity, baseTree: ObjectID?, lastStamp: HLC?) {
         self.profile = profile
+        self.repository = repository
         self.identity = identity
         self.baseTree = baseTree
         self.clock = HLClock(wallClock: profile.environment.wallClock)
@@ -291,9 +293,9 @@ public final class Transaction {
         if let listing = listings[directory] {
             blob = listing.isEmpty ? nil : listing[name]
         } else {
-            blob = try gitCall { try profile.repository.entry(at: path, inTree: baseTree)?.id }
+            blob = try gitCall { try repository.entry(at: path, inTree: baseTree)?.id }
         }
-        return try blob.map { id in try gitCall { try profile.repository.blob(id) } }
+        return try blob.map { id in try gitCall { try repository.blob(id) } }
     }
 
     /// Loads the base tree's listings of a kind once (each bucket directory of a record kind),
@@ -302,7 +304,7 @@ public final class Transaction {
         guard kind.policy != .append else { return try prefetch(directory: kind.directory) }
         guard listings[kind.directory] == nil, let baseTree else { return }
         listings[kind.directory] = [:]
-        let buckets = try gitCall { try profile.repository.entries(inDirectory: kind.directory, ofTree: baseTree) }
+        let buckets = try gitCall { try repository.entries(inDirectory: kind.directory, ofTree: baseTree) }
         for bucket in buckets where bucket.kind == .tree && RecordPaths.isBucket(bucket.name) {
             try prefetch(directory: "\(kind.directory)/\(bucket.name)")
         }
@@ -314,7 +316,7 @@ public final class Transaction {
     /// Loads the base tree's listing of `directory` once, so thousands of reads in it are cheap.
     func prefetch(directory: String) throws {
         guard listings[directory] == nil, let baseTree else { return }
-        let entries = try gitCall { try profile.repository.entries(inDirectory: directory, ofTree: baseTree) }
+        let entries = try gitCall { try repository.entries(inDirectory: directory, ofTree: baseTree) }
         listings[directory] = Dictionary(entries.map { ($0.name, $0.id) }, uniquingKeysWith: { first, _ in first })
     }
 

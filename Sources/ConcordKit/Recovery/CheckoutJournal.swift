@@ -6,7 +6,7 @@ import Foundation
 /// write journals them before its branch moves, a merge or fast-forward after checking them and
 /// before its branch moves, a small write when it could not finish. The next process to take the
 /// profile lock puts the journaled paths back as the branch has them
-/// (`Profile.restoreJournaledPaths`). The journal is removed once the write is recorded in the index.
+/// (`WorkingTree.restoreJournaledPaths`). The journal is removed once the write is recorded in the index.
 ///
 /// Each entry names the file's blob before the write and the one it writes (when known), so the
 /// restore can tell a file the write left from a hand edit made since, which it refuses to
@@ -78,65 +78,5 @@ struct CheckoutJournal {
 
     func remove() {
         unlink(path)
-    }
-}
-
-extension Profile {
-    /// Puts every journaled path back as the branch has it (rewriting it, or removing it where
-    /// the branch has no such file), records them in the index, and removes the journal. Called
-    /// with the profile lock held, when a write failed or was killed mid-way. A file holding
-    /// bytes that are neither what it held before the write, nor what the write put there (or the
-    /// first bytes of it, which a kill while creating the file leaves), nor the branch's is a hand
-    /// edit made since: refused (`unfinishedUpdateBlocked`), nothing changed.
-    func restoreJournaledPaths() throws {
-        let journal = CheckoutJournal(gitDirectory: repository.gitDirectory)
-        guard journal.exists else { return }
-        let root = rootPath
-        try gitCall {
-            let headTree = try repository.resolveReference("HEAD").map { try repository.commit($0).tree }
-            var changes = [WorkingTreeChange]()
-            var edited = [String]()
-            // A line git's rules refuse was not written by concord: nothing to put back there.
-            for entry in journal.entries() {
-                guard let path = try? TreePath(entry.path) else { continue }
-                let head = try headTree.flatMap { tree in
-                    try repository.entry(at: path.string, inTree: tree).flatMap { $0.kind == .blob ? $0.id : nil }
-                }
-                // A missing file is no edit: putting it back loses nothing.
-                if entry.knowsContent, Self.isHandEdited(root + path.string, allowed: [entry.before, entry.after, head], missingIsAnEdit: false),
-                   !isPartialWrite(at: root + path.string, of: [entry.before, entry.after, head]) {
-                    edited.append(path.string)
-                    continue
-                }
-                if let head {
-                    changes.append(WorkingTreeChange(path: path, bytes: try repository.blob(head), blob: head))
-                } else {
-                    changes.append(WorkingTreeChange(removing: path))
-                }
-            }
-            if !edited.isEmpty { throw ConcordError.unfinishedUpdateBlocked(edited) }
-            try repository.applyToWorkingTree(changes, rebuildingDamagedIndexFrom: headTree)
-        }
-        journal.remove()
-    }
-
-    /// True when something is at `path` that is not a regular file holding one of the `allowed`
-    /// blobs (a directory or a link is the user's too), and for no file at all when `missingIsAnEdit`.
-    static func isHandEdited(_ path: String, allowed: [ObjectID?], missingIsAnEdit: Bool) -> Bool {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return missingIsAnEdit }
-        guard (info.st_mode & S_IFMT) == S_IFREG, let bytes = FileIO.contents(atPath: path) else { return true }
-        return !allowed.contains(ObjectPack.id(of: bytes, type: .blob))
-    }
-
-    /// True when the regular file at `path` holds only the first bytes of one of `blobs` (none at
-    /// all included): what a write killed while creating the file leaves (a new file is written
-    /// in place). Every byte it holds is in that blob, so putting the file right loses nothing.
-    func isPartialWrite(at path: String, of blobs: [ObjectID?]) -> Bool {
-        guard let bytes = FileIO.contents(atPath: path) else { return false }
-        return blobs.contains { blob in
-            guard let blob, let full = try? repository.blob(blob) else { return false }
-            return bytes.count < full.count && full.starts(with: bytes)
-        }
     }
 }

@@ -15,7 +15,7 @@ public struct DoctorFinding: Sendable, Equatable {
 /// what every command runs through before it starts.
 public struct Recovery {
     let profile: Profile
-    private var repository: Repository { profile.repository }
+    let repository: Repository
 
     /// Checks what plain git needs to treat this profile like concord does: the merge driver
     /// config (git silently falls back to a text merge without it), the signing config, the
@@ -78,15 +78,10 @@ public struct Recovery {
         }
         let path = profile.rootPath + ProfilePaths.gitattributes
         if FileManager.default.contents(atPath: path).map(Array.init) != bytes {
-            let lock = try profile.lock()
-            defer { withExtendedLifetime(lock) {} }
-            do { try FileIO.write(bytes, to: path, makingParents: false) } catch { throw ConcordError.io("\(error)") }
+            try profile.locked {
+                do { try FileIO.write(bytes, to: path, makingParents: false) } catch { throw ConcordError.io("\(error)") }
+            }
         }
         return nil
     }
-}
-
-extension Profile {
-    /// Checks and repairs of this profile.
-    public var recovery: Recovery { Recovery(profile: self) }
 }

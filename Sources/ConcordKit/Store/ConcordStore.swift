@@ -69,10 +69,10 @@ public final class ConcordStore: Sendable {
     }
 
     /// Clones the profile at `url` into `directory` (new or empty) as a new device of `identity`,
-    /// and opens it (`Profile.clone`: checked, checked out, registered; nothing left on failure).
+    /// and opens it (`Sync.clone`: checked, checked out, registered; nothing left on failure).
     public static func clone(url: String, into directory: URL, identity: Identity, environment: ConcordEnvironment? = nil,
                              trustHost: String? = nil) throws -> ConcordStore {
-        let profile = try Profile.clone(url: url, into: directory, identity: identity, environment: resolved(environment),
+        let profile = try Sync.clone(url: url, into: directory, identity: identity, environment: resolved(environment),
                                         trustHost: trustHost)
         return try ConcordStore(profile, identity: identity)
     }
@@ -85,11 +85,11 @@ public final class ConcordStore: Sendable {
         }
     }
 
-    /// Accepts `invitation` into `directory` as `identity` (`Profile.accept`: clone, check, commit
+    /// Accepts `invitation` into `directory` as `identity` (`Members.accept`: clone, check, commit
     /// the acceptance, push it) and opens the profile; also returns the acceptance's sync.
     public static func accept(_ invitation: Invitation, into directory: URL, identity: Identity,
                               environment: ConcordEnvironment? = nil, trustHost: String? = nil) throws -> (store: ConcordStore, sync: SyncReport) {
-        let accepted = try Profile.accept(invitation, into: directory, identity: identity, environment: resolved(environment),
+        let accepted = try Members.accept(invitation, into: directory, identity: identity, environment: resolved(environment),
                                           trustHost: trustHost)
         return (try ConcordStore(accepted.profile, identity: identity), accepted.sync)
     }

@@ -3,7 +3,7 @@ import ConcordModel
 import ConcordTrust
 import Foundation
 
-extension Profile {
+extension Sync {
     /// Creates a bare repository at `path` configured to serve Concord profiles: it checks every
     /// object it receives and refuses non-fast-forward updates and deletions.
     public static func createBareRemote(at path: URL) throws {
@@ -96,7 +96,7 @@ extension Profile {
         // checked out; the tip's profile.json is read first, so another format is named as such.
         var info: ProfileInfo?
         let changedPaths = ChangedPaths()
-        let pipeline = SyncPipeline(profile: provisional, remote: "origin", location: location, options: options)
+        let pipeline = SyncPipeline(sync: Sync(profile: provisional, repository: repository), remote: "origin", location: location, options: options)
         let admitted = try pipeline.fetchVerified(cloning: true, changedPaths: changedPaths) { tip, fetched in
             let entry = try gitCall { try fetched.entry(at: ProfilePaths.profile, inTree: try fetched.commit(tip).tree) }
             guard let entry, entry.kind == .blob,
@@ -114,21 +114,21 @@ extension Profile {
         }
         guard let tip = admitted?.tip, let info else { throw ConcordError.emptyRemote(location.transportURL) }
         if let trusted { try knownHosts.trust(host: hostName, key: trusted) }
-        let kinds = try gitCall { try provisional.blob(KindsTable.path, atCommit: tip) }.flatMap { try? KindsTable.decode($0) } ?? .empty
+        let kinds = try gitCall { try repository.blob(KindsTable.path, atCommit: tip) }.flatMap { try? KindsTable.decode($0) } ?? .empty
         let profile = Profile(root: root, repository: repository, environment: environment, info: info, kinds: kinds)
         // Revocation is final: no copy is made of a profile that revokes this device's member (a
         // server shows a revoked key main as it was at the revocation); the caller removes what was fetched.
         if let mine = try profile.members.member(identity.member, at: tip), mine.status == .revoked {
             throw ConcordError.accessRemoved(member: identity.member, by: mine.revokedBy ?? "an admin", profile: info.name)
         }
-        let lock = try profile.lock()
-        profile.clonedRecords = try gitCall { try profile.mergeLocked(tip, as: identity, fetched: admitted?.objects ?? .none) }.liveRecordsWritten
-        PerformanceTrace.step("checked out")
-        // Every commit was just compared with its parent: the audit index costs a walk of the commits alone.
-        profile.updateAuditIndex(known: changedPaths, create: true)
-        PerformanceTrace.step("audit index written")
-        repository.releaseCaches()
-        withExtendedLifetime(lock) {}
+        try profile.locked {
+            profile.clonedRecords = try gitCall { try profile.sync.mergeLocked(tip, as: identity, fetched: admitted?.objects ?? .none) }.liveRecordsWritten
+            PerformanceTrace.step("checked out")
+            // Every commit was just compared with its parent: the audit index costs a walk of the commits alone.
+            AuditIndex(repository: repository).update(known: changedPaths, create: true)
+            PerformanceTrace.step("audit index written")
+            repository.releaseCaches()
+        }
         try profile.configureGit(members: try profile.members.list())
         try SyncState(lastSync: HLClock.formatInstant(ConcordEnvironment.systemClock()), lastRemoteHead: tip.hex)
             .save(repository.gitDirectory, remote: "origin")

@@ -6,7 +6,7 @@ import Foundation
 /// `concord destroy`: an Admin deletes a profile everywhere concord can reach, leaving a signed
 /// `DeletionNotice` where its repositories were; every other device that syncs finds the notice,
 /// checks it against the membership it holds, and removes its copy.
-extension Profile {
+extension Sync {
     /// What a concord server's refusal says for a deleted profile (`ConcordServer.admit`): the
     /// device then asks for the notice (`concord-notice`) and decides from it alone.
     package static let serverDeletionMarker = "was deleted by"
@@ -14,8 +14,8 @@ extension Profile {
     /// The signed notice deleting this profile, by `identity`'s owner, who must be an active Admin.
     public func deletionNotice(as identity: Identity) throws -> DeletionNotice {
         let owner = identity.acting(as: identity.owner)
-        _ = try members.authorizeAdmin(owner, action: "deleting the profile")
-        return DeletionNotice.sign(profileID: info.id, profileName: info.name, root: try rootCommit(), identity: owner,
+        _ = try profile.members.authorizeAdmin(owner, action: "deleting the profile")
+        return DeletionNotice.sign(profileID: profile.info.id, profileName: profile.info.name, root: try profile.history.rootCommit(), identity: owner,
                                    at: environment.wallClock())
     }
 
@@ -37,13 +37,13 @@ extension Profile {
         let notice = try deletionNotice(as: identity)
         var deleted = [(remote: String, what: String)]()
         var failed = [(remote: String, error: ConcordError)]()
-        for remote in try sync.remotes() {
+        for remote in try remotes() {
             do { deleted.append((remote.name, try deleteRemote(remote.name, notice: notice, as: identity))) } catch {
                 failed.append((remote.name, error as? ConcordError ?? .io((error as? LocalizedError)?.errorDescription ?? "\(error)")))
             }
         }
         if failed.isEmpty {
-            try removeLocalCopy(unsentTo: "", removedBecause: forget ? nil : "deleted: you deleted it at \(notice.deletedAt)", savingUnsent: false)
+            try profile.removeLocalCopy(unsentTo: "", removedBecause: forget ? nil : "deleted: you deleted it at \(notice.deletedAt)", savingUnsent: false)
         }
         return DestroyReport(notice: notice, deleted: deleted, failed: failed)
     }
@@ -129,7 +129,7 @@ extension Profile {
             guard let head = try repository.resolveReference("HEAD") else { return Membership([]) }
             return try CommitAuthorizer.membershipWithInvitations(in: repository, tree: try repository.commit(head).tree)
         }
-        if let problem = notice.problem(profileID: info.id, root: try rootCommit(), membership: membership) {
+        if let problem = notice.problem(profileID: profile.info.id, root: try profile.history.rootCommit(), membership: membership) {
             return ConcordError.refused(remote: remote, message: "it holds a deletion notice that does not count: \(problem)")
         }
         return notice.deleted

@@ -27,7 +27,7 @@ public struct RemoteRestoreReport: Sendable, Equatable {
 /// after keeping the damaged tip on the remote under `refs/concord/damaged/<time>`.
 public struct RemoteRestore {
     let profile: Profile
-    private var repository: Repository { profile.repository }
+    let repository: Repository
 
     /// Where a damaged main is kept on the remote.
     public static let refPrefix = "refs/concord/damaged/"
@@ -36,7 +36,7 @@ public struct RemoteRestore {
 
     /// Restores `remote`'s main (see the type); nil when the rule accepts it as it is (nothing to restore).
     public func run(remote: String = "origin", as identity: Identity) throws -> RemoteRestoreReport? {
-        let location = try profile.remoteLocation(remote)
+        let location = try profile.sync.remoteLocation(remote)
         guard case .path(let path) = location else {
             throw ConcordError.invalidInput("\(remote) is an ssh remote: a concord server refuses such commits itself (its pre-receive); "
                 + "for another server, ask its administrator to set main back to the last commit 'concord sync' accepted")
@@ -45,16 +45,19 @@ public struct RemoteRestore {
         if let found = try profile.setAside.find(remote: remote), let first = found.refused.first {
             throw ConcordError.unpublishable(commit: first.commit, problem: first.reason)
         }
-        let lock = try profile.lock()
-        defer { withExtendedLifetime(lock) {} }
+        return try profile.locked { try restore(remote: remote, at: path, location: location, as: identity) }
+    }
+
+    /// `run` past its checks, under the profile lock.
+    private func restore(remote: String, at path: String, location: RemoteLocation, as identity: Identity) throws -> RemoteRestoreReport? {
         let head = try gitCall { try repository.resolveReference("HEAD") }
-        let tracking = try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) }
+        let tracking = try gitCall { try repository.resolveReference(Sync.trackingRef(remote)) }
         let known = [head, tracking].compactMap { $0 }
         let quarantine = try gitCall { try Quarantine(for: repository, tips: known) }
         let damaged: ObjectID, refusal: String
         var fetched = true
         do {
-            _ = try SyncPipeline(profile: profile, remote: remote, location: location, options: TransportOptions())
+            _ = try SyncPipeline(sync: profile.sync, remote: remote, location: location, options: TransportOptions())
                 .fetch(into: quarantine.repository, cloning: false)
             guard let tip = try gitCall({ try quarantine.repository.resolveReference(SyncPipeline.incomingRef) }),
                   let problem = try self.refusal(of: tip, in: quarantine.repository, known: known) else { return nil }
@@ -69,7 +72,7 @@ public struct RemoteRestore {
         var merged: ObjectID?
         if fetched, let accepted = try newestAccepted(below: damaged, in: quarantine.repository, known: known) {
             try gitCall { try quarantine.admit() }
-            _ = try profile.mergeLocked(accepted, as: identity)
+            _ = try profile.sync.mergeLocked(accepted, as: identity)
             merged = accepted
         }
         guard let restored = try gitCall({ try repository.resolveReference("HEAD") }) else { throw ConcordError.emptyRemote(path) }
@@ -85,12 +88,12 @@ public struct RemoteRestore {
         } catch let error as GitError where [.modified, .exists, .locked].contains(error.code) {
             throw ConcordError.invalidInput("\(remote)'s main moved while it was being restored: run 'concord remote restore \(remote)' again")
         } catch {
-            throw try profile.transportError(error, remote: remote, location: location)
+            throw try profile.sync.transportError(error, remote: remote, location: location)
         }
         if tracking != restored {
-            try gitCall { try repository.updateReference(Profile.trackingRef(remote), to: restored, expected: tracking, message: "concord: restored the remote") }
+            try gitCall { try repository.updateReference(Sync.trackingRef(remote), to: restored, expected: tracking, message: "concord: restored the remote") }
         }
-        try profile.recordSync(remote: remote, head: restored)
+        try profile.sync.recordSync(remote: remote, head: restored)
         return RemoteRestoreReport(remote: remote, damagedTip: damaged.short, keptAs: kept, refusal: refusal,
                                    merged: merged?.short, restoredTo: restored.short)
     }
@@ -135,9 +138,4 @@ public struct RemoteRestore {
         try gitCall { try target.updateReference(name, to: damaged, expected: nil, message: "concord: kept a damaged main") }
         return name
     }
-}
-
-extension Profile {
-    /// An Admin's restore of a remote whose main the rule refuses.
-    public var remoteRestore: RemoteRestore { RemoteRestore(profile: self) }
 }

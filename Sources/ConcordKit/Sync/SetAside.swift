@@ -57,7 +57,7 @@ public struct SetAsideReport: Sendable, Equatable {
 /// changed that this device's member may write. `concord doctor` shows the first, `--fix` does it all.
 public struct SetAside {
     let profile: Profile
-    private var repository: Repository { profile.repository }
+    let repository: Repository
 
     /// Where refused commits are kept.
     public static let refPrefix = "refs/concord/set-aside/"
@@ -72,17 +72,18 @@ public struct SetAside {
     /// nothing, when the files main's move back would rewrite hold uncommitted edits.
     public func perform(remote: String = "origin", as identity: Identity) throws -> SetAsideReport? {
         let (found, ref, head, last, plan): (UnpublishableCommits, String, ObjectID, ObjectID, [Reapply])
-        do {
-            let lock = try profile.lock()
-            defer { withExtendedLifetime(lock) {} }
+        let examined = try profile.locked { () -> (UnpublishableCommits, String, ObjectID, ObjectID, [Reapply])? in
             guard let examined = try examine(remote: remote) else { return nil }
-            (found, head, last) = examined
-            plan = try self.plan(from: last, to: head, tracking: try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) },
-                                 member: try profile.acting(identity).member)
+            let (found, head, last) = examined
+            let plan = try self.plan(from: last, to: head, tracking: try gitCall { try repository.resolveReference(Sync.trackingRef(remote)) },
+                                     member: try profile.members.acting(identity).member)
             try refuseOverwritingEdits(from: head, to: last)   // before anything is written
-            ref = try keep(head)
+            let ref = try keep(head)
             try moveMain(from: head, to: last)
+            return (found, ref, head, last, plan)
         }
+        guard let examined else { return nil }
+        (found, ref, head, last, plan) = examined
         do {
             let done = try reapply(plan, as: identity)
             return SetAsideReport(ref: ref, tip: head.short, refused: found.refused, movedBackTo: last.short, reapplied: done.reapplied,
@@ -100,7 +101,7 @@ public struct SetAside {
     /// The refused commits, main's tip and the commit it can go back to; nil when nothing is refused.
     private func examine(remote: String) throws -> (found: UnpublishableCommits, head: ObjectID, last: ObjectID)? {
         guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else { return nil }
-        let tracking = try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) }
+        let tracking = try gitCall { try repository.resolveReference(Sync.trackingRef(remote)) }
         let known = tracking.map { [$0] } ?? []
         guard head != tracking, try refusal(of: head, known: known) != nil else { return nil }
         let commits = try gitCall { try repository.newCommits(from: head, excluding: known) }
@@ -128,7 +129,7 @@ public struct SetAside {
             guard let kind = item.kind else { continue }
             do {
                 guard let kind = restored.kinds.kind(named: kind) else { throw ConcordError.unknownKind(kind, known: []) }
-                try restored.members.authorize(try restored.acting(identity), toWrite: kind)
+                try restored.members.authorize(try restored.members.acting(identity), toWrite: kind)
                 writable.append(item)
             } catch let error as ConcordError {
                 keptAside.append(KeptAside(path: item.path, reason: error.parts.problem))
@@ -266,7 +267,7 @@ public struct SetAside {
     /// Refuses, as `uncommittedEdits`, when a file moving main from `tip` to `last` would rewrite holds an edit no commit has.
     private func refuseOverwritingEdits(from tip: ObjectID, to last: ObjectID) throws {
         let files = try gitCall { try repository.changedFiles(from: try repository.commit(tip).tree, to: try repository.commit(last).tree) }
-        try profile.refuseOverwritingLocalEdits(files)
+        try profile.workingTree.refuseOverwritingLocalEdits(files)
     }
 
     /// Moves the branch from `tip` back to `last` (compare-and-swap) with the working tree and
@@ -276,7 +277,7 @@ public struct SetAside {
             let branch = try repository.headBranch()
             let newTree = try repository.commit(last).tree
             let files = try repository.changedFiles(from: try repository.commit(tip).tree, to: newTree)
-            try profile.refuseOverwritingLocalEdits(files)
+            try profile.workingTree.refuseOverwritingLocalEdits(files)
             let journal = CheckoutJournal(gitDirectory: repository.gitDirectory)
             if !files.isEmpty {
                 try journal.record(files.map { CheckoutJournal.Entry(path: $0.path.string, before: $0.before, after: $0.blob) }, durable: false)
@@ -287,15 +288,10 @@ public struct SetAside {
                 journal.remove()
                 throw error
             }
-            do { _ = try profile.updateWorkingTree(files, to: newTree) } catch {
+            do { _ = try profile.workingTree.update(files, to: newTree) } catch {
                 throw CommitWriter.unfinished(last, error, moved: true)   // the journal stays for the next command
             }
             journal.remove()
         }
     }
-}
-
-extension Profile {
-    /// Finding and setting aside this device's commits the rule refuses.
-    public var setAside: SetAside { SetAside(profile: self) }
 }

@@ -9,20 +9,20 @@ import Foundation
 /// `Merge/`, the engine that keeps syncing in `Engine/`.
 public struct Sync {
     let profile: Profile
-    var repository: Repository { profile.repository }
+    let repository: Repository
     var environment: ConcordEnvironment { profile.environment }
 
     /// Ahead/behind against the last fetched state of `remote`, and when it last synced.
     public func status(remote: String = "origin") throws -> SyncStatus {
-        let location = try profile.remoteLocation(remote)
+        let location = try remoteLocation(remote)
         let head = try gitCall { try repository.resolveReference("HEAD") }
-        let tracking = try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) }
+        let tracking = try gitCall { try repository.resolveReference(Sync.trackingRef(remote)) }
         var ahead = 0
         var behind = 0
         if let head, let tracking {
             (ahead, behind) = try gitCall { try repository.aheadBehind(local: head, upstream: tracking) }
         } else if let head {
-            ahead = try profile.countCommits(head)
+            ahead = try countCommits(head)
         }
         return SyncStatus(remote: remote, url: location.transportURL, ahead: ahead, behind: behind,
                           lastSync: SyncState.load(repository.gitDirectory, remote: remote).lastSync)
@@ -31,28 +31,28 @@ public struct Sync {
     /// True when `remote` has commits this device has not fetched, or this device has commits
     /// the remote lacks. Reads only the remote's ref list (no objects).
     public func isNeeded(remote: String = "origin", as identity: Identity) throws -> Bool {
-        let location = try profile.remoteLocation(remote)
+        let location = try remoteLocation(remote)
         let head = try gitCall { try repository.resolveReference("HEAD") }
-        let tracking = try gitCall { try repository.resolveReference(Profile.trackingRef(remote)) }
+        let tracking = try gitCall { try repository.resolveReference(Sync.trackingRef(remote)) }
         if head != tracking { return true }
         if case .path(let path) = location {
             // Read from the ref files: no libgit2 on an untrusted directory, and far cheaper.
             // A deletion notice there (`concord destroy`) is for the sync to judge.
             if FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent(DeletionNotice.fileName)) { return true }
             guard FileManager.default.fileExists(atPath: path) else {
-                throw ConcordError.offline(remote: remote, reason: "\(path) does not exist", localCommits: try profile.localCommits(remote))
+                throw ConcordError.offline(remote: remote, reason: "\(path) does not exist", localCommits: try localCommits(remote))
             }
             do { return try Repository.localRemoteHead(at: path, ref: "refs/heads/main") != tracking } catch {
-                throw try profile.transportError(error, remote: remote, location: location)
+                throw try transportError(error, remote: remote, location: location)
             }
         }
         let heads: [String: ObjectID]
         do {
-            heads = try repository.remoteHeads(remote: remote, options: profile.transportOptions(for: identity, remote: remote, location: location))
+            heads = try repository.remoteHeads(remote: remote, options: transportOptions(for: identity, remote: remote, location: location))
         } catch {
-            let failure = try profile.transportError(error, remote: remote, location: location)
+            let failure = try transportError(error, remote: remote, location: location)
             // A concord server saying the profile was deleted: the sync asks for the notice and judges it.
-            if profile.isServerDeletion(failure, location: location) { return true }
+            if isServerDeletion(failure, location: location) { return true }
             throw failure
         }
         return heads["refs/heads/main"] != tracking
@@ -79,7 +79,7 @@ public struct Sync {
     /// Connects to ssh remote `name`, and records the host key it presents as trusted in
     /// `$CONCORD_HOME/known_hosts`. Returns the fingerprint.
     public func trustRemote(_ name: String, identity: Identity) throws -> String {
-        let location = try profile.remoteLocation(name)
+        let location = try remoteLocation(name)
         guard let hostName = location.knownHostsName else {
             throw ConcordError.invalidInput("\(name) is a path remote: there is no host key to trust")
         }
@@ -89,7 +89,7 @@ public struct Sync {
             return true
         }, stallTimeout: environment.networkTimeout, knownHostLines: KnownHosts(home: environment.home).lines(for: hostName))
         do { _ = try repository.remoteHeads(remote: name, options: options) } catch {
-            if seen == nil { throw try profile.transportError(error, remote: name, location: location) }
+            if seen == nil { throw try transportError(error, remote: name, location: location) }
         }
         guard let key = seen else { throw ConcordError.io("\(name) presented no host key") }
         try KnownHosts(home: environment.home).trust(host: hostName, key: key)
@@ -107,13 +107,6 @@ public struct Sync {
     }
 
     public func merge(commit theirs: ObjectID, as identity: Identity) throws -> MergeReport {
-        let lock = try profile.lock()
-        defer { withExtendedLifetime(lock) {} }
-        return try profile.mergeLocked(theirs, as: identity)
+        try profile.locked { try mergeLocked(theirs, as: identity) }
     }
-}
-
-extension Profile {
-    /// This profile's remotes and sync.
-    public var sync: Sync { Sync(profile: self) }
 }

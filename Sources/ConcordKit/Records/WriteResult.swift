@@ -13,10 +13,11 @@ public struct WriteResult<Value> {
 /// A write's result crosses tasks when its value does (`ConcordStore.write` in `async` code).
 extension WriteResult: Sendable where Value: Sendable {}
 
-extension Profile {
+extension Records {
     /// How many times a write is rebuilt when another writer moved the branch first.
     static let maxWriteAttempts = 20
 
+    /// The message of a write's commit: one line naming the record, or how many, and its trailers.
     static func message(for changes: [RecordChange], action: ChangeAction?, identity: Identity, stamp: HLC) -> CommitMessage {
         let actions = Set(changes.map(\.action))
         let chosen = action ?? (actions.count == 1 ? actions.first! : .updated)

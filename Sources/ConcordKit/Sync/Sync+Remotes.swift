@@ -37,11 +37,15 @@ public struct SyncStatus: Sendable {
     public let lastSync: String?
 }
 
-extension Profile {
+/// What every step of a sync needs of the profile's remotes: where one is, how to reach it, what a
+/// failure to reach it means, how far this device is ahead of it.
+extension Sync {
+    /// How many times a sync fetches, merges and pushes again when the remote moved meanwhile.
     static let maxSyncAttempts = 10
     /// A path remote's branch lock older than this was left by a killed push.
     static let staleRemoteLockAge: TimeInterval = 60
 
+    /// How long ago the file at `path` was last modified; nil when it cannot be read.
     static func age(ofFile path: String) -> TimeInterval? {
         guard let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date else { return nil }
         return Date().timeIntervalSince(modified)
@@ -52,11 +56,13 @@ extension Profile {
 
     // MARK: Internals
 
+    /// Where `remote` is, from its URL in `.git/config`.
     func remoteLocation(_ remote: String) throws -> RemoteLocation {
         guard let url = try gitCall({ try repository.remoteURL(remote) }) else { throw ConcordError.unknownRemote(remote) }
         return try RemoteLocation(url: url)
     }
 
+    /// How to reach `remote` as `identity`: its keys, the known hosts, the stall timeout, the cancellation.
     func transportOptions(for identity: Identity, remote: String, location: RemoteLocation) -> TransportOptions {
         let knownHosts = KnownHosts(home: environment.home)
         let hostName = location.knownHostsName ?? ""
@@ -121,12 +127,14 @@ extension Profile {
         return try gitCall { try repository.aheadBehind(local: head, upstream: tracking).ahead }
     }
 
+    /// How many commits `head` has in its history.
     func countCommits(_ head: ObjectID) throws -> Int {
         var count = 0
         try gitCall { try repository.walkHistory(from: head) { _ in count += 1; return true } }
         return count
     }
 
+    /// Records that `head` is what `remote` had at this sync (`concord status`).
     func recordSync(remote: String, head: ObjectID) throws {
         try SyncState(lastSync: HLClock.formatInstant(ConcordEnvironment.systemClock()), lastRemoteHead: head.hex)
             .save(repository.gitDirectory, remote: remote)

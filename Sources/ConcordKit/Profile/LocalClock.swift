@@ -6,14 +6,21 @@ import Foundation
 /// kept in `.git/concord/clock` so every write is stamped after everything it has seen.
 ///
 /// The file's first line is the stamp; its second names the commit whose history the clock last
-/// looked at. A write first takes in the commits HEAD gained since (`clockSeeing(_:)`), so a write
+/// looked at. A write first takes in the commits HEAD gained since (`seeing(_:)`), so a write
 /// after a plain `git pull`, which moves HEAD without a word to concord, is stamped after what was
 /// pulled. A file of one line (written by an earlier version) has looked at no commit.
-extension Profile {
+///
+/// Part of the engine: a profile's clock is `Profile.clock`; a write and a merge read and move it
+/// under the profile lock.
+struct LocalClock {
+    let repository: Repository
+    /// This device's wall clock (`ConcordEnvironment.wallClock`), which bounds how far ahead a saved stamp may be.
+    let wallClock: @Sendable () -> Int64
+
     private var clockPath: String { repository.gitDirectory + "concord/clock" }
 
     /// The last HLC this device issued or saw for this profile.
-    func lastClock() -> HLC? {
+    func last() -> HLC? {
         readClock().stamp
     }
 
@@ -24,7 +31,7 @@ extension Profile {
     /// (so the edit wins) without moving the clock for anything else.
     static let maxClockLead: Int64 = 24 * 3_600_000
 
-    /// How many of HEAD's newest commits (by commit time) `clockSeeing(_:)` reads when it cannot
+    /// How many of HEAD's newest commits (by commit time) `seeing(_:)` reads when it cannot
     /// tell what HEAD gained since the clock last looked: the clock file names no commit (a new
     /// clone, a file from an earlier version), or one this repository no longer has or HEAD no
     /// longer descends from (history rewritten). Enough for any pull between two writes of one
@@ -32,16 +39,16 @@ extension Profile {
     static let clockLookBack = 1_000
 
     /// False for a stamp more than `maxClockLead` ahead of this device's wall clock.
-    func clockMayReach(_ stamp: HLC) -> Bool {
-        stamp.wallMillis <= environment.wallClock() + Self.maxClockLead
+    func mayReach(_ stamp: HLC) -> Bool {
+        stamp.wallMillis <= wallClock() + Self.maxClockLead
     }
 
     /// Moves the clock to `stamp` unless it is there already or `stamp` is too far ahead
-    /// (`clockMayReach`); `seen`, when given, becomes the commit the clock has looked at (a commit
+    /// (`mayReach`); `seen`, when given, becomes the commit the clock has looked at (a commit
     /// whose history, up to commits with stamps passed over, is covered by the saved stamp).
-    func saveClock(_ stamp: HLC?, seen: ObjectID? = nil) throws {
+    func save(_ stamp: HLC?, seen: ObjectID? = nil) throws {
         let old = readClock()
-        let reachable = stamp.flatMap { clockMayReach($0) ? $0 : nil }
+        let reachable = stamp.flatMap { mayReach($0) ? $0 : nil }
         let next = [old.stamp, reachable].compactMap { $0 }.max()
         let looked = seen ?? old.seen
         guard next != old.stamp || looked != old.seen, let next else { return }
@@ -53,11 +60,11 @@ extension Profile {
     /// clock has not looked at: each one's `Concord-Clock` stamp is a receive event, as a sync's
     /// records are (`updateWorkingTree`), under the same bound (`maxClockLead`). Called before a
     /// write takes its stamp from it; costs a read of each new commit, none of the records.
-    func clockSeeing(_ head: ObjectID?) throws -> HLC? {
-        let (last, seen) = readClock()
-        guard let head, head != seen else { return last }
-        try saveClock(try newestStamp(from: head, since: seen), seen: head)
-        return lastClock()
+    func seeing(_ head: ObjectID?) throws -> HLC? {
+        let (saved, seen) = readClock()
+        guard let head, head != seen else { return saved }
+        try save(try newestStamp(from: head, since: seen), seen: head)
+        return last()
     }
 
     /// The newest `Concord-Clock` stamp the clock may reach among the commits reachable from
@@ -73,7 +80,7 @@ extension Profile {
             commits = try repository.recentCommits(from: head, count: Self.clockLookBack)
         }
         return commits.lazy.compactMap { CommitTrailers(message: $0.message).clock.flatMap(HLC.init(parsing:)) }
-            .filter(clockMayReach).max()
+            .filter(mayReach).max()
     }
 
     /// The clock file's stamp and the commit it names; nil for what is missing or unreadable.

@@ -94,13 +94,14 @@ final class ProfileLock {
 extension Profile {
     /// Takes the profile lock. If the previous holder was killed, first finishes what it may have
     /// left half done: a bulk write journals the files it writes before its branch moves, and
-    /// those are put back as the branch has them (`restoreJournaledPaths`); otherwise the branch
+    /// those are put back as the branch has them (`WorkingTree.restoreJournaledPaths`); otherwise the branch
     /// moves before the working tree is updated and the index is written last, so files whose
     /// index entry differs from the branch are brought up to date.
+    /// Capabilities take it through `locked`, which releases it when their work ends.
     func lock() throws -> ProfileLock {
         let lock = try ProfileLock(gitDirectory: repository.gitDirectory)
         do {
-            try restoreJournaledPaths()
+            try workingTree.restoreJournaledPaths()
             if lock.previousHolderDied { try gitCall { try repairWorkingTree() } }
         } catch {
             // Unfinished: the next holder must see this one as having died, and repair again.
@@ -108,6 +109,14 @@ extension Profile {
             throw error
         }
         return lock
+    }
+
+    /// Runs `body` holding the profile lock (`lock()`: after finishing what a killed holder left),
+    /// and releases it when `body` returns or throws: how every capability takes the lock.
+    func locked<T>(_ body: () throws -> T) throws -> T {
+        let lock = try lock()
+        defer { withExtendedLifetime(lock) {} }
+        return try body()
     }
 
     private func repairWorkingTree() throws {
@@ -119,10 +128,10 @@ extension Profile {
         if indexTree != headTree {
             let files = try repository.changedFiles(from: indexTree, to: headTree)
             // A hand edit made since is not overwritten: the user decides first.
-            do { try refuseOverwritingLocalEdits(files, finishingAWrite: true) } catch ConcordError.uncommittedEdits(let paths) {
+            do { try workingTree.refuseOverwritingLocalEdits(files, finishingAWrite: true) } catch ConcordError.uncommittedEdits(let paths) {
                 throw ConcordError.unfinishedUpdateBlocked(paths)
             }
-            _ = try updateWorkingTree(files, to: headTree)
+            _ = try workingTree.update(files, to: headTree)
         }
         // Temporary files of an interrupted working-tree write.
         if let walker = FileManager.default.enumerator(atPath: workdir) {

@@ -10,18 +10,19 @@ public struct FormatUpgrade: Sendable {
     public let commit: String?
 }
 
-extension Profile {
+extension Records {
     /// Moves this profile to the data format this build writes (`concordFormatVersion`) in ONE signed
     /// commit of `.concord/profile.json`, an Admin's. Nothing else changes: the files of the older
     /// format read as they are (a format 4 profile is a format 5 one with no key proofs), and from that
     /// commit on the newer format's rules apply (from 5: keys added need their holder's proof). A
     /// concord that reads only older formats then refuses the profile with "upgrade concord".
     /// Running it again does nothing.
-    public func upgrade(as identity: Identity) throws -> FormatUpgrade {
+    public func upgradeFormat(as identity: Identity) throws -> FormatUpgrade {
+        let info = profile.info
         let from = info.formatVersion
         guard from < concordFormatVersion else { return FormatUpgrade(from: from, to: from, commit: nil) }
-        let result = try records.write(as: identity, asOwner: true) { transaction in
-            try members.authorizeAdmin(identity, action: "upgrading the data format ('concord upgrade', which an Admin must run)")
+        let result = try write(as: identity, asOwner: true) { transaction in
+            try profile.members.authorizeAdmin(identity, action: "upgrading the data format ('concord upgrade', which an Admin must run)")
             let upgraded = ProfileInfo(id: info.id, name: info.name, formatVersion: concordFormatVersion, createdAt: info.createdAt)
             transaction.stage(ProfilePaths.profile, upgraded.json.canonicalBytes(), RecordChange(kind: "profile", id: "profile", action: .updated))
         }

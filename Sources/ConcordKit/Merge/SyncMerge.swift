@@ -32,7 +32,7 @@ public struct LeftOutChange: Sendable, Equatable {
     public let commit: String
 }
 
-extension Profile {
+extension Sync {
     /// `merge(commit:as:)` for a caller that already holds the profile lock. `fetched`: what the
     /// fetch that brought `theirs` read and hashed, read by the merge and checkout before the
     /// object database (a clone's checkout writes every record from there).
@@ -46,7 +46,7 @@ extension Profile {
             attempt += 1
             do {
                 return try mergeOnce(theirs: theirs, identity: identity)
-            } catch let error as GitError where error.code == .modified && attempt < Self.maxWriteAttempts {
+            } catch let error as GitError where error.code == .modified && attempt < Records.maxWriteAttempts {
                 continue
             } catch let error as GitError {
                 throw ConcordError.git(error)
@@ -93,7 +93,7 @@ extension Profile {
                     + "key, so neither is admitted and \(identity.member) stays invited; ask \(mine.addedBy) for a new invitation")
             }
             throw ConcordError.accessRemoved(member: identity.member, by: "a concurrent revocation or demotion of the Admin who admitted \(identity.member)",
-                                             profile: info.name)
+                                             profile: profile.info.name)
         }
         let (ourTree, theirTree) = (try repository.commit(head).tree, try repository.commit(theirs).tree)
         let resolved = try planner.conflicts { paths in
@@ -101,8 +101,8 @@ extension Profile {
                 .map { ($0?.id, $1?.id) }
         }
         // After all the branch holds, what a plain `git pull` brought included; `theirs` is taken
-        // in by `updateWorkingTree` below, and its commits by the next write's `clockSeeing`.
-        let stamp = HLClock(wallClock: environment.wallClock).next(after: try clockSeeing(head))
+        // in by `WorkingTree.update` below, and its commits by the next write's `LocalClock.seeing`.
+        let stamp = HLClock(wallClock: environment.wallClock).next(after: try profile.clock.seeing(head))
         var message = CommitMessage(
             summary: "merge \(theirs.short) into \(head.short)" + (resolved.isEmpty ? "" : ": \(resolved.count) conflicts resolved"),
             actor: identity, action: .merged, stamp: stamp, references: [])
@@ -120,7 +120,7 @@ extension Profile {
             let merged = try CommitAuthorizer.membership(in: repository, tree: tree).members
             report.contested = admittedTwice.map(\.member.name).filter { merged[$0]?.status != .active }
         }
-        try saveClock(stamp)
+        try profile.clock.save(stamp)
         return report
     }
 
@@ -128,13 +128,13 @@ extension Profile {
     /// along. Every object `new` needs is already stored. Before the branch moves: the files to
     /// change are checked for uncommitted edits (refused, nothing changed), and journaled, so if
     /// the working tree or index cannot be written now (git holding `index.lock`, a kill), the
-    /// next command to take the profile lock finishes the job (`restoreJournaledPaths`).
+    /// next command to take the profile lock finishes the job (`WorkingTree.restoreJournaledPaths`).
     private func moveBranch(_ branch: String, _ outcome: MergeReport.Outcome, from old: ObjectID?, to new: ObjectID, message: String,
                             resolved: [ResolvedConflict], unresolved: [UnresolvedFile]) throws -> MergeReport {
         let oldTree = try old.map { try repository.commit($0).tree }
         let newTree = try repository.commit(new).tree
         let files = try repository.changedFiles(from: oldTree, to: newTree)
-        if old != nil { try refuseOverwritingLocalEdits(files) }
+        if old != nil { try profile.workingTree.refuseOverwritingLocalEdits(files) }
         let journal = CheckoutJournal(gitDirectory: repository.gitDirectory)
         if !files.isEmpty {
             try journal.record(files.map { CheckoutJournal.Entry(path: $0.path.string, before: $0.before, after: $0.blob) }, durable: false)
@@ -147,7 +147,7 @@ extension Profile {
         }
         let paths: [String], liveRecords: Int
         do {
-            (paths, liveRecords) = try updateWorkingTree(files, to: newTree)
+            (paths, liveRecords) = try profile.workingTree.update(files, to: newTree)
         } catch {
             throw CommitWriter.unfinished(new, error, moved: true)   // the journal stays for the next command
         }
@@ -155,70 +155,6 @@ extension Profile {
         var report = MergeReport(outcome: outcome, head: new.hex, changedFiles: paths, resolved: resolved, unresolved: unresolved)
         report.liveRecordsWritten = liveRecords
         return report
-    }
-
-    /// Refuses (changing nothing) when a file an incoming change would write or remove holds an
-    /// edit that no commit has: its bytes are neither those of the tree being left (`before`) nor
-    /// those about to be written (`blob`). When `finishingAWrite` (the crash repair), a file
-    /// holding only the first bytes of either is an interrupted write's, not an edit.
-    func refuseOverwritingLocalEdits(_ files: [(path: TreePath, before: ObjectID?, blob: ObjectID?)], finishingAWrite: Bool = false) throws {
-        let root = rootPath
-        // Every file read and hashed on every core (a merge can change thousands).
-        let edited = Parallel.map(files, minimumPerShare: 128) { file -> (path: String, blobs: [ObjectID?])? in
-            let path = file.path.string, blobs = [file.before, file.blob]
-            // A file the tree being left has, missing here, was deleted by hand.
-            return Self.isHandEdited(root + path, allowed: blobs, missingIsAnEdit: file.before != nil) ? (path, blobs) : nil
-        }.compactMap { $0 }.filter { !finishingAWrite || !isPartialWrite(at: root + $0.path, of: $0.blobs) }
-        if !edited.isEmpty { throw ConcordError.uncommittedEdits(edited.map(\.path)) }
-    }
-
-    /// Writes the files that differ between two trees into the working tree and index, advances
-    /// the clock past every record and log entry received, and refreshes the signers file when members changed.
-    /// Returns the changed paths and how many of them are now live records.
-    func updateWorkingTree(from oldTree: ObjectID?, to newTree: ObjectID) throws -> (files: [String], liveRecords: Int) {
-        try updateWorkingTree(try repository.changedFiles(from: oldTree, to: newTree), to: newTree)
-    }
-
-    /// `updateWorkingTree(from:to:)` for changes already listed.
-    func updateWorkingTree(_ files: [(path: TreePath, before: ObjectID?, blob: ObjectID?)], to newTree: ObjectID) throws -> (files: [String], liveRecords: Int) {
-        let changes = try files.map { file in
-            try file.blob.map { WorkingTreeChange(path: file.path, bytes: try repository.blob($0), blob: $0) } ?? WorkingTreeChange(removing: file.path)
-        }
-        // Each received record's and log file's stamp, found on every core (a clone has one per record).
-        let received = Parallel.map(changes, minimumPerShare: 512) { change in Self.receivedStamp(change) }
-        // The latest stamp the clock may move to: one too far ahead is passed over (see `maxClockLead`),
-        // not the others received with it.
-        let latest = received.compactMap { $0?.stamp }.filter(clockMayReach).max()
-        let liveRecords = received.count { $0?.live == true }
-        try repository.applyToWorkingTree(changes, rebuildingDamagedIndexFrom: newTree)
-        // A received change is an HLC receive event: later local writes must sort after it.
-        if let latest { try saveClock(latest) }
-        if files.contains(where: { $0.path.string.hasPrefix(ProfilePaths.membersDirectory + "/") }) {
-            try configureGit(members: try members.list())
-        }
-        return (files.map(\.path.string), liveRecords)
-    }
-
-    /// The bytes of `path` in commit `id`, or nil.
-    func blob(_ path: String, atCommit id: ObjectID) throws -> [UInt8]? {
-        try repository.blob(path, atCommit: id)
-    }
-
-    /// The newest stamp a received file carries (a record's, or its log's newest entry's) and
-    /// whether it is a live record; nil for a removal and for other files.
-    private static func receivedStamp(_ change: WorkingTreeChange) -> (stamp: HLC, live: Bool)? {
-        guard let bytes = change.content?.bytes else { return nil }
-        let path = change.path.string
-        guard !path.hasPrefix(".concord/") else { return nil }
-        if path.hasSuffix(".json"),
-           let record = Record.peekStamp(bytes) ?? (try? Record.decode(bytes)).map({ ($0.stamp, $0.isDeleted) }) {
-            return (record.stamp, !record.deleted)
-        }
-        // A received log entry is a receive event too: an answer must sort after its question.
-        if path.hasSuffix(".jsonl"), let newest = (try? LogEntry.parseLogFile(bytes))?.map(\.at).max() {
-            return (newest, false)
-        }
-        return nil
     }
 }
 
