@@ -1,4 +1,5 @@
 import ConcordGit
+import ConcordKit
 /// What a device asks a concord server for, read from sshd's `SSH_ORIGINAL_COMMAND`: git's own
 /// `git-upload-pack '<profile>'` (fetch, clone) or `git-receive-pack '<profile>'` (push), or
 /// `concord-wait '<profile>' <main> <seconds> [pack]` (wait for main to move), `concord-notice '<profile>'`
@@ -8,20 +9,9 @@ import ConcordGit
 /// digits, `-` and `_` (at most 64, starting with a letter or digit). Anything else — a newline,
 /// `;`, `..`, another verb, a long or odd name — is refused before any file is touched.
 public struct ServeRequest: Sendable, Equatable {
-    public enum Verb: String, Sendable {
-        /// git-upload-pack: read the profile (fetch, clone, ls-remote).
-        case upload = "git-upload-pack"
-        /// git-receive-pack: push to the profile.
-        case receive = "git-receive-pack"
-        /// concord-wait: hold the connection until the profile's main moves from `known` (or
-        /// `seconds` pass), then answer with its ref advertisement (live updates for `watch`);
-        /// with `pack` after the seconds, followed by a pack of what main has beyond `known`.
-        case wait = "concord-wait"
-        /// concord-notice: print the signed deletion notice of a profile an Admin deleted.
-        case notice = "concord-notice"
-        /// concord-destroy: delete the profile; an Admin's signed deletion notice comes on stdin.
-        case destroy = "concord-destroy"
-    }
+    /// The verbs: git-upload-pack, git-receive-pack, concord-wait, concord-notice, concord-destroy (the
+    /// access rule's, `ServerAccess` in ConcordRules, which says what each may do).
+    public typealias Verb = ServerAccess.Verb
 
     public let verb: Verb
     /// The profile's name on the server (its repository is `<root>/repositories/<name>.git`).

@@ -42,83 +42,74 @@ struct RightsTakenAway {
                       kinds: KindsTable) throws -> [LeftOut] {
         let trees = (ours: try repository.commit(ours).tree, theirs: try repository.commit(theirs).tree)
         func entryID(_ path: String, _ tree: ObjectID) throws -> ObjectID? { try repository.entry(at: path, inTree: tree)?.id }
-        let sides = [(side: ours, sideTree: trees.ours, other: theirs), (side: theirs, sideTree: trees.theirs, other: ours)]
+        let sides = [Side(index: 0, tip: ours, tree: trees.ours, other: theirs), Side(index: 1, tip: theirs, tree: trees.theirs, other: ours)]
         var report = [LeftOut]()
 
         // Pass 1. The common case: the merged members are one side's, unchanged; nobody has less than there.
         var merged = try index.writeTree()
         let mergedDirectory = try entryID(ProfilePaths.membersDirectory, merged)
-        let changedSides = try sides.filter { try entryID(ProfilePaths.membersDirectory, $0.sideTree) != mergedDirectory }
+        let changedSides = try sides.filter { try entryID(ProfilePaths.membersDirectory, $0.tree) != mergedDirectory }
         if !changedSides.isEmpty {
-            let membership = try CommitAuthorizer.membership(in: repository, tree: merged)
-            var found = Found()
-            for entry in changedSides {
-                let there = try CommitAuthorizer.membership(in: repository, tree: entry.sideTree)
-                // Who has less in the merge than on this side: revoked, or a lower role.
-                var lowered = [String: Member]()
-                for member in there.members.values where member.status == .active {
-                    guard let now = membership.members[member.name], now.status == .active else {
-                        var lost = membership.members[member.name] ?? member
-                        lost.status = .revoked
-                        lowered[member.name] = lost
-                        continue
-                    }
-                    if now.role < member.role { lowered[member.name] = now }
-                }
-                guard !lowered.isEmpty else { continue }
-                try find(&found, side: entry.side == ours ? 0 : 1, entry.side, other: entry.other, candidates: lowered,
-                         there: there, merged: membership, kinds: kinds, repository)
-            }
+            // Who has less in the merge than on a side: revoked, or a lower role.
+            let found = try find(on: changedSides, merged: merged, kinds: kinds, repository, candidates: RightsTakenAwayRule.lowered)
             report += try leaveOut(found, from: index, merged: merged, trees: [trees.ours, trees.theirs], base: base, kinds: kinds, repository)
             merged = try index.writeTree()
         }
 
         // Pass 2. Kinds the merge ends with that a side did not have: everyone's changes there, judged under them.
         let finalKinds = try entryID(KindsTable.path, merged)
-        let restricted = try sides.filter { try entryID(KindsTable.path, $0.sideTree) != finalKinds }
+        let restricted = try sides.filter { try entryID(KindsTable.path, $0.tree) != finalKinds }
         guard !restricted.isEmpty, let kindsBytes = try blob(KindsTable.path, in: merged, repository),
               let table = try? KindsTable.decode(kindsBytes) else { return report }
-        let membership = try CommitAuthorizer.membership(in: repository, tree: merged)
-        var found = Found()
-        for entry in restricted {
-            let there = try CommitAuthorizer.membership(in: repository, tree: entry.sideTree)
-            var everyone = [String: Member]()
-            for member in there.members.values where member.status == .active {
-                var now = membership.members[member.name] ?? member
-                if now.status != .active { now.status = .revoked }
-                now.role = min(now.role, member.role)
-                everyone[member.name] = now
-            }
-            try find(&found, side: entry.side == ours ? 0 : 1, entry.side, other: entry.other, candidates: everyone,
-                     there: there, merged: membership, kinds: table, repository)
-        }
+        let found = try find(on: restricted, merged: merged, kinds: table, repository, candidates: RightsTakenAwayRule.capped)
         report += try leaveOut(found, from: index, merged: merged, trees: [trees.ours, trees.theirs], base: base, kinds: table, repository)
         return report
+    }
+
+    /// One side of the merge: its index (0: ours, 1: theirs), tip and tree, and the other side's tip.
+    private struct Side {
+        let index: Int
+        let tip: ObjectID
+        let tree: ObjectID
+        let other: ObjectID
+    }
+
+    /// The changes to leave out on `sides`: on each, the members `candidates` names (from the
+    /// side's membership and the merged tree's, `RightsTakenAwayRule`) with the rights the merge
+    /// leaves them, and what their commits there changed that `kinds` does not allow them.
+    private static func find(on sides: [Side], merged: ObjectID, kinds: KindsTable, _ repository: Repository,
+                             candidates: (_ there: Membership, _ merged: Membership) -> [String: Member]) throws -> Found {
+        let membership = try CommitAuthorizer.membership(in: repository, tree: merged)
+        var found = Found()
+        for side in sides {
+            let there = try CommitAuthorizer.membership(in: repository, tree: side.tree)
+            let named = candidates(there, membership)
+            guard !named.isEmpty else { continue }
+            try find(&found, side: side, candidates: named, there: there, merged: membership, kinds: kinds, repository)
+        }
+        return found
     }
 
     /// path → (side index, member, commit) of the changes to leave out.
     private typealias Found = [String: [(side: Int, member: String, commit: ObjectID)]]
 
-    /// Adds to `found` the changes that commits on `side` only (not reachable from `other`) by one of
-    /// `candidates` (their rights in the merge) made and `kinds` does not allow them. A merge commit's
-    /// own changes are what it differs from the policy merge of its parents.
-    private static func find(_ found: inout Found, side index: Int, _ side: ObjectID, other: ObjectID, candidates: [String: Member],
+    /// Adds to `found` the changes that commits on `side` only (not reachable from the other side) by
+    /// one of `candidates` (their rights in the merge) made and `kinds` does not allow them. A merge
+    /// commit's own changes are what it differs from the policy merge of its parents.
+    private static func find(_ found: inout Found, side: Side, candidates: [String: Member],
                              there: Membership, merged: Membership, kinds: KindsTable, _ repository: Repository) throws {
-        for commit in try repository.newCommits(from: side, excluding: [other]) where commit.parents.count <= 2 && !commit.parents.isEmpty {
+        for commit in try repository.newCommits(from: side.tip, excluding: [side.other]) where commit.parents.count <= 2 && !commit.parents.isEmpty {
             guard let key = try signer(of: commit, in: repository) else { continue }
-            var names = Set(there.holders(of: key).map(\.member.name) + merged.holders(of: key).map(\.member.name))
-            if let actor = CommitTrailers(message: commit.message).actor { names.insert(actor) }
-            let responsible = names.sorted().compactMap { candidates[$0] }
+            let responsible = RightsTakenAwayRule.responsible(signer: key, actor: CommitTrailers(message: commit.message).actor,
+                                                              there: there, merged: merged, candidates: candidates)
             guard !responsible.isEmpty else { continue }
             let before = commit.parents.count == 1 ? try repository.commit(commit.parents[0]).tree
                 : try PolicyMerge.tree(in: repository, ours: commit.parents[0], theirs: commit.parents[1])
-            for change in try repository.treeChanges(from: before, to: commit.tree) {
-                let path = String(decoding: change.path, as: UTF8.self)
-                guard !isAuthority(path) else { continue }   // member and invitation files: the resolution's
-                for member in responsible where mayNotChange(path, member, kinds: kinds) {
-                    found[path, default: []].removeAll { $0.side == index && $0.member == member.name }
-                    found[path, default: []].append((index, member.name, commit.id))
-                }
+            let paths = try repository.treeChanges(from: before, to: commit.tree).map { String(decoding: $0.path, as: UTF8.self) }
+            for (path, member) in RightsTakenAwayRule.leftOut(paths, by: responsible, kinds: kinds) {
+                // Their newest commit that changed it (commits come oldest first).
+                found[path, default: []].removeAll { $0.side == side.index && $0.member == member }
+                found[path, default: []].append((side.index, member, commit.id))
             }
         }
     }
@@ -132,28 +123,26 @@ struct RightsTakenAway {
         let baseTree = try base.map { try repository.commit($0).tree }
         var report = [LeftOut]()
         for (path, changes) in found.sorted(by: { $0.key < $1.key }) {
-            let sidesLeftOut = Set(changes.map(\.side))
+            let source: ObjectID?
+            switch RightsTakenAwayRule.source(leftOutOn: Set(changes.map(\.side))) {
+            case .base: source = baseTree
+            case .side(let side): source = treesBySide[side]
+            }
             if case .success(.logDay) = ProfilePathRules.classify(Array(path.utf8), kinds: kinds) {
                 // A log keeps everything but the members' own entries from the sides they lost rights on.
-                let dropped = Set(changes.map(\.member))
-                let kept = try sidesLeftOut.count == 2 ? baseTree.flatMap { try blob(path, in: $0, repository) }
-                                                       : blob(path, in: treesBySide[1 - sidesLeftOut.first!], repository)
-                let keptEntries = Set(try LogEntry.parseLogFile(kept ?? []).map(\.identity))
-                let entries = try LogEntry.parseLogFile(try blob(path, in: merged, repository) ?? [])
-                    .filter { !dropped.contains($0.by) || keptEntries.contains($0.identity) }
+                let kept = try LogEntry.parseLogFile(try source.flatMap { try blob(path, in: $0, repository) } ?? [])
+                let entries = RightsTakenAwayRule.logEntries(try LogEntry.parseLogFile(try blob(path, in: merged, repository) ?? []),
+                                                             keeping: kept, droppingThoseBy: Set(changes.map(\.member)))
                 // (A day file only they wrote stays, empty: files are never removed.)
                 try index.set(try treePath(path), to: try repository.writeBlob(LogEntry.encodeLogFile(entries)))
             } else {
                 // Any other file: the other side's version, or the base's when both sides lost it. A
                 // record that side lacks stays (files are never removed) as a tombstone of the version
                 // left out: deleted by its own writer, at its own stamp.
-                let source = sidesLeftOut.count == 2 ? baseTree : treesBySide[1 - sidesLeftOut.first!]
                 if let source, let entry = try repository.entry(at: path, inTree: source), entry.kind == .blob {
                     try index.set(try treePath(path), to: entry.id)
-                } else if let bytes = try blob(path, in: merged, repository), var record = try? Record.decode(bytes) {
-                    record = Record(id: record.id, kind: record.kind, device: record.device, member: record.member, stamp: record.stamp,
-                                    state: .deleted)
-                    try index.set(try treePath(path), to: try repository.writeBlob(record.encoded()))
+                } else if let bytes = try blob(path, in: merged, repository), let record = try? Record.decode(bytes) {
+                    try index.set(try treePath(path), to: try repository.writeBlob(RightsTakenAwayRule.tombstone(of: record).encoded()))
                 } else {
                     try index.remove(try treePath(path))
                 }
@@ -163,15 +152,6 @@ struct RightsTakenAway {
             }
         }
         return report
-    }
-
-    /// Whether `member`, with the rights the merge leaves them, may not change `path`.
-    private static func mayNotChange(_ path: String, _ member: Member, kinds: KindsTable) -> Bool {
-        member.status != .active || AccessRule.mayChange(path, by: member, kinds: kinds) != nil
-    }
-
-    private static func isAuthority(_ path: String) -> Bool {
-        path.hasPrefix(ProfilePaths.membersDirectory + "/") || path.hasPrefix(ProfilePaths.invitationsDirectory + "/")
     }
 
     private static func blob(_ path: String, in tree: ObjectID, _ repository: Repository) throws -> [UInt8]? {
