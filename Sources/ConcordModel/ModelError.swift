@@ -27,19 +27,21 @@ public enum ModelError: Error, Sendable, Equatable, LocalizedError {
 
     static let idRules = #"use 1–128 characters from A–Z a–z 0–9 . _ - (not "." or "..")"#
 
+    /// One line: what is wrong and what to do about it. Names that break a rule and files that cannot
+    /// be read each read alike (`invalid`, `malformed`).
     public var errorDescription: String? {
         switch self {
         case .invalidRecordID(let id):
-            return "invalid record id \(quoted(id)): \(Self.idRules)"
+            return Self.invalid("record id", id, Self.idRules)
         case .invalidKindName(let name):
-            return "invalid kind name \(quoted(name)): \(Self.idRules)"
+            return Self.invalid("kind name", name, Self.idRules)
         case .invalidDirectory(let dir):
-            return "invalid kind directory \(quoted(dir)): use a relative path of names made of "
-                + #"A–Z a–z 0–9 . _ - separated by "/", none starting with ".""#
+            return Self.invalid("kind directory", dir, "use a relative path of names made of "
+                                    + #"A–Z a–z 0–9 . _ - separated by "/", none starting with ".""#)
         case .malformedRecord(let what, let why):
-            return "malformed record: \(what) \(why); fix the file or restore it from history"
+            return Self.malformed("record: \(what) \(why)")
         case .malformedKindsFile(let why):
-            return "malformed .concord/kinds.json: \(why); fix the file or restore it from history"
+            return Self.malformed(".concord/kinds.json: \(why)")
         case .invalidJSON(let error):
             return "invalid JSON at \(error.description); fix the syntax"
         case .notAnObject(let what):
@@ -47,6 +49,16 @@ public enum ModelError: Error, Sendable, Equatable, LocalizedError {
         case .recordTooLarge(let size):
             return "record is too large (\(size) bytes, limit \(maxRecordBytes)); split the data across records"
         }
+    }
+
+    /// "invalid `what` `value` (quoted): `rule`".
+    private static func invalid(_ what: String, _ value: String, _ rule: String) -> String {
+        "invalid \(what) \(quoted(value)): \(rule)"
+    }
+
+    /// "malformed `what`; fix the file or restore it from history": a file Concord cannot read as it is.
+    private static func malformed(_ what: String) -> String {
+        "malformed \(what); fix the file or restore it from history"
     }
 }
 

@@ -58,44 +58,42 @@ public enum TrustError: Error, Sendable, Equatable, LocalizedError {
     /// A file system operation failed; `operation` names it and `reason` is the system's message.
     case fileSystem(URL, operation: String, reason: String)
 
-    /// One line: what went wrong and what to do about it.
+    /// One line: what went wrong and what to do about it. The key, signature and identity-file
+    /// problems of one family read alike (`malformed`, `unsupported`, `wrongLength`, `corruptPrivateKey`).
     public var errorDescription: String? {
         switch self {
         case .invalidPublicKeyLength(let n):
-            return "invalid Ed25519 public key: expected 32 bytes, got \(n); use an ssh-ed25519 key"
-        case .unsupportedKeyType(let type):
-            return "unsupported key type '\(type)': Concord only supports ssh-ed25519 keys; "
-                + "make one with 'ssh-keygen -t ed25519'"
-        case .malformedPublicKey(let why):
-            return "malformed ssh-ed25519 public key (\(why)); expected 'ssh-ed25519 AAAA… [comment]'"
+            return Self.wrongLength("public key", got: n) + "; use an ssh-ed25519 key"
         case .invalidSeedLength(let n):
-            return "invalid Ed25519 seed: expected 32 bytes, got \(n)"
+            return Self.wrongLength("seed", got: n)
+        case .unsupportedKeyType(let type):
+            return Self.unsupported("key type '\(type)'", "Concord only supports ssh-ed25519 keys; make one with 'ssh-keygen -t ed25519'")
+        case .unsupportedSignatureVersion(let v):
+            return Self.unsupported("SSH signature version \(v)", "only version 1 is supported")
+        case .unsupportedHashAlgorithm(let alg):
+            return Self.unsupported("SSH signature hash algorithm '\(alg)'", "only sha512 and sha256 are supported")
+        case .unsupportedSignatureType(let type):
+            return Self.unsupported("signature type '\(type)'", "only ssh-ed25519 signatures are supported")
+        case .malformedPublicKey(let why):
+            return Self.malformed("ssh-ed25519 public key", why, "expected 'ssh-ed25519 AAAA… [comment]'")
         case .malformedPrivateKey(let why):
-            return "malformed OpenSSH private key file (\(why)); expected an unencrypted key "
-                + "written by 'ssh-keygen -t ed25519 -N \"\"'"
+            return Self.malformed("OpenSSH private key file", why, "expected an unencrypted key written by 'ssh-keygen -t ed25519 -N \"\"'")
+        case .malformedSignatureArmor(let why):
+            return Self.malformed("SSH signature armor", why, "expected '-----BEGIN SSH SIGNATURE-----' … '-----END SSH SIGNATURE-----'")
+        case .malformedSignature(let why):
+            return Self.malformed("SSH signature", why, "the signature is corrupt or truncated")
+        case .malformedIdentityFile(let file, let why):
+            return Self.malformed("identity file \(file.path)", why, "fix it or create a new identity")
         case .passphraseProtectedKey:
             return "passphrase-protected private keys are not supported; remove the passphrase with "
                 + "'ssh-keygen -p -N \"\" -f FILE' or create a new key"
         case .privateKeyCheckMismatch:
-            return "private key file is corrupt (its check integers differ); restore it from a backup "
-                + "or create a new key"
+            return Self.corruptPrivateKey("its check integers differ")
         case .privateKeyPublicMismatch:
-            return "private key file is corrupt (its public key does not match its seed); restore it "
-                + "from a backup or create a new key"
-        case .malformedSignatureArmor(let why):
-            return "malformed SSH signature armor (\(why)); expected '-----BEGIN SSH SIGNATURE-----' "
-                + "… '-----END SSH SIGNATURE-----'"
-        case .malformedSignature(let why):
-            return "malformed SSH signature (\(why)); the signature is corrupt or truncated"
-        case .unsupportedSignatureVersion(let v):
-            return "unsupported SSH signature version \(v): only version 1 is supported"
+            return Self.corruptPrivateKey("its public key does not match its seed")
         case .namespaceMismatch(let expected, let found):
             return "signature namespace is '\(found)' but '\(expected)' was expected; "
                 + "the signature was made for another purpose"
-        case .unsupportedHashAlgorithm(let alg):
-            return "unsupported SSH signature hash algorithm '\(alg)': only sha512 and sha256 are supported"
-        case .unsupportedSignatureType(let type):
-            return "unsupported signature type '\(type)': only ssh-ed25519 signatures are supported"
         case .signatureMismatch:
             return "bad signature: it does not match the signed data and key (data tampered with, "
                 + "or signed by another key)"
@@ -112,13 +110,31 @@ public enum TrustError: Error, Sendable, Equatable, LocalizedError {
                 + "run 'chmod 600 \(file.path)'"
         case .missingPrivateKey(let file):
             return "private key \(file.path) is missing; restore it from a backup or create a new identity"
-        case .malformedIdentityFile(let file, let why):
-            return "malformed identity file \(file.path) (\(why)); fix it or create a new identity"
         case .unsupportedIdentityFormat(let file, let version):
             return "identity file \(file.path) has formatVersion \(version), newer than this Concord "
                 + "understands; upgrade Concord"
         case .fileSystem(let file, let operation, let reason):
             return "cannot \(operation) \(file.path): \(reason)"
         }
+    }
+
+    /// "invalid Ed25519 `what`: expected 32 bytes, got `count`".
+    private static func wrongLength(_ what: String, got count: Int) -> String {
+        "invalid Ed25519 \(what): expected 32 bytes, got \(count)"
+    }
+
+    /// "unsupported `what`: `supported`", where `what` names the thing and the value offered.
+    private static func unsupported(_ what: String, _ supported: String) -> String {
+        "unsupported \(what): \(supported)"
+    }
+
+    /// "malformed `what` (`why`); `next`": what could not be parsed, why, and what was expected or what to do.
+    private static func malformed(_ what: String, _ why: String, _ next: String) -> String {
+        "malformed \(what) (\(why)); \(next)"
+    }
+
+    /// A private key file whose parts disagree (`why`): it cannot be repaired, only restored or replaced.
+    private static func corruptPrivateKey(_ why: String) -> String {
+        "private key file is corrupt (\(why)); restore it from a backup or create a new key"
     }
 }

@@ -65,17 +65,12 @@ enum MergeBenchmark {
         let perRecord = concord.median / Double(conflictCount)
         let perDriver = git.median / Double(conflictCount)
         context.progress("B3 concord: \(Format.duration(perRecord)) per conflicting record (median / \(conflictCount))")
-        var rows = [
-            ResultRow(label: "B3 merge 1,000 conflicting records of 10k (git: git merge + concord merge-driver per file)",
-                      concord: concord, git: git, target: scenario.targetRatio),
-        ]
-        if let other = context.baseline {
-            rows.append(other.row("B3 concord merge, this build vs an earlier one", concord: concord, baseline: baseline,
-                                  target: baselineTarget))
-        }
         return ScenarioResult(
             scenario: scenario,
-            rows: rows,
+            rows: [
+                ResultRow(label: "B3 merge 1,000 conflicting records of 10k (git: git merge + concord merge-driver per file)",
+                          concord: concord, git: git, target: scenario.targetRatio),
+            ] + context.baselineRows(("B3 concord merge, this build vs an earlier one", concord, baseline), target: baselineTarget),
             notes: [
                 "Data: the shared \(Format.count(recordCount))-record `aac` profile (`vocabulary`, policy `lww`), copied "
                     + "twice with `cp -a` (side A and side B). Each side then changes the SAME \(Format.count(conflictCount)) "

@@ -70,19 +70,14 @@ enum CloneBenchmark {
         }
 
         let scenario = context.scenario
-        var rows = [
-            ResultRow(label: "B5 clone 10k-record profile from a local bare repo (git: git clone)", concord: concord, git: git,
-                      target: scenario.targetRatio),
-            ResultRow(label: "B5 reference: git clone --no-local (pack transfer instead of hard links)", concord: concord,
-                      git: gitNoLocal),
-        ]
-        if let other = context.baseline {
-            rows.append(other.row("B5 concord clone, this build vs an earlier one", concord: concord, baseline: baseline,
-                                  target: baselineTarget))
-        }
         return ScenarioResult(
             scenario: scenario,
-            rows: rows,
+            rows: [
+                ResultRow(label: "B5 clone 10k-record profile from a local bare repo (git: git clone)", concord: concord, git: git,
+                          target: scenario.targetRatio),
+                ResultRow(label: "B5 reference: git clone --no-local (pack transfer instead of hard links)", concord: concord,
+                          git: gitNoLocal),
+            ] + context.baselineRows(("B5 concord clone, this build vs an earlier one", concord, baseline), target: baselineTarget),
             notes: [
                 "Data: the shared \(Format.count(recordCount))-record `aac` profile, published (not timed, "
                     + "\(Format.duration(remote.publishSeconds))) into a bare repository made by `concord init --bare` with "

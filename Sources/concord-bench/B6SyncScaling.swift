@@ -61,22 +61,18 @@ enum SyncScalingBenchmark {
         let headline = ResultRow.scaling(
             label: "B6 sync receiving 10 changed records: 100k-record vs 1k-record profile (ratio = 100k / 1k)", tool: .concord,
             small: (smallName, smallConcord), large: (largeName, largeConcord), target: scenario.targetRatio)
-        var rows = [
-            headline,
-            .scaling(label: "B6 reference: git pull --ff-only of the same change, 100k vs 1k (ratio = 100k / 1k)", tool: .git,
-                     small: (smallName, smallGit), large: (largeName, largeGit)),
-            ResultRow(label: "B6 same change in the 100k profile: concord sync vs git pull --ff-only", concord: largeConcord, git: largeGit),
-            ResultRow(label: "B6 same change in the 1k profile: concord sync vs git pull --ff-only", concord: smallConcord, git: smallGit),
-        ]
-        if let other = context.baseline {
-            rows.append(other.row("B6 concord sync of the change in the 100k profile, this build vs an earlier one",
-                                  concord: largeConcord, baseline: largeBaseline, target: baselineTarget))
-            rows.append(other.row("B6 concord sync of the change in the 1k profile, this build vs an earlier one",
-                                  concord: smallConcord, baseline: smallBaseline, target: baselineTarget))
-        }
         return ScenarioResult(
             scenario: scenario,
-            rows: rows,
+            rows: [
+                headline,
+                .scaling(label: "B6 reference: git pull --ff-only of the same change, 100k vs 1k (ratio = 100k / 1k)", tool: .git,
+                         small: (smallName, smallGit), large: (largeName, largeGit)),
+                ResultRow(label: "B6 same change in the 100k profile: concord sync vs git pull --ff-only", concord: largeConcord, git: largeGit),
+                ResultRow(label: "B6 same change in the 1k profile: concord sync vs git pull --ff-only", concord: smallConcord, git: smallGit),
+            ] + context.baselineRows(
+                ("B6 concord sync of the change in the 100k profile, this build vs an earlier one", largeConcord, largeBaseline),
+                ("B6 concord sync of the change in the 1k profile, this build vs an earlier one", smallConcord, smallBaseline),
+                target: baselineTarget),
             notes: [
                 "Data: the shared \(Format.count(sizes.small))- and \(Format.count(sizes.large))-record `aac` profiles (device A; "
                     + "the same ones B2 puts into). Set-up per size, not timed: a bare repository made from A's profile with "

@@ -176,6 +176,14 @@ struct BenchContext {
         if run % 2 == 1 { try work(other, prepared) }
     }
 
+    /// The rows comparing this build with the baseline (`Baseline.row`), one for each of `comparisons`
+    /// (this build's samples and the baseline's of the same work), each met at most `target`; none
+    /// without `--baseline`.
+    func baselineRows(_ comparisons: (label: String, concord: Samples, baseline: Samples)..., target: Double) -> [ResultRow] {
+        guard let other = baseline else { return [] }
+        return comparisons.map { other.row($0.label, concord: $0.concord, baseline: $0.baseline, target: target) }
+    }
+
     /// An earlier concord binary, timed against `concord` on the same work (on data it made itself).
     /// A class: a context holds at most one, which holds a context without one.
     final class Baseline {

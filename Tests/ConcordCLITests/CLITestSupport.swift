@@ -4,13 +4,26 @@ import XCTest
 
 /// What the CLI tests add to `ConcordTestCase`: profiles, refusals that change nothing, JSON output.
 extension ConcordTestCase {
-    /// Creates a profile owned by `owner` in a new directory of the sandbox.
+    /// Creates a profile owned by `owner` in a new directory of the sandbox, and adds each of
+    /// `members` (device, role) with `addMember`.
     func makeProfile(_ directoryName: String = "profile", owner: TestDevice, template: String = "aac",
-                     file: StaticString = #filePath, line: UInt = #line) throws -> URL {
+                     members: [(TestDevice, String)] = [], file: StaticString = #filePath, line: UInt = #line) throws -> URL {
         let url = sandbox.appendingPathComponent(directoryName)
         try concordOK(["init", url.path, "--name", "Test \(directoryName)", "--template", template],
                       as: owner, file: file, line: line)
+        for (person, role) in members {
+            try addMember(person, role: role, by: owner, in: url, file: file, line: line)
+        }
         return url
+    }
+
+    /// Adds `person` to `profile` as a member with `role`: their public key as `concord identity show
+    /// --public-key` prints it on their device, then `concord members add` by `admin`, with the key's device.
+    func addMember(_ person: TestDevice, role: String, by admin: TestDevice, in profile: URL,
+                   file: StaticString = #filePath, line: UInt = #line) throws {
+        let key = try concordOKResult(["identity", "show", "--public-key"], as: person, file: file, line: line).trimmedStdout
+        try concordOK(["members", "add", person.member, "--role", role, "--key", key, "--device", person.device], as: admin, in: profile,
+                      file: file, line: line)
     }
 
     /// What must not change when a command is refused: the branch tip and the working tree state.

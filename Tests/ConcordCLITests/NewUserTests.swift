@@ -80,11 +80,7 @@ final class NewUserTests: ConcordTestCase {
         let alice = try makeDevice("alice")
         let grandma = try makeDevice("grandma", device: "phone")
         let therapist = try makeDevice("therapist", device: "ipad")
-        let profile = try makeProfile(owner: alice)
-        for (person, role) in [(grandma, "user"), (therapist, "editor")] {
-            let key = try concordOKResult(["identity", "show", "--public-key"], as: person).trimmedStdout
-            try concordOK(["members", "add", person.member, "--role", role, "--key", key, "--device", person.device], as: alice, in: profile)
-        }
+        let profile = try makeProfile(owner: alice, members: [(grandma, "user"), (therapist, "editor")])
         try concordOK(["switch", "therapist"], as: grandma, in: profile)
         try assertRefusedWithoutChange(["put", "vocabulary/puzzle", "--json", #"{"label":"puzzle"}"#], as: grandma, profile: profile,
                                        mentions: ["acting on grandma's device, therapist has the rights of a User (the lower of the two roles)",
@@ -159,9 +155,7 @@ final class NewUserTests: ConcordTestCase {
     func testDoctorFixRepairsGitattributes() throws {
         let alice = try makeDevice("alice")
         let bob = try makeDevice("bob", device: "tablet")
-        let profile = try makeProfile(owner: alice)
-        let bobKey = try concordOKResult(["identity", "show", "--public-key"], as: bob).trimmedStdout
-        try concordOK(["members", "add", "bob", "--role", "editor", "--key", bobKey, "--device", "tablet"], as: alice, in: profile)
+        let profile = try makeProfile(owner: alice, members: [(bob, "editor")])
         let attributes = profile.appendingPathComponent(".gitattributes")
         let good = try Data(contentsOf: attributes)
 
@@ -225,9 +219,7 @@ final class NewUserTests: ConcordTestCase {
     func testProfilesShowsAnUnregisteredKeyAndARemovedDirectory() throws {
         let alice = try makeDevice("alice")
         let bobLaptop = try makeDevice("bob", device: "laptop")
-        let profile = try makeProfile(owner: alice)
-        let key = try concordOKResult(["identity", "show", "--public-key"], as: bobLaptop).trimmedStdout
-        try concordOK(["members", "add", "bob", "--role", "editor", "--key", key, "--device", "laptop"], as: alice, in: profile)
+        let profile = try makeProfile(owner: alice, members: [(bobLaptop, "editor")])
         let bare = try publish(profile, as: alice)
         let bobPhone = try makeDevice("bob", device: "phone")
         let phoneCopy = sandbox.appendingPathComponent("bob-phone")

@@ -11,11 +11,7 @@ final class SwitchTests: ConcordTestCase {
         let parent = try makeDevice("parent")
         let therapist = try makeDevice("therapist", device: "ipad")
         let grandma = try makeDevice("grandma", device: "phone")
-        let profile = try makeProfile(owner: parent)
-        for (person, role, device) in [(therapist, "editor", "ipad"), (grandma, "user", "phone")] {
-            let key = try concordOKResult(["identity", "show", "--public-key"], as: person).stdout.trimmingCharacters(in: .newlines)
-            try concordOK(["members", "add", person.member, "--role", role, "--key", key, "--device", device], as: parent, in: profile)
-        }
+        let profile = try makeProfile(owner: parent, members: [(therapist, "editor"), (grandma, "user")])
         XCTAssertEqual(try concordOKResult(["switch"], as: therapist, in: profile).stdout, "therapist acts on this device (its owner)\n")
 
         let switched = try concordOKResult(["switch", "grandma"], as: therapist, in: profile).stdout

@@ -44,14 +44,7 @@ final class ArrivingPackTests: GitTestCase {
         let advertised = sandbox.appendingPathComponent("answer.refs")
         try Data(packet("\(tip) refs/heads/main\0ofs-delta\n") + Array("0000".utf8)).write(to: advertised)
         let script = "cat '\(advertised.path)'\nsed -n '/done/q' >/dev/null\nprintf '0008NAK\\n'\ncat '\(pack.path)'\n"
-        let server = try SSHServer(directory: sandbox.appendingPathComponent("sshd"))
-        try server.start()
-        addTeardownBlock { server.stop() }
-        let key = try SSHClientKey.generate(in: sandbox, name: "client", home: sandbox)
-        let serve = sandbox.appendingPathComponent("serve.sh")
-        try Data(("#!/bin/sh\n" + script).utf8).write(to: serve)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: serve.path)
-        try server.authorize(publicKeyLine: "command=\"\(serve.path)\",restrict " + key.publicKeyLine)
+        let (server, key) = try sshServer(forcedCommand: script)
         let options = TransportOptions(sshPrivateKey: key.privateKey.path, trustHostKey: { _ in true }, stallTimeout: 30)
         return (server.url(for: sandbox.appendingPathComponent("remote.git")), options)
     }

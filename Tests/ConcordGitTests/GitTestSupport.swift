@@ -102,4 +102,19 @@ class GitTestCase: XCTestCase {
         return try repository.createSignedCommit(tree: tree, parents: parents, author: author, message: message,
                                                  sign: { _ in Self.fakeSignature })
     }
+
+    /// A real sshd, stopped when the test ends, that lets in one new client key and runs `script`
+    /// (a /bin/sh script) as that key's forced command, whatever the client asks for.
+    func sshServer(forcedCommand script: String) throws -> (server: SSHServer, key: SSHClientKey) {
+        let tag = UUID().uuidString.prefix(6)
+        let server = try SSHServer(directory: sandbox.appendingPathComponent("sshd-\(tag)"))
+        try server.start()
+        addTeardownBlock { server.stop() }
+        let key = try SSHClientKey.generate(in: sandbox, name: "client-\(tag)", home: sandbox)
+        let serve = sandbox.appendingPathComponent("serve-\(tag).sh")
+        try Data(("#!/bin/sh\n" + script).utf8).write(to: serve)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: serve.path)
+        try server.authorize(publicKeyLine: "command=\"\(serve.path)\",restrict " + key.publicKeyLine)
+        return (server, key)
+    }
 }

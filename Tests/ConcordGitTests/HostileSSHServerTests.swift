@@ -155,14 +155,7 @@ final class HostileSSHServerTests: GitTestCase {
     }
 
     private func headsFrom(script: String, stallTimeout: TimeInterval, cancellation: TransferCancellation? = nil) throws -> [String: ObjectID] {
-        let server = try SSHServer(directory: sandbox.appendingPathComponent("sshd-\(UUID().uuidString.prefix(6))"))
-        try server.start()
-        addTeardownBlock { server.stop() }
-        let key = try SSHClientKey.generate(in: sandbox, name: "client-\(UUID().uuidString.prefix(6))", home: sandbox)
-        let serve = sandbox.appendingPathComponent("serve-\(UUID().uuidString.prefix(6)).sh")
-        try Data(("#!/bin/sh\n" + script).utf8).write(to: serve)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: serve.path)
-        try server.authorize(publicKeyLine: "command=\"\(serve.path)\",restrict " + key.publicKeyLine)
+        let (server, key) = try sshServer(forcedCommand: script)
         let (repository, _) = try makeRepository("device-\(UUID().uuidString.prefix(6))")
         try repository.addRemote("origin", url: server.url(for: sandbox.appendingPathComponent("remote.git")))
         var options = TransportOptions(sshPrivateKey: key.privateKey.path, trustHostKey: { _ in true }, stallTimeout: stallTimeout)

@@ -84,9 +84,4 @@ final class ClockLeadTests: KitTestCase {
         // Plain git in history order puts the merge first.
         XCTAssertEqual(try gitOK(["log", "-1", "--format=%p"], in: slow.root).split(separator: " ").count, 2)
     }
-
-    private func pull(_ from: Profile, into: Profile, as identity: Identity) throws {
-        try gitOK(["fetch", "-q", from.root.path, "+main:refs/peers/incoming"], in: into.root)
-        _ = try into.sync.merge(revision: "refs/peers/incoming", as: identity)
-    }
 }

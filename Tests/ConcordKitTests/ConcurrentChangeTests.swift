@@ -7,21 +7,6 @@ import XCTest
 /// Two devices changing a profile at once, then merging: what the merge reports, what the clock
 /// learns, and how member files combine (ISSUE 12 F2–F4).
 final class ConcurrentChangeTests: KitTestCase {
-    /// A second working copy of `profile`, for `identity` with its own clock (fsck'd at the end).
-    private func clone(_ profile: Profile, _ name: String, identity: Identity, clock: ManualClock) throws -> Profile {
-        let directory = sandbox.appendingPathComponent(name)
-        try gitOK(["clone", "-q", profile.root.path, directory.path], in: sandbox)
-        fsckAtEnd(directory)
-        return try Profile.open(at: directory, environment: makeEnvironment(identity, clock: clock))
-    }
-
-    /// Fetches `from`'s branch into `into` and merges it.
-    @discardableResult
-    private func pull(_ from: Profile, into: Profile, as identity: Identity) throws -> MergeReport {
-        try gitOK(["fetch", "-q", from.root.path, "+main:refs/peers/incoming"], in: into.root)
-        return try into.sync.merge(revision: "refs/peers/incoming", as: identity)
-    }
-
     /// F1: the issue's three devices. A writes f at 10:01, B writes f at 10:02, C writes g at 10:03;
     /// syncing A, then C, then B must leave B's f, the latest write of that field, on every device.
     func testTheLatestWriteOfAFieldWinsWhateverTheSyncOrder() throws {
@@ -30,9 +15,9 @@ final class ConcurrentChangeTests: KitTestCase {
         let origin = try makeProfile("origin", identity: alice, clock: clock)
         fsckAtEnd(origin.root)
         try origin.records.write(as: alice) { try $0.put("vocabulary", "r", data: ["f": "base", "g": "base"]) }
-        let a = try clone(origin, "a", identity: alice, clock: clock)
-        let b = try clone(origin, "b", identity: alice, clock: clock)
-        let c = try clone(origin, "c", identity: alice, clock: clock)
+        let a = try copy(of: origin, "a", as: alice, clock: clock)
+        let b = try copy(of: origin, "b", as: alice, clock: clock)
+        let c = try copy(of: origin, "c", as: alice, clock: clock)
         clock.set(HLClock.parseInstant("2026-01-01T10:01:00.000Z")!)
         try a.records.write(as: alice) { try $0.put("vocabulary", "r", data: ["f": "A", "g": "base"]) }
         clock.set(HLClock.parseInstant("2026-01-01T10:02:00.000Z")!)
@@ -56,7 +41,7 @@ final class ConcurrentChangeTests: KitTestCase {
         let ahead = ManualClock("2026-01-01T10:05:00.000Z"), behind = ManualClock("2026-01-01T10:00:00.000Z")
         let asker = try makeProfile("asker", identity: alice, clock: ahead)
         fsckAtEnd(asker.root)
-        let answerer = try clone(asker, "answerer", identity: alice, clock: behind)
+        let answerer = try copy(of: asker, "answerer", as: alice, clock: behind)
         let question = try asker.records.write(as: alice) { try $0.append("logs", data: ["q": "lunch?"]) }.value
         try pull(asker, into: answerer, as: alice)
         let answer = try answerer.records.write(as: alice) { try $0.append("logs", data: ["a": "yes"]) }.value
@@ -73,7 +58,7 @@ final class ConcurrentChangeTests: KitTestCase {
         let clock = ManualClock("2026-01-01T10:00:00.000Z")
         let a = try makeProfile("a", identity: alice, clock: clock)
         fsckAtEnd(a.root)
-        let b = try clone(a, "b", identity: alice, clock: clock)
+        let b = try copy(of: a, "b", as: alice, clock: clock)
         clock.advance(by: 60_000)
         try a.records.write(as: alice) { try $0.put("vocabulary", "x", data: ["label": "one"]) }
         clock.advance(by: 60_000)
@@ -101,13 +86,13 @@ final class ConcurrentChangeTests: KitTestCase {
         let phone = try makeIdentity("bob", device: "phone"), tablet = try makeIdentity("bob", device: "tablet")
         let desk = try makeIdentity("bob", device: "desk")
         try a.members.add("bob", role: .user, device: desk.device, key: desk.key.publicKey, as: admin)
-        let b = try clone(a, "b", identity: admin, clock: clock)
+        let b = try copy(of: a, "b", as: admin, clock: clock)
         // A plain git clone has no clock yet, and a members-only write takes its stamp from the clock.
         try b.records.write(as: admin) { try $0.append("logs", data: ["from": "b"]) }
         clock.advance(by: 1000)
         try a.members.add("bob", role: .user, device: phone.device, key: phone.key.publicKey, as: admin)
         try b.members.add("bob", role: .editor, device: tablet.device, key: tablet.key.publicKey, as: admin)
-        let copy = try clone(a, "a-copy", identity: admin, clock: clock)
+        let copy = try self.copy(of: a, "a-copy", as: admin, clock: clock)
         try pull(b, into: a, as: admin)
         try pull(copy, into: b, as: admin)
         for profile in [a, b] {

@@ -83,6 +83,22 @@ class KitTestCase: XCTestCase {
         return output.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// A second working copy of `profile` (a git clone named `name` in the sandbox), opened for
+    /// `identity` with its own clock; `git fsck` checks it when the test ends.
+    func copy(of profile: Profile, _ name: String, as identity: Identity, clock: ManualClock) throws -> Profile {
+        let path = sandbox.appendingPathComponent(name)
+        try gitOK(["clone", "-q", profile.root.path, path.path], in: sandbox)
+        fsckAtEnd(path)
+        return try Profile.open(at: path, environment: makeEnvironment(identity, clock: clock))
+    }
+
+    /// Fetches `from`'s branch into `into` and merges it.
+    @discardableResult
+    func pull(_ from: Profile, into: Profile, as identity: Identity) throws -> MergeReport {
+        try gitOK(["fetch", "-q", from.root.path, "+main:refs/peers/incoming"], in: into.root)
+        return try into.sync.merge(revision: "refs/peers/incoming", as: identity)
+    }
+
     func lines(_ text: String) -> [String] {
         text.split(separator: "\n").map(String.init)
     }

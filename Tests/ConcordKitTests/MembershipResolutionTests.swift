@@ -116,12 +116,8 @@ final class MembershipResolutionTests: KitTestCase {
     /// the creator, stays; the other's device, merging, is told its access is gone), and the last two
     /// Admins leaving at once (the senior one keeps the Admin role they had).
     func testHonestRacesBetweenAdminsResolveToTheSeniorOne() throws {
-        let clock = ManualClock("2026-01-01T10:00:00.000Z")
-        let alice = try makeIdentity("alice", device: "laptop"), bob = try makeIdentity("bob", device: "phone")
-        let dave = try makeIdentity("dave", device: "tablet")
-        let origin = try makeProfile("origin", identity: alice, clock: clock)
-        try origin.members.add("bob", role: .admin, device: bob.device, key: bob.key.publicKey, as: alice)
-        try origin.members.add("dave", role: .editor, device: dave.device, key: dave.key.publicKey, as: alice)
+        let (clock, alice, origin, added) = try makeOrigin(adding: ("bob", "phone", .admin), ("dave", "tablet", .editor))
+        let (bob, dave) = (added[0], added[1])
         func status(_ name: String, in profile: Profile) throws -> String {
             let member = try XCTUnwrap(try profile.members.list().first { $0.name == name })
             return "\(member.role.rawValue) \(member.status.rawValue)"
@@ -161,12 +157,8 @@ final class MembershipResolutionTests: KitTestCase {
     /// the Admin's side has it and the log without their entries, reports each as left out, and is
     /// the same whichever side merges first; the revoked device is told its access is gone.
     func testAnAdminWhoRevokedOfflineSyncsAndTheRevokedMembersConcurrentEditsLose() throws {
-        let clock = ManualClock("2026-01-01T10:00:00.000Z")
-        let alice = try makeIdentity("alice", device: "laptop"), bob = try makeIdentity("bob", device: "phone")
-        let zed = try makeIdentity("zed", device: "desk")
-        let origin = try makeProfile("origin", identity: alice, clock: clock)
-        try origin.members.add("bob", role: .editor, device: bob.device, key: bob.key.publicKey, as: alice)
-        try origin.members.add("zed", role: .admin, device: zed.device, key: zed.key.publicKey, as: alice)
+        let (clock, alice, origin, added) = try makeOrigin(adding: ("bob", "phone", .editor), ("zed", "desk", .admin))
+        let (bob, zed) = (added[0], added[1])
         try origin.records.write(as: alice) { try $0.put("vocabulary", "apple", data: ["label": "apple"]) }
         let (a, b) = (try copy(of: origin, "revoke-a", as: alice, clock: clock), try copy(of: origin, "revoke-b", as: bob, clock: clock))
         clock.advance(by: 60_000)
@@ -205,10 +197,8 @@ final class MembershipResolutionTests: KitTestCase {
     /// nothing: their own merge with main leaves the edit out, and a merge they build by hand to
     /// keep it is refused by every device.
     func testADemotedMemberWritingOnAnOldParentGainsNothing() throws {
-        let clock = ManualClock("2026-01-01T10:00:00.000Z")
-        let alice = try makeIdentity("alice", device: "laptop"), carol = try makeIdentity("carol", device: "phone")
-        let origin = try makeProfile("origin", identity: alice, clock: clock)
-        try origin.members.add("carol", role: .editor, device: carol.device, key: carol.key.publicKey, as: alice)
+        let (clock, alice, origin, added) = try makeOrigin(adding: ("carol", "phone", .editor))
+        let carol = added[0]
         let old = try copy(of: origin, "old", as: carol, clock: clock)
         clock.advance(by: 60_000)
         try origin.members.setRole("carol", to: .viewer, as: alice)
@@ -239,11 +229,8 @@ final class MembershipResolutionTests: KitTestCase {
     /// for a week: the admission rested on the Admin's rights, so it falls with everything the member
     /// did; the member's device is told so in words when it merges, and every other device syncs.
     func testAMemberAdmittedByAConcurrentlyDemotedAdminIsToldTheirAdmissionFell() throws {
-        let clock = ManualClock("2026-01-01T10:00:00.000Z")
-        let alice = try makeIdentity("alice", device: "laptop"), bob = try makeIdentity("bob", device: "phone")
-        let dave = try makeIdentity("dave", device: "tablet")
-        let origin = try makeProfile("origin", identity: alice, clock: clock)
-        try origin.members.add("bob", role: .admin, device: bob.device, key: bob.key.publicKey, as: alice)
+        let (clock, alice, origin, added) = try makeOrigin(adding: ("bob", "phone", .admin))
+        let bob = added[0], dave = try makeIdentity("dave", device: "tablet")
         let b = try copy(of: origin, "bob-side", as: bob, clock: clock)
         clock.advance(by: 60_000)
         try b.members.add("dave", role: .editor, device: dave.device, key: dave.key.publicKey, as: bob)
@@ -272,11 +259,9 @@ final class MembershipResolutionTests: KitTestCase {
     /// Two Admins add one name at once, with different keys: the merge admits neither, and the device
     /// that merges says so (`MergeReport.contested`).
     func testANameTwoAdminsAddAtOnceAdmitsNeitherAndTheMergeSaysSo() throws {
-        let clock = ManualClock("2026-01-01T10:00:00.000Z")
-        let alice = try makeIdentity("alice", device: "laptop"), bob = try makeIdentity("bob", device: "phone")
+        let (clock, alice, origin, added) = try makeOrigin(adding: ("bob", "phone", .admin))
+        let bob = added[0]
         let laptop = try makeIdentity("sam", device: "laptop"), phone = try makeIdentity("sam", device: "phone")
-        let origin = try makeProfile("origin", identity: alice, clock: clock)
-        try origin.members.add("bob", role: .admin, device: bob.device, key: bob.key.publicKey, as: alice)
         let b = try copy(of: origin, "bob-adds", as: bob, clock: clock)
         try origin.members.add("sam", role: .editor, device: laptop.device, key: laptop.key.publicKey, as: alice)
         try b.members.add("sam", role: .editor, device: phone.device, key: phone.key.publicKey, as: bob)
@@ -287,23 +272,24 @@ final class MembershipResolutionTests: KitTestCase {
         XCTAssertNoThrow(try origin.verification.run())
     }
 
+    /// The start of the honest-race tests: alice@laptop's profile "origin" under a clock at
+    /// 2026-01-01T10:00, with a new identity for each of `members` that alice added with its role.
+    private func makeOrigin(adding members: (name: String, device: String, role: Role)...) throws
+        -> (clock: ManualClock, alice: Identity, origin: Profile, added: [Identity]) {
+        let clock = ManualClock("2026-01-01T10:00:00.000Z")
+        let alice = try makeIdentity("alice", device: "laptop")
+        let origin = try makeProfile("origin", identity: alice, clock: clock)
+        let added = try members.map { member in
+            let identity = try makeIdentity(member.name, device: member.device)
+            try origin.members.add(member.name, role: member.role, device: identity.device, key: identity.key.publicKey, as: alice)
+            return identity
+        }
+        return (clock, alice, origin, added)
+    }
+
     /// What `profile`'s sync says when `remote`'s main arrives (the check a sync makes before merging).
     private func checkAccess(_ profile: Profile, fetching remote: Profile, as identity: Identity) throws {
         try gitOK(["fetch", "-q", remote.root.path, "+main:refs/peers/incoming"], in: profile.root)
         try profile.members.checkAccess(at: try profile.repository.resolveReference("refs/peers/incoming")!, for: identity)
-    }
-
-    private func copy(of profile: Profile, _ name: String, as identity: Identity, clock: ManualClock) throws -> Profile {
-        let path = sandbox.appendingPathComponent(name)
-        try gitOK(["clone", "-q", profile.root.path, path.path], in: sandbox)
-        fsckAtEnd(path)
-        return try Profile.open(at: path, environment: makeEnvironment(identity, clock: clock))
-    }
-
-    /// Fetches `from`'s branch into `into` and merges it.
-    @discardableResult
-    private func pull(_ from: Profile, into: Profile, as identity: Identity) throws -> MergeReport {
-        try gitOK(["fetch", "-q", from.root.path, "+main:refs/peers/incoming"], in: into.root)
-        return try into.sync.merge(revision: "refs/peers/incoming", as: identity)
     }
 }

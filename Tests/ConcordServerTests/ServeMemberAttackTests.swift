@@ -87,8 +87,7 @@ final class ServeMemberAttackTests: ConcordServeTestCase {
     /// are refused: acceptances never merge as a union of claimants' keys.
     func testAStolenLinkAcceptanceMergedWithTheInviteesIsRefused() throws {
         let team = try servedTeam()
-        let link = try share(["dana", "--role", "user"], as: team.alice, in: team.aliceProfile)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        let link = try shareAndSync(["dana", "--role", "user"], as: team.alice, in: team.aliceProfile)
         let invited = try serverMain("kid", host: team.host)
         let dana = try makeDevice("dana", device: "phone")
         _ = try acceptThroughServer(link, as: dana, host: team.host, profile: "kid", into: "kid-dana")

@@ -72,12 +72,8 @@ final class ServeRevocationTests: ConcordServeTestCase {
         let (alice, bob, host, aliceProfile, bobsCopy) = try aliceAndBobThroughServer()
         // Bob's copy is deleted when his device learns of the revocation (asserted below): nothing to check.
         fsckAtEnd.removeAll { $0 == bobsCopy }
-        let log = sandbox.appendingPathComponent("watch-bob.log")
-        let watcher = try ChildProcess(path: try ConcordBinary.required(), arguments: ["watch", "-C", bobsCopy.path, "--interval", "300", "--json"],
-                                       environment: concordEnvironment(bob), output: log)
+        let (watcher, output) = try startWatch(bobsCopy, as: bob, interval: "300")
         defer { if watcher.exitStatus() == nil { _ = watcher.stop(grace: 5) } }
-        let output = { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
-        XCTAssertTrue(waitUntil(60) { output().contains(#""event":"started""#) }, output())
 
         try concordOK(["revoke", "bob"], as: alice, in: aliceProfile)
         let revocation = try gitOK(["rev-parse", "HEAD"], in: aliceProfile)

@@ -8,10 +8,8 @@ import XCTest
 /// repository's pre-receive hook (the validity rule on every pushed commit).
 final class ServeTests: ConcordServeTestCase {
     func testMembersCloneAndSyncThroughConcordServeAndPlainGitWorksToo() throws {
-        let alice = try makeDevice("alice", device: "laptop")
         let bob = try makeDevice("bob", device: "phone")
-        let host = try makeHost(admin: alice)
-        let aliceProfile = try publish("kid", on: host, members: [(bob, "editor")], records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)])
+        let (alice, host, aliceProfile) = try publishKidWithPuzzle(member: bob, role: "editor")
         XCTAssertTrue(FileManager.default.fileExists(atPath: host.repository("kid").appendingPathComponent("hooks/pre-receive").path),
                       "the admin's first push created the repository with its hooks")
 
@@ -94,10 +92,8 @@ final class ServeTests: ConcordServeTestCase {
     }
 
     func testTheHookRefusesAViewersVocabularyAndTheDeviceShowsWhy() throws {
-        let alice = try makeDevice("alice", device: "laptop")
         let vera = try makeDevice("vera", device: "tablet")
-        let host = try makeHost(admin: alice)
-        _ = try publish("kid", on: host, members: [(vera, "viewer")], records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)])
+        let host = try publishKidWithPuzzle(member: vera, role: "viewer").host
         let published = try serverMain("kid", host: host)
         let (cloned, veraProfile) = try cloneThroughServer("kid", as: vera, host: host)
         XCTAssertEqual(cloned.status, 0, cloned.summary)
@@ -136,10 +132,8 @@ final class ServeTests: ConcordServeTestCase {
     }
 
     func testForgedAndMixedPushesAreRefusedWhole() throws {
-        let alice = try makeDevice("alice", device: "laptop")
         let bob = try makeDevice("bob", device: "phone")
-        let host = try makeHost(admin: alice)
-        _ = try publish("kid", on: host, members: [(bob, "editor")], records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)])
+        let host = try publishKidWithPuzzle(member: bob, role: "editor").host
         let published = try serverMain("kid", host: host)
         let gitEnvironment = try gitSSHEnvironment(bob, host: host)
         let clone = sandbox.appendingPathComponent("bob-git")
@@ -270,5 +264,14 @@ final class ServeTests: ConcordServeTestCase {
     /// `SHA256:…` of `device`'s key.
     func fingerprint(_ device: TestDevice) throws -> String {
         try SSHPublicKey(line: device.publicKeyLine).fingerprint
+    }
+
+    /// alice@laptop's host with her profile "kid" published on it: `member` added with `role`, and one
+    /// record, vocabulary/puzzle. Returns alice, the host and alice's profile.
+    private func publishKidWithPuzzle(member: TestDevice, role: String) throws -> (alice: TestDevice, host: ConcordServeHost, aliceProfile: URL) {
+        let alice = try makeDevice("alice", device: "laptop")
+        let host = try makeHost(admin: alice)
+        let aliceProfile = try publish("kid", on: host, members: [(member, role)], records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)])
+        return (alice, host, aliceProfile)
     }
 }

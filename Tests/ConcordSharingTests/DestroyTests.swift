@@ -102,12 +102,8 @@ final class DestroyTests: ConcordServeTestCase {
         XCTAssertNotEqual(byEditor.status, 0, byEditor.summary)
         XCTAssertTrue(FileManager.default.fileExists(atPath: host.repository("kid").path))
 
-        let log = sandbox.appendingPathComponent("watch-bob.log")
-        let watcher = try ChildProcess(path: try ConcordBinary.required(), arguments: ["watch", "-C", bobsCopy.path, "--interval", "1", "--json"],
-                                       environment: concordEnvironment(bob), output: log)
+        let (watcher, output) = try startWatch(bobsCopy, as: bob, interval: "1")
         defer { if watcher.exitStatus() == nil { _ = watcher.stop(grace: 5) } }
-        let output = { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
-        XCTAssertTrue(waitUntil(60) { output().contains(#""event":"started""#) }, output())
 
         let destroyed = try concordOK(["destroy", "--yes"], as: alice, in: aliceProfile)
         XCTAssertTrue(destroyed.contains("origin: deleted on the server"), destroyed)

@@ -12,9 +12,7 @@ final class InvitationTests: ConcordTestCase {
     func testALinkInvitationIsPendingUntilAcceptedAndWorksOnceOverSSH() throws { try linkInvitation(.ssh) }
 
     private func linkInvitation(_ transport: SyncTransport) throws {
-        let remote = try makeRemote(transport)
-        let alice = try makeDevice("alice", device: "laptop")
-        let profile = try publishProfile(owner: alice, remote: remote, directory: "alice")
+        let (remote, alice, profile) = try publishAlicesProfile(over: transport)
         let invitation = try share(["dana", "--role", "editor"], as: alice, in: profile)
         let pending = try concordOK(["members"], as: alice, in: profile)
         XCTAssertTrue(pending.contains("dana  editor  pending (invited by alice, expires "), pending)
@@ -95,11 +93,8 @@ final class InvitationTests: ConcordTestCase {
     /// (as if the acceptance had not reached it). Returns the remote, Alice, her copy, the link, the
     /// share commit, Dana and her copy.
     private func danaAcceptsAndTheRemoteForgetsIt() throws -> (SyncRemote, TestDevice, URL, String, String, TestDevice, URL) {
-        let remote = try makeRemote(.path)
-        let alice = try makeDevice("alice", device: "laptop")
-        let profile = try publishProfile(owner: alice, remote: remote, directory: "alice")
-        let invitation = try share(["dana", "--role", "editor"], as: alice, in: profile)
-        try concordOK(["sync"], as: alice, in: profile)
+        let (remote, alice, profile) = try publishAlicesProfile(over: .path)
+        let invitation = try shareAndSync(["dana", "--role", "editor"], as: alice, in: profile)
         let shared = try XCTUnwrap(try remoteMain(remote))
         let dana = try makeDevice("dana", device: "ipad")
         let joined = try accept(invitation, as: dana, remote: remote, into: "dana")
@@ -109,12 +104,9 @@ final class InvitationTests: ConcordTestCase {
 
     /// An invited member's key signing anything but the acceptance is refused by the other devices.
     func testAPendingMemberCanSignNothingButTheirAcceptance() throws {
-        let remote = try makeRemote(.path)
-        let alice = try makeDevice("alice", device: "laptop")
-        let profile = try publishProfile(owner: alice, remote: remote, directory: "alice")
+        let (remote, alice, profile) = try publishAlicesProfile(over: .path)
         let dana = try makeDevice("dana", device: "ipad")
-        _ = try share(["dana", "--role", "editor", "--key", dana.publicKeyLine], as: alice, in: profile)
-        try concordOK(["sync"], as: alice, in: profile)
+        _ = try shareAndSync(["dana", "--role", "editor", "--key", dana.publicKeyLine], as: alice, in: profile)
         // Dana's forged commit is refused by Alice, but it is a sound git object: the remote stays checked.
         let clone = sandbox.appendingPathComponent("dana-by-hand")
         try gitOK(["clone", "--quiet", "--branch", "main", remote.bare.path, clone.path])
@@ -133,12 +125,9 @@ final class InvitationTests: ConcordTestCase {
     }
 
     func testAKeyInvitationIsForThatKeyOnly() throws {
-        let remote = try makeRemote(.path)
-        let alice = try makeDevice("alice", device: "laptop")
-        let profile = try publishProfile(owner: alice, remote: remote, directory: "alice")
+        let (remote, alice, profile) = try publishAlicesProfile(over: .path)
         let dana = try makeDevice("dana", device: "ipad")
-        let invitation = try share(["dana", "--role", "viewer", "--key", dana.publicKeyLine], as: alice, in: profile)
-        try concordOK(["sync"], as: alice, in: profile)
+        let invitation = try shareAndSync(["dana", "--role", "viewer", "--key", dana.publicKeyLine], as: alice, in: profile)
         let other = try makeDevice("dana", device: "stolen")
         assertOneLineRefusal(try acceptResult(invitation, as: other, remote: remote, into: "other"), mentions: ["another key"])
         XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.appendingPathComponent("other").path))
@@ -149,11 +138,8 @@ final class InvitationTests: ConcordTestCase {
     }
 
     func testExpiredAlteredOrForeignInvitationsAreRefusedAndLeaveNothing() throws {
-        let remote = try makeRemote(.path)
-        let alice = try makeDevice("alice", device: "laptop")
-        let profile = try publishProfile(owner: alice, remote: remote, directory: "alice")
-        let invitation = try share(["dana", "--role", "editor", "--expires", "1h"], as: alice, in: profile)
-        try concordOK(["sync"], as: alice, in: profile)
+        let (remote, alice, profile) = try publishAlicesProfile(over: .path)
+        let invitation = try shareAndSync(["dana", "--role", "editor", "--expires", "1h"], as: alice, in: profile)
         let dana = try makeDevice("dana", device: "ipad")
 
         // Two hours later.

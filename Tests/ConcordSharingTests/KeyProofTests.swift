@@ -92,8 +92,7 @@ final class KeyProofTests: ConcordTestCase {
         let dave = try makeDevice("dave", device: "laptop")
         let byKey = try share(["bob", "--role", "editor", "--key", bob.publicKeyLine], as: alice, in: profile)
         let byLink = try share(["carol", "--role", "user"], as: alice, in: profile)
-        let open = try share(["--open", "--role", "viewer", "--uses", "1"], as: alice, in: profile)
-        try concordOK(["sync"], as: alice, in: profile)
+        let open = try shareAndSync(["--open", "--role", "viewer", "--uses", "1"], as: alice, in: profile)
         XCTAssertNil(try memberFile("bob", in: profile)["keys"].flatMap { ($0 as? [[String: Any]])?.first?["proof"] },
                      "the key an Admin invited carries no proof until its holder accepts")
         for (invitation, device) in [(byKey, bob), (byLink, carol), (open, dave)] {

@@ -13,8 +13,7 @@ extension MemberAttackTests {
     /// and, made by hand, by every device. Nor can a member Dana revoked, by the same means, undo it.
     func testALinkHolderCannotUnadmitTheMemberWhoAcceptedIt() throws {
         let team = try makeAccessTeam()
-        let link = try share(["dana", "--role", "admin"], as: team.alice, in: team.aliceProfile)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        let link = try shareAndSync(["dana", "--role", "admin"], as: team.alice, in: team.aliceProfile)
         let shared = try revParse("HEAD", in: team.aliceProfile)
         let dana = try makeDevice("dana", device: "phone")
         let danaProfile = sandbox.appendingPathComponent("dana")

@@ -12,11 +12,8 @@ final class OpenInvitationTests: ConcordTestCase {
     func testAnOpenInvitationAdmitsUpToItsUsesOverSSH() throws { try openInvitation(.ssh) }
 
     private func openInvitation(_ transport: SyncTransport) throws {
-        let remote = try makeRemote(transport)
-        let alice = try makeDevice("alice", device: "laptop")
-        let profile = try publishProfile(owner: alice, remote: remote, directory: "alice")
-        let invitation = try share(["--open", "--role", "user", "--uses", "2", "--expires", "3h"], as: alice, in: profile)
-        try concordOK(["sync"], as: alice, in: profile)
+        let (remote, alice, profile) = try publishAlicesProfile(over: transport)
+        let invitation = try shareAndSync(["--open", "--role", "user", "--uses", "2", "--expires", "3h"], as: alice, in: profile)
         XCTAssertTrue(try concordOK(["members", "--open"], as: alice, in: profile).contains("user  0 of 2 joined"))
 
         let bob = try makeDevice("bob", device: "phone")
@@ -51,11 +48,8 @@ final class OpenInvitationTests: ConcordTestCase {
     /// Two people accept the last place at once: the one whose push lands first joins; the other's
     /// accept starts again on the new main, finds no place left, and leaves nothing behind.
     func testTwoAcceptancesRacingForTheLastPlaceExactlyOneWins() throws {
-        let remote = try makeRemote(.path)
-        let alice = try makeDevice("alice", device: "laptop")
-        let profile = try publishProfile(owner: alice, remote: remote, directory: "alice")
-        let text = try share(["--open", "--role", "viewer", "--uses", "1"], as: alice, in: profile)
-        try concordOK(["sync"], as: alice, in: profile)
+        let (remote, alice, profile) = try publishAlicesProfile(over: .path)
+        let text = try shareAndSync(["--open", "--role", "viewer", "--uses", "1"], as: alice, in: profile)
         let bob = try makeDevice("bob", device: "phone")
         let carol = try makeDevice("carol", device: "tablet")
         let bobsDirectory = sandbox.appendingPathComponent("bob")
@@ -82,11 +76,8 @@ final class OpenInvitationTests: ConcordTestCase {
     /// reached the remote too late, as plain git or a crash between commit and push can make happen)
     /// pushes a history every other device refuses: the places are counted in every merged tree.
     func testAMergeOfTwoAcceptancesOfTheLastPlaceIsRefusedEverywhere() throws {
-        let remote = try makeRemote(.path)
-        let alice = try makeDevice("alice", device: "laptop")
-        let profile = try publishProfile(owner: alice, remote: remote, directory: "alice")
-        let text = try share(["--open", "--role", "user", "--uses", "1"], as: alice, in: profile)
-        try concordOK(["sync"], as: alice, in: profile)
+        let (remote, alice, profile) = try publishAlicesProfile(over: .path)
+        let text = try shareAndSync(["--open", "--role", "user", "--uses", "1"], as: alice, in: profile)
         let opened = try XCTUnwrap(try remoteMain(remote))
         let bob = try makeDevice("bob", device: "phone")
         let bobsCopy = try accept(text, as: bob, remote: remote, into: "bob")
@@ -130,8 +121,7 @@ final class OpenInvitationTests: ConcordTestCase {
         let profile = try publishProfile(owner: alice, remote: remote, directory: "alice", members: [(carol, "admin")])
         let carolsCopy = try cloneProfile(carol, from: remote, into: "carol")
         try concordOK(["role", "carol", "viewer"], as: alice, in: profile)   // offline: not synced yet
-        let text = try share(["--open", "--role", "user", "--uses", "2"], as: carol, in: carolsCopy)
-        try concordOK(["sync"], as: carol, in: carolsCopy)
+        let text = try shareAndSync(["--open", "--role", "user", "--uses", "2"], as: carol, in: carolsCopy)
         try concordOK(["sync"], as: alice, in: profile)
 
         let listed = try concordOK(["members", "--open"], as: alice, in: profile)
@@ -155,8 +145,7 @@ final class OpenInvitationTests: ConcordTestCase {
         let admins = try concord(["share", "--open", "--role", "admin"], as: scene.owner, in: scene.ownerProfile)
         XCTAssertEqual(admins.status, 2, admins.stderr)
         XCTAssertTrue(admins.stderr.contains("cannot make Admins"), admins.stderr)
-        let text = try share(["--open", "--role", "viewer", "--expires", "1m"], as: scene.owner, in: scene.ownerProfile)
-        try concordOK(["sync"], as: scene.owner, in: scene.ownerProfile)
+        let text = try shareAndSync(["--open", "--role", "viewer", "--expires", "1m"], as: scene.owner, in: scene.ownerProfile)
         let erin = try makeDevice("erin", device: "phone")
         try allow(erin, on: scene.remote, trustHost: false)
         let late = try concord(["accept", text, sandbox.appendingPathComponent("late").path], as: erin,
@@ -173,8 +162,7 @@ final class OpenInvitationTests: ConcordTestCase {
         let host = try makeDevice("host", device: "laptop")
         let session = try publishProfile(owner: host, remote: remote, directory: "host", template: "sessions",
                                          records: [("sessions/tonight", #"{"title":"Tuesday group"}"#), ("participants/host", #"{"name":"host"}"#)])
-        let text = try share(["--open", "--role", "user", "--uses", "3"], as: host, in: session)
-        try concordOK(["sync"], as: host, in: session)
+        let text = try shareAndSync(["--open", "--role", "user", "--uses", "3"], as: host, in: session)
         var devices = [(host, session)]
         for (name, device) in [("ana", "phone"), ("ben", "tablet"), ("cai", "phone")] {
             let person = try makeDevice(name, device: device)

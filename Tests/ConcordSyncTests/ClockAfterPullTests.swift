@@ -12,11 +12,9 @@ final class ClockAfterPullTests: ConcordTestCase {
     func testAnAnswerAppendedAfterAPlainGitPullSortsAfterTheQuestion() throws {
         let scene = try makeTwoDevices()
         let question = try ask(scene, at: "2099-06-01T10:05:00.000Z")
-        try gitOK(["pull", "--quiet", "--no-rebase", "--no-edit", "origin", "main"], in: scene.otherProfile)
-        let answer = try concordOK(["append", "logs", "--json", #"{"a":"yes"}"#], as: scene.other, in: scene.otherProfile,
-                                   clock: "2099-06-01T10:00:00.000Z")
-        let (asked, answered) = (try stamp(question, in: scene), try stamp(answer, in: scene))
-        XCTAssertLessThan(asked, answered, "the answer must sort after the question it read")
+        try gitPull(scene)
+        let answer = try appendAnswer(scene, at: "2099-06-01T10:00:00.000Z")
+        try assertAnswer(answer, sortsAfter: question, in: scene)
     }
 
     /// The same through a merge plain git made (no `Concord-Clock` trailer of its own), with
@@ -27,12 +25,10 @@ final class ClockAfterPullTests: ConcordTestCase {
         try concordOK(["append", "logs", "--json", #"{"note":"offline"}"#], as: scene.other, in: scene.otherProfile,
                       clock: "2099-06-01T09:00:00.000Z")
         let question = try ask(scene, at: "2099-06-01T10:05:00.000Z")
-        try gitOK(["pull", "--quiet", "--no-rebase", "--no-edit", "origin", "main"], in: scene.otherProfile)
+        try gitPull(scene)
         XCTAssertEqual(try gitOK(["rev-list", "--count", "--merges", "HEAD~1..HEAD"], in: scene.otherProfile), "1", "git made a merge")
-        let answer = try concordOK(["append", "logs", "--json", #"{"a":"yes"}"#], as: scene.other, in: scene.otherProfile,
-                                   clock: "2099-06-01T10:00:00.000Z")
-        let (asked, answered) = (try stamp(question, in: scene), try stamp(answer, in: scene))
-        XCTAssertLessThan(asked, answered, "the answer must sort after the question it read")
+        let answer = try appendAnswer(scene, at: "2099-06-01T10:00:00.000Z")
+        try assertAnswer(answer, sortsAfter: question, in: scene)
     }
 
     /// A stamp two days ahead, pulled with plain git, does not move the clock, as a sync would not:
@@ -40,9 +36,8 @@ final class ClockAfterPullTests: ConcordTestCase {
     func testAStampFarAheadPulledWithGitDoesNotMoveTheClock() throws {
         let scene = try makeTwoDevices()
         let question = try ask(scene, at: "2099-06-03T12:00:00.000Z")
-        try gitOK(["pull", "--quiet", "--no-rebase", "--no-edit", "origin", "main"], in: scene.otherProfile)
-        let answer = try concordOK(["append", "logs", "--json", #"{"a":"yes"}"#], as: scene.other, in: scene.otherProfile,
-                                   clock: "2099-06-01T10:00:00.000Z")
+        try gitPull(scene)
+        let answer = try appendAnswer(scene, at: "2099-06-01T10:00:00.000Z")
         XCTAssertEqual(try stamp(question, in: scene).prefix(10), "2099-06-03", "the entry keeps its stamp")
         let answered = try stamp(answer, in: scene)
         XCTAssertTrue(answered.hasPrefix("2099-06-01T10:00:00.000Z"), "the stamp two days ahead moved the clock: \(answered)")
@@ -59,18 +54,16 @@ final class ClockAfterPullTests: ConcordTestCase {
                           in: scene.ownerProfile, clock: "2099-06-01T08:00:00.000Z")
         }
         try concordOK(["sync"], as: scene.owner, in: scene.ownerProfile, clock: "2099-06-01T08:00:00.000Z")
-        try gitOK(["pull", "--quiet", "--no-rebase", "--no-edit", "origin", "main"], in: scene.otherProfile)
+        try gitPull(scene)
         try concordOK(["append", "logs", "--json", #"{"n":0}"#], as: scene.other, in: scene.otherProfile, clock: "2099-06-01T10:00:00.000Z")
 
         let question = try ask(scene, at: "2099-06-01T10:05:00.000Z")
-        try gitOK(["pull", "--quiet", "--no-rebase", "--no-edit", "origin", "main"], in: scene.otherProfile)
-        let answer = try concordOK(["append", "logs", "--json", #"{"a":"yes"}"#], as: scene.other, in: scene.otherProfile,
-                                   clock: "2099-06-01T10:00:01.000Z")
-        let (asked, answered) = (try stamp(question, in: scene), try stamp(answer, in: scene))
-        XCTAssertLessThan(asked, answered, "the answer must sort after the question it read")
+        try gitPull(scene)
+        let answer = try appendAnswer(scene, at: "2099-06-01T10:00:01.000Z")
+        try assertAnswer(answer, sortsAfter: question, in: scene)
 
         let early = try ask(scene, at: "2099-06-02T16:00:00.000Z")
-        try gitOK(["pull", "--quiet", "--no-rebase", "--no-edit", "origin", "main"], in: scene.otherProfile)
+        try gitPull(scene)
         let first = try concordOK(["append", "logs", "--json", #"{"n":1}"#], as: scene.other, in: scene.otherProfile,
                                   clock: "2099-06-01T10:30:00.000Z")
         let firstStamp = try stamp(first, in: scene)
@@ -87,6 +80,24 @@ final class ClockAfterPullTests: ConcordTestCase {
                                file: file, line: line)
         try concordOK(["sync"], as: scene.owner, in: scene.ownerProfile, clock: clock, file: file, line: line)
         return id
+    }
+
+    /// The other device takes in the remote's main with a plain `git pull` (a merge git makes where it must).
+    private func gitPull(_ scene: TwoDevices, file: StaticString = #filePath, line: UInt = #line) throws {
+        try gitOK(["pull", "--quiet", "--no-rebase", "--no-edit", "origin", "main"], in: scene.otherProfile, file: file, line: line)
+    }
+
+    /// The other device appends its answer at `clock`; returns its entry id.
+    private func appendAnswer(_ scene: TwoDevices, at clock: String, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        try concordOK(["append", "logs", "--json", #"{"a":"yes"}"#], as: scene.other, in: scene.otherProfile, clock: clock,
+                      file: file, line: line)
+    }
+
+    /// Fails unless log entry `answer`'s stamp sorts after `question`'s.
+    private func assertAnswer(_ answer: String, sortsAfter question: String, in scene: TwoDevices,
+                              file: StaticString = #filePath, line: UInt = #line) throws {
+        let (asked, answered) = (try stamp(question, in: scene, file: file, line: line), try stamp(answer, in: scene, file: file, line: line))
+        XCTAssertLessThan(asked, answered, "the answer must sort after the question it read", file: file, line: line)
     }
 
     /// The stamp (`at`) of log entry `id` as the other device reads it.

@@ -96,11 +96,7 @@ final class LostWriteTests: ConcordTestCase {
     /// reports it in its first sync, in the text and in `--json` (`lost`, with `yours`).
     func testAWatchTellsTheLoser() throws {
         let team = try makeTeam()
-        let copies = try share(team, tag: "watch", records: [("scenes/y", #"{"a":"base","b":"base"}"#)])
-        try concordOK(["put", "scenes/y", "--json", #"{"a":"alice","b":"base"}"#], as: team.alice, in: copies[0])
-        try concordOK(["sync"], as: team.alice, in: copies[0])
-        try concordOK(["put", "scenes/y", "--json", #"{"a":"carol","b":"base"}"#], as: team.carol, in: copies[2])
-        try concordOK(["sync"], as: team.carol, in: copies[2])
+        let (copies, _) = try carolsMergeLeavesOutAlicesEdit(team, tag: "watch")
         for json in [true, false] {
             let log = sandbox.appendingPathComponent("watch-alice-\(json).log")
             try concordOK(["put", "scenes/z\(json)", "--json", #"{"a":"x"}"#], as: team.alice, in: copies[0])   // something to sync
@@ -127,11 +123,7 @@ final class LostWriteTests: ConcordTestCase {
     /// fast-forwards, and tells her (text and --json); `conflicts --mine` and `--since` filter.
     func testTheLoserIsToldAtTheirNextSync() throws {
         let team = try makeTeam()
-        let copies = try share(team, tag: "told", records: [("scenes/y", #"{"a":"base","b":"base"}"#)])
-        try concordOK(["put", "scenes/y", "--json", #"{"a":"alice","b":"base"}"#], as: team.alice, in: copies[0])
-        try concordOK(["sync"], as: team.alice, in: copies[0])
-        try concordOK(["put", "scenes/y", "--json", #"{"a":"carol","b":"base"}"#], as: team.carol, in: copies[2])
-        let carols = try concordOK(["sync"], as: team.carol, in: copies[2])
+        let (copies, carols) = try carolsMergeLeavesOutAlicesEdit(team, tag: "told")
         XCTAssertTrue(carols.contains("lost: scenes/y (a): alice's edit ("), carols)
         XCTAssertFalse(carols.contains("your edit"), "carol lost nothing: \(carols)")
 
@@ -159,5 +151,16 @@ final class LostWriteTests: ConcordTestCase {
         let refused = try concord(["conflicts", "--since", "yesterday"], as: team.alice, in: copies[0])
         XCTAssertEqual(refused.status, 2)
         XCTAssertTrue(refused.stderr.contains(#"--since "yesterday" is not a date: give 2026-11-24"#), refused.stderr)
+    }
+
+    /// The lost write both tests start from: scenes/y shared, alice changes its field a and syncs,
+    /// then carol changes a too and her sync merges, leaving alice's write out. Returns the copies
+    /// (alice, bob, carol) and what carol's sync printed.
+    private func carolsMergeLeavesOutAlicesEdit(_ team: Team, tag: String) throws -> (copies: [URL], carolsSync: String) {
+        let copies = try share(team, tag: tag, records: [("scenes/y", #"{"a":"base","b":"base"}"#)])
+        try concordOK(["put", "scenes/y", "--json", #"{"a":"alice","b":"base"}"#], as: team.alice, in: copies[0])
+        try concordOK(["sync"], as: team.alice, in: copies[0])
+        try concordOK(["put", "scenes/y", "--json", #"{"a":"carol","b":"base"}"#], as: team.carol, in: copies[2])
+        return (copies, try concordOK(["sync"], as: team.carol, in: copies[2]))
     }
 }

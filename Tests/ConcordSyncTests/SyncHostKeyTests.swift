@@ -99,8 +99,7 @@ final class SyncHostKeyTests: ConcordTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: target.path), "a refused clone left \(target.path)")
 
         // An invitation's accept, the same: its own --trust-host, not `remote trust origin`.
-        let invitation = try share(["bob", "--role", "viewer", "--key", phone.publicKeyLine], as: laptop, in: sandbox.appendingPathComponent("laptop"))
-        try concordOK(["sync"], as: laptop, in: sandbox.appendingPathComponent("laptop"))
+        let invitation = try shareAndSync(["bob", "--role", "viewer", "--key", phone.publicKeyLine], as: laptop, in: sandbox.appendingPathComponent("laptop"))
         let joining = sandbox.appendingPathComponent("joining")
         let unknownAccept = try concord(["accept", invitation, joining.path], as: phone)
         assertOneLineRefusal(unknownAccept, mentions: [server.hostKeyFingerprint,

@@ -68,6 +68,19 @@ extension ConcordTestCase {
                               in: directory, deadline: seconds)
     }
 
+    /// Starts `concord watch -C copy --interval interval --json` as `device`, its output in
+    /// `<sandbox>/watch-<member>.log`, and waits (up to 60 s, failing the test otherwise) for its
+    /// `started` event. Returns the running watch and a reader of its output so far; stopping it is the caller's.
+    package func startWatch(_ copy: URL, as device: TestDevice, interval: String,
+                            file: StaticString = #filePath, line: UInt = #line) throws -> (watcher: ChildProcess, output: () -> String) {
+        let log = sandbox.appendingPathComponent("watch-\(device.member).log")
+        let watcher = try ChildProcess(path: try ConcordBinary.required(), arguments: ["watch", "-C", copy.path, "--interval", interval, "--json"],
+                                       environment: concordEnvironment(device), output: log)
+        let output = { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+        XCTAssertTrue(waitUntil(60) { output().contains(#""event":"started""#) }, output(), file: file, line: line)
+        return (watcher, output)
+    }
+
     /// `device`'s proof of possession of its key for the profile in `profile` and `member` (its own
     /// member name when nil), as `concord identity prove` prints it there.
     package func keyProof(of device: TestDevice, for profile: URL, member: String? = nil,

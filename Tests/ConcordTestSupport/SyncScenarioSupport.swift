@@ -66,6 +66,15 @@ extension ConcordTestCase {
         }
     }
 
+    /// The start of the invitation tests: a new remote over `transport`, and alice@laptop's profile
+    /// in `<sandbox>/alice`, published to it (`publishProfile`).
+    package func publishAlicesProfile(over transport: SyncTransport, file: StaticString = #filePath, line: UInt = #line) throws
+        -> (remote: SyncRemote, alice: TestDevice, profile: URL) {
+        let remote = try makeRemote(transport, file: file, line: line)
+        let alice = try makeDevice("alice", device: "laptop", file: file, line: line)
+        return (remote, alice, try publishProfile(owner: alice, remote: remote, directory: "alice", file: file, line: line))
+    }
+
     /// `owner` creates a profile of `template` (aac) in `<sandbox>/<directory>`, adds each of `members`
     /// (device, role) by key, adds `remote` as origin and publishes it with `concord sync`.
     package func publishProfile(owner: TestDevice, remote: SyncRemote, directory: String = "profile-\(UUID().uuidString.prefix(6))",
@@ -181,6 +190,14 @@ extension ConcordTestCase {
         let output = try concordOK(["share"] + arguments, as: device, in: profile)
         let invitation = output.split(separator: "\n").last.map(String.init) ?? ""
         XCTAssertTrue(invitation.hasPrefix("concord-invitation-1:"), output)   // ConcordKit's `Invitation.prefix`
+        return invitation
+    }
+
+    /// `share`, then `concord sync` as `device`, so that the invitation is on the remote when it is
+    /// accepted; returns the invitation text.
+    package func shareAndSync(_ arguments: [String], as device: TestDevice, in profile: URL) throws -> String {
+        let invitation = try share(arguments, as: device, in: profile)
+        try concordOK(["sync"], as: device, in: profile)
         return invitation
     }
 
