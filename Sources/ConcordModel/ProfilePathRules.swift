@@ -193,3 +193,24 @@ public enum ProfilePathRules {
         }
     }
 }
+
+/// What the structural rule asks of each kind of file, beyond its name.
+extension ProfilePathRules.File {
+    /// The most bytes such a file may hold.
+    public var limit: Int {
+        switch self {
+        case .record: return maxRecordBytes
+        case .logDay: return ProfilePathRules.maxLogFileBytes
+        default: return ProfilePathRules.maxDocumentBytes
+        }
+    }
+
+    /// Files a commit may never remove: deletions are tombstones, and profile documents stay.
+    public var mustStay: Bool {
+        switch self {
+        case .conflictCopy: return false   // a merge keeps the other side there until someone resolves it
+        case .gitattributes: return true   // what kinds.json generates: removed, plain git would merge records as text
+        default: return true
+        }
+    }
+}

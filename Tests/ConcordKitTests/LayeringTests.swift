@@ -38,7 +38,7 @@ final class LayeringTests: XCTestCase {
         let kit = try files(in: "ConcordKit")
         XCTAssertFalse(kit.isEmpty, "no sources found under \(sources.path)")
         let outside = kit.filter { !$0.path.hasPrefix("ConcordKit/Profile/") }
-        XCTAssertEqual(try lines(outside, matching: #"\b(profile|provisional|restored|self)\.(repository|lock\(\))"#), [],
+        XCTAssertEqual(try lines(outside, matching: #"\b(profile|provisional|restored|engine)\.(repository|lock\(\))"#), [],
                        "outside Sources/ConcordKit/Profile/, a capability uses the repository it was handed, and takes the lock with `locked`")
         let elsewhere = try ["concord", "ConcordServer", "concord-bench"].flatMap { try files(in: $0) }
         XCTAssertEqual(try lines(elsewhere, matching: #"\.repository\.|\.lock\(\)"#).filter { $0.contains("profile") }, [])

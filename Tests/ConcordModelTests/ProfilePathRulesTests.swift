@@ -55,4 +55,25 @@ final class ProfilePathRulesTests: XCTestCase {
                        .success(.record(vocabulary, id: "w1")))
         XCTAssertEqual(ProfilePathRules.classify(Array("journal/0c/x.json".utf8), kinds: kinds), .failure(.notInFormat))
     }
+
+    /// Each kind of file's size limit and whether a commit may remove it, as the incoming check asks them.
+    func testEachFileKindsLimitAndWhetherItMayBeRemoved() throws {
+        let vocabulary = try RecordKind(name: "vocabulary", policy: .lww, writers: .editor)
+        let chat = try RecordKind(name: "chat", policy: .append, writers: .user)
+        let files: [(ProfilePathRules.File, limit: Int, mustStay: Bool)] = [
+            (.record(vocabulary, id: "w1"), maxRecordBytes, true),
+            (.logDay(chat, day: "2026-11-27"), ProfilePathRules.maxLogFileBytes, true),
+            (.profileInfo, ProfilePathRules.maxDocumentBytes, true),
+            (.kinds, ProfilePathRules.maxDocumentBytes, true),
+            (.member(name: "alice"), ProfilePathRules.maxDocumentBytes, true),
+            (.invitation(id: "i1"), ProfilePathRules.maxDocumentBytes, true),
+            (.gitattributes, ProfilePathRules.maxDocumentBytes, true),
+            (.conflictCopy, ProfilePathRules.maxDocumentBytes, false),
+        ]
+        for (file, limit, mustStay) in files {
+            XCTAssertEqual(file.limit, limit, "\(file)")
+            XCTAssertEqual(file.mustStay, mustStay, "\(file)")
+        }
+        XCTAssertLessThan(maxRecordBytes, ProfilePathRules.maxLogFileBytes)
+    }
 }

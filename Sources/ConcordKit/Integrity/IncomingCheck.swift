@@ -199,26 +199,6 @@ package struct IncomingCheck {
     }
 }
 
-extension ProfilePathRules.File {
-    /// The most bytes such a file may hold.
-    var limit: Int {
-        switch self {
-        case .record: return maxRecordBytes
-        case .logDay: return ProfilePathRules.maxLogFileBytes
-        default: return ProfilePathRules.maxDocumentBytes
-        }
-    }
-
-    /// Files a commit may never remove: deletions are tombstones, and profile documents stay.
-    var mustStay: Bool {
-        switch self {
-        case .conflictCopy: return false   // a merge keeps the other side there until someone resolves it
-        case .gitattributes: return true   // what kinds.json generates: removed, plain git would merge records as text
-        default: return true
-        }
-    }
-}
-
 extension IncomingCheck {
     /// The check of the commits of profile `profileID` (nil while cloning) in `repository`; a
     /// concord server's pre-receive builds one (ConcordServer's `PushCheck`).
