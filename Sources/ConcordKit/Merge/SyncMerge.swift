@@ -33,7 +33,7 @@ public struct LeftOutChange: Sendable, Equatable {
 }
 
 extension Sync {
-    /// `merge(commit:as:)` for a caller that already holds the profile lock. `fetched`: what the
+    /// `merge(revision:as:)` for a caller that already holds the profile lock. `fetched`: what the
     /// fetch that brought `theirs` read and hashed, read by the merge and checkout before the
     /// object database (a clone's checkout writes every record from there).
     func mergeLocked(_ theirs: ObjectID, as identity: Identity, fetched: FetchedObjects = .none) throws -> MergeReport {

@@ -118,6 +118,17 @@ extension Sync {
         return error.code == .notFound && !isRepository
     }
 
+    /// This device's main and what it last fetched of `remote`'s (nil where there is none yet):
+    /// two ref reads, cheap enough for every tick of a watch.
+    func heads(remote: String) throws -> (head: ObjectID?, tracking: ObjectID?) {
+        try gitCall { (try repository.resolveReference("HEAD"), try repository.resolveReference(Self.trackingRef(remote))) }
+    }
+
+    /// When this device last synced with `remote`, nil before the first sync.
+    func lastSync(remote: String) -> String? {
+        SyncState.load(repository.gitDirectory, remote: remote).lastSync
+    }
+
     /// Local commits the remote has not received, as far as the last fetch knows.
     func localCommits(_ remote: String) throws -> Int {
         guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else { return 0 }

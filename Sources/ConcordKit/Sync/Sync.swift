@@ -25,7 +25,7 @@ public struct Sync {
             ahead = try countCommits(head)
         }
         return SyncStatus(remote: remote, url: location.transportURL, ahead: ahead, behind: behind,
-                          lastSync: SyncState.load(repository.gitDirectory, remote: remote).lastSync)
+                          lastSync: lastSync(remote: remote))
     }
 
     /// True when `remote` has commits this device has not fetched, or this device has commits
@@ -103,10 +103,6 @@ public struct Sync {
     /// `.concord/conflicts/` and listed in `unresolved`.
     public func merge(revision: String, as identity: Identity) throws -> MergeReport {
         let theirs = try gitCall { try repository.resolveRevision(revision) }
-        return try merge(commit: theirs, as: identity)
-    }
-
-    public func merge(commit theirs: ObjectID, as identity: Identity) throws -> MergeReport {
-        try profile.locked { try mergeLocked(theirs, as: identity) }
+        return try profile.locked { try mergeLocked(theirs, as: identity) }
     }
 }
