@@ -9,7 +9,7 @@ import Foundation
 /// So that the readings are the engine's, the `concord put` and `sync` children that make the
 /// soak's changes are started with `posix_spawn` and reaped with `waitpid` (`ChildProcess`), not
 /// with Foundation's `Process`, which every other bench command uses: with `Process` this
-/// process's anonymous memory (`RssAnon`) grew 2.3–2.4 MB over 100 syncs (150 launches), against
+/// process's anonymous memory (`RssAnon`) grew ~2.3 MB over 100 syncs (150 launches), against
 /// 0.5–0.6 MB with `posix_spawn`; the ~12 KB each launch kept was the bench's, not the engine's.
 extension WatchSoakBenchmark {
     /// One `SyncEngine` soaked over `transport`: set-up, idle polls, syncs, readings (`measure`).

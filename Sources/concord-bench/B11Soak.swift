@@ -74,7 +74,7 @@ enum WatchSoakBenchmark {
                     + "runs it) inside the bench's own process; polls are counted by the engine, the resident size read is the "
                     + "bench process's own, and its rows are marked `SyncEngine` in process. Its changes' `concord put` and "
                     + "`sync` children are started with posix_spawn, not Foundation's `Process` (as everywhere else): "
-                    + "its launches kept ~12 KB each of the bench's own memory, ~1.8 MB over 100 syncs.",
+                    + "its launches kept ~12 KB each of the bench's own memory, ~1.7–1.8 MB over 100 syncs.",
                 "Checks: B reports no `error` event and exits 0 on SIGTERM (the engine: no failure or outage in its progress). "
                     + "Goal: growth (end − start) ≤ "
                     + "\(Format.ratio(scenario.targetRatio)) MB. `--soak-polls N` and `--soak-syncs N` shorten the run.",
