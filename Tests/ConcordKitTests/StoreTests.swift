@@ -141,6 +141,32 @@ final class StoreTests: KitTestCase {
         fsckAtEnd(remote, aliceStore.directory, bobStore.directory)
     }
 
+    /// The sync queue's second `Profile` is opened by the first sync, not by `open`: a store that
+    /// never syncs never opens it, and a failure to open it is that sync's error (the next sync tries again).
+    func testTheSyncEngineIsOpenedByTheFirstSync() throws {
+        let (remote, aliceStore, bobStore) = try twoStores()
+        let reopened = try ConcordStore.open(at: aliceStore.directory, identity: aliceStore.identity, environment: aliceStore.environment)
+        XCTAssertFalse(reopened.isSyncEngineOpen)
+        try bobStore.write { try $0.put("vocabulary", "lazy", data: ["label": "lazy"]) }
+        _ = try bobStore.sync()
+        XCTAssertEqual(try reopened.read { try $0.list().items.count }, 0)
+        XCTAssertFalse(reopened.isSyncEngineOpen, "reads and other stores' syncs leave it closed")
+
+        // The profile's description gone between `open` and the first sync: that sync says so.
+        let description = reopened.directory.appendingPathComponent(".concord/profile.json")
+        let aside = sandbox.appendingPathComponent("profile.json")
+        try FileManager.default.moveItem(at: description, to: aside)
+        let failed = concordError { try reopened.sync() }
+        guard case .notAProfile = failed else { return XCTFail("expected notAProfile, got \(String(describing: failed))") }
+        XCTAssertFalse(reopened.isSyncEngineOpen)
+
+        try FileManager.default.moveItem(at: aside, to: description)
+        XCTAssertEqual(try reopened.sync().received, 1)
+        XCTAssertTrue(reopened.isSyncEngineOpen)
+        XCTAssertEqual(try reopened.read { try $0.get("vocabulary", "lazy").data?["label"]?.stringValue }, "lazy")
+        fsckAtEnd(remote, aliceStore.directory, bobStore.directory)
+    }
+
     /// An `async` sync whose task is cancelled while it runs ends within a second, and leaves the profile consistent.
     func testCancellingAnAsyncSync() async throws {
         let (remote, aliceStore, bobStore) = try twoStores()

@@ -1,4 +1,4 @@
-import ConcordKit
+@testable import ConcordKit
 import ConcordTestSupport
 import Foundation
 import XCTest
@@ -255,5 +255,30 @@ final class SyncEngineTests: ConcordTestCase {
             XCTAssertTrue(line.contains(expected), "\(line) does not say \(expected)")
             XCTAssertFalse(line.contains("\n"), line)
         }
+    }
+
+    /// A consumer of `progress()` that does not keep up gets the newest progress, never a backlog:
+    /// while it is away only the newest `progressBuffer` values are kept, the last of them the
+    /// current one. `events()` likewise keeps the newest `eventBuffer` events, in order.
+    func testASlowConsumerGetsTheNewestProgressNotABacklog() async {
+        let hub = SyncEngineHub()
+        let profile = URL(fileURLWithPath: "/nowhere/profile")
+        let progress = hub.subscribeProgress(), events = hub.subscribeEvents()
+        var told = SyncProgress(profile: profile, remote: "origin")
+        for count in 1...1_000 {
+            told.pendingCommits = count
+            hub.publish(told)
+            hub.publish(.failed("failure \(count)"), for: profile)
+        }
+        XCTAssertEqual(hub.progress(of: profile)?.pendingCommits, 1_000)
+        hub.stop()
+        var pending = [Int]()
+        for await update in progress { pending.append(update.pendingCommits) }
+        XCTAssertEqual(pending, Array((1_000 - SyncEngine.progressBuffer + 1)...1_000))
+        var failures = [String]()
+        for await event in events {
+            if case .failed(let message) = event.kind { failures.append(message) }
+        }
+        XCTAssertEqual(failures, ((1_000 - SyncEngine.eventBuffer + 1)...1_000).map { "failure \($0)" })
     }
 }

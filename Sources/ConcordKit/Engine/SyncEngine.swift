@@ -91,11 +91,27 @@ public final class SyncEngine: Sendable {
         }
     }
 
-    /// The events of every profile from now on, in order for each profile; finishes when the engine stops.
+    /// How many events `events()` keeps for a consumer that has not read them yet: beyond that, the
+    /// oldest unread are dropped (`.bufferingNewest`), so an engine whose events nobody reads, or
+    /// reads slowly, runs for weeks in bounded memory. 256 is several minutes of events at the
+    /// busiest (a sync, with its `synced` and perhaps `lostWrites`, takes tens of milliseconds at least).
+    public static let eventBuffer = 256
+
+    /// How many progress values `progress()` keeps for a consumer that has not read them yet:
+    /// beyond that, the oldest unread are dropped (`.bufferingNewest`), so a slow consumer reads
+    /// the newest progress, not a backlog of stale ones. Progress is state, not history: while the
+    /// consumer is away, other profiles' changes may push a profile's latest out of the buffer
+    /// (more than `progressBuffer` changes after it); `progress(of:)` always answers with each
+    /// profile's current progress.
+    public static let progressBuffer = 16
+
+    /// The events of every profile from now on, in order for each profile; finishes when the engine
+    /// stops. A consumer more than `eventBuffer` events behind loses the oldest of those it has not read.
     public func events() -> AsyncStream<Event> { hub.subscribeEvents() }
 
     /// The progress of every profile, the current one of each first, then each change; finishes
-    /// when the engine stops.
+    /// when the engine stops. A slow consumer gets the newest `progressBuffer` values it has not
+    /// read, never an unbounded backlog: the last one it reads is the newest one told.
     public func progress() -> AsyncStream<SyncProgress> { hub.subscribeProgress() }
 
     /// Where `profile` stands now (nil when it is not in this engine or its thread has not started).

@@ -1,7 +1,8 @@
 import Foundation
 
 /// A `SyncEngine`'s shared state: its profiles' threads, their latest progress, and the
-/// subscribers of its two streams. Every field is read and written under `lock` only, which is
+/// subscribers of its two streams (each buffering at most `SyncEngine.eventBuffer` or
+/// `SyncEngine.progressBuffer` elements, the newest: a subscriber that never reads costs no more). Every field is read and written under `lock` only, which is
 /// what makes the `@unchecked Sendable` safe; no one waits on anything while holding it.
 final class SyncEngineHub: @unchecked Sendable {
     private let lock = NSLock()
@@ -70,7 +71,7 @@ final class SyncEngineHub: @unchecked Sendable {
     func remoteChecks(of profile: URL) -> Int { lock.withLock { checks[profile] ?? 0 } }
 
     func subscribeEvents() -> AsyncStream<SyncEngine.Event> {
-        let (stream, continuation) = AsyncStream.makeStream(of: SyncEngine.Event.self)
+        let (stream, continuation) = AsyncStream.makeStream(of: SyncEngine.Event.self, bufferingPolicy: .bufferingNewest(SyncEngine.eventBuffer))
         let id = UUID()
         continuation.onTermination = { [weak self] _ in self?.lock.withLock { _ = self?.eventSubscribers.removeValue(forKey: id) } }
         let added = lock.withLock {
@@ -85,7 +86,7 @@ final class SyncEngineHub: @unchecked Sendable {
     /// The latest progress of each profile first (under the same lock as the subscription, so
     /// nothing is missed or told twice), then each change.
     func subscribeProgress() -> AsyncStream<SyncProgress> {
-        let (stream, continuation) = AsyncStream.makeStream(of: SyncProgress.self)
+        let (stream, continuation) = AsyncStream.makeStream(of: SyncProgress.self, bufferingPolicy: .bufferingNewest(SyncEngine.progressBuffer))
         let id = UUID()
         continuation.onTermination = { [weak self] _ in self?.lock.withLock { _ = self?.progressSubscribers.removeValue(forKey: id) } }
         let added = lock.withLock {

@@ -17,7 +17,7 @@ import Foundation
 /// local phases (the check, the merge, the checkout, a write's commit) are not cut.
 ///
 /// Syncs run one at a time on a queue of their own, with an engine of their own (a second
-/// `Profile` on the same directory), so reads and writes of this store never wait for the network:
+/// `Profile` on the same directory, opened by the first sync), so reads and writes of this store never wait for the network:
 /// a sync takes the profile's file lock only for its local phases (check, admit, merge, ref
 /// updates; docs/architecture.md, "The sync pipeline"), which a write also takes. Another process (the `concord` CLI) may use the same profile meanwhile: the
 /// profile's file lock serializes them, as it serializes two CLI commands.
@@ -35,17 +35,22 @@ public final class ConcordStore: Sendable {
     public let kinds: KindsTable
     private let engine: ProfileQueue
     /// Where syncs run: their own engine on the same profile, so a sync's network phase leaves
-    /// `engine` free; the profile's file lock serializes its local phases with writes.
+    /// `engine` free; the profile's file lock serializes its local phases with writes. Opened by
+    /// the first sync, on this queue (a store that never syncs never opens it); a failure to open
+    /// it is that sync's error.
     private let syncer: ProfileQueue
 
-    private init(_ profile: Profile, identity: Identity) throws {
+    private init(_ profile: Profile, identity: Identity) {
         directory = profile.root
         self.identity = identity
         environment = profile.environment
         info = profile.info
         kinds = profile.kinds
         engine = ProfileQueue(profile)
-        syncer = ProfileQueue(try Profile.open(at: profile.root, environment: profile.environment))
+        let (root, environment) = (profile.root, profile.environment)
+        syncer = ProfileQueue(label: "concord.store.sync.\(profile.info.id)") {
+            try Profile.open(at: root, environment: environment)
+        }
     }
 
     /// The environment given, or this process's (`ConcordEnvironment.fromProcess`).
@@ -57,7 +62,7 @@ public final class ConcordStore: Sendable {
     /// (`notAProfile`) or is of a newer format (`newerFormat`), like `Profile.open`.
     /// `environment` nil takes this process's (`CONCORD_HOME`, `CONCORD_CLOCK`, …).
     public static func open(at directory: URL, identity: Identity, environment: ConcordEnvironment? = nil) throws -> ConcordStore {
-        try ConcordStore(try Profile.open(at: directory, environment: resolved(environment)), identity: identity)
+        ConcordStore(try Profile.open(at: directory, environment: resolved(environment)), identity: identity)
     }
 
     /// Creates a new profile in `directory` whose first member, an admin, is `identity`, and opens it.
@@ -65,7 +70,7 @@ public final class ConcordStore: Sendable {
                               environment: ConcordEnvironment? = nil) throws -> ConcordStore {
         let profile = try Profile.create(at: directory, name: name, template: template, identity: identity,
                                          environment: resolved(environment))
-        return try ConcordStore(profile, identity: identity)
+        return ConcordStore(profile, identity: identity)
     }
 
     /// Clones the profile at `url` into `directory` (new or empty) as a new device of `identity`,
@@ -74,7 +79,7 @@ public final class ConcordStore: Sendable {
                              trustHost: String? = nil) throws -> ConcordStore {
         let profile = try Sync.clone(url: url, into: directory, identity: identity, environment: resolved(environment),
                                         trustHost: trustHost)
-        return try ConcordStore(profile, identity: identity)
+        return ConcordStore(profile, identity: identity)
     }
 
     /// `clone`, run on a Dispatch thread while the caller suspends.
@@ -91,7 +96,7 @@ public final class ConcordStore: Sendable {
                               environment: ConcordEnvironment? = nil, trustHost: String? = nil) throws -> (store: ConcordStore, sync: SyncReport) {
         let accepted = try Members.accept(invitation, into: directory, identity: identity, environment: resolved(environment),
                                           trustHost: trustHost)
-        return (try ConcordStore(accepted.profile, identity: identity), accepted.sync)
+        return (ConcordStore(accepted.profile, identity: identity), accepted.sync)
     }
 
     /// `accept`, run on a Dispatch thread while the caller suspends.
@@ -179,6 +184,9 @@ public final class ConcordStore: Sendable {
     }
 
     // MARK: For the package's own engines
+
+    /// Whether the sync queue's own `Profile` is open (only once the store synced): for tests.
+    package var isSyncEngineOpen: Bool { syncer.isOpen }
 
     /// Runs `body` on the store's queue with the engine itself: for the package's sync engine and
     /// tests, which need what the public calls do not give (a prefetched pack, the verification).

@@ -8,17 +8,48 @@ import Foundation
 /// call hands the queue its block and suspends (`runAsync`), so the libgit2 and network work runs
 /// on Dispatch's threads and never holds a thread of Swift's cooperative pool. Across processes
 /// the profile's own `flock` (`ProfileLock`) still serializes the writers of one device.
+///
+/// The profile may be given opened (`init(_:)`) or opened lazily, by the first block that needs it
+/// (`init(label:opening:)`): the store's sync queue opens its second `Profile` only when the app
+/// first syncs, on that queue, and a failure to open it is that sync's error (the next call tries again).
 final class ProfileQueue: @unchecked Sendable {
-    // Safe: `profile` is used only inside blocks running on `queue`, which is serial (checked by
-    // `isCurrent` against nesting); everything else here is immutable.
-    private let profile: Profile
+    // Safe: `opened` is read and written only while holding `lock`, and the `Profile` it holds is
+    // used only inside blocks running on `queue`, which is serial (checked by `isCurrent` against
+    // nesting); everything else here is immutable.
+    private let lock = NSLock()
+    private var opened: Profile?
+    /// Opens the profile for the first block that needs it (nil when it was given opened).
+    private let opening: (@Sendable () throws -> Profile)?
     private let queue: DispatchQueue
     private static let key = DispatchSpecificKey<ObjectIdentifier>()
 
+    /// A queue for `profile`, opened already.
     init(_ profile: Profile) {
-        self.profile = profile
+        (opened, opening) = (profile, nil)
         queue = DispatchQueue(label: "concord.store.\(profile.info.id)")
         queue.setSpecific(key: Self.key, value: ObjectIdentifier(self))
+    }
+
+    /// A queue named `label` whose profile `opening` opens, on the queue, when a block first needs it.
+    init(label: String, opening: @escaping @Sendable () throws -> Profile) {
+        (opened, self.opening) = (nil, opening)
+        queue = DispatchQueue(label: label)
+        queue.setSpecific(key: Self.key, value: ObjectIdentifier(self))
+    }
+
+    /// Whether the profile is open (given opened, or opened by a block already).
+    var isOpen: Bool { lock.withLock { opened != nil } }
+
+    /// The profile, opened now if it was not yet; called only inside a block running on `queue`.
+    /// A failure to open is thrown and not kept: the next block tries again.
+    private func profile() throws -> Profile {
+        try lock.withLock {
+            if let opened { return opened }
+            guard let opening else { preconditionFailure("a ProfileQueue has either a profile or a way to open one") }
+            let profile = try opening()
+            opened = profile
+            return profile
+        }
     }
 
     /// True on this store's queue, inside one of its blocks.
@@ -32,7 +63,7 @@ final class ProfileQueue: @unchecked Sendable {
     /// Runs `body` on the queue and waits for it (the caller's thread blocks meanwhile).
     func run<T>(_ body: (Profile) throws -> T) throws -> T {
         guard !isCurrent else { throw Self.nested }
-        return try queue.sync { try body(profile) }
+        return try queue.sync { try body(profile()) }
     }
 
     /// Runs `body` on the queue while the caller suspends. A task cancelled before `body` starts
@@ -48,7 +79,7 @@ final class ProfileQueue: @unchecked Sendable {
                 guard call.wait(continuation) else { return }
                 queue.async { [self] in
                     guard call.start() else { return }
-                    let result = Result { try cancellation.whileCurrent { try body(profile) } }
+                    let result = Result { try cancellation.whileCurrent { try body(profile()) } }
                     call.finish(result, cancelled: cancellation.isCancelled)
                 }
             }
