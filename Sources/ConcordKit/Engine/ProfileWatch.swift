@@ -81,7 +81,7 @@ final class ProfileWatch: Sendable {
             environment.transferCancellation = stopping
             profile = try Profile.open(at: target.directory, environment: environment)
             live = try liveUpdates(profile)
-            progress.lastSync = SyncState.load(profile.repository.gitDirectory, remote: remote).lastSync
+            progress.lastSync = profile.sync.lastSync(remote: remote)
             progress.pendingCommits = (try? profile.sync.localCommits(remote)) ?? 0
         } catch {
             // Checked when the profile was added: gone since (deleted by another process).
@@ -115,13 +115,14 @@ final class ProfileWatch: Sendable {
         // remote is asked again after a delay that doubles each time, up to `maxBackoff`.
         var lastFailure: String?
         var backoff = interval
-        let tracking = { try? gitCall { try profile.repository.resolveReference(Sync.trackingRef(remote)) } }
         // The refs when the remote last answered: an idle poll that finds them unchanged reads nothing more.
         var answeredAt: (head: ObjectID?, tracking: ObjectID?)?
+        /// What this device last fetched of the remote's main.
+        let tracking = { try? profile.sync.heads(remote: remote).tracking }
         /// Where this device stands once the remote answered (after a sync when `synced`).
         func answered(synced: Bool) {
-            let head = try? gitCall { try profile.repository.resolveReference("HEAD") }
-            let known = tracking()
+            let heads = try? profile.sync.heads(remote: remote)
+            let (head, known) = (heads?.head, heads?.tracking ?? nil)
             let moved = synced || answeredAt.map { $0.head != head || $0.tracking != known } ?? true
             answeredAt = (head, known)
             publish {
@@ -130,7 +131,7 @@ final class ProfileWatch: Sendable {
                 $0.isFullySynced = head != nil && head == known
                 guard moved else { return }
                 $0.pendingCommits = (try? profile.sync.localCommits(remote)) ?? $0.pendingCommits
-                $0.lastSync = SyncState.load(profile.repository.gitDirectory, remote: remote).lastSync
+                $0.lastSync = profile.sync.lastSync(remote: remote)
             }
         }
         while !shouldStop {
@@ -223,7 +224,7 @@ final class ProfileWatch: Sendable {
     private func liveUpdates(_ profile: Profile) throws -> LiveUpdates? {
         let location = try profile.sync.remoteLocation(target.remote)
         guard case .ssh = location else { return nil }
-        let known = try gitCall { try profile.repository.resolveReference(Sync.trackingRef(target.remote)) }
+        let known = try profile.sync.heads(remote: target.remote).tracking
         return LiveUpdates(url: location.transportURL, options: profile.sync.transportOptions(for: identity, remote: target.remote, location: location),
                            known: known, onMove: { [wake] in wake.signal() })
     }
@@ -231,8 +232,7 @@ final class ProfileWatch: Sendable {
     /// True when this device has commits the remote has not received, as far as the last fetch knows.
     /// Reads two refs: cheap enough to ask every tick.
     private func hasUnsentCommits(_ profile: Profile) throws -> Bool {
-        let head = try gitCall { try profile.repository.resolveReference("HEAD") }
-        let tracking = try gitCall { try profile.repository.resolveReference(Sync.trackingRef(target.remote)) }
+        let (head, tracking) = try profile.sync.heads(remote: target.remote)
         return head != nil && head != tracking
     }
 
