@@ -22,11 +22,19 @@ enum ImportBenchmark {
         let stream = context.path("fast-import.stream")
         try VocabularyData.fastImportStream(records, directory: VocabularyData.kind).write(to: stream)
 
-        var concord = Samples(), gitWrite = Samples(), gitCommit = Samples(), fastImport = Samples()
+        // With a baseline: the earlier binary's own shared profile (its import warms its caches), whose dump it imports.
+        let baselineDump = try context.baseline.map { try $0.context.sharedProfile(records: recordCount).dump }
+
+        var concord = Samples(), gitWrite = Samples(), gitCommit = Samples(), fastImport = Samples(), baseline = Samples()
         for run in 1...context.runs {
             let label = "\(run)/\(context.runs)"
-            context.progress("B1 concord run \(label): concord import")
-            concord.append(try concordImport(context, run: run, dump: dump))
+            try context.inTurn(run: run, with: baselineDump, {
+                context.progress("B1 concord run \(label): concord import")
+                concord.append(try concordImport(context, run: run, dump: dump))
+            }, baseline: { other, dump in
+                context.progress("B1 baseline run \(label): concord import (\(other.binary))")
+                baseline.append(try concordImport(other.context, run: run, dump: dump))
+            })
 
             context.progress("B1 git run \(label): write files + git add -A + git commit")
             let (write, commit) = try gitImport(context, run: run, setup: setupFiles, records: records, expectedTree: seedTree)
@@ -47,7 +55,8 @@ enum ImportBenchmark {
                           concord: concord, git: gitCommit),
                 ResultRow(label: "B1 reference: git fast-import, one pack, no checkout", concord: concord, git: fastImport),
                 ResultRow(label: "B1 floor: writing the 10k record files alone (no git, one thread)", concord: concord, git: gitWrite),
-            ],
+            ] + context.baselineRows(("B1 concord import, this build vs an earlier one", concord, baseline),
+                                     target: BenchContext.baselineTarget),
             notes: [
                 "Data: \(Format.count(recordCount)) records of kind `vocabulary` in an `aac` profile, record files of "
                     + "\(recordBytes / recordCount) bytes on average (\(Format.bytes(recordBytes)) in all), in 256 bucket directories (data format 2).",
@@ -72,7 +81,10 @@ enum ImportBenchmark {
                     + "git 2.39 by default fsyncs packs (so fast-import's) but not loose objects or refs.",
                 "Runs: concord \(Format.runs(concord)); git write \(Format.runs(gitWrite)); git add+commit "
                     + "\(Format.runs(gitCommit)); fast-import \(Format.runs(fastImport)).",
-            ],
+            ] + context.baselineNotes({ binary in
+                "the same `concord import` of the same dump by the earlier binary \(binary), each run into a fresh profile "
+                    + "it made itself (`concord identity new`, `concord init`; not timed), after `sync(2)` like every run"
+            }, runs: [("import", baseline)]),
             findings: [
                 "**What the target leaves room for.** An import must leave the "
                     + "\(Format.count(recordCount)) record files in the working tree (reads, `git status` and people's "

@@ -16,12 +16,14 @@ enum PutBenchmark {
         let bucketEntries = try context.git.run(["ls-tree", bucketPath], in: large.profile, what: "git ls-tree")
             .output.split(separator: "\n").count
         let objectsBefore = (concord: diskUsage(objectsOf: large.profile), git: diskUsage(objectsOf: large.clone))
-        let (concord, git) = try large.timePuts(context, label: "B2")
+        // With a baseline: the earlier binary's own 100k-record profile (no git side), its puts timed in turns with these.
+        let baselineLarge = try context.baseline.map { try $0.context.sharedProfile(records: recordCount) }
+        let (concord, git, baseline) = try large.timePuts(context, label: "B2", baseline: baselineLarge)
         let perPut = (concord: (diskUsage(objectsOf: large.profile) - objectsBefore.concord) / (context.runs + 1),
                       git: (diskUsage(objectsOf: large.clone) - objectsBefore.git) / (context.runs + 1))
 
         let small = try PutDataset.build(context, name: "small", records: smallRecordCount)
-        let (smallConcord, smallGit) = try small.timePuts(context, label: "B2 1k")
+        let (smallConcord, smallGit, _) = try small.timePuts(context, label: "B2 1k")
 
         let scenario = context.scenario
         let headline = ResultRow(label: "B2 put 1 record into 100k (git: write file + add + commit)",
@@ -42,7 +44,8 @@ enum PutBenchmark {
             rows: [
                 headline,
                 ResultRow(label: "B2 scale reference: same put into a 1k-record profile", concord: smallConcord, git: smallGit),
-            ],
+            ] + context.baselineRows(("B2 concord put into 100k, this build vs an earlier one", concord, baseline),
+                                     target: BenchContext.baselineTarget),
             notes: [
                 "Data: an `aac` profile with \(Format.count(recordCount)) `vocabulary` records (in 256 bucket directories), built "
                     + "once and not timed: `concord import` took \(Format.duration(large.importSeconds)), `git clone` of the "
@@ -58,7 +61,11 @@ enum PutBenchmark {
                     + "`git status` in both.",
                 "Runs (100k): concord \(Format.runs(concord)); git \(Format.runs(git)). "
                     + "Runs (1k): concord \(Format.runs(smallConcord)); git \(Format.runs(smallGit)).",
-            ],
+            ] + context.baselineNotes({ binary in
+                "the same puts (same records, same data, one untimed warm-up first) by the earlier binary \(binary) into "
+                    + "the \(Format.count(recordCount))-record profile it imported itself (not timed); checks: one new commit "
+                    + "per put and a clean `git status` afterwards"
+            }, runs: [("100k", baseline)]),
             findings: [
                 "**Tree sizes at 100k records.** `git cat-file -s HEAD:vocabulary` = \(Format.count(treeSize)) bytes "
                     + "(256 bucket entries); one bucket tree = \(Format.count(bucketSize)) bytes (\(Format.count(bucketEntries)) "
@@ -97,34 +104,38 @@ private struct PutDataset {
     }
 
     /// One untimed warm-up, then `context.runs` timed puts on each side, each to a different
-    /// record; checks both sides end with the same tree and a clean status.
-    func timePuts(_ context: BenchContext, label: String) throws -> (concord: Samples, git: Samples) {
-        var concord = Samples(), git = Samples()
+    /// record; checks both sides end with the same tree and a clean status. With `baseline` (the
+    /// earlier binary's own profile of as many records), its puts of the same records too, the two
+    /// binaries taking turns going first.
+    func timePuts(_ context: BenchContext, label: String,
+                  baseline: SharedDatasets.Profile? = nil) throws -> (concord: Samples, git: Samples, baseline: Samples) {
+        var concord = Samples(), git = Samples(), baselineSamples = Samples()
         for run in 0...context.runs {
-            let index = (run * 7_919 + 4_241) % records
-            let id = VocabularyData.id(index)
-            let path = RecordPaths.file(directory: VocabularyData.kind, id: id)
             let step = run == 0 ? "warm-up" : "\(run)/\(context.runs)"
+            try context.inTurn(run: run, with: baseline, {
+                let (put, path) = try Self.put(context, into: profile, home: home, records: records, run: run,
+                                               label: "\(label) concord run \(step)")
 
-            context.progress("\(label) concord run \(step): concord put \(VocabularyData.kind)/\(id)")
-            let json = String(decoding: JSONValue.object(VocabularyData.data(index, revision: run + 1)).canonicalLine(), as: UTF8.self)
-            let concordBefore = try context.git.commitCount(profile)
-            let put = try context.concord.run(["put", "-C", profile.path, "\(VocabularyData.kind)/\(id)", "--json", json],
-                                              home: home, what: "concord put")
-            try context.git.expectOneMoreCommit(profile, than: concordBefore, after: "concord put")
-
-            // The git side commits the very bytes concord just wrote, at the same path.
-            context.progress("\(label) git run \(step): write file + git add + git commit")
-            let bytes = try Data(contentsOf: profile.appendingPathComponent(path))
-            let gitBefore = try context.git.commitCount(clone)
-            let write = try measure { try VocabularyData.writeFile(bytes, to: clone.appendingPathComponent(path).path) }.seconds
-            let add = try context.git.run(["add", path], in: clone, what: "git add")
-            let commit = try context.git.run(["commit", "-q", "-m", "\(path): updated"], in: clone, what: "git commit")
-            try context.git.expectOneMoreCommit(clone, than: gitBefore, after: "git add && git commit")
-            if run > 0 {
-                concord.append(put.seconds)
-                git.append(write + add.seconds + commit.seconds)
-            }
+                // The git side commits the very bytes concord just wrote, at the same path.
+                context.progress("\(label) git run \(step): write file + git add + git commit")
+                let bytes = try Data(contentsOf: profile.appendingPathComponent(path))
+                let gitBefore = try context.git.commitCount(clone)
+                let write = try measure { try VocabularyData.writeFile(bytes, to: clone.appendingPathComponent(path).path) }.seconds
+                let add = try context.git.run(["add", path], in: clone, what: "git add")
+                let commit = try context.git.run(["commit", "-q", "-m", "\(path): updated"], in: clone, what: "git commit")
+                try context.git.expectOneMoreCommit(clone, than: gitBefore, after: "git add && git commit")
+                if run > 0 {
+                    concord.append(put)
+                    git.append(write + add.seconds + commit.seconds)
+                }
+            }, baseline: { other, shared in
+                let (put, _) = try Self.put(other.context, into: shared.profile, home: shared.home, records: shared.records, run: run,
+                                            label: "\(label) baseline run \(step) (\(other.binary))")
+                if run > 0 { baselineSamples.append(put) }
+            })
+        }
+        if let other = context.baseline, let baseline {
+            try Self.expectCleanStatus(other.context, baseline.profile, name: "the baseline's profile")
         }
 
         // Same record bytes on both sides must give the same tree; both working trees must be clean.
@@ -134,11 +145,30 @@ private struct PutDataset {
             throw BenchError("after the puts concord's vocabulary tree is \(concordTree) but git's is \(gitTree): the sides diverged")
         }
         for (name, repository) in [("concord's profile", profile), ("the git clone", clone)] {
-            let status = try context.git.status(repository)
-            guard status.isEmpty else {
-                throw BenchError("git status in \(name) is not clean after the puts:\n\(status.split(separator: "\n").prefix(10).joined(separator: "\n"))")
-            }
+            try Self.expectCleanStatus(context, repository, name: name)
         }
-        return (concord, git)
+        return (concord, git, baselineSamples)
+    }
+
+    /// Run `run`'s `concord put` (a different record each run) into `profile` of `records` records as
+    /// `home`'s identity, checked to add one commit; its seconds and the record file's path.
+    static func put(_ context: BenchContext, into profile: URL, home: URL, records: Int, run: Int,
+                    label: String) throws -> (seconds: Double, path: String) {
+        let index = (run * 7_919 + 4_241) % records
+        let id = VocabularyData.id(index)
+        context.progress("\(label): concord put \(VocabularyData.kind)/\(id)")
+        let json = String(decoding: JSONValue.object(VocabularyData.data(index, revision: run + 1)).canonicalLine(), as: UTF8.self)
+        let before = try context.git.commitCount(profile)
+        let put = try context.concord.run(["put", "-C", profile.path, "\(VocabularyData.kind)/\(id)", "--json", json],
+                                          home: home, what: "concord put")
+        try context.git.expectOneMoreCommit(profile, than: before, after: "concord put")
+        return (put.seconds, RecordPaths.file(directory: VocabularyData.kind, id: id))
+    }
+
+    static func expectCleanStatus(_ context: BenchContext, _ repository: URL, name: String) throws {
+        let status = try context.git.status(repository)
+        guard status.isEmpty else {
+            throw BenchError("git status in \(name) is not clean after the puts:\n\(status.split(separator: "\n").prefix(10).joined(separator: "\n"))")
+        }
     }
 }

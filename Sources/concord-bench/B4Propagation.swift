@@ -15,6 +15,8 @@ enum PropagationBenchmark {
     static let pollInterval = Duration.milliseconds(20)
     /// A record that takes longer than this to arrive aborts the scenario.
     static let timeout = Duration.seconds(20)
+    /// The timed `concord sync` rounds after the run (or `--runs`, if more).
+    static let syncRounds = 3
 
     /// B4S: the same propagation when the server is a concord server, so B's watch is told by
     /// `concord-wait` when main moves instead of finding out at its next poll.
@@ -46,7 +48,19 @@ enum PropagationBenchmark {
         let fleet = try Fleet.make(context)
         defer { fleet.devices.stop() }
         let (latencies, early, putTimes, synced) = try propagate(context, fleet: fleet, id: "B4")
-        let rounds = try measureSyncRounds(context, fleet: fleet)
+        // With a baseline: the earlier binary's own sshd, bare repository and devices; its propagation after
+        // this build's (one run each), then the sync rounds of both binaries in turns.
+        let baselineFleet = try context.baseline.map { try Fleet.make($0.context) }
+        defer { baselineFleet?.devices.stop() }
+        var baselineLatencies = Samples()
+        if let other = context.baseline, let baselineFleet {
+            baselineLatencies = try propagate(other.context, fleet: baselineFleet, id: "B4 baseline (\(other.binary))").latencies
+        }
+        let timed = try context.inTurns(1...max(syncRounds, context.runs), with: baselineFleet,
+                                        { try syncRound(context, fleet: fleet, round: $0) },
+                                        baseline: { try syncRound($0.context, fleet: $1, round: $2) })
+        let rounds = (push: Samples(timed.this.map(\.push)), fetch: Samples(timed.this.map(\.fetch)))
+        let baselineRounds = (push: Samples(timed.baseline.map(\.push)), fetch: Samples(timed.baseline.map(\.fetch)))
 
         let scenario = context.scenario
         let p95 = latencies.percentile(95)
@@ -55,7 +69,13 @@ enum PropagationBenchmark {
             rows: [
                 .latency(label: "B4 propagation A put → B working tree, \(recordCount) records, both `watch --interval 1`, ssh "
                             + "(no git counterpart)", samples: latencies, p95Target: scenario.targetRatio),
-            ],
+            ] + (context.baseline.map { other in [
+                other.latencyRow("B4 propagation (ratio of the p95s), this build vs an earlier one", concord: latencies,
+                                 baseline: baselineLatencies, target: BenchContext.baselineTarget),
+            ] } ?? []) + context.baselineRows(
+                ("B4 A's `concord sync` right after a put (the push alone), this build vs an earlier one", rounds.push, baselineRounds.push),
+                ("B4 B's `concord sync` with nothing new (one fetch), this build vs an earlier one", rounds.fetch, baselineRounds.fetch),
+                target: BenchContext.baselineTarget),
             notes: [
                 "Set-up (not timed): the sshd fixture on 127.0.0.1 (OpenSSH, its own host key and authorized_keys), a bare "
                     + "repository made by `concord init --bare` and reached as `ssh://…@127.0.0.1:<port>/…`; device A "
@@ -82,10 +102,17 @@ enum PropagationBenchmark {
                 "Checks: every put exits 0; every record arrives within \(timeout.components.seconds) s; both watchers exit 0 "
                     + "on SIGTERM with no `error` event; B's HEAD holds all \(recordCount) records.",
                 "After the watchers stop, for the finding below (not part of the latency): `concord sync` on A right after "
-                    + "a put (the push alone) \(Format.runs(rounds.push)); `concord sync` on B with nothing new (one fetch) "
-                    + "\(Format.runs(rounds.fetch)). These are whole processes (start-up included), so a little slower "
-                    + "than the same syncs inside a running watch.",
-            ],
+                    + "a put (the push alone) \(Format.runs(rounds.push)); `concord sync` on B with nothing new (one fetch, "
+                    + "after an untimed sync that took A's commit) \(Format.runs(rounds.fetch)). These are whole processes "
+                    + "(start-up included), so a little slower than the same syncs inside a running watch.",
+            ] + context.baselineNotes({ binary in
+                "the same propagation (same records, gaps and seed, same checks) by the earlier binary \(binary) on its own "
+                    + "sshd, bare repository and devices A and B, set up the same way: one run each, the earlier binary's "
+                    + "after this build's (its latencies: p50 \(Format.duration(baselineLatencies.median)), p95 "
+                    + "\(Format.duration(baselineLatencies.percentile(95))); the row compares the p95s, which include a 0–1 s wait "
+                    + "for B's next check, so this row is the noisiest of the three); then "
+                    + "the same sync rounds on its devices, the two binaries taking turns going first, round by round"
+            }, runs: [("push", baselineRounds.push), ("fetch", baselineRounds.fetch)], inTurns: false),
             findings: [
                 "**Where a propagation's time goes.** A's sync after a put takes "
                     + "\(Format.duration(rounds.push.median)): one SSH connection, the push (a compare-and-swap against "
@@ -98,8 +125,6 @@ enum PropagationBenchmark {
             ])
     }
 
-    /// After the run: a few `concord sync`s on A right after a put (fetch + push over ssh) and on B
-    /// with nothing new (one fetch), timed, to put numbers on the parts of a propagation.
     /// Starts both devices' watches, times A's puts until each arrives in B's working tree
     /// (`measure`), then checks the run, for B4 and B4S alike: both watchers exit 0 on SIGTERM with
     /// no `error` event, and B's HEAD holds every record. Returns the latencies, the records that
@@ -125,18 +150,16 @@ enum PropagationBenchmark {
         return (latencies, early, putTimes, synced)
     }
 
-    static func measureSyncRounds(_ context: BenchContext, fleet: Fleet) throws -> (push: Samples, fetch: Samples) {
-        var push = Samples(), fetch = Samples()
-        for round in 0..<3 {
-            let id = "sync-round-\(round)"
-            try context.concord.run(["put", "-C", fleet.profileA.path, "\(VocabularyData.kind)/\(id)", "--json", "{\"label\":\"\(id)\"}"],
-                                    home: fleet.homeA, what: "concord put (A)")
-            push.append(try context.concord.run(["sync", "-C", fleet.profileA.path], home: fleet.homeA, what: "concord sync (A)").seconds)
-        }
-        try context.concord.run(["sync", "-C", fleet.profileB.path], home: fleet.homeB, what: "concord sync (B)")
-        for _ in 0..<3 {
-            fetch.append(try context.concord.run(["sync", "-C", fleet.profileB.path], home: fleet.homeB, what: "concord sync (B)").seconds)
-        }
+    /// Round `round` of the timings after the run, which put numbers on the parts of a propagation:
+    /// a put on A, then A's `concord sync` (the push alone over ssh) timed; B's sync taking it, not
+    /// timed; then B's sync with nothing new (one fetch) timed.
+    static func syncRound(_ context: BenchContext, fleet: Fleet, round: Int) throws -> (push: Double, fetch: Double) {
+        let id = "sync-round-\(round)"
+        try context.concord.run(["put", "-C", fleet.profileA.path, "\(VocabularyData.kind)/\(id)", "--json", "{\"label\":\"\(id)\"}"],
+                                home: fleet.homeA, what: "concord put (A)")
+        let push = try context.concord.run(["sync", "-C", fleet.profileA.path], home: fleet.homeA, what: "concord sync (A)").seconds
+        try context.concord.run(["sync", "-C", fleet.profileB.path], home: fleet.homeB, what: "concord sync (B receives)")
+        let fetch = try context.concord.run(["sync", "-C", fleet.profileB.path], home: fleet.homeB, what: "concord sync (B)").seconds
         return (push, fetch)
     }
 

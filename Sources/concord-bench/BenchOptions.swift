@@ -25,7 +25,7 @@ struct BenchOptions {
       --soak-polls N  B11: idle polls of each watch, 50 or more (default 10,000)
       --soak-syncs N  B11: syncs of each watch after the idle polls, 1 or more (default 200)
       --baseline PATH another concord binary (an earlier build) to time side by side with --concord
-                      in B3, B5, B6 and B8, each on data it made itself, runs alternating; adds rows
+                      in B1–B8, each on data it made itself, runs alternating; adds rows
                       per scenario (`make bench BASELINE=<revision>` builds one)
     """
 
@@ -38,7 +38,7 @@ struct BenchOptions {
     /// B11: how many idle remote checks each `watch` makes, then how many syncs.
     var soakPolls = 10_000
     var soakSyncs = 200
-    /// An earlier concord binary timed side by side with `concordPath` in B3, B5, B6 and B8.
+    /// An earlier concord binary timed side by side with `concordPath` in B1–B8.
     var baselinePath: String?
 
     static func parse(_ arguments: [String]) throws -> BenchOptions {

@@ -66,8 +66,9 @@ struct Report {
         Options: `--runs N` (timed runs per side, default 5), `--only B3,B6` (some scenarios), `--tmpdir DIR`
         (where the temporary directories go, default /tmp), `--keep` (keep them), `--soak-polls N` and
         `--soak-syncs N` (B11's idle polls and syncs, default 10,000 and 200), `--baseline PATH` (an earlier
-        concord timed side by side with this one in B3, B5, B6 and B8, each on data it made itself: the rows
-        "this build vs an earlier one", whose ratio is this build's median / the earlier one's).
+        concord timed side by side with this one in B1–B8, each on data it made itself: the rows
+        "this build vs an earlier one", whose ratio is this build's median / the earlier one's; B4's latency row
+        compares p95s).
 
         Every scenario runs concord and the real `git` CLI on the same data in the same run. The table shows medians
         of \(runs) run\(runs == 1 ? "" : "s") per side (B3's git side: one run, see B3); ratio = concord median / git
