@@ -2,7 +2,7 @@
 #   make demo   installs what is missing, builds (release), runs a short real scenario
 #   make test   installs what is missing, builds, runs every test
 # and `make bench` runs the benchmark harness (release build) and rewrites docs/benchmarks.md;
-# `make bench BASELINE=<revision>` also times that revision's concord side by side in B3, B5, B6 and B8;
+# `make bench BASELINE=<revision>` also times that revision's concord side by side in B1–B8;
 # `make bench-baseline` does only that (against ff5d3de) into docs/benchmarks-baseline.md;
 # `make test-portable` builds with the portable fallbacks of the Linux-only calls and runs the unit tests.
 
@@ -77,7 +77,7 @@ bench: deps $(if $(BASELINE),baseline)
 
 # The Integrity issue's bounds, side by side with the build before it in one run: B3, B5 and B6
 # only, into docs/benchmarks-baseline.md (`make bench-baseline`, BASELINE defaults to ff5d3de).
-# Other rows and reports: e.g. `make bench-baseline BASELINE=8593eb6 BASELINE_ONLY=B3,B6,B7,B8
+# Other rows (B1–B8 each have a baseline row) and reports: e.g. `make bench-baseline BASELINE=8593eb6 BASELINE_ONLY=B3,B6,B7,B8
 # BASELINE_OUTPUT=/tmp/run.md` (issue 31's bounds; B13 runs without a baseline since data format 5:
 # a build before it refuses the profile B13 makes).
 # In memory when /dev/shm is there: this compares two builds' work, and file creation on a disk
