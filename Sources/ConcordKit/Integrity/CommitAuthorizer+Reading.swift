@@ -9,7 +9,11 @@ extension CommitAuthorizer {
 
     /// The membership in tree `tree`'s `.concord/members/` (kept by the members tree's id).
     func membership(at tree: ObjectID) throws -> Membership {
-        try Self.membership(in: repository, tree: tree)
+        if let known = membershipsAtTree[tree] { return known }
+        let membership = try Self.membership(in: repository, tree: tree)
+        if membershipsAtTree.count >= Self.treeAnswersLimit { membershipsAtTree.removeAll(keepingCapacity: true) }
+        membershipsAtTree[tree] = membership
+        return membership
     }
 
     /// The membership in tree `tree`'s `.concord/members/` of `repository`: what the access rule
@@ -59,6 +63,15 @@ extension CommitAuthorizer {
 
     /// The kinds table in tree `tree` (empty when it has none that reads).
     func kindsTable(at tree: ObjectID) throws -> KindsTable {
+        if let known = kindsTablesAtTree[tree] { return known }
+        let table = try kindsTableReading(tree)
+        if kindsTablesAtTree.count >= Self.treeAnswersLimit { kindsTablesAtTree.removeAll(keepingCapacity: true) }
+        kindsTablesAtTree[tree] = table
+        return table
+    }
+
+    /// `kindsTable(at:)` read from the tree (decoded once per kinds.json blob).
+    private func kindsTableReading(_ tree: ObjectID) throws -> KindsTable {
         guard let entry = try repository.entry(at: KindsTable.path, inTree: tree), entry.kind == .blob else { return .empty }
         if let known = kindsTables[entry.id] { return known }
         let table = (try bytes(of: .file(entry.id))).flatMap { try? KindsTable.decode($0) } ?? .empty

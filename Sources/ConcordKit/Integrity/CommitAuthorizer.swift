@@ -20,6 +20,13 @@ package final class CommitAuthorizer {
     /// The trees of commits known by id (the new commits being checked), so that a parent's tree
     /// is not read again through libgit2; other commits are read.
     var commitTrees: [ObjectID: ObjectID] = [:]
+    /// The membership and the kinds table at each tree asked about lately (`membership(at:)`,
+    /// `kindsTable(at:)`): one commit's check asks them of its parent's tree and its own several
+    /// times, and the next commit's parent is this one's tree; each miss costs a walk down
+    /// `.concord/`. Bounded: emptied at `treeAnswersLimit` trees.
+    var membershipsAtTree: [ObjectID: Membership] = [:]
+    var kindsTablesAtTree: [ObjectID: KindsTable] = [:]
+    static let treeAnswersLimit = 256
 
     init(repository: Repository) {
         self.repository = repository
