@@ -158,6 +158,40 @@ final class SyncEngineTests: ConcordTestCase {
         _ = try? app.sync.status()
     }
 
+    /// Bob's unsent edit cannot be saved (a file stands where `$CONCORD_HOME/saved` goes): the
+    /// engine keeps the copy, tells the failure, and tries again; once the way is clear, the next
+    /// attempt saves the edit and deletes the copy. An acknowledged write is never lost to a removal.
+    func testAFailedSaveOfTheUnsentEditsKeepsTheCopyAndIsRetried() throws {
+        let scene = try makeTwoDevices(.path, other: ("bob", "tablet"), role: "editor")
+        fsckAtEnd.removeAll { $0 == scene.otherProfile }
+        try concordOK(["revoke", "bob"], as: scene.owner, in: scene.ownerProfile)
+        try concordOK(["sync"], as: scene.owner, in: scene.ownerProfile)
+        try concordOK(["put", "vocabulary/unsent", "--json", #"{"label":"only on bob's tablet"}"#], as: scene.other, in: scene.otherProfile)
+        let blocker = scene.other.home.appendingPathComponent("saved")
+        try Data("not a directory\n".utf8).write(to: blocker)
+
+        let (engine, recorder) = try started(scene.other, [scene.otherProfile])
+        defer { engine.stop() }
+        let profile = scene.otherProfile
+        let failures = { recorder.events(of: profile).compactMap { event -> String? in
+            if case .failed(let message) = event { return message } else { return nil }
+        } }
+        XCTAssertTrue(waitUntil(deadline) { failures().contains { $0.contains("could not save the unsent edits") } },
+                      "\(recorder.names(of: profile))")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: profile.appendingPathComponent("vocabulary").path), "the copy went unsaved")
+        XCTAssertTrue(failures().allSatisfy { $0.contains("the copy was kept") }, "\(failures())")
+        XCTAssertFalse(recorder.names(of: profile).contains("accessRemoved"))
+        XCTAssertNil(engine.progress(of: profile)?.removal)
+
+        try FileManager.default.removeItem(at: blocker)
+        XCTAssertTrue(waitUntil(deadline) { recorder.names(of: profile).last == "accessRemoved" }, "\(recorder.names(of: profile))")
+        guard case .accessRemoved(let removal) = recorder.events(of: profile).last else { return XCTFail("no removal") }
+        XCTAssertTrue(removal.deleted)
+        let saved = try String(contentsOf: try XCTUnwrap(removal.savedUnsentEdits), encoding: .utf8)
+        XCTAssertTrue(saved.contains("only on bob's tablet"), saved)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: profile.path), "the revoked device kept its copy")
+    }
+
     /// `keepCopy`: the engine tells the removal and leaves the copy as it was.
     func testKeepCopyLeavesTheRevokedCopyInPlace() throws {
         let scene = try makeTwoDevices(.path, other: ("bob", "tablet"), role: "editor")
