@@ -122,7 +122,7 @@ final class ProfileWatch: Sendable {
         /// Where this device stands once the remote answered (after a sync when `synced`).
         func answered(synced: Bool) {
             let heads = try? profile.sync.heads(remote: remote)
-            let (head, known) = (heads?.head, heads?.tracking ?? nil)
+            let (head, known) = (heads?.head, heads?.tracking)
             let moved = synced || answeredAt.map { $0.head != head || $0.tracking != known } ?? true
             answeredAt = (head, known)
             publish {

@@ -131,10 +131,9 @@ extension Sync {
 
     /// Local commits the remote has not received, as far as the last fetch knows.
     func localCommits(_ remote: String) throws -> Int {
-        guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else { return 0 }
-        guard let tracking = try gitCall({ try repository.resolveReference(Self.trackingRef(remote)) }) else {
-            return try countCommits(head)
-        }
+        let (head, tracking) = try heads(remote: remote)
+        guard let head else { return 0 }
+        guard let tracking else { return try countCommits(head) }
         return try gitCall { try repository.aheadBehind(local: head, upstream: tracking).ahead }
     }
 

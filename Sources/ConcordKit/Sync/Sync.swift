@@ -15,8 +15,7 @@ public struct Sync {
     /// Ahead/behind against the last fetched state of `remote`, and when it last synced.
     public func status(remote: String = "origin") throws -> SyncStatus {
         let location = try remoteLocation(remote)
-        let head = try gitCall { try repository.resolveReference("HEAD") }
-        let tracking = try gitCall { try repository.resolveReference(Sync.trackingRef(remote)) }
+        let (head, tracking) = try heads(remote: remote)
         var ahead = 0
         var behind = 0
         if let head, let tracking {
@@ -32,8 +31,7 @@ public struct Sync {
     /// the remote lacks. Reads only the remote's ref list (no objects).
     public func isNeeded(remote: String = "origin", as identity: Identity) throws -> Bool {
         let location = try remoteLocation(remote)
-        let head = try gitCall { try repository.resolveReference("HEAD") }
-        let tracking = try gitCall { try repository.resolveReference(Sync.trackingRef(remote)) }
+        let (head, tracking) = try heads(remote: remote)
         if head != tracking { return true }
         if case .path(let path) = location {
             // Read from the ref files: no libgit2 on an untrusted directory, and far cheaper.
