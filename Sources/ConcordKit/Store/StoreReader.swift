@@ -21,6 +21,12 @@ public struct StoreReader {
     /// Every live record and log entry of `kind`, or of all kinds (`Records.list`).
     public func list(kind: String? = nil) throws -> Listing { try profile.records.list(kind: kind) }
 
+    /// The live records of a kind that `query` selects, in its order (`IndexQuery`).
+    public func query(_ query: IndexQuery) throws -> [Record] { try profile.records.scan(query) }
+
+    /// How many live records of a kind `query` selects (its limit and offset apply).
+    public func count(_ query: IndexQuery) throws -> Int { try self.query(query).count }
+
     /// The entries of the log kind `kind`, oldest first.
     public func logEntries(_ kind: String) throws -> [LogEntry] { try profile.records.logEntries(kind) }
 
