@@ -77,6 +77,17 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     /// A commit of this device's, not yet sent, breaks the validity rule (`problem`: the refusal every
     /// other device would give): a sync sends nothing rather than publish it.
     case unpublishable(commit: String, problem: String)
+    /// The app declares kind `kind` otherwise than the profile has it (`differences`, one phrase
+    /// each, from `Kind.differences(from:)`): writes to it are refused, the profile is not changed.
+    case kindDiffers(kind: String, differences: [String])
+    /// The profile lacks kinds the app declares (`missing`) and `member`, a `role`, may not add
+    /// them: an Admin must open the profile with this app once.
+    case kindsNeedAdmin(missing: [String], member: String, role: Role)
+    /// The record file at `path` does not decode as the app's type (`reason`).
+    case recordDoesNotDecode(path: String, reason: String)
+    /// A change feed's token names a commit that is not in the profile's history any more (set
+    /// aside, or the history was rewound): the feed cannot resume from it.
+    case changeTokenNotInHistory(token: String)
 
     public var errorDescription: String? {
         let (problem, advice) = parts
@@ -229,6 +240,18 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
             return ("this device's commit \(commit) would be refused by every other device (\(problem))",
                     "nothing was sent; run 'concord doctor' to see why and 'concord doctor --fix' to set it aside without losing "
                     + "its content (docs/sync.md, \"A commit this device would refuse\")")
+        case .kindDiffers(let kind, let differences):
+            return ("kind \"\(kind)\" differs between this app and the profile: \(differences.joined(separator: "; "))",
+                    "writes to it are refused; change the app's declaration, or have an Admin change the profile's kind")
+        case .kindsNeedAdmin(let missing, let member, let role):
+            return ("this profile lacks the kinds \(missing.joined(separator: ", ")) this app declares, and \(member) is \(role.title)",
+                    "an Admin must open the profile with this app once to add them")
+        case .recordDoesNotDecode(let path, let reason):
+            return ("\(path) does not decode as this app's type: \(reason)",
+                    "skip such records explicitly, or update the app to read what newer versions write")
+        case .changeTokenNotInHistory(let token):
+            return ("the change token \(token) names a commit no longer in this profile's history (set aside or rewound)",
+                    "start again from a snapshot of the current records")
         case .unauthorizedCommit(let commit, let signer, let change, let reason):
             return ("\(commit) by \(signer)\(change.map { " changes \($0)" } ?? ""): \(reason)",
                     "refused, nothing here changed; ask the profile's admin to restore the remote's main ('concord remote restore' for a path remote)")
