@@ -22,7 +22,7 @@ struct Concord: ParsableCommand {
             Import.self, Export.self, Log.self, History.self, Members.self, Share.self, Accept.self, Revoke.self, RoleCommand.self, Devices.self,
             Merge.self, Conflicts.self, Doctor.self, MergeDriverCommand.self,
             RemoteCommand.self, Clone.self, Sync.self, Status.self, Watch.self, Verify.self, ServerCommand.self, Serve.self,
-            Profiles.self, Leave.self, Destroy.self, Switch.self, Upgrade.self,
+            Profiles.self, Leave.self, Destroy.self, Switch.self, Upgrade.self, Kinds.self,
         ]
     )
 }

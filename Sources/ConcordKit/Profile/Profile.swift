@@ -13,7 +13,13 @@ public final class Profile {
     let repository: Repository
     let environment: ConcordEnvironment
     public let info: ProfileInfo
-    public let kinds: KindsTable
+    /// The profile's kinds, as the working tree's `.concord/kinds.json` has them: read at open, and
+    /// again whenever that file changed (`KindsFile`: this engine's `Records.addKinds`, a sync, another process).
+    public internal(set) var kinds: KindsTable {
+        get { kindsFile.current }
+        set { kindsFile.replace(with: newValue) }
+    }
+    private let kindsFile: KindsFile
     /// For a profile made by `clone`: how many live records it brought.
     public internal(set) var clonedRecords = 0
 
@@ -22,7 +28,7 @@ public final class Profile {
         self.repository = repository
         self.environment = environment
         self.info = info
-        self.kinds = kinds
+        kindsFile = KindsFile(path: root.appendingPathComponent(KindsTable.path).path, table: kinds)
     }
 
     /// The working directory path with a trailing slash.

@@ -31,8 +31,10 @@ public final class ConcordStore: Sendable {
     public let environment: ConcordEnvironment
     /// The profile's id, name and format version, as read when it was opened.
     public let info: ProfileInfo
-    /// The profile's record kinds.
+    /// The profile's record kinds, as they were once the store's declared kinds were registered.
     public let kinds: KindsTable
+    /// The kinds the app declared when it opened the store (`kindDifferences` compares them with the profile's).
+    public let declaredKinds: [Kind]
     private let engine: ProfileQueue
     /// Where syncs run: their own engine on the same profile, so a sync's network phase leaves
     /// `engine` free; the profile's file lock serializes its local phases with writes. Opened by
@@ -40,9 +42,10 @@ public final class ConcordStore: Sendable {
     /// it is that sync's error.
     private let syncer: ProfileQueue
 
-    private init(_ profile: Profile, identity: Identity) {
+    private init(_ profile: Profile, identity: Identity, declaredKinds: [Kind] = []) {
         directory = profile.root
         self.identity = identity
+        self.declaredKinds = declaredKinds
         environment = profile.environment
         info = profile.info
         kinds = profile.kinds
@@ -61,16 +64,25 @@ public final class ConcordStore: Sendable {
     /// Opens the profile in `directory` as `identity`. Refuses anything that is not a profile
     /// (`notAProfile`) or is of a newer format (`newerFormat`), like `Profile.open`.
     /// `environment` nil takes this process's (`CONCORD_HOME`, `CONCORD_CLOCK`, …).
-    public static func open(at directory: URL, identity: Identity, environment: ConcordEnvironment? = nil) throws -> ConcordStore {
-        ConcordStore(try Profile.open(at: directory, environment: resolved(environment)), identity: identity)
+    /// `kinds`: the app's kinds; those the profile lacks are added by one commit of `identity`'s, who
+    /// must be an Admin (`kindsNeedAdmin` otherwise, nothing changed); one the profile has otherwise
+    /// opens as the profile has it (`kindDifferences`).
+    public static func open(at directory: URL, identity: Identity, environment: ConcordEnvironment? = nil,
+                            kinds: [Kind] = []) throws -> ConcordStore {
+        let profile = try Profile.open(at: directory, environment: resolved(environment))
+        try register(kinds, in: profile, as: identity)
+        return ConcordStore(profile, identity: identity, declaredKinds: kinds)
     }
 
-    /// Creates a new profile in `directory` whose first member, an admin, is `identity`, and opens it.
+    /// Creates a new profile in `directory` whose first member, an admin, is `identity`, and opens it;
+    /// `kinds` the template lacks are added by a second commit.
     public static func create(at directory: URL, name: String, template: Template, identity: Identity,
-                              environment: ConcordEnvironment? = nil) throws -> ConcordStore {
+                              environment: ConcordEnvironment? = nil, kinds: [Kind] = []) throws -> ConcordStore {
+        _ = try missing(kinds, from: template.kinds)   // a declaration refused before anything is created
         let profile = try Profile.create(at: directory, name: name, template: template, identity: identity,
                                          environment: resolved(environment))
-        return ConcordStore(profile, identity: identity)
+        try register(kinds, in: profile, as: identity)
+        return ConcordStore(profile, identity: identity, declaredKinds: kinds)
     }
 
     /// Clones the profile at `url` into `directory` (new or empty) as a new device of `identity`,
