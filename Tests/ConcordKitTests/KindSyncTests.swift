@@ -48,4 +48,19 @@ final class KindSyncTests: KitTestCase {
         XCTAssertEqual(try ours.verification.run().head, try gitOK(["rev-parse", "HEAD"], in: ours.root))
         XCTAssertEqual(try theirs.verification.run().head, try gitOK(["rev-parse", "HEAD"], in: theirs.root))
     }
+
+    /// A kind another engine (another process: `concord kinds add`) added is seen by an open store's
+    /// engine at once: its reads list it and its writes use it, without opening the store again.
+    func testAKindAddedByAnotherEngineIsSeenByAnOpenStore() throws {
+        let alice = try makeIdentity()
+        let profile = try makeProfile(identity: alice)
+        let store = try ConcordStore.open(at: profile.root, identity: alice, environment: makeEnvironment(alice))
+        XCTAssertNil(try store.read { $0.kinds.kind(named: "notes") })
+        let other = try Profile.open(at: profile.root, environment: makeEnvironment(alice))
+        try other.records.addKinds([try RecordKind(name: "notes", policy: .lww, writers: .user)], as: alice)
+        XCTAssertEqual(try store.read { $0.kinds.kind(named: "notes")?.writers }, .user)
+        try store.write { try $0.put("notes", "n1", data: ["text": "seen"]) }
+        try other.records.setKind(name: "notes", writers: .admin, as: alice)
+        XCTAssertEqual(try store.read { $0.kinds.kind(named: "notes")?.writers }, .admin)
+    }
 }
