@@ -1,0 +1,178 @@
+import ConcordTestSupport
+import Foundation
+import XCTest
+
+@testable import ConcordKit
+
+/// Typed records: Codable values as canonical JSON (the bytes the CLI writes), typed save, fetch,
+/// delete and append, the declared kind checked against the profile's, and records that do not
+/// decode reported by file and coding path, or skipped on request.
+final class TypedRecordTests: KitTestCase {
+    private func makeStore(_ name: String = "p", identity: Identity? = nil) throws -> ConcordStore {
+        let identity = try identity ?? makeIdentity()
+        return try ConcordStore.create(at: sandbox.appendingPathComponent(name), name: "P", template: .aac, identity: identity,
+                                       environment: makeEnvironment(identity))
+    }
+
+    private func fileBytes(_ store: ConcordStore, _ path: String) throws -> [UInt8] {
+        Array(try Data(contentsOf: store.directory.appendingPathComponent(path)))
+    }
+
+    private let specimen = Specimen(
+        id: "s1", big: .max, huge: .max, small: -8, fraction: 0.1, large: 1e20, negativeZero: -0.0, single: 0.25,
+        when: Date(timeIntervalSince1970: 1_767_225_600), blob: Data([0, 1, 2, 250]), link: URL(string: "https://example.org/a?b=c")!,
+        amount: Decimal(string: "12.50")!, missing: nil, nested: ["b": [2, 1], "a": []], flags: [true, false], text: "tab\t\"é\"")
+
+    private var specimenData: [String: JSONValue] {
+        ["big": .number("9223372036854775807"), "huge": .number("18446744073709551615"), "small": -8, "fraction": .number("0.1"),
+         "large": .number("1e+20"), "negativeZero": .number("-0.0"), "single": .number("0.25"), "when": "2026-01-01T00:00:00.000Z",
+         "blob": "AAEC+g==", "link": "https://example.org/a?b=c", "amount": .number("12.5"), "nested": ["b": [2, 1], "a": []],
+         "flags": [true, false], "text": "tab\t\"é\""]
+    }
+
+    func testValuesEncodeAsDocumentedAndDecodeBack() throws {
+        var expected = specimenData
+        expected["id"] = "s1"
+        XCTAssertEqual(try JSONValueEncoder().encode(specimen), .object(expected))
+        XCTAssertEqual(try JSONValueDecoder().decode(Specimen.self, from: .object(expected)), specimen)
+        XCTAssertEqual(try TypedCoding.data(of: specimen), specimenData, "the id is the record's, not a data field")
+
+        XCTAssertThrowsError(try JSONValueEncoder().encode(["x": Double.nan])) { XCTAssertTrue($0 is EncodingError) }
+        XCTAssertThrowsError(try JSONValueEncoder().encode([Double.infinity]))
+        // Integers read from integral numbers written otherwise; a fraction does not fit.
+        XCTAssertEqual(try JSONValueDecoder().decode([Int].self, from: [.number("3.0"), .number("1e3"), .number("-0")]), [3, 1000, 0])
+        XCTAssertEqual(try JSONValueDecoder().decode(Date.self, from: "2026-01-01T02:00:00+02:00"), Date(timeIntervalSince1970: 1_767_225_600))
+        let fraction = concordError { try TypedCoding.decode(Symbol.self, data: ["label": "x", "page": .number("3.5"), "position": 1], id: "x", path: "p") }
+        XCTAssertEqual(fraction, .recordDoesNotDecode(path: "p", reason: "at page: the number 3.5 does not fit in Int"))
+    }
+
+    func testADecodingFailureNamesTheCodingPath() throws {
+        let data: [String: JSONValue] = ["label": "x", "page": 3, "position": 1, "weight": "heavy"]
+        let error = concordError { try TypedCoding.decode(Symbol.self, data: data, id: "x", path: "vocabulary/x.json") }
+        XCTAssertEqual(error, .recordDoesNotDecode(path: "vocabulary/x.json", reason: "at weight: expected a number, found a string"))
+        let nested = concordError { try TypedCoding.decode(Specimen.self, data: specimenData.merging(["nested": ["a": [1, "two"]]]) { $1 },
+                                                            id: "s1", path: "p") }
+        XCTAssertEqual(nested, .recordDoesNotDecode(path: "p", reason: "at nested.a[1]: expected a number, found a string"))
+        let missing = concordError { try TypedCoding.decode(Symbol.self, data: ["label": "x", "page": 3], id: "x", path: "p") }
+        XCTAssertEqual(missing, .recordDoesNotDecode(path: "p", reason: "at position: missing"))
+        XCTAssertEqual(missing?.localizedDescription.contains("p does not decode as this app's type: at position: missing"), true)
+    }
+
+    func testSaveWritesTheBytesPutWrites() throws {
+        let alice = try makeIdentity()
+        let typed = try makeStore("typed", identity: alice), plain = try makeStore("plain", identity: alice)
+        let symbol = Symbol(id: "puzzle", label: "puzzle", page: 3, position: 2, weight: 0.1, hidden: true, note: "n")
+        try typed.write { try $0.save(symbol) }
+        let specimen = specimen, specimenData = specimenData
+        try typed.write { try $0.save(specimen) }
+        try plain.write { try $0.put("vocabulary", "puzzle", data: ["label": "puzzle", "page": 3, "position": 2, "weight": .number("0.1"),
+                                                                   "hidden": true, "note": "n"]) }
+        try plain.write { try $0.put("vocabulary", "s1", data: specimenData) }
+        for id in ["puzzle", "s1"] {
+            let path = RecordPaths.file(directory: "vocabulary", id: id)
+            XCTAssertEqual(String(decoding: try fileBytes(typed, path), as: UTF8.self), String(decoding: try fileBytes(plain, path), as: UTF8.self))
+        }
+        let text = String(decoding: try fileBytes(typed, RecordPaths.file(directory: "vocabulary", id: "puzzle")), as: UTF8.self)
+        XCTAssertTrue(text.hasPrefix("{\n  \"data\": {\n    \"hidden\": true,\n    \"label\": \"puzzle\",\n    \"note\": \"n\","), text)
+    }
+
+    func testSaveFetchDeleteThroughTheStore() throws {
+        let store = try makeStore()
+        let written = try store.write { try $0.save(Symbol(id: "puzzle", label: "puzzle", page: 3, position: 2)) }
+        XCTAssertEqual(written.changes.map(\.reference), ["vocabulary/puzzle"])
+        let fetched = try store.read { try $0.fetch(Symbol.self, id: "puzzle") }
+        XCTAssertEqual(fetched, Symbol(id: "puzzle", label: "puzzle", page: 3, position: 2))
+        XCTAssertEqual(try store.read { try $0.get("vocabulary", "puzzle").data }, ["label": "puzzle", "page": 3, "position": 2,
+                                                                                  "weight": .number("1.5"), "hidden": false])
+        XCTAssertNil(try store.read { try $0.fetch(Symbol.self, id: "nothing") })
+
+        // Read-modify-write inside one transaction; saving what is stored changes nothing.
+        try store.write { transaction in
+            var symbol = try XCTUnwrap(try transaction.fetch(Symbol.self, id: "puzzle"))
+            symbol.note = "renamed"
+            try transaction.save(symbol)
+            XCTAssertEqual(try transaction.fetch(Symbol.self, id: "puzzle")?.note, "renamed")
+        }
+        let again = try store.write { transaction in try transaction.save(try XCTUnwrap(try transaction.fetch(Symbol.self, id: "puzzle"))) }
+        XCTAssertNil(again.commit, "saving the stored value again writes nothing")
+
+        try store.write { try $0.save(Symbol(id: "apple", label: "apple", page: 1, position: 1)) }
+        XCTAssertEqual(try store.read { try $0.fetchAll(Symbol.self).map(\.id) }, ["apple", "puzzle"])
+        try store.write { try $0.delete(Symbol.self, id: "apple") }
+        try store.write { transaction in try transaction.delete(try XCTUnwrap(try transaction.fetch(Symbol.self, id: "puzzle"))) }
+        XCTAssertEqual(try store.read { try $0.fetchAll(Symbol.self) }, [])
+        XCTAssertNil(try store.read { try $0.fetch(Symbol.self, id: "puzzle") })
+        XCTAssertEqual(concordError { try store.write { try $0.delete(Symbol.self, id: "puzzle") } }, .recordNotFound("vocabulary/puzzle"))
+        XCTAssertEqual(concordError { try store.write { try $0.save(Symbol(id: "../x", label: "", page: 0, position: 0)) } }?.isInvalidInput, true)
+    }
+
+    func testAKindDeclaredOtherwiseIsRefusedForWritesAndReadsStill() throws {
+        let store = try makeStore()
+        try store.write { try $0.put("vocabulary", "a", data: ["label": "a"]) }
+        let profileKind = try XCTUnwrap(store.kinds.kind(named: "vocabulary"))
+        let differences = Misdeclared.kind.differences(from: profileKind)
+        XCTAssertEqual(differences, ["policy is lww in the profile, delete-wins here", "writers are editor in the profile, admin here"])
+        let differs = ConcordError.kindDiffers(kind: "vocabulary", differences: differences)
+        XCTAssertEqual(concordError { try store.write { try $0.save(Misdeclared(id: "b", label: "b")) } }, differs)
+        XCTAssertEqual(concordError { try store.write { try $0.delete(Misdeclared.self, id: "a") } }, differs)
+        XCTAssertEqual(try store.read { try $0.fetch(Misdeclared.self, id: "a")?.label }, "a", "reading needs only the kind's name")
+
+        let unknown = ConcordError.unknownKind("stickers", known: store.kinds.kinds.map(\.name))
+        XCTAssertEqual(concordError { try store.write { try $0.save(Stranger(id: "s")) } }, unknown)
+        XCTAssertEqual(concordError { try store.read { try $0.fetchAll(Stranger.self) } }, unknown)
+        XCTAssertEqual(try store.read { try $0.list(kind: "vocabulary").items.map(\.id) }, ["a"], "nothing was written")
+    }
+
+    func testARecordThatDoesNotDecodeIsAnErrorNamingItsFileOrIsSkippedOnRequest() throws {
+        let store = try makeStore()
+        try store.write { try $0.save(Symbol(id: "good", label: "good", page: 1, position: 1)) }
+        try store.write { try $0.put("vocabulary", "bad", data: ["label": 7, "page": 1, "position": 2]) }
+        let path = RecordPaths.file(directory: "vocabulary", id: "bad")
+        let undecodable = UndecodableRecord(path: path, reason: "at label: expected a string, found the number 7")
+        XCTAssertEqual(concordError { try store.read { try $0.fetch(Symbol.self, id: "bad") } }, undecodable.error)
+        XCTAssertEqual(concordError { try store.read { try $0.fetchAll(Symbol.self) } }, undecodable.error, "never dropped by default")
+        XCTAssertEqual(concordError { try store.read { try Symbol.filter(\.page == 1).fetchAll($0) } }, undecodable.error)
+        XCTAssertEqual(try store.read { try $0.fetchAll(Symbol.self, undecodable: .skip).map(\.id) }, ["good"])
+        let decoded = try store.read { try Symbol.all().fetchDecoded($0) }
+        XCTAssertEqual(decoded.records.map(\.id), ["good"])
+        XCTAssertEqual(decoded.undecodable, [undecodable])
+        XCTAssertEqual(try store.read { try Symbol.all().fetchCount($0) }, 2, "a count does not decode")
+        XCTAssertEqual(concordError { try store.write { try $0.save(Symbol(id: "bad", label: "fixed", page: 1, position: 2)) } },
+                       undecodable.error, "saving over what does not decode would lose or keep fields blindly")
+        try store.write { transaction in
+            try transaction.delete(Symbol.self, id: "bad")
+            try transaction.save(Symbol(id: "bad", label: "fixed", page: 1, position: 2))
+        }
+        XCTAssertEqual(try store.read { try $0.fetchAll(Symbol.self).map(\.label) }, ["fixed", "good"])
+    }
+
+    func testTypedLogEntries() throws {
+        let store = try makeStore()
+        let first = try store.write { try $0.append(Usage(word: "puzzle", count: 2)) }.value
+        try store.write { try $0.append(Usage(word: "apple", count: 1), id: "fixed") }
+        try store.write { try $0.append(Usage(word: "apple", count: 1), id: "fixed") }
+        let entries = try store.read { try $0.logEntries(Usage.self) }
+        XCTAssertEqual(entries.map(\.value), [Usage(word: "puzzle", count: 2), Usage(word: "apple", count: 1)], "the same id appends once")
+        XCTAssertEqual(entries.map(\.id), [first, try RecordID("fixed")])
+        XCTAssertEqual(entries.first?.entry.data, ["word": "puzzle", "count": 2])
+        XCTAssertEqual(entries.first?.written.member, "alice")
+
+        try store.write { try $0.append("logs", data: ["word": "x"], id: "broken") }
+        let path = "logs/2026-01-01.jsonl"
+        let broken = UndecodableRecord(path: path, reason: "entry broken: at count: missing")
+        XCTAssertEqual(concordError { try store.read { try $0.logEntries(Usage.self) } }, broken.error)
+        XCTAssertEqual(try store.read { try $0.logEntries(Usage.self, undecodable: .skip).count }, 2)
+        XCTAssertEqual(try store.read { try $0.decodedLogEntries(Usage.self).undecodable }, [broken])
+        XCTAssertEqual(concordError { try store.write { try $0.save(Misfiled(id: "x")) } }, .logKindNeedsAppend("logs"))
+    }
+}
+
+/// A record type declared on a log kind: `save` is refused as `put` refuses it.
+private struct Misfiled: ConcordRecord {
+    static let kind = Usage.kind
+    var id: String
+}
+
+private extension ConcordError {
+    var isInvalidInput: Bool { if case .invalidInput = self { true } else { false } }
+}
