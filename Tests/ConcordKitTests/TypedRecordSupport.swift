@@ -5,9 +5,9 @@ import Foundation
 /// lww, editor; logs: append, user).
 
 /// The example type, with a few more field types for queries.
-struct Symbol: ConcordRecord, Equatable {
+struct SymbolRecord: ConcordRecord, Equatable {
     static let kind = Kind("vocabulary", policy: .lastWriterWins, writers: .editor, indexed: ["page", "position"])
-    static let fields: FieldNames<Symbol> = [
+    static let fields: FieldNames<SymbolRecord> = [
         \.label: "label", \.page: "page", \.position: "position", \.weight: "weight", \.hidden: "hidden", \.note: "note",
     ]
     var id: String
@@ -20,8 +20,8 @@ struct Symbol: ConcordRecord, Equatable {
 }
 
 /// A type whose values hold every kind of value the encoder writes its own way.
-struct Specimen: ConcordRecord, Equatable {
-    static let kind = Symbol.kind
+struct SpecimenRecord: ConcordRecord, Equatable {
+    static let kind = SymbolRecord.kind
     var id: String
     var big: Int64
     var huge: UInt64
@@ -41,27 +41,27 @@ struct Specimen: ConcordRecord, Equatable {
 }
 
 /// The same kind declared with another policy.
-struct Misdeclared: ConcordRecord {
+struct MisdeclaredRecord: ConcordRecord {
     static let kind = Kind("vocabulary", policy: .deleteWins, writers: .admin)
     var id: String
     var label: String
 }
 
 /// A kind the profile lacks.
-struct Stranger: ConcordRecord {
+struct StrangerRecord: ConcordRecord {
     static let kind = Kind("stickers", policy: .lastWriterWins, writers: .editor)
     var id: String
 }
 
 /// A record type that names no fields.
-struct Unnamed: ConcordRecord {
-    static let kind = Symbol.kind
+struct UnnamedRecord: ConcordRecord {
+    static let kind = SymbolRecord.kind
     var id: String
     var page: Int
 }
 
 /// An entry of the `logs` kind.
-struct Usage: ConcordLogEntry, Equatable {
+struct UsageEntry: ConcordLogEntry, Equatable {
     static let kind = Kind("logs", policy: .append, writers: .user)
     var word: String
     var count: Int

@@ -10,7 +10,7 @@ import XCTest
 final class TypedRecordUnknownFieldsTests: KitTestCase {
     /// The newer version.
     struct CardV2: ConcordRecord, Equatable {
-        static let kind = Symbol.kind
+        static let kind = SymbolRecord.kind
         var id: String
         var label: String
         var note: String?
@@ -27,7 +27,7 @@ final class TypedRecordUnknownFieldsTests: KitTestCase {
 
     /// The older version: no `extra`, `shadow`, `font.weight`, `items[].done`, `lines[].color`.
     struct CardV1: ConcordRecord, Equatable {
-        static let kind = Symbol.kind
+        static let kind = SymbolRecord.kind
         var id: String
         var label: String
         var note: String?
