@@ -164,6 +164,8 @@ final class TypedRecordTests: KitTestCase {
         XCTAssertEqual(try store.read { try $0.logEntries(UsageEntry.self, undecodable: .skip).count }, 2)
         XCTAssertEqual(try store.read { try $0.decodedLogEntries(UsageEntry.self).undecodable }, [broken])
         XCTAssertEqual(concordError { try store.write { try $0.save(MisfiledRecord(id: "x")) } }, .logKindNeedsAppend("logs"))
+        XCTAssertEqual(concordError { try store.write { try $0.append(MisdeclaredEntry(word: "x")) } },
+                       .kindDiffers(kind: "logs", differences: ["writers are user in the profile, editor here"]))
     }
 }
 
@@ -171,6 +173,12 @@ final class TypedRecordTests: KitTestCase {
 private struct MisfiledRecord: ConcordRecord {
     static let kind = UsageEntry.kind
     var id: String
+}
+
+/// The log kind declared with other writers.
+private struct MisdeclaredEntry: ConcordLogEntry {
+    static let kind = Kind("logs", policy: .append, writers: .editor)
+    var word: String
 }
 
 private extension ConcordError {
