@@ -46,6 +46,24 @@ final class TypedRecordTests: KitTestCase {
         XCTAssertEqual(fraction, .recordDoesNotDecode(path: "p", reason: "at page: the number 3.5 does not fit in Int"))
     }
 
+    func testNumbersSurviveCanonicalJSONExactly() throws {
+        var random = SeededGenerator(seed: 3434)
+        for _ in 0..<500 {
+            let double = Double(bitPattern: random.next())
+            let values = Numbers(double: double.isFinite ? double : 1, float: Float(bitPattern: UInt32(truncatingIfNeeded: random.next())),
+                                 signed: Int64(bitPattern: random.next()), unsigned: random.next())
+            guard values.float.isFinite else { continue }
+            let encoded = try JSONValueEncoder().encode(values)
+            let reparsed = try JSONValue.parse(encoded.canonicalBytes())
+            XCTAssertEqual(reparsed, encoded, "canonical JSON keeps the lexemes")
+            let decoded = try JSONValueDecoder().decode(Numbers.self, from: reparsed)
+            XCTAssertEqual(decoded.double.bitPattern, values.double.bitPattern, "\(values.double)")
+            XCTAssertEqual(decoded.float.bitPattern, values.float.bitPattern, "\(values.float)")
+            XCTAssertEqual(decoded.signed, values.signed)
+            XCTAssertEqual(decoded.unsigned, values.unsigned)
+        }
+    }
+
     func testADecodingFailureNamesTheCodingPath() throws {
         let data: [String: JSONValue] = ["label": "x", "page": 3, "position": 1, "weight": "heavy"]
         let error = concordError { try TypedCoding.decode(SymbolRecord.self, data: data, id: "x", path: "vocabulary/x.json") }
@@ -173,6 +191,14 @@ final class TypedRecordTests: KitTestCase {
 private struct MisfiledRecord: ConcordRecord {
     static let kind = UsageEntry.kind
     var id: String
+}
+
+/// Numbers of every width, for the round trip through canonical JSON.
+private struct Numbers: Codable {
+    var double: Double
+    var float: Float
+    var signed: Int64
+    var unsigned: UInt64
 }
 
 /// The log kind declared with other writers.
