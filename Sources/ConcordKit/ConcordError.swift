@@ -88,6 +88,9 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     /// A change feed's token names a commit that is not in the profile's history any more (set
     /// aside, or the history was rewound): the feed cannot resume from it.
     case changeTokenNotInHistory(token: String)
+    /// A typed query (`RecordRequest`) uses `keyPath` of `type`, which the type's
+    /// `ConcordRecord.fields` does not name: the query cannot say which data field it reads.
+    case fieldNotNamed(type: String, keyPath: String)
 
     public var errorDescription: String? {
         let (problem, advice) = parts
@@ -252,6 +255,9 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
         case .changeTokenNotInHistory(let token):
             return ("the change token \(token) names a commit no longer in this profile's history (set aside or rewound)",
                     "start again from a snapshot of the current records")
+        case .fieldNotNamed(let type, let keyPath):
+            return ("\(type) names no data field for \(keyPath), so a query cannot use it",
+                    "add it to \(type).fields, e.g. [\\.page: \"page\"]")
         case .unauthorizedCommit(let commit, let signer, let change, let reason):
             return ("\(commit) by \(signer)\(change.map { " changes \($0)" } ?? ""): \(reason)",
                     "refused, nothing here changed; ask the profile's admin to restore the remote's main ('concord remote restore' for a path remote)")
