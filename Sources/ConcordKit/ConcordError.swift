@@ -89,6 +89,7 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     /// aside, or the history was rewound): the feed cannot resume from it.
     case changeTokenNotInHistory(token: String)
 
+    /// The error's one-line message: what went wrong and what to do next.
     public var errorDescription: String? {
         let (problem, advice) = parts
         return advice.map { "\(problem): \($0)" } ?? problem

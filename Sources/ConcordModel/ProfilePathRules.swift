@@ -184,6 +184,7 @@ public enum ProfilePathRules {
         /// A record file in a bucket other than its id's.
         case wrongBucket
 
+        /// The problem in words, for an error message.
         public var description: String {
             switch self {
             case .unsafeName: return "a name git refuses or that could leave the profile (., .., .git, /, control characters)"

@@ -12,7 +12,9 @@ public final class Profile {
     public let root: URL
     let repository: Repository
     let environment: ConcordEnvironment
+    /// The profile's id, name and format version (`.concord/profile.json`).
     public let info: ProfileInfo
+    /// The profile's record kinds (`.concord/kinds.json`).
     public let kinds: KindsTable
     /// For a profile made by `clone`: how many live records it brought.
     public internal(set) var clonedRecords = 0
