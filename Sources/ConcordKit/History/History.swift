@@ -11,6 +11,7 @@ public enum SignatureStatus: String, Sendable, Codable {
     case unknownKey = "unknown-key"
     /// The signature does not match the commit's content.
     case bad
+    /// The commit carries no signature.
     case unsigned
 }
 

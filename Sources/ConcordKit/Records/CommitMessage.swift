@@ -4,6 +4,7 @@ import Foundation
 
 /// What a commit did, as recorded in its `Concord-Action` trailer.
 public enum ChangeAction: String, Sendable, Codable {
+    /// A profile created, a record added, updated or deleted, a log entry appended, a dump imported, two histories merged.
     case created, added, updated, deleted, appended, imported, merged
 }
 
