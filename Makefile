@@ -4,7 +4,8 @@
 # and `make bench` runs the benchmark harness (release build) and rewrites docs/benchmarks.md;
 # `make bench BASELINE=<revision>` also times that revision's concord side by side in B1–B8;
 # `make bench-baseline` does only that (against ff5d3de) into docs/benchmarks-baseline.md;
-# `make test-portable` builds with the portable fallbacks of the Linux-only calls and runs the unit tests.
+# `make test-portable` builds with the portable fallbacks of the Linux-only calls and runs the unit tests;
+# `make docs` builds ConcordKit's DocC catalog (Sources/ConcordKit/ConcordKit.docc) into .build-docs/ConcordKit.doccarchive.
 
 SHELL := /bin/bash
 ifneq ($(wildcard /opt/swift/usr/bin/swift),)
@@ -20,7 +21,7 @@ RELEASE := .build-release
 RELEASE_BUILD := swift build -c release --static-swift-stdlib --scratch-path $(RELEASE)
 SWIFT_TEST_FLAGS ?=
 
-.PHONY: deps build release demo test test-portable bench bench-baseline baseline clean
+.PHONY: deps build release demo test test-portable docs bench bench-baseline baseline clean
 
 deps:
 	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -62,6 +63,15 @@ test-portable: deps
 	swift build --build-tests $(PORTABLE_FLAGS)
 	@set -o pipefail; swift test --skip-build --disable-swift-testing $(PORTABLE_FLAGS) --filter '^($(UNIT_TESTS))\.' 2>&1 \
 	  | tee $(PORTABLE)/test-output.log | grep -E 'error:|failed|Executed [0-9]+ tests' | tail -n 20
+
+# ConcordKit's documentation: the swift-docc-plugin (in Package.swift only under CONCORD_DOCS=1, so
+# other builds do not resolve it) builds the catalog and every public symbol's doc comment, in a
+# scratch path of its own; a DocC warning (a broken link, an unknown symbol) fails it.
+DOCS := .build-docs
+docs: deps
+	CONCORD_DOCS=1 swift package --scratch-path $(DOCS) --allow-writing-to-directory $(DOCS) \
+	  generate-documentation --target ConcordKit --output-path $(DOCS)/ConcordKit.doccarchive --warnings-as-errors
+	@echo "documentation: $(DOCS)/ConcordKit.doccarchive"
 
 # BASELINE: a revision of this repository (e.g. ff5d3de, the build before the Integrity work),
 # exported with `git archive` and built the same way under .build-baseline/<revision>/.

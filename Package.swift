@@ -5,6 +5,7 @@
 //   ConcordRules → ConcordModel, ConcordTrust (the validity rule: no libgit2, no I/O);
 //   concord-lookup → ConcordKeyIndex (the Swift standard library alone);
 //   ConcordGit → CLibgit2, CLibgit2Startup, CLibssh2, ConcordGitFormats → CShims
+import Foundation
 import PackageDescription
 
 let package = Package(
@@ -104,3 +105,9 @@ let package = Package(
         .testTarget(name: "ConcordServerTests", dependencies: ["ConcordServer", "ConcordKit", "ConcordGit", "ConcordTestSupport"]),
     ]
 )
+
+// The DocC plugin, for `make docs` only (it sets CONCORD_DOCS=1), added as GRDB adds it (under its
+// SPI_BUILDER): builds and tests resolve and fetch nothing more.
+if ProcessInfo.processInfo.environment["CONCORD_DOCS"] == "1" {
+    package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
+}

@@ -6,21 +6,37 @@ import Foundation
 /// wrong and what to do, in the library's terms; a client adds its own hints (the CLI names its
 /// commands, see Sources/concord/ErrorHints.swift).
 public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
+    /// The directory is not a Concord profile (no `.concord/profile.json`).
     case notAProfile(String)
+    /// The directory already holds a git repository or a profile: a new one goes in an empty directory.
     case profileExists(String)
+    /// The profile's data format is newer than this build reads: update the app.
     case newerFormat(found: Int, supported: Int)
+    /// The profile's data format is older than this build reads: export it with the build that made it.
     case olderFormat(found: Int, oldest: Int)
+    /// The profile has no kind of that name; `known` lists those it has.
     case unknownKind(String, known: [String])
+    /// Appending to a kind that is not a log (policy `append`): put its records instead.
     case notALogKind(String)
+    /// Putting a record into a log kind: append its entries instead.
     case logKindNeedsAppend(String)
+    /// Deleting from a log kind: its entries are append-only.
     case cannotRemoveLogEntries(String)
+    /// Text that is not a record reference `kind/id`.
     case badReference(String)
+    /// No live record of that reference.
     case recordNotFound(String)
+    /// The record file at `path` cannot be read as a record (`reason`).
     case corruptRecord(path: String, reason: String)
+    /// An argument the call refuses, with a sentence saying why and what to give instead.
     case invalidInput(String)
+    /// Text from `source` that is not valid JSON (`detail` says where).
     case invalidJSON(source: String, detail: String)
+    /// JSON from `source` that must be an object and is not.
     case notAnObject(source: String)
+    /// A record over the 1 MiB limit (`size` bytes).
     case recordTooLarge(String, size: Int)
+    /// A file could not be read or written on this device.
     case io(String)
     /// A libgit2 call failed on this device's repository.
     case git(GitError)
@@ -34,20 +50,30 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     case notAMember(member: String, profile: String)
     /// This device's key is not one of `member`'s keys in `profile`.
     case keyNotRegistered(member: String, fingerprint: String, profile: String)
+    /// Another process held the profile's lock for too long; try again.
     case busy(String)
+    /// No profile template of that name.
     case unknownTemplate(String)
     /// The remote could not be reached; local commits are kept.
     /// `localCommits` is nil where there is nothing local to keep (a clone).
     case offline(remote: String, reason: String, localCommits: Int?)
+    /// The ssh server's host key is not the one trusted for it (`changed`: it was trusted with another key).
     case untrustedHost(remote: String, host: String, fingerprint: String, changed: Bool)
+    /// The remote did not accept this device's key.
     case authenticationFailed(remote: String, reason: String)
+    /// The remote refused the push (`reason`, as the server said it).
     case pushRejected(remote: String, reason: String)
     /// The server turned this device away before any git exchange (an access rule, not an outage).
     case refused(remote: String, message: String)
+    /// The profile has no remote of that name.
     case unknownRemote(String)
+    /// The profile already has a remote of that name.
     case remoteExists(String)
+    /// A remote URL that is neither a path nor `ssh://`.
     case unsupportedURL(String)
+    /// The remote holds no profile yet.
     case emptyRemote(String)
+    /// Other devices kept pushing while this one synced, `attempts` times; nothing is lost, sync again.
     case remoteKeptMoving(remote: String, attempts: Int)
     /// Files an incoming change would overwrite hold edits no commit has; nothing changed.
     case uncommittedEdits([String])
@@ -92,6 +118,7 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     /// `ConcordRecord.fields` does not name: the query cannot say which data field it reads.
     case fieldNotNamed(type: String, keyPath: String)
 
+    /// The error's one-line message: what went wrong and what to do next.
     public var errorDescription: String? {
         let (problem, advice) = parts
         return advice.map { "\(problem): \($0)" } ?? problem

@@ -70,6 +70,7 @@ public struct HLC: Sendable, Hashable, Comparable, CustomStringConvertible {
         CivilTime.appendDigits(Int64(counter), width: 4, to: &out)
     }
 
+    /// Ordered by wall time, then counter.
     public static func < (lhs: HLC, rhs: HLC) -> Bool {
         (lhs.wallMillis, lhs.counter) < (rhs.wallMillis, rhs.counter)
     }

@@ -26,27 +26,36 @@ public struct IndexQuery: Sendable, Hashable {
 
     /// One condition: a top-level field and its comparison. All conditions must hold.
     public struct Condition: Sendable, Hashable {
+        /// The top-level field compared.
         public var field: String
+        /// How it is compared.
         public var comparison: Comparison
+        /// A condition on `field`.
         public init(_ field: String, _ comparison: Comparison) { (self.field, self.comparison) = (field, comparison) }
     }
 
     /// One ordering key.
     public struct Ordering: Sendable, Hashable {
+        /// The top-level field ordered by.
         public var field: String
+        /// Whether larger values come first.
         public var descending: Bool
+        /// An ordering by `field`, ascending unless `descending`.
         public init(_ field: String, descending: Bool = false) { (self.field, self.descending) = (field, descending) }
     }
 
     /// The kind queried.
     public var kind: String
+    /// The conditions, all of which must hold.
     public var conditions: [Condition]
+    /// The ordering keys, most significant first; ties are broken by id.
     public var ordering: [Ordering]
     /// At most this many records; nil: all.
     public var limit: Int?
     /// Records skipped before the first returned.
     public var offset: Int
 
+    /// A query on `kind`'s live records: all of them, ordered by id, unless told otherwise.
     public init(kind: String, conditions: [Condition] = [], ordering: [Ordering] = [], limit: Int? = nil, offset: Int = 0) {
         (self.kind, self.conditions, self.ordering, self.limit, self.offset) = (kind, conditions, ordering, limit, offset)
     }

@@ -9,6 +9,7 @@ import Foundation
 public struct JSONReader: ~Copyable {
     /// What the next value is.
     public enum ValueType: Sendable {
+        /// The six JSON value types.
         case object, array, string, number, bool, null
     }
 

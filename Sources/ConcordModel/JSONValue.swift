@@ -92,13 +92,18 @@ extension JSONValue {
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
     ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral
 {
+    /// A string.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// A boolean.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// An integer number.
     public init(integerLiteral value: Int) { self = .number(String(value)) }
+    /// An array.
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
     /// Builds an object; if a key is repeated, the last value wins.
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
+    /// `null`.
     public init(nilLiteral: ()) { self = .null }
 }

@@ -52,8 +52,11 @@ public struct LogEntry: Sendable, Equatable, Comparable {
     /// from. `by` is always the signer, so nobody can make an entry of another member's; an importer's
     /// entries of one id from two original authors (or times) are two entries.
     public struct Identity: Hashable, Sendable {
+        /// The member who signed the entry.
         public let by: String
+        /// The entry's id.
         public let id: RecordID
+        /// Where an imported entry was first written; nil for one written here.
         public let origin: WriteStamp?
     }
 

@@ -5,15 +5,21 @@
 public enum ProfilePathRules {
     /// What a path in a profile is, when the format allows it.
     public enum File: Sendable, Equatable {
+        /// `.concord/profile.json`: the profile's id, name and format.
         case profileInfo
+        /// `.concord/kinds.json`: the record kinds.
         case kinds
+        /// `.concord/members/<name>.json`: one member's role, status and keys.
         case member(name: String)
         /// An open invitation (`.concord/invitations/<id>.json`, format 4): joins up to its number of uses.
         case invitation(id: String)
+        /// `.gitattributes`: which files git merges with Concord's driver.
         case gitattributes
         /// A copy of the other side of a file a merge could not resolve (`.concord/conflicts/…`).
         case conflictCopy
+        /// A record file of a kind.
         case record(RecordKind, id: String)
+        /// One day's file of a log kind (`<day>.jsonl`).
         case logDay(RecordKind, day: String)
     }
 
@@ -184,6 +190,7 @@ public enum ProfilePathRules {
         /// A record file in a bucket other than its id's.
         case wrongBucket
 
+        /// The problem in words, for an error message.
         public var description: String {
             switch self {
             case .unsafeName: return "a name git refuses or that could leave the profile (., .., .git, /, control characters)"

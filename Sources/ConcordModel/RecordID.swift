@@ -22,8 +22,10 @@ public struct RecordID: Sendable, Hashable, Comparable, CustomStringConvertible 
         (1...128).contains(raw.count) && raw.allSatisfy(isIDByte) && !(raw.count <= 2 && raw.allSatisfy { $0 == 0x2E })   // not "." or ".."
     }
 
+    /// The id's text.
     public var description: String { rawValue }
 
+    /// Ordered by UTF-8 bytes, the order files and merges use.
     public static func < (lhs: RecordID, rhs: RecordID) -> Bool {
         utf8Precedes(lhs.rawValue, rhs.rawValue)
     }

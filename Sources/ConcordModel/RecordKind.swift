@@ -45,6 +45,7 @@ public struct RecordKind: Sendable, Hashable, Codable {
         case name, directory, policy, writers
     }
 
+    /// Decodes a kind of `kinds.json`, checking its name and directory.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let name = try container.decode(String.self, forKey: .name)

@@ -25,5 +25,6 @@ public enum Role: String, Sendable, Comparable, CaseIterable, Codable {
         }
     }
 
+    /// Ordered `viewer < user < editor < admin`.
     public static func < (lhs: Role, rhs: Role) -> Bool { lhs.rank < rhs.rank }
 }

@@ -16,16 +16,19 @@ public struct WriteStamp: Sendable, Hashable, Comparable, CustomStringConvertibl
         (self.at, self.member, self.device) = (at, member, device)
     }
 
+    /// Equal when the HLC, member and device are byte-identical.
     public static func == (lhs: WriteStamp, rhs: WriteStamp) -> Bool {
         lhs.at == rhs.at && lhs.member.utf8.elementsEqual(rhs.member.utf8) && lhs.device.utf8.elementsEqual(rhs.device.utf8)
     }
 
+    /// Hashes what `==` compares.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(at)
         hasher.combine(Array(member.utf8))
         hasher.combine(Array(device.utf8))
     }
 
+    /// Ordered by HLC, then member, then device (UTF-8 bytes).
     public static func < (lhs: WriteStamp, rhs: WriteStamp) -> Bool {
         if lhs.at != rhs.at { return lhs.at < rhs.at }
         if !lhs.member.utf8.elementsEqual(rhs.member.utf8) { return utf8Precedes(lhs.member, rhs.member) }

@@ -11,23 +11,33 @@ public enum SignatureStatus: String, Sendable, Codable {
     case unknownKey = "unknown-key"
     /// The signature does not match the commit's content.
     case bad
+    /// The commit carries no signature.
     case unsigned
 }
 
 /// One commit of a profile's history, as the audit view shows it.
 public struct HistoryEntry: Sendable {
+    /// The commit's id (hex).
     public let commit: String
+    /// The commit message's first line.
     public let summary: String
+    /// The acting member (`Concord-Actor`).
     public let member: String
+    /// The device that made the commit (`Concord-Device`).
     public let device: String
+    /// What the commit did (`Concord-Action`: `added`, `edited`, `merged`, …).
     public let action: String
     /// Commit time, ISO-8601 UTC.
     public let time: String
     /// The HLC of the change, when the commit carries one.
     public let clock: String?
+    /// The records it changed (`kind/id`), as its trailers list them (possibly fewer than `recordCount`).
     public let records: [String]
+    /// How many records it changed.
     public let recordCount: Int
+    /// Its parents' ids (hex): two for a merge.
     public let parents: [String]
+    /// Whether its signature is good, and by a key of whom.
     public let signature: SignatureStatus
     /// The member whose key signed the commit, when a member's key did: the device's owner, who may
     /// differ from `member` when another member acted on that device (`concord switch`).
@@ -42,9 +52,11 @@ public struct HistoryEntry: Sendable {
 /// What one commit did to one record: its fields (the top-level keys of `data`) with their old
 /// and new values; a record added shows only new values, a deleted one none.
 public struct AuditChange: Sendable, Equatable {
+    /// The record (`kind/id`).
     public let record: String
     /// `added`, `edited`, `deleted` (or `restored`: a tombstone brought back).
     public let action: String
+    /// Its top-level fields that changed, with old and new values.
     public let fields: [FieldChange]
     /// For a log entry an import added: when, by whom and on which device it was first written.
     public var origin: WriteStamp? = nil
@@ -52,8 +64,11 @@ public struct AuditChange: Sendable, Equatable {
 
 /// One field of a record before and after a commit (nil: absent).
 public struct FieldChange: Sendable, Equatable {
+    /// The field's name.
     public let field: String
+    /// Its value before the commit (nil: absent).
     public let old: JSONValue?
+    /// Its value after the commit (nil: absent).
     public let new: JSONValue?
 }
 
@@ -65,9 +80,12 @@ public struct HistoryFilter: Sendable {
     public var member: String?
     /// Only commits made at or after / before this time (seconds since 1970).
     public var since: Int64?
+    /// Only commits made before this time (seconds since 1970).
     public var until: Int64?
+    /// At most this many entries, newest first.
     public var limit: Int?
 
+    /// A filter; every criterion left nil lets every commit through.
     public init(record: String? = nil, member: String? = nil, since: Int64? = nil, until: Int64? = nil, limit: Int? = nil) {
         self.record = record
         self.member = member
@@ -276,6 +294,7 @@ public struct LostEditFilter: Sendable {
     /// Only the merges among these commits (a sync's new commits), when given.
     public var merges: Set<String>?
 
+    /// A filter; every criterion left nil lets every lost write through.
     public init(record: String? = nil, member: String? = nil, since: Int64? = nil, merges: Set<String>? = nil) {
         (self.record, self.member, self.since, self.merges) = (record, member, since, merges)
     }
@@ -321,6 +340,7 @@ extension History {
 /// One version of a record, as `concord history` shows it: the commit that wrote it, and the writes
 /// of it that merges did not keep.
 public struct RecordVersion: Sendable {
+    /// The commit that wrote this version.
     public let entry: HistoryEntry
     /// The writes this version made that merges left out (a field each, or its delete): empty when
     /// every write of it was kept or overwritten by a later one that had seen it.

@@ -12,12 +12,15 @@ public struct LostEdit: Sendable, Equatable {
     public let record: String
     /// The field, or nil when the write that lost was a delete.
     public let field: String?
+    /// The write that lost: who, on which device, when, and in which commit's side.
     public let loser: MergeSide
     /// The commit that made the losing write (nil if it could not be found on its side).
     public let loserCommit: String?
+    /// The write kept in its place.
     public let winner: MergeSide
     /// The merge that did not keep it, and that merge's date (its signer's clock, seconds).
     public let merge: String
+    /// The merge's date: its signer's clock, in seconds since 1970.
     public let mergeTime: Int64
 
     /// Every write merge `commit` (two parents) did not keep, by record path and field.

@@ -9,12 +9,16 @@ import Foundation
 ///
 /// Text form: `concord-invitation-1:` + base64url (no padding) of the canonical JSON of the fields.
 public struct Invitation: Sendable, Equatable {
+    /// What every invitation's text starts with (the text form's version 1).
     public static let prefix = "concord-invitation-1:"
     /// The SSHSIG namespace of the admin's signature over an invitation.
     static let namespace = "concord-invitation"
 
+    /// The remote to clone the profile from (a path or an `ssh://` URL).
     public let url: String
+    /// The profile's id (`ProfileInfo.id`).
     public let profileID: String
+    /// The profile's name, for the invitee to see before accepting.
     public let profileName: String
     /// The profile's root commit id (hex): a remote whose history does not start there is refused.
     public let root: String
@@ -22,16 +26,36 @@ public struct Invitation: Sendable, Equatable {
     public let member: String
     /// An open invitation's id (`OpenInvitation`), and how many may join by it; nil for a named one.
     public let open: String?
+    /// How many people may join by an open invitation; nil for a named one.
     public let uses: Int?
+    /// The role the invitee gets on accepting.
     public let role: Role
-    /// ISO-8601 UTC.
+    /// When the invitation lapses, ISO-8601 UTC.
     public let expiresAt: String
+    /// The member name of the admin who signed it.
     public let invitedBy: String
     /// The one-time private key (OpenSSH private key file text) of a link invitation; nil when the
     /// invitee's key was given.
     public let oneTimeKey: String?
     /// The inviting admin's SSHSIG (namespace `concord-invitation`) over the other fields.
     public internal(set) var signature: String
+
+    /// How an invitation admits: what an app shows next to it ("only Bob's device", "anyone with
+    /// this link, once", "up to 10 people").
+    public enum Form: Sendable, Equatable {
+        /// For one member's given key (`share` with a key): only that key can accept it.
+        case named
+        /// For one member, by a one-time key in the text (`shareLink`): whoever holds it accepts it once.
+        case link
+        /// For anyone holding it, each under their own name, up to `uses` people (`shareOpen`).
+        case open(id: String, uses: Int)
+    }
+
+    /// Which of the three kinds of invitation this is.
+    public var form: Form {
+        if let open { return .open(id: open, uses: uses ?? 0) }
+        return oneTimeKey == nil ? .named : .link
+    }
 
     /// The fields the signature covers, as canonical JSON.
     var signedBytes: [UInt8] {

@@ -5,8 +5,11 @@ import Foundation
 
 /// An invitation made by `Members.share`: the pending member file it committed and the text to send.
 public struct SharedInvitation: Sendable {
+    /// The pending member file committed (`status: invited`).
     public let member: Member
+    /// The invitation to send; its `text` is what the invitee pastes or opens.
     public let invitation: Invitation
+    /// The commit that recorded the pending member (hex), nil if nothing was committed.
     public let commit: String?
 }
 

@@ -5,8 +5,11 @@ import Foundation
 
 /// An open invitation made by `Members.shareOpen`: the invitation file it committed and the text to send.
 public struct SharedOpenInvitation: Sendable {
+    /// The invitation file committed under `.concord/invitations/`.
     public let invitation: OpenInvitation
+    /// The invitation to send (its `text` is the string to share with the group).
     public let text: Invitation
+    /// The commit that recorded the invitation file (hex), nil if nothing was committed.
     public let commit: String?
 }
 

@@ -3,6 +3,7 @@ import Foundation
 /// The git config that makes plain `git merge` / `git pull` run Concord's policies. git never
 /// reads driver config from the repository, so every clone gets it written into `.git/config`.
 public enum MergeDriverConfig {
+    /// The driver's name as `git config merge.concord.name` shows it.
     public static let name = "Concord record merge (per-kind policies)"
 
     /// `'<executable>' merge-driver %O %A %B %P`: git substitutes and quotes the placeholders

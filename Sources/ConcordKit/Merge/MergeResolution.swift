@@ -4,9 +4,11 @@ import Foundation
 
 /// A file a merge could not resolve by policy: ours stays in place, theirs is saved beside it.
 public struct UnresolvedFile: Sendable, Equatable {
+    /// The file, relative to the profile.
     public let path: String
     /// Where the other side's version was saved (relative to the profile), if it had one.
     public let savedAs: String?
+    /// Why the policy could not merge it.
     public let reason: String
 }
 

@@ -5,8 +5,10 @@ import Foundation
 
 /// What merging another line of history did.
 public struct MergeReport: Sendable {
+    /// Whether the merge found nothing to do, moved main forward, or made a merge commit.
     public enum Outcome: String, Sendable { case upToDate = "up-to-date", fastForward = "fast-forward", merged }
 
+    /// What the merge did.
     public let outcome: Outcome
     /// The branch tip afterwards.
     public let head: String
@@ -14,7 +16,9 @@ public struct MergeReport: Sendable {
     public let changedFiles: [String]
     /// How many of those files are now live records (not tombstones, not log files).
     public var liveRecordsWritten: Int = 0
+    /// Conflicts the kinds' policies resolved.
     public let resolved: [ResolvedConflict]
+    /// Files no policy could merge.
     public let unresolved: [UnresolvedFile]
     /// Files whose change by a member who lost their rights concurrently the merge left out.
     public var leftOut: [LeftOutChange] = []
@@ -26,7 +30,9 @@ public struct MergeReport: Sendable {
 /// A file a merge took from the other side because the member who changed it lost, concurrently,
 /// the rights to change it (revoked or demoted; docs/security.md). The change stays in history.
 public struct LeftOutChange: Sendable, Equatable {
+    /// The file the merge took from the other side.
     public let path: String
+    /// The member who changed it without the rights to.
     public let member: String
     /// Their newest commit that changed it (hex).
     public let commit: String

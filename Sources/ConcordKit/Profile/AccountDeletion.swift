@@ -10,6 +10,7 @@ import Foundation
 /// the identity stays, so running it again finishes the job. Once every profile is done, the
 /// identity's files go. Data already synced to other people's devices is not recalled.
 public struct AccountDeletion {
+    /// What became of one profile.
     public enum Outcome: Sendable, Equatable {
         /// The profile was deleted everywhere (the person was its only active Admin).
         case destroyed(String)
@@ -21,13 +22,19 @@ public struct AccountDeletion {
         case notDone(String)
     }
 
+    /// One profile handled, and how.
     public struct Step: Sendable, Equatable {
+        /// The profile's name.
         public let profile: String
+        /// Its directory on this device.
         public let path: String
+        /// What became of it.
         public let outcome: Outcome
     }
 
+    /// What `run` did to every profile and to the identity.
     public struct Report: Sendable {
+        /// One step per profile, in the registry's order.
         public let steps: [Step]
         /// Whether the identity's files were removed (every profile was done).
         public let identityDeleted: Bool
@@ -41,6 +48,7 @@ public struct AccountDeletion {
     let identity: Identity
     let environment: ConcordEnvironment
 
+    /// A deletion of `identity`'s owner's account, with `environment`'s home and clock.
     public init(identity: Identity, environment: ConcordEnvironment) {
         (self.identity, self.environment) = (identity.acting(as: identity.owner), environment)
     }

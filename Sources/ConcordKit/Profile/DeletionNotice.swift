@@ -23,12 +23,19 @@ public struct DeletionNotice: Sendable, Equatable {
     /// The largest notice read (one is well under 2 KiB).
     public static let maxBytes = 16 * 1024
 
+    /// The deleted profile's id.
     public let profileID: String
+    /// Its name, for the people told.
     public let profileName: String
+    /// Its root commit (hex): a notice for another history is not this profile's.
     public let root: String
+    /// The Admin who deleted it.
     public let deletedBy: String
+    /// The device it was deleted from.
     public let device: String
+    /// When, ISO-8601 UTC.
     public let deletedAt: String
+    /// The key that signed the notice (an active Admin's device key).
     public let key: SSHPublicKey
     let signature: String
 

@@ -23,6 +23,7 @@ public struct ConcordEnvironment: Sendable {
     /// check of the remote's refs): a `SyncEngine` stops a profile's thread with it. Nil: none is cut.
     package var transferCancellation: TransferCancellation?
 
+    /// An environment with `home` for the identity and registry, a wall clock (the system's by default) and the merge driver's path.
     public init(home: URL, wallClock: @escaping @Sendable () -> Int64 = ConcordEnvironment.systemClock,
                 driverExecutable: String? = nil) {
         self.home = home
@@ -60,6 +61,7 @@ public struct ConcordEnvironment: Sendable {
         return environment
     }
 
+    /// The system's wall clock, in milliseconds since 1970.
     public static let systemClock: @Sendable () -> Int64 = {
         Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
     }

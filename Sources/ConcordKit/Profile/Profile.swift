@@ -12,6 +12,7 @@ public final class Profile {
     public let root: URL
     let repository: Repository
     let environment: ConcordEnvironment
+    /// The profile's id, name and format version (`.concord/profile.json`).
     public let info: ProfileInfo
     /// The profile's kinds, as the working tree's `.concord/kinds.json` has them: read at open, and
     /// again whenever that file changed (`KindsFile`: this engine's `Records.addKinds`, a sync, another process).

@@ -5,9 +5,13 @@ import Foundation
 /// copy was removed because the member's access was (kept, marked `removed`, so `concord profiles`
 /// can say so).
 public struct ProfileRegistry {
+    /// One profile of the registry.
     public struct Entry: Sendable, Equatable {
+        /// Its directory.
         public let path: String
+        /// Its id.
         public let id: String
+        /// Its name.
         public let name: String
         /// Why this device's copy was removed (`access removed by alice at …`); nil while it is here.
         public var removed: String?
@@ -15,10 +19,12 @@ public struct ProfileRegistry {
 
     let file: URL
 
+    /// The registry of the identity whose home is `home`.
     public init(home: URL) {
         file = home.appendingPathComponent("profiles.json")
     }
 
+    /// The registered profiles; none when the file is missing or unreadable.
     public func entries() -> [Entry] {
         guard let data = FileManager.default.contents(atPath: file.path), let value = try? JSONValue.parse(Array(data)) else { return [] }
         return (value["profiles"]?.arrayValue ?? []).compactMap { item in
@@ -63,8 +69,11 @@ public struct ProfileRegistry {
 
 /// One profile on this device as `concord profiles` shows it.
 public struct ProfileSummary: Sendable {
+    /// The profile's name.
     public let name: String
+    /// Its directory.
     public let path: String
+    /// Its id.
     public let id: String
     /// This identity's role there (nil when it is no member, or the copy is gone).
     public let role: Role?

@@ -4,6 +4,7 @@ import Foundation
 
 /// What a commit did, as recorded in its `Concord-Action` trailer.
 public enum ChangeAction: String, Sendable, Codable {
+    /// A profile created, a record added, updated or deleted, a log entry appended, a dump imported, two histories merged.
     case created, added, updated, deleted, appended, imported, merged
 }
 
@@ -50,20 +51,28 @@ struct CommitMessage {
 
 /// The trailers of a commit message, read back.
 public struct CommitTrailers: Sendable, Equatable {
+    /// `Concord-Actor`: the member who made the change.
     public var actor: String?
+    /// `Concord-Device`: the device it was made on.
     public var device: String?
+    /// `Concord-Action`: what it did.
     public var action: String?
+    /// `Concord-Clock`: the change's HLC.
     public var clock: String?
+    /// `Concord-Record` values: the records it changed (`kind/id`).
     public var records: [String] = []
+    /// `Concord-Record-Count`: how many records it changed, when more than are listed.
     public var recordCount: Int?
     /// `Concord-Resolved` values: conflicts a merge resolved by policy.
     public var resolved: [String] = []
     /// `Concord-Unresolved` values: files a merge could not resolve.
     public var unresolved: [String] = []
+    /// Any other trailer, in order.
     public var other: [(key: String, value: String)] = []
     /// How many `Concord-Actor` trailers the message has (a commit naming two is refused).
     public var actorCount = 0
 
+    /// Equal when the Concord trailers a check reads (actor, device, action, clock, records) are.
     public static func == (lhs: CommitTrailers, rhs: CommitTrailers) -> Bool {
         lhs.actor == rhs.actor && lhs.device == rhs.device && lhs.action == rhs.action && lhs.clock == rhs.clock
             && lhs.records == rhs.records && lhs.recordCount == rhs.recordCount

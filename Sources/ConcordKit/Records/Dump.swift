@@ -5,13 +5,17 @@ import Foundation
 /// A portable dump of a profile's live data:
 /// `{"records":[{"kind","id","data"}...], "logs":[{"kind","id"?,"data"}...]}`.
 public struct Dump: Sendable, Equatable {
+    /// One record of a dump.
     public struct RecordItem: Sendable, Equatable {
+        /// The record's kind.
         public let kind: String
+        /// The record's id.
         public let id: String
         /// The record's data in canonical form, as its file holds it (`Record.canonicalData`):
         /// read straight from a dump's text, so a large import never builds the values.
         public let canonicalData: [UInt8]
 
+        /// A record item whose data is `data` (stored in canonical form).
         public init(kind: String, id: String, data: [String: JSONValue]) {
             self.init(kind: kind, id: id, canonicalData: Record.canonicalData(data))
         }
@@ -28,16 +32,20 @@ public struct Dump: Sendable, Equatable {
         }
     }
 
+    /// One log entry of a dump.
     public struct LogItem: Sendable, Equatable {
+        /// The log kind it belongs to.
         public let kind: String
         /// The entry's id; when a dump gives none, one is derived from the kind, data and `written`,
         /// so importing the same dump twice adds nothing, and equal data written at two times is two entries.
         public let id: String
+        /// The entry's data.
         public let data: [String: JSONValue]
         /// When, by whom and on which device the entry was first written (`at`, `by`, `device`), as
         /// exports give it; nil for a dump that does not say. An import keeps it as the entry's `origin`.
         public let written: WriteStamp?
 
+        /// A log item; `written` nil for an entry whose origin the dump does not give.
         public init(kind: String, id: String, data: [String: JSONValue], written: WriteStamp?) {
             self.kind = kind
             self.id = id
@@ -45,8 +53,11 @@ public struct Dump: Sendable, Equatable {
             self.written = written
         }
 
+        /// When the entry was first written (an HLC), if the dump says.
         public var at: String? { written?.at.description }
+        /// Who first wrote it, if the dump says.
         public var by: String? { written?.member }
+        /// On which device it was first written, if the dump says.
         public var device: String? { written?.device }
 
         /// A log's entries as an export gives them: each as first written (`LogEntry.written`), in
@@ -82,7 +93,9 @@ public struct Dump: Sendable, Equatable {
         }
     }
 
+    /// The live records, in the dump's order.
     public var records: [RecordItem]
+    /// The log entries, in the dump's order.
     public var logs: [LogItem]
 
     /// Parses a dump, naming the file and the entry at fault in every error. Each record's data

@@ -5,8 +5,11 @@ import Foundation
 /// What `Profile.upgrade` did: the format the profile had, the one it has now, and the commit that
 /// moved it (nil when it already had this build's format).
 public struct FormatUpgrade: Sendable {
+    /// The format version before.
     public let from: Int
+    /// The format version now.
     public let to: Int
+    /// The upgrade's commit (hex), nil when there was nothing to do.
     public let commit: String?
 }
 

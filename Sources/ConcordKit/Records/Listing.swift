@@ -3,13 +3,17 @@ import Foundation
 
 /// One line of `concord ls`: a live record, or one entry of a log kind.
 public struct ListedItem: Sendable, Equatable {
+    /// The record's or entry's kind.
     public let kind: String
+    /// Its id.
     public let id: String
+    /// `kind/id`.
     public var reference: String { "\(kind)/\(id)" }
 }
 
 /// A listing and the files that could not be read while making it.
 public struct Listing: Sendable {
+    /// The records and entries listed, by kind then id.
     public let items: [ListedItem]
     /// One message per unreadable file: the listing skips it and goes on.
     public let warnings: [String]

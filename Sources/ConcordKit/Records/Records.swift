@@ -121,7 +121,9 @@ public struct Records {
 
 /// What `Records.importDump` wrote.
 public struct DumpImport: Sendable, Equatable {
+    /// How many records it wrote.
     public let records: Int
+    /// How many log entries it added.
     public let logEntries: Int
     /// The data format the import's commit also moved the profile to (6, for entries that keep who
     /// first wrote them), or nil.

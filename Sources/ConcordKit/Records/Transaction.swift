@@ -5,10 +5,14 @@ import Foundation
 
 /// One change a transaction made, as reported to the caller.
 public struct RecordChange: Sendable, Equatable {
+    /// The record's or entry's kind.
     public let kind: String
+    /// Its id.
     public let id: String
+    /// Whether it was added, updated or deleted.
     public let action: ChangeAction
 
+    /// `kind/id`.
     public var reference: String { "\(kind)/\(id)" }
 }
 
@@ -27,6 +31,7 @@ public final class Transaction {
     /// finds a path's place.
     private var pending: [FileChange] = []
     private var pendingIndex: [String: Int] = [:]
+    /// What the transaction changed so far, in the order written.
     public private(set) var changes: [RecordChange] = []
     /// Directory listings of the base tree, loaded on demand for bulk work.
     private(set) var listings: [String: [String: ObjectID]] = [:]

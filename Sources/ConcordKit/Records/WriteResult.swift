@@ -5,8 +5,11 @@ import Foundation
 
 /// The outcome of one write: the commit made (nil when nothing changed) and what changed.
 public struct WriteResult<Value> {
+    /// What the transaction's closure returned.
     public let value: Value
+    /// The commit made (hex), nil when nothing changed.
     public let commit: String?
+    /// Every record and entry the commit changed.
     public let changes: [RecordChange]
 }
 

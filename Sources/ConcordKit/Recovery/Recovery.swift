@@ -4,7 +4,9 @@ import Foundation
 
 /// One problem `concord doctor` found, and whether it was repaired.
 public struct DoctorFinding: Sendable, Equatable {
+    /// What is wrong, in one line.
     public let problem: String
+    /// Whether `--fix` repaired it.
     public let fixed: Bool
     /// Why `--fix` could not repair it (the repair is a commit only an Admin may sign), or nil.
     public var notFixedBecause: String? = nil

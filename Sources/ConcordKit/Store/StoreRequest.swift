@@ -14,6 +14,7 @@ public protocol StoreRequest: Sendable {
 
 /// A `StoreRequest` made of a closure, for values no typed request describes.
 public struct ClosureRequest<Value: Sendable>: StoreRequest {
+    /// The kinds given at creation (nil: any change wakes the request).
     public let observedKinds: Set<String>?
     private let body: @Sendable (StoreReader) throws -> Value
 
@@ -22,5 +23,6 @@ public struct ClosureRequest<Value: Sendable>: StoreRequest {
         (observedKinds, self.body) = (kinds, body)
     }
 
+    /// Runs the closure with `reader`.
     public func fetch(_ reader: StoreReader) throws -> Value { try body(reader) }
 }

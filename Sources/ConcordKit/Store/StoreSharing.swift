@@ -4,8 +4,17 @@ import Foundation
 
 /// Sharing through the store: `Members`' membership calls, made as the store's identity, blocking
 /// and `async` (each a signed commit, like a write; none pushes: `sync` does).
+///
+/// Three ways to invite: by name with the invitee's key (`share(_:role:key:…)`, only that key can
+/// accept), by name with a link (`shareLink`, whoever holds the text accepts it once), and open
+/// (`shareOpen`, up to `uses` people join under their own names). Each returns the invitation
+/// (`Invitation`, whose `text` is what the app shows or sends); the invitee accepts it with
+/// `ConcordStore.accept`. Every refusal is a `ConcordError` an app can switch on: a member whose
+/// role does not allow the call gets `.notAllowed(member:role:action:needs:profile:actingOn:)`,
+/// an invitation that is used, expired, withdrawn or altered `.invitationRefused(member:reason:)`.
 extension ConcordStore {
-    /// Invites `name` as `role` through `remote`'s URL (`Members.share`); admins only.
+    /// Invites `name` as `role` through `remote`'s URL (`Members.share`); admins only. With `key`,
+    /// only that key can accept; without, it is a link invitation (`shareLink`).
     public func share(_ name: String, role: Role, key: SSHPublicKey? = nil, device: String? = nil, expiresIn: Int64,
                       remote: String = "origin") throws -> SharedInvitation {
         let identity = identity
@@ -91,4 +100,48 @@ extension ConcordStore {
         let identity = identity
         return try await withProfile { try $0.members.leave(as: identity) }
     }
+
+    /// Invites `name` as `role` by a link: the invitation carries a one-time key, so whoever holds
+    /// its text can accept it, once, before it expires (send it privately). Admins only.
+    public func shareLink(_ name: String, role: Role, expiresIn: Int64, remote: String = "origin") throws -> SharedInvitation {
+        try share(name, role: role, key: nil, device: nil, expiresIn: expiresIn, remote: remote)
+    }
+
+    /// `shareLink`, run on the store's queue while the caller suspends.
+    public func shareLink(_ name: String, role: Role, expiresIn: Int64, remote: String = "origin") async throws -> SharedInvitation {
+        try await share(name, role: role, key: nil, device: nil, expiresIn: expiresIn, remote: remote)
+    }
+
+    /// The profile's open invitations, each with how many people joined by it (`Members.openInvitations`).
+    public func openInvitations() throws -> [OpenInvitationUse] {
+        try withProfile { try $0.members.openInvitations().map { OpenInvitationUse(invitation: $0.invitation, used: $0.used) } }
+    }
+
+    /// `openInvitations`, run on the store's queue while the caller suspends.
+    public func openInvitations() async throws -> [OpenInvitationUse] {
+        try await withProfile { try $0.members.openInvitations().map { OpenInvitationUse(invitation: $0.invitation, used: $0.used) } }
+    }
+
+    /// Deletes the profile everywhere (`Sync.destroy`): signs a deletion notice (the store's identity
+    /// must be an active Admin, else `.notAllowed`), deletes every remote's repository, then this
+    /// device's copy. The store is unusable afterwards (its directory is gone) unless a remote failed
+    /// (`DestroyReport.failed`), in which case the copy stays and calling it again finishes the job.
+    public func destroy(forget: Bool = false) throws -> Sync.DestroyReport {
+        let identity = identity
+        return try withProfile { try $0.sync.destroy(as: identity, forget: forget) }
+    }
+
+    /// `destroy`, run on the store's queue while the caller suspends.
+    public func destroy(forget: Bool = false) async throws -> Sync.DestroyReport {
+        let identity = identity
+        return try await withProfile { try $0.sync.destroy(as: identity, forget: forget) }
+    }
+}
+
+/// An open invitation and how many people joined by it, as `ConcordStore.openInvitations` returns it.
+public struct OpenInvitationUse: Sendable {
+    /// The invitation file committed by `shareOpen`.
+    public let invitation: OpenInvitation
+    /// How many members joined by it so far (at most `invitation.uses`).
+    public let used: Int
 }

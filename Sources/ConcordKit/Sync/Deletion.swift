@@ -22,9 +22,13 @@ extension Sync {
     /// What `destroy` did: each remote deleted (one line each) or not (why), and whether this
     /// device's copy went (only once every remote is done).
     public struct DestroyReport: Sendable {
+        /// The signed notice left where each repository was.
         public let notice: DeletionNotice
+        /// Each remote deleted, with a line saying what was deleted.
         public let deleted: [(remote: String, what: String)]
+        /// Each remote that could not be deleted, and why.
         public let failed: [(remote: String, error: ConcordError)]
+        /// Whether this device's copy was deleted (only once every remote was).
         public var copyDeleted: Bool { failed.isEmpty }
     }
 

@@ -8,8 +8,10 @@ import Foundation
 /// per `watch` poll), and nothing read is kept, so a long-running watch holds none of it between
 /// polls and sees `concord remote trust` run elsewhere at once.
 public struct KnownHosts {
+    /// The file, `known_hosts` in the identity's home.
     public let file: URL
 
+    /// The known hosts of the identity whose home is `home`.
     public init(home: URL) {
         file = home.appendingPathComponent("known_hosts")
     }

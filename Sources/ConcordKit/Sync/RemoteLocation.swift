@@ -2,7 +2,9 @@ import Foundation
 
 /// Where a remote lives: a bare repository on a path, or one reached over ssh.
 public enum RemoteLocation: Sendable, Equatable {
+    /// A bare repository in a directory of this machine.
     case path(String)
+    /// A bare repository reached over ssh (`ssh://user@host:port/path`).
     case ssh(user: String?, host: String, port: Int, path: String)
 
     /// Parses a remote URL: an absolute or relative directory, `file://`, `ssh://user@host[:port]/path`

@@ -4,6 +4,7 @@ import Foundation
 
 /// What `RemoteRestore.run` did to a remote's main.
 public struct RemoteRestoreReport: Sendable, Equatable {
+    /// The remote restored.
     public let remote: String
     /// The remote's main before (short id): the damaged tip.
     public let damagedTip: String

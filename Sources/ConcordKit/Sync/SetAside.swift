@@ -18,6 +18,7 @@ public struct RefusedCommit: Sendable, Equatable {
 /// This device's commits a sync would refuse to send to `remote` (`ConcordError.unpublishable`),
 /// and the commit main can go back to.
 public struct UnpublishableCommits: Sendable, Equatable {
+    /// The remote the commits would be refused by.
     public let remote: String
     /// Every unsent commit the rule refuses, oldest first.
     public let refused: [RefusedCommit]
@@ -28,7 +29,9 @@ public struct UnpublishableCommits: Sendable, Equatable {
 
 /// A file the set-aside commits changed that was not made again, and why; its content stays in the set-aside ref.
 public struct KeptAside: Sendable, Equatable {
+    /// The file, relative to the profile.
     public let path: String
+    /// Why it was not made again.
     public let reason: String
 }
 
@@ -38,6 +41,7 @@ public struct SetAsideReport: Sendable, Equatable {
     public let ref: String
     /// The tip that ref points at (main before), short id.
     public let tip: String
+    /// The commits set aside, oldest first.
     public let refused: [RefusedCommit]
     /// Where main went back to (short id).
     public let movedBackTo: String

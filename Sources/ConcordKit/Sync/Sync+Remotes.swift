@@ -5,13 +5,21 @@ import Foundation
 
 /// What one `sync` did.
 public struct SyncReport: Sendable {
+    /// The remote synced with.
     public let remote: String
+    /// How many commits arrived from it.
     public let received: Int
+    /// How many commits were sent to it.
     public let sent: Int
+    /// The files the sync changed in the working tree.
     public let changedFiles: [String]
+    /// Conflicts the merge resolved by the kinds' policies.
     public let resolved: [ResolvedConflict]
+    /// Files the merge could not resolve.
     public let unresolved: [UnresolvedFile]
+    /// main's tip afterwards (hex).
     public let head: String
+    /// How many rounds it took (a remote that moved meanwhile is synced again).
     public let attempts: Int
     /// What the user should know although the sync succeeded (the remote's main was deleted or
     /// rewound, and this device restored it).
@@ -30,10 +38,15 @@ public struct SyncReport: Sendable {
 
 /// Where this profile stands against one remote.
 public struct SyncStatus: Sendable {
+    /// The remote's name.
     public let remote: String
+    /// Its URL.
     public let url: String
+    /// Commits here that the remote does not have yet.
     public let ahead: Int
+    /// Commits the remote had at the last fetch that are not here yet.
     public let behind: Int
+    /// When this device last synced with it (ISO-8601 UTC), nil if never.
     public let lastSync: String?
 }
 

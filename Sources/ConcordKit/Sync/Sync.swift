@@ -58,10 +58,12 @@ public struct Sync {
 
     // MARK: Remotes
 
+    /// The profile's remotes, by name, with their URLs.
     public func remotes() throws -> [(name: String, url: String)] {
         try gitCall { try repository.remotes() }
     }
 
+    /// Adds remote `name` at `url` (a path, or `ssh://`); refuses an existing name.
     public func addRemote(_ name: String, url: String) throws {
         guard RecordID.isValid(name) else { throw ConcordError.invalidInput("invalid remote name \"\(name)\": use letters, digits, . _ -") }
         guard try gitCall({ try repository.remoteURL(name) }) == nil else { throw ConcordError.remoteExists(name) }
@@ -69,6 +71,7 @@ public struct Sync {
         try gitCall { try repository.addRemote(name, url: location.transportURL) }
     }
 
+    /// Removes remote `name`.
     public func removeRemote(_ name: String) throws {
         guard try gitCall({ try repository.remoteURL(name) }) != nil else { throw ConcordError.unknownRemote(name) }
         try gitCall { try repository.removeRemote(name) }
