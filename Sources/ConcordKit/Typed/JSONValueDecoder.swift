@@ -11,6 +11,7 @@ public struct JSONValueDecoder: Sendable {
     /// Values handed to the decoded types through `Decoder.userInfo`.
     public var userInfo: [CodingUserInfoKey: any Sendable] = [:]
 
+    /// A decoder with no user info.
     public init() {}
 
     /// `type` decoded from `value`; throws `DecodingError` naming the coding path that failed.

@@ -18,6 +18,7 @@ public struct JSONValueEncoder: Sendable {
     /// Values handed to the encoded types through `Encoder.userInfo`.
     public var userInfo: [CodingUserInfoKey: any Sendable] = [:]
 
+    /// An encoder with no user info.
     public init() {}
 
     /// `value` as a JSON value; throws `EncodingError` for what JSON cannot hold, or what `value`

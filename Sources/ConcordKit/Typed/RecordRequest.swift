@@ -9,6 +9,7 @@ import ConcordModel
 /// while it is built: a key path with no field name (`ConcordRecord.fields`) or a bad value fails
 /// the query when it runs.
 public struct RecordRequest<T: ConcordRecord>: StoreRequest {
+    /// The records the request selects, in its order.
     public typealias Value = [T]
 
     private var conditions: [IndexQuery.Condition] = []
