@@ -44,7 +44,7 @@ public final class ConcordStore: Sendable {
     /// on a `Profile` of its own, opened when the first one subscribes (`StoreWatcher`).
     let watcher: StoreWatcher
     /// What `status` returns, kept up to date once an app asked for it.
-    private let statusMirror = StoreStatus()
+    private let statusMirror: StoreStatus
 
     private init(_ profile: Profile, identity: Identity) {
         directory = profile.root
@@ -57,7 +57,9 @@ public final class ConcordStore: Sendable {
         syncer = ProfileQueue(label: "concord.store.sync.\(profile.info.id)") {
             try Profile.open(at: root, environment: environment)
         }
-        watcher = StoreWatcher { try Profile.open(at: root, environment: environment) }
+        let status = StoreStatus()
+        statusMirror = status
+        watcher = StoreWatcher(status: status) { try Profile.open(at: root, environment: environment) }
     }
 
     /// The environment given, or this process's (`ConcordEnvironment.fromProcess`).

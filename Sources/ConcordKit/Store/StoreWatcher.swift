@@ -15,7 +15,7 @@ import Foundation
 /// skips unchanged directories, `History.changedKinds`) and wakes only those whose kinds changed.
 final class StoreWatcher: @unchecked Sendable {
     // Safe: `subscribers`, `nextID` and `running` are read and written only while holding `lock`;
-    // `profile` only by the watching thread, of which at most one runs (`running`), each started
+    // `profile` and `statusHead` only by the watching thread, of which at most one runs (`running`), each started
     // after the previous one let go of it under `lock`.
     private let lock = NSLock()
     private var subscribers = [Int: Subscriber]()
@@ -23,6 +23,9 @@ final class StoreWatcher: @unchecked Sendable {
     private var running = false
     private var profile: Profile?
     private let opening: @Sendable () throws -> Profile
+    /// The store's status, read again when main moved and an app uses it; and where main was when it last was.
+    private let status: StoreStatus
+    private var statusHead: ObjectID?
     private let wake = DispatchSemaphore(value: 0)
 
     /// How often the thread reads main while nothing tells it of a move.
@@ -47,9 +50,10 @@ final class StoreWatcher: @unchecked Sendable {
         let fail: @Sendable (Error) -> Void
     }
 
-    /// A watcher whose thread opens its profile with `opening` when first needed.
-    init(opening: @escaping @Sendable () throws -> Profile) {
-        self.opening = opening
+    /// A watcher whose thread opens its profile with `opening` when first needed, and keeps
+    /// `status` current while it runs.
+    init(status: StoreStatus, opening: @escaping @Sendable () throws -> Profile) {
+        (self.status, self.opening) = (status, opening)
     }
 
     /// Whether the watching thread runs (some observer or feed is subscribed): for tests.
@@ -131,6 +135,10 @@ final class StoreWatcher: @unchecked Sendable {
         self.profile = profile
         let history = profile.history
         guard var head = try history.head() else { return }
+        if head != statusHead, status.isUsed {
+            status.refresh(from: profile.sync, remote: "origin")
+            statusHead = head
+        }
         guard current.values.contains(where: { $0.seen != .unknown && $0.seen != .at(head) }) else { return }
         // A writer moves main before it writes the working tree and the index, holding the
         // profile's lock throughout: once the lock is free, what main names is on disk to read.
