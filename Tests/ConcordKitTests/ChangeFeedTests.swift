@@ -107,6 +107,15 @@ final class ChangeFeedTests: KitTestCase {
         XCTAssertEqual(records(feed.values[2]), ["vocabulary/again added"])
         XCTAssertEqual(feed.values[2].commit?.origin, .sync)
         XCTAssertEqual(feed.values[2].commit?.conflicts, [])
+
+        // A member who leaves, told to the others by the sync that brings it.
+        _ = try await bobStore.sync()   // up to date first: a merge he signed after leaving would be refused
+        try await bobStore.leave()
+        _ = try await bobStore.sync()
+        _ = try await aliceStore.sync()
+        try await feed.waitFor { $0.count == 4 }
+        XCTAssertEqual(feed.values[3].commit?.membership, [MembershipEvent(member: "bob", change: .left)])
+        XCTAssertEqual(feed.values[3].commit?.origin, .sync)
         feed.cancel()
         fsckAtEnd(remote, aliceStore.directory, bobStore.directory)
     }

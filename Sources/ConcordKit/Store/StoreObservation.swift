@@ -49,7 +49,7 @@ extension ConcordStore {
 /// One observer's or feed's place in the store's watcher: subscribed when it starts, told where
 /// its reads were made, unsubscribed when its consumer goes or it ends.
 final class Watch: @unchecked Sendable {
-    // Safe: `id`, `watcher` and `stopped` are read and written only while holding `lock`.
+    // Safe: `id`, `watcher`, `subscription` and `stopped` are read and written only while holding `lock`.
     private let lock = NSLock()
     private var id: Int?
     private var watcher: StoreWatcher?

@@ -122,7 +122,10 @@ final class StoreWatcher: @unchecked Sendable {
                 failures = 0
             } catch {
                 failures += 1
-                if failures > Self.failuresTolerated { failAll(error) }
+                if failures > Self.failuresTolerated {
+                    failures = 0
+                    failAll(error)
+                }
             }
             _ = wake.wait(timeout: .now() + Self.pollInterval)
         }
