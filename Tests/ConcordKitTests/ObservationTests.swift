@@ -35,6 +35,16 @@ final class ObservationTests: KitTestCase {
         values.cancel()
     }
 
+    func testASharingCallWakesAnObserverOfEverything() async throws {
+        let store = try makeStore()
+        let members = Collector(store.observe(ClosureRequest(kinds: nil) { try $0.members().map(\.name).sorted() }))
+        try await members.waitFor { $0 == [["alice"]] }
+        let bob = try makeIdentity("bob", device: "phone")
+        try await store.addMember("bob", role: .editor, device: "phone", key: bob.key.publicKey)
+        try await members.waitFor { $0.last == ["alice", "bob"] }
+        members.cancel()
+    }
+
     func testAWriteOfAnotherKindDoesNotReadAgain() async throws {
         let store = try makeStore()
         let reads = Counter()

@@ -223,8 +223,9 @@ public final class ConcordStore: Sendable {
     }
 
     /// After a call of this store that may have committed (on the store's queue, with its engine):
-    /// the watcher looks at main now, and the status is read again when an app uses it.
-    private func changedLocally<T>(_ profile: Profile, _ value: T) -> T {
+    /// the watcher looks at main now, and the status is read again when an app uses it. Every
+    /// call that commits goes through it (`write`, `importDump`, `withProfile`, which the sharing calls use).
+    func changedLocally<T>(_ profile: Profile, _ value: T) -> T {
         watcher.moved()
         if statusMirror.isUsed { statusMirror.refresh(from: profile.sync, remote: "origin") }
         return value
