@@ -56,6 +56,23 @@ final class ChangeFeedTests: KitTestCase {
         try await eventually { !store.isWatching }
     }
 
+    func testALongHistoryIsToldInTurnsEachCommitOnce() async throws {
+        let alice = try makeIdentity()
+        let store = try ConcordStore.create(at: sandbox.appendingPathComponent("p"), name: "P", template: .aac, identity: alice,
+                                            environment: makeEnvironment(alice))
+        let commits = ChangeFeed.batch + 50
+        let script = "for i in $(seq \(commits)); do git -c user.name=x -c user.email=x@y -c commit.gpgsign=false "
+            + "commit -q --allow-empty -m \"empty $i\" || exit 1; done"
+        let made = try ProcessRunner.run("/bin/sh", ["-c", script], environment: isolatedEnvironment(home: sandbox), in: store.directory)
+        XCTAssertEqual(made.status, 0, made.stderr)
+        let feed = Collector(store.changes(since: nil))
+        try await feed.waitFor(seconds: 20) { $0.count == commits + 1 }
+        let summaries = feed.values.dropFirst().map { $0.commit?.summary ?? "" }
+        XCTAssertEqual(summaries, (1...commits).map { "empty \($0)" })
+        XCTAssertEqual(feed.values.last?.commit?.origin, .sync, "a commit with no trailers is not this device's")
+        feed.cancel()
+    }
+
     func testATokenNoLongerInTheHistoryIsAnError() async throws {
         let alice = try makeIdentity()
         let store = try ConcordStore.create(at: sandbox.appendingPathComponent("p"), name: "P", template: .aac, identity: alice,

@@ -41,9 +41,11 @@ final class ChangeFeed: @unchecked Sendable {
     /// long history leaves the queue to writes and reads between turns.
     static let batch = 200
 
-    // Safe: `last`, `tables` and `started` are touched only by `step`, which runs on the store's
-    // serial queue; `continuation` is Sendable.
+    // Safe: `last`, `pending`, `tables` and `started` are touched only by `step`, which runs on
+    // the store's serial queue; `continuation` is Sendable.
     private var last: ObjectID?
+    /// The commits left to tell of the chain to `pending.head`, when a turn stopped at `batch`.
+    private var pending: (head: ObjectID, commits: ArraySlice<Commit>)?
     private var tables = KindsTables()
     private let token: ChangeToken?
     private var started = false
@@ -68,14 +70,22 @@ final class ChangeFeed: @unchecked Sendable {
             let head = try history.head()
             watch.read(at: head)
             guard let head, head != last else { return .wait }
-            guard let commits = try history.firstParentCommits(after: last, upTo: head) else {
+            let commits: ArraySlice<Commit>
+            if let pending, pending.head == head {
+                commits = pending.commits
+            } else if let chain = try history.firstParentCommits(after: last, upTo: head) {
+                commits = chain[...]
+            } else {
                 throw ConcordError.changeTokenNotInHistory(token: last?.hex ?? "")
             }
+            pending = nil
             for commit in commits.prefix(Self.batch) {
                 continuation.yield(.commit(try history.commitChange(commit, as: identity, tables: &tables)))
                 last = commit.id
             }
-            return commits.count > Self.batch ? .more : .wait
+            guard commits.count > Self.batch else { return .wait }
+            pending = (head, commits.dropFirst(Self.batch))
+            return .more
         } catch {
             continuation.finish(throwing: error)
             return .end
