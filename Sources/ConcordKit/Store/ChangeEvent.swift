@@ -11,6 +11,7 @@ public struct ChangeToken: Sendable, Codable, Hashable, CustomStringConvertible 
     /// The token of commit `commit` (hex).
     public init(commit: String) { self.commit = commit }
 
+    /// The commit id.
     public var description: String { commit }
 }
 
@@ -36,8 +37,11 @@ public struct ChangedRecord: Sendable, Equatable, Hashable {
         case deleted
     }
 
+    /// The record's kind.
     public let kind: String
+    /// The record's id.
     public let id: String
+    /// Whether it appeared, changed or went.
     public let change: Change
 
     /// `kind/id`.
@@ -46,7 +50,9 @@ public struct ChangedRecord: Sendable, Equatable, Hashable {
 
 /// The log entries a commit appended to one log kind, by id, in the order of their day files.
 public struct AppendedEntries: Sendable, Equatable {
+    /// The log kind.
     public let kind: String
+    /// The new entries' ids.
     public let ids: [String]
 }
 
@@ -58,6 +64,7 @@ public struct MembershipEvent: Sendable, Equatable {
         case invited(Role)
         /// Became an active member with this role (added, or an invitation accepted).
         case joined(Role)
+        /// Given another role by an admin.
         case roleChanged(from: Role, to: Role)
         /// Revoked by an admin.
         case revoked(by: String)
@@ -69,7 +76,9 @@ public struct MembershipEvent: Sendable, Equatable {
         case removed
     }
 
+    /// The member's name.
     public let member: String
+    /// What happened to them.
     public let change: Change
 }
 
@@ -92,9 +101,11 @@ public struct MergeConflictLoss: Sendable, Equatable {
 public struct CommitChange: Sendable {
     /// The commit: resume after it with `changes(since: token)`.
     public let token: ChangeToken
+    /// Whether this device's member made it here, or it came through a sync.
     public let origin: ChangeOrigin
     /// Who made it, as its trailers say (`Concord-Actor`, `Concord-Device`); nil when it has none (a plain git commit).
     public let member: String?
+    /// The device it was made on, as its trailers say.
     public let device: String?
     /// Its summary line.
     public let summary: String

@@ -44,11 +44,17 @@ public final class StoreStatus: Observable, @unchecked Sendable {
         return lock.withLock { state }
     }
 
+    /// Commits of this device the remote has not received (ahead), as far as the last fetch knows.
     public var pendingCommits: Int { read(\.pendingCommits, \.pendingCommits) }
+    /// Commits the last fetch brought that main has not merged.
     public var behind: Int { read(\.behind, \.behind) }
+    /// When this device last synced with the remote (ISO-8601 UTC), if ever.
     public var lastSync: String? { read(\.lastSync, \.lastSync) }
+    /// A sync of this store is running.
     public var isSyncing: Bool { read(\.isSyncing, \.isSyncing) }
+    /// The last sync's failure, until a sync succeeds.
     public var lastError: String? { read(\.lastError, \.lastError) }
+    /// A sync learned that this device's access was removed, or the profile deleted.
     public var isAccessRemoved: Bool { read(\.isAccessRemoved, \.isAccessRemoved) }
 
     private func read<T>(_ property: KeyPath<StoreStatus, T>, _ field: KeyPath<Snapshot, T>) -> T {
