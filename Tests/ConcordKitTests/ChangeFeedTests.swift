@@ -93,8 +93,8 @@ final class ChangeFeedTests: KitTestCase {
         let feed = Collector(store.changes(since: ChangeToken(commit: head)))
         try await Task.sleep(nanoseconds: 100_000_000)
         try gitOK(["reset", "-q", "--hard", "HEAD~1"], in: store.directory)
-        try gitOK(["-c", "user.name=x", "-c", "user.email=x@y", "-c", "commit.gpgsign=false", "commit", "-q", "--allow-empty", "-m", "other"],
-                  in: store.directory)
+        try gitOK(["-c", "user.name=x", "-c", "user.email=x@y", "-c", "commit.gpgsign=false",
+                   "commit", "-q", "--allow-empty", "-m", "other"], in: store.directory)
         try await feed.waitUntilFinished()
         XCTAssertEqual(feed.error as? ConcordError, .changeTokenNotInHistory(token: head))
         try await eventually { !store.isWatching }

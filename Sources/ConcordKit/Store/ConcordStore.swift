@@ -171,7 +171,9 @@ public final class ConcordStore: Sendable {
     /// Syncs with `remote` (`Sync.run`): fetch, check, merge, push.
     public func sync(remote: String = "origin") throws -> SyncReport {
         let identity = identity
-        return try syncing(remote) { try syncer.run { profile in try self.synced(profile, remote, profile.sync.run(remote: remote, as: identity)) } }
+        return try syncing {
+            try syncer.run { profile in try self.synced(profile, remote, profile.sync.run(remote: remote, as: identity)) }
+        }
     }
 
     /// `sync`, run on the store's sync queue while the caller suspends. Cancelling the task ends a
@@ -179,7 +181,7 @@ public final class ConcordStore: Sendable {
     /// left as any failed sync leaves it, and the next sync picks up from there.
     public func sync(remote: String = "origin") async throws -> SyncReport {
         let identity = identity
-        return try await syncing(remote) {
+        return try await syncing {
             try await syncer.runAsync { profile in try self.synced(profile, remote, profile.sync.run(remote: remote, as: identity)) }
         }
     }
@@ -241,7 +243,7 @@ public final class ConcordStore: Sendable {
 
     /// Runs a sync, telling the status it runs and how it ended; a sync that learns this device's
     /// access was removed, or the profile deleted, ends every observer and change feed with it.
-    private func syncing<T>(_ remote: String, _ body: () async throws -> T) async throws -> T {
+    private func syncing<T>(_ body: () async throws -> T) async throws -> T {
         statusMirror.update { $0.isSyncing = true }
         defer { statusMirror.update { $0.isSyncing = false } }
         do {
@@ -253,7 +255,7 @@ public final class ConcordStore: Sendable {
     }
 
     /// `syncing`, blocking.
-    private func syncing<T>(_ remote: String, _ body: () throws -> T) throws -> T {
+    private func syncing<T>(_ body: () throws -> T) throws -> T {
         statusMirror.update { $0.isSyncing = true }
         defer { statusMirror.update { $0.isSyncing = false } }
         do {
@@ -264,6 +266,7 @@ public final class ConcordStore: Sendable {
         }
     }
 
+    /// A sync failed with `error`: the status says so, and a removal ends the observers and feeds.
     private func syncFailed(_ error: Error) {
         let removed: Bool
         switch error as? ConcordError {
