@@ -35,12 +35,18 @@ public final class ConcordStore: Sendable {
     public let kinds: KindsTable
     /// The kinds the app declared when it opened the store (`kindDifferences` compares them with the profile's).
     public let declaredKinds: [Kind]
-    private let engine: ProfileQueue
+    /// The store's queue and its engine (internal: the observers read on it, `StoreObservation`).
+    let engine: ProfileQueue
     /// Where syncs run: their own engine on the same profile, so a sync's network phase leaves
     /// `engine` free; the profile's file lock serializes its local phases with writes. Opened by
     /// the first sync, on this queue (a store that never syncs never opens it); a failure to open
     /// it is that sync's error.
     private let syncer: ProfileQueue
+    /// The one thread that watches main move for every observer and change feed of the store,
+    /// on a `Profile` of its own, opened when the first one subscribes (`StoreWatcher`).
+    let watcher: StoreWatcher
+    /// What `status` returns, kept up to date once an app asked for it.
+    private let statusMirror: StoreStatus
 
     private init(_ profile: Profile, identity: Identity, declaredKinds: [Kind] = []) {
         directory = profile.root
@@ -54,6 +60,9 @@ public final class ConcordStore: Sendable {
         syncer = ProfileQueue(label: "concord.store.sync.\(profile.info.id)") {
             try Profile.open(at: root, environment: environment)
         }
+        let status = StoreStatus()
+        statusMirror = status
+        watcher = StoreWatcher(status: status) { try Profile.open(at: root, environment: environment) }
     }
 
     /// The environment given, or this process's (`ConcordEnvironment.fromProcess`).
@@ -144,7 +153,7 @@ public final class ConcordStore: Sendable {
     @discardableResult
     public func write<T: Sendable>(action: ChangeAction? = nil, _ body: @Sendable (Transaction) throws -> T) throws -> WriteResult<T> {
         let identity = identity
-        return try engine.run { try $0.records.write(as: identity, action: action, body) }
+        return try engine.run { try changedLocally($0, $0.records.write(as: identity, action: action, body)) }
     }
 
     /// `write`, run on the store's queue while the caller suspends.
@@ -152,21 +161,21 @@ public final class ConcordStore: Sendable {
     public func write<T: Sendable>(action: ChangeAction? = nil,
                                    _ body: @escaping @Sendable (Transaction) throws -> T) async throws -> WriteResult<T> {
         let identity = identity
-        return try await engine.runAsync { try $0.records.write(as: identity, action: action, body) }
+        return try await engine.runAsync { try self.changedLocally($0, $0.records.write(as: identity, action: action, body)) }
     }
 
     /// Writes every record and log entry of `dump` as one commit (`Records.importDump`).
     @discardableResult
     public func importDump(_ dump: Dump) throws -> WriteResult<DumpImport> {
         let identity = identity
-        return try engine.run { try $0.records.importDump(dump, as: identity) }
+        return try engine.run { try changedLocally($0, $0.records.importDump(dump, as: identity)) }
     }
 
     /// `importDump`, run on the store's queue while the caller suspends.
     @discardableResult
     public func importDump(_ dump: Dump) async throws -> WriteResult<DumpImport> {
         let identity = identity
-        return try await engine.runAsync { try $0.records.importDump(dump, as: identity) }
+        return try await engine.runAsync { try self.changedLocally($0, $0.records.importDump(dump, as: identity)) }
     }
 
     // MARK: Sync
@@ -174,7 +183,9 @@ public final class ConcordStore: Sendable {
     /// Syncs with `remote` (`Sync.run`): fetch, check, merge, push.
     public func sync(remote: String = "origin") throws -> SyncReport {
         let identity = identity
-        return try syncer.run { try $0.sync.run(remote: remote, as: identity) }
+        return try syncing {
+            try syncer.run { profile in try self.synced(profile, remote, profile.sync.run(remote: remote, as: identity)) }
+        }
     }
 
     /// `sync`, run on the store's sync queue while the caller suspends. Cancelling the task ends a
@@ -182,7 +193,9 @@ public final class ConcordStore: Sendable {
     /// left as any failed sync leaves it, and the next sync picks up from there.
     public func sync(remote: String = "origin") async throws -> SyncReport {
         let identity = identity
-        return try await syncer.runAsync { try $0.sync.run(remote: remote, as: identity) }
+        return try await syncing {
+            try await syncer.runAsync { profile in try self.synced(profile, remote, profile.sync.run(remote: remote, as: identity)) }
+        }
     }
 
     /// Adds a remote by name and URL (a path, or `ssh://`).
@@ -203,11 +216,79 @@ public final class ConcordStore: Sendable {
     /// Runs `body` on the store's queue with the engine itself: for the package's sync engine and
     /// tests, which need what the public calls do not give (a prefetched pack, the verification).
     package func withProfile<T>(_ body: (Profile) throws -> T) throws -> T {
-        try engine.run(body)
+        try engine.run { try changedLocally($0, body($0)) }
     }
 
     /// `withProfile`, run on the store's queue while the caller suspends (cancellable like `sync`).
     package func withProfile<T: Sendable>(_ body: @escaping @Sendable (Profile) throws -> T) async throws -> T {
-        try await engine.runAsync(body)
+        try await engine.runAsync { try self.changedLocally($0, body($0)) }
+    }
+
+    // MARK: Telling the observers and the status
+
+    /// The store's status with its remote (`origin`), for an app's UI (`StoreStatus`): kept up to
+    /// date by this store's writes and syncs from the first time it is asked for.
+    public var status: StoreStatus {
+        if !statusMirror.isUsed {
+            statusMirror.markUsed()
+            try? engine.run { statusMirror.refresh(from: $0.sync, remote: "origin") }
+        }
+        return statusMirror
+    }
+
+    /// After a call of this store that may have committed (on the store's queue, with its engine):
+    /// the watcher looks at main now, and the status is read again when an app uses it. Every
+    /// call that commits goes through it (`write`, `importDump`, `withProfile`, which the sharing calls use).
+    func changedLocally<T>(_ profile: Profile, _ value: T) -> T {
+        watcher.moved()
+        if statusMirror.isUsed { statusMirror.refresh(from: profile.sync, remote: "origin") }
+        return value
+    }
+
+    /// After a sync (on the sync queue, with its engine): the same, for `remote`.
+    private func synced(_ profile: Profile, _ remote: String, _ report: SyncReport) -> SyncReport {
+        watcher.moved()
+        statusMirror.update { $0.lastError = nil }
+        if statusMirror.isUsed { statusMirror.refresh(from: profile.sync, remote: remote) }
+        return report
+    }
+
+    /// Runs a sync, telling the status it runs and how it ended; a sync that learns this device's
+    /// access was removed, or the profile deleted, ends every observer and change feed with it.
+    private func syncing<T>(_ body: () async throws -> T) async throws -> T {
+        statusMirror.update { $0.isSyncing = true }
+        defer { statusMirror.update { $0.isSyncing = false } }
+        do {
+            return try await body()
+        } catch {
+            syncFailed(error)
+            throw error
+        }
+    }
+
+    /// `syncing`, blocking.
+    private func syncing<T>(_ body: () throws -> T) throws -> T {
+        statusMirror.update { $0.isSyncing = true }
+        defer { statusMirror.update { $0.isSyncing = false } }
+        do {
+            return try body()
+        } catch {
+            syncFailed(error)
+            throw error
+        }
+    }
+
+    /// A sync failed with `error`: the status says so, and a removal ends the observers and feeds.
+    private func syncFailed(_ error: Error) {
+        let removed: Bool
+        switch error as? ConcordError {
+        case .accessRemoved, .profileDeleted: removed = true
+        default: removed = false
+        }
+        statusMirror.update {
+            $0.lastError = error.localizedDescription
+            if removed { $0.isAccessRemoved = true }
+        }
+        if removed { watcher.failAll(error) }
     }
 }

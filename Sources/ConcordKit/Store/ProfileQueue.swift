@@ -66,6 +66,12 @@ final class ProfileQueue: @unchecked Sendable {
         return try queue.sync { try body(profile()) }
     }
 
+    /// Hands the queue `body` and returns at once: the observers' reads (`StoreSubscription`),
+    /// which must neither block the thread that wakes them nor hold one of Swift's pool.
+    func enqueue(_ body: @escaping @Sendable (Result<Profile, Error>) -> Void) {
+        queue.async { [self] in body(Result { try profile() }) }
+    }
+
     /// Runs `body` on the queue while the caller suspends. A task cancelled before `body` starts
     /// gets `CancellationError` at once (`body` never runs); one cancelled while it runs cuts the
     /// transfers `body` started at their next callback (`TransferCancellation`, made current on

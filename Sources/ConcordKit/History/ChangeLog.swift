@@ -1,0 +1,94 @@
+import ConcordGit
+import ConcordModel
+import Foundation
+
+/// What changed between two commits, as much as an observer needs to know whether to read again:
+/// the kinds whose files changed, and whether anything else did (members, kinds, the profile's description).
+struct ChangedKinds: Sendable, Equatable {
+    /// The record and log kinds some file of which differs.
+    var kinds: Set<String> = []
+    /// Whether a file that belongs to no kind differs.
+    var other = false
+
+    /// Nothing differs.
+    var isEmpty: Bool { kinds.isEmpty && !other }
+
+    /// Whether an observer of `observed` (nil: any change) is concerned.
+    func concerns(_ observed: Set<String>?) -> Bool {
+        guard let observed else { return !isEmpty }
+        return !observed.isDisjoint(with: kinds)
+    }
+}
+
+/// Kinds tables read from commits' trees, kept by the blob id of `.concord/kinds.json`: a walk
+/// along a history reads each version of the table once.
+struct KindsTables {
+    private var tables = [ObjectID: KindsTable]()
+
+    /// The table `tree` holds, or `fallback` when it holds none that decodes.
+    mutating func table(in tree: ObjectID, repository: Repository, fallback: KindsTable) throws -> KindsTable {
+        guard let entry = try repository.entry(at: KindsTable.path, inTree: tree), entry.kind == .blob else { return fallback }
+        if let known = tables[entry.id] { return known }
+        let table = (try? KindsTable.decode(try repository.blob(entry.id))) ?? fallback
+        tables[entry.id] = table
+        return table
+    }
+}
+
+/// The history as observation and the change feed read it: where main is, what moved between two
+/// commits, and the first-parent chain from a commit an app last saw to main.
+extension History {
+    /// The commit main is at (HEAD); nil before the first commit.
+    func head() throws -> ObjectID? {
+        try gitCall { try repository.resolveReference("HEAD") }
+    }
+
+    /// Which kinds' files differ between commits `old` (nil: an empty profile) and `new`, by a tree
+    /// diff that skips unchanged directories (`Repository.changedFiles`), each path mapped to its
+    /// kind by the kinds table of `new` (a kind added meanwhile included).
+    func changedKinds(from old: ObjectID?, to new: ObjectID) throws -> ChangedKinds {
+        try gitCall {
+            let newTree = try repository.commit(new).tree
+            let oldTree = try old.map { try repository.commit($0).tree }
+            var tables = KindsTables()
+            let kinds = try tables.table(in: newTree, repository: repository, fallback: profile.kinds)
+            var changed = ChangedKinds()
+            for file in try repository.changedFiles(from: oldTree, to: newTree) {
+                if let (kind, _) = kinds.kind(forPath: file.path.string) {
+                    changed.kinds.insert(kind.name)
+                } else {
+                    changed.other = true
+                }
+            }
+            return changed
+        }
+    }
+
+    /// The commits of main's first-parent chain after `token` up to `head`, oldest first; nil
+    /// when `token` is not `head` nor one of its ancestors (set aside, rewound, or never here).
+    /// The chain ends at `token` when it is on it; a token that reached main through a merge's
+    /// other side (this device's commit merged by another device) ends it at the first commit
+    /// that is an ancestor of the token, so that merge's event brings the token's side again.
+    func firstParentCommits(after token: ObjectID?, upTo head: ObjectID) throws -> [Commit]? {
+        try gitCall {
+            guard let token else { return try chain(from: head) { _ in false } }
+            guard repository.contains(token), try token == head || repository.isAncestor(token, of: head) else { return nil }
+            // Most often the token is on the chain: found by identity alone, with no ancestry walk per commit.
+            let direct = try chain(from: head) { $0 == token }
+            if direct.first?.parents.first == token || direct.isEmpty { return direct }
+            return try chain(from: head) { try $0 == token || repository.isAncestor($0, of: token) }
+        }
+    }
+
+    /// The first-parent chain from `head` down to (not including) the first commit `stop` accepts, oldest first.
+    private func chain(from head: ObjectID, stop: (ObjectID) throws -> Bool) throws -> [Commit] {
+        var out = [Commit]()
+        var next: ObjectID? = head
+        while let id = next, try !stop(id) {
+            let commit = try repository.commit(id)
+            out.append(commit)
+            next = commit.parents.first
+        }
+        return out.reversed()
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import Observation
+
+/// Where a store stands with its remote, for an app's UI to bind to (`ConcordStore.status`):
+/// commits not yet sent, ahead/behind, when it last synced, whether a sync runs, the last sync's
+/// error, whether access was removed. `Observable` (the Observation framework, on Linux too):
+/// SwiftUI views and `withObservationTracking` see each property change.
+///
+/// It is what `@Observable` expands to, written out, so that its state can sit behind a lock:
+/// the status is updated synchronously by the store call that changed it (a write, an import, a
+/// sharing call, a sync), on that call's thread, before the call returns — so it is current when
+/// a call returns, testable with no run loop, and never waits for the main actor. A change seen
+/// by the store's observers (another process's commit) updates it too while something observes.
+/// A SwiftUI view reads it on the main actor as any `Observable`; an app that needs every change
+/// on the main actor hops there in its `onChange`.
+public final class StoreStatus: Observable, @unchecked Sendable {
+    /// All of the status at one moment.
+    public struct Snapshot: Sendable, Equatable {
+        /// Commits of this device the remote has not received, as far as the last fetch knows.
+        public var pendingCommits = 0
+        /// Commits the last fetch brought that main has not merged (before a sync's merge).
+        public var behind = 0
+        /// When this device last synced with the remote (ISO-8601 UTC), if ever.
+        public var lastSync: String?
+        /// A sync of this store is running.
+        public var isSyncing = false
+        /// The last sync's failure, until a sync succeeds.
+        public var lastError: String?
+        /// A sync learned that this device's access was removed, or the profile deleted.
+        public var isAccessRemoved = false
+    }
+
+    // Safe: `state` and `used` are read and written only while holding `lock`; the registrar is Sendable.
+    private let lock = NSLock()
+    private var state = Snapshot()
+    private var used = false
+    private let registrar = ObservationRegistrar()
+
+    init() {}
+
+    /// The whole status at once.
+    public var snapshot: Snapshot {
+        registrar.access(self, keyPath: \.snapshot)
+        return lock.withLock { state }
+    }
+
+    /// Commits of this device the remote has not received (ahead), as far as the last fetch knows.
+    public var pendingCommits: Int { read(\.pendingCommits, \.pendingCommits) }
+    /// Commits the last fetch brought that main has not merged.
+    public var behind: Int { read(\.behind, \.behind) }
+    /// When this device last synced with the remote (ISO-8601 UTC), if ever.
+    public var lastSync: String? { read(\.lastSync, \.lastSync) }
+    /// A sync of this store is running.
+    public var isSyncing: Bool { read(\.isSyncing, \.isSyncing) }
+    /// The last sync's failure, until a sync succeeds.
+    public var lastError: String? { read(\.lastError, \.lastError) }
+    /// A sync learned that this device's access was removed, or the profile deleted.
+    public var isAccessRemoved: Bool { read(\.isAccessRemoved, \.isAccessRemoved) }
+
+    private func read<T>(_ property: KeyPath<StoreStatus, T>, _ field: KeyPath<Snapshot, T>) -> T {
+        registrar.access(self, keyPath: property)
+        return lock.withLock { state[keyPath: field] }
+    }
+
+    /// Whether an app asked for the status: until then the store does not spend reads keeping it.
+    var isUsed: Bool { lock.withLock { used } }
+
+    /// The app asked for it.
+    func markUsed() { lock.withLock { used = true } }
+
+    /// Applies `change`, then tells the observers of each property it changed.
+    func update(_ change: (inout Snapshot) -> Void) {
+        let (old, new) = lock.withLock { () -> (Snapshot, Snapshot) in
+            let old = state
+            change(&state)
+            return (old, state)
+        }
+        guard old != new else { return }
+        func tell<T: Equatable>(_ property: KeyPath<StoreStatus, T>, _ field: KeyPath<Snapshot, T>) {
+            if old[keyPath: field] != new[keyPath: field] { registrar.withMutation(of: self, keyPath: property) {} }
+        }
+        tell(\.pendingCommits, \.pendingCommits)
+        tell(\.behind, \.behind)
+        tell(\.lastSync, \.lastSync)
+        tell(\.isSyncing, \.isSyncing)
+        tell(\.lastError, \.lastError)
+        tell(\.isAccessRemoved, \.isAccessRemoved)
+        registrar.withMutation(of: self, keyPath: \.snapshot) {}
+    }
+
+    /// Reads ahead/behind and the last sync of `remote` from `sync` (nothing changes when the
+    /// profile has no such remote yet: every commit is then pending).
+    func refresh(from sync: Sync, remote: String) {
+        let status = try? sync.status(remote: remote)
+        let pending = status?.ahead ?? (try? sync.localCommits(remote))
+        update { snapshot in
+            if let pending { snapshot.pendingCommits = pending }
+            if let status {
+                snapshot.behind = status.behind
+                snapshot.lastSync = status.lastSync
+            }
+        }
+    }
+}

@@ -1,0 +1,236 @@
+import ConcordGit
+import Foundation
+
+/// The one thread of a store that watches main move, for every observer and change feed of the
+/// store (`observe`, `changes(since:)`): it runs while at least one is subscribed and ends when
+/// the last one leaves.
+///
+/// It reads where main is every `pollInterval` (one ref read through a `Profile` of its own, ~20 µs),
+/// and at once when the store's own write, import, sharing call or sync tells it (`moved()`), so a
+/// local transaction reaches its observers without waiting for the next poll. A commit made by
+/// another process (the `concord` CLI, `concord watch`, a plain `git pull` or `git commit`) is
+/// seen by the next poll: within `pollInterval` (20 ms), plus the reads it wakes, once that
+/// process let go of the profile's lock (its working tree is then written). For each
+/// subscriber it compares the commit the subscriber last read at with main's (a tree diff that
+/// skips unchanged directories, `History.changedKinds`) and wakes only those whose kinds changed.
+final class StoreWatcher: @unchecked Sendable {
+    // Safe: `subscribers`, `nextID` and `running` are read and written only while holding `lock`;
+    // `profile` and `statusHead` only by the watching thread, of which at most one runs (`running`), each started
+    // after the previous one let go of it under `lock`.
+    private let lock = NSLock()
+    private var subscribers = [Int: Subscriber]()
+    private var nextID = 0
+    private var running = false
+    private var profile: Profile?
+    private let opening: @Sendable () throws -> Profile
+    /// The store's status, read again when main moved and an app uses it; and where main was when it last was.
+    private let status: StoreStatus
+    private var statusHead: ObjectID?
+    private let wake = DispatchSemaphore(value: 0)
+
+    /// How often the thread reads main while nothing tells it of a move.
+    static let pollInterval: TimeInterval = 0.02
+    /// How many polls in a row may fail (a profile being replaced, say) before the subscribers are told the error.
+    static let failuresTolerated = 50
+    /// The thread's name.
+    static let threadName = "concord-observe"
+
+    /// The commit a subscriber last read at, once it has read.
+    private enum Seen: Equatable {
+        case unknown
+        case at(ObjectID?)
+    }
+
+    /// One observer or feed: the kinds it reads (nil: all), the commit it last read at (nil
+    /// until its first read told it), what wakes it, and what ends it.
+    private struct Subscriber {
+        let kinds: Set<String>?
+        var seen: Seen
+        let poke: @Sendable () -> Void
+        let fail: @Sendable (Error) -> Void
+    }
+
+    /// A watcher whose thread opens its profile with `opening` when first needed, and keeps
+    /// `status` current while it runs.
+    init(status: StoreStatus, opening: @escaping @Sendable () throws -> Profile) {
+        (self.status, self.opening) = (status, opening)
+    }
+
+    /// Whether the watching thread runs (some observer or feed is subscribed): for tests.
+    var isRunning: Bool { lock.withLock { running } }
+
+    /// Subscribes a reader of `kinds` (nil: all): `poke` is called when main moved in a way that
+    /// concerns it, `fail` when watching fails for good. Starts the thread if it is not running.
+    /// The subscriber is not woken until it says where it read (`read(_:at:)`).
+    func subscribe(kinds: Set<String>?, poke: @escaping @Sendable () -> Void, fail: @escaping @Sendable (Error) -> Void) -> Int {
+        let (id, start) = lock.withLock {
+            nextID += 1
+            subscribers[nextID] = Subscriber(kinds: kinds, seen: .unknown, poke: poke, fail: fail)
+            defer { running = true }
+            return (nextID, !running)
+        }
+        if start {
+            Thread.detachNewThread { [self] in
+                nameCurrentThread(Self.threadName)
+                watch()
+            }
+        }
+        return id
+    }
+
+    /// Subscriber `id` read the profile as of `head` (its first read): from now on it is woken by moves past it.
+    func read(_ id: Int, at head: ObjectID?) {
+        lock.withLock {
+            if subscribers[id]?.seen == .unknown { subscribers[id]?.seen = .at(head) }
+        }
+        wake.signal()
+    }
+
+    /// Subscriber `id` leaves; the thread ends once none is left.
+    func unsubscribe(_ id: Int) {
+        lock.withLock { _ = subscribers.removeValue(forKey: id) }
+        wake.signal()
+    }
+
+    /// Main may have moved (this store wrote or synced): look now rather than at the next poll.
+    func moved() {
+        wake.signal()
+    }
+
+    /// Ends every subscriber with `error` (a sync of this store learned the copy's access was removed).
+    func failAll(_ error: Error) {
+        let failing = lock.withLock {
+            defer { subscribers = [:] }
+            return subscribers.values.map(\.fail)
+        }
+        for fail in failing { fail(error) }
+        wake.signal()
+    }
+
+    /// The thread: look, wake whom a move concerns, wait for the next poll or a nudge; end when
+    /// no subscriber is left.
+    private func watch() {
+        var failures = 0
+        while true {
+            let current: [Int: Subscriber]? = lock.withLock {
+                if subscribers.isEmpty { running = false; return nil }
+                return subscribers
+            }
+            guard let current else { return }
+            do {
+                try look(current)
+                failures = 0
+            } catch {
+                failures += 1
+                if failures > Self.failuresTolerated {
+                    failures = 0
+                    failAll(error)
+                }
+            }
+            _ = wake.wait(timeout: .now() + Self.pollInterval)
+        }
+    }
+
+    /// One look at main: every subscriber that read at another commit gets the kinds changed since,
+    /// is marked as having seen main, and is woken when they concern it.
+    private func look(_ current: [Int: Subscriber]) throws {
+        let profile = try self.profile ?? opening()
+        self.profile = profile
+        let history = profile.history
+        guard var head = try history.head() else { return }
+        if head != statusHead, status.isUsed {
+            status.refresh(from: profile.sync, remote: "origin")
+            statusHead = head
+        }
+        guard current.values.contains(where: { $0.seen != .unknown && $0.seen != .at(head) }) else { return }
+        // A writer moves main before it writes the working tree and the index, holding the
+        // profile's lock throughout: once the lock is free, what main names is on disk to read.
+        try profile.locked {}
+        head = try history.head() ?? head
+        var diffs = [ObjectID?: ChangedKinds]()
+        var woken = [@Sendable () -> Void]()
+        for (id, subscriber) in current {
+            guard case .at(let seen) = subscriber.seen, seen != head else { continue }
+            let changed: ChangedKinds
+            if let known = diffs[seen] {
+                changed = known
+            } else {
+                changed = try history.changedKinds(from: seen, to: head)
+                diffs[seen] = changed
+            }
+            let marked = lock.withLock {
+                guard subscribers[id]?.seen == .at(seen) else { return false }
+                subscribers[id]?.seen = .at(head)
+                return true
+            }
+            if marked, changed.concerns(subscriber.kinds) { woken.append(subscriber.poke) }
+        }
+        for poke in woken { poke() }
+    }
+}
+
+/// One observer's or feed's reads on the store's queue, coalesced: woken while a read is queued
+/// or running, it reads once more after that one, never more; so a burst of writes costs a few
+/// reads, and the last read sees the burst's end.
+final class StoreSubscription: @unchecked Sendable {
+    /// What a read asks for next.
+    enum Next {
+        /// Nothing until woken again.
+        case wait
+        /// Read again at once (a feed with more commits to tell).
+        case more
+        /// The subscription is over.
+        case end
+    }
+
+    // Safe: `scheduled`, `again` and `ended` are read and written only while holding `lock`.
+    private let lock = NSLock()
+    private var scheduled = false, again = false, ended = false
+    private let engine: ProfileQueue
+    private let step: @Sendable (Profile) -> Next
+    private let failed: @Sendable (Error) -> Void
+
+    /// Reads with `step` on `engine`'s queue; `failed` is told when the profile cannot be had.
+    init(engine: ProfileQueue, step: @escaping @Sendable (Profile) -> Next, failed: @escaping @Sendable (Error) -> Void) {
+        (self.engine, self.step, self.failed) = (engine, step, failed)
+    }
+
+    /// Asks for a read: queued now, or after the one queued or running.
+    func poke() {
+        let start = lock.withLock {
+            if ended { return false }
+            if scheduled { again = true; return false }
+            scheduled = true
+            return true
+        }
+        if start { schedule() }
+    }
+
+    /// No read after this one.
+    func end() {
+        lock.withLock { ended = true }
+    }
+
+    private func schedule() {
+        engine.enqueue { [self] result in
+            let go = lock.withLock { () -> Bool in
+                again = false
+                return !ended
+            }
+            var next = Next.end
+            if go {
+                switch result {
+                case .success(let profile): next = step(profile)
+                case .failure(let error): failed(error)
+                }
+            }
+            let rerun = lock.withLock { () -> Bool in
+                if next == .end || ended { ended = true; scheduled = false; return false }
+                if next == .more || again { return true }
+                scheduled = false
+                return false
+            }
+            if rerun { schedule() }
+        }
+    }
+}
