@@ -40,9 +40,11 @@ release: deps
 demo: release
 	CONCORD=$(RELEASE)/release/concord bash samples/demo.sh
 
-# The suite is XCTest; the last line is a plain "N passed, N failed" summary of it.
+# samples/embedding runs first (an app embedding ConcordKit end to end, under a second); then the
+# suite, which is XCTest; the last line is a plain "N passed, N failed" summary of it.
 test: deps
 	swift build --build-tests
+	.build/debug/concord-embedding-sample
 	@set -o pipefail; swift test --skip-build --disable-swift-testing $(SWIFT_TEST_FLAGS) 2>&1 | tee .build/test-output.log; \
 	status=$$?; \
 	line=$$(grep -E 'Executed [0-9]+ tests?, with [0-9]+ failures?' .build/test-output.log | tail -n 1); \

@@ -70,6 +70,9 @@ let package = Package(
         ),
         // concord-lookup: sshd's AuthorizedKeysCommand for a concord server, run once per connection.
         .executableTarget(name: "concord-lookup", dependencies: ["ConcordKeyIndex"]),
+        // concord-embedding-sample: samples/embedding, a small app embedding ConcordKit end to end
+        // (typed records, kinds, queries, observe, the change feed, sharing, sync); `make test` runs it.
+        .executableTarget(name: "concord-embedding-sample", dependencies: ["ConcordKit"], path: "samples/embedding"),
         // concord-bench: the benchmark harness behind `make bench` (concord vs the git CLI, same data).
         .executableTarget(name: "concord-bench", dependencies: ["ConcordKit", "ConcordGit", "ConcordKeyIndex", "ConcordTestSupport"]),
 

@@ -63,9 +63,10 @@ struct EmbeddingSample {
 
         step("an observer of page 3, in the order of the board")
         let page3 = Symbol.filter(\.page == 3).order(\.position)
+        let updates = phone.observe(page3)   // subscribed now: its first value is read before the writes below
         let observed = Task {
             var seen: [[Symbol]] = []
-            for try await symbols in phone.observe(page3) {
+            for try await symbols in updates {
                 seen.append(symbols)
                 if symbols.count == 2 { break }
             }
