@@ -30,6 +30,8 @@ struct Scenario: Sendable {
                  run: ServePushFetchBenchmark.run),
         Scenario(id: "B9", title: "key lookup per connection and authorized_keys rewrite at 1,000 profiles × 10 members",
                  targetRatio: 0.010, run: KeyLookupBenchmark.run),
+        Scenario(id: "B10", title: "the record index at 100,000 records: a 50-record query, opening, the update after a sync, a rebuild",
+                 targetRatio: .nan, run: IndexBenchmark.run),
         Scenario(id: "B12", title: "the audit of one record at 100,000 commits: concord log --record and history vs git log -- <file>",
                  targetRatio: .nan, run: AuditBenchmark.run),
         Scenario(id: "B13", title: "sync receiving 100 merge commits (10 merging membership changes) vs 100 ordinary commits",

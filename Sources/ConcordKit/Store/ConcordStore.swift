@@ -33,7 +33,7 @@ public final class ConcordStore: Sendable {
     public let info: ProfileInfo
     /// The profile's record kinds.
     public let kinds: KindsTable
-    private let engine: ProfileQueue
+    let engine: ProfileQueue
     /// Where syncs run: their own engine on the same profile, so a sync's network phase leaves
     /// `engine` free; the profile's file lock serializes its local phases with writes. Opened by
     /// the first sync, on this queue (a store that never syncs never opens it); a failure to open

@@ -1,0 +1,270 @@
+import ConcordGit
+import ConcordModel
+import Foundation
+import GRDB
+
+/// This device's index of the profile's live records (`.git/concord/index.sqlite`, schema in
+/// `RecordIndexSchema` and docs/index.md): what `StoreReader.query`, `count` and `sql` and
+/// `concord query` and `ls` read instead of every file.
+///
+/// Stamped with the commit its rows reflect, in the same SQLite transaction as the rows. Brought
+/// up to date lazily before every read (`catchUp`): when HEAD differs from the stamp, the files
+/// that differ between the two commits' trees are applied (the cost follows the records changed:
+/// a write, a merge, a plain `git pull` alike); when the stamp is missing or not a commit, or the
+/// kinds changed, or the file was deleted, corrupt or of another schema version, it is rebuilt
+/// from HEAD's tree. A record file that does not decode is left out (a full scan names it).
+public struct RecordIndex {
+    let profile: Profile
+    let repository: Repository
+    let connection: RecordIndexConnection
+
+    /// The index file's path.
+    public var path: String { repository.gitDirectory + "concord/" + RecordIndexSchema.fileName }
+
+    /// The live records of a kind that `query` selects, in its order (`IndexQuery`'s semantics,
+    /// as `Records.scan` gives them). Throws `unknownKind` or `invalidInput` (a log kind) as `scan` does.
+    public func query(_ query: IndexQuery) throws -> [ConcordModel.Record] {
+        try checkKind(query.kind)
+        let statement = IndexQuerySQL.select(query)
+        let rows = try reading { try Row.fetchAll($0, sql: statement.sql, arguments: statement.arguments) }
+        return try rows.map { row in
+            let bytes: Data = row[0]
+            do { return try ConcordModel.Record.decode(bytes) } catch {
+                throw ConcordError.corruptRecord(path: "index.sqlite: \(query.kind)/\(row[1] as String)", reason: error.localizedDescription)
+            }
+        }
+    }
+
+    /// How many live records of a kind `query` selects (its limit and offset apply).
+    public func count(_ query: IndexQuery) throws -> Int {
+        try checkKind(query.kind)
+        let statement = IndexQuerySQL.count(query)
+        return try reading { try Int.fetchOne($0, sql: statement.sql, arguments: statement.arguments) ?? 0 }
+    }
+
+    /// The ids of every live record of `kind`, by id's UTF-8 bytes.
+    public func ids(of kind: String) throws -> [String] {
+        try checkKind(kind)
+        return try reading { try String.fetchAll($0, sql: "SELECT id FROM records WHERE kind = ? ORDER BY id", arguments: [kind]) }
+    }
+
+    /// Runs one read-only SQL statement on the index (docs/index.md) with `arguments` bound to its
+    /// `?`s; each row as column name → value (integers and reals as numbers, text as strings,
+    /// blobs as base64 strings). A statement that would write is refused (`invalidInput`).
+    public func sql(_ sql: String, arguments: [JSONValue] = []) throws -> [[String: JSONValue]] {
+        // `reading` runs in GRDB's read-only access (a transaction with `PRAGMA query_only`); a
+        // statement that would write, or a pragma that sets something, is refused before it runs.
+        let words = sql.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        if words.hasPrefix("pragma"), words.contains("=") { throw ConcordError.invalidInput("SQL: the index is read-only: pragmas that set a value are not run") }
+        return try reading { db in
+            let statement: Statement
+            do { statement = try db.makeStatement(sql: sql) } catch let error as DatabaseError {
+                throw ConcordError.invalidInput("SQL: \(error.message ?? error.description)")
+            }
+            guard statement.isReadonly else { throw ConcordError.invalidInput("SQL: the index is read-only: only statements that read are run") }
+            do {
+                let values = try arguments.map(Self.argument)
+                return try Row.fetchAll(statement, arguments: StatementArguments(values)).map { row in
+                    Dictionary(row.map { ($0, Self.jsonValue($1)) }, uniquingKeysWith: { first, _ in first })
+                }
+            } catch let error as DatabaseError {
+                throw ConcordError.invalidInput("SQL: \(error.message ?? error.description)")
+            }
+        }
+    }
+
+    /// Keeps `fields` of `kind` ready for queries: an expression index per field (this device's
+    /// derived data), remembered across rebuilds of the rows. Cheap when they exist.
+    public func addIndexes(kind: String, fields: [String]) throws {
+        try withDatabase { queue in
+            let known = try queue.read { try String.fetchAll($0, sql: "SELECT field FROM indexed_fields WHERE kind = ?", arguments: [kind]) }
+            let missing = fields.filter { !known.contains($0) }
+            guard !missing.isEmpty else { return }
+            try queue.inTransaction(.immediate) { db in
+                for field in missing {
+                    try db.execute(sql: "INSERT OR IGNORE INTO indexed_fields(kind, field) VALUES (?, ?)", arguments: [kind, field])
+                    if let create = RecordIndexSchema.indexSQL(kind: kind, field: field) { try db.execute(sql: create) }
+                }
+                return .commit
+            }
+        }
+    }
+
+    /// Brings the index to HEAD (see the type's comment); returns the commit it now reflects.
+    @discardableResult
+    public func catchUp() throws -> String? {
+        try withDatabase { queue in try catchUp(queue) }
+    }
+
+    // MARK: Reading
+
+    private func checkKind(_ name: String) throws {
+        let kind = try profile.kind(named: name)
+        guard kind.policy != .append else { throw ConcordError.invalidInput("\(kind.name) is a log kind: read its entries with logEntries, not a query") }
+    }
+
+    /// `body` on the index brought to HEAD, in one read transaction.
+    func reading<T>(_ body: (Database) throws -> T) throws -> T {
+        try withDatabase { queue in
+            try catchUp(queue)
+            return try queue.read(body)
+        }
+    }
+
+    /// `body` with the connection; a file found corrupt is deleted, and `body` runs once more on a new one.
+    private func withDatabase<T>(_ body: (DatabaseQueue) throws -> T) throws -> T {
+        do {
+            return try body(try connection.database(at: path))
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CORRUPT || error.resultCode == .SQLITE_NOTADB {
+            connection.discard(path)
+            return try body(try connection.database(at: path))
+        } catch let error as DatabaseError {
+            throw ConcordError.io("the record index \(path): \(error.message ?? error.description)")
+        }
+    }
+
+    // MARK: Catching up
+
+    private func catchUp(_ queue: DatabaseQueue) throws -> String? {
+        let head = try gitCall { try repository.resolveReference("HEAD") }
+        if try queue.read({ try Self.meta($0, "commit") }) == (head?.hex ?? "") { return head?.hex }
+        try queue.inTransaction(.immediate) { db in
+            let stamp = try Self.meta(db, "commit")
+            guard stamp != (head?.hex ?? "") else { return .commit }
+            guard let head else {
+                try db.execute(sql: "DELETE FROM records")
+                try db.execute(sql: "DELETE FROM files")
+                try Self.setMeta(db, "commit", "")
+                return .commit
+            }
+            let headTree = try gitCall { try repository.commit(head).tree }
+            if let kinds = try stampedKinds(db), let old = stamp.flatMap(ObjectID.init(hex:)),
+               let oldTree = try? repository.commit(old).tree {
+                let changes = try gitCall { try repository.changedFiles(from: oldTree, to: headTree) }
+                if let kindsChange = changes.first(where: { $0.path.string == KindsTable.path }) {
+                    try rebuild(db, headTree: headTree, kindsBlob: kindsChange.blob)
+                } else {
+                    try apply(db, changes: changes, kinds: kinds)
+                }
+            } else {
+                try rebuild(db, headTree: headTree, kindsBlob: nil)
+            }
+            try Self.setMeta(db, "commit", head.hex)
+            return .commit
+        }
+        return head?.hex
+    }
+
+    /// The kinds table of the stamped commit (from the `kinds` blob in meta); nil when unknown.
+    private func stampedKinds(_ db: Database) throws -> KindsTable? {
+        guard let hex = try Self.meta(db, "kinds"), let blob = ObjectID(hex: hex) else { return nil }
+        if let cached = connection.kinds, cached.blob == hex { return cached.table }
+        guard let bytes = try? repository.blob(blob), let table = try? KindsTable.decode(bytes) else { return nil }
+        connection.kinds = (hex, table)
+        return table
+    }
+
+    /// Empties the rows and indexes every record file of `headTree`.
+    private func rebuild(_ db: Database, headTree: ObjectID, kindsBlob: ObjectID?) throws {
+        let files = try gitCall { try repository.changedFiles(from: nil, to: headTree) }
+        let blob = kindsBlob ?? files.first { $0.path.string == KindsTable.path }?.blob
+        let kinds = try blob.flatMap { try? KindsTable.decode(try repository.blob($0)) } ?? KindsTable([])
+        try db.execute(sql: "DELETE FROM records")
+        try db.execute(sql: "DELETE FROM files")
+        try Self.setMeta(db, "kinds", blob?.hex ?? "")
+        try apply(db, changes: files, kinds: kinds, fresh: true)
+    }
+
+    /// Applies changed files: each record file of a record kind is deleted from the rows, then
+    /// inserted again when its new version is a live record that decodes.
+    private func apply(_ db: Database, changes: [(path: TreePath, before: ObjectID?, blob: ObjectID?)],
+                       kinds: KindsTable, fresh: Bool = false) throws {
+        var entries = [(kind: String, id: String, blob: ObjectID?)]()
+        for change in changes {
+            guard let (kind, fileName) = kinds.kind(forPath: change.path.string), kind.policy != .append,
+                  fileName.hasSuffix(".json") else { continue }
+            entries.append((kind.name, String(fileName.dropLast(5)), change.blob))
+        }
+        let blobs = try gitCall { try entries.map { entry in try entry.blob.map { try repository.blob($0) } } }
+        // Decoding and the data's compact form, on every core.
+        let rows = Parallel.map(Array(zip(entries.map(\.id), blobs)), minimumPerShare: 512) { id, bytes in
+            bytes.map { Self.row(id: id, bytes: $0) }
+        }
+        let delete = try db.cachedStatement(sql: "DELETE FROM records WHERE kind = ? AND id = ?")
+        let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO records(kind, id, data, file) VALUES (?, ?, ?, ?)")
+        let deleteFile = try db.cachedStatement(sql: "DELETE FROM files WHERE kind = ? AND id = ?")
+        let insertFile = try db.cachedStatement(sql: "INSERT OR REPLACE INTO files(kind, id, size, state) VALUES (?, ?, ?, ?)")
+        for (index, (entry, row)) in zip(entries, rows).enumerated() {
+            if case .live(let data, let file)? = row {
+                try insert.execute(arguments: [entry.kind, entry.id, data, file])
+            } else if !fresh {
+                try delete.execute(arguments: [entry.kind, entry.id])
+            }
+            if let bytes = blobs[index], let row {
+                try insertFile.execute(arguments: [entry.kind, entry.id, bytes.count, row.state])
+            } else if !fresh {
+                try deleteFile.execute(arguments: [entry.kind, entry.id])
+            }
+        }
+    }
+
+    /// What a record file holds, as the index keeps it.
+    enum FileRow {
+        /// A live record: its data in compact canonical JSON and the file's bytes.
+        case live(data: String, file: Data)
+        case tombstone
+        /// A file that does not decode, or whose id is not its name.
+        case unreadable
+
+        /// `files.state`.
+        var state: String {
+            switch self {
+            case .live: "live"
+            case .tombstone: "deleted"
+            case .unreadable: "unreadable"
+            }
+        }
+    }
+
+    /// A record file's row.
+    private static func row(id: String, bytes: [UInt8]) -> FileRow {
+        guard let record = try? ConcordModel.Record.decode(bytes), record.id.rawValue == id else { return .unreadable }
+        guard let data = record.data else { return .tombstone }
+        return .live(data: String(decoding: JSONValue.object(data).canonicalLine(), as: UTF8.self), file: Data(bytes))
+    }
+
+    private static func meta(_ db: Database, _ key: String) throws -> String? {
+        try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [key])
+    }
+
+    private static func setMeta(_ db: Database, _ key: String, _ value: String) throws {
+        try db.execute(sql: "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", arguments: [key, value])
+    }
+
+    // MARK: SQL values
+
+    private static func argument(_ value: JSONValue) throws -> DatabaseValueConvertible? {
+        switch value {
+        case .null: return nil
+        case .bool(let flag): return flag ? 1 : 0
+        case .string(let text): return text
+        case .number(let text):
+            switch IndexQuery.numericValue(text) {
+            case .integer(let integer)?: return integer
+            case .double(let double)?: return double
+            case nil: throw ConcordError.invalidInput("SQL argument \(text) is not a number")
+            }
+        case .array, .object: return String(decoding: value.canonicalLine(), as: UTF8.self)
+        }
+    }
+
+    private static func jsonValue(_ value: DatabaseValue) -> JSONValue {
+        switch value.storage {
+        case .null: return .null
+        case .int64(let integer): return .number(String(integer))
+        case .double(let double): return double.isFinite ? .number("\(double)") : .null
+        case .string(let text): return .string(text)
+        case .blob(let data): return .string(data.base64EncodedString())
+        }
+    }
+}
