@@ -48,6 +48,46 @@ final class RecordIndexTests: KitTestCase {
         }
     }
 
+    /// Values where SQLite and a naive reading part ways: integers past 2^53 against doubles,
+    /// arrays of different lengths (ordered by their compact JSON), field names with a dot or a
+    /// quote, prefixes of multi-byte text.
+    func testEdgeValuesAnswerAsTheScan() throws {
+        let alice = try makeIdentity()
+        let store = try ConcordStore.create(at: sandbox.appendingPathComponent("edges"), name: "E", template: .aac, identity: alice,
+                                            environment: makeEnvironment(alice))
+        let values: [JSONValue] = [
+            .number("9007199254740993"), .number("9007199254740992"), .number("9007199254740992.0"), .number("-0"), .number("0.1"),
+            .number("9223372036854775807"), .number("1e19"), .array([.number("1")]), .array([.number("1"), .number("2")]),
+            .array([.array([.number("1")])]), .array([]), .object(["a": .number("1")]), .object([:]), .string("é"), .string("éa"),
+            .string("e"), .string("\u{10FFFF}x"), .bool(true), .bool(false), .null,
+        ]
+        _ = try store.write { transaction in
+            try transaction.put(values.enumerated().map { index, value in
+                (kind: "vocabulary", id: "v\(index)", data: ["n": value, "a.b": values[(index * 7) % values.count], "q\"x": value])
+            })
+        }
+        var queries = [IndexQuery]()
+        for field in ["n", "a.b", "q\"x"] {
+            queries.append(IndexQuery(kind: "vocabulary", ordering: [.init(field)]))
+            queries.append(IndexQuery(kind: "vocabulary", ordering: [.init(field, descending: true)], limit: 7, offset: 3))
+            for value in values {
+                for comparison: IndexQuery.Comparison in [.equal(value), .less(value), .greaterOrEqual(value), .notEqual(value)] {
+                    queries.append(IndexQuery(kind: "vocabulary", conditions: [.init(field, comparison)], ordering: [.init(field)]))
+                }
+            }
+            for prefix in ["", "é", "e", "\u{10FFFF}"] {
+                queries.append(IndexQuery(kind: "vocabulary", conditions: [.init(field, .prefix(prefix))]))
+            }
+            queries.append(IndexQuery(kind: "vocabulary", conditions: [.init(field, .isIn(Array(values.prefix(6))))]))
+        }
+        try store.index([Kind("vocabulary", policy: .lww, writers: .editor, indexed: ["n", "a.b", "q\"x"])])
+        try store.read { [queries] reader in
+            for query in queries {
+                XCTAssertEqual(try reader.query(query).map(\.id), try reader.profile.records.scan(query).map(\.id), "\(query)")
+            }
+        }
+    }
+
     func testADeletedIndexFileIsRebuilt() throws {
         let store = try storeWithRecords()
         let query = IndexQuery(kind: "vocabulary", conditions: [.init("page", .greaterOrEqual(.number("1")))], ordering: [.init("position")])
