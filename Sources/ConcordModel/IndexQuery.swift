@@ -149,7 +149,9 @@ public struct IndexQuery: Sendable, Hashable {
 
     /// A number as SQLite holds it.
     public enum Number: Sendable, Hashable {
+        /// An integer literal that fits in 64 bits.
         case integer(Int64)
+        /// Any other number (a fraction, an exponent, or an integer too large for 64 bits).
         case double(Double)
 
         /// -1, 0 or 1, exactly (an integer against a double compares as SQLite does, without rounding).

@@ -188,6 +188,30 @@ final class RecordIndexTests: KitTestCase {
         }
     }
 
+    /// Two CLI processes and this one catch the index up to the same new commit at once: SQLite's
+    /// locks serialize them, each answers right, and the index ends at HEAD.
+    func testProcessesCatchingUpAtOnce() throws {
+        let binary = try ConcordBinary.required()
+        let store = try storeWithRecords()
+        _ = try store.read { try $0.count(IndexQuery(kind: "vocabulary")) }
+        _ = try store.write { transaction in
+            try transaction.put((0..<1_000).map { index in (kind: "vocabulary", id: "more\(index)", data: ["page": .number(String(index % 4))]) })
+        }
+        let outputs = (0..<2).map { sandbox.appendingPathComponent("together-\($0).log") }
+        let children = try outputs.map { output in
+            try ChildProcess(path: binary, arguments: ["query", "vocabulary", "--where", "page=2", "--count", "-C", store.directory.path],
+                             environment: isolatedEnvironment(home: sandbox, ["CONCORD_HOME": store.identity.home.path]), output: output)
+        }
+        let query = IndexQuery(kind: "vocabulary", conditions: [.init("page", .equal(.number("2")))])
+        XCTAssertEqual(try store.read { try $0.count(query) }, 255)
+        for (child, output) in zip(children, outputs) {
+            XCTAssertEqual(child.wait(), 0)
+            XCTAssertEqual(try String(contentsOf: output, encoding: .utf8), "255\n")
+        }
+        let head = try gitOK(["rev-parse", "HEAD"], in: store.directory)
+        XCTAssertEqual(try store.read { try $0.sql("SELECT value FROM meta WHERE key = 'commit'") }, [["value": .string(head)]])
+    }
+
     // MARK: Fixtures
 
     static let ids = (0..<12).map { "r\($0)" }

@@ -106,7 +106,7 @@ public struct RecordIndex {
     /// `body` on the index brought to HEAD, in one read transaction.
     func reading<T>(_ body: (Database) throws -> T) throws -> T {
         try withDatabase { queue in
-            try catchUp(queue)
+            _ = try catchUp(queue)
             return try queue.read(body)
         }
     }
