@@ -10,7 +10,7 @@ import Foundation
 enum IndexBenchmark {
     static let records = 100_000
     /// `symbol` is `symbols/arasaac/<i mod 9,973>.png`: each of these five is held by 10 records.
-    static let symbols = (100..<105).map { JSONValue.string("symbols/arasaac/\($0).png") }
+    static let symbols = (5_000..<5_005).map { JSONValue.string("symbols/arasaac/\($0).png") }
     static let query = IndexQuery(kind: VocabularyData.kind, conditions: [.init("symbol", .isIn(symbols))], ordering: [.init("label")])
     static let kind = Kind(VocabularyData.kind, policy: .lastWriterWins, writers: .editor, indexed: ["symbol", "position"])
 

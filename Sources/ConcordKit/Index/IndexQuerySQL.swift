@@ -92,13 +92,29 @@ struct IndexQuerySQL {
             case .greater(let other): return compare(condition.field, value, ">", other)
             case .greaterOrEqual(let other): return compare(condition.field, value, ">=", other)
             case .prefix(let text): return prefix(condition.field, value, text)
-            case .isIn(let values):
-                let alternatives = values.compactMap { other -> String? in
-                    guard Self.sqlValue(other) != nil else { return nil }
-                    return compare(condition.field, value, "=", other)
-                }
-                return alternatives.isEmpty ? "0" : "(" + alternatives.joined(separator: " OR ") + ")"
+            case .isIn(let values): return isIn(condition.field, value, values)
             }
+        }
+
+        /// One of `values`: `IN` over all of them (what the index serves; `true` is 1 there), then
+        /// the exact test per JSON type.
+        mutating func isIn(_ field: String, _ value: String, _ values: [JSONValue]) -> String {
+            let comparable = values.compactMap { Self.sqlValue($0) }
+            guard !comparable.isEmpty else { return "0" }
+            var groups = [String: [DatabaseValueConvertible]]()
+            var order = [String]()
+            for (argument, types) in comparable {
+                if groups[types] == nil { order.append(types) }
+                groups[types, default: []].append(argument)
+            }
+            arguments.append(contentsOf: comparable.map { Optional($0.0) })
+            let sql = "(\(value) IN (\(Array(repeating: "?", count: comparable.count).joined(separator: ", ")))"
+            guard order.count > 1 else { return sql + " AND \(IndexQuerySQL.typeSQL(field)) IN (\(order[0])))" }
+            let exact = order.map { types -> String in
+                arguments.append(contentsOf: groups[types]!.map { Optional($0) })
+                return "(\(IndexQuerySQL.typeSQL(field)) IN (\(types)) AND \(value) IN (\(Array(repeating: "?", count: groups[types]!.count).joined(separator: ", "))))"
+            }
+            return sql + " AND (" + exact.joined(separator: " OR ") + "))"
         }
 
         /// `value op other` for values of `other`'s type; false when `other` is of no comparable type.

@@ -21,8 +21,9 @@ extension RecordIndex {
             }
             // Each committed file's size and whether it is live; unreadable ones are read again (their warning).
             let committed = try reading { db in
-                let rows = try Row.fetchAll(db, sql: "SELECT id, size, state = 'live' FROM files WHERE kind = ? AND state <> 'unreadable'",
-                                            arguments: [kind.name])
+                let rows = try Row.fetchAll(db, sql: "SELECT id, length(file), 1 FROM records WHERE kind = ? "
+                                                + "UNION ALL SELECT id, size, 0 FROM files WHERE kind = ? AND state = 'deleted'",
+                                            arguments: [kind.name, kind.name])
                 return Dictionary(rows.map { ($0[0] as String, (size: $0[1] as Int, live: $0[2] as Bool)) }, uniquingKeysWith: { first, _ in first })
             }
             let root = profile.rootPath

@@ -171,12 +171,14 @@ public struct RecordIndex {
         let kinds = try blob.flatMap { try? KindsTable.decode(try repository.blob($0)) } ?? KindsTable([])
         try db.execute(sql: "DELETE FROM records")
         try db.execute(sql: "DELETE FROM files")
+        PerformanceTrace.step("index: rebuild: \(files.count) files listed, rows emptied")
         try Self.setMeta(db, "kinds", blob?.hex ?? "")
         try apply(db, changes: files, kinds: kinds, fresh: true)
     }
 
     /// Applies changed files: each record file of a record kind is deleted from the rows, then
-    /// inserted again when its new version is a live record that decodes.
+    /// inserted again: into `records` when its new version is a live record that decodes, into
+    /// `files` when it is a tombstone or does not decode.
     private func apply(_ db: Database, changes: [(path: TreePath, before: ObjectID?, blob: ObjectID?)],
                        kinds: KindsTable, fresh: Bool = false) throws {
         var entries = [(kind: String, id: String, blob: ObjectID?)]()
@@ -185,31 +187,47 @@ public struct RecordIndex {
                   fileName.hasSuffix(".json") else { continue }
             entries.append((kind.name, String(fileName.dropLast(5)), change.blob))
         }
-        let blobs = try gitCall { try entries.map { entry in try entry.blob.map { try repository.blob($0) } } }
-        // Decoding and the data's compact form, on every core.
-        let rows = Parallel.map(Array(zip(entries.map(\.id), blobs)), minimumPerShare: 512) { id, bytes in
-            bytes.map { Self.row(id: id, bytes: $0) }
-        }
+        PerformanceTrace.step("index: \(entries.count) record files changed")
+        let rows = try fileRows(entries.map(\.id), entries.map(\.blob))
+        PerformanceTrace.step("index: blobs read and decoded")
         let delete = try db.cachedStatement(sql: "DELETE FROM records WHERE kind = ? AND id = ?")
         let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO records(kind, id, data, file) VALUES (?, ?, ?, ?)")
         let deleteFile = try db.cachedStatement(sql: "DELETE FROM files WHERE kind = ? AND id = ?")
         let insertFile = try db.cachedStatement(sql: "INSERT OR REPLACE INTO files(kind, id, size, state) VALUES (?, ?, ?, ?)")
-        for (index, (entry, row)) in zip(entries, rows).enumerated() {
-            if case .live(let data, let file)? = row {
-                try insert.execute(arguments: [entry.kind, entry.id, data, file])
-            } else if !fresh {
+        for (entry, row) in zip(entries, rows) {
+            if !fresh {
                 try delete.execute(arguments: [entry.kind, entry.id])
-            }
-            if let bytes = blobs[index], let row {
-                try insertFile.execute(arguments: [entry.kind, entry.id, bytes.count, row.state])
-            } else if !fresh {
                 try deleteFile.execute(arguments: [entry.kind, entry.id])
             }
+            switch row {
+            case (_, .live(let data, let file))?: try insert.execute(arguments: [entry.kind, entry.id, data, file])
+            case (let size, let other)?: try insertFile.execute(arguments: [entry.kind, entry.id, size, other.state])
+            case nil: break
+            }
         }
+        PerformanceTrace.step("index: rows written")
+    }
+
+    /// Each blob read and made a row (nil for none); in shares on every core when there are
+    /// many (a rebuild), each share with its own repository (libgit2's rule: one per thread).
+    private func fileRows(_ ids: [String], _ blobs: [ObjectID?]) throws -> [(size: Int, row: FileRow)?] {
+        guard blobs.count >= 4_096 else {
+            return try gitCall { try zip(ids, blobs).map { id, blob in try blob.map { let bytes = try repository.blob($0); return (bytes.count, Self.row(id: id, bytes: bytes)) } } }
+        }
+        let gitDirectory = repository.gitDirectory
+        let parts = Parallel.shares(of: blobs.count, minimumPerShare: 2_048) { range in
+            Result { () throws -> [(size: Int, row: FileRow)?] in
+                let repository = try Repository.open(gitDirectory)
+                return try range.map { index in
+                    try blobs[index].map { let bytes = try repository.blob($0); return (bytes.count, Self.row(id: ids[index], bytes: bytes)) }
+                }
+            }
+        }
+        return try gitCall { try parts.flatMap { try $0.get() } }
     }
 
     /// What a record file holds, as the index keeps it.
-    enum FileRow {
+    enum FileRow: Sendable {
         /// A live record: its data in compact canonical JSON and the file's bytes.
         case live(data: String, file: Data)
         case tombstone

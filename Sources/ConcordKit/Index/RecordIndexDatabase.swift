@@ -9,7 +9,7 @@ import GRDB
 /// Schema history (`schemaVersion` in `meta`; a file of another version is emptied and rebuilt):
 /// - 1: `meta(key, value)` (`schemaVersion`, `commit`: the commit the rows reflect, `kinds`: the
 ///   blob of `.concord/kinds.json` in that commit's tree), `records(kind, id, data, file)` (live
-///   records), `files(kind, id, size, state)` (every record file: `live`, `deleted` or `unreadable`: what
+///   records), `files(kind, id, size, state)` (every record file not in `records`: `deleted` or `unreadable`: what
 ///   `concord ls` compares the working tree with), `indexed_fields(kind, field)` and one expression index per indexed field.
 ///
 /// Two processes (an app and the CLI) may open it at once: WAL, a busy timeout, and every update
