@@ -76,6 +76,8 @@ final class RecordIndexConnection {
         configuration.journalMode = .wal
         configuration.busyMode = .timeout(30)
         configuration.label = "concord.index"
+        // ANALYZE samples at most this many rows per index: the planner needs proportions, not exact counts.
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA analysis_limit = 1000") }
         let queue = try DatabaseQueue(path: path, configuration: configuration)
         try Self.prepareSchema(queue)
         (self.queue, inode) = (queue, Self.inode(of: path))
