@@ -201,7 +201,10 @@ public struct RecordIndex {
         let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO records(kind, id, data, file) VALUES (?, ?, ?, ?)")
         let deleteFile = try db.cachedStatement(sql: "DELETE FROM files WHERE kind = ? AND id = ?")
         let insertFile = try db.cachedStatement(sql: "INSERT OR REPLACE INTO files(kind, id, size, state) VALUES (?, ?, ?, ?)")
-        for (entry, row) in zip(entries, rows) {
+        var pairs = Array(zip(entries, rows))
+        // Rows inserted in key order fill the B-tree's pages in turn (files come in bucket order).
+        if fresh { pairs.sort { keyPrecedes(($0.0.kind, $0.0.id), ($1.0.kind, $1.0.id)) } }
+        for (entry, row) in pairs {
             if !fresh {
                 try delete.execute(arguments: [entry.kind, entry.id])
                 try deleteFile.execute(arguments: [entry.kind, entry.id])
@@ -292,4 +295,10 @@ public struct RecordIndex {
         case .blob(let data): return .string(data.base64EncodedString())
         }
     }
+}
+
+/// Whether key `a` sorts before `b` in SQLite's BINARY order (UTF-8 bytes).
+private func keyPrecedes(_ a: (kind: String, id: String), _ b: (kind: String, id: String)) -> Bool {
+    if a.kind != b.kind { return a.kind.utf8.lexicographicallyPrecedes(b.kind.utf8) }
+    return a.id.utf8.lexicographicallyPrecedes(b.id.utf8)
 }
