@@ -86,8 +86,9 @@ enum IndexBenchmark {
                 "Open: `ConcordStore.open` and its first `count` of that query, the index already at HEAD.",
                 "Sync: a bare copy of the profile (`git clone --bare`) holds one more commit of 10 changed records; each run moves the "
                     + "profile's main and its tracking ref back before it, catches the index up there (not timed), then times "
-                    + "`Sync.run` (fetch, check, fast-forward of the 10 files) and then the index's catch-up to the new HEAD (the tree "
-                    + "diff of 10 files applied in one transaction). In the git column: the sync.",
+                    + "`Sync.run` (fetch, check, fast-forward of the 10 files) and then the index's catch-up to the new HEAD (the 10 "
+                    + "files the fast-forward listed, handed over in this process by `RecentTreeChanges`, read and applied in one "
+                    + "transaction; another process compares the two trees itself, about 2 ms more). In the git column: the sync.",
                 "Build: the index file deleted, then `RecordIndex.catchUp` on a newly opened profile: HEAD's tree listed, every record "
                     + "blob read, decoded (on every core) and inserted in one transaction.",
                 "Runs: query \(Format.runs(indexed)); scan \(Format.runs(scanned)); open \(Format.runs(opening)); sync \(Format.runs(sync)); "

@@ -129,7 +129,9 @@ public struct RecordIndex {
     private func catchUp(_ queue: DatabaseQueue) throws -> String? {
         let head = try gitCall { try repository.resolveReference("HEAD") }
         if try queue.read({ try Self.meta($0, "commit") }) == (head?.hex ?? "") { return head?.hex }
+        PerformanceTrace.step("index: HEAD differs from the stamp")
         try queue.inTransaction(.immediate) { db in
+            PerformanceTrace.step("index: write lock taken")
             let stamp = try Self.meta(db, "commit")
             guard stamp != (head?.hex ?? "") else { return .commit }
             guard let head else {
@@ -141,13 +143,16 @@ public struct RecordIndex {
             let headTree = try gitCall { try repository.commit(head).tree }
             if let kinds = try stampedKinds(db), let old = stamp.flatMap(ObjectID.init(hex:)),
                let oldTree = try? repository.commit(old).tree {
-                let changes = try gitCall { try repository.changedFiles(from: oldTree, to: headTree) }
+                let changes = try RecentTreeChanges.files(from: oldTree, to: headTree)
+                    ?? gitCall { try repository.changedFiles(from: oldTree, to: headTree) }
+                PerformanceTrace.step("index: trees compared")
                 if let kindsChange = changes.first(where: { $0.path.string == KindsTable.path }) {
                     try rebuild(db, headTree: headTree, kindsBlob: kindsChange.blob)
                 } else {
                     try apply(db, changes: changes, kinds: kinds)
                     // The planner's row counts (`sqlite_stat1`), measured again when a table grew or shrank tenfold.
                     try db.execute(sql: "PRAGMA optimize")
+                    PerformanceTrace.step("index: optimized")
                 }
             } else {
                 try rebuild(db, headTree: headTree, kindsBlob: nil)
@@ -155,6 +160,7 @@ public struct RecordIndex {
             try Self.setMeta(db, "commit", head.hex)
             return .commit
         }
+        PerformanceTrace.step("index: committed")
         return head?.hex
     }
 

@@ -78,7 +78,11 @@ final class RecordIndexConnection {
         configuration.label = "concord.index"
         // ANALYZE samples at most this many rows per index: the planner needs proportions, not exact counts.
         // A 16 MiB page cache (SQLite's default is 2 MiB): a rebuild's 100,000 rows stay in memory until written.
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA analysis_limit = 1000; PRAGMA cache_size = -16384") }
+        // `synchronous = NORMAL`: in WAL mode a commit is not synced to disk; a power cut may lose the
+        // last updates, never the file's consistency, and the stamp goes back with them (derived data).
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA analysis_limit = 1000; PRAGMA cache_size = -16384; PRAGMA synchronous = NORMAL")
+        }
         let queue = try DatabaseQueue(path: path, configuration: configuration)
         try Self.prepareSchema(queue)
         (self.queue, inode) = (queue, Self.inode(of: path))
