@@ -42,12 +42,6 @@ public struct RecordIndex {
         return try reading { try Int.fetchOne($0, sql: statement.sql, arguments: statement.arguments) ?? 0 }
     }
 
-    /// The ids of every live record of `kind`, by id's UTF-8 bytes.
-    public func ids(of kind: String) throws -> [String] {
-        try checkKind(kind)
-        return try reading { try String.fetchAll($0, sql: "SELECT id FROM records WHERE kind = ? ORDER BY id", arguments: [kind]) }
-    }
-
     /// Runs one read-only SQL statement on the index (docs/index.md) with `arguments` bound to its
     /// `?`s; each row as column name → value (integers and reals as numbers, text as strings,
     /// blobs as base64 strings). A statement that would write is refused (`invalidInput`).
