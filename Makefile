@@ -12,8 +12,9 @@ ifneq ($(wildcard /opt/swift/usr/bin/swift),)
 export PATH := /opt/swift/usr/bin:$(PATH)
 endif
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-# System packages: libgit2 (with ssh), git and OpenSSH (client for signing checks, server for ssh tests).
-PACKAGES := libgit2-dev libssh2-1-dev zlib1g-dev pkg-config git openssh-client openssh-server
+# System packages: libgit2 (with ssh), SQLite (the record index, through GRDB), git and OpenSSH (client for
+# signing checks, server for ssh tests).
+PACKAGES := libgit2-dev libssh2-1-dev zlib1g-dev libsqlite3-dev pkg-config git openssh-client openssh-server
 RELEASE := .build-release
 # The release binary links the Swift runtime and Foundation statically: it runs where no Swift
 # toolchain is installed (a server that only has git, ssh and libgit2), and every command starts

@@ -20,6 +20,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        // GRDB: the record index's SQLite (Debian's libsqlite3-dev on Linux).
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // CLibgit2: the system libgit2 (1.5.1 on Debian bookworm) and its sys/merge.h driver API.
@@ -52,12 +54,13 @@ let package = Package(
         // ConcordKeyIndex: a server's keys.index (header, lines, who is let in) and sshd's key lookup from it;
         // no Foundation, no libgit2, so concord-lookup starts fast.
         .target(name: "ConcordKeyIndex"),
-        // ConcordKit: the engine apps embed: profiles, transactions, reads, history.
+        // ConcordKit: the engine apps embed: profiles, transactions, reads, history, the record index (GRDB).
         .target(
             name: "ConcordKit",
             dependencies: [
                 "ConcordGit", "ConcordModel", "ConcordRules", "ConcordTrust", "ConcordKeyIndex",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // ConcordServer: a concord server (`concord serve`): who may open which profile, the forced command's
@@ -94,7 +97,8 @@ let package = Package(
                     dependencies: ["ConcordGit", "ConcordGitFormats", "ConcordTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         // ConcordKitTests: the engine in process: profiles, the validity rule on real histories, convergence, history, limits.
         .testTarget(name: "ConcordKitTests",
-                    dependencies: ["ConcordKit", "ConcordTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
+                    dependencies: ["ConcordKit", "ConcordTestSupport", .product(name: "Crypto", package: "swift-crypto"),
+                                   .product(name: "GRDB", package: "GRDB.swift")]),
         // ConcordCLITests: the concord binary on one device: commands, bad input, help, docs' console blocks, git interop.
         .testTarget(name: "ConcordCLITests", dependencies: ["ConcordKit", "ConcordTestSupport"]),
         // ConcordSyncTests: devices syncing through a remote: clone, convergence, races, kills, restore,

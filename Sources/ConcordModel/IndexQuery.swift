@@ -2,11 +2,13 @@
 /// the records answers it the same (`matches`, `precedes`: the reference semantics).
 ///
 /// Semantics, on the top-level fields of a record's data:
-/// - a condition compares a field only with values of the same JSON type: numbers numerically,
-///   strings by their UTF-8 bytes, booleans by equality (`false < true` for ranges); a record whose
+/// - a condition compares a field only with values of the same JSON type: numbers numerically
+///   (as SQLite does: an integer that fits in 64 bits exactly, any other number as a double, and an
+///   integer against a double exactly; `numericValue`), strings by their UTF-8 bytes, booleans by equality (`false < true` for ranges); a record whose
 ///   field is missing, `null` or of another type does not match. `prefix` matches strings only.
 /// - ordering puts, per field, a missing field or `null` first, then `false`, `true`, numbers (by
-///   value), strings (by UTF-8 bytes), then arrays and objects (by their canonical JSON bytes);
+///   value), strings (by UTF-8 bytes), then arrays and objects (by the bytes of their compact
+///   canonical JSON, `canonicalLine()`, which is what SQLite's `json_extract` gives for them);
 ///   `descending` reverses that. Ties are broken by the record id's UTF-8 bytes, ascending, so pages
 ///   are stable.
 public struct IndexQuery: Sendable, Hashable {
@@ -109,8 +111,8 @@ public struct IndexQuery: Sendable, Hashable {
     static func compare(_ a: JSONValue, _ b: JSONValue) -> Int? {
         switch (a, b) {
         case (.number(let x), .number(let y)):
-            guard let x = Double(x), let y = Double(y) else { return nil }
-            return x < y ? -1 : (x > y ? 1 : 0)
+            guard let x = numericValue(x), let y = numericValue(y) else { return nil }
+            return x.compare(y)
         case (.string(let x), .string(let y)):
             return x == y ? 0 : (utf8Precedes(x, y) ? -1 : 1)
         case (.bool(let x), .bool(let y)):
@@ -138,9 +140,48 @@ public struct IndexQuery: Sendable, Hashable {
         if ra != rb { return ra < rb ? -1 : 1 }
         guard let a, let b else { return 0 }
         if ra == 5 {
-            let (x, y) = (a.canonicalBytes(), b.canonicalBytes())
+            let (x, y) = (a.canonicalLine(), b.canonicalLine())
             return x == y ? 0 : (x.lexicographicallyPrecedes(y) ? -1 : 1)
         }
         return compare(a, b) ?? 0
+    }
+
+    /// A JSON number as SQLite's JSON functions read it: an integer literal (no fraction, no
+    /// exponent) that fits in 64 bits as that integer, any other as a double; nil if not a number.
+    public static func numericValue(_ text: String) -> Number? {
+        if !text.utf8.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }),
+           let integer = Int64(text) {
+            return .integer(integer)
+        }
+        return Double(text).map(Number.double)
+    }
+
+    /// A number as SQLite holds it.
+    public enum Number: Sendable, Hashable {
+        /// An integer literal that fits in 64 bits.
+        case integer(Int64)
+        /// Any other number (a fraction, an exponent, or an integer too large for 64 bits).
+        case double(Double)
+
+        /// -1, 0 or 1, exactly (an integer against a double compares as SQLite does, without rounding).
+        func compare(_ other: Number) -> Int {
+            switch (self, other) {
+            case (.integer(let x), .integer(let y)): return x < y ? -1 : (x > y ? 1 : 0)
+            case (.double(let x), .double(let y)): return x < y ? -1 : (x > y ? 1 : 0)
+            case (.integer(let x), .double(let y)): return Self.compare(x, y)
+            case (.double(let x), .integer(let y)): return -Self.compare(y, x)
+            }
+        }
+
+        /// An integer against a double, exactly.
+        static func compare(_ integer: Int64, _ double: Double) -> Int {
+            if double.isNaN { return 1 }
+            if double >= 9_223_372_036_854_775_808.0 { return -1 }
+            if double < -9_223_372_036_854_775_808.0 { return 1 }
+            let whole = double.rounded(.down)
+            let wholeInteger = Int64(whole)
+            if integer != wholeInteger { return integer < wholeInteger ? -1 : 1 }
+            return double > whole ? -1 : 0
+        }
     }
 }

@@ -30,6 +30,8 @@ struct Scenario: Sendable {
                  run: ServePushFetchBenchmark.run),
         Scenario(id: "B9", title: "key lookup per connection and authorized_keys rewrite at 1,000 profiles × 10 members",
                  targetRatio: 0.010, run: KeyLookupBenchmark.run),
+        Scenario(id: "B10", title: "the record index at 100,000 records: a 50-record query, opening, the update after a sync, a rebuild",
+                 targetRatio: .nan, run: IndexBenchmark.run),
         Scenario(id: "B10O", title: "observe: a local write reaches its observer", targetRatio: ObserveBenchmark.p95Target,
                  run: ObserveBenchmark.run),
         Scenario(id: "B12", title: "the audit of one record at 100,000 commits: concord log --record and history vs git log -- <file>",

@@ -18,7 +18,7 @@ struct Concord: ParsableCommand {
         """ + ExitStatus.meanings.map { "  \($0.code)  \($0.meaning)" }.joined(separator: "\n"),
         version: "0.1.0",
         subcommands: [
-            IdentityCommand.self, Init.self, Put.self, Get.self, Remove.self, Append.self, List.self,
+            IdentityCommand.self, Init.self, Put.self, Get.self, Remove.self, Append.self, List.self, Query.self,
             Import.self, Export.self, Log.self, History.self, Members.self, Share.self, Accept.self, Revoke.self, RoleCommand.self, Devices.self,
             Merge.self, Conflicts.self, Doctor.self, MergeDriverCommand.self,
             RemoteCommand.self, Clone.self, Sync.self, Status.self, Watch.self, Verify.self, ServerCommand.self, Serve.self,

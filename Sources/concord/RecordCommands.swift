@@ -118,7 +118,7 @@ struct List: ParsableCommand {
     @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
-        let listing = try profile.open().records.list(kind: kind)
+        let listing = try profile.open().index.list(kind: kind)
         warn(listing.warnings)
         if json {
             printJSON(.array(listing.items.map { .object(["kind": .string($0.kind), "id": .string($0.id)]) }))

@@ -9,7 +9,7 @@ final class HelpTests: ConcordTestCase {
     func testEveryCommandHasHelp() throws {
         let commands: [[String]] = [
             [], ["identity"], ["identity", "new"], ["identity", "show"], ["init"], ["put"], ["get"], ["rm"], ["append"],
-            ["ls"], ["import"], ["export"], ["log"], ["history"], ["members"], ["members", "add"], ["revoke"], ["role"], ["devices", "add"], ["devices", "remove"], ["merge"], ["conflicts"],
+            ["ls"], ["query"], ["import"], ["export"], ["log"], ["history"], ["members"], ["members", "add"], ["revoke"], ["role"], ["devices", "add"], ["devices", "remove"], ["merge"], ["conflicts"],
             ["doctor"], ["merge-driver"], ["remote"], ["remote", "add"], ["remote", "trust"], ["clone"], ["sync"],
             ["status"], ["watch"], ["profiles"], ["leave"], ["destroy"], ["switch"], ["identity", "delete"], ["serve"],
             ["identity", "prove"], ["upgrade"],

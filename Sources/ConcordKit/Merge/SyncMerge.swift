@@ -140,6 +140,7 @@ extension Sync {
         let oldTree = try old.map { try repository.commit($0).tree }
         let newTree = try repository.commit(new).tree
         let files = try repository.changedFiles(from: oldTree, to: newTree)
+        RecentTreeChanges.remember(from: oldTree, to: newTree, files: files)   // for the record index's catch-up
         if old != nil { try profile.workingTree.refuseOverwritingLocalEdits(files) }
         let journal = CheckoutJournal(gitDirectory: repository.gitDirectory)
         if !files.isEmpty {

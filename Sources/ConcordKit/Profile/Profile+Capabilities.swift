@@ -10,6 +10,8 @@ extension Profile {
     public var members: Members { Members(profile: self, repository: repository) }
     /// This profile's remotes, sync, merge and deletion.
     public var sync: Sync { Sync(profile: self, repository: repository) }
+    /// This device's index of the live records, for queries (`.git/concord/index.sqlite`).
+    public var index: RecordIndex { RecordIndex(profile: self, repository: repository, connection: indexConnection) }
     /// This profile's history.
     public var history: History { History(profile: self, repository: repository) }
     /// Checks and repairs of this profile.

@@ -23,6 +23,8 @@ public final class Profile {
     private let kindsFile: KindsFile
     /// For a profile made by `clone`: how many live records it brought.
     public internal(set) var clonedRecords = 0
+    /// The record index's open connection (`RecordIndex`), opened on first use.
+    let indexConnection = RecordIndexConnection()
 
     init(root: URL, repository: Repository, environment: ConcordEnvironment, info: ProfileInfo, kinds: KindsTable) {
         self.root = root

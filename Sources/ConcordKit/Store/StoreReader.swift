@@ -21,11 +21,19 @@ public struct StoreReader {
     /// Every live record and log entry of `kind`, or of all kinds (`Records.list`).
     public func list(kind: String? = nil) throws -> Listing { try profile.records.list(kind: kind) }
 
-    /// The live records of a kind that `query` selects, in its order (`IndexQuery`).
-    public func query(_ query: IndexQuery) throws -> [Record] { try profile.records.scan(query) }
+    /// The live records of a kind that `query` selects, in its order (`IndexQuery`), read from
+    /// this device's record index (brought up to date first; `RecordIndex`). `Records.scan` gives
+    /// the same by reading every file.
+    public func query(_ query: IndexQuery) throws -> [Record] { try profile.index.query(query) }
 
-    /// How many live records of a kind `query` selects (its limit and offset apply).
-    public func count(_ query: IndexQuery) throws -> Int { try self.query(query).count }
+    /// How many live records of a kind `query` selects (its limit and offset apply), from the index.
+    public func count(_ query: IndexQuery) throws -> Int { try profile.index.count(query) }
+
+    /// Runs one read-only SQL statement on the record index (schema: docs/index.md), `arguments`
+    /// bound to its `?`s; rows as column name → value. Statements that would write are refused.
+    public func sql(_ sql: String, arguments: [JSONValue] = []) throws -> [[String: JSONValue]] {
+        try profile.index.sql(sql, arguments: arguments)
+    }
 
     /// The entries of the log kind `kind`, oldest first.
     public func logEntries(_ kind: String) throws -> [LogEntry] { try profile.records.logEntries(kind) }

@@ -1,0 +1,124 @@
+import ConcordModel
+import Foundation
+import GRDB
+
+/// The record index's SQLite file, `.git/concord/index.sqlite`: this device's derived data, never
+/// committed, rebuilt from the tree whenever it cannot be trusted. docs/index.md documents the
+/// schema apps may read through `StoreReader.sql`.
+///
+/// Schema history (`schemaVersion` in `meta`; a file of another version is emptied and rebuilt):
+/// - 1: `meta(key, value)` (`schemaVersion`, `commit`: the commit the rows reflect, `kinds`: the
+///   blob of `.concord/kinds.json` in that commit's tree), `records(kind, id, data, file)` (live
+///   records), `files(kind, id, size, state)` (every record file not in `records`: `deleted` or `unreadable`: what
+///   `concord ls` compares the working tree with), `indexed_fields(kind, field)` and one expression index per indexed field.
+///
+/// Two processes (an app and the CLI) may open it at once: WAL, a busy timeout, and every update
+/// in one `BEGIN IMMEDIATE` transaction with the stamp, so a reader sees the rows of one commit and
+/// a killed update leaves the previous commit's rows and stamp.
+enum RecordIndexSchema {
+    static let version = 1
+    static let fileName = "index.sqlite"
+
+    /// The tables of the current version.
+    static let create = [
+        "CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID",
+        "CREATE TABLE records(kind TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL, file BLOB NOT NULL, PRIMARY KEY(kind, id)) WITHOUT ROWID",
+        "CREATE TABLE files(kind TEXT NOT NULL, id TEXT NOT NULL, size INTEGER NOT NULL, state TEXT NOT NULL, PRIMARY KEY(kind, id)) WITHOUT ROWID",
+        "CREATE TABLE indexed_fields(kind TEXT NOT NULL, field TEXT NOT NULL, PRIMARY KEY(kind, field)) WITHOUT ROWID",
+    ]
+
+    /// The expression index on `field` of `kind`'s records, named `records:<kind>:<field>`; nil
+    /// for a field SQLite's JSON paths cannot name (`IndexQuerySQL.hasPath`).
+    static func indexSQL(kind: String, field: String) -> String? {
+        guard IndexQuerySQL.hasPath(field) else { return nil }
+        let name = "\"" + "records:\(kind):\(field)".replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        return "CREATE INDEX IF NOT EXISTS \(name) ON records(\(IndexQuerySQL.valueSQL(field))) WHERE kind = \(IndexQuerySQL.literal(kind))"
+    }
+}
+
+/// This profile's open connection to its record index: opened on first use, kept by the
+/// `Profile` (one per profile object, used on its queue only), opened again when the file was
+/// deleted or replaced meanwhile, deleted and made anew when it is not a database.
+final class RecordIndexConnection {
+    private var queue: DatabaseQueue?
+    private var inode: (device: UInt64, inode: UInt64)?
+    /// The kinds table of the last `kinds` blob read, by blob id.
+    var kinds: (blob: String, table: KindsTable)?
+
+    /// The connection to the file at `path`, made ready (schema of this version).
+    func database(at path: String) throws -> DatabaseQueue {
+        if let queue, let inode, Self.inode(of: path).map({ $0 == inode }) == true { return queue }
+        close()
+        do {
+            return try open(path)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB || error.resultCode == .SQLITE_CORRUPT {
+            close()
+            Self.removeFiles(path)
+            return try open(path)
+        }
+    }
+
+    /// Forgets the connection (the next use opens the file again).
+    func close() {
+        try? queue?.close()
+        (queue, inode, kinds) = (nil, nil, nil)
+    }
+
+    /// Closes the connection and deletes the file and its WAL files (a corrupt index).
+    func discard(_ path: String) {
+        close()
+        Self.removeFiles(path)
+    }
+
+    private func open(_ path: String) throws -> DatabaseQueue {
+        try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        var configuration = Configuration()
+        configuration.journalMode = .wal
+        configuration.busyMode = .timeout(30)
+        configuration.label = "concord.index"
+        // ANALYZE samples at most this many rows per index: the planner needs proportions, not exact counts.
+        // A 16 MiB page cache (SQLite's default is 2 MiB): a rebuild's 100,000 rows stay in memory until written.
+        // `synchronous = NORMAL`: in WAL mode a commit is not synced to disk; a power cut may lose the
+        // last updates, never the file's consistency, and the stamp goes back with them (derived data).
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA analysis_limit = 1000; PRAGMA cache_size = -16384; PRAGMA synchronous = NORMAL")
+        }
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        try Self.prepareSchema(queue)
+        (self.queue, inode) = (queue, Self.inode(of: path))
+        return queue
+    }
+
+    /// Makes the file's schema this version's: creates it in an empty file, and empties and
+    /// recreates it in a file of another version.
+    private static func prepareSchema(_ queue: DatabaseQueue) throws {
+        if try queue.read({ try currentVersion($0) }) == RecordIndexSchema.version { return }
+        try queue.inTransaction(.immediate) { db in
+            guard try currentVersion(db) != RecordIndexSchema.version else { return .commit }
+            let objects = try Row.fetchAll(db, sql: "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%'")
+            for object in objects {
+                let (type, name): (String, String) = (object["type"], object["name"])
+                try db.execute(sql: "DROP \(type == "view" ? "VIEW" : "TABLE") IF EXISTS \"\(name.replacingOccurrences(of: "\"", with: "\"\""))\"")
+            }
+            for statement in RecordIndexSchema.create { try db.execute(sql: statement) }
+            try db.execute(sql: "INSERT INTO meta(key, value) VALUES ('schemaVersion', ?)", arguments: [String(RecordIndexSchema.version)])
+            return .commit
+        }
+    }
+
+    /// The file's `schemaVersion`, nil when it has none.
+    private static func currentVersion(_ db: Database) throws -> Int? {
+        guard try db.tableExists("meta") else { return nil }
+        return try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'schemaVersion'").flatMap { Int($0) }
+    }
+
+    private static func inode(of path: String) -> (device: UInt64, inode: UInt64)? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return (UInt64(info.st_dev), UInt64(info.st_ino))
+    }
+
+    private static func removeFiles(_ path: String) {
+        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
+    }
+}
