@@ -75,12 +75,15 @@ public final class ConcordStore: Sendable {
     /// `environment` nil takes this process's (`CONCORD_HOME`, `CONCORD_CLOCK`, …).
     /// `kinds`: the app's kinds; those the profile lacks are added by one commit of `identity`'s, who
     /// must be an Admin (`kindsNeedAdmin` otherwise, nothing changed); one the profile has otherwise
-    /// opens as the profile has it (`kindDifferences`).
+    /// opens as the profile has it (`kindDifferences`). The kinds' indexed fields are kept ready in
+    /// this device's record index (`index(_:)`).
     public static func open(at directory: URL, identity: Identity, environment: ConcordEnvironment? = nil,
                             kinds: [Kind] = []) throws -> ConcordStore {
         let profile = try Profile.open(at: directory, environment: resolved(environment))
         try register(kinds, in: profile, as: identity)
-        return ConcordStore(profile, identity: identity, declaredKinds: kinds)
+        let store = ConcordStore(profile, identity: identity, declaredKinds: kinds)
+        try store.index(kinds)
+        return store
     }
 
     /// Creates a new profile in `directory` whose first member, an admin, is `identity`, and opens it;
@@ -91,7 +94,9 @@ public final class ConcordStore: Sendable {
         let profile = try Profile.create(at: directory, name: name, template: template, identity: identity,
                                          environment: resolved(environment))
         try register(kinds, in: profile, as: identity)
-        return ConcordStore(profile, identity: identity, declaredKinds: kinds)
+        let store = ConcordStore(profile, identity: identity, declaredKinds: kinds)
+        try store.index(kinds)
+        return store
     }
 
     /// Clones the profile at `url` into `directory` (new or empty) as a new device of `identity`,
