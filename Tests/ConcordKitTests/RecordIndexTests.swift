@@ -127,7 +127,7 @@ final class RecordIndexTests: KitTestCase {
         let profile = try Profile.open(at: store.directory, environment: store.environment)
         XCTAssertEqual(try profile.index.query(query), expected)
         let version = try profile.index.sql("SELECT value FROM meta WHERE key = 'schemaVersion'")
-        XCTAssertEqual(version, [["value": .string("1")]])
+        XCTAssertEqual(version, [["value": .string(String(RecordIndexSchema.version))]])
     }
 
     func testRawSQLReadsAndRefusesWrites() throws {

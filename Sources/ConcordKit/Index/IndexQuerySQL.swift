@@ -13,8 +13,11 @@ import GRDB
 ///   as 0 and 1;
 /// - the ordering is the type rank (`IndexQuery.rank`), then the value (arrays and objects as
 ///   their compact JSON, which is what `json_extract` returns for them), then the id.
-/// A field name SQLite's JSON paths cannot name (one with a `"`, or empty) is read with a
-/// `json_each` subquery instead: right, but no index serves it.
+/// A field name SQLite's JSON paths cannot name (`hasPath`: empty, or with a `"`, a `\`, a control
+/// character or a character outside ASCII) is read with a `json_each` subquery instead: right, but
+/// no index serves it. SQLite 3.40's `json_extract` cuts a string at U+0000, so a kind with such a
+/// string in a record, or with a record file that does not decode, is answered by the full scan
+/// (`RecordIndex.needsScan`).
 struct IndexQuerySQL {
     /// The statement's text and its arguments.
     let sql: String
@@ -50,8 +53,13 @@ struct IndexQuerySQL {
     /// A SQL string literal.
     static func literal(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
 
-    /// Whether SQLite's JSON path `$."field"` names `field` (no `"` in it, not empty).
-    static func hasPath(_ field: String) -> Bool { !field.isEmpty && !field.contains("\"") }
+    /// Whether SQLite's JSON path `$."field"` names `field`: not empty, printable ASCII only, no `"`
+    /// and no `\`. SQLite compares a path with a key as the JSON text writes it (escaped), so a
+    /// name with a backslash, a control character or (escaped by some writers) other characters
+    /// would never match; those are read with `json_each`, which compares the key itself.
+    static func hasPath(_ field: String) -> Bool {
+        !field.isEmpty && field.utf8.allSatisfy { (0x20...0x7E).contains($0) && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+    }
 
     /// The field's value as `json_extract` gives it (SQL NULL when missing or JSON null).
     static func valueSQL(_ field: String) -> String {

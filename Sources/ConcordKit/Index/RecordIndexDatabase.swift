@@ -11,12 +11,15 @@ import GRDB
 ///   blob of `.concord/kinds.json` in that commit's tree), `records(kind, id, data, file)` (live
 ///   records), `files(kind, id, size, state)` (every record file not in `records`: `deleted` or `unreadable`: what
 ///   `concord ls` compares the working tree with), `indexed_fields(kind, field)` and one expression index per indexed field.
+/// - 2: two partial indexes that say at once whether a kind must be answered by the full scan:
+///   `records_with_nul` (records whose data holds an escaped U+0000, which `json_extract` cuts) and
+///   `files_unreadable` (record files that do not decode).
 ///
 /// Two processes (an app and the CLI) may open it at once: WAL, a busy timeout, and every update
 /// in one `BEGIN IMMEDIATE` transaction with the stamp, so a reader sees the rows of one commit and
 /// a killed update leaves the previous commit's rows and stamp.
 enum RecordIndexSchema {
-    static let version = 1
+    static let version = 2
     static let fileName = "index.sqlite"
 
     /// The tables of the current version.
@@ -25,7 +28,13 @@ enum RecordIndexSchema {
         "CREATE TABLE records(kind TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL, file BLOB NOT NULL, PRIMARY KEY(kind, id)) WITHOUT ROWID",
         "CREATE TABLE files(kind TEXT NOT NULL, id TEXT NOT NULL, size INTEGER NOT NULL, state TEXT NOT NULL, PRIMARY KEY(kind, id)) WITHOUT ROWID",
         "CREATE TABLE indexed_fields(kind TEXT NOT NULL, field TEXT NOT NULL, PRIMARY KEY(kind, field)) WITHOUT ROWID",
+        "CREATE INDEX records_with_nul ON records(kind) WHERE \(nulCondition)",
+        "CREATE INDEX files_unreadable ON files(kind) WHERE state = 'unreadable'",
     ]
+
+    /// The condition `records_with_nul` holds for, written the same in the queries it serves: the
+    /// compact canonical JSON of the data holds `\u0000` (canonical JSON escapes U+0000 so).
+    static let nulCondition = "instr(data, '\\u0000') > 0"
 
     /// The expression index on `field` of `kind`'s records, named `records:<kind>:<field>`; nil
     /// for a field SQLite's JSON paths cannot name (`IndexQuerySQL.hasPath`).
