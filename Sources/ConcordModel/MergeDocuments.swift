@@ -116,10 +116,36 @@ extension RecordMerge {
     /// the side; an invalid base counts as no base. The `kinds` arrays merge as maps keyed by kind name:
     /// each kind, written out in full (`directory`, `name`, `policy`, `writers`), is one value merged three
     /// ways like a ``mergeDocument(base:ours:theirs:)`` field — added, removed or changed on one side
-    /// wins; changed differently on both sides, the kind whose canonical bytes compare greater wins; removed
-    /// on one side and changed on the other, the change wins. The output is the canonical kinds file
+    /// wins; removed on one side and changed on the other, the change wins; changed differently on both
+    /// sides (or added on both), the kind's fields merge three ways one by one (`mergeKind`): a field
+    /// changed on one side keeps that change, and where both changed it, `writers` takes the higher
+    /// role (two Admins' concurrent changes never open a kind up behind one's back: one locking it
+    /// down and the other changing its policy keep both) and `policy` or `directory` the value whose
+    /// canonical bytes compare greater. The output is the canonical kinds file
     /// (``KindsTable/canonicalBytes()``: current `formatVersion`, kinds sorted by name). If the merged kinds
     /// would share a directory, the result is `.unresolved`. No conflicts are reported.
+    /// One kind changed differently on both sides (`mergeKindsFile`): removed on one side, the other
+    /// side's change; else field by field against the base's kind of that name (none: added on both).
+    static func mergeKind(base: [String: JSONValue], ours: JSONValue?, theirs: JSONValue?) -> JSONValue? {
+        guard let o = ours?.objectValue, let t = theirs?.objectValue, let name = o["name"]?.stringValue else {
+            return MergeSupport.greaterValue(ours, theirs)
+        }
+        let b = base[name]?.objectValue ?? [:]
+        var merged: [String: JSONValue] = [:]
+        for field in Set(o.keys).union(t.keys) {
+            let (bf, of, tf) = (b[field], o[field], t[field])
+            let value: JSONValue?
+            if of == tf { value = of } else if of == bf { value = tf } else if tf == bf { value = of } else if field == "writers" {
+                let rank = { (value: JSONValue?) in value?.stringValue.flatMap(Role.init(parsing:))?.rank ?? -1 }
+                value = rank(of) >= rank(tf) ? of : tf
+            } else {
+                value = MergeSupport.greaterValue(of, tf)
+            }
+            if let value { merged[field] = value }
+        }
+        return .object(merged)
+    }
+
     public static func mergeKindsFile(base: [UInt8]?, ours: [UInt8], theirs: [UInt8]) -> FileMergeOutcome {
         if let trivial = MergeSupport.trivialMerge(base: base, ours: ours, theirs: theirs) { return trivial }
         return MergeSupport.resolving { () throws(MergeSupport.Unresolvable) in
@@ -129,9 +155,10 @@ extension RecordMerge {
             func byName(_ table: KindsTable?) -> [String: JSONValue] {
                 Dictionary((table?.kinds ?? []).map { ($0.name, $0.jsonValue) }, uniquingKeysWith: { first, _ in first })
             }
+            let baseKinds = byName(base.flatMap { try? KindsTable.decode($0) })
             let (merged, _) = MergeSupport.mergeFields(
-                base: byName(base.flatMap { try? KindsTable.decode($0) }), ours: byName(sides.ours),
-                theirs: byName(sides.theirs), resolve: MergeSupport.greaterValue)
+                base: baseKinds, ours: byName(sides.ours), theirs: byName(sides.theirs),
+                resolve: { ours, theirs in mergeKind(base: baseKinds, ours: ours, theirs: theirs) })
             let values = merged.sorted { utf8Precedes($0.key, $1.key) }.map(\.value)
             do throws(ModelError) {
                 var kinds: [RecordKind] = []

@@ -132,14 +132,34 @@ final class MergeDocumentTests: XCTestCase {
             ("z-new", nil, .append, .user),
         ])
         let bytes = try XCTUnwrap(merged(RecordMerge.mergeKindsFile, base: base, ours: ours, theirs: theirs))
-        // notes changed on both: whole kinds compare, {"directory":"notes","name":"notes","policy":"lww"...}
-        // > {"...","policy":"delete-wins",...} because "l" > "d". old: removed by ours, untouched by theirs.
+        // notes changed on both, field by field: ours locked writers down to admin, theirs changed the
+        // policy; both changes stay. old: removed by ours, untouched by theirs.
         XCTAssertEqual(
             bytes,
             try kinds([
-                ("a-new", nil, .lww, .viewer), ("logs", nil, .append, .viewer), ("notes", nil, .lww, .admin),
+                ("a-new", nil, .lww, .viewer), ("logs", nil, .append, .viewer), ("notes", nil, .deleteWins, .admin),
                 ("z-new", nil, .append, .user),
             ]))
+    }
+
+    /// Two Admins change one kind at once: writers changed on both sides take the higher role, in
+    /// either order (a kind locked down is never opened up by the other side's change), and a
+    /// field changed on one side keeps its change.
+    func testAKindChangedOnBothSidesMergesFieldByFieldAndKeepsTheStricterWriters() throws {
+        let base = try kinds([("notes", nil, .deleteWins, .user)])
+        for (ours, theirs, expected) in [
+            (("notes", nil, MergePolicy.deleteWins, Role.admin), ("notes", nil, MergePolicy.lww, Role.user), ("notes", nil, MergePolicy.lww, Role.admin)),
+            (("notes", nil, .deleteWins, .editor), ("notes", nil, .deleteWins, .admin), ("notes", nil, .deleteWins, .admin)),
+            (("notes", nil, .lww, .viewer), ("notes", nil, .deleteWins, .editor), ("notes", nil, .lww, .editor)),
+        ] as [((String, String?, MergePolicy, Role), (String, String?, MergePolicy, Role), (String, String?, MergePolicy, Role))] {
+            let (o, t) = (try kinds([ours]), try kinds([theirs]))
+            XCTAssertEqual(try XCTUnwrap(merged(RecordMerge.mergeKindsFile, base: base, ours: o, theirs: t)), try kinds([expected]), "\(ours) + \(theirs)")
+            XCTAssertEqual(try XCTUnwrap(merged(RecordMerge.mergeKindsFile, base: base, ours: t, theirs: o)), try kinds([expected]), "\(theirs) + \(ours)")
+        }
+        // Added on both sides with other writers: the higher role.
+        let added = try XCTUnwrap(merged(RecordMerge.mergeKindsFile, base: try kinds([]), ours: try kinds([("x", nil, .lww, .viewer)]),
+                                         theirs: try kinds([("x", nil, .lww, .editor)])))
+        XCTAssertEqual(added, try kinds([("x", nil, .lww, .editor)]))
     }
 
     func testKindsWithADuplicateDirectoryOrNewerFormatAreUnresolved() throws {
