@@ -39,11 +39,11 @@ final class TypedRecordTests: KitTestCase {
 
         XCTAssertThrowsError(try JSONValueEncoder().encode(["x": Double.nan])) { XCTAssertTrue($0 is EncodingError) }
         XCTAssertThrowsError(try JSONValueEncoder().encode([Double.infinity]))
-        // Integers read from integral numbers written otherwise; a fraction does not fit.
+        // Integers read from integral numbers written otherwise; a fraction is a type mismatch.
         XCTAssertEqual(try JSONValueDecoder().decode([Int].self, from: [.number("3.0"), .number("1e3"), .number("-0")]), [3, 1000, 0])
         XCTAssertEqual(try JSONValueDecoder().decode(Date.self, from: "2026-01-01T02:00:00+02:00"), Date(timeIntervalSince1970: 1_767_225_600))
         let fraction = concordError { try TypedCoding.decode(SymbolRecord.self, data: ["label": "x", "page": .number("3.5"), "position": 1], id: "x", path: "p") }
-        XCTAssertEqual(fraction, .recordDoesNotDecode(path: "p", reason: "at page: the number 3.5 does not fit in Int"))
+        XCTAssertEqual(fraction, .recordDoesNotDecode(path: "p", reason: "at page: expected an integer, found the number 3.5"))
     }
 
     func testNumbersSurviveCanonicalJSONExactly() throws {

@@ -75,7 +75,7 @@ final class TypedRecordUnknownFieldsTests: KitTestCase {
             old.style.color = "black"
             old.items.reverse()
             old.items[0].text = "TWO"
-            old.lines[1].text = "2nd"
+            old.lines.reverse()
             old.counts["a"] = nil
             old.counts["c"] = 3
         }
@@ -85,16 +85,16 @@ final class TypedRecordUnknownFieldsTests: KitTestCase {
         expected.style.font.size = 14
         expected.style.color = "black"
         expected.items = [ItemV2(id: "i2", text: "TWO", done: false), ItemV2(id: "i1", text: "one", done: true)]
-        expected.lines[1].text = "2nd"
+        expected.lines.reverse()
         expected.counts = ["b": 2, "c": 3]
         XCTAssertEqual(read, expected, """
             kept: extra (top level), style.shadow (one level down), style.font.weight (two levels down), items[].done (matched \
-            by id after reordering), lines[].color (matched by position, same length); removed: note (an optional set to nil), \
+            by id after reordering), lines[].color (unchanged elements without id matched by their known part after reordering); removed: note (an optional set to nil), \
             counts.a (a dictionary owns its keys)
             """)
     }
 
-    func testArraysOfObjectsWithoutIDsOfAnotherLengthAreWrittenAsEncoded() throws {
+    func testElementsAddedByTheOlderVersionHaveNoUnknownFields() throws {
         let store = try makeStore()
         let card = card
         try store.write { try $0.save(card) }
@@ -105,13 +105,14 @@ final class TypedRecordUnknownFieldsTests: KitTestCase {
             try transaction.save(old)
         }
         let data = try store.read { try $0.get("vocabulary", "c").data }
-        XCTAssertEqual(data?["lines"], [["text": "first"], ["text": "second"], ["text": "third"]])
+        XCTAssertEqual(data?["lines"], [["text": "first", "color": "blue"], ["text": "second", "color": "green"], ["text": "third"]],
+                       "unchanged elements without ids keep their fields (matched by their known part); a new one has none")
         XCTAssertEqual(data?["items"], [["id": "i1", "text": "one", "done": true], ["id": "i2", "text": "two", "done": false],
                                         ["id": "i3", "text": "three"]], "elements with ids keep their fields; a new one has none")
         XCTAssertEqual(data?["extra"], "from v2")
         let path = RecordPaths.file(directory: "vocabulary", id: "c")
         XCTAssertEqual(concordError { try store.read { try $0.fetch(CardV2.self, id: "c") } },
-                       .recordDoesNotDecode(path: path, reason: "at items[2].done: missing"), "v1's new item has no done, and the lines lost their colors")
+                       .recordDoesNotDecode(path: path, reason: "at items[2].done: missing"), "v1's new item has no done, nor its new line a color")
     }
 
     func testTheMergeRules() throws {
@@ -122,9 +123,14 @@ final class TypedRecordUnknownFieldsTests: KitTestCase {
         XCTAssertEqual(UnknownFields.merge(new, over: stored, shape: shape),
                        ["a": 2, "unknown": ["deep": true], "object": ["known": 5, "other": 2],
                         "list": [["id": 2, "k": 20, "u": 2], ["id": 3, "k": 30]]])
-        XCTAssertEqual(UnknownFields.matching([["id": 1], ["id": 1]], [["id": 1], ["id": 2]]), [0: 0, 1: 1],
-                       "ids not unique: matched by position")
-        XCTAssertEqual(UnknownFields.matching([1, 2, 3], [1, 2]), [:])
+        let twins: JSONValue = ["a": 1, "object": ["known": 1], "list": [["id": 1, "k": 1, "u": 1], ["id": 1, "k": 2, "u": 2]]]
+        let (_, twinsShape) = try JSONValueDecoder().decodeReading(Known.self, from: twins)
+        XCTAssertEqual(UnknownFields.merge(["a": 1, "object": ["known": 1], "list": [["id": 1, "k": 2], ["id": 1, "k": 3]]],
+                                           over: twins, shape: twinsShape),
+                       ["a": 1, "object": ["known": 1], "list": [["id": 1, "k": 2, "u": 2], ["id": 1, "k": 3]]],
+                       "ids not unique: matched by known part; the edited element has no unknown members")
+        let (_, numbers) = try JSONValueDecoder().decodeReading([Int].self, from: [1, 2])
+        XCTAssertEqual(UnknownFields.matching([1, 2, 3], [1, 2], shape: numbers), [0: 0, 1: 1])
     }
 
     /// Reads `a`, `gone` (if present), `object.known`, and `list[].id`, `list[].k`.

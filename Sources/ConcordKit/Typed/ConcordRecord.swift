@@ -13,10 +13,11 @@ import ConcordModel
 /// ```
 ///
 /// A value is stored as the record `kind/id`: its `id` is the record's id (the file name and the
-/// envelope's `id`, not a data field: the encoded `id` member is left out of `data` and put back
-/// when decoding), its other encoded members are the record's `data`, written as canonical JSON
-/// exactly as `Transaction.put` writes the same `[String: JSONValue]` (`JSONValueEncoder` says how
-/// each Swift value is written). Saving over a stored record keeps the members this type does not
+/// envelope's `id`, not a data field: the encoded `id` member is never written to `data`, and
+/// when decoding the record's id is always given as `id`, over any data member of that name, so
+/// a record's data cannot make its value save over another record), its other encoded members
+/// are the record's `data`, written as canonical JSON exactly as `Transaction.put` writes the
+/// same `[String: JSONValue]` (`JSONValueEncoder` says how each Swift value is written). Saving over a stored record keeps the members this type does not
 /// know (a newer app version's fields), at every depth: see `UnknownFields`.
 public protocol ConcordRecord: Codable, Sendable, Identifiable where ID == String {
     /// The kind the records are: its name, policy and writers must be the profile's (writes

@@ -2,7 +2,8 @@ import ConcordModel
 import Foundation
 
 /// Decodes a `Decodable` value from a `JSONValue`, reading what `JSONValueEncoder` writes: integers
-/// from integer lexemes (or from a number with no fraction that a `Double` holds exactly, as `3.0`),
+/// from integer lexemes (or from a number with a fraction or exponent that denotes an integer
+/// exactly, as `3.0` or `1e3`; `1.5` or `1.0000000000000001` is a type mismatch),
 /// floating-point numbers from any number that is finite in the type, `Date` from an ISO 8601
 /// string (with or without a fraction of a second, any offset), `Data` from base64, `URL` from a
 /// string, `Decimal` from a number. Members the type does not ask for are ignored (and kept on
@@ -149,9 +150,39 @@ final class ValueDecoder: Decoder, SingleValueDecodingContainer {
     private func integer<I: FixedWidthInteger>(_ type: I.Type) throws -> I {
         guard case .number(let lexeme) = value else { throw mismatch(type, expected: "a number") }
         if let exact = I(lexeme) { return exact }
-        // A number with no fraction written otherwise (3.0, 1e3), if a Double holds it exactly.
-        if let double = Double(lexeme), double.magnitude <= 9_007_199_254_740_992, let integral = I(exactly: double) { return integral }
+        // A number with a fraction or exponent (3.0, 1e3) only if it denotes an integer exactly.
+        guard let digits = Self.integerDigits(lexeme) else { throw mismatch(type, expected: "an integer") }
+        if let integral = I(digits) { return integral }
         throw corrupted("the number \(lexeme) does not fit in \(I.self)")
+    }
+
+    /// The integer a JSON number lexeme denotes exactly, in decimal digits (`-` for a negative
+    /// one, `0` for zero): `3.0` → `3`, `1e3` → `1000`, `-2.50e1` → `-25`; nil for a lexeme that
+    /// denotes no integer (`1.5`, `1.0000000000000001`, `1e-1`) or that is not a number. An integer
+    /// of more than 400 digits is given as its first 400, which fit in no integer type.
+    static func integerDigits(_ lexeme: String) -> String? {
+        var text = Substring(lexeme), negative = false
+        if text.first == "-" { negative = true; text = text.dropFirst() }
+        var exponent = 0
+        if let marker = text.firstIndex(where: { $0 == "e" || $0 == "E" }) {
+            var power = text[text.index(after: marker)...], sign = 1
+            if power.first == "+" || power.first == "-" { sign = power.first == "-" ? -1 : 1; power = power.dropFirst() }
+            guard !power.isEmpty, power.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+            let magnitude = power.drop { $0 == "0" }
+            exponent = sign * (magnitude.count > 9 ? 1_000_000_000 : Int(magnitude) ?? 0)
+            text = text[..<marker]
+        }
+        let parts = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let whole = parts.first, !whole.isEmpty,
+              (whole + (parts.count > 1 ? parts[1] : "")).allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+        let fraction = parts.count > 1 ? parts[1] : ""
+        var significand = Substring(String(whole + fraction).drop { $0 == "0" })
+        exponent -= fraction.count
+        while significand.last == "0" { significand = significand.dropLast(); exponent += 1 }
+        if significand.isEmpty { return "0" }
+        guard exponent >= 0 else { return nil }
+        let zeros = String(repeating: "0", count: min(exponent, 400))
+        return String((negative ? "-" : "") + significand + zeros).prefix(401).description
     }
 
     private func floatingPoint<F: BinaryFloatingPoint & LosslessStringConvertible>(_ type: F.Type) throws -> F {

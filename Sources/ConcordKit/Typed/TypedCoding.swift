@@ -4,11 +4,11 @@ import ConcordModel
 /// read side (`StoreReader+Typed`): a value's data, a data object decoded as a type, and a
 /// declared kind checked against the profile's.
 enum TypedCoding {
-    /// The data of `record`: its encoding (`JSONValueEncoder`), an object, without its `id`
+    /// The data of `record`: its encoding (`JSONValueEncoder`), an object, never with an `id`
     /// member (the record's id is its file name and envelope's, not a data field).
     static func data<T: ConcordRecord>(of record: T) throws -> [String: JSONValue] {
         var members = try object(of: record, reference: "\(T.kind.name)/\(record.id)")
-        if members["id"] == .string(record.id) { members["id"] = nil }
+        members["id"] = nil
         return members
     }
 
@@ -25,11 +25,12 @@ enum TypedCoding {
     }
 
     /// `data` (of the record `id` in the file at `path`) decoded as `type`, with what it read;
-    /// `recordDoesNotDecode` naming the file and the coding path otherwise. The `id` member is the
-    /// record's id, unless the data has a member of that name.
+    /// `recordDoesNotDecode` naming the file and the coding path otherwise. For a record (`id`
+    /// given) the `id` member is always the record's id, the file's: a data member of that name is
+    /// overridden, so no record's data can make its value name (and save over) another record.
     static func decode<T: Decodable>(_ type: T.Type, data: [String: JSONValue], id: String?, path: String) throws -> (value: T, shape: ReadShape) {
         var members = data
-        if let id, members["id"] == nil { members["id"] = .string(id) }
+        if let id { members["id"] = .string(id) }
         do { return try JSONValueDecoder().decodeReading(type, from: .object(members)) } catch {
             throw ConcordError.recordDoesNotDecode(path: path, reason: describe(error))
         }
