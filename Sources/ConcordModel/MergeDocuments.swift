@@ -124,28 +124,6 @@ extension RecordMerge {
     /// canonical bytes compare greater. The output is the canonical kinds file
     /// (``KindsTable/canonicalBytes()``: current `formatVersion`, kinds sorted by name). If the merged kinds
     /// would share a directory, the result is `.unresolved`. No conflicts are reported.
-    /// One kind changed differently on both sides (`mergeKindsFile`): removed on one side, the other
-    /// side's change; else field by field against the base's kind of that name (none: added on both).
-    static func mergeKind(base: [String: JSONValue], ours: JSONValue?, theirs: JSONValue?) -> JSONValue? {
-        guard let o = ours?.objectValue, let t = theirs?.objectValue, let name = o["name"]?.stringValue else {
-            return MergeSupport.greaterValue(ours, theirs)
-        }
-        let b = base[name]?.objectValue ?? [:]
-        var merged: [String: JSONValue] = [:]
-        for field in Set(o.keys).union(t.keys) {
-            let (bf, of, tf) = (b[field], o[field], t[field])
-            let value: JSONValue?
-            if of == tf { value = of } else if of == bf { value = tf } else if tf == bf { value = of } else if field == "writers" {
-                let rank = { (value: JSONValue?) in value?.stringValue.flatMap(Role.init(parsing:))?.rank ?? -1 }
-                value = rank(of) >= rank(tf) ? of : tf
-            } else {
-                value = MergeSupport.greaterValue(of, tf)
-            }
-            if let value { merged[field] = value }
-        }
-        return .object(merged)
-    }
-
     public static func mergeKindsFile(base: [UInt8]?, ours: [UInt8], theirs: [UInt8]) -> FileMergeOutcome {
         if let trivial = MergeSupport.trivialMerge(base: base, ours: ours, theirs: theirs) { return trivial }
         return MergeSupport.resolving { () throws(MergeSupport.Unresolvable) in
@@ -172,4 +150,27 @@ extension RecordMerge {
             }
         }
     }
+
+    /// One kind changed differently on both sides (`mergeKindsFile`): removed on one side, the other
+    /// side's change; else field by field against the base's kind of that name (none: added on both).
+    static func mergeKind(base: [String: JSONValue], ours: JSONValue?, theirs: JSONValue?) -> JSONValue? {
+        guard let o = ours?.objectValue, let t = theirs?.objectValue, let name = o["name"]?.stringValue else {
+            return MergeSupport.greaterValue(ours, theirs)
+        }
+        let b = base[name]?.objectValue ?? [:]
+        var merged: [String: JSONValue] = [:]
+        for field in Set(o.keys).union(t.keys) {
+            let (bf, of, tf) = (b[field], o[field], t[field])
+            let value: JSONValue?
+            if of == tf { value = of } else if of == bf { value = tf } else if tf == bf { value = of } else if field == "writers" {
+                let rank = { (value: JSONValue?) in value?.stringValue.flatMap(Role.init(parsing:))?.rank ?? -1 }
+                value = rank(of) >= rank(tf) ? of : tf
+            } else {
+                value = MergeSupport.greaterValue(of, tf)
+            }
+            if let value { merged[field] = value }
+        }
+        return .object(merged)
+    }
+
 }
