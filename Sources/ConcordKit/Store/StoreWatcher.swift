@@ -216,7 +216,13 @@ final class StoreSubscription: @unchecked Sendable {
 
     /// No read after this one; what reads is let go.
     func end() {
-        lock.withLock { ended = true; (step, failed) = (nil, nil) }
+        // Let go of outside the lock: what they hold may end the consumer's sequence, which ends this again.
+        let held = lock.withLock {
+            ended = true
+            defer { (step, failed) = (nil, nil) }
+            return (step, failed)
+        }
+        withExtendedLifetime(held) {}
     }
 
     private func schedule() {
@@ -233,12 +239,12 @@ final class StoreSubscription: @unchecked Sendable {
                 }
             }
             let rerun = lock.withLock { () -> Bool in
-                if next == .end || ended { ended = true; scheduled = false; (self.step, self.failed) = (nil, nil); return false }
+                if next == .end || ended { ended = true; scheduled = false; return false }
                 if next == .more || again { return true }
                 scheduled = false
                 return false
             }
-            if rerun { schedule() }
+            if rerun { schedule() } else if next == .end { end() }
         }
     }
 }
