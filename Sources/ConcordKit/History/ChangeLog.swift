@@ -43,6 +43,11 @@ extension History {
         try gitCall { try repository.resolveReference("HEAD") }
     }
 
+    /// The members' keys at each commit, read as a walk needs them (to name who signed a commit).
+    func memberKeys() -> MemberKeysAtCommit {
+        MemberKeysAtCommit(repository: repository)
+    }
+
     /// Which kinds' files differ between commits `old` (nil: an empty profile) and `new`, by a tree
     /// diff that skips unchanged directories (`Repository.changedFiles`), each path mapped to its
     /// kind by the kinds table of `new` (a kind added meanwhile included).

@@ -6,9 +6,11 @@ import Foundation
 /// One commit told as a change feed tells it (`CommitChange`): its files compared with its first
 /// parent's, each read as a record, a log day, or a member; for a merge, the writes it left out.
 extension History {
-    /// What `commit` changed against its first parent; `identity` decides its origin (`ChangeOrigin`).
-    /// `tables` keeps the kinds tables read along a walk.
-    func commitChange(_ commit: Commit, as identity: Identity, tables: inout KindsTables) throws -> CommitChange {
+    /// What `commit` changed against its first parent. Its origin (`ChangeOrigin`) is decided by
+    /// the key that signed it, never by its trailers, which any member can write: `.thisDevice`
+    /// when it is not a merge and `identity`'s key signed it (whoever it acted as). `tables` keeps
+    /// the kinds tables read along a walk, `keys` the members' keys (`signer` names the member).
+    func commitChange(_ commit: Commit, as identity: Identity, tables: inout KindsTables, keys: MemberKeysAtCommit) throws -> CommitChange {
         try gitCall {
             let parentTree = try commit.parents.first.map { try repository.commit($0).tree }
             let kinds = try tables.table(in: commit.tree, repository: repository, fallback: profile.kinds)
@@ -37,9 +39,14 @@ extension History {
             let trailers = CommitTrailers(message: commit.message)
             let isMerge = commit.parents.count > 1
             let conflicts = isMerge ? try LostEdit.inMerge(commit, repository: repository).map(MergeConflictLoss.init) : []
-            let mine = !isMerge && trailers.actor == identity.member && trailers.device == identity.device
+            // Commits on main were verified when they arrived: reading the key that signed is enough.
+            let key = try MembershipResolution.signer(of: commit, in: repository)
+            let mine = !isMerge && key == identity.key.publicKey
+            let signer = try key.map { key in
+                try keys.keys(for: commit).first { $0.value.contains(key) }?.key ?? key.fingerprint
+            }
             return CommitChange(token: ChangeToken(commit: commit.id.hex), origin: mine ? .thisDevice : .sync,
-                                member: trailers.actor, device: trailers.device,
+                                member: trailers.actor, signer: signer, device: trailers.device,
                                 summary: String(commit.message.prefix { $0 != "\n" }), time: commit.author.time, isMerge: isMerge,
                                 records: records, logEntries: logs, conflicts: conflicts, membership: membership)
         }

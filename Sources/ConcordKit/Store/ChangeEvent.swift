@@ -17,8 +17,8 @@ public struct ChangeToken: Sendable, Codable, Hashable, CustomStringConvertible 
 
 /// Who made a commit the feed tells of.
 public enum ChangeOrigin: String, Sendable, Codable {
-    /// The store's identity (its member on its device) made it: in this process or another one
-    /// on this device (the CLI).
+    /// This device's key signed it (the store's identity, whichever member it acted as): in this
+    /// process or another one on this device (the CLI). Never decided by the commit's trailers.
     case thisDevice
     /// It came from another device through a sync, or is a merge that brought such commits in
     /// (a merge this device made in a sync included: what it brings is another device's).
@@ -101,11 +101,16 @@ public struct MergeConflictLoss: Sendable, Equatable {
 public struct CommitChange: Sendable {
     /// The commit: resume after it with `changes(since: token)`.
     public let token: ChangeToken
-    /// Whether this device's member made it here, or it came through a sync.
+    /// Whether this device made it (signed with this store's identity's key, whichever member it
+    /// acted as; never a merge), or it came through a sync. Decided by the signing key, not the trailers.
     public let origin: ChangeOrigin
-    /// Who made it, as its trailers say (`Concord-Actor`, `Concord-Device`); nil when it has none (a plain git commit).
+    /// The member it acted as, as told by the commit (its `Concord-Actor` trailer, which any
+    /// member can write); nil when it has none (a plain git commit). `signer` is who signed.
     public let member: String?
-    /// The device it was made on, as its trailers say.
+    /// The member whose key signed it (by the membership at that commit), or the key's
+    /// fingerprint when no member has that key; nil when it is unsigned.
+    public let signer: String?
+    /// The device it was made on, as told by the commit (its `Concord-Device` trailer).
     public let device: String?
     /// Its summary line.
     public let summary: String

@@ -28,7 +28,7 @@ extension ConcordStore {
         let subscription = StoreSubscription(engine: engine, step: { profile in
             feed.step(profile, watch: watch)
         }, failed: { continuation.finish(throwing: $0) })
-        watch.start(watcher, kinds: nil, subscription: subscription, finish: { feed.end($0) })
+        watch.start(watcher, kinds: nil, everyMove: true, subscription: subscription, finish: { feed.end($0) })
         continuation.onTermination = { _ in watch.stop() }
         subscription.poke()
         return stream
@@ -41,12 +41,14 @@ final class ChangeFeed: @unchecked Sendable {
     /// long history leaves the queue to writes and reads between turns.
     static let batch = 200
 
-    // Safe: `last`, `pending`, `tables` and `started` are touched only by `step`, which runs on
+    // Safe: `last`, `pending`, `tables`, `keys` and `started` are touched only by `step`, which runs on
     // the store's serial queue; `continuation` is Sendable.
     private var last: ObjectID?
     /// The commits left to tell of the chain to `pending.head`, when a turn stopped at `batch`.
     private var pending: (head: ObjectID, commits: ArraySlice<Commit>)?
     private var tables = KindsTables()
+    /// The members' keys read along the walk, to name who signed each commit.
+    private var keys: MemberKeysAtCommit?
     private let token: ChangeToken?
     private var started = false
     private let identity: Identity
@@ -79,8 +81,10 @@ final class ChangeFeed: @unchecked Sendable {
                 throw ConcordError.changeTokenNotInHistory(token: last?.hex ?? "")
             }
             pending = nil
+            let keys = self.keys ?? history.memberKeys()
+            self.keys = keys
             for commit in commits.prefix(Self.batch) {
-                continuation.yield(.commit(try history.commitChange(commit, as: identity, tables: &tables)))
+                continuation.yield(.commit(try history.commitChange(commit, as: identity, tables: &tables, keys: keys)))
                 last = commit.id
             }
             guard commits.count > Self.batch else { return .wait }

@@ -9,6 +9,10 @@ extension ConcordStore {
     /// `concord` CLI, `concord watch`, a plain `git pull`), seen within `StoreWatcher.pollInterval`
     /// (20 ms). A change that touched only other kinds does not read again.
     ///
+    /// Each value is read once no writer (this process or another) holds the profile's lock, and
+    /// holding it: a writer moves main before it writes the files, so a read made mid-write would
+    /// pair the new commit with the old files.
+    ///
     /// Values are read on the store's queue, like `read`, and coalesced: a change that comes
     /// while a read is queued or running is read once after it, and by default
     /// (`.bufferingNewest(1)`) a consumer slower than the changes gets only the newest value, never
@@ -25,12 +29,19 @@ extension ConcordStore {
         let watch = Watch()
         let subscription = StoreSubscription(engine: engine, step: { profile in
             do {
-                // The commit read at, taken before the read: a move after it wakes this observer again.
-                let head = try profile.history.head()
-                let value = try request.fetch(StoreReader(profile: profile))
+                // A writer moves main before it writes the working tree, holding the profile's lock
+                // throughout: read once no writer holds it, and hold it while reading, so the files
+                // read are those of the commit read at. (Writes of this store run on this queue,
+                // not during this read.) A move after the read wakes this observer again.
+                let (head, value) = try profile.locked {
+                    (try profile.history.head(), try request.fetch(StoreReader(profile: profile)))
+                }
                 continuation.yield(value)
                 watch.read(at: head)
                 return .wait
+            } catch ConcordError.busy {
+                // A writer held the lock for longer than `ProfileLock` waits: wait for it again.
+                return .more
             } catch {
                 continuation.finish(throwing: error)
                 return .end
@@ -56,18 +67,22 @@ final class Watch: @unchecked Sendable {
     private var stopped = false
     private var subscription: StoreSubscription?
 
-    /// Subscribes to `watcher` for `kinds`: its moves wake `subscription`; `finish` ends the consumer's sequence.
-    func start(_ watcher: StoreWatcher, kinds: Set<String>?, subscription: StoreSubscription,
+    /// Subscribes to `watcher` for `kinds` (`everyMove`: woken by any move of main): its moves
+    /// wake `subscription`; `finish` ends the consumer's sequence.
+    func start(_ watcher: StoreWatcher, kinds: Set<String>?, everyMove: Bool = false, subscription: StoreSubscription,
                finish: @escaping @Sendable (Error) -> Void) {
-        let id = watcher.subscribe(kinds: kinds, poke: { subscription.poke() }, fail: { error in
+        let id = watcher.subscribe(kinds: kinds, everyMove: everyMove, poke: { subscription.poke() }, fail: { error in
             subscription.end()
             finish(error)
         })
         let leave = lock.withLock {
-            (self.id, self.watcher, self.subscription) = (id, watcher, subscription)
+            if !stopped { (self.id, self.watcher, self.subscription) = (id, watcher, subscription) }
             return stopped
         }
-        if leave { watcher.unsubscribe(id) }
+        if leave {
+            subscription.end()
+            watcher.unsubscribe(id)
+        }
     }
 
     /// A read was made as of `head`.
@@ -76,10 +91,13 @@ final class Watch: @unchecked Sendable {
         if let watcher, let id { watcher.read(id, at: head) }
     }
 
-    /// The consumer went, or the sequence ended: no more reads, no more wake-ups.
+    /// The consumer went, or the sequence ended: no more reads, no more wake-ups. The watch lets
+    /// go of its subscription and watcher, and the subscription of what reads, so nothing of the
+    /// store (its queue, its watcher) outlives it through them.
     func stop() {
         let (watcher, id, subscription) = lock.withLock {
             stopped = true
+            defer { (self.watcher, self.subscription) = (nil, nil) }
             return (self.watcher, self.id, self.subscription)
         }
         subscription?.end()

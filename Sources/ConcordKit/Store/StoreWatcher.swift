@@ -12,7 +12,8 @@ import Foundation
 /// seen by the next poll: within `pollInterval` (20 ms), plus the reads it wakes, once that
 /// process let go of the profile's lock (its working tree is then written). For each
 /// subscriber it compares the commit the subscriber last read at with main's (a tree diff that
-/// skips unchanged directories, `History.changedKinds`) and wakes only those whose kinds changed.
+/// skips unchanged directories, `History.changedKinds`) and wakes only those whose kinds changed;
+/// a change feed is woken by any move (even a commit that changed no file).
 final class StoreWatcher: @unchecked Sendable {
     // Safe: `subscribers`, `nextID` and `running` are read and written only while holding `lock`;
     // `profile` and `statusHead` only by the watching thread, of which at most one runs (`running`), each started
@@ -41,10 +42,12 @@ final class StoreWatcher: @unchecked Sendable {
         case at(ObjectID?)
     }
 
-    /// One observer or feed: the kinds it reads (nil: all), the commit it last read at (nil
-    /// until its first read told it), what wakes it, and what ends it.
+    /// One observer or feed: the kinds it reads (nil: all), whether any move of main wakes it
+    /// (a feed: even a commit that changed no file), the commit it last read at (nil until its
+    /// first read told it), what wakes it, and what ends it.
     private struct Subscriber {
         let kinds: Set<String>?
+        let everyMove: Bool
         var seen: Seen
         let poke: @Sendable () -> Void
         let fail: @Sendable (Error) -> Void
@@ -60,12 +63,13 @@ final class StoreWatcher: @unchecked Sendable {
     var isRunning: Bool { lock.withLock { running } }
 
     /// Subscribes a reader of `kinds` (nil: all): `poke` is called when main moved in a way that
-    /// concerns it, `fail` when watching fails for good. Starts the thread if it is not running.
-    /// The subscriber is not woken until it says where it read (`read(_:at:)`).
-    func subscribe(kinds: Set<String>?, poke: @escaping @Sendable () -> Void, fail: @escaping @Sendable (Error) -> Void) -> Int {
+    /// concerns it (`everyMove`: whenever main moved), `fail` when watching fails for good. Starts
+    /// the thread if it is not running. The subscriber is not woken until it says where it read (`read(_:at:)`).
+    func subscribe(kinds: Set<String>?, everyMove: Bool = false, poke: @escaping @Sendable () -> Void,
+                   fail: @escaping @Sendable (Error) -> Void) -> Int {
         let (id, start) = lock.withLock {
             nextID += 1
-            subscribers[nextID] = Subscriber(kinds: kinds, seen: .unknown, poke: poke, fail: fail)
+            subscribers[nextID] = Subscriber(kinds: kinds, everyMove: everyMove, seen: .unknown, poke: poke, fail: fail)
             defer { running = true }
             return (nextID, !running)
         }
@@ -151,8 +155,10 @@ final class StoreWatcher: @unchecked Sendable {
         var woken = [@Sendable () -> Void]()
         for (id, subscriber) in current {
             guard case .at(let seen) = subscriber.seen, seen != head else { continue }
-            let changed: ChangedKinds
-            if let known = diffs[seen] {
+            var changed = ChangedKinds()
+            if subscriber.everyMove {
+                changed.other = true
+            } else if let known = diffs[seen] {
                 changed = known
             } else {
                 changed = try history.changedKinds(from: seen, to: head)
@@ -183,12 +189,14 @@ final class StoreSubscription: @unchecked Sendable {
         case end
     }
 
-    // Safe: `scheduled`, `again` and `ended` are read and written only while holding `lock`.
+    // Safe: `scheduled`, `again`, `ended`, `step` and `failed` are read and written only while holding `lock`.
     private let lock = NSLock()
     private var scheduled = false, again = false, ended = false
     private let engine: ProfileQueue
-    private let step: @Sendable (Profile) -> Next
-    private let failed: @Sendable (Error) -> Void
+    /// What reads, and what is told a failure: dropped when the subscription ends, for they hold
+    /// the consumer's continuation and its `Watch`, which holds this subscription.
+    private var step: (@Sendable (Profile) -> Next)?
+    private var failed: (@Sendable (Error) -> Void)?
 
     /// Reads with `step` on `engine`'s queue; `failed` is told when the profile cannot be had.
     init(engine: ProfileQueue, step: @escaping @Sendable (Profile) -> Next, failed: @escaping @Sendable (Error) -> Void) {
@@ -206,19 +214,25 @@ final class StoreSubscription: @unchecked Sendable {
         if start { schedule() }
     }
 
-    /// No read after this one.
+    /// No read after this one; what reads is let go.
     func end() {
-        lock.withLock { ended = true }
+        // Let go of outside the lock: what they hold may end the consumer's sequence, which ends this again.
+        let held = lock.withLock {
+            ended = true
+            defer { (step, failed) = (nil, nil) }
+            return (step, failed)
+        }
+        withExtendedLifetime(held) {}
     }
 
     private func schedule() {
         engine.enqueue { [self] result in
-            let go = lock.withLock { () -> Bool in
+            let (step, failed) = lock.withLock {
                 again = false
-                return !ended
+                return ended ? (nil, nil) : (self.step, self.failed)
             }
             var next = Next.end
-            if go {
+            if let step, let failed {
                 switch result {
                 case .success(let profile): next = step(profile)
                 case .failure(let error): failed(error)
@@ -230,7 +244,7 @@ final class StoreSubscription: @unchecked Sendable {
                 scheduled = false
                 return false
             }
-            if rerun { schedule() }
+            if rerun { schedule() } else if next == .end { end() }
         }
     }
 }
