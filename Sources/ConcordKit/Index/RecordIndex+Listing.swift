@@ -34,13 +34,7 @@ extension RecordIndex {
                     if file.live { items.append(ListedItem(kind: kind.name, id: id)) }
                     continue
                 }
-                do {
-                    if let record = try profile.workingTree.readRecord(path), !record.isDeleted {
-                        items.append(ListedItem(kind: kind.name, id: record.id.rawValue))
-                    }
-                } catch {
-                    warnings.append("skipped \(path): \(error.localizedDescription)")
-                }
+                profile.records.listRecordFile(path, of: kind, into: &items, warnings: &warnings)
             }
         }
         return Listing(items: items, warnings: warnings)

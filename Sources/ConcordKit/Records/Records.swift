@@ -55,16 +55,22 @@ public struct Records {
                 continue
             }
             for path in profile.workingTree.recordFiles(of: kind) {
-                do {
-                    if let record = try profile.workingTree.readRecord(path), !record.isDeleted {
-                        items.append(ListedItem(kind: kind.name, id: record.id.rawValue))
-                    }
-                } catch {
-                    warnings.append("skipped \(path): \(error.localizedDescription)")
-                }
+                listRecordFile(path, of: kind, into: &items, warnings: &warnings)
             }
         }
         return Listing(items: items, warnings: warnings)
+    }
+
+    /// One record file of the working tree as `list` gives it: its item when it holds a live
+    /// record, a "skipped" warning when it does not read (`RecordIndex.list` reads changed files so too).
+    func listRecordFile(_ path: String, of kind: RecordKind, into items: inout [ListedItem], warnings: inout [String]) {
+        do {
+            if let record = try profile.workingTree.readRecord(path), !record.isDeleted {
+                items.append(ListedItem(kind: kind.name, id: record.id.rawValue))
+            }
+        } catch {
+            warnings.append("skipped \(path): \(error.localizedDescription)")
+        }
     }
 
     /// Runs `body` in a transaction and commits everything it wrote as ONE signed commit by
