@@ -15,7 +15,7 @@ package enum DocumentRule {
         case .profileInfo:
             guard let info = try? ProfileInfo.decode(bytes) else { return "unreadable" }
             if info.formatVersion > concordFormatVersion {
-                return "it is of data format \(info.formatVersion), newer than this concord reads (\(concordFormatVersion)): upgrade concord"
+                return "it is of data format \(info.formatVersion), newer than this concord reads (\(concordFormatVersion)): upgrade concord to a build that reads format \(info.formatVersion), then sync again"
             }
             if info.formatVersion < oldestReadableFormatVersion {
                 return "it is of data format \(info.formatVersion), older than any this concord reads (\(oldestReadableFormatVersion))"

@@ -19,9 +19,18 @@
 /// an Admin's import of such entries moves it to 6 in the same commit (`concord upgrade` does too),
 /// so a concord that reads only format 5 refuses that commit with "upgrade concord" rather than
 /// failing on a field it does not know, and an origin in a profile of an older format is refused.
-public let concordFormatVersion = 6
+/// 7 — records and log entries speak only for their signer (`StampRule`, docs/security.md rule 6): in
+/// a commit whose first parent is format 7, every record stamp (`updatedBy`/`deletedBy`, field stamps,
+/// `lastDeleted`) names the commit's signer (a `concord switch` commit's acting member) or is one the
+/// file already had (for a merge: at either parent or their policy merge), with the value it had under
+/// it. The files are those of format 6; only the rule is new, so `concord upgrade` (an Admin's signed
+/// commit of `profile.json`) moves 3–6 to 7, stamps in the history before and at that commit stay as
+/// they are, and a concord that reads only format 6 refuses the profile ("upgrade concord"). Formats
+/// after this take 8, 9, … in the order they land, each upgrade chaining from the one before.
+public let concordFormatVersion = 7
 /// The oldest format this build reads. A format 2 record has no field stamps, and reading one as
 /// format 3 would say all its fields were written at its `updatedAt`: not what happened. A format 3
 /// profile is a format 4 profile with no open invitations, a format 4 profile a format 5 one with no
-/// key proofs, and a format 5 profile a format 6 one with no log entry origins, so all are read as they are.
+/// key proofs, and a format 5 profile a format 6 one with no log entry origins, and a format 6 profile a format 7 one whose
+/// history is not held to the stamp rule, so all are read as they are.
 public let oldestReadableFormatVersion = 3

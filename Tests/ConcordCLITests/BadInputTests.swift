@@ -182,8 +182,8 @@ final class BadInputTests: ConcordTestCase {
     func testNewerFormatVersionIsRefusedByEveryCommand() throws {
         let path = profile.appendingPathComponent(".concord/profile.json")
         let text = try String(contentsOf: path, encoding: .utf8)
-        XCTAssertTrue(text.contains(#""formatVersion": 6"#), text)
-        try Data(text.replacingOccurrences(of: #""formatVersion": 6"#, with: #""formatVersion": 99"#).utf8).write(to: path)
+        XCTAssertTrue(text.contains(#""formatVersion": \#(concordFormatVersion)"#), text)
+        try Data(text.replacingOccurrences(of: #""formatVersion": \#(concordFormatVersion)"#, with: #""formatVersion": 99"#).utf8).write(to: path)
         let dump = try writeFile("dump.json", #"{"records":[{"kind":"vocabulary","id":"d","data":{}}]}"#)
         let commands: [[String]] = [
             ["put", "vocabulary/x", "--json", "{}"], ["get", "vocabulary/puzzle"], ["rm", "vocabulary/puzzle"],
@@ -201,15 +201,15 @@ final class BadInputTests: ConcordTestCase {
         let text = try String(contentsOf: path, encoding: .utf8)
         // Format 2 (no per-field stamps) and the pre-release format 1 alike.
         for old in ["2", "1"] {
-            try Data(text.replacingOccurrences(of: #""formatVersion": 6"#, with: "\"formatVersion\": \(old)").utf8).write(to: path)
+            try Data(text.replacingOccurrences(of: #""formatVersion": \#(concordFormatVersion)"#, with: "\"formatVersion\": \(old)").utf8).write(to: path)
             for arguments in [["put", "vocabulary/x", "--json", "{}"], ["ls"], ["export"], ["log"]] {
                 try assertRefusedWithoutChange(arguments, as: alice, profile: profile, mentions: ["format \(old)", "concord export", "import"])
             }
         }
-        // Format 3 is format 4 without open invitations, format 4 is format 5 without key proofs, and
-        // format 5 is format 6 without log entry origins: read as they are.
-        for old in ["3", "4", "5"] {
-            try Data(text.replacingOccurrences(of: #""formatVersion": 6"#, with: "\"formatVersion\": \(old)").utf8).write(to: path)
+        // Format 3 is format 4 without open invitations, format 4 is format 5 without key proofs, format
+        // 5 is format 6 without log entry origins, and format 6 is format 7 whose history is not held to the stamp rule: read as they are.
+        for old in ["3", "4", "5", "6"] {
+            try Data(text.replacingOccurrences(of: #""formatVersion": \#(concordFormatVersion)"#, with: "\"formatVersion\": \(old)").utf8).write(to: path)
             XCTAssertEqual(try concord(["ls"], as: alice, in: profile).status, 0)
         }
     }

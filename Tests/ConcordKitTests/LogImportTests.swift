@@ -55,6 +55,30 @@ final class LogImportTests: KitTestCase {
         XCTAssertEqual(try profile.records.logEntries("logs").count, 4)
     }
 
+    /// Format 7: an export writes who imported each imported entry (`importedBy`) beside the dump's
+    /// claim (`at`, `by`, `device`), and a round trip through another member's import keeps the claim
+    /// as the origin only: the entries are the new importer's, the export names them as its importer.
+    func testARoundTripKeepsTheClaimAsAnOriginAndNamesTheImporter() throws {
+        let alice = try makeIdentity()
+        let profile = try makeProfile(identity: alice)
+        try profile.records.importDump(try legacyDump(), as: alice)
+        let exported = try profile.records.exportDump()
+        XCTAssertTrue(exported.logs.allSatisfy { $0.importedBy?.member == "alice" && $0.by != "alice" }, "\(exported.logs)")
+        let text = String(decoding: exported.canonicalBytes(), as: UTF8.self)
+        XCTAssertTrue(text.contains(#""importedBy": {"#), text)
+
+        let bob = try makeIdentity("bob", device: "phone")
+        let fresh = try makeProfile("fresh", identity: bob)
+        try fresh.records.importDump(try Dump.parse(exported.canonicalBytes(), source: "export"), as: bob)
+        for entry in try fresh.records.logEntries("logs") {
+            XCTAssertEqual(entry.by, "bob", "an entry is its signer's")
+            XCTAssertNotEqual(entry.origin?.member, "alice", "the claim stays the dump's author, never the importer in between")
+        }
+        let again = try fresh.records.exportDump()
+        XCTAssertEqual(again.logs.map(\.written), exported.logs.map(\.written), "the claims travel unchanged")
+        XCTAssertTrue(again.logs.allSatisfy { $0.importedBy?.member == "bob" }, "\(again.logs)")
+    }
+
     /// An entry is matched by its id and who first wrote it when: another member importing the same
     /// dump adds nothing. Two members who imported it on their own devices each hold it as theirs
     /// once their logs merge; the export gives it once.

@@ -22,7 +22,7 @@ final class DocumentRuleTests: XCTestCase {
         XCTAssertNil(problem(.profileInfo, info()))
         XCTAssertEqual(problem(.profileInfo, Array("{".utf8)), "unreadable")
         XCTAssertEqual(problem(.profileInfo, info(format: concordFormatVersion + 1)),
-                       "it is of data format \(concordFormatVersion + 1), newer than this concord reads (\(concordFormatVersion)): upgrade concord")
+                       "it is of data format \(concordFormatVersion + 1), newer than this concord reads (\(concordFormatVersion)): upgrade concord to a build that reads format \(concordFormatVersion + 1), then sync again")
         XCTAssertEqual(problem(.profileInfo, info(format: oldestReadableFormatVersion - 1)),
                        "it is of data format \(oldestReadableFormatVersion - 1), older than any this concord reads (\(oldestReadableFormatVersion))")
         XCTAssertEqual(problem(.profileInfo, info(format: 5), before: info(format: 6)),

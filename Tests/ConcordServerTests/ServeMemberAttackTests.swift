@@ -163,6 +163,29 @@ final class ServeMemberAttackTests: ConcordServeTestCase {
 
     // MARK: - The team on a server, and pushes with plain git
 
+    /// Records speak only for their signer (data format 7): Eddie, an Editor, rewrites Alice's
+    /// vocabulary record with plain git and his own key, leaving it stamped as hers, and then writes
+    /// a new record in her name. The pre-receive refuses both; the same edit in his own name is stored.
+    func testARecordStampedWithAnotherMembersNameIsRefused() throws {
+        let team = try servedTeam()
+        let eddies = try gitClone(as: team.eddie, team)
+        let start = try gitOK(["rev-parse", "HEAD"], in: eddies)
+        let inAlicesName = try commitWithGit(in: eddies, signedWith: team.eddie.keyFile) { clone in
+            try self.replace(#""label": "puzzle""#, with: #""label": "said by eddie""#, in: try self.recordFile("vocabulary", "puzzle", in: clone))
+        }
+        try assertPushRefused(team, inAlicesName, from: eddies, as: team.eddie, mentions: [
+            "by eddie@laptop changes vocabulary/puzzle", #"field "label""#, "in alice's name, but eddie signed it", "concord put",
+        ])
+        try gitOK(["reset", "--quiet", "--hard", start], in: eddies)
+        let own = try commitWithGit(in: eddies, signedWith: team.eddie.keyFile) { clone in
+            let file = try self.recordFile("vocabulary", "puzzle", in: clone)
+            try self.replace(#""label": "puzzle""#, with: #""label": "ball""#, in: file)
+            try self.replace(#""updatedBy": "alice""#, with: #""updatedBy": "eddie""#, in: file)
+        }
+        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: eddies, environment: try gitSSHEnvironment(team.eddie, host: team.host))
+        XCTAssertEqual(try serverMain("kid", host: team.host), own, "a write in the signer's own name is stored")
+    }
+
     struct ServedTeam {
         let alice: TestDevice   // admin, and the server's admin
         let eddie: TestDevice   // editor

@@ -1,3 +1,4 @@
+import ConcordKit
 import ConcordTestSupport
 import Foundation
 import XCTest
@@ -124,10 +125,10 @@ final class KeyProofTests: ConcordTestCase {
         XCTAssertEqual(proven("vera"), [false])
     }
 
-    /// `concord upgrade` moves a format 4 profile to this build's format (6) in one signed commit of
+    /// `concord upgrade` moves a format 4 profile to this build's format in one signed commit of
     /// profile.json, by an Admin only, and says so when run again. In format 4 a key may be added as
-    /// before; from the upgrade on it needs its proof. A profile.json of format 7 is refused with what to do.
-    func testUpgradeMovesAFormat4ProfileTo6AndFormat7IsRefused() throws {
+    /// before; from the upgrade on it needs its proof. A profile.json of the format after it is refused with what to do.
+    func testUpgradeMovesAFormat4ProfileToThisBuildsFormatAndANewerOneIsRefused() throws {
         let alice = try makeDevice("alice", device: "laptop")
         let vera = try makeDevice("vera", device: "tablet")
         let remote = try makeRemote(.path)
@@ -135,7 +136,7 @@ final class KeyProofTests: ConcordTestCase {
         try concordOK(["init", profile.path, "--name", "Old", "--template", "aac"], as: alice)
         // A format 4 profile, as an older concord made it: the first commit's profile.json at 4, re-signed by Alice.
         let info = profile.appendingPathComponent(".concord/profile.json")
-        try replace(#""formatVersion": 6"#, with: #""formatVersion": 4"#, in: info)
+        try replace(#""formatVersion": \#(concordFormatVersion)"#, with: #""formatVersion": 4"#, in: info)
         try gitOK(["add", "-A"], in: profile)
         try gitOK(GitSigning.options(keyFile: alice.keyFile.path) + ["commit", "-S", "--quiet", "--amend", "--no-edit"], in: profile)
         try concordOK(["members", "add", "vera", "--role", "viewer", "--key", vera.publicKeyLine, "--device", "tablet"], as: alice, in: profile)
@@ -155,15 +156,15 @@ final class KeyProofTests: ConcordTestCase {
         assertOneLineRefusal(try concord(["upgrade"], as: vera, in: veraCopy), mentions: ["vera is viewer", "an Admin must run"])
         let before = try revParse("HEAD", in: profile)
         let upgraded = try concordOK(["upgrade", "--json"], as: alice, in: profile)
-        XCTAssertTrue(upgraded.contains(#""from": 4"#) && upgraded.contains(#""to": 6"#), upgraded)
+        XCTAssertTrue(upgraded.contains(#""from": 4"#) && upgraded.contains(#""to": \#(concordFormatVersion)"#), upgraded)
         XCTAssertEqual(try gitOK(["rev-list", "--count", "\(before)..HEAD"], in: profile), "1", "one commit")
         XCTAssertEqual(try gitOK(["diff", "--name-only", before, "HEAD"], in: profile), ".concord/profile.json")
-        XCTAssertTrue(try concordOK(["upgrade"], as: alice, in: profile).contains("already format 6"))
+        XCTAssertTrue(try concordOK(["upgrade"], as: alice, in: profile).contains("already format \(concordFormatVersion)"))
         try concordOK(["sync"], as: alice, in: profile)
         try concordOK(["sync"], as: vera, in: veraCopy)
         try concordOK(["verify"], as: vera, in: veraCopy)
 
-        // Format 6 (as from 5 on): the same kind of commit is refused.
+        // This build's format (as from 5 on): the same kind of commit is refused.
         let laterKey = sandbox.appendingPathComponent("vera_later")
         let later = try GitSigning.makeKey(at: laterKey, comment: "vera@later", environment: environment())
         let refused = try pushWithGit(team, signedWith: vera.keyFile) { clone in
@@ -174,14 +175,14 @@ final class KeyProofTests: ConcordTestCase {
         // A profile.json of a format newer than this build's: refused with words, nothing merged.
         try gitOK(["update-ref", "refs/heads/main", try revParse("HEAD", in: profile)], in: remote.bare)
         let newer = try pushWithGit(team, signedWith: alice.keyFile) { clone in
-            try self.replace(#""formatVersion": 6"#, with: #""formatVersion": 7"#, in: clone.appendingPathComponent(".concord/profile.json"))
+            try self.replace(#""formatVersion": \#(concordFormatVersion)"#, with: #""formatVersion": \#(concordFormatVersion + 1)"#, in: clone.appendingPathComponent(".concord/profile.json"))
         }
         let result = try concord(["sync"], as: vera, in: veraCopy)
-        assertOneLineRefusal(result, status: 5, mentions: [String(newer.prefix(7)), "data format 7", "upgrade concord"])
+        assertOneLineRefusal(result, status: 5, mentions: [String(newer.prefix(7)), "data format \(concordFormatVersion + 1)", "upgrade concord"])
         // And a copy whose profile.json says 7 is not opened at all.
-        try replace(#""formatVersion": 6"#, with: #""formatVersion": 7"#, in: veraCopy.appendingPathComponent(".concord/profile.json"))
+        try replace(#""formatVersion": \#(concordFormatVersion)"#, with: #""formatVersion": \#(concordFormatVersion + 1)"#, in: veraCopy.appendingPathComponent(".concord/profile.json"))
         assertOneLineRefusal(try concord(["ls"], as: vera, in: veraCopy),
-                             mentions: ["this profile uses data format 7 but this concord understands up to 6", "upgrade concord"])
+                             mentions: ["this profile uses data format \(concordFormatVersion + 1) but this concord understands up to \(concordFormatVersion)", "upgrade concord"])
     }
 }
 

@@ -42,7 +42,7 @@ final class OpenInvitationTests: ConcordTestCase {
             XCTAssertEqual(try git(["verify-commit", String(commit)], in: profile).status, 0, "git verify-commit \(commit)")
         }
         XCTAssertTrue(try String(contentsOf: profile.appendingPathComponent(".concord/profile.json"), encoding: .utf8)
-            .contains(#""formatVersion": 6"#), "a new profile is of format 6, and an open invitation leaves it so")
+            .contains(#""formatVersion": \#(concordFormatVersion)"#), "a new profile is of this build's format, and an open invitation leaves it so")
     }
 
     /// Two people accept the last place at once: the one whose push lands first joins; the other's

@@ -26,6 +26,8 @@ package final class CommitAuthorizer {
     /// `.concord/`. Bounded: emptied at `treeAnswersLimit` trees.
     var membershipsAtTree: [ObjectID: Membership] = [:]
     var kindsTablesAtTree: [ObjectID: KindsTable] = [:]
+    /// The data format of each `profile.json` blob read (`checkRecordStamps`).
+    var formatsByBlob: [ObjectID: Int] = [:]
     static let treeAnswersLimit = 256
 
     init(repository: Repository) {
@@ -173,6 +175,9 @@ package final class CommitAuthorizer {
                     throw refuse(signer.label, by: violation)
                 }
             }
+            // Rule 6 for records (format 7): a record's stamps name the judged member, or were there before.
+            try checkRecordStamps(commit, changes: differences, parentTrees: parentTrees,
+                                  kinds: kindsTables[0], signer: signer, judged: judged)
             // Rule 5, once the role allowed the change: no key moves to another member; an Admin stays.
             try checkMemberFiles(commit, changes: differences, parentTrees: parentTrees, signer: signer, judged: judged)
             if differences.contains(where: { MembershipResolution.isAuthority($0.path) }),

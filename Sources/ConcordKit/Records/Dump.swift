@@ -44,13 +44,19 @@ public struct Dump: Sendable, Equatable {
         /// When, by whom and on which device the entry was first written (`at`, `by`, `device`), as
         /// exports give it; nil for a dump that does not say. An import keeps it as the entry's `origin`.
         public let written: WriteStamp?
+        /// For an entry this profile holds from an import (one with an `origin`): who imported it, when
+        /// and on which device — the member who signed it. An export writes it as `importedBy`, so a
+        /// dump says that `by` is a claim the importer carried, never first-hand. An import reads it
+        /// and keeps it nowhere: the entry's `by` is always its own signer's, `written` its origin.
+        public let importedBy: WriteStamp?
 
         /// A log item; `written` nil for an entry whose origin the dump does not give.
-        public init(kind: String, id: String, data: [String: JSONValue], written: WriteStamp?) {
+        public init(kind: String, id: String, data: [String: JSONValue], written: WriteStamp?, importedBy: WriteStamp? = nil) {
             self.kind = kind
             self.id = id
             self.data = data
             self.written = written
+            self.importedBy = importedBy
         }
 
         /// When the entry was first written (an HLC), if the dump says.
@@ -64,7 +70,10 @@ public struct Dump: Sendable, Equatable {
         /// the order of that (time, id, member, device, then data); entries that read the same in a
         /// dump (one entry imported by two members, say) once.
         static func exported(_ entries: [LogEntry], kind: String) -> [LogItem] {
-            let items = entries.map { (written: $0.written, id: $0.id, data: $0.data, line: JSONValue.object($0.data).canonicalLine()) }
+            let items = entries.map { entry in
+                (written: entry.written, id: entry.id, data: entry.data, line: JSONValue.object(entry.data).canonicalLine(),
+                 importedBy: entry.origin == nil ? nil : WriteStamp(at: entry.at, member: entry.by, device: entry.device))
+            }
                 .sorted { a, b in
                     if a.written.at != b.written.at { return a.written.at < b.written.at }
                     if a.id != b.id { return a.id < b.id }
@@ -75,19 +84,24 @@ public struct Dump: Sendable, Equatable {
             for item in items {
                 if let last, last.0 == item.written, last.1 == item.id, last.2 == item.line { continue }
                 last = (item.written, item.id, item.line)
-                out.append(LogItem(kind: kind, id: item.id.rawValue, data: item.data, written: item.written))
+                out.append(LogItem(kind: kind, id: item.id.rawValue, data: item.data, written: item.written, importedBy: item.importedBy))
             }
             return out
         }
 
-        /// The item's JSON in a dump: `{"at", "by", "data", "device", "id", "kind"}` (without the
-        /// first three when `written` is nil).
+        /// The item's JSON in a dump: `{"at", "by", "data", "device", "id", "importedBy"?, "kind"}`
+        /// (without `at`, `by` and `device` when `written` is nil; `importedBy` an object `{"at", "by",
+        /// "device"}` for an imported entry).
         var jsonValue: JSONValue {
             var fields: [String: JSONValue] = ["kind": .string(kind), "id": .string(id), "data": .object(data)]
             if let written {
                 fields["at"] = .string(written.at.description)
                 fields["by"] = .string(written.member)
                 fields["device"] = .string(written.device)
+            }
+            if let importedBy {
+                fields["importedBy"] = .object(["at": .string(importedBy.at.description), "by": .string(importedBy.member),
+                                                "device": .string(importedBy.device)])
             }
             return .object(fields)
         }
@@ -124,7 +138,7 @@ public struct Dump: Sendable, Equatable {
                             let item = try DumpItem(key, index, &reader, source: source, canonicalData: false)
                             let kind = try item.string("kind", item.kind), data = try item.values(), written = try item.written()
                             let id = try item.id == nil ? derivedID(kind: kind, data: data, written: written) : item.string("id", item.id)
-                            dump.logs.append(LogItem(kind: kind, id: id, data: data, written: written))
+                            dump.logs.append(LogItem(kind: kind, id: id, data: data, written: written, importedBy: try item.importStamp()))
                         }
                     default:
                         throw ConcordError.invalidInput("\(source): unknown top-level field \"\(key)\": a dump has only \"records\" and \"logs\"")
@@ -199,7 +213,7 @@ private struct DumpItem {
     /// Where the entry is, for error messages: `records[3]`.
     var place: String { "\(key)[\(index)]" }
     var source: String
-    var kind, id, at, by, device: JSONValue?
+    var kind, id, at, by, device, importedBy: JSONValue?
     var data: JSONValue?
     var canonicalData: [UInt8]?
 
@@ -217,6 +231,7 @@ private struct DumpItem {
             case "at": item.at = try reader.readValue()
             case "by": item.by = try reader.readValue()
             case "device": item.device = try reader.readValue()
+            case "importedBy": item.importedBy = try reader.readValue()
             default: break
             }
         }
@@ -247,6 +262,17 @@ private struct DumpItem {
                 "\(source): \(place) has \"at\": \(at.debugDescription), not a time like 2026-01-01T10:00:00.001Z-0000 (when the entry was written)")
         }
         return WriteStamp(at: stamp, member: by, device: device)
+    }
+
+    /// `importedBy` as a stamp: an object `{"at", "by", "device"}`, or absent.
+    func importStamp() throws -> WriteStamp? {
+        guard let importedBy else { return nil }
+        guard let at = importedBy["at"]?.stringValue.flatMap(HLC.init(parsing:)), let by = importedBy["by"]?.stringValue,
+              let device = importedBy["device"]?.stringValue else {
+            throw ConcordError.invalidInput("\(source): \(place) has an \"importedBy\" that is not an object {\"at\", \"by\", \"device\"} "
+                                            + "(who imported the entry, when and on which device)")
+        }
+        return WriteStamp(at: at, member: by, device: device)
     }
 
     func values() throws -> [String: JSONValue] {

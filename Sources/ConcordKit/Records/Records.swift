@@ -32,14 +32,19 @@ public struct Records {
         return try profile.workingTree.readLog(kind, strict: true).entries
     }
 
-    /// The entries with id `id` of log kind `kind` (`kind/id`, as `list` names it), oldest first: one
-    /// per author, since an entry is its author's id (two members' entries may share an id). Throws
+    /// The entries with id `id` of log kind `kind` (`kind/id`, as `list` names it): one per author,
+    /// since an entry is its author's id (two members' entries may share an id), each with its author
+    /// (`by`), in the order they reached main's first-parent chain (`LogArrival`), never by the `at`
+    /// their authors wrote, so a member who reuses another's id never comes first. Throws
     /// `recordNotFound` when the log has none.
     public func logEntries(_ kind: RecordKind, id: RecordID) throws -> [LogEntry] {
         guard kind.policy == .append else { throw ConcordError.notALogKind(kind.name) }
         let entries = try profile.workingTree.readLog(kind, strict: true).entries.filter { $0.id == id }
         guard !entries.isEmpty else { throw ConcordError.recordNotFound("\(kind.name)/\(id)") }
-        return entries
+        guard entries.count > 1 else { return entries }
+        return try gitCall {
+            try LogArrival.ordered(entries, kind: kind, head: try repository.resolveReference("HEAD"), in: repository)
+        }
     }
 
     /// Every live record (and log entry) of `kind`, or of all kinds; unreadable files become warnings.

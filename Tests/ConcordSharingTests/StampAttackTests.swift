@@ -1,0 +1,121 @@
+import ConcordKit
+import ConcordTestSupport
+import Foundation
+import XCTest
+
+/// Records and log entries speak only for their signer (issue 42, data format 7): a member with
+/// plain git and their own key writes a record stamped with another member's name, directly or in
+/// a merge, and pushes it to a path remote; Alice's sync refuses it with one line naming the commit,
+/// the signer, the record and what to do. History from before `concord upgrade` keeps its stamps.
+/// (ServeMemberAttackTests makes the record forgery through `concord serve`; MemberAttackTests and
+/// SyncAccessTests the log entry in another's name.)
+final class StampAttackTests: ConcordTestCase {
+    func testARecordStampedWithAnotherMembersNameIsRefusedAndOneInTheSignersStands() throws {
+        let team = try makeAccessTeam()
+        let edited = try pushWithGit(team, signedWith: team.eddie.keyFile) { clone in
+            try self.replace(#""label": "puzzle""#, with: #""label": "said by eddie""#, in: try self.recordFile("vocabulary", "puzzle", in: clone))
+        }
+        try assertRefused(team, commit: edited, mentions: ["by eddie@laptop changes vocabulary/puzzle", #"field "label""#,
+                                                           "in alice's name, but eddie signed it", "concord put"])
+        try gitOK(["update-ref", "refs/heads/main", try revParse("HEAD", in: team.aliceProfile)], in: team.remote.bare)
+        let stampedAsUma = try pushWithGit(team, signedWith: team.eddie.keyFile) { clone in
+            let file = try self.recordFile("vocabulary", "puzzle", in: clone)
+            try self.replace(#""label": "puzzle""#, with: #""label": "ball""#, in: file)
+            try self.replace(#""updatedBy": "alice""#, with: #""updatedBy": "uma""#, in: file)
+        }
+        try assertRefused(team, commit: stampedAsUma, mentions: ["by eddie@laptop changes vocabulary/puzzle", "its updatedBy", "in uma's name"])
+        try gitOK(["update-ref", "refs/heads/main", try revParse("HEAD", in: team.aliceProfile)], in: team.remote.bare)
+        let own = try pushWithGit(team, signedWith: team.eddie.keyFile) { clone in
+            let file = try self.recordFile("vocabulary", "puzzle", in: clone)
+            try self.replace(#""label": "puzzle""#, with: #""label": "ball""#, in: file)
+            try self.replace(#""updatedBy": "alice""#, with: #""updatedBy": "eddie""#, in: file)
+        }
+        try assertAccepted(team, commit: own)
+    }
+
+    /// A merge whose record is stamped as neither parent has it is refused; one whose difference
+    /// from the policy merge is in its signer's own name stands.
+    func testAMergeWithAStampOfNeitherParentIsRefused() throws {
+        let team = try makeAccessTeam()
+        let fork = sandbox.appendingPathComponent("eddie-fork")
+        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
+        fsckAtEnd.append(fork)
+        let start = try gitOK(["rev-parse", "HEAD"], in: fork)
+        try concordOK(["put", "settings/theme", "--json", #"{"color":"red"}"#], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        let main = try revParse("HEAD", in: team.aliceProfile)
+        try gitOK(["fetch", "--quiet", "origin"], in: fork)
+
+        let forged = try mergeWithGit(in: fork, "origin/main", signedWith: team.eddie.keyFile) { fork in
+            let file = try self.recordFile("vocabulary", "puzzle", in: fork)
+            try self.replace(#""label": "puzzle""#, with: #""label": "merged""#, in: file)
+            try self.replace(#""updatedBy": "alice""#, with: #""updatedBy": "uma""#, in: file)
+        }
+        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: fork)
+        try assertRefused(team, commit: forged, mentions: ["by eddie@laptop changes vocabulary/puzzle", "in uma's name, but eddie signed it"])
+
+        try gitOK(["update-ref", "refs/heads/main", main], in: team.remote.bare)
+        try gitOK(["reset", "--quiet", "--hard", start], in: fork)
+        let own = try mergeWithGit(in: fork, main, signedWith: team.eddie.keyFile) { fork in
+            let file = try self.recordFile("vocabulary", "puzzle", in: fork)
+            try self.replace(#""label": "puzzle""#, with: #""label": "merged""#, in: file)
+            try self.replace(#""updatedBy": "alice""#, with: #""updatedBy": "eddie""#, in: file)
+        }
+        try gitOK(["push", "--quiet", "--force", "origin", "HEAD:main"], in: fork)
+        try assertAccepted(team, commit: own)
+    }
+
+    /// A format 6 profile: a record stamped in another's name stands there (format 6 had no such
+    /// rule), and `concord verify` keeps accepting that history after an Admin's `concord upgrade`
+    /// moves the profile to format 7 in one commit; from then on the same forgery is refused.
+    func testFormat6StampsStayValidUpToTheUpgradeAndAreRefusedAfterIt() throws {
+        let alice = try makeDevice("alice", device: "laptop")
+        let eddie = try makeDevice("eddie", device: "laptop")
+        let remote = try makeRemote(.path)
+        let profile = sandbox.appendingPathComponent("alice")
+        try concordOK(["init", profile.path, "--name", "Old", "--template", "aac"], as: alice)
+        let info = profile.appendingPathComponent(".concord/profile.json")
+        try replace(#""formatVersion": \#(concordFormatVersion)"#, with: #""formatVersion": 6"#, in: info)
+        try gitOK(["add", "-A"], in: profile)
+        try gitOK(GitSigning.options(keyFile: alice.keyFile.path) + ["commit", "-S", "--quiet", "--amend", "--no-edit"], in: profile)
+        try concordOK(["members", "add", "eddie", "--role", "editor", "--key", eddie.publicKeyLine, "--device", "laptop"], as: alice, in: profile)
+        try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"puzzle"}"#], as: alice, in: profile)
+        try allow(alice, on: remote)
+        try concordOK(["remote", "add", "origin", remote.url], as: alice, in: profile)
+        try concordOK(["sync"], as: alice, in: profile)
+        fsckAtEnd.append(profile)
+        let team = AccessTeam(alice: alice, eddie: eddie, uma: alice, vera: alice, remote: remote, aliceProfile: profile)
+
+        let old = try pushWithGit(team, signedWith: eddie.keyFile) { clone in
+            try self.replace(#""label": "puzzle""#, with: #""label": "said by eddie""#, in: try self.recordFile("vocabulary", "puzzle", in: clone))
+        }
+        try assertAccepted(team, commit: old)
+
+        let upgraded = try concordOK(["upgrade", "--json"], as: alice, in: profile)
+        XCTAssertTrue(upgraded.contains(#""from": 6"#) && upgraded.contains(#""to": \#(concordFormatVersion)"#), upgraded)
+        XCTAssertEqual(try gitOK(["diff", "--name-only", old, "HEAD"], in: profile), ".concord/profile.json")
+        try concordOK(["sync"], as: alice, in: profile)
+        XCTAssertTrue(try concordOK(["verify"], as: alice, in: profile).contains("verified"))
+        let eddieCopy = try cloneProfile(eddie, from: remote, into: "eddie")
+        XCTAssertTrue(try concordOK(["verify"], as: eddie, in: eddieCopy).contains("verified"), "a new device takes the format 6 history")
+
+        let after = try pushWithGit(team, signedWith: eddie.keyFile) { clone in
+            try self.replace(#""label": "said by eddie""#, with: #""label": "again""#, in: try self.recordFile("vocabulary", "puzzle", in: clone))
+        }
+        try assertRefused(team, commit: after, mentions: ["by eddie@laptop changes vocabulary/puzzle", "in alice's name, but eddie signed it"])
+    }
+
+    /// `concord get logs/<id>` with an id two authors used shows both, each with its author, in the
+    /// order they reached main: Uma reusing Alice's id with an earlier time does not come first.
+    func testGetOfALogIdTwoAuthorsUsedShowsBothTheFirstToArriveFirst() throws {
+        let team = try makeAccessTeam()
+        let first = try pushWithGit(team, signedWith: team.alice.keyFile, appendLogEntry(by: "alice", id: "q1", at: "10:00:00", text: "question"))
+        try assertAccepted(team, commit: first)
+        let second = try pushWithGit(team, signedWith: team.uma.keyFile, appendLogEntry(by: "uma", id: "q1", at: "09:00:00", text: "forged"))
+        try assertAccepted(team, commit: second)
+        let shown = try concordOK(["get", "logs/q1"], as: team.alice, in: team.aliceProfile).split(separator: "\n")
+        XCTAssertEqual(shown.count, 2, "\(shown)")
+        XCTAssertTrue(shown.first?.contains(#""by":"alice""#) == true && shown.first?.contains("question") == true, "\(shown)")
+        XCTAssertTrue(shown.last?.contains(#""by":"uma""#) == true && shown.last?.contains("forged") == true, "\(shown)")
+    }
+}
