@@ -212,11 +212,20 @@ final class ImportTests: ConcordTestCase {
         XCTAssertTrue(second.stdout.hasPrefix("nothing to import: all 4 items are already present"), second.stdout)
         XCTAssertEqual(try logLineCount(profile), 4)
 
-        // Into an empty profile of someone else's, and out again: the same bytes.
+        // Each exported entry also says who imported it (format 7), so the dump never reads as first-hand.
+        XCTAssertTrue(logs.allSatisfy { ($0["importedBy"] as? [String: Any])?["by"] as? String == "alice" }, exported)
+
+        // Into an empty profile of someone else's, and out again: the same claims, the new importer named.
         let bob = try makeDevice("bob", device: "desk")
         let other = try makeProfile("other", owner: bob)
         try concordOK(["import", "--file", "-"], as: bob, in: other, input: Data(exported.utf8))
-        XCTAssertEqual(try concordOKResult(["export"], as: bob, in: other).stdout, exported)
+        let again = try concordOKResult(["export"], as: bob, in: other).stdout
+        let againLogs = try XCTUnwrap((parseJSON(again) as? [String: Any])?["logs"] as? [[String: Any]])
+        XCTAssertTrue(againLogs.allSatisfy { ($0["importedBy"] as? [String: Any])?["by"] as? String == "bob" }, again)
+        func claims(_ items: [[String: Any]]) -> [String] {
+            items.map { "\($0["id"] ?? "") \($0["at"] ?? "") \($0["by"] ?? "")@\($0["device"] ?? "")" }
+        }
+        XCTAssertEqual(claims(againLogs), claims(logs), "a round trip keeps each claim as it was, never the importer's")
         fsckAtEnd += [profile, other]
     }
 }

@@ -92,6 +92,7 @@ extension MemberAttackTests {
         }
         try pushWithGit(team, signedWith: team.vera.keyFile) { clone in
             try self.replace(#""label": "puzzle""#, with: #""label": "by vera""#, in: try self.recordFile("vocabulary", "puzzle", in: clone))
+            try self.stamp(try self.recordFile("vocabulary", "puzzle", in: clone), as: "vera")
         }
         let synced = try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
         XCTAssertTrue(synced.contains("left out: .concord/kinds.json: eddie's change"), synced)

@@ -150,7 +150,7 @@ final class MemberAttackTests: ConcordTestCase {
             let text = try concordOK(["conflicts", "--json"], as: team.alice, in: team.aliceProfile)
             return try XCTUnwrap(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]], text)
         }
-        let forged = try forge(label: "eddie's", by: "alice", device: "laptop", at: "2026-01-01T09:00:00.000Z-0000",
+        let forged = try forge(label: "eddie's", by: "eddie", device: "laptop", at: "2026-01-01T09:00:00.000Z-0000",
                                clock: "2020-01-01T00:00:00.000Z-0000")
         try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"alice's"}"#], as: team.alice, in: team.aliceProfile)
         try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
@@ -161,11 +161,15 @@ final class MemberAttackTests: ConcordTestCase {
         XCTAssertEqual(loser["commit"] as? String, forged, "\(entries)")
         XCTAssertTrue(try concordOK(["conflicts", "--mine"], as: team.alice, in: team.aliceProfile).contains("no lost writes match"))
 
-        // Eddie's next write, stamped an hour ahead as Uma's, beats Alice's concurrent edit.
+        // Eddie's next write, stamped an hour ahead as Uma's, is refused (format 7: a stamp names its
+        // signer); stamped an hour ahead on a device he does not have, it beats Alice's concurrent edit.
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let ahead = formatter.string(from: Date().addingTimeInterval(3_600)) + "-0000"
-        try forge(label: "eddie's again", by: "uma", device: "tablet", at: ahead, clock: ahead)
+        let asUma = try forge(label: "eddie's again", by: "uma", device: "tablet", at: ahead, clock: ahead)
+        try assertRefused(team, commit: asUma, mentions: ["by eddie@laptop changes vocabulary/puzzle", "in uma's name, but eddie signed it"])
+        try gitOK(["update-ref", "refs/heads/main", try revParse("HEAD", in: team.aliceProfile)], in: team.remote.bare)
+        try forge(label: "eddie's again", by: "eddie", device: "tablet", at: ahead, clock: ahead)
         try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"alice's again"}"#], as: team.alice, in: team.aliceProfile)
         let told = try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
         XCTAssertTrue(told.contains("your edit of vocabulary/puzzle (label) lost to eddie's edit"), told)

@@ -58,9 +58,12 @@ final class RoleMatrixTests: ConcordTestCase {
                 let text = try String(contentsOf: file, encoding: .utf8)
                 try Data(text.replacingOccurrences(of: #""label": "[^"]*""#, with: #""label": "\#(member) \#(UUID().uuidString.prefix(4))""#,
                                                    options: .regularExpression).utf8).write(to: file)
+                try self.stamp(file, as: member)
             }),
-            ("settings", { clone, _ in
-                try self.replace(#""color": "blue""#, with: #""color": "red""#, in: try self.recordFile("settings", "theme", in: clone))
+            ("settings", { clone, member in
+                let file = try self.recordFile("settings", "theme", in: clone)
+                try self.replace(#""color": "blue""#, with: #""color": "red""#, in: file)
+                try self.stamp(file, as: member)
             }),
             ("logs", { clone, member in
                 let day = clone.appendingPathComponent("logs/2026-01-01.jsonl")

@@ -139,6 +139,7 @@ final class SyncAccessTests: ConcordTestCase {
         let fork = sandbox.appendingPathComponent("eddie-fork")
         try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
         try replace(#""label": "puzzle""#, with: #""label": "forked""#, in: try recordFile("vocabulary", "puzzle", in: fork))
+        try stamp(try recordFile("vocabulary", "puzzle", in: fork), as: "eddie")
         try gitOK(GitSigning.options(keyFile: team.eddie.keyFile.path) + ["commit", "-S", "--quiet", "-am", "before the revocation"], in: fork)
         let revocation = try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
             try editMember("eddie", in: clone) { $0["status"] = "revoked" }
@@ -227,6 +228,7 @@ final class SyncAccessTests: ConcordTestCase {
         let fork = sandbox.appendingPathComponent("eddie-fork")
         try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
         try replace(#""label": "puzzle""#, with: #""label": "jigsaw""#, in: try recordFile("vocabulary", "puzzle", in: fork))
+        try stamp(try recordFile("vocabulary", "puzzle", in: fork), as: "eddie")
         let signing = GitSigning.options(keyFile: team.eddie.keyFile.path)
         try gitOK(signing + ["commit", "-S", "--quiet", "-am", "eddie's edit"], in: fork)
         let alices = try pushWithGit(team, signedWith: team.alice.keyFile) { clone in

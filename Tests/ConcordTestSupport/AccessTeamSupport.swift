@@ -59,6 +59,14 @@ extension ConcordTestCase {
         try Data(text.replacingOccurrences(of: old, with: new).utf8).write(to: url)
     }
 
+    /// Stamps the record file at `url` as `member`'s write (its `updatedBy`), as a hand edit by that
+    /// member must be from data format 7 on (a record's stamps name the commit's signer).
+    package func stamp(_ url: URL, as member: String) throws {
+        let text = try String(contentsOf: url, encoding: .utf8)
+        try Data(text.replacingOccurrences(of: #""updatedBy": "[^"]*""#, with: #""updatedBy": "\#(member)""#, options: .regularExpression).utf8)
+            .write(to: url)
+    }
+
     /// A member file with `change` applied to its JSON object.
     package func editMember(_ name: String, in clone: URL, _ change: (inout [String: Any]) -> Void) throws {
         let url = clone.appendingPathComponent(".concord/members/\(name).json")
