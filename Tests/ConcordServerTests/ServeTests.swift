@@ -25,7 +25,7 @@ final class ServeTests: ConcordServeTestCase {
         try gitOK(["clone", "--quiet", host.url("kid"), gitClone.path], environment: try gitSSHEnvironment(bob, host: host))
         fsckAtEnd.append(gitClone)
         XCTAssertEqual(try gitOK(["rev-parse", "HEAD"], in: gitClone), try serverMain("kid", host: host))
-        let commit = try commitWithGit(in: gitClone, signedWith: bob.keyFile) { try setLabel("jigsaw", of: "puzzle", in: $0) }
+        let commit = try commitWithGit(in: gitClone, signedWith: bob.keyFile) { try setLabel("jigsaw", of: "puzzle", in: $0, as: bob.member) }
         try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: gitClone, environment: try gitSSHEnvironment(bob, host: host))
         XCTAssertEqual(try serverMain("kid", host: host), commit, "an editor's signed commit is accepted")
     }
@@ -140,7 +140,7 @@ final class ServeTests: ConcordServeTestCase {
         try gitOK(["clone", "--quiet", host.url("kid"), clone.path], environment: gitEnvironment)
         fsckAtEnd.append(clone)
         func edit(_ label: String) -> (URL) throws -> Void {
-            return { clone in try self.setLabel(label, of: "puzzle", in: clone) }
+            return { clone in try self.setLabel(label, of: "puzzle", in: clone, as: "bob") }
         }
         // An unsigned commit alone.
         let unsigned = try commitWithGit(in: clone, signedWith: nil, edit("unsigned"))
@@ -250,8 +250,9 @@ final class ServeTests: ConcordServeTestCase {
                       "a concord serve is still running")
     }
 
-    /// Sets the `label` of vocabulary record `id` in the work tree `clone` (a valid record still).
-    func setLabel(_ label: String, of id: String, in clone: URL) throws {
+    /// Sets the `label` of vocabulary record `id` in the work tree `clone` (a valid record still),
+    /// stamped as `member`'s write when given (format 7: a record's stamps name the commit's signer).
+    func setLabel(_ label: String, of id: String, in clone: URL, as member: String? = nil) throws {
         let file = try recordFile("vocabulary", id, in: clone)
         let text = try String(contentsOf: file, encoding: .utf8)
         let pattern = try NSRegularExpression(pattern: #""label": "[^"]*""#)
@@ -259,6 +260,7 @@ final class ServeTests: ConcordServeTestCase {
                                                        withTemplate: "\"label\": \"\(label)\"")
         XCTAssertNotEqual(changed, text, "no label in \(file.path)")
         try Data(changed.utf8).write(to: file)
+        if let member { try stamp(file, as: member) }
     }
 
     /// `SHA256:…` of `device`'s key.
