@@ -122,6 +122,9 @@ public struct ConcordServer: Sendable {
         public let namespace: String?
         /// The ref whose moves `concord-wait` reports.
         public var mainRef: String { namespace.map(RevocationView.ref(namespace:)) ?? "refs/heads/main" }
+        /// The member whose key this is, in the membership at the server's main; nil for a key that
+        /// is no member's (the server admin's, the creator's first push).
+        public var member: String? = nil
     }
 
     /// Decides `request` by the key `key` (`SHA256:…`) at `now`; for the admin's first push of a new
@@ -147,12 +150,12 @@ public struct ConcordServer: Sendable {
             let path = repositoryPath(request.profile)
             if admission.grant == .creator { try createRepository(request.profile) }
             guard admission.grant == .revoked, let name = admission.member, let member = membership?.members[name] else {
-                return Admitted(repository: path, grant: admission.grant, namespace: nil)
+                return Admitted(repository: path, grant: admission.grant, namespace: nil, member: admission.member)
             }
             guard case .some(.some) = try? Repository.localRemoteHead(at: path, ref: RevocationView.ref(member: name)) else {
                 throw ServerAccess.removed(member, profile: request.profile)
             }
-            return Admitted(repository: path, grant: .revoked, namespace: RevocationView.namespace(member: name))
+            return Admitted(repository: path, grant: .revoked, namespace: RevocationView.namespace(member: name), member: name)
         }
     }
 

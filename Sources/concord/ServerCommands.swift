@@ -165,7 +165,7 @@ struct ServeRun {
                     print("deleted \"\(profile)\"")
                 case .wait(let request, let admitted):
                     // Held while this process waits; the kernel lets go if it is killed.
-                    let places = try WaitSlots(root: server.root, key: key, profile: request.profile)
+                    let places = try WaitSlots(root: server.root, key: key, member: admitted.member, profile: request.profile)
                     let answer = try server.answerWait(request, key: key, admitted: admitted, clock: clock)
                     FileHandle.standardOutput.write(Data(answer))
                     withExtendedLifetime(places) {}

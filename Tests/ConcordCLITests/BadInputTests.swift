@@ -160,9 +160,16 @@ final class BadInputTests: ConcordTestCase {
         XCTAssertEqual(again.status, 1, again.summary)
         XCTAssertTrue(FileManager.default.fileExists(atPath: indexLock.path), "a fresh index.lock was removed")
 
-        // The git process is gone but left its lock, untouched for over a minute: the next command
-        // clears it and replays the journal.
+        // Untouched for over a minute is no sign the holder is gone (a `git commit` whose editor is
+        // open holds it for minutes): the next command still leaves it and fails with the same line.
         try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-120)], ofItemAtPath: indexLock.path)
+        let old = try concord(["put", "vocabulary/apple", "--json", #"{"word":"apple"}"#], as: alice, in: profile)
+        XCTAssertEqual(old.status, 1, old.summary)
+        XCTAssertTrue(old.stderr.contains("remove the file if none is"), old.stderr)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: indexLock.path), "an index.lock was removed for its age")
+
+        // The user removes it, as the line says: the next command replays the journal.
+        try FileManager.default.removeItem(at: indexLock)
         try concordOK(["put", "vocabulary/apple", "--json", #"{"word":"apple"}"#], as: alice, in: profile)
         XCTAssertFalse(FileManager.default.fileExists(atPath: profile.appendingPathComponent(stray).path))
         XCTAssertFalse(FileManager.default.fileExists(atPath: profile.appendingPathComponent(".git/concord/checkout-journal").path))

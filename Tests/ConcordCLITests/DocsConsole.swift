@@ -105,8 +105,8 @@ enum ConsoleOutput {
         line = line.replacing(/ssh-ed25519 AAAA[0-9A-Za-z+\/]+=*/, with: "ssh-ed25519 <key>")
         // 4. Key fingerprints: the 43 base64 characters after `SHA256:`.
         line = line.replacing(/SHA256:[0-9A-Za-z+\/]{43}/, with: "SHA256:<fingerprint>")
-        // 5. Git's dates (`Sun Nov 22 02:44:02 2026 +0000`, `git log`'s Date: line).
-        line = line.replacing(/[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4} [+-]\d{4}/, with: "<date>")
+        // 5. Git's dates (`Sun Nov 22 02:44:02 2026 +0000`, `git log`'s Date: line; a one-digit day is not padded: `Wed Dec 2`).
+        line = line.replacing(/[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4} [+-]\d{4}/, with: "<date>")
         // 6. Times and HLC stamps: every digit of `2026-11-22T02:44:02.124Z-0000`, `2026-11-22 02:44:02`,
         //    `2026-11-22` or a time of day alone (`10:02` in `concord conflicts`) becomes 0, so their
         //    shape (separator, precision, Z, counter) is still compared.

@@ -127,7 +127,7 @@ final class ServePlanTests: XCTestCase {
         let wait = "concord-wait 'kid' \(main.hex) 30 pack"
         XCTAssertEqual(try ServePlan.connection(wait, key: bobKey, server: server, now: now),
                        .wait(ServeRequest(verb: .wait, profile: "kid", known: main, seconds: 30, withPack: true),
-                             ConcordServer.Admitted(repository: path, grant: .member, namespace: nil)))
+                             ConcordServer.Admitted(repository: path, grant: .member, namespace: nil, member: "bob")))
         XCTAssertEqual(try ServePlan.connection("concord-destroy 'kid'", key: bobKey, server: server, now: now), .destroy(profile: "kid"))
         // A key no member holds learns nothing, not even that the profile is there.
         let stranger = try identity("mallory").key.publicKey.fingerprint
@@ -147,7 +147,7 @@ final class ServePlanTests: XCTestCase {
                                             removing: ["GIT_PROTOCOL"])))
         XCTAssertEqual(try ServePlan.connection("concord-wait 'kid' \(String(repeating: "0", count: 40)) 5", key: carolKey, server: server, now: now),
                        .wait(ServeRequest(verb: .wait, profile: "kid", known: nil, seconds: 5),
-                             ConcordServer.Admitted(repository: path, grant: .revoked, namespace: namespace)))
+                             ConcordServer.Admitted(repository: path, grant: .revoked, namespace: namespace, member: "carol")))
         XCTAssertEqual(try ServePlan.connection("git-receive-pack 'kid'", key: carolKey, server: server, now: now), .refuse(removed))
         XCTAssertEqual(try ServePlan.connection("concord-destroy 'kid'", key: carolKey, server: server, now: now), .refuse(removed))
     }

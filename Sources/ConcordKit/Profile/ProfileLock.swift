@@ -41,8 +41,11 @@ final class ProfileLock {
         previousHolderDied = !left.isEmpty
         let killed = previousHolderDied && !left.hasPrefix(Self.unfinishedMark)
         writeContent("pid \(getpid())\n")
-        // A killed holder's own git locks go at once; otherwise only locks no git command has touched for a minute.
-        ProfileLock.clearGitLocks(in: gitDirectory, olderThan: killed ? 0 : 60)
+        // A killed holder's own git locks go at once. Otherwise git's locks are never removed by
+        // age: a plain `git commit` whose editor is open holds `index.lock` for minutes, and git
+        // writes no holder into it to check, so one older than a minute is no sign it is stale.
+        // Concord's own pack temporaries go when no one has touched them for a minute.
+        ProfileLock.clearGitLocks(in: gitDirectory, includingGitLocks: killed, olderThan: killed ? 0 : 60)
     }
 
     private var clearOnRelease = true
@@ -71,18 +74,25 @@ final class ProfileLock {
         if !bytes.isEmpty { _ = pwrite(descriptor, bytes, bytes.count, 0) }
     }
 
-    /// Removes git lock files older than `age` seconds. Only called while holding the profile
-    /// lock; with the default age a plain `git` command running right now keeps its lock.
-    static func clearGitLocks(in gitDirectory: String, olderThan age: Int) {
-        var candidates = ["index.lock", "HEAD.lock", "config.lock", "packed-refs.lock"].map { gitDirectory + $0 }
-            + ((try? FileManager.default.contentsOfDirectory(atPath: gitDirectory + "objects/pack")) ?? [])
-                .filter { $0.hasSuffix(".lock") || $0.contains(".concord-tmp-") }.map { gitDirectory + "objects/pack/" + $0 }
+    /// Removes concord's pack temporaries older than `age` seconds and, with `includingGitLocks`
+    /// (the previous concord holder was killed holding the profile lock), git's `.lock` files
+    /// (index, HEAD, config, packed-refs, refs, packs) older than `age`. Only called while holding
+    /// the profile lock.
+    static func clearGitLocks(in gitDirectory: String, includingGitLocks: Bool, olderThan age: Int, now: Int = time(nil)) {
+        let packs = (try? FileManager.default.contentsOfDirectory(atPath: gitDirectory + "objects/pack")) ?? []
+        var candidates = packs.filter { $0.contains(".concord-tmp-") }.map { gitDirectory + "objects/pack/" + $0 }
+        guard includingGitLocks else { return remove(candidates, olderThan: age, now: now) }
+        candidates += ["index.lock", "HEAD.lock", "config.lock", "packed-refs.lock"].map { gitDirectory + $0 }
+            + packs.filter { $0.hasSuffix(".lock") }.map { gitDirectory + "objects/pack/" + $0 }
         if let walker = FileManager.default.enumerator(atPath: gitDirectory + "refs") {
             while let relative = walker.nextObject() as? String {
                 if relative.hasSuffix(".lock") { candidates.append(gitDirectory + "refs/" + relative) }
             }
         }
-        let now = time(nil)
+        remove(candidates, olderThan: age, now: now)
+    }
+
+    private static func remove(_ candidates: [String], olderThan age: Int, now: Int) {
         for path in candidates {
             var info = stat()
             guard stat(path, &info) == 0 else { continue }
