@@ -36,6 +36,21 @@ package struct TreePair: Hashable, Sendable {
 }
 
 extension Repository {
+    /// Whether `ancestor` is on `tip`'s first-parent line (`tip` itself included). Reads the commits
+    /// `tip` reaches and `ancestor` does not, once: the first-parent line leaves them at `ancestor`
+    /// or at a commit `ancestor` reaches, which then is not it.
+    public func isOnFirstParentLine(_ ancestor: ObjectID, of tip: ObjectID) throws -> Bool {
+        guard ancestor != tip else { return true }
+        guard try isAncestor(ancestor, of: tip) else { return false }
+        let newer = Set(try newCommits(from: tip, excluding: [ancestor]).map(\.id))
+        var current = tip
+        while current != ancestor {
+            guard newer.contains(current), let first = try commitLinks(current).parents.first else { return false }
+            current = first
+        }
+        return true
+    }
+
     /// The commits reachable from `tip` and from none of `known`, parents before children. Reads
     /// only commit objects, each of which must be present.
     public func newCommits(from tip: ObjectID, excluding known: [ObjectID]) throws -> [Commit] {

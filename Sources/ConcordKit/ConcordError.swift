@@ -94,6 +94,9 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     case profileDeleted(profile: String, by: String, at: String)
     /// The remote's main no longer contains what this device last fetched from it (history replaced).
     case remoteRewritten(remote: String, was: String, now: String, dropped: Int, changingAccess: String)
+    /// The remote's main moved to a commit whose first-parent line does not hold what this device
+    /// last fetched: the main line decisions are ordered by was broken (a merge put another line first).
+    case mainlineBroken(remote: String, was: String, now: String)
     /// An invitation that cannot be accepted (expired, used, withdrawn, altered, or for another history or key).
     case invitationRefused(member: String, reason: String)
     /// A commit breaks the access rule (`AccessRule`): it is not signed by an active member, or
@@ -249,6 +252,11 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
             return ("\(member) is not a member of \"\(profile)\"", "list the members to see who is")
         case .lastAdmin(let member, let profile):
             return ("\(member) is the last active admin of \"\(profile)\"", "make another member admin first; a profile always keeps one")
+        case .mainlineBroken(let remote, let was, let now):
+            return ("\(remote)'s main moved from \(was) to \(now), whose first-parent line does not hold \(was): someone pushed a merge "
+                    + "that puts another line of history first (as plain `git pull` does), which would let decisions made on old copies count",
+                    "refused, nothing here changed; whoever pushed \(now) runs `concord sync` (its merges put the remote's main first) "
+                    + "or `git pull --rebase`, and pushes again")
         case .remoteRewritten(let remote, let was, let now, let dropped, let changingAccess):
             return ("\(remote)'s main was rewritten on the server: it is now \(now), without \(dropped) commit(s) up to \(was) that "
                     + "this device fetched before, and \(changingAccess) among them changed the profile's members, invitations or kinds",

@@ -25,6 +25,8 @@ import ConcordTrust
 package struct MembershipResolution: Sendable {
     /// The merge's version of each member and invitation file the replay decided (path → bytes).
     package let overrides: [String: [UInt8]]
+    /// The side's decisions that did not stand (`replayOnMainline`).
+    package var fallen: [FallenDecision] = []
 
     package static let none = MembershipResolution(overrides: [:])
 
@@ -227,7 +229,7 @@ package struct MembershipResolution: Sendable {
     }
 
     /// The members of the replayed files.
-    private static func members(in state: [String: [UInt8]]) -> [String: Member] {
+    static func members(in state: [String: [UInt8]]) -> [String: Member] {
         var out = [String: Member]()
         for (path, bytes) in state {
             guard case .success(.member(let name)) = ProfilePathRules.classify(Array(path.utf8), kinds: .empty),
@@ -252,7 +254,7 @@ package struct MembershipResolution: Sendable {
 
     /// `change` (its commit's before and after) merged into the replayed file `current` as the
     /// merge policy merges member files and documents.
-    private static func applied(_ change: (before: [UInt8]?, after: [UInt8]?), to current: [UInt8]?, path: String) -> [UInt8]? {
+    static func applied(_ change: (before: [UInt8]?, after: [UInt8]?), to current: [UInt8]?, path: String) -> [UInt8]? {
         guard let after = change.after else { return current }
         guard let current, current != change.before else { return after }
         let isMember = path.hasPrefix(ProfilePaths.membersDirectory + "/")

@@ -41,6 +41,23 @@ package enum RightsTakenAwayRule {
         return everyone
     }
 
+    /// The device keys members active on a side (`there`) held there and no longer hold in the merge
+    /// (a key removed, on the other line or in the resolution), each with its member as revoked: a
+    /// commit that key signed on that side answers as a revoked member's, so a removed key signs
+    /// nothing the merge keeps (docs/security.md, "A removed key stays removed").
+    package static func keysRemoved(there: Membership, merged: Membership) -> [SSHPublicKey: Member] {
+        var removed = [SSHPublicKey: Member]()
+        for member in there.members.values where member.status == .active {
+            let kept = Set((merged.members[member.name].flatMap { $0.status == .active ? $0.keys : nil } ?? []).map(\.publicKey))
+            for key in member.keys where !kept.contains(key.publicKey) {
+                var lost = merged.members[member.name] ?? member
+                lost.status = .revoked
+                removed[key.publicKey] = lost
+            }
+        }
+        return removed
+    }
+
     /// Of `candidates` (name → their rights in the merge), the members who answer for a commit
     /// signed by `signer`: whoever holds that key on the side (`there`) or in the merge, and the
     /// member its `Concord-Actor` trailer names (`actor`); sorted by name.

@@ -96,6 +96,13 @@ public struct PushCheck {
             if let current, update.old == current, !(try repository.isAncestor(current, of: new)) {
                 throw ServerRefusal("refused a non-fast-forward update of main: fetch, merge and push again (history is never rewritten)")
             }
+            // Decisions take effect in the order they reached this main: its first-parent line must
+            // keep the main it replaces (a merge's first parent is the main it fetched).
+            if let current, update.old == current, !(try repository.isOnFirstParentLine(current, of: new)) {
+                throw ServerRefusal("refused: main \(current.short) is not on the first-parent line of \(new.short) (a merge that puts "
+                                    + "another line first, as plain `git pull` does): run `concord sync`, which merges with the remote's main "
+                                    + "first, or `git pull --rebase`, and push again")
+            }
             let known = [current, update.old].compactMap { $0 }
             if admission.grant == .invited {
                 // An invitation's key pushes one commit, and that commit changes one file: the pending

@@ -12,7 +12,8 @@ struct Merge: ParsableCommand {
     @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
-        let report = try profile.open().sync.merge(revision: revision, as: try loadIdentity())
+        let identity = try loadIdentity()
+        let report = try profile.open().sync.merge(revision: revision, as: identity)
         if json {
             printJSON(.object([
                 "outcome": .string(report.outcome.rawValue), "head": .string(report.head),
@@ -20,6 +21,7 @@ struct Merge: ParsableCommand {
                 "resolved": .array(report.resolved.map { .string($0.trailerValue) }),
                 "unresolved": .array(report.unresolved.map { .object(["path": .string($0.path), "savedAs": $0.savedAs.map { .string($0) } ?? .null, "reason": .string($0.reason)]) }),
                 "leftOut": leftOutJSON(report.leftOut), "contested": .array(report.contested.map { .string($0) }),
+                "fallen": fallenJSON(report.fallen),
             ]))
         } else {
             print("\(report.outcome.rawValue): \(report.changedFiles.count) files changed, head \(report.head.prefix(7))")
@@ -28,6 +30,7 @@ struct Merge: ParsableCommand {
             }
             for change in report.leftOut { print("left out: " + leftOutSentence(change)) }
             for name in report.contested { print("contested: " + contestedSentence(name)) }
+            for decision in report.fallen { print("does not count: " + decision.line(for: identity.member)) }
         }
         try failOnUnresolved(report.unresolved)
     }

@@ -42,7 +42,7 @@ enum ExitStatus {
     static func code(for error: ConcordError) -> Int32 {
         switch error {
         case .offline: return offlineExitCode
-        case .invalidCommit, .unauthorizedCommit, .remoteRewritten, .unpublishable: return invalidCommit
+        case .invalidCommit, .unauthorizedCommit, .remoteRewritten, .mainlineBroken, .unpublishable: return invalidCommit
         case .pushRejected, .refused, .accessRemoved, .profileDeleted: return refused
         default: return failure
         }

@@ -150,9 +150,11 @@ struct Sync: ParsableCommand {
 
     func run() throws {
         let report: SyncReport
+        let member: String
         do {
             let profile = try profile.open()
             let identity = try loadIdentity()
+            member = identity.member
             report = try CopyRemoval.applying(to: profile, remote: remote, keepCopy: keep) { try profile.sync.run(remote: remote, as: identity) }
         } catch where json {
             // Scripts get a JSON error object on stdout as well as the line on stderr, whatever failed.
@@ -168,6 +170,7 @@ struct Sync: ParsableCommand {
             for edit in report.lost where !report.yours.contains(edit) { print("lost: " + ConflictPhrasing.sentence(edit, utc: false)) }
             for change in report.leftOut { print("left out: " + leftOutSentence(change)) }
             for name in report.contested { print("contested: " + contestedSentence(name)) }
+            for decision in report.fallen { print("does not count: " + decision.line(for: member)) }
         }
         try failOnUnresolved(report.unresolved)
     }
@@ -210,7 +213,16 @@ func syncJSON(_ report: SyncReport) -> JSONValue {
         "unresolved": .array(report.unresolved.map { .string($0.path) }), "attempts": .number(String(report.attempts)),
         "warnings": .array(report.warnings.map { .string($0) }),
         "leftOut": leftOutJSON(report.leftOut), "contested": .array(report.contested.map { .string($0) }),
+        "fallen": fallenJSON(report.fallen),
     ])
+}
+
+/// Membership decisions a merge left out (made on a copy older than the main line's).
+func fallenJSON(_ decisions: [FallenDecision]) -> JSONValue {
+    .array(decisions.map { decision in
+        .object(["commit": .string(decision.commit), "member": decision.member.map { .string($0) } ?? .null,
+                 "what": .string(decision.what), "reason": .string(decision.reason)])
+    })
 }
 
 /// A change a merge left out because its author lost the rights to make it concurrently.

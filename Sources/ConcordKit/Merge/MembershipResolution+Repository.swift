@@ -7,37 +7,51 @@ import ConcordTrust
 /// histories read from git — each commit's parents, its changes to member and invitation files and
 /// who signed it — handed to the replay as values, and the files it decides for the two trees.
 extension MembershipResolution {
-    /// The resolution of merging `ours` and `theirs`, whose merge base is `base` (nil: none).
+    /// The resolution of merging `theirs` into `ours`, the main line (the merge's first parent),
+    /// whose merge base is `base` (nil: none): the decisions of the commits only `theirs` reaches,
+    /// replayed in side order onto `ours`' membership (`replayOnMainline`).
     static func compute(in repository: Repository, base: ObjectID?, ours: ObjectID, theirs: ObjectID) throws -> MembershipResolution {
         guard let base else { return .none }
         let trees = (base: try repository.commit(base).tree, ours: try repository.commit(ours).tree, theirs: try repository.commit(theirs).tree)
-        // Nothing to resolve unless both sides changed authority since their merge base: every commit's
-        // member and invitation files are the replay of its history's decisions (its parent's were, and
-        // it was valid against them), so one side's alone are that side's files.
-        let baseAuthority = try authority(trees.base, repository)
-        guard try authority(trees.ours, repository) != baseAuthority, try authority(trees.theirs, repository) != baseAuthority else {
-            return .none
-        }
-
-        // Every commit of both histories, parents first, with what each non-merge commit decided.
-        let history = try Repository.history(from: [ours, theirs]) { try Decoded.shared.links($0, in: repository) }
-        var position = [ObjectID: Int]()
-        var commits = [HistoryCommit]()
-        var rootFiles = [String: [UInt8]]()
-        for (index, commit) in history.enumerated() {
-            position[commit.id] = index
-            var change: AuthorityChange?
-            if commit.parents.count == 1 {
-                change = try Decoded.shared.change(of: commit, in: repository)
-            } else if commit.parents.isEmpty {
-                rootFiles = try authorityFiles(commit.tree, repository)   // the profile's first commit
+        // Nothing to replay when the side changed no authority since the merge base, or holds the main line's.
+        let sideAuthority = try authority(trees.theirs, repository)
+        guard try sideAuthority != authority(trees.base, repository), try sideAuthority != authority(trees.ours, repository) else { return .none }
+        var decisions = [SideDecision]()
+        for commit in try sideOrder(of: theirs, joining: ours, in: repository) where commit.parents.count == 1 {
+            if let change = try Decoded.shared.change(of: commit, in: repository) {
+                decisions.append(SideDecision(commit: commit.id.hex, change: change))
             }
-            commits.append(HistoryCommit(id: commit.id.hex, parents: commit.parents.compactMap { position[$0] }, change: change))
         }
-        guard commits.contains(where: { $0.change != nil }) else { return .none }
-        let creator = try history.first.flatMap { try Decoded.shared.signer(ofCommit: $0.id, in: repository) }
-        guard let state = replay(commits, rootFiles: rootFiles, creator: creator) else { return .none }
-        return resolution(replayed: state, sides: [try authorityFiles(trees.ours, repository), try authorityFiles(trees.theirs, repository)])
+        let mainline = try authorityFiles(trees.ours, repository)
+        let outcome = replayOnMainline(mainline, side: decisions)
+        var resolution = resolution(replayed: outcome.state, sides: [mainline, try authorityFiles(trees.theirs, repository)])
+        resolution.fallen = outcome.fallen
+        return resolution
+    }
+
+    /// The commits a merge of `tip` into the main line `mainline` brings in (reachable from `tip`,
+    /// not from `mainline`) in side order: the side's own mainline order, each commit after its
+    /// parents, a merge's first parent's line before its second's (a depth-first post-order). It
+    /// depends on the shape of the history and its parents' order only: no commit id, key or time.
+    static func sideOrder(of tip: ObjectID, joining mainline: ObjectID, in repository: Repository) throws -> [CommitLinks] {
+        let side = Set(try repository.newCommits(from: tip, excluding: [mainline]).map(\.id))
+        var order = [CommitLinks]()
+        var visited = Set<ObjectID>()
+        var stack: [(id: ObjectID, expanded: Bool)] = side.contains(tip) ? [(tip, false)] : []
+        while let (id, expanded) = stack.popLast() {
+            let links = try Decoded.shared.links(id, in: repository)
+            if expanded {
+                order.append(links)
+                continue
+            }
+            guard visited.insert(id).inserted else { continue }
+            stack.append((id, true))
+            // The second parent is pushed first so that the first parent's line is walked first.
+            for parent in links.parents.reversed() where side.contains(parent) && !visited.contains(parent) {
+                stack.append((parent, false))
+            }
+        }
+        return order
     }
 
     /// What non-merge `commit` changed in member and invitation files, with who signed it; nil when it

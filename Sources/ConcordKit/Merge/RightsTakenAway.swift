@@ -84,8 +84,11 @@ struct RightsTakenAway {
         for side in sides {
             let there = try CommitAuthorizer.membership(in: repository, tree: side.tree)
             let named = candidates(there, membership)
-            guard !named.isEmpty else { continue }
-            try find(&found, side: side, candidates: named, there: there, merged: membership, kinds: kinds, repository)
+            // Keys the main line (ours) removed: what they signed on the side falls. (Not the other way: what
+            // a key signed on the main line reached the remote before its removal did.)
+            let removedKeys = side.index == 1 ? RightsTakenAwayRule.keysRemoved(there: there, merged: membership) : [:]
+            guard !named.isEmpty || !removedKeys.isEmpty else { continue }
+            try find(&found, side: side, candidates: named, removedKeys: removedKeys, there: there, merged: membership, kinds: kinds, repository)
         }
         return found
     }
@@ -96,12 +99,17 @@ struct RightsTakenAway {
     /// Adds to `found` the changes that commits on `side` only (not reachable from the other side) by
     /// one of `candidates` (their rights in the merge) made and `kinds` does not allow them. A merge
     /// commit's own changes are what it differs from the policy merge of its parents.
-    private static func find(_ found: inout Found, side: Side, candidates: [String: Member],
+    private static func find(_ found: inout Found, side: Side, candidates: [String: Member], removedKeys: [SSHPublicKey: Member],
                              there: Membership, merged: Membership, kinds: KindsTable, _ repository: Repository) throws {
         for commit in try repository.newCommits(from: side.tip, excluding: [side.other]) where commit.parents.count <= 2 && !commit.parents.isEmpty {
             guard let key = try signer(of: commit, in: repository) else { continue }
-            let responsible = RightsTakenAwayRule.responsible(signer: key, actor: CommitTrailers(message: commit.message).actor,
+            var responsible = RightsTakenAwayRule.responsible(signer: key, actor: CommitTrailers(message: commit.message).actor,
                                                               there: there, merged: merged, candidates: candidates)
+            // A key the merge no longer gives its member: what it signed here answers as a revoked member's.
+            if let owner = removedKeys[key] {
+                responsible.removeAll { $0.name == owner.name }
+                responsible.append(owner)
+            }
             guard !responsible.isEmpty else { continue }
             let before = commit.parents.count == 1 ? try repository.commit(commit.parents[0]).tree
                 : try PolicyMerge.tree(in: repository, ours: commit.parents[0], theirs: commit.parents[1])

@@ -25,6 +25,33 @@ public struct MergeReport: Sendable {
     /// Members both sides admitted at once with different keys (two Admins adding one name): the
     /// merge admits neither, and an Admin must add or invite them again.
     public var contested: [String] = []
+    /// Membership decisions of the merged-in line that do not count: made on a copy older than what
+    /// the main line (the remote's main) decided meanwhile (docs/security.md).
+    public var fallen: [FallenDecision] = []
+}
+
+/// A membership decision (a revocation, a role or key change, a join…) that a merge left out: it
+/// was made on a copy older than the main line's, and by the time it reached the main line its
+/// signer no longer had the right, or what it acted on was gone. It stays in history.
+public struct FallenDecision: Sendable, Equatable {
+    /// Its commit (hex).
+    public let commit: String
+    /// The member who signed it (nil: no member holds the key that signed it).
+    public let member: String?
+    /// What it did, in a few words (`revocation of jay`, `change of jay's role`, `join as zed`).
+    public let what: String
+    /// Why it does not count.
+    public let reason: String
+
+    /// How the device of `member` is told (`your revocation of jay … does not count: …`), and any other.
+    public func line(for reader: String) -> String {
+        let whose = member == reader ? "your" : "\(member ?? "an unknown key")'s"
+        return "\(whose) \(what) (commit \(commit.prefix(7))) was made on a copy older than the main line's and does not count: \(reason)"
+    }
+
+    init(_ fallen: MembershipResolution.FallenDecision) {
+        (commit, member, what, reason) = (fallen.commit, fallen.signer, fallen.what, fallen.reason)
+    }
 }
 
 /// A file a merge took from the other side because the member who changed it lost, concurrently,
@@ -65,14 +92,17 @@ extension Sync {
         guard let head = try repository.resolveReference("HEAD") else {
             return try moveBranch(branch, .fastForward, from: nil, to: theirs, message: "concord: initial merge", resolved: [], unresolved: [])
         }
-        if try repository.isAncestor(theirs, of: head) {
+        // `theirs` (the remote's main) is the main line: a merge puts it first, and head is up to date
+        // only when `theirs` is on its first-parent line. A head that holds it on a side line only (a
+        // plain `git pull` put this device's line first) is merged again with `theirs` first.
+        if try repository.isOnFirstParentLine(theirs, of: head) {
             return MergeReport(outcome: .upToDate, head: head.hex, changedFiles: [], resolved: [], unresolved: [])
         }
         if try repository.isAncestor(head, of: theirs) {
             return try moveBranch(branch, .fastForward, from: head, to: theirs, message: "concord: fast-forward", resolved: [], unresolved: [])
         }
         // An invitation admits once: two acceptances of it on two lines of history are never merged.
-        let admittedTwice = try MembershipResolution.admittedTwice(in: repository, ours: head, theirs: theirs)
+        let admittedTwice = try MembershipResolution.admittedTwice(in: repository, ours: theirs, theirs: head)
         if let twice = admittedTwice.first(where: \.wasInvited)?.member {
             let reason = twice.name == identity.member
                 ? "another device accepted it with another key, and that acceptance reached the remote first; ask \(twice.addedBy) for a new invitation"
@@ -80,19 +110,22 @@ extension Sync {
                     + "stands, and the other device asks \(twice.addedBy) for a new invitation"
             throw ConcordError.invitationRefused(member: twice.name, reason: reason)
         }
-        if let (invitation, joiners) = try MembershipResolution.overfilledInvitations(in: repository, ours: head, theirs: theirs).first {
+        if let (invitation, joiners) = try MembershipResolution.overfilledInvitations(in: repository, ours: theirs, theirs: head).first {
             let mine = try joiners.contains(identity.member)
                 || CommitAuthorizer.membership(in: repository, tree: repository.commit(head).tree).members[identity.member]?.invitation == invitation.id
             throw ConcordError.invitationRefused(member: mine ? identity.member : joiners[0], reason: "all \(invitation.uses) places of open "
                 + "invitation \(invitation.id) were taken by others on another line of history (\(head.short) and \(theirs.short) "
                 + "cannot be merged); ask \(invitation.invitedBy) for a new invitation")
         }
-        let merge = try PolicyMerge.compute(in: repository, ours: head, theirs: theirs)
+        let merge = try PolicyMerge.compute(in: repository, ours: theirs, theirs: head)
         let (tree, planner, unresolved) = (merge.tree, merge.planner, merge.unresolved)
         // A merge that takes this device's own membership away (its admission or rights rested on an
         // Admin revoked or demoted concurrently) is not made: the device is told, as by a revocation.
         if let mine = try CommitAuthorizer.membership(in: repository, tree: tree).members[identity.member], mine.status != .active,
            try CommitAuthorizer.membership(in: repository, tree: try repository.commit(head).tree).members[identity.member]?.status == .active {
+            if let fallen = merge.resolution.fallen.first(where: { $0.signer == identity.member && ($0.what.hasPrefix("join as") || $0.what.hasPrefix("acceptance as")) }) {
+                throw ConcordError.invitationRefused(member: identity.member, reason: FallenDecision(fallen).line(for: identity.member))
+            }
             if mine.status == .invited {
                 // Its own acceptance met another of the same invitation, with another key: nobody wins.
                 throw ConcordError.invitationRefused(member: identity.member, reason: "it was also accepted on another device with another "
@@ -101,7 +134,7 @@ extension Sync {
             throw ConcordError.accessRemoved(member: identity.member, by: "a concurrent revocation or demotion of the Admin who admitted \(identity.member)",
                                              profile: profile.info.name)
         }
-        let (ourTree, theirTree) = (try repository.commit(head).tree, try repository.commit(theirs).tree)
+        let (ourTree, theirTree) = (try repository.commit(theirs).tree, try repository.commit(head).tree)   // as the policy merge's
         let resolved = try planner.conflicts { paths in
             zip(try repository.entries(at: paths, inTree: ourTree), try repository.entries(at: paths, inTree: theirTree))
                 .map { ($0?.id, $1?.id) }
@@ -110,16 +143,17 @@ extension Sync {
         // in by `WorkingTree.update` below, and its commits by the next write's `LocalClock.seeing`.
         let stamp = HLClock(wallClock: environment.wallClock).next(after: try profile.clock.seeing(head))
         var message = CommitMessage(
-            summary: "merge \(theirs.short) into \(head.short)" + (resolved.isEmpty ? "" : ": \(resolved.count) conflicts resolved"),
+            summary: "merge \(head.short) into \(theirs.short)" + (resolved.isEmpty ? "" : ": \(resolved.count) conflicts resolved"),
             actor: identity, action: .merged, stamp: stamp, references: [])
         message.extraTrailers = resolved.map { "Concord-Resolved: \($0.trailerValue)" }
             + unresolved.map { "Concord-Unresolved: \($0.path)" + ($0.savedAs.map { " saved=\($0)" } ?? "") }
             + merge.leftOut.map { "Concord-Left-Out: \($0.trailerValue)" }
         let commit = try repository.createSignedCommit(
-            tree: tree, parents: [head, theirs], author: GitSignature(name: identity.member, email: CommitWriter.email(identity), time: environment.wallClock() / 1000),
+            tree: tree, parents: [theirs, head], author: GitSignature(name: identity.member, email: CommitWriter.email(identity), time: environment.wallClock() / 1000),
             message: message.text, sign: { identity.sign($0) })
         var report = try moveBranch(branch, .merged, from: head, to: commit, message: "concord: merge",
                                     resolved: resolved, unresolved: unresolved)
+        report.fallen = merge.resolution.fallen.map(FallenDecision.init)
         report.leftOut = merge.leftOut.map { LeftOutChange(path: $0.path, member: $0.member, commit: $0.commit.hex) }
         // A name two Admins added at once: the merge admits neither.
         if !admittedTwice.isEmpty {

@@ -29,6 +29,7 @@ extension Sync {
         var unresolved = [UnresolvedFile]()
         var leftOut = [LeftOutChange]()
         var contested = [String]()
+        var fallen = [FallenDecision]()
         var warnings = [String]()
         var rewound = false
         // The remote's history is judged against what this device last fetched once, at the first fetch admitted.
@@ -45,6 +46,7 @@ extension Sync {
             var report = SyncReport(remote: remote, received: received, sent: sent, changedFiles: changed, resolved: resolved,
                                     unresolved: unresolved, head: head.hex, attempts: attempt, warnings: warnings, leftOut: leftOut,
                                     contested: contested)
+            report.fallen = fallen
             report.lost = try lostEdits(from: start, to: head, known: changedPaths)
             report.yours = report.lost.filter { $0.loser.member == identity.member }
             return report
@@ -73,6 +75,9 @@ extension Sync {
                     }
                 }
                 judged = true
+                // Decisions count in the order they reached the remote: its main's first-parent line
+                // must still hold what this device last fetched.
+                if let lastFetched = incoming.lastFetched, let remoteTip { try refuseBrokenMainline(remote: remote, lastFetched: lastFetched, now: remoteTip) }
                 if let admitted {
                     // A revocation of this device's member is final: nothing of theirs is merged or pushed.
                     // Not when main went back: what a rewound main says is older than what this device
@@ -87,6 +92,7 @@ extension Sync {
                     unresolved += report.unresolved
                     leftOut += report.leftOut
                     contested += report.contested
+                    fallen += report.fallen
                 }
                 guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else {
                     throw ConcordError.emptyRemote(pipeline.location.transportURL)
@@ -129,6 +135,19 @@ extension Sync {
             defer { AuditIndex(repository: repository).update(known: changedPaths) }
             return try body()
         }
+    }
+
+    /// Refuses a remote main `now` that holds `lastFetched` (what this device last fetched) off its
+    /// first-parent line: decisions take effect in the order they reached the remote, along that line
+    /// (docs/security.md), and a merge that put another line first would reorder them. The tracking
+    /// ref goes back, so the next sync refuses it again, and nothing is merged.
+    private func refuseBrokenMainline(remote: String, lastFetched: ObjectID, now remoteTip: ObjectID) throws {
+        guard try gitCall({ try repository.isAncestor(lastFetched, of: remoteTip) }),
+              try !gitCall({ try repository.isOnFirstParentLine(lastFetched, of: remoteTip) }) else { return }
+        try gitCall {
+            try repository.updateReference(Sync.trackingRef(remote), to: lastFetched, expected: remoteTip, message: "concord: refused a broken main line")
+        }
+        throw ConcordError.mainlineBroken(remote: remote, was: lastFetched.short, now: remoteTip.short)
     }
 
     /// Compares the remote's main now (`now`, nil when deleted) with what this device last fetched,

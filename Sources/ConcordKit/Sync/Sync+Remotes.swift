@@ -28,6 +28,9 @@ public struct SyncReport: Sendable {
     public var leftOut: [LeftOutChange] = []
     /// Members two Admins added at once with different keys: admitted by neither.
     public var contested: [String] = []
+    /// Membership decisions the merges this sync made left out: made on a copy older than the
+    /// remote main's, they do not count (`FallenDecision.line(for:)` says so).
+    public var fallen: [FallenDecision] = []
     /// The writes the merges this sync brought in (received, or made here) left out, each field with
     /// its own author (`LostEdit`), recomputed from the merges' parents and trees.
     public var lost: [LostEdit] = []
