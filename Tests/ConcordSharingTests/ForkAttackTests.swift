@@ -1,0 +1,301 @@
+import ConcordTestSupport
+import Foundation
+import XCTest
+
+/// Issue 42: a decision that has been published cannot be reversed by a decision made later on an
+/// older copy. Each attacker keeps a copy from before a decision against them (or a name they want
+/// was taken), makes their own decision there, merges main and pushes it to a path remote. Whether
+/// the push is refused by the honest devices' sync or taken with the attacker's decision dropped,
+/// the honest devices end in the state the published decisions made; never the attacker's.
+final class ForkAttackTests: ConcordTestCase {
+    // MARK: - 1. A revoked or demoted senior Admin
+
+    /// Jay (an Admin alice added) revokes alice, adds kim and writes a record. Alice, on her copy
+    /// from before, revokes jay, merges main with `concord merge` and pushes.
+    func testARevokedCreatorsRevocationOfHerRevokerMergedByConcordFalls() throws {
+        let scene = try jayRemovesAlice(demoting: false)
+        try concordOK(["revoke", "jay"], as: scene.alice, in: scene.aliceProfile)
+        try gitOK(["fetch", "--quiet", "origin"], in: scene.aliceProfile)
+        let merged = try concord(["merge", "origin/main"], as: scene.alice, in: scene.aliceProfile)
+        if merged.status == 0 { try pushAnyway(from: scene.aliceProfile) }
+        try assertJayStands(scene, alice: ("admin", "revoked"))
+    }
+
+    /// The same with plain git: alice's fork first, main second, signed with her key, pushed (its
+    /// tree the one concord's merge makes there, so that only the parents' order is plain git's).
+    func testARevokedCreatorsRevocationOfHerRevokerMergedByPlainGitFalls() throws {
+        let scene = try jayRemovesAlice(demoting: false)
+        try concordOK(["revoke", "jay"], as: scene.alice, in: scene.aliceProfile)
+        let fork = try revParse("HEAD", in: scene.aliceProfile)
+        try gitOK(["fetch", "--quiet", "origin"], in: scene.aliceProfile)
+        let merge = try forkFirstMergeWithGit(in: scene.aliceProfile, of: "origin/main", as: scene.alice, signedWith: scene.alice.keyFile)
+        XCTAssertEqual(try revParse("\(merge)^1", in: scene.aliceProfile), fork, "alice's fork is the first parent")
+        try pushAnyway(from: scene.aliceProfile)
+        try assertJayStands(scene, alice: ("admin", "revoked"))
+    }
+
+    /// Jay demotes alice to Viewer instead; alice, on her copy from before, demotes jay and runs
+    /// plain `concord sync`.
+    func testADemotedCreatorsDemotionOfHerDemoterOnAnOldCopyFalls() throws {
+        let scene = try jayRemovesAlice(demoting: true)
+        try concordOK(["role", "jay", "viewer"], as: scene.alice, in: scene.aliceProfile)
+        if try concord(["sync"], as: scene.alice, in: scene.aliceProfile).status != 0 { try pushAnyway(from: scene.aliceProfile) }
+        try assertJayStands(scene, alice: ("viewer", "active"))
+    }
+
+    // MARK: - 2. An open link's holder squatting a name
+
+    /// Eve joined by alice's open link; alice later adds zed (Editor), who writes. Eve makes a second
+    /// key and joins by the same link as `zed` on her copy from before zed existed, merges main with
+    /// `concord merge` and pushes. Zed keeps his name, his key and his record everywhere.
+    func testAnOpenLinksHolderCannotSquatTheNameOfALaterMember() throws {
+        let scene = try eveJoinsByAnOpenLink()
+        let zed = try makeDevice("zed", device: "laptop")
+        try concordOK(["members", "add", "zed", "--role", "editor", "--key", zed.publicKeyLine, "--device", "laptop"],
+                      as: scene.alice, in: scene.aliceProfile)
+        try concordOK(["sync"], as: scene.alice, in: scene.aliceProfile)
+        let zedProfile = try cloneProfile(zed, from: scene.remote, into: "zed")
+        try concordOK(["put", "vocabulary/zeds", "--json", #"{"label":"by zed"}"#], as: zed, in: zedProfile)
+        try concordOK(["sync"], as: zed, in: zedProfile)
+        try concordOK(["sync"], as: scene.alice, in: scene.aliceProfile)
+
+        let squat = try joinWithAnOpenLink(scene.link, as: "zed", in: scene.eveProfile, profileID: try profileID(of: scene.eveProfile))
+        try gitOK(["fetch", "--quiet", "origin"], in: scene.eveProfile)
+        let merged = try concord(["merge", "origin/main"], as: scene.eve, in: scene.eveProfile)
+        print("eve's concord merge: \(merged.summary)")
+        if merged.status == 0 { try pushAnyway(from: scene.eveProfile) }
+
+        for (device, profile) in [(scene.alice, scene.aliceProfile), (zed, zedProfile)] {
+            let synced = try concord(["sync"], as: device, in: profile)
+            XCTAssertFalse(synced.stderr.contains("access removed"), "\(device.member) is told: \(synced.summary)")
+            guard copyIsThere(profile, of: device, after: synced) else { continue }
+            try assertMember("zed", "editor", "active", as: device, in: profile)
+            XCTAssertEqual(try memberKeys("zed", in: profile), [keyBlob(zed.publicKeyLine)], "\(device.member): zed's keys are his own")
+            XCTAssertFalse(try memberKeys("zed", in: profile).contains(keyBlob(squat.key)), "eve's second key is not zed's")
+            XCTAssertTrue(try holdsRecord("vocabulary", "zeds", in: profile), "\(device.member) keeps zed's record")
+        }
+        // Zed's device still writes as zed.
+        if FileManager.default.fileExists(atPath: zedProfile.path) {
+            try concordOK(["put", "vocabulary/zeds", "--json", #"{"label":"zed again"}"#], as: zed, in: zedProfile)
+        }
+    }
+
+    /// Alice invites dave by his key; eve, on her copy from before that invitation, joins by her
+    /// open link as `dave` with a second key and merges main with `concord merge`. Dave's file still
+    /// invites exactly his key, and the real dave's accept succeeds.
+    func testAnOpenLinksHolderCannotSquatAPendingNamedInvitation() throws {
+        let scene = try eveJoinsByAnOpenLink()
+        let dave = try makeDevice("dave", device: "phone")
+        let named = try shareAndSync(["dave", "--role", "editor", "--key", dave.publicKeyLine], as: scene.alice, in: scene.aliceProfile)
+
+        let squat = try joinWithAnOpenLink(scene.link, as: "dave", in: scene.eveProfile, profileID: try profileID(of: scene.eveProfile))
+        try gitOK(["fetch", "--quiet", "origin"], in: scene.eveProfile)
+        let merged = try concord(["merge", "origin/main"], as: scene.eve, in: scene.eveProfile)
+        print("eve's concord merge: \(merged.summary)")
+        if merged.status == 0 { try pushAnyway(from: scene.eveProfile) }
+
+        _ = try concord(["sync"], as: scene.alice, in: scene.aliceProfile)
+        try assertMemberFile("dave", "editor", "invited", in: scene.aliceProfile, "alice's device after eve's push")
+        XCTAssertEqual(try memberKeys("dave", in: scene.aliceProfile), [keyBlob(dave.publicKeyLine)], "dave's file invites exactly his key")
+        let daveProfile = try accept(named, as: dave, remote: scene.remote, into: "dave")
+        try concordOK(["sync"], as: scene.alice, in: scene.aliceProfile)
+        for (device, profile) in [(scene.alice, scene.aliceProfile), (dave, daveProfile)] where FileManager.default.fileExists(atPath: profile.path) {
+            try assertMember("dave", "editor", "active", as: device, in: profile)
+            XCTAssertEqual(try memberKeys("dave", in: profile), [keyBlob(dave.publicKeyLine)], "\(device.member): dave's keys")
+            XCTAssertFalse(try memberKeys("dave", in: profile).contains(keyBlob(squat.key)), "eve's second key is not dave's")
+        }
+    }
+
+    // MARK: - 3. A removed device key
+
+    /// Bob removes his tablet's key; the thief holding it adds a key X of their own to bob's file on
+    /// the tablet's copy from before (signed by the tablet's key, its id ground to sort before the
+    /// removal's), writes a record there, merges main with `concord merge` as X and pushes.
+    func testARemovedKeysAdditionOnAnOldCopyMergedByConcordFalls() throws {
+        let scene = try bobRemovesHisTablet()
+        let thief = try thiefAddsAKeyAndWrites(scene)
+        try gitOK(["fetch", "--quiet", "origin"], in: scene.tabletProfile)
+        let merged = try concord(["merge", "origin/main"], as: thief, in: scene.tabletProfile)
+        print("the thief's concord merge: \(merged.summary)")
+        if merged.status == 0 { try pushAnyway(from: scene.tabletProfile) }
+        try assertTheTabletStaysRemoved(scene, thief: thief)
+    }
+
+    /// The same with plain git: the thief's fork first, main second, signed with the thief's key.
+    func testARemovedKeysAdditionOnAnOldCopyMergedByPlainGitFalls() throws {
+        let scene = try bobRemovesHisTablet()
+        let thief = try thiefAddsAKeyAndWrites(scene)
+        try gitOK(["fetch", "--quiet", "origin"], in: scene.tabletProfile)
+        try forkFirstMergeWithGit(in: scene.tabletProfile, of: "origin/main", as: thief, signedWith: thief.keyFile)
+        try pushAnyway(from: scene.tabletProfile)
+        try assertTheTabletStaysRemoved(scene, thief: thief)
+    }
+
+    /// Alice (Admin) removes her phone's key; the thief holding it adds an Admin alias on the phone's
+    /// copy from before (signed by the phone's key, its id ground to sort before the removal's),
+    /// merges main with `concord merge` as the alias and pushes: the alias is never an active
+    /// member on an honest device.
+    func testARemovedAdminKeysAliasOnAnOldCopyNeverBecomesAMember() throws {
+        let remote = try makeRemote(.path)
+        let alice = try makeDevice("alice", device: "laptop")
+        let phone = try makeDevice("alice", device: "phone")
+        let bob = try makeDevice("bob", device: "phone")
+        let aliceProfile = try publishProfile(owner: alice, remote: remote, directory: "alice", members: [(phone, "admin"), (bob, "editor")],
+                                              records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)])
+        let phoneProfile = try cloneProfile(phone, from: remote, into: "alice-phone")
+        let bobProfile = try cloneProfile(bob, from: remote, into: "bob")
+        try concordOK(["devices", "remove", "phone"], as: alice, in: aliceProfile)
+        let removal = try revParse("HEAD", in: aliceProfile)
+        try concordOK(["sync"], as: alice, in: aliceProfile)
+        try concordOK(["sync"], as: bob, in: bobProfile)
+
+        let alias = try makeDevice("alias", device: "laptop")
+        try concordOK(["members", "add", "alias", "--role", "admin", "--key", alias.publicKeyLine, "--device", "laptop"], as: phone, in: phoneProfile)
+        try grindHead(in: phoneProfile, before: removal, signedWith: phone.keyFile)
+        try gitOK(["fetch", "--quiet", "origin"], in: phoneProfile)
+        let merged = try concord(["merge", "origin/main"], as: alias, in: phoneProfile)
+        print("the thief's concord merge: \(merged.summary)")
+        if merged.status == 0 { try pushAnyway(from: phoneProfile) }
+
+        for (device, profile) in [(alice, aliceProfile), (bob, bobProfile)] {
+            let synced = try concord(["sync"], as: device, in: profile)
+            guard copyIsThere(profile, of: device, after: synced) else { continue }
+            let listed = try memberLine("alias", as: device, in: profile)
+            XCTAssertFalse(listed?.contains("active") == true, "\(device.member)@\(device.device) lists \(listed ?? "")")
+            XCTAssertNotEqual(try memberFile("alias", in: profile)?["status"] as? String, "active", "\(device.member): alias's file")
+            XCTAssertEqual(try memberKeys("alice", in: profile), [keyBlob(alice.publicKeyLine)], "\(device.member): the phone stays removed")
+        }
+    }
+
+    // MARK: - Scenes
+
+    struct RevokerScene {
+        let alice: TestDevice, jay: TestDevice, bob: TestDevice, kim: TestDevice
+        let remote: SyncRemote
+        let aliceProfile: URL, jayProfile: URL, bobProfile: URL
+    }
+
+    /// Alice creates the profile with jay (Admin) and bob (Editor); both clone it. Jay revokes alice
+    /// (or demotes her to Viewer) and syncs, then adds kim and writes vocabulary/jays; bob syncs.
+    /// Alice's copy is left as it was before.
+    private func jayRemovesAlice(demoting: Bool) throws -> RevokerScene {
+        let remote = try makeRemote(.path)
+        let alice = try makeDevice("alice", device: "laptop")
+        let jay = try makeDevice("jay", device: "laptop")
+        let bob = try makeDevice("bob", device: "phone")
+        let kim = try makeDevice("kim", device: "tablet")
+        let aliceProfile = try publishProfile(owner: alice, remote: remote, directory: "alice", members: [(jay, "admin"), (bob, "editor")],
+                                              records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)])
+        let jayProfile = try cloneProfile(jay, from: remote, into: "jay")
+        let bobProfile = try cloneProfile(bob, from: remote, into: "bob")
+        try concordOK(demoting ? ["role", "alice", "viewer"] : ["revoke", "alice"], as: jay, in: jayProfile)
+        try concordOK(["sync"], as: jay, in: jayProfile)
+        try concordOK(["members", "add", "kim", "--role", "editor", "--key", kim.publicKeyLine, "--device", "tablet"], as: jay, in: jayProfile)
+        try concordOK(["put", "vocabulary/jays", "--json", #"{"label":"by jay"}"#], as: jay, in: jayProfile)
+        try concordOK(["sync"], as: jay, in: jayProfile)
+        try concordOK(["sync"], as: bob, in: bobProfile)
+        return RevokerScene(alice: alice, jay: jay, bob: bob, kim: kim, remote: remote,
+                            aliceProfile: aliceProfile, jayProfile: jayProfile, bobProfile: bobProfile)
+    }
+
+    /// After alice's push: jay's and bob's devices sync and show jay an active Admin, alice as
+    /// `alice` (role, status), kim active and jay's record; the remote's main never holds jay revoked
+    /// for them to see (they read it through their own sync).
+    private func assertJayStands(_ scene: RevokerScene, alice: (role: String, status: String),
+                                 file: StaticString = #filePath, line: UInt = #line) throws {
+        for (device, profile) in [(scene.jay, scene.jayProfile), (scene.bob, scene.bobProfile)] {
+            let synced = try concord(["sync"], as: device, in: profile)
+            print("\(device.member)'s sync after the attack: \(synced.summary)")
+            XCTAssertFalse(synced.stderr.contains("access removed"), "\(device.member) is told: \(synced.summary)", file: file, line: line)
+            guard copyIsThere(profile, of: device, after: synced, file: file, line: line) else { continue }
+            try assertMember("jay", "admin", "active", as: device, in: profile, file: file, line: line)
+            try assertMember("alice", alice.role, alice.status, as: device, in: profile, file: file, line: line)
+            try assertMember("kim", "editor", "active", as: device, in: profile, file: file, line: line)
+            XCTAssertTrue(try holdsRecord("vocabulary", "jays", in: profile), "\(device.member) keeps jay's record", file: file, line: line)
+        }
+        // Jay still acts as an Admin (on his copy: a path remote's main his sync refused stays refused).
+        guard FileManager.default.fileExists(atPath: scene.jayProfile.path) else { return }
+        try concordOK(["role", "kim", "viewer"], as: scene.jay, in: scene.jayProfile, file: file, line: line)
+    }
+
+    struct OpenLinkScene {
+        let alice: TestDevice, eve: TestDevice
+        let remote: SyncRemote
+        let aliceProfile: URL, eveProfile: URL
+        let link: String
+    }
+
+    /// Alice's profile with an open link for 4 Users; eve joins by it and keeps that copy unsynced.
+    private func eveJoinsByAnOpenLink() throws -> OpenLinkScene {
+        let (remote, alice, aliceProfile) = try publishAlicesProfile(over: .path)
+        let link = try shareAndSync(["--open", "--role", "user", "--uses", "4", "--expires", "3h"], as: alice, in: aliceProfile)
+        let eve = try makeDevice("eve", device: "phone")
+        let eveProfile = try accept(link, as: eve, remote: remote, into: "eve")
+        try concordOK(["sync"], as: alice, in: aliceProfile)
+        return OpenLinkScene(alice: alice, eve: eve, remote: remote, aliceProfile: aliceProfile, eveProfile: eveProfile, link: link)
+    }
+
+    struct RemovedKeyScene {
+        let alice: TestDevice, phone: TestDevice, tablet: TestDevice
+        let aliceProfile: URL, phoneProfile: URL, tabletProfile: URL
+        let removal: String
+    }
+
+    /// Bob (Editor) with a phone and a tablet; his phone removes the tablet's key and syncs, alice
+    /// syncs. The tablet's copy is left as it was before the removal: the thief's.
+    private func bobRemovesHisTablet() throws -> RemovedKeyScene {
+        let remote = try makeRemote(.path)
+        let alice = try makeDevice("alice", device: "laptop")
+        let phone = try makeDevice("bob", device: "phone")
+        let tablet = try makeDevice("bob", device: "tablet")
+        let aliceProfile = try publishProfile(owner: alice, remote: remote, directory: "alice", members: [(phone, "editor")],
+                                              records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)])
+        let phoneProfile = try cloneProfile(phone, from: remote, into: "bob-phone")
+        try concordOK(["devices", "add", "--name", "tablet", "--key", tablet.publicKeyLine, "--proof", try keyProof(of: tablet, for: phoneProfile)],
+                      as: phone, in: phoneProfile)
+        try concordOK(["sync"], as: phone, in: phoneProfile)
+        let tabletProfile = try cloneProfile(tablet, from: remote, into: "bob-tablet")
+        try concordOK(["devices", "remove", "tablet"], as: phone, in: phoneProfile)
+        let removal = try revParse("HEAD", in: phoneProfile)
+        try concordOK(["sync"], as: phone, in: phoneProfile)
+        try concordOK(["sync"], as: alice, in: aliceProfile)
+        return RemovedKeyScene(alice: alice, phone: phone, tablet: tablet, aliceProfile: aliceProfile, phoneProfile: phoneProfile,
+                               tabletProfile: tabletProfile, removal: removal)
+    }
+
+    /// On the tablet's old copy, signed by the tablet's key: a key X of the thief's added to bob's
+    /// file (with X's proof; the commit's id ground to sort before the removal's), then a record
+    /// vocabulary/thief. Returns the thief's device, whose key is X.
+    private func thiefAddsAKeyAndWrites(_ scene: RemovedKeyScene) throws -> TestDevice {
+        let thief = try makeDevice("bob", device: "spare")
+        try concordOK(["devices", "add", "--name", "spare", "--key", thief.publicKeyLine, "--proof", try keyProof(of: thief, for: scene.tabletProfile)],
+                      as: scene.tablet, in: scene.tabletProfile)
+        try grindHead(in: scene.tabletProfile, before: scene.removal, signedWith: scene.tablet.keyFile)
+        try concordOK(["put", "vocabulary/thief", "--json", #"{"label":"by the thief"}"#], as: scene.tablet, in: scene.tabletProfile)
+        return thief
+    }
+
+    /// After the thief's push: alice's and bob's phone's devices sync; bob's file holds only the
+    /// phone's key (neither the tablet's nor the thief's) and the thief's record is nowhere.
+    private func assertTheTabletStaysRemoved(_ scene: RemovedKeyScene, thief: TestDevice,
+                                             file: StaticString = #filePath, line: UInt = #line) throws {
+        for (device, profile) in [(scene.alice, scene.aliceProfile), (scene.phone, scene.phoneProfile)] {
+            let synced = try concord(["sync"], as: device, in: profile)
+            print("\(device.member)@\(device.device)'s sync after the attack: \(synced.summary)")
+            guard copyIsThere(profile, of: device, after: synced, file: file, line: line) else { continue }
+            XCTAssertEqual(try memberKeys("bob", in: profile), [keyBlob(scene.phone.publicKeyLine)],
+                           "\(device.member)@\(device.device): bob's keys are the phone's only", file: file, line: line)
+            XCTAssertFalse(try memberKeys("bob", in: profile).contains(keyBlob(thief.publicKeyLine)), "the thief's key is not bob's", file: file, line: line)
+            try assertMember("bob", "editor", "active", as: device, in: profile, file: file, line: line)
+            XCTAssertFalse(try holdsRecord("vocabulary", "thief", in: profile), "\(device.member)@\(device.device) holds the thief's record",
+                           file: file, line: line)
+        }
+    }
+
+    /// The attacker pushes HEAD of `copy` as the remote's main with plain git (never forced); a
+    /// refusal is the remote's to give, so its status is not asserted.
+    private func pushAnyway(from copy: URL) throws {
+        let pushed = try git(["push", "origin", "HEAD:main"], in: copy)
+        print("the attacker's push: \(pushed.summary)")
+    }
+}

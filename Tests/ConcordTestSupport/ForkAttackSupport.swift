@@ -1,0 +1,156 @@
+// See ConcordTestCase.swift: only where XCTest is.
+#if canImport(XCTest)
+import Foundation
+import XCTest
+
+/// Issue 42's attacks: a decision made later on an old copy, merged back. What the attackers forge
+/// (a join by an open link under a name of their choosing) and how the honest devices' end state is
+/// judged, shared by the path-remote and the `concord serve` tests.
+extension ConcordTestCase {
+    /// The fields of invitation text `link` (`concord-invitation-1:<base64url JSON>`).
+    package func invitationFields(_ link: String) throws -> [String: Any] {
+        var base64 = String(link.drop { $0 != ":" }.dropFirst()).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        return try XCTUnwrap(try JSONSerialization.jsonObject(with: XCTUnwrap(Data(base64Encoded: base64))) as? [String: Any])
+    }
+
+    /// Someone holding open invitation `link` joins by it as `member` in `fork` (a git clone checked
+    /// out where the link still has places and `member` is free) with a new key of their own, as
+    /// `concord accept` would: a new active member file holding that key with its proof, bound by
+    /// the link's one-time signature, the commit signed by the new key. Returns the commit, the
+    /// key line and its private key file.
+    package func joinWithAnOpenLink(_ link: String, as member: String, in fork: URL,
+                                    profileID: String) throws -> (commit: String, key: String, keyFile: URL) {
+        let fields = try invitationFields(link)
+        let open = try XCTUnwrap(fields["open"] as? String, "not an open invitation: \(fields)")
+        let name = UUID().uuidString.prefix(8)
+        let oneTimeFile = sandbox.appendingPathComponent("open-one-time-key-\(name)")
+        try Data(try XCTUnwrap(fields["oneTimeKey"] as? String).utf8).write(to: oneTimeFile)
+        XCTAssertEqual(chmod(oneTimeFile.path, 0o600), 0)
+        let keyFile = sandbox.appendingPathComponent("squatter-key-\(name)")
+        let key = try GitSigning.makeKey(at: keyFile, comment: "\(member)@squat", environment: environment())
+            .split(separator: " ").prefix(2).joined(separator: " ")
+        let message = sandbox.appendingPathComponent("open-acceptance-\(name)")
+        try Data("\(try XCTUnwrap(fields["root"] as? String))\n\(member)\n\(key)\n".utf8).write(to: message)
+        let signed = try ProcessRunner.run(GitSigning.sshKeygenPath, ["-Y", "sign", "-q", "-f", oneTimeFile.path, "-n", "concord-acceptance", message.path],
+                                           environment: environment())
+        XCTAssertEqual(signed.status, 0, signed.summary)
+        let acceptance = try String(contentsOf: message.appendingPathExtension("sig"), encoding: .utf8)
+        let proof = try self.proof(signedBy: keyFile, profileID: profileID, member: member, key: key)
+        let file: [String: Any] = [
+            "name": member, "role": try XCTUnwrap(fields["role"] as? String), "status": "active",
+            "keys": [["device": "squat", "publicKey": key, "proof": proof]],
+            "addedBy": try XCTUnwrap(fields["invitedBy"] as? String), "addedAt": "2026-01-01T10:00:00.000Z",
+            "acceptance": acceptance, "invitation": open,
+        ]
+        let commit = try commitWithGit(in: fork, signedWith: keyFile, message: "\(member) joined") { clone in
+            let url = clone.appendingPathComponent(".concord/members/\(member).json")
+            XCTAssertFalse(FileManager.default.fileExists(atPath: url.path), "\(member) is free where the squat is made")
+            try JSONSerialization.data(withJSONObject: file, options: [.sortedKeys, .prettyPrinted]).write(to: url)
+        }
+        return (commit, key, keyFile)
+    }
+
+    /// The second word of a key line: what names the key whatever its comment.
+    package func keyBlob(_ line: String) -> String {
+        let words = line.split(separator: " ")
+        return words.count > 1 ? String(words[1]) : line
+    }
+
+    /// The line of `concord members` (as `device` in `profile`) for `name`: `name  role  status…`; nil when not listed.
+    package func memberLine(_ name: String, as device: TestDevice, in profile: URL,
+                            file: StaticString = #filePath, line: UInt = #line) throws -> String? {
+        let members = try concordOK(["members"], as: device, in: profile, file: file, line: line)
+        return members.split(separator: "\n").map(String.init).first { $0.hasPrefix("\(name)  ") }
+    }
+
+    /// `concord members` in `profile` lists `name` as `role` and `status`.
+    package func assertMember(_ name: String, _ role: String, _ status: String, as device: TestDevice, in profile: URL,
+                              file: StaticString = #filePath, line: UInt = #line) throws {
+        let found = try memberLine(name, as: device, in: profile, file: file, line: line)
+        XCTAssertTrue(found?.hasPrefix("\(name)  \(role)  \(status)") == true,
+                      "\(device.member)@\(device.device) should list \(name) as \(role) \(status), lists: \(found ?? "nothing")",
+                      file: file, line: line)
+    }
+
+    /// The text of `path` at `revision` in `repository` (a work tree or a bare repository); nil when absent.
+    package func fileAt(_ revision: String, _ path: String, in repository: URL) throws -> String? {
+        let shown = try git(["show", "\(revision):\(path)"], in: repository)
+        return shown.status == 0 ? shown.stdout : nil
+    }
+
+    /// The member file of `name` at `revision` in `repository`, parsed; nil when absent.
+    package func memberFile(_ name: String, at revision: String = "HEAD", in repository: URL,
+                            file: StaticString = #filePath, line: UInt = #line) throws -> [String: Any]? {
+        guard let text = try fileAt(revision, ".concord/members/\(name).json", in: repository) else { return nil }
+        return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], text, file: file, line: line)
+    }
+
+    /// The key blobs (see `keyBlob`) `name`'s file lists at `revision` in `repository`.
+    package func memberKeys(_ name: String, at revision: String = "HEAD", in repository: URL) throws -> [String] {
+        let keys = try memberFile(name, at: revision, in: repository)?["keys"] as? [[String: Any]] ?? []
+        return keys.compactMap { ($0["publicKey"] as? String).map(keyBlob) }
+    }
+
+    /// `name`'s file at `revision` in `repository` says `role` and `status`.
+    package func assertMemberFile(_ name: String, _ role: String, _ status: String, at revision: String = "HEAD", in repository: URL,
+                                  _ context: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let member = try memberFile(name, at: revision, in: repository, file: file, line: line)
+        XCTAssertEqual(member?["role"] as? String, role, "\(context): \(name)'s role", file: file, line: line)
+        XCTAssertEqual(member?["status"] as? String, status, "\(context): \(name)'s status", file: file, line: line)
+    }
+
+    /// Whether `revision` in `repository` holds a record `kind/id` (under its bucket directory).
+    package func holdsRecord(_ kind: String, _ id: String, at revision: String = "HEAD", in repository: URL) throws -> Bool {
+        let files = try gitOK(["ls-tree", "-r", "--name-only", revision, "--", kind], in: repository).split(separator: "\n")
+        return files.contains { $0.hasSuffix("/\(id).json") }
+    }
+    /// What an attacker with plain git pushes to keep their own fork as the first parent: a merge of
+    /// HEAD of `copy` (first) and `main` (second), signed with `key`, whose tree is what `concord
+    /// merge` run there as `device` makes (so it is no less a policy merge than concord's own), or
+    /// git's own merge (`-X theirs`) when concord refuses to merge. HEAD is moved to it; returns its id.
+    package func forkFirstMergeWithGit(in copy: URL, of main: String, as device: TestDevice, signedWith key: URL) throws -> String {
+        let fork = try revParse("HEAD", in: copy)
+        let other = try revParse(main, in: copy)
+        let tree: String
+        let merged = try concord(["merge", main], as: device, in: copy)
+        print("concord merge for the plain git merge's tree: \(merged.summary)")
+        if merged.status == 0, try revParse("HEAD", in: copy) != fork {
+            tree = try gitOK(["rev-parse", "HEAD^{tree}"], in: copy)
+        } else {
+            _ = try git(["merge", "--quiet", "--no-ff", "--no-commit", "-X", "theirs", other], in: copy)
+            tree = try gitOK(["write-tree"], in: copy)
+        }
+        try gitOK(["reset", "--quiet", "--hard", fork], in: copy)
+        let merge = try gitOK(GitSigning.options(keyFile: key.path) + ["commit-tree", "-S", tree, "-p", fork, "-p", other, "-m", "merge main"], in: copy)
+        try gitOK(["reset", "--quiet", "--hard", merge], in: copy)
+        return merge
+    }
+
+    /// Amends HEAD of `copy` (re-signed with `key`, message and tree unchanged) with other committer
+    /// dates until its id sorts before `other`'s, as an attacker grinds an id; returns the new id.
+    package func grindHead(in copy: URL, before other: String, signedWith key: URL,
+                           file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        var head = try revParse("HEAD", in: copy)
+        for attempt in 0..<64 where head >= other {
+            try gitOK(GitSigning.options(keyFile: key.path) + ["commit", "--amend", "--quiet", "--no-edit", "-S"], in: copy,
+                      environment: ["GIT_COMMITTER_DATE": "2026-01-01T10:00:\(String(format: "%02d", attempt % 60)) +0000",
+                                    "GIT_AUTHOR_DATE": "2026-01-01T09:\(String(format: "%02d", attempt % 60)):00 +0000"])
+            head = try revParse("HEAD", in: copy)
+        }
+        XCTAssertLessThan(head, other, "ground an id below \(other)", file: file, line: line)
+        return head
+    }
+
+    /// Whether `device`'s copy at `profile` is still there (a device told "access removed" deletes it);
+    /// fails the test when it is gone.
+    package func copyIsThere(_ profile: URL, of device: TestDevice, after result: RunResult,
+                             file: StaticString = #filePath, line: UInt = #line) -> Bool {
+        guard FileManager.default.fileExists(atPath: profile.path) else {
+            XCTFail("\(device.member)@\(device.device)'s copy was deleted: \(result.summary)", file: file, line: line)
+            return false
+        }
+        return true
+    }
+}
+#endif
