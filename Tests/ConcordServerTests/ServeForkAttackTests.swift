@@ -7,7 +7,8 @@ import XCTest
 /// pre-receive refuses the push or takes it with the attacker's decision dropped, the server's main
 /// and every honest device that syncs through it end as the published decisions made them.
 /// A revoked member or removed key is refused at the server's door, so their fetch and push go
-/// through an accomplice still active (uma, a User), as in ServeMemberAttackTests.
+/// through an accomplice still active (uma, a User), as in ServeMemberAttackTests. Where concord
+/// will not make the attacker's merge, they make it with plain git (`mainFirstMergeWithGit`).
 final class ServeForkAttackTests: ConcordServeTestCase {
     /// Jay (Admin) revokes alice, the creator and the server's admin, adds kim and writes a record.
     /// Alice, on her copy from before, revokes jay and merges main with `concord merge`; uma pushes it.
@@ -19,7 +20,8 @@ final class ServeForkAttackTests: ConcordServeTestCase {
         try gitOK(["fetch", "--quiet", "origin"], in: team.aliceProfile, environment: uma)
         let merged = try concord(["merge", "origin/main"], as: team.alice, in: team.aliceProfile)
         print("alice's concord merge: \(merged.summary)")
-        if merged.status == 0 { try pushAnyway(from: team.aliceProfile, environment: uma) }
+        if merged.status != 0 { try mainFirstMergeWithGit(in: team.aliceProfile, of: "origin/main", signedWith: team.alice.keyFile) }
+        try pushAnyway(from: team.aliceProfile, environment: uma)
         try assertJayStands(team, alice: ("admin", "revoked"))
     }
 
@@ -31,7 +33,12 @@ final class ServeForkAttackTests: ConcordServeTestCase {
         try concordOK(["role", "jay", "viewer"], as: team.alice, in: team.aliceProfile)
         let synced = try concord(["sync"], as: team.alice, in: team.aliceProfile)
         print("alice's sync: \(synced.summary)")
-        if synced.status != 0 { try pushAnyway(from: team.aliceProfile, environment: try gitSSHEnvironment(team.alice, host: team.host)) }
+        if synced.status != 0 {
+            let alices = try gitSSHEnvironment(team.alice, host: team.host)
+            try gitOK(["fetch", "--quiet", "origin"], in: team.aliceProfile, environment: alices)
+            try mainFirstMergeWithGit(in: team.aliceProfile, of: "origin/main", signedWith: team.alice.keyFile)
+            try pushAnyway(from: team.aliceProfile, environment: alices)
+        }
         try assertJayStands(team, alice: ("viewer", "active"))
     }
 
@@ -56,7 +63,8 @@ final class ServeForkAttackTests: ConcordServeTestCase {
         try gitOK(["fetch", "--quiet", "origin"], in: eveCopy, environment: eves)
         let merged = try concord(["merge", "origin/main"], as: eve, in: eveCopy)
         print("eve's concord merge: \(merged.summary)")
-        if merged.status == 0 { try pushAnyway(from: eveCopy, environment: eves) }
+        if merged.status != 0 { try mainFirstMergeWithGit(in: eveCopy, of: "origin/main", signedWith: eve.keyFile) }
+        try pushAnyway(from: eveCopy, environment: eves)
 
         let server = team.host.repository("kid")
         try assertMemberFile("zed", "editor", "active", at: "refs/heads/main", in: server, "the server's main")
@@ -90,7 +98,8 @@ final class ServeForkAttackTests: ConcordServeTestCase {
         try gitOK(["fetch", "--quiet", "origin"], in: eveCopy, environment: eves)
         let merged = try concord(["merge", "origin/main"], as: eve, in: eveCopy)
         print("eve's concord merge: \(merged.summary)")
-        if merged.status == 0 { try pushAnyway(from: eveCopy, environment: eves) }
+        if merged.status != 0 { try mainFirstMergeWithGit(in: eveCopy, of: "origin/main", signedWith: eve.keyFile) }
+        try pushAnyway(from: eveCopy, environment: eves)
 
         let server = team.host.repository("kid")
         try assertMemberFile("dave", "editor", "invited", at: "refs/heads/main", in: server, "the server's main")
@@ -133,7 +142,8 @@ final class ServeForkAttackTests: ConcordServeTestCase {
         try gitOK(["fetch", "--quiet", "origin"], in: tabletCopy, environment: uma)
         let merged = try concord(["merge", "origin/main"], as: thief, in: tabletCopy)
         print("the thief's concord merge: \(merged.summary)")
-        if merged.status == 0 { try pushAnyway(from: tabletCopy, environment: uma) }
+        if merged.status != 0 { try mainFirstMergeWithGit(in: tabletCopy, of: "origin/main", signedWith: thief.keyFile) }
+        try pushAnyway(from: tabletCopy, environment: uma)
 
         let server = team.host.repository("kid")
         XCTAssertEqual(try memberKeys("bob", at: "refs/heads/main", in: server), [keyBlob(team.bob.publicKeyLine)], "the server: bob's keys")
@@ -169,7 +179,8 @@ final class ServeForkAttackTests: ConcordServeTestCase {
         try gitOK(["fetch", "--quiet", "origin"], in: phoneCopy, environment: uma)
         let merged = try concord(["merge", "origin/main"], as: alias, in: phoneCopy)
         print("the thief's concord merge: \(merged.summary)")
-        if merged.status == 0 { try pushAnyway(from: phoneCopy, environment: uma) }
+        if merged.status != 0 { try mainFirstMergeWithGit(in: phoneCopy, of: "origin/main", signedWith: alias.keyFile) }
+        try pushAnyway(from: phoneCopy, environment: uma)
 
         let server = team.host.repository("kid")
         XCTAssertNotEqual(try memberFile("alias", at: "refs/heads/main", in: server)?["status"] as? String, "active", "the server's alias")

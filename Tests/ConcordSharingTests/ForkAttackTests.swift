@@ -6,7 +6,9 @@ import XCTest
 /// older copy. Each attacker keeps a copy from before a decision against them (or a name they want
 /// was taken), makes their own decision there, merges main and pushes it to a path remote. Whether
 /// the push is refused by the honest devices' sync or taken with the attacker's decision dropped,
-/// the honest devices end in the state the published decisions made; never the attacker's.
+/// the honest devices end in the state the published decisions made; never the attacker's. Where
+/// concord will not make the attacker's merge, they make it with plain git, main first and their
+/// fork second, git's merge keeping their side (`mainFirstMergeWithGit`), and push that.
 final class ForkAttackTests: ConcordTestCase {
     // MARK: - 1. A revoked or demoted senior Admin
 
@@ -17,7 +19,8 @@ final class ForkAttackTests: ConcordTestCase {
         try concordOK(["revoke", "jay"], as: scene.alice, in: scene.aliceProfile)
         try gitOK(["fetch", "--quiet", "origin"], in: scene.aliceProfile)
         let merged = try concord(["merge", "origin/main"], as: scene.alice, in: scene.aliceProfile)
-        if merged.status == 0 { try pushAnyway(from: scene.aliceProfile) }
+        if merged.status != 0 { try mainFirstMergeWithGit(in: scene.aliceProfile, of: "origin/main", signedWith: scene.alice.keyFile) }
+        try pushAnyway(from: scene.aliceProfile)
         try assertJayStands(scene, alice: ("admin", "revoked"))
     }
 
@@ -39,7 +42,11 @@ final class ForkAttackTests: ConcordTestCase {
     func testADemotedCreatorsDemotionOfHerDemoterOnAnOldCopyFalls() throws {
         let scene = try jayRemovesAlice(demoting: true)
         try concordOK(["role", "jay", "viewer"], as: scene.alice, in: scene.aliceProfile)
-        if try concord(["sync"], as: scene.alice, in: scene.aliceProfile).status != 0 { try pushAnyway(from: scene.aliceProfile) }
+        if try concord(["sync"], as: scene.alice, in: scene.aliceProfile).status != 0 {
+            try gitOK(["fetch", "--quiet", "origin"], in: scene.aliceProfile)
+            try mainFirstMergeWithGit(in: scene.aliceProfile, of: "origin/main", signedWith: scene.alice.keyFile)
+            try pushAnyway(from: scene.aliceProfile)
+        }
         try assertJayStands(scene, alice: ("viewer", "active"))
     }
 
@@ -63,7 +70,8 @@ final class ForkAttackTests: ConcordTestCase {
         try gitOK(["fetch", "--quiet", "origin"], in: scene.eveProfile)
         let merged = try concord(["merge", "origin/main"], as: scene.eve, in: scene.eveProfile)
         print("eve's concord merge: \(merged.summary)")
-        if merged.status == 0 { try pushAnyway(from: scene.eveProfile) }
+        if merged.status != 0 { try mainFirstMergeWithGit(in: scene.eveProfile, of: "origin/main", signedWith: scene.eve.keyFile) }
+        try pushAnyway(from: scene.eveProfile)
 
         for (device, profile) in [(scene.alice, scene.aliceProfile), (zed, zedProfile)] {
             let synced = try concord(["sync"], as: device, in: profile)
@@ -92,7 +100,8 @@ final class ForkAttackTests: ConcordTestCase {
         try gitOK(["fetch", "--quiet", "origin"], in: scene.eveProfile)
         let merged = try concord(["merge", "origin/main"], as: scene.eve, in: scene.eveProfile)
         print("eve's concord merge: \(merged.summary)")
-        if merged.status == 0 { try pushAnyway(from: scene.eveProfile) }
+        if merged.status != 0 { try mainFirstMergeWithGit(in: scene.eveProfile, of: "origin/main", signedWith: scene.eve.keyFile) }
+        try pushAnyway(from: scene.eveProfile)
 
         _ = try concord(["sync"], as: scene.alice, in: scene.aliceProfile)
         try assertMemberFile("dave", "editor", "invited", in: scene.aliceProfile, "alice's device after eve's push")
@@ -117,7 +126,8 @@ final class ForkAttackTests: ConcordTestCase {
         try gitOK(["fetch", "--quiet", "origin"], in: scene.tabletProfile)
         let merged = try concord(["merge", "origin/main"], as: thief, in: scene.tabletProfile)
         print("the thief's concord merge: \(merged.summary)")
-        if merged.status == 0 { try pushAnyway(from: scene.tabletProfile) }
+        if merged.status != 0 { try mainFirstMergeWithGit(in: scene.tabletProfile, of: "origin/main", signedWith: thief.keyFile) }
+        try pushAnyway(from: scene.tabletProfile)
         try assertTheTabletStaysRemoved(scene, thief: thief)
     }
 
@@ -155,7 +165,8 @@ final class ForkAttackTests: ConcordTestCase {
         try gitOK(["fetch", "--quiet", "origin"], in: phoneProfile)
         let merged = try concord(["merge", "origin/main"], as: alias, in: phoneProfile)
         print("the thief's concord merge: \(merged.summary)")
-        if merged.status == 0 { try pushAnyway(from: phoneProfile) }
+        if merged.status != 0 { try mainFirstMergeWithGit(in: phoneProfile, of: "origin/main", signedWith: alias.keyFile) }
+        try pushAnyway(from: phoneProfile)
 
         for (device, profile) in [(alice, aliceProfile), (bob, bobProfile)] {
             let synced = try concord(["sync"], as: device, in: profile)

@@ -127,6 +127,22 @@ extension ConcordTestCase {
         return merge
     }
 
+    /// What an attacker with plain git pushes when concord will not merge for them: a merge of `main`
+    /// (first, so the remote's main stays on its first-parent line) and HEAD of `copy` (second), its
+    /// tree git's own merge keeping the attacker's side where they conflict (`-X theirs`), signed
+    /// with `key`. HEAD is moved to it; returns its id.
+    package func mainFirstMergeWithGit(in copy: URL, of main: String, signedWith key: URL) throws -> String {
+        let fork = try revParse("HEAD", in: copy)
+        let other = try revParse(main, in: copy)
+        try gitOK(["reset", "--quiet", "--hard", other], in: copy)
+        _ = try git(["merge", "--quiet", "--no-ff", "--no-commit", "-X", "theirs", fork], in: copy)
+        let tree = try gitOK(["write-tree"], in: copy)
+        try gitOK(["reset", "--quiet", "--hard", other], in: copy)
+        let merge = try gitOK(GitSigning.options(keyFile: key.path) + ["commit-tree", "-S", tree, "-p", other, "-p", fork, "-m", "merge"], in: copy)
+        try gitOK(["reset", "--quiet", "--hard", merge], in: copy)
+        return merge
+    }
+
     /// Amends HEAD of `copy` (re-signed with `key`, message and tree unchanged) with other committer
     /// dates until its id sorts before `other`'s, as an attacker grinds an id; returns the new id.
     package func grindHead(in copy: URL, before other: String, signedWith key: URL,
