@@ -25,6 +25,21 @@ final class ServeForkAttackTests: ConcordServeTestCase {
         try assertJayStands(team, alice: ("admin", "revoked"))
     }
 
+    /// The same with plain git: alice's fork first, main second (the tree concord's merge makes
+    /// there, or git's own), signed with her key; uma pushes it.
+    func testARevokedCreatorsForkFirstPlainGitMergeFallsThroughServe() throws {
+        let team = try servedTeam()
+        try jayRemovesAlice(team, demoting: false)
+        try concordOK(["revoke", "jay"], as: team.alice, in: team.aliceProfile)
+        let fork = try revParse("HEAD", in: team.aliceProfile)
+        let uma = try gitSSHEnvironment(team.uma, host: team.host)
+        try gitOK(["fetch", "--quiet", "origin"], in: team.aliceProfile, environment: uma)
+        let merge = try forkFirstMergeWithGit(in: team.aliceProfile, of: "origin/main", as: team.alice, signedWith: team.alice.keyFile)
+        XCTAssertEqual(try revParse("\(merge)^1", in: team.aliceProfile), fork, "alice's fork is the first parent")
+        try pushAnyway(from: team.aliceProfile, environment: uma)
+        try assertJayStands(team, alice: ("admin", "revoked"))
+    }
+
     /// Jay demotes alice to Viewer instead; alice (a Viewer, still let in) demotes jay on her copy
     /// from before and runs plain `concord sync` through the server.
     func testADemotedCreatorsDemotionOfHerDemoterFallsThroughServe() throws {
@@ -119,48 +134,38 @@ final class ServeForkAttackTests: ConcordServeTestCase {
     /// Bob removes his tablet's key; the thief holding it adds a key X of their own to bob's file on
     /// the tablet's copy from before (signed by the tablet's key, its id ground to sort before the
     /// removal's), writes a record, and merges main with `concord merge` as X (neither key is let in
-    /// at the server's door: uma fetches and pushes). On the server and on every
-    /// device bob's file holds the phone's key only and the thief's record is nowhere.
+    /// at the server's door: uma fetches and pushes). On the server and on every device bob's file
+    /// holds the phone's key only and the thief's record is nowhere.
     func testARemovedKeysAdditionOnAnOldCopyFallsThroughServe() throws {
         let team = try servedTeam()
-        let tablet = try makeDevice("bob", device: "tablet")
-        let bobCopy = team.bobCopy
-        try concordOK(["devices", "add", "--name", "tablet", "--key", tablet.publicKeyLine, "--proof", try keyProof(of: tablet, for: bobCopy)],
-                      as: team.bob, in: bobCopy)
-        try concordOK(["sync"], as: team.bob, in: bobCopy)
-        let tabletCopy = try clone(as: tablet, team)
-        try concordOK(["devices", "remove", "tablet"], as: team.bob, in: bobCopy)
-        let removal = try revParse("HEAD", in: bobCopy)
-        try concordOK(["sync"], as: team.bob, in: bobCopy)
-
-        let thief = try makeDevice("bob", device: "spare")
-        try concordOK(["devices", "add", "--name", "spare", "--key", thief.publicKeyLine, "--proof", try keyProof(of: thief, for: tabletCopy)],
-                      as: tablet, in: tabletCopy)
-        try grindHead(in: tabletCopy, before: removal, signedWith: tablet.keyFile)
-        try concordOK(["put", "vocabulary/thief", "--json", #"{"label":"by the thief"}"#], as: tablet, in: tabletCopy)
+        let (_, tabletCopy, thief) = try bobsTabletRemovedAndStolen(team)
         let uma = try gitSSHEnvironment(team.uma, host: team.host)
         try gitOK(["fetch", "--quiet", "origin"], in: tabletCopy, environment: uma)
         let merged = try concord(["merge", "origin/main"], as: thief, in: tabletCopy)
         print("the thief's concord merge: \(merged.summary)")
         if merged.status != 0 { try mainFirstMergeWithGit(in: tabletCopy, of: "origin/main", signedWith: thief.keyFile) }
         try pushAnyway(from: tabletCopy, environment: uma)
+        try assertTheTabletStaysRemoved(team, thief: thief)
+    }
 
-        let server = team.host.repository("kid")
-        XCTAssertEqual(try memberKeys("bob", at: "refs/heads/main", in: server), [keyBlob(team.bob.publicKeyLine)], "the server: bob's keys")
-        XCTAssertFalse(try holdsRecord("vocabulary", "thief", at: "refs/heads/main", in: server), "the server holds the thief's record")
-        for (device, copy) in [(team.alice, team.aliceProfile), (team.bob, bobCopy)] {
-            let synced = try concord(["sync"], as: device, in: copy)
-            XCTAssertEqual(synced.status, 0, "\(device.member)'s sync: \(synced.summary)")
-            guard copyIsThere(copy, of: device, after: synced) else { continue }
-            XCTAssertEqual(try memberKeys("bob", in: copy), [keyBlob(team.bob.publicKeyLine)], "\(device.member): bob's keys are the phone's")
-            XCTAssertFalse(try holdsRecord("vocabulary", "thief", in: copy), "\(device.member) holds the thief's record")
-        }
+    /// The same with plain git: the thief's fork first, main second, signed with the thief's key X;
+    /// uma pushes it.
+    func testARemovedKeysForkFirstPlainGitMergeFallsThroughServe() throws {
+        let team = try servedTeam()
+        let (tablet, tabletCopy, thief) = try bobsTabletRemovedAndStolen(team)
+        let uma = try gitSSHEnvironment(team.uma, host: team.host)
+        try gitOK(["fetch", "--quiet", "origin"], in: tabletCopy, environment: uma)
+        try forkFirstMergeWithGit(in: tabletCopy, of: "origin/main", as: thief, signedWith: thief.keyFile)
+        XCTAssertEqual(try memberKeys("bob", at: "HEAD^1", in: tabletCopy).contains(keyBlob(tablet.publicKeyLine)), true,
+                       "the thief's fork, from before the removal, is the first parent")
+        try pushAnyway(from: tabletCopy, environment: uma)
+        try assertTheTabletStaysRemoved(team, thief: thief)
     }
 
     /// Alice removes her own phone's key; the thief holding it makes an Admin alias on the phone's
     /// copy from before (its id ground to sort before the removal's) and merges main with `concord
-    /// merge` as the alias; uma pushes it. The alias is never an
-    /// active member on the server or on a device.
+    /// merge` as the alias; uma pushes it. The alias is never an active member on the server or on
+    /// a device.
     func testARemovedAdminKeysAliasNeverBecomesAMemberThroughServe() throws {
         let team = try servedTeam()
         let phone = try makeDevice("alice", device: "phone")
@@ -233,6 +238,48 @@ final class ServeForkAttackTests: ConcordServeTestCase {
         XCTAssertEqual(result.status, 0, result.summary)
         fsckAtEnd.append(target)
         return target
+    }
+
+    /// Bob adds his tablet (its copy cloned through the server), then removes its key and syncs.
+    /// The thief holding the tablet's copy, as it was before the removal, adds a key X of their own
+    /// to bob's file there (signed by the tablet's key, its id ground to sort before the removal's)
+    /// and writes vocabulary/thief. Returns the tablet, its copy and the thief's device (key X).
+    private func bobsTabletRemovedAndStolen(_ team: ServedTeam) throws -> (tablet: TestDevice, copy: URL, thief: TestDevice) {
+        let tablet = try makeDevice("bob", device: "tablet")
+        try concordOK(["devices", "add", "--name", "tablet", "--key", tablet.publicKeyLine, "--proof", try keyProof(of: tablet, for: team.bobCopy)],
+                      as: team.bob, in: team.bobCopy)
+        try concordOK(["sync"], as: team.bob, in: team.bobCopy)
+        let tabletCopy = try clone(as: tablet, team)
+        try concordOK(["devices", "remove", "tablet"], as: team.bob, in: team.bobCopy)
+        let removal = try revParse("HEAD", in: team.bobCopy)
+        try concordOK(["sync"], as: team.bob, in: team.bobCopy)
+
+        let thief = try makeDevice("bob", device: "spare")
+        try concordOK(["devices", "add", "--name", "spare", "--key", thief.publicKeyLine, "--proof", try keyProof(of: thief, for: tabletCopy)],
+                      as: tablet, in: tabletCopy)
+        try grindHead(in: tabletCopy, before: removal, signedWith: tablet.keyFile)
+        try concordOK(["put", "vocabulary/thief", "--json", #"{"label":"by the thief"}"#], as: tablet, in: tabletCopy)
+        return (tablet, tabletCopy, thief)
+    }
+
+    /// After the thief's attempt: on the server's main and on alice's and bob's devices after they
+    /// sync, bob's file holds the phone's key only (neither the tablet's nor X) and the thief's
+    /// record is nowhere.
+    private func assertTheTabletStaysRemoved(_ team: ServedTeam, thief: TestDevice, file: StaticString = #filePath, line: UInt = #line) throws {
+        let server = team.host.repository("kid")
+        XCTAssertEqual(try memberKeys("bob", at: "refs/heads/main", in: server), [keyBlob(team.bob.publicKeyLine)], "the server: bob's keys",
+                       file: file, line: line)
+        XCTAssertFalse(try holdsRecord("vocabulary", "thief", at: "refs/heads/main", in: server), "the server holds the thief's record",
+                       file: file, line: line)
+        for (device, copy) in [(team.alice, team.aliceProfile), (team.bob, team.bobCopy)] {
+            let synced = try concord(["sync"], as: device, in: copy)
+            XCTAssertEqual(synced.status, 0, "\(device.member)'s sync: \(synced.summary)", file: file, line: line)
+            guard copyIsThere(copy, of: device, after: synced, file: file, line: line) else { continue }
+            XCTAssertEqual(try memberKeys("bob", in: copy), [keyBlob(team.bob.publicKeyLine)], "\(device.member): bob's keys are the phone's",
+                           file: file, line: line)
+            XCTAssertFalse(try memberKeys("bob", in: copy).contains(keyBlob(thief.publicKeyLine)), "the thief's key is not bob's", file: file, line: line)
+            XCTAssertFalse(try holdsRecord("vocabulary", "thief", in: copy), "\(device.member) holds the thief's record", file: file, line: line)
+        }
     }
 
     /// Jay revokes alice (or demotes her to Viewer) and syncs, adds kim and writes vocabulary/jays;
