@@ -113,7 +113,7 @@ extension ConcordTestCase {
         let fork = try revParse("HEAD", in: copy)
         let other = try revParse(main, in: copy)
         let tree: String
-        let merged = try concord(["merge", main], as: device, in: copy)
+        let merged = try concord(["merge", other], as: device, in: copy)   // by id: no remote's main for concord to put first
         print("concord merge for the plain git merge's tree: \(merged.summary)")
         if merged.status == 0, try revParse("HEAD", in: copy) != fork {
             tree = try gitOK(["rev-parse", "HEAD^{tree}"], in: copy)
