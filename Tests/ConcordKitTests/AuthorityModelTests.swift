@@ -24,7 +24,7 @@ final class AuthorityModelTests: KitTestCase {
 
     func testTheRealRuleAgreesWithTheReferenceModelOnRandomHistories() throws {
         for name in names + newcomers { identities[name] = try makeIdentity(name, device: "d") }
-        var totals = (commits: 0, refused: 0, merges: 0, leftOut: 0, fell: 0)
+        var totals = (commits: 0, refused: 0, merges: 0, leftOut: 0, fell: 0, forks: 0)
         for n in 0..<UInt64(Self.cases) {
             let seed = Self.baseSeed &+ n &* 104_729
             let outcome = try runCase(seed: seed, directory: "case\(n)")
@@ -33,17 +33,20 @@ final class AuthorityModelTests: KitTestCase {
             totals.merges += outcome.merges
             totals.leftOut += outcome.leftOut
             totals.fell += outcome.fell
+            totals.forks += outcome.forks
         }
         print("authority model: \(Self.cases) cases, \(totals.commits) commits judged, \(totals.refused) refused, \(totals.merges) merges, "
-              + "\(totals.fell) merges where a membership change fell, \(totals.leftOut) where writes were left out")
+              + "\(totals.fell) merges where a membership change fell, \(totals.leftOut) where writes were left out, "
+              + "\(totals.forks) adversarial forks merged back")
         // The generator must reach the cases the rule is about.
         XCTAssertGreaterThan(totals.refused, totals.commits / 10)
         XCTAssertGreaterThan(totals.fell, Self.cases / 20)
         XCTAssertGreaterThan(totals.leftOut, Self.cases / 20)
+        XCTAssertGreaterThan(totals.forks, Self.cases / 10)
     }
 
     private struct Outcome {
-        var commits = 0, refused = 0, merges = 0, leftOut = 0, fell = 0
+        var commits = 0, refused = 0, merges = 0, leftOut = 0, fell = 0, forks = 0
     }
 
     /// The profile every case starts from (alice creates it and adds the others), made once: each
@@ -67,7 +70,7 @@ final class AuthorityModelTests: KitTestCase {
         var rng = SplitMix64(seed: seed)
         let (profile, start, startState) = try startingPoint()
         let repository = profile.repository
-        let model = Model.History(root: start.hex, state: startState, seniority: ["alice", "bob", "carol", "dave", "eve"])
+        let model = Model.History(root: start.hex, state: startState)
         var outcome = Outcome()
         var valid = [start]
         var heads = [ObjectID](repeating: start, count: Int.random(in: 3...5, using: &rng))
@@ -99,6 +102,71 @@ final class AuthorityModelTests: KitTestCase {
             return real && modelState != nil
         }
 
+        /// The policy merge of `parents` (first: the main line), checked against the model, then
+        /// committed by `signer` (with an extra change now and then) and judged.
+        func mergeStep(head: Int, parents: [ObjectID], signer: String, extra: Bool) throws {
+            let merge = try PolicyMerge.compute(in: repository, ours: parents[0], theirs: parents[1])
+            outcome.merges += 1
+            if !merge.resolution.overrides.isEmpty { outcome.fell += 1 }
+            if !merge.leftOut.isEmpty { outcome.leftOut += 1 }
+            let expected = model.merged(parents[0].hex, parents[1].hex)
+            let realMerge = try modelState(merge.tree, tree: true, repository)
+            XCTAssertTrue(realMerge == expected, "seed \(seed): the policy merge of \(parents[0].short) and \(parents[1].short): "
+                           + "\(difference(realMerge, expected))\n\(story.joined(separator: "\n"))")
+            var op: Model.Op?
+            var tree = merge.tree
+            if extra, let change = randomOp(by: signer, state: expected, record: &nextRecord, rng: &rng) {
+                op = change
+                tree = try apply(change, by: signer, to: tree, state: expected, stamp: stamp, repository)
+            }
+            let commit = try repository.createSignedCommit(tree: tree, parents: parents, author: author(signer, stamp),
+                                                           message: "merge", sign: { self.identities[signer]!.sign($0) })
+            if try judge(commit, parents: parents, signer: signer, op: op, what: "merge \(parents[0].short)+\(parents[1].short)"
+                         + (op.map { " with " + Self.describe($0) } ?? "")) {
+                heads[head] = commit
+                valid.append(commit)
+            }
+        }
+
+        /// A member who lost rights at this head (revoked, demoted, or their key removed) forks from an
+        /// earlier commit where they were an active Admin holding that key, makes a membership decision
+        /// there (revoke or demote an Admin of the head, or add an alias Admin), and merges it back in
+        /// either parent order, signed by themselves or by an Admin of the head.
+        func adversarialFork(head: Int) throws {
+            let tip = heads[head], tipState = model.states[tip.hex]!
+            let losers = names.filter { name in
+                guard let member = tipState.members[name] else { return false }
+                return !member.active || member.role != .admin || !member.keys.values.contains(key(name))
+            }
+            guard let loser = losers.randomElement(using: &rng) else { return }
+            let points = valid.filter { id in
+                guard let member = model.states[id.hex]!.members[loser] else { return false }
+                return member.active && member.role == .admin && model.holder(key(loser), model.states[id.hex]!.members) == loser
+            }
+            guard let point = points.randomElement(using: &rng) else { return }
+            let there = model.states[point.hex]!
+            let tipAdmins = tipState.members.filter { $0.value.active && $0.value.role == .admin }.keys.sorted()
+            let targets = tipAdmins.filter { $0 != loser && there.members[$0] != nil }
+            var choices = [Model.Op]()
+            if let target = targets.randomElement(using: &rng) { choices += [.revoke(target), .setRole(target, .viewer)] }
+            if let alias = newcomers.filter({ there.members[$0] == nil }).randomElement(using: &rng) {
+                choices.append(.add(name: alias, role: .admin, device: "d", key: key(alias)))
+            }
+            guard let op = choices.randomElement(using: &rng) else { return }
+            stamp += 1000
+            story.append("\(loser), who lost rights at head \(head), forks from \(point.short)")
+            let tree = try apply(op, by: loser, to: try repository.commit(point).tree, state: there, stamp: stamp, repository)
+            let fork = try repository.createSignedCommit(tree: tree, parents: [point], author: author(loser, stamp),
+                                                         message: "\(op)", sign: { self.identities[loser]!.sign($0) })
+            guard try judge(fork, parents: [point], signer: loser, op: op, what: Self.describe(op)) else { return }
+            valid.append(fork)
+            guard try !repository.isAncestor(fork, of: tip), try !repository.isAncestor(tip, of: fork) else { return }
+            outcome.forks += 1
+            let parents = Bool.random(using: &rng) ? [tip, fork] : [fork, tip]
+            let signer = Bool.random(using: &rng) || tipAdmins.isEmpty ? loser : tipAdmins.randomElement(using: &rng)!
+            try mergeStep(head: head, parents: parents, signer: signer, extra: false)
+        }
+
         for _ in 0..<Int.random(in: 10...18, using: &rng) {
             let head = Int.random(in: 0..<heads.count, using: &rng)
             let parent = heads[head]
@@ -108,7 +176,7 @@ final class AuthorityModelTests: KitTestCase {
             let signer = Bool.random(using: &rng) && !admins.isEmpty ? admins.randomElement(using: &rng)!
                 : (names + newcomers).filter { state.members[$0] != nil || Int.random(in: 0..<6, using: &rng) == 0 }.randomElement(using: &rng)!
             stamp += 1000
-            switch Int.random(in: 0..<10, using: &rng) {
+            switch Int.random(in: 0..<11, using: &rng) {
             case 0..<5:
                 guard let op = randomOp(by: signer, state: state, record: &nextRecord, rng: &rng) else { continue }
                 let tree = try apply(op, by: signer, to: try repository.commit(parent).tree, state: state, stamp: stamp, repository)
@@ -121,32 +189,14 @@ final class AuthorityModelTests: KitTestCase {
             case 5:
                 heads[head] = valid.randomElement(using: &rng)!   // a fork from any earlier commit
                 story.append("head \(head) goes back to \(heads[head].short)")
+            case 6:
+                try adversarialFork(head: head)
             default:
                 // A merge of this head with another head or any earlier commit, in either parent order.
                 let other = (Bool.random(using: &rng) ? heads : valid).randomElement(using: &rng)!
                 guard try !repository.isAncestor(other, of: parent), try !repository.isAncestor(parent, of: other) else { continue }
                 let parents = Bool.random(using: &rng) ? [parent, other] : [other, parent]
-                let merge = try PolicyMerge.compute(in: repository, ours: parents[0], theirs: parents[1])
-                outcome.merges += 1
-                if !merge.resolution.overrides.isEmpty { outcome.fell += 1 }
-                if !merge.leftOut.isEmpty { outcome.leftOut += 1 }
-                let expected = model.merged(parents[0].hex, parents[1].hex)
-                let realMerge = try modelState(merge.tree, tree: true, repository)
-                XCTAssertTrue(realMerge == expected, "seed \(seed): the policy merge of \(parents[0].short) and \(parents[1].short): "
-                               + "\(difference(realMerge, expected))\n\(story.joined(separator: "\n"))")
-                var op: Model.Op?
-                var tree = merge.tree
-                if Int.random(in: 0..<3, using: &rng) == 0, let extra = randomOp(by: signer, state: expected, record: &nextRecord, rng: &rng) {
-                    op = extra
-                    tree = try apply(extra, by: signer, to: tree, state: expected, stamp: stamp, repository)
-                }
-                let commit = try repository.createSignedCommit(tree: tree, parents: parents, author: author(signer, stamp),
-                                                               message: "merge", sign: { self.identities[signer]!.sign($0) })
-                if try judge(commit, parents: parents, signer: signer, op: op, what: "merge \(parents[0].short)+\(parents[1].short)"
-                             + (op.map { " with " + Self.describe($0) } ?? "")) {
-                    heads[head] = commit
-                    valid.append(commit)
-                }
+                try mergeStep(head: head, parents: parents, signer: signer, extra: Int.random(in: 0..<3, using: &rng) == 0)
             }
         }
         return outcome
@@ -155,7 +205,10 @@ final class AuthorityModelTests: KitTestCase {
     /// Something `signer` might try on `state`: what their role allows or not, honest or not.
     private func randomOp(by signer: String, state: Model.State, record: inout Int, rng: inout SplitMix64) -> Model.Op? {
         let others = state.members.keys.filter { $0 != signer }.sorted()
-        switch Int.random(in: 0..<12, using: &rng) {
+        switch Int.random(in: 0..<13, using: &rng) {
+        case 12:
+            guard let target = others.filter({ !state.members[$0]!.keys.isEmpty }).randomElement(using: &rng) else { return nil }
+            return .removeKeys(target)
         case 0, 1:
             guard let target = others.filter({ state.members[$0]!.active }).randomElement(using: &rng) else { return nil }
             return .revoke(target)
@@ -197,10 +250,12 @@ final class AuthorityModelTests: KitTestCase {
             path = ProfilePaths.member(name)
             bytes = Member(name: name, role: role.concord, status: .active, keys: [Member.Key(device: device, publicKey: try SSHPublicKey(line: key))],
                            addedBy: signer, addedAt: instant).json.canonicalBytes()
-        case .revoke(let name), .setRole(let name, _):
+        case .revoke(let name), .setRole(let name, _), .removeKeys(let name):
             guard var member = try member(name) else { throw ConcordError.invalidInput("no member \(name)") }
             if case .setRole(_, let role) = op {
                 member.role = role.concord
+            } else if case .removeKeys = op {
+                member.keys = []
             } else {
                 member.status = .revoked
                 member.revokedBy = signer
@@ -257,6 +312,7 @@ final class AuthorityModelTests: KitTestCase {
         switch op {
         case .add(let name, let role, _, _): "add \(name) as \(role.name)"
         case .revoke(let name): "revoke \(name)"
+        case .removeKeys(let name): "remove \(name)'s keys"
         case .setRole(let name, let role): "make \(name) \(role.name)"
         case .leave: "leave"
         case .write(let kind, let id): "write \(kind)/\(id)"

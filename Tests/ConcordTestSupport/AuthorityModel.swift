@@ -4,7 +4,7 @@
 /// the real code the same question about every commit; they must agree.
 ///
 /// What it covers: members (role, active or not, device keys), records of two kinds (`vocabulary`,
-/// written by Editors; `settings`, by Admins), membership changes by Admins, members leaving, a member
+/// written by Editors; `settings`, by Admins), membership changes by Admins (keys removed too), members leaving, a member
 /// claiming another's key or a higher role, merges from any two commits (the policy merge, or one with
 /// an extra change of its signer's). Invitations are left to their own tests.
 public enum AuthorityModel {
@@ -51,6 +51,8 @@ public enum AuthorityModel {
     public enum Op: Equatable, Sendable {
         case add(name: String, role: Role, device: String, key: String)
         case revoke(String)
+        /// An Admin removes every device key of a member (who stays a member).
+        case removeKeys(String)
         case setRole(String, Role)
         /// The signer's member leaves: revoked, no keys.
         case leave
@@ -91,12 +93,9 @@ public enum AuthorityModel {
         /// Each commit's ancestors, itself included.
         private var ancestors = [String: Set<String>]()
         private let root: String
-        /// Seniority at the root: the creator first, then the root's other members.
-        private let seniority: [String]
 
-        public init(root: String, state: State, seniority: [String]) {
+        public init(root: String, state: State) {
             self.root = root
-            self.seniority = seniority
             states[root] = state
             ancestors[root] = [root]
             commits[root] = Commit(id: root, parents: [], key: "", op: nil)
@@ -135,6 +134,9 @@ public enum AuthorityModel {
             case .revoke(let target):
                 guard me.role == .admin, parent.members[target] != nil else { return nil }
                 next.members[target]!.active = false
+            case .removeKeys(let target):
+                guard me.role == .admin, parent.members[target] != nil else { return nil }
+                next.members[target]!.keys = [:]
             case .setRole(let target, let role):
                 guard me.role == .admin, parent.members[target] != nil else { return nil }
                 next.members[target]!.role = role
@@ -173,11 +175,12 @@ public enum AuthorityModel {
             return next
         }
 
-        /// What merging `a` and `b` gives: the membership replayed from the history's decisions, the
-        /// records of both sides, less what members who lost rights in the merge wrote concurrently.
+        /// What merging `a` (the first parent, the main line) and `b` gives: `a`'s membership with the
+        /// side's decisions replayed onto it (`replay`), the records of both sides, less what members
+        /// who lost rights in the merge (revoked, a lower role, or the signing key no longer theirs)
+        /// wrote concurrently.
         public func merged(_ a: String, _ b: String) -> State {
-            let all = ancestors[a]!.union(ancestors[b]!)
-            var members = replay(all)
+            var members = replay(side: ancestors[b]!.subtracting(ancestors[a]!), from: b, onto: states[a]!.members)
             for side in [a, b] {
                 for (name, member) in states[side]!.members where members[name] == nil {
                     members[name] = Member(role: member.role, active: false, keys: [:])   // kept, admitting nobody
@@ -194,60 +197,50 @@ public enum AuthorityModel {
                     guard case .write(let kind, let record)? = commit.op,
                           let writer = holder(commit.key, there), let before = there[writer], before.active else { continue }
                     let now = members[writer]
-                    let lowered = now?.active != true || now!.role < before.role
-                    if lowered, now?.active != true || now!.role < writers[kind]! { records[record]?.live = false }
+                    let keyGone = holder(commit.key, members) != writer
+                    let lowered = keyGone || now?.active != true || now!.role < before.role
+                    if lowered, keyGone || now?.active != true || now!.role < writers[kind]! { records[record]?.live = false }
                 }
             }
             return State(members: members, records: records)
         }
 
-        /// The membership decisions among `commits`, replayed from the root: each after those it
-        /// descends from; among concurrent ones, those taking rights away first, then by the seniority
-        /// of their signer, then by id (one signer's own). A decision stands if its signer is an active
-        /// Admin in the replay so far (or leaves, active); it is merged into the replayed file as member
-        /// files merge. No active Admin left: the most senior member who was one gets it back.
-        func replay(_ commits: Set<String>) -> [String: Member] {
-            var state = states[root]!.members
-            var rank = [String: Int]()
-            for name in seniority { rank[name] = rank.count }
-            var pending = commits.filter { id in
-                let commit = self.commits[id]!
-                return commit.parents.count == 1 && commit.op!.changesMembership
+        /// The side's membership decisions (its non-merge commits that change membership), replayed
+        /// onto the main line's membership in mainline order: a depth-first post-order from `tip`, first
+        /// parent before second, a commit after its parents. No id, key or time orders anything. Each is
+        /// judged against the running membership: an active Admin's stands unless it adds a name already
+        /// taken or leaves no active Admin; another active member's stands iff it only has them leave
+        /// (and leaves an active Admin); anyone else's falls. A standing addition replaces the file; any
+        /// other standing change is merged three ways into the running file (base: its parent's).
+        func replay(side: Set<String>, from tip: String, onto main: [String: Member]) -> [String: Member] {
+            var order = [String](), seen = Set<String>()
+            func visit(_ id: String) {
+                guard side.contains(id), seen.insert(id).inserted else { return }
+                for parent in commits[id]!.parents { visit(parent) }
+                order.append(id)
             }
-            var lastAdmin = state.filter { $0.value.active && $0.value.role == .admin }
-            while !pending.isEmpty {
-                let ready = pending.filter { ancestors[$0]!.subtracting([$0]).isDisjoint(with: pending) }
-                func order(_ id: String) -> (Int, Int, String) {
-                    let commit = self.commits[id]!
-                    let signer = holder(commit.key, state)
-                    return (removes(commit) ? 0 : 1, signer.map { rank[$0] ?? Int.max - 1 } ?? Int.max, id)
-                }
-                let next = ready.min { order($0) < order($1) }!
-                pending.remove(next)
-                let commit = self.commits[next]!
+            visit(tip)
+            var state = main
+            func hasAdmin(_ members: [String: Member]) -> Bool { members.values.contains { $0.active && $0.role == .admin } }
+            for id in order {
+                let commit = commits[id]!
+                guard commit.parents.count == 1, commit.op!.changesMembership else { continue }
                 guard let signer = holder(commit.key, state), let me = state[signer], me.active,
                       me.role == .admin || commit.op == .leave else { continue }
-                let before = states[commit.parents[0]]!.members, after = states[next]!.members
+                let before = states[commit.parents[0]]!.members, after = states[id]!.members
+                var next = state
+                var stands = true
                 for name in Set(before.keys).union(after.keys).sorted() where before[name] != after[name] {
-                    if rank[name] == nil { rank[name] = rank.count }
-                    state[name] = Self.mergeMember(base: before[name], ours: state[name], theirs: after[name]!)
+                    if before[name] == nil {
+                        guard state[name] == nil else { stands = false; break }   // the name is taken on the main line
+                        next[name] = after[name]!
+                    } else {
+                        next[name] = Self.mergeMember(base: before[name], ours: state[name], theirs: after[name]!)
+                    }
                 }
-                for (name, member) in state where member.active && member.role == .admin { lastAdmin[name] = member }
-            }
-            if !state.values.contains(where: { $0.active && $0.role == .admin }),
-               let senior = lastAdmin.keys.min(by: { (rank[$0] ?? Int.max, $0) < (rank[$1] ?? Int.max, $1) }) {
-                state[senior] = lastAdmin[senior]
+                if stands, hasAdmin(next) { state = next }
             }
             return state
-        }
-
-        /// Whether `commit` takes rights away: someone active made inactive, or an Admin no longer one.
-        private func removes(_ commit: Commit) -> Bool {
-            let before = states[commit.parents[0]]!.members, after = states[commit.id]!.members
-            return before.contains { name, was in
-                guard let now = after[name] else { return false }
-                return was.active && !now.active || was.role == .admin && now.role != .admin
-            }
         }
 
         /// A member file merged three ways: a revocation wins; two admissions of one name with
@@ -276,7 +269,7 @@ public enum AuthorityModel {
         }
 
         /// The member holding `key` (the first by name, as the real code picks).
-        func holder(_ key: String, _ members: [String: Member]) -> String? {
+        public func holder(_ key: String, _ members: [String: Member]) -> String? {
             members.filter { $0.value.keys.values.contains(key) }.keys.min()
         }
     }
