@@ -13,8 +13,8 @@ import ConcordModel
 /// the real check every device and server runs (`IncomingCheck`) and by the model, which must agree;
 /// for every merge the real policy merge must give the membership and records the model gives.
 final class AuthorityModelTests: KitTestCase {
-    /// 400 cases in the suite (about 30 s: CI time); `CONCORD_MODEL_CASES` and `CONCORD_MODEL_SEED` run more and others.
-    static let cases = ProcessInfo.processInfo.environment["CONCORD_MODEL_CASES"].flatMap(Int.init) ?? 400
+    /// 300 cases in the suite (about 70 s in a debug build on a shared machine); `CONCORD_MODEL_CASES` and `CONCORD_MODEL_SEED` run more and others.
+    static let cases = ProcessInfo.processInfo.environment["CONCORD_MODEL_CASES"].flatMap(Int.init) ?? 300
     static let baseSeed = ProcessInfo.processInfo.environment["CONCORD_MODEL_SEED"].flatMap(UInt64.init) ?? 0xA07_0031
 
     private typealias Model = AuthorityModel
@@ -42,7 +42,7 @@ final class AuthorityModelTests: KitTestCase {
         XCTAssertGreaterThan(totals.refused, totals.commits / 10)
         XCTAssertGreaterThan(totals.fell, Self.cases / 20)
         XCTAssertGreaterThan(totals.leftOut, Self.cases / 20)
-        XCTAssertGreaterThan(totals.forks, Self.cases / 10)
+        XCTAssertGreaterThan(totals.forks, Self.cases / 20)
     }
 
     private struct Outcome {
@@ -176,7 +176,7 @@ final class AuthorityModelTests: KitTestCase {
             let signer = Bool.random(using: &rng) && !admins.isEmpty ? admins.randomElement(using: &rng)!
                 : (names + newcomers).filter { state.members[$0] != nil || Int.random(in: 0..<6, using: &rng) == 0 }.randomElement(using: &rng)!
             stamp += 1000
-            switch Int.random(in: 0..<11, using: &rng) {
+            switch Int.random(in: 0..<13, using: &rng) {
             case 0..<5:
                 guard let op = randomOp(by: signer, state: state, record: &nextRecord, rng: &rng) else { continue }
                 let tree = try apply(op, by: signer, to: try repository.commit(parent).tree, state: state, stamp: stamp, repository)
@@ -189,7 +189,7 @@ final class AuthorityModelTests: KitTestCase {
             case 5:
                 heads[head] = valid.randomElement(using: &rng)!   // a fork from any earlier commit
                 story.append("head \(head) goes back to \(heads[head].short)")
-            case 6:
+            case 6..<9:
                 try adversarialFork(head: head)
             default:
                 // A merge of this head with another head or any earlier commit, in either parent order.
