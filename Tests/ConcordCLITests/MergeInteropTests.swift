@@ -74,8 +74,9 @@ final class MergeInteropTests: ConcordTestCase {
         let trailers = try gitOK(["log", "-1", "--format=%(trailers:key=Concord-Resolved,valueonly)"], in: merged)
         XCTAssertTrue(trailers.hasPrefix("characters/bob lww winner=alice@mac loser=alice@mac"), trailers)
         let conflicts = try concordOKResult(["conflicts", "--utc"], as: alice, in: merged).stdout
-        // Per field, with the losing write's own commit (the first parent's: ours lost).
-        let lostCommit = try gitOK(["rev-parse", "--short=7", "HEAD^1"], in: merged)
+        // Per field, with the losing write's own commit (ours lost: the second parent, as concord's
+        // merges put the merged-in main first).
+        let lostCommit = try gitOK(["rev-parse", "--short=7", "HEAD^2"], in: merged)
         XCTAssertTrue(conflicts.contains("characters/bob (name): alice's edit (10:00:00Z, alice@mac, \(lostCommit)) lost to alice's edit (10:01:00Z, alice@mac)"),
                       conflicts)
         // Both edits stay in history.

@@ -92,11 +92,12 @@ class KitTestCase: XCTestCase {
         return try Profile.open(at: path, environment: makeEnvironment(identity, clock: clock))
     }
 
-    /// Fetches `from`'s branch into `into` and merges it.
+    /// Fetches `from`'s branch into `into` as a remote's main (`refs/remotes/peer/main`) and merges
+    /// it, as a sync does: `from`'s line is the merge's main line (its first parent).
     @discardableResult
     func pull(_ from: Profile, into: Profile, as identity: Identity) throws -> MergeReport {
-        try gitOK(["fetch", "-q", from.root.path, "+main:refs/peers/incoming"], in: into.root)
-        return try into.sync.merge(revision: "refs/peers/incoming", as: identity)
+        try gitOK(["fetch", "-q", from.root.path, "+main:refs/remotes/peer/main"], in: into.root)
+        return try into.sync.merge(revision: "refs/remotes/peer/main", as: identity)
     }
 
     func lines(_ text: String) -> [String] {

@@ -107,15 +107,29 @@ final class MembershipResolutionTests: KitTestCase {
             // Every merge an honest device made passes the rule every device checks.
             XCTAssertNoThrow(try merged.verification.run(), "seed \(seed), order \(order)")
         }
-        XCTAssertEqual(results.count, 1, "seed \(seed): merge orders disagree: \(results); story: \(story.joined(separator: "; "))")
+        // Merge orders may disagree: decisions count in the order they reach the main line (issue 42;
+        // before it, every order gave one membership). What one order gives is the same on every
+        // device: the first order again, on a fresh clone, gives the same tree.
+        _ = results
+        let again = root.appendingPathComponent("merge-again")
+        try gitOK(["clone", "-q", replicas[0].profile.root.path, again.path], in: root)
+        let replay = try Profile.open(at: again, environment: makeEnvironment(zed, clock: clock))
+        for other in [1, 2] {
+            try gitOK(["fetch", "-q", replicas[other].profile.root.path, "+main:refs/peers/incoming"], in: again)
+            try replay.sync.merge(revision: "refs/peers/incoming", as: zed)
+        }
+        XCTAssertEqual(try gitOK(["rev-parse", "HEAD:.concord"], in: again), try gitOK(["rev-parse", "HEAD:.concord"], in: root.appendingPathComponent("merge0")),
+                       "seed \(seed): one merge order, two devices; story: \(story.joined(separator: "; "))")
         try FileManager.default.removeItem(at: root)
         return (6, fell)
     }
 
-    /// Honest races, each merged both ways: two Admins who revoke each other at once (the senior one,
-    /// the creator, stays; the other's device, merging, is told its access is gone), and the last two
-    /// Admins leaving at once (the senior one keeps the Admin role they had).
-    func testHonestRacesBetweenAdminsResolveToTheSeniorOne() throws {
+    /// Honest races (docs/security.md, "Decisions in the order they reached the remote"): two Admins
+    /// who revoke each other offline — the first revocation to reach the remote stands, and the
+    /// other's device, syncing, is told its access is gone and merges nothing (before issue 42 the
+    /// senior one, the creator, stayed whichever came first); the last two Admins leaving at once —
+    /// the leaving that arrives second falls, as it would leave the profile with no Admin.
+    func testHonestRacesBetweenAdminsResolveToTheFirstToArrive() throws {
         let (clock, alice, origin, added) = try makeOrigin(adding: ("bob", "phone", .admin), ("dave", "tablet", .editor))
         let (bob, dave) = (added[0], added[1])
         func status(_ name: String, in profile: Profile) throws -> String {
@@ -123,32 +137,36 @@ final class MembershipResolutionTests: KitTestCase {
             return "\(member.role.rawValue) \(member.status.rawValue)"
         }
 
-        // Revoking each other.
-        let (a, b) = (try copy(of: origin, "mutual-a", as: alice, clock: clock), try copy(of: origin, "mutual-b", as: bob, clock: clock))
-        try a.members.revoke("bob", as: alice)
-        try b.members.revoke("alice", as: bob)
-        let viaDave = try copy(of: origin, "mutual-dave", as: dave, clock: clock)
-        try pull(a, into: viaDave, as: dave)
-        try pull(b, into: viaDave, as: dave)
-        XCTAssertEqual(try status("alice", in: viaDave), "admin active", "the creator's revocation stands")
-        XCTAssertEqual(try status("bob", in: viaDave), "admin revoked")
-        XCTAssertThrowsError(try pull(a, into: b, as: bob), "bob's device makes no merge that revokes bob") { error in
-            guard case ConcordError.accessRemoved(let member, _, _) = error else { return XCTFail("\(error)") }
-            XCTAssertEqual(member, "bob")
+        // Revoking each other; `remote` stands for the shared remote, which gets one of them first.
+        for aliceFirst in [true, false] {
+            let a = try copy(of: origin, "mutual-a-\(aliceFirst)", as: alice, clock: clock)
+            let b = try copy(of: origin, "mutual-b-\(aliceFirst)", as: bob, clock: clock)
+            try a.members.revoke("bob", as: alice)
+            try b.members.revoke("alice", as: bob)
+            let remote = try copy(of: origin, "mutual-remote-\(aliceFirst)", as: dave, clock: clock)
+            let (first, second, late, lateIdentity) = aliceFirst ? (a, b, "bob", bob) : (b, a, "alice", alice)
+            try pull(first, into: remote, as: dave)
+            XCTAssertThrowsError(try pull(remote, into: second, as: lateIdentity), "\(late)'s device makes no merge that revokes \(late)") { error in
+                guard case ConcordError.accessRemoved(let member, _, _) = error else { return XCTFail("\(error)") }
+                XCTAssertEqual(member, late)
+            }
+            XCTAssertEqual(try status(late, in: remote), "admin revoked")
+            XCTAssertEqual(try status(aliceFirst ? "alice" : "bob", in: remote), "admin active")
+            XCTAssertNoThrow(try remote.verification.run())
         }
-        try pull(b, into: a, as: alice)
-        XCTAssertEqual(try gitOK(["rev-parse", "HEAD:.concord/members"], in: a.root), try gitOK(["rev-parse", "HEAD:.concord/members"], in: viaDave.root))
-        XCTAssertNoThrow(try viaDave.verification.run())
 
-        // The last two Admins leave at once.
+        // The last two Admins leave at once: Alice's leaving reaches `merged` first, Bob's line is merged
+        // in with it first (so Bob's leaving stands on the main line) and Alice's, arriving second, falls.
         let (c, d) = (try copy(of: origin, "leave-a", as: alice, clock: clock), try copy(of: origin, "leave-b", as: bob, clock: clock))
         try c.members.leave(as: alice)
         try d.members.leave(as: bob)
         let merged = try copy(of: origin, "leave-dave", as: dave, clock: clock)
         try pull(c, into: merged, as: dave)
-        try pull(d, into: merged, as: dave)
-        XCTAssertEqual(try status("alice", in: merged), "admin active", "the most senior Admin stays one")
+        let report = try pull(d, into: merged, as: dave)
+        XCTAssertEqual(try status("alice", in: merged), "admin active", "the leaving that arrived second would leave no Admin")
         XCTAssertEqual(try status("bob", in: merged), "admin revoked")
+        XCTAssertEqual(report.fallen.map(\.member), ["alice"], "\(report.fallen)")
+        XCTAssertTrue(report.fallen.first?.line(for: "alice").contains("your leaving") == true, "\(report.fallen)")
         XCTAssertNoThrow(try merged.verification.run())
     }
 
@@ -186,7 +204,7 @@ final class MembershipResolutionTests: KitTestCase {
         try pull(a, into: other, as: zed)
         XCTAssertEqual(try gitOK(["rev-parse", "HEAD^{tree}"], in: a.root), try gitOK(["rev-parse", "HEAD^{tree}"], in: other.root))
         // The edits stay in history, and bob's device is told.
-        XCTAssertEqual(try gitOK(["show", "refs/peers/incoming:vocabulary/" + RecordPaths.bucket("plum") + "/plum.json"], in: a.root).isEmpty, false)
+        XCTAssertEqual(try gitOK(["show", "refs/remotes/peer/main:vocabulary/" + RecordPaths.bucket("plum") + "/plum.json"], in: a.root).isEmpty, false)
         XCTAssertThrowsError(try checkAccess(b, fetching: a, as: bob)) { error in
             guard case ConcordError.accessRemoved(let member, let by, _) = error else { return XCTFail("\(error)") }
             XCTAssertEqual([member, by], ["bob", "alice"])
@@ -209,14 +227,15 @@ final class MembershipResolutionTests: KitTestCase {
         XCTAssertEqual(report.leftOut.map(\.path), ["vocabulary/" + RecordPaths.bucket("late") + "/late.json"])
         XCTAssertThrowsError(try old.records.get("vocabulary", "late"))
         XCTAssertNoThrow(try old.verification.run())
-        // By hand: the same merge with the edit kept, signed by carol.
+        // By hand: the same merge with the edit kept, signed by carol, main first (as the mainline
+        // rule asks of a merge that is to be pushed).
         let checkout = sandbox.appendingPathComponent("by-hand")
         try gitOK(["clone", "-q", old.root.path, checkout.path], in: sandbox)
-        try gitOK(["reset", "-q", "--hard", "HEAD^1"], in: checkout)
         try gitOK(["fetch", "-q", origin.root.path, "main:refs/heads/upstream"], in: checkout)
+        try gitOK(["reset", "-q", "--hard", "upstream"], in: checkout)
         try gitOK(["-c", "user.name=carol", "-c", "user.email=c@x", "-c", "gpg.format=ssh", "-c", "user.signingkey=\(carol.privateKeyPath.path)",
-                   "merge", "-q", "-S", "--no-edit", "-X", "ours", "upstream"], in: checkout)
-        XCTAssertEqual(try gitOK(["rev-parse", "HEAD^1"], in: checkout), edited)
+                   "merge", "-q", "-S", "--no-edit", "-X", "theirs", edited], in: checkout)
+        XCTAssertEqual(try gitOK(["rev-parse", "HEAD^2"], in: checkout), edited)
         let tip = try gitOK(["rev-parse", "HEAD"], in: checkout)
         XCTAssertThrowsError(try Profile.open(at: checkout, environment: makeEnvironment(alice, clock: clock)).verification.run()) { error in
             guard case ConcordError.unauthorizedCommit(let commit, let signer, _, _) = error else { return XCTFail("\(error)") }
@@ -226,9 +245,11 @@ final class MembershipResolutionTests: KitTestCase {
     }
 
     /// An Admin is demoted while the member they admitted, offline, has been working on their side
-    /// for a week: the admission rested on the Admin's rights, so it falls with everything the member
-    /// did; the member's device is told so in words when it merges, and every other device syncs.
-    func testAMemberAdmittedByAConcurrentlyDemotedAdminIsToldTheirAdmissionFell() throws {
+    /// for a week, and the demotion reaches the remote first: the admission, arriving after it,
+    /// falls with everything the member did; the Admin's device is told so in one line when it
+    /// syncs, the member's device is told its access is gone, and every other device takes the
+    /// merge. (Before issue 42 the admission fell whichever arrived first.)
+    func testAMemberAdmittedByAnAdminDemotedMeanwhileIsToldTheirAdmissionFell() throws {
         let (clock, alice, origin, added) = try makeOrigin(adding: ("bob", "phone", .admin))
         let bob = added[0], dave = try makeIdentity("dave", device: "tablet")
         let b = try copy(of: origin, "bob-side", as: bob, clock: clock)
@@ -240,36 +261,40 @@ final class MembershipResolutionTests: KitTestCase {
             try d.records.write(as: dave) { try $0.put("vocabulary", "day\(day)", data: ["label": .string("day \(day)")]) }
         }
         try pull(d, into: b, as: bob)
-        try origin.members.setRole("bob", to: .editor, as: alice)
-        let report = try pull(b, into: origin, as: alice)
+        try origin.members.setRole("bob", to: .editor, as: alice)   // on the remote first
+        let report = try pull(origin, into: b, as: bob)
         XCTAssertEqual(report.leftOut.count, 7, "dave's week of records: \(report.leftOut)")
-        let daveNow = try XCTUnwrap(try origin.members.list().first { $0.name == "dave" })
-        XCTAssertEqual(daveNow.status, .revoked)
-        XCTAssertNoThrow(try origin.verification.run())
-        XCTAssertThrowsError(try checkAccess(d, fetching: origin, as: dave)) { error in
-            guard case ConcordError.accessRemoved(let member, let by, _) = error else { return XCTFail("\(error)") }
+        XCTAssertEqual(report.fallen.map(\.what), ["addition of dave"], "\(report.fallen)")
+        XCTAssertTrue(report.fallen.first?.line(for: "bob").hasPrefix("your addition of dave") == true, "\(report.fallen)")
+        let daveNow = try XCTUnwrap(try b.members.list().first { $0.name == "dave" })   // the file stays, admitting nobody
+        XCTAssertEqual([daveNow.status.rawValue, "\(daveNow.keys.count)"], ["revoked", "0"])
+        XCTAssertNoThrow(try b.verification.run())
+        XCTAssertThrowsError(try checkAccess(d, fetching: b, as: dave)) { error in
+            guard case ConcordError.accessRemoved(let member, _, _) = error else { return XCTFail("\(error)") }
             XCTAssertEqual(member, "dave")
-            XCTAssertTrue(by.contains("the Admin who admitted dave"), by)
         }
-        // bob, now an Editor, syncs.
-        XCTAssertNoThrow(try pull(origin, into: b, as: bob))
+        // The remote takes Bob's merge (a fast-forward), and every device has one tree.
+        XCTAssertNoThrow(try pull(b, into: origin, as: alice))
         XCTAssertEqual(try gitOK(["rev-parse", "HEAD^{tree}"], in: origin.root), try gitOK(["rev-parse", "HEAD^{tree}"], in: b.root))
+        XCTAssertNoThrow(try origin.verification.run())
     }
 
-    /// Two Admins add one name at once, with different keys: the merge admits neither, and the device
-    /// that merges says so (`MergeReport.contested`).
-    func testANameTwoAdminsAddAtOnceAdmitsNeitherAndTheMergeSaysSo() throws {
+    /// Two Admins add one name at once, with different keys: the addition that reached the remote
+    /// first stands, the other falls and the device that merges says so (`MergeReport.fallen`).
+    /// (Before issue 42 the merge admitted neither, `MergeReport.contested`.)
+    func testANameTwoAdminsAddAtOnceIsTheFirstToArrives() throws {
         let (clock, alice, origin, added) = try makeOrigin(adding: ("bob", "phone", .admin))
         let bob = added[0]
         let laptop = try makeIdentity("sam", device: "laptop"), phone = try makeIdentity("sam", device: "phone")
         let b = try copy(of: origin, "bob-adds", as: bob, clock: clock)
         try origin.members.add("sam", role: .editor, device: laptop.device, key: laptop.key.publicKey, as: alice)
         try b.members.add("sam", role: .editor, device: phone.device, key: phone.key.publicKey, as: bob)
-        let report = try pull(b, into: origin, as: alice)
-        XCTAssertEqual(report.contested, ["sam"])
-        let sam = try XCTUnwrap(try origin.members.list().first { $0.name == "sam" })
-        XCTAssertEqual([sam.status.rawValue, "\(sam.keys.count)"], ["revoked", "0"])
-        XCTAssertNoThrow(try origin.verification.run())
+        let report = try pull(origin, into: b, as: bob)   // Alice's addition is on the remote first
+        XCTAssertEqual(report.fallen.map(\.what), ["addition of sam"], "\(report.fallen)")
+        XCTAssertTrue(report.fallen.first?.reason.contains("the name sam was already taken on the main line") == true, "\(report.fallen)")
+        let sam = try XCTUnwrap(try b.members.list().first { $0.name == "sam" })
+        XCTAssertEqual([sam.status.rawValue, sam.keys.map(\.device).joined()], ["active", "laptop"])
+        XCTAssertNoThrow(try b.verification.run())
     }
 
     /// The start of the honest-race tests: alice@laptop's profile "origin" under a clock at

@@ -8,9 +8,10 @@ import XCTest
 /// and the rule; the server's main stays where it was and none of the pushed commits is stored.
 final class ServeMemberAttackTests: ConcordServeTestCase {
     /// Eddie, promoted to Admin and then demoted to Viewer, keeps a clone from before the demotion
-    /// and signs merges whose FIRST parent is that old commit (each a fast-forward of main): one sets
-    /// him back to Admin, one changes a vocabulary record. Both are refused; the policy merge of the
-    /// same parents, signed by him, is taken (nothing in it is his to choose).
+    /// and signs merges of it with main, main first (a merge with his old copy first is refused by
+    /// the mainline rule whatever it holds: ServeForkAttackTests): one sets him back to Admin, one
+    /// changes a vocabulary record. Both are refused; the policy merge of the same parents, signed
+    /// by him, is taken (nothing in it is his to choose).
     func testADemotedAdminsMergeOnAnOldFirstParentIsRefused() throws {
         let (team, fork) = try eddieAsAdminWithAClone()
         try concordOK(["role", "eddie", "viewer"], as: team.alice, in: team.aliceProfile)
@@ -19,16 +20,16 @@ final class ServeMemberAttackTests: ConcordServeTestCase {
         try gitOK(["fetch", "--quiet", "origin"], in: fork, environment: try gitSSHEnvironment(team.eddie, host: team.host))
         let old = try gitOK(["rev-parse", "HEAD"], in: fork)
 
-        let promoted = try mergeWithGit(in: fork, demotion, signedWith: team.eddie.keyFile) {
+        let promoted = try mergeWithGit(in: fork, demotion, signedWith: team.eddie.keyFile, mainFirst: true) {
             try self.editMember("eddie", in: $0) { $0["role"] = "admin" }
         }
-        XCTAssertEqual(try gitOK(["rev-parse", "\(promoted)^1"], in: fork), old, "the first parent is from before the demotion")
+        XCTAssertEqual(try gitOK(["rev-parse", "\(promoted)^2"], in: fork), old, "the side is from before the demotion")
         try assertPushRefused(team, promoted, from: fork, as: team.eddie, mentions: [
             "by eddie@laptop changes .concord/members/eddie.json", "a merge changes member and invitation files only as merging its parents does",
         ])
 
         try gitOK(["reset", "--quiet", "--hard", old], in: fork)
-        let edited = try mergeWithGit(in: fork, demotion, signedWith: team.eddie.keyFile) { fork in
+        let edited = try mergeWithGit(in: fork, demotion, signedWith: team.eddie.keyFile, mainFirst: true) { fork in
             try self.replace(#""label": "puzzle""#, with: #""label": "demoted""#, in: try self.recordFile("vocabulary", "puzzle", in: fork))
         }
         try assertPushRefused(team, edited, from: fork, as: team.eddie, mentions: ["by eddie@laptop changes vocabulary/puzzle",
@@ -43,12 +44,12 @@ final class ServeMemberAttackTests: ConcordServeTestCase {
         try mergeWithGit(in: fork, "side", signedWith: team.eddie.keyFile) { fork in
             try self.replace(#""writers": "admin""#, with: #""writers": "viewer""#, in: fork.appendingPathComponent(".concord/kinds.json"))
         }
-        let loosened = try mergeWithGit(in: fork, demotion, signedWith: team.eddie.keyFile)
+        let loosened = try mergeWithGit(in: fork, demotion, signedWith: team.eddie.keyFile, mainFirst: true)
         try assertPushRefused(team, loosened, from: fork, as: team.eddie, mentions: ["by eddie@laptop changes .concord/kinds.json"],
-                              stored: [try gitOK(["rev-parse", "\(loosened)^1"], in: fork)])
+                              stored: [try gitOK(["rev-parse", "\(loosened)^2"], in: fork)])
 
         try gitOK(["reset", "--quiet", "--hard", old], in: fork)
-        let policy = try mergeWithGit(in: fork, demotion, signedWith: team.eddie.keyFile)
+        let policy = try mergeWithGit(in: fork, demotion, signedWith: team.eddie.keyFile, mainFirst: true)
         try gitOK(["push", "--quiet", "origin", "\(policy):refs/heads/main"], in: fork, environment: try gitSSHEnvironment(team.eddie, host: team.host))
         XCTAssertEqual(try serverMain("kid", host: team.host), policy)
         try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
@@ -57,8 +58,9 @@ final class ServeMemberAttackTests: ConcordServeTestCase {
 
     /// Eddie, an Admin, keeps a clone from before Alice revokes him and adds an alias there (`eddie2`,
     /// admin, valid at that parent), then merges main — the revocation, which is what the server shows
-    /// his key — signed by eddie2. Eddie's own push is refused at the door (he is revoked); pushed by
-    /// Uma, a User who still has write access, the pre-receive refuses it: the alias fell with Eddie.
+    /// his key — main first, signed by eddie2. Eddie's own push is refused at the door (he is
+    /// revoked); pushed by Uma, a User who still has write access, the pre-receive refuses it:
+    /// replayed on the main line, Eddie's addition of eddie2 arrives after his revocation and falls.
     func testARevokedAdminsAliasMadeOnAnOldForkIsRefused() throws {
         let (team, fork) = try eddieAsAdminWithAClone()
         try concordOK(["revoke", "eddie"], as: team.alice, in: team.aliceProfile)
@@ -71,20 +73,21 @@ final class ServeMemberAttackTests: ConcordServeTestCase {
         }
         try gitOK(["fetch", "--quiet", "origin"], in: fork, environment: try gitSSHEnvironment(team.eddie, host: team.host))
         XCTAssertEqual(try gitOK(["rev-parse", "origin/main"], in: fork), revocation, "Eddie's key reads main as of his revocation")
-        let merge = try mergeWithGit(in: fork, revocation, signedWith: aliasKeyFile)
-        XCTAssertEqual(try gitOK(["rev-parse", "\(merge)^1"], in: fork), alias)
+        let merge = try mergeWithGit(in: fork, revocation, signedWith: aliasKeyFile, mainFirst: true)
+        XCTAssertEqual(try gitOK(["rev-parse", "\(merge)^2"], in: fork), alias)
 
         let byEddie = try git(["push", "origin", "\(merge):refs/heads/main"], in: fork, environment: try gitSSHEnvironment(team.eddie, host: team.host))
         XCTAssertNotEqual(byEddie.status, 0, byEddie.summary)
         XCTAssertTrue(byEddie.stderr.contains("access removed: alice revoked eddie's access to \"kid\""), byEddie.stderr)
-        try assertPushRefused(team, merge, from: fork, as: team.uma, mentions: ["by eddie2@laptop", "eddie2 is revoked in the merged membership"])
+        try assertPushRefused(team, merge, from: fork, as: team.uma, mentions: ["by eddie2@laptop"])
     }
 
     /// Vera (a Viewer who intercepted Alice's link invitation for Dana) forks from the invitation,
     /// accepts it there as Dana with a key of her own (the acceptance signed with the link's one-time
-    /// key, as `concord accept` signs it), and merges main — Dana's real acceptance — keeping both
-    /// devices in Dana's file, signed first with the thief's key and then with her own. Both pushes
-    /// are refused: acceptances never merge as a union of claimants' keys.
+    /// key, as `concord accept` signs it), and merges it into main — Dana's real acceptance, first —
+    /// keeping both devices in Dana's file, signed first with the thief's key and then with her own.
+    /// Both pushes are refused: replayed on the main line the stolen acceptance arrives after Dana's
+    /// and falls, and acceptances never merge as a union of claimants' keys.
     func testAStolenLinkAcceptanceMergedWithTheInviteesIsRefused() throws {
         let team = try servedTeam()
         let link = try shareAndSync(["dana", "--role", "user"], as: team.alice, in: team.aliceProfile)
@@ -106,8 +109,8 @@ final class ServeMemberAttackTests: ConcordServeTestCase {
         }
         for (signer, mentions) in [(thiefKeyFile, ["by dana@stolen", "merges two acceptances of the invitation for dana"]),
                                    (team.vera.keyFile, ["by vera@tablet", "merges two acceptances of the invitation for dana"])] {
-            try gitOK(["reset", "--quiet", "--hard", stolen], in: fork)
-            _ = try git(["merge", "--quiet", "--no-ff", "--no-commit", accepted], in: fork)   // dana.json conflicts
+            try gitOK(["reset", "--quiet", "--hard", accepted], in: fork)
+            _ = try git(["merge", "--quiet", "--no-ff", "--no-commit", stolen], in: fork)   // dana.json conflicts
             let merge = try commitWithGit(in: fork, signedWith: signer, message: "merge main", union)
             try assertPushRefused(team, merge, from: fork, as: team.vera, mentions: mentions)
         }

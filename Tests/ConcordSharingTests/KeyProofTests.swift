@@ -223,17 +223,15 @@ final class KeyProofServeTests: ConcordServeTestCase {
             XCTAssertEqual(try serverMain("kid", host: host), start, "the server stored nothing")
         }
 
-        // A merge of Alice's new commit that brings the key without any proof.
+        // A merge of Alice's new commit (first, as the mainline rule asks) that brings the key without any proof.
         try gitOK(["reset", "--quiet", "--hard", start], in: clone)
         try concordOK(["put", "vocabulary/ball", "--json", #"{"label":"ball"}"#], as: alice, in: aliceProfile)
         try concordOK(["sync"], as: alice, in: aliceProfile)
         let main = try serverMain("kid", host: host)
         try gitOK(["fetch", "--quiet", "origin"], in: clone, environment: ssh)
-        try gitOK(["merge", "--quiet", "--no-ff", "--no-commit", "origin/main"], in: clone)
-        try addKey(phone, device: "phone", proof: nil, to: "vera", in: clone)
-        try gitOK(["add", "-A"], in: clone)
-        try gitOK(GitSigning.options(keyFile: vera.keyFile.path) + ["commit", "-S", "--quiet", "-m", "merge main"], in: clone)
-        let merge = try gitOK(["rev-parse", "HEAD"], in: clone)
+        let merge = try mergeWithGit(in: clone, "origin/main", signedWith: vera.keyFile, mainFirst: true) { clone in
+            try self.addKey(phone, device: "phone", proof: nil, to: "vera", in: clone)
+        }
         let mergePush = try git(["push", "origin", "HEAD:main"], in: clone, environment: ssh)
         XCTAssertNotEqual(mergePush.status, 0, mergePush.summary)
         XCTAssertTrue(mergePush.stderr.contains("remote: concord serve: refused: \(merge.prefix(7)) by vera@tablet changes "

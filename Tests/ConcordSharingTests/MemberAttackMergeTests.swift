@@ -38,7 +38,7 @@ extension MemberAttackTests {
         for key in [team.vera.keyFile, team.uma.keyFile] {
             try gitOK(["reset", "--quiet", "--hard", stolen], in: fork)
             try gitOK(["fetch", "--quiet", "origin"], in: fork)
-            let merge = try mergeWithGit(in: fork, "origin/main", signedWith: key, strategy: ["-X", "theirs"])
+            let merge = try mergeWithGit(in: fork, "origin/main", signedWith: key, strategy: ["-X", "theirs"], mainFirst: true)
             try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: fork)
             try assertRefused(team, commit: merge, mentions: ["merges two acceptances of the invitation for dana"])
             try gitOK(["update-ref", "refs/heads/main", main], in: team.remote.bare)   // the remote as it was
@@ -73,7 +73,7 @@ extension MemberAttackTests {
             try self.replace(#""writers": "admin""#, with: #""writers": "viewer""#, in: fork.appendingPathComponent(".concord/kinds.json"))
         }
         try gitOK(["fetch", "--quiet", "origin"], in: fork)
-        let merge = try mergeWithGit(in: fork, "origin/main", signedWith: team.eddie.keyFile)
+        let merge = try mergeWithGit(in: fork, "origin/main", signedWith: team.eddie.keyFile, mainFirst: true)
         try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: fork)
         try assertRefused(team, commit: merge, mentions: ["by eddie@laptop changes .concord/kinds.json"])
         XCTAssertEqual(try String(contentsOf: team.aliceProfile.appendingPathComponent(".concord/kinds.json"), encoding: .utf8), kindsBefore)

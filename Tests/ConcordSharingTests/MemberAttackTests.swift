@@ -9,10 +9,10 @@ import XCTest
 /// commit, the signer and the rule, nothing of hers changed.
 final class MemberAttackTests: ConcordTestCase {
     /// Alice promotes Eddie to Admin, and later demotes him to Viewer. Eddie, keeping a copy from
-    /// before the demotion, signs a merge whose FIRST parent is that old commit and whose second is
-    /// main (a fast-forward of main), setting himself back to Admin — or, as the Viewer he now is,
-    /// changing a vocabulary record. Judged by his first parent he was an Admin; judged by the merge
-    /// of both parents he is a Viewer, and both are refused.
+    /// before the demotion, signs a merge whose first parent is that old commit and whose second is
+    /// main, setting himself back to Admin: refused. Made with main first, as an attacker who knows the
+    /// mainline rule makes it, the same merge — or, as the Viewer he now is, one changing a
+    /// vocabulary record — is refused by the merge rule: judged by merging its parents, he is a Viewer.
     func testADemotedAdminsMergeOnAnOldFirstParentIsRefused() throws {
         let (team, fork) = try eddieAsAdminWithAFork()
         let demotion = try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
@@ -22,40 +22,54 @@ final class MemberAttackTests: ConcordTestCase {
         let signing = GitSigning.options(keyFile: team.eddie.keyFile.path)
         try gitOK(["fetch", "--quiet", "origin"], in: fork)
         let old = try gitOK(["rev-parse", "HEAD"], in: fork)
+        func reset() throws {
+            try gitOK(["update-ref", "refs/heads/main", demotion], in: team.remote.bare)
+            try gitOK(["reset", "--quiet", "--hard", old], in: fork)
+        }
 
-        // 1. Back to Admin through the merge.
-        try mergeWithGit(in: fork, "origin/main", signedWith: team.eddie.keyFile) { try self.editMember("eddie", in: $0) { $0["role"] = "admin" } }
+        // 1. Back to Admin through a merge that puts his old copy first: refused (judged with its
+        // first parent as the main line, the merge changes what merging its parents gives).
+        let forkFirst = try mergeWithGit(in: fork, "origin/main", signedWith: team.eddie.keyFile) {
+            try self.editMember("eddie", in: $0) { $0["role"] = "admin" }
+        }
         XCTAssertEqual(try gitOK(["rev-parse", "HEAD^1"], in: fork), old, "the first parent is from before the demotion")
         try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: fork)
-        let promoted = try gitOK(["rev-parse", "HEAD"], in: fork)
+        try assertRefused(team, commit: forkFirst, mentions: ["by eddie@laptop changes .concord/members/eddie.json"])
+
+        // 2. The same, main first: refused by the merge rule.
+        try reset()
+        let promoted = try mergeWithGit(in: fork, demotion, signedWith: team.eddie.keyFile, mainFirst: true) {
+            try self.editMember("eddie", in: $0) { $0["role"] = "admin" }
+        }
+        XCTAssertEqual(try gitOK(["rev-parse", "HEAD^1"], in: fork), demotion)
+        try gitOK(["push", "--quiet", "--force", "origin", "HEAD:main"], in: fork)
         try assertRefused(team, commit: promoted, mentions: ["by eddie@laptop changes .concord/members/eddie.json",
                                                              "a merge changes member and invitation files only as merging its parents does"])
 
-        // 2. A vocabulary edit in the merge, beyond what either parent had.
-        try gitOK(["update-ref", "refs/heads/main", demotion], in: team.remote.bare)
-        try gitOK(["reset", "--quiet", "--hard", old], in: fork)
-        try mergeWithGit(in: fork, demotion, signedWith: team.eddie.keyFile) { fork in
+        // 3. A vocabulary edit in the merge, beyond what either parent had.
+        try reset()
+        let edited = try mergeWithGit(in: fork, demotion, signedWith: team.eddie.keyFile, mainFirst: true) { fork in
             try self.replace(#""label": "puzzle""#, with: #""label": "demoted""#, in: try self.recordFile("vocabulary", "puzzle", in: fork))
         }
         try gitOK(["push", "--quiet", "--force", "origin", "HEAD:main"], in: fork)
-        let edited = try gitOK(["rev-parse", "HEAD"], in: fork)
         try assertRefused(team, commit: edited, mentions: ["by eddie@laptop changes vocabulary/puzzle", "Viewers may not write vocabulary"])
 
-        // 3. The policy merge itself, signed by the demoted Viewer, is taken: nothing in it is his to choose.
-        try gitOK(["update-ref", "refs/heads/main", demotion], in: team.remote.bare)
-        try gitOK(["reset", "--quiet", "--hard", old], in: fork)
-        try gitOK(signing + ["merge", "-S", "--quiet", "--no-ff", "--no-edit", demotion], in: fork)
-        try gitOK(["push", "--quiet", "--force", "origin", "HEAD:main"], in: fork)
-        try assertAccepted(team, commit: try gitOK(["rev-parse", "HEAD"], in: fork))
+        // 4. The policy merge itself, main first and signed by the demoted Viewer, is taken: nothing in it is his to choose.
+        try reset()
+        let merged = try gitOK(["merge-tree", "--write-tree", demotion, old], in: fork)
+        let policy = try gitOK(signing + ["commit-tree", "-S", merged, "-p", demotion, "-p", old, "-m", "merge"], in: fork)
+        try gitOK(["push", "--quiet", "--force", "origin", "\(policy):refs/heads/main"], in: fork)
+        try assertAccepted(team, commit: policy)
         XCTAssertTrue(try concordOK(["members"], as: team.alice, in: team.aliceProfile).contains("viewer"))
     }
 
     /// Eddie, an Admin, keeps a copy from before Alice revokes him and adds an alias there,
     /// `eddie2 --role admin` (valid at that parent, signed by Eddie). He then merges main, revocation
-    /// included, signed by eddie2. Merged file by file, eddie2 would be an active Admin; resolved, an
-    /// Admin's membership changes concurrent with his revocation fall, and eddie2 with them: the
-    /// merge's signer is not active in the merged membership. A policy merge an honest member makes
-    /// of the same two parents holds eddie2 revoked with no keys, and is taken.
+    /// included, signed by eddie2, main first. Replayed on the main line, his addition of eddie2
+    /// arrives after his revocation and falls: eddie2 is no member, and the merge keeping his file is
+    /// refused. A policy merge an honest member makes of the same two parents (`concord merge`)
+    /// tells Alice the addition does not count, keeps eddie2's file revoked with no keys, and is
+    /// taken everywhere.
     func testARevokedAdminsAliasMadeOnAnOldForkFallsWithHim() throws {
         let (team, fork) = try eddieAsAdminWithAFork()
         let revocation = try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
@@ -68,17 +82,17 @@ final class MemberAttackTests: ConcordTestCase {
             try self.writeActiveMember("eddie2", role: "admin", publicKey: aliasKey, addedBy: "eddie", in: clone)
         }
         try gitOK(["fetch", "--quiet", "origin"], in: fork)
-        try gitOK(GitSigning.options(keyFile: aliasKeyFile.path) + ["merge", "-S", "--quiet", "--no-ff", "--no-edit", revocation], in: fork)
+        let merge = try mergeWithGit(in: fork, revocation, signedWith: aliasKeyFile, mainFirst: true)
         try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: fork)
-        let merge = try gitOK(["rev-parse", "HEAD"], in: fork)
-        XCTAssertEqual(try gitOK(["rev-parse", "HEAD^1"], in: fork), alias)
-        try assertRefused(team, commit: merge, mentions: ["by eddie2@laptop", "eddie2 is revoked in the merged membership"])
+        XCTAssertEqual(try gitOK(["rev-parse", "HEAD^2"], in: fork), alias)
+        try assertRefused(team, commit: merge, mentions: ["by eddie2@laptop"])
 
-        // Alice's own merge of the alias commit (`concord merge`): eddie2's file is kept, as the
-        // format keeps member files, but admits nobody; every device takes the merge.
+        // Alice's own merge of the alias commit (`concord merge`): eddie2's addition does not count.
         try gitOK(["update-ref", "refs/heads/main", revocation], in: team.remote.bare)
         try gitOK(["fetch", "--quiet", fork.path, alias], in: team.aliceProfile)
-        try concordOK(["merge", alias], as: team.alice, in: team.aliceProfile)
+        let told = try concordOK(["merge", alias], as: team.alice, in: team.aliceProfile)
+        XCTAssertTrue(told.contains("does not count"), told)
+        // The file stays, as the format keeps member files, but admits nobody: revoked, with no keys.
         let aliasFile = try String(contentsOf: team.aliceProfile.appendingPathComponent(".concord/members/eddie2.json"), encoding: .utf8)
         XCTAssertTrue(aliasFile.contains(#""status": "revoked""#), aliasFile)
         XCTAssertFalse(aliasFile.contains("ssh-ed25519"), aliasFile)
@@ -179,7 +193,7 @@ final class MemberAttackTests: ConcordTestCase {
         let winner = try XCTUnwrap(entries.first?["winner"] as? [String: Any])
         XCTAssertEqual(winner["member"] as? String, "eddie", "\(entries)")
         loser = try XCTUnwrap(entries.first?["loser"] as? [String: Any])
-        XCTAssertEqual(loser["commit"] as? String, try gitOK(["rev-parse", "HEAD^1"], in: team.aliceProfile), "alice's own commit")
+        XCTAssertEqual(loser["commit"] as? String, try gitOK(["rev-parse", "HEAD^2"], in: team.aliceProfile), "alice's own commit (her sync's merge puts the remote's main first)")
     }
 
     /// Uma (User) appends an entry of her own carrying the id of Alice's entry, stamped earlier.

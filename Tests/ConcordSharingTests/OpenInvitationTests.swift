@@ -99,11 +99,11 @@ final class OpenInvitationTests: ConcordTestCase {
         assertOneLineRefusal(try concord(["merge", "refs/peers/bob"], as: alice, in: profile),
                              mentions: ["the invitation for bob cannot be accepted", "were taken by others on another line of history"])
 
-        // The same merge made by hand (plain git, Bob's key) is refused by Alice's device. It is a
-        // sound git object all the same: the remote stays checked.
+        // The same merge made by hand (plain git, Bob's key, the remote's main first so that the
+        // mainline rule alone does not refuse it) is refused by Alice's device. It is a sound git
+        // object all the same: the remote stays checked.
         try gitOK(["fetch", "--quiet", "origin"], in: bobsCopy)
-        try gitOK(GitSigning.options(keyFile: bob.keyFile.path)
-                  + ["merge", "-S", "--quiet", "--no-edit", "-m", "merge both acceptances", "origin/main"], in: bobsCopy)
+        try mergeWithGit(in: bobsCopy, "origin/main", signedWith: bob.keyFile, message: "merge both acceptances", mainFirst: true)
         try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: bobsCopy)
         let before = try revParse("HEAD", in: profile)
         assertOneLineRefusal(try concord(["sync"], as: alice, in: profile), status: 5,
@@ -111,30 +111,41 @@ final class OpenInvitationTests: ConcordTestCase {
         XCTAssertEqual(try revParse("HEAD", in: profile), before)
     }
 
-    /// Carol (Admin) opens an invitation while Alice, offline, demotes her: the merge withdraws the
-    /// invitation (the replay drops what Carol decided concurrently with losing Admin). `members --open`
-    /// says so rather than counting places, and accepting it is refused in words that name it.
-    func testAnOpenInvitationWithdrawnByAConcurrentDemotionSaysSo() throws {
-        let remote = try makeRemote(.path)
-        let alice = try makeDevice("alice", device: "laptop")
-        let carol = try makeDevice("carol", device: "tablet")
-        let profile = try publishProfile(owner: alice, remote: remote, directory: "alice", members: [(carol, "admin")])
-        let carolsCopy = try cloneProfile(carol, from: remote, into: "carol")
-        try concordOK(["role", "carol", "viewer"], as: alice, in: profile)   // offline: not synced yet
-        let text = try shareAndSync(["--open", "--role", "user", "--uses", "2"], as: carol, in: carolsCopy)
-        try concordOK(["sync"], as: alice, in: profile)
-
-        let listed = try concordOK(["members", "--open"], as: alice, in: profile)
-        XCTAssertTrue(listed.contains("user  withdrawn, 0 joined"), listed)
-        XCTAssertFalse(listed.contains("of 2 joined"), listed)
-        let json = try concordOK(["members", "--open", "--json"], as: alice, in: profile)
-        XCTAssertTrue(json.contains(#""withdrawn":true"#) || json.contains(#""withdrawn": true"#), json)
-
-        let dave = try makeDevice("dave", device: "phone")
-        let refused = try acceptResult(text, as: dave, remote: remote, into: "dave")
-        assertOneLineRefusal(refused, mentions: ["the invitation for dave cannot be accepted", "it was withdrawn"])
-        XCTAssertFalse(refused.stderr.contains("invitation for  "), refused.stderr)
-        XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.appendingPathComponent("dave").path))
+    /// Carol (Admin) opens an invitation while Alice, offline, demotes her. Decisions count in the
+    /// order they reach the remote (issue 42): when Alice's demotion arrives first, Carol's
+    /// invitation, made on an older copy, does not count, and her sync says so in one line; when
+    /// Carol's arrives first it stood, but an open invitation whose Admin is no longer one admits
+    /// nobody. Either way `members --open` lists it withdrawn and accepting it is refused.
+    func testAnOpenInvitationWhoseAdminWasDemotedAdmitsNobody() throws {
+        for demotionFirst in [false, true] {
+            let remote = try makeRemote(.path, name: "remote-\(demotionFirst).git")
+            let alice = try makeDevice("alice", device: demotionFirst ? "laptop" : "desktop")
+            let carol = try makeDevice("carol", device: demotionFirst ? "tablet" : "pad")
+            let profile = try publishProfile(owner: alice, remote: remote, directory: "alice-\(demotionFirst)", members: [(carol, "admin")])
+            let carolsCopy = try cloneProfile(carol, from: remote, into: "carol-\(demotionFirst)")
+            try concordOK(["role", "carol", "viewer"], as: alice, in: profile)   // offline: not synced yet
+            if demotionFirst { try concordOK(["sync"], as: alice, in: profile) }
+            let text = try share(["--open", "--role", "user", "--uses", "2"], as: carol, in: carolsCopy)
+            let told = try concordOK(["sync"], as: carol, in: carolsCopy)
+            try concordOK(["sync"], as: alice, in: profile)
+            let listed = try concordOK(["members", "--open"], as: alice, in: profile)
+            let dave = try makeDevice("dave", device: demotionFirst ? "phone" : "watch")
+            let accepted = try acceptResult(text, as: dave, remote: remote, into: "dave-\(demotionFirst)")
+            if demotionFirst {
+                XCTAssertTrue(told.contains("was made on a copy older than the main line's and does not count"), told)
+            } else {
+                XCTAssertFalse(told.contains("does not count"), told)
+            }
+            XCTAssertTrue(listed.contains("user  withdrawn, 0 joined"), listed)
+            if !demotionFirst {
+                let json = try concordOK(["members", "--open", "--json"], as: alice, in: profile)
+                XCTAssertTrue(json.contains(#""withdrawn":true"#) || json.contains(#""withdrawn": true"#), json)
+                assertOneLineRefusal(accepted, mentions: ["the invitation for dave cannot be accepted", "it was withdrawn",
+                                                          "carol, who opened it, is no longer an active Admin"])
+            }
+            assertOneLineRefusal(accepted, mentions: ["the invitation for dave cannot be accepted"])
+            XCTAssertFalse(FileManager.default.fileExists(atPath: sandbox.appendingPathComponent("dave-\(demotionFirst)").path))
+        }
     }
 
     /// An open invitation is Admin-made, never makes Admins, and is refused once expired.

@@ -46,7 +46,7 @@ final class StampAttackTests: ConcordTestCase {
         let main = try revParse("HEAD", in: team.aliceProfile)
         try gitOK(["fetch", "--quiet", "origin"], in: fork)
 
-        let forged = try mergeWithGit(in: fork, "origin/main", signedWith: team.eddie.keyFile) { fork in
+        let forged = try mergeWithGit(in: fork, "origin/main", signedWith: team.eddie.keyFile, mainFirst: true) { fork in
             let file = try self.recordFile("vocabulary", "puzzle", in: fork)
             try self.replace(#""label": "puzzle""#, with: #""label": "merged""#, in: file)
             try self.replace(#""updatedBy": "alice""#, with: #""updatedBy": "uma""#, in: file)
@@ -56,7 +56,7 @@ final class StampAttackTests: ConcordTestCase {
 
         try gitOK(["update-ref", "refs/heads/main", main], in: team.remote.bare)
         try gitOK(["reset", "--quiet", "--hard", start], in: fork)
-        let own = try mergeWithGit(in: fork, main, signedWith: team.eddie.keyFile) { fork in
+        let own = try mergeWithGit(in: fork, main, signedWith: team.eddie.keyFile, mainFirst: true) { fork in
             let file = try self.recordFile("vocabulary", "puzzle", in: fork)
             try self.replace(#""label": "puzzle""#, with: #""label": "merged""#, in: file)
             try self.replace(#""updatedBy": "alice""#, with: #""updatedBy": "eddie""#, in: file)

@@ -78,8 +78,8 @@ final class SetAsideTests: ConcordTestCase {
         XCTAssertEqual(kept, unsigned, "the refused commit, vocabulary change included, is kept")
     }
 
-    /// An unsigned commit, then a merge of the remote's main made with plain git (unsigned too):
-    /// --fix makes again only Alice's change; Eddie's record, which came through the merge exactly
+    /// An unsigned commit, then a merge of the remote's main made with plain git (unsigned too, and
+    /// merged again by the refused sync, main first): --fix makes again only Alice's change; Eddie's record, which came through the merge exactly
     /// as the remote has it, is not rewritten by Alice's device but arrives with the next sync.
     func testAMergeMadeWithPlainGitIsSetAsideWithoutRewritingWhatCameFromTheRemote() throws {
         let team = try makeAccessTeam()
@@ -96,7 +96,9 @@ final class SetAsideTests: ConcordTestCase {
         let fixed = try concord(["doctor", "--fix", "--json"], as: team.alice, in: team.aliceProfile)
         XCTAssertEqual(fixed.status, 0, fixed.summary)
         let item = try doctorItem(fixed.stdout)
-        XCTAssertEqual((item["commits"] as? [Any])?.count, 2, "the commit and the merge: \(fixed.stdout)")
+        // The commit, the plain merge (this device's line first), and the merge the refused sync made
+        // of it with the remote's main first (the mainline rule, issue 42).
+        XCTAssertEqual((item["commits"] as? [Any])?.count, 3, "the commit and the two merges: \(fixed.stdout)")
         let setAside = try XCTUnwrap(item["setAside"] as? [String: Any], fixed.stdout)
         XCTAssertEqual(setAside["reapplied"] as? [String], ["vocabulary/puzzle"], fixed.stdout)
 

@@ -92,17 +92,28 @@ extension ConcordTestCase {
         XCTAssertEqual(try revParse("HEAD", in: team.aliceProfile), commit, file: file, line: line)
     }
 
-    /// A merge made with plain git in `clone`: HEAD (its first parent) with `parent` merged in (with
-    /// git's merge `strategy` options), `edit` applied on top (the attacker's changes), signed with
-    /// `key`. Returns its id.
+    /// A merge made with plain git in `clone`: HEAD with `parent` merged in (with git's merge
+    /// `strategy` options, HEAD's side "ours"), `edit` applied on top (the attacker's changes), signed
+    /// with `key`. HEAD is its first parent, as plain `git merge` makes it; with `mainFirst`, `parent`
+    /// is, as an attacker who knows the mainline rule makes it (the remote's main stays on the new
+    /// main's first-parent line, so only the merge rule can refuse it). HEAD moves to it; returns its id.
     @discardableResult
     package func mergeWithGit(in clone: URL, _ parent: String, signedWith key: URL, message: String = "merge main", strategy: [String] = [],
-                              _ edit: (URL) throws -> Void = { _ in }) throws -> String {
+                              mainFirst: Bool = false, _ edit: (URL) throws -> Void = { _ in }) throws -> String {
+        let head = try gitOK(["rev-parse", "HEAD"], in: clone)
+        let other = try gitOK(["rev-parse", parent], in: clone)
         try gitOK(["merge", "--quiet", "--no-ff", "--no-commit"] + strategy + [parent], in: clone)
         try edit(clone)
         try gitOK(["add", "-A"], in: clone)
-        try gitOK(GitSigning.options(keyFile: key.path) + ["commit", "-S", "--quiet", "-m", message], in: clone)
-        return try gitOK(["rev-parse", "HEAD"], in: clone)
+        guard mainFirst else {
+            try gitOK(GitSigning.options(keyFile: key.path) + ["commit", "-S", "--quiet", "-m", message], in: clone)
+            return try gitOK(["rev-parse", "HEAD"], in: clone)
+        }
+        let tree = try gitOK(["write-tree"], in: clone)
+        try gitOK(["reset", "--quiet", "--hard", head], in: clone)
+        let merge = try gitOK(GitSigning.options(keyFile: key.path) + ["commit-tree", "-S", tree, "-p", other, "-p", head, "-m", message], in: clone)
+        try gitOK(["reset", "--quiet", "--hard", merge], in: clone)
+        return merge
     }
 
     /// Writes `.concord/members/<name>.json` in `clone` as an active member of `role` with `publicKey`

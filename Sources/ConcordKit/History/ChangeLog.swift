@@ -69,19 +69,29 @@ extension History {
         }
     }
 
-    /// The commits of main's first-parent chain after `token` up to `head`, oldest first; nil
-    /// when `token` is not `head` nor one of its ancestors (set aside, rewound, or never here).
-    /// The chain ends at `token` when it is on it; a token that reached main through a merge's
-    /// other side (this device's commit merged by another device) ends it at the first commit
-    /// that is an ancestor of the token, so that merge's event brings the token's side again.
-    func firstParentCommits(after token: ObjectID?, upTo head: ObjectID) throws -> [Commit]? {
+    /// The commits from `token` up to `head` that this device went through, oldest first, each
+    /// with the parent it came from: with no token, main's first-parent chain; with one, the path
+    /// from `head` down to it that takes, at each merge, the first parent on the way to the token.
+    /// A sync's merge puts the remote's main first and this device's line second (the mainline
+    /// rule), so after it the path runs through this device's own commits and the merge, whose
+    /// change against that parent is what the sync brought. Nil when `token` is not `head` nor one
+    /// of its ancestors (set aside, rewound, or never here).
+    func commitsAfter(_ token: ObjectID?, upTo head: ObjectID) throws -> [(commit: Commit, parent: ObjectID?)]? {
         try gitCall {
-            guard let token else { return try chain(from: head) { _ in false } }
+            guard let token else { return try chain(from: head) { _ in false }.map { ($0, $0.parents.first) } }
             guard repository.contains(token), try token == head || repository.isAncestor(token, of: head) else { return nil }
-            // Most often the token is on the chain: found by identity alone, with no ancestry walk per commit.
-            let direct = try chain(from: head) { $0 == token }
-            if direct.first?.parents.first == token || direct.isEmpty { return direct }
-            return try chain(from: head) { try $0 == token || repository.isAncestor($0, of: token) }
+            var path = [(commit: Commit, parent: ObjectID?)]()
+            var next = head
+            while next != token {
+                let commit = try repository.commit(next)
+                // A single parent is on the way (the token is an ancestor of this commit); of a merge's, the first that is.
+                let parent = commit.parents.count == 1 ? commit.parents.first
+                    : try commit.parents.first { try $0 == token || repository.isAncestor(token, of: $0) }
+                guard let parent else { break }
+                path.append((commit, parent))
+                next = parent
+            }
+            return path.reversed()
         }
     }
 

@@ -3,16 +3,17 @@ import ConcordModel
 import ConcordTrust
 import Foundation
 
-/// One commit told as a change feed tells it (`CommitChange`): its files compared with its first
-/// parent's, each read as a record, a log day, or a member; for a merge, the writes it left out.
+/// One commit told as a change feed tells it (`CommitChange`): its files compared with the parent
+/// the feed came from, each read as a record, a log day, or a member; for a merge, the writes it left out.
 extension History {
-    /// What `commit` changed against its first parent. Its origin (`ChangeOrigin`) is decided by
+    /// What `commit` changed against `parent` (nil: against nothing). Its origin (`ChangeOrigin`) is decided by
     /// the key that signed it, never by its trailers, which any member can write: `.thisDevice`
     /// when it is not a merge and `identity`'s key signed it (whoever it acted as). `tables` keeps
     /// the kinds tables read along a walk, `keys` the members' keys (`signer` names the member).
-    func commitChange(_ commit: Commit, as identity: Identity, tables: inout KindsTables, keys: MemberKeysAtCommit) throws -> CommitChange {
+    func commitChange(_ commit: Commit, from parent: ObjectID?, as identity: Identity, tables: inout KindsTables,
+                      keys: MemberKeysAtCommit) throws -> CommitChange {
         try gitCall {
-            let parentTree = try commit.parents.first.map { try repository.commit($0).tree }
+            let parentTree = try parent.map { try repository.commit($0).tree }
             let kinds = try tables.table(in: commit.tree, repository: repository, fallback: profile.kinds)
             var records = [ChangedRecord](), logs = [AppendedEntries](), membership = [MembershipEvent]()
             for file in try repository.changedFiles(from: parentTree, to: commit.tree) {

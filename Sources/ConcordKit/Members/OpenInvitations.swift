@@ -53,16 +53,22 @@ extension Members {
         return SharedOpenInvitation(invitation: document, text: text, commit: result.commit)
     }
 
-    /// The open invitations of this profile, read from `.concord/invitations/`, with how many joined by each.
+    /// The open invitations of this profile, read from `.concord/invitations/`, with how many joined
+    /// by each. One whose Admin is no longer an active Admin is withdrawn: it admits nobody more.
     public func openInvitations() throws -> [(invitation: OpenInvitation, used: Int)] {
         let directory = profile.root.appendingPathComponent(ProfilePaths.invitationsDirectory)
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         let members = try list()
         return try names.filter { $0.hasSuffix(".json") }.sorted().map { name in
             let bytes = try Array(Data(contentsOf: directory.appendingPathComponent(name)))
-            let invitation = try readDocument { try OpenInvitation.decode(bytes, path: ProfilePaths.invitationsDirectory + "/" + name) }
+            var invitation = try readDocument { try OpenInvitation.decode(bytes, path: ProfilePaths.invitationsDirectory + "/" + name) }
+            if !Self.isActiveAdmin(invitation.invitedBy, in: members) { invitation.withdrawn = true }
             return (invitation, invitation.used(by: members))
         }
+    }
+
+    static func isActiveAdmin(_ name: String, in members: [Member]) -> Bool {
+        members.contains { $0.name == name && $0.status == .active && $0.role == .admin }
     }
 
     /// Checks open `invitation` against this profile (a fresh clone of what it names) and commits
@@ -77,6 +83,10 @@ extension Members {
         // Withdrawn first: the Admin who signed it has most often lost that role (which withdrew it).
         if try profile.history.rootCommit().hex == invitation.root, let bytes, (try? OpenInvitation.decode(bytes, path: path))?.withdrawn == true {
             throw refuse("it was withdrawn (the Admin who opened it was revoked or demoted at the same time); ask an Admin for a new one")
+        }
+        if try profile.history.rootCommit().hex == invitation.root, let opened = bytes.flatMap({ try? OpenInvitation.decode($0, path: path) }),
+           !Self.isActiveAdmin(opened.invitedBy, in: try list()) {
+            throw refuse("it was withdrawn: \(opened.invitedBy), who opened it, is no longer an active Admin; ask an Admin for a new one")
         }
         let members = try checkOrigin(of: invitation, for: identity.member)
         guard let bytes else {

@@ -107,16 +107,21 @@ struct PolicyMerge {
         }
         var unresolved = [UnresolvedFile]()
         for conflict in try index.conflicts() {
-            // Keep ours (or theirs when we have none); save the other side so nothing is lost.
-            try index.resolve(conflict.path, to: conflict.ours ?? conflict.theirs)
+            // Keep ours, the main line's (or theirs when we have none, or when only ours does not parse:
+            // a broken file never wins over a readable one); save the other side so nothing is lost.
+            let failure = planner.failures[conflict.path.string]
+            let oursBroken = failure.map { $0.hasPrefix("ours is not") && !$0.contains("theirs is not") } ?? false
+            let (kept, other, otherCommit) = oursBroken && conflict.theirs != nil
+                ? (conflict.theirs, conflict.ours, ours) : (conflict.ours ?? conflict.theirs, conflict.ours == nil ? nil : conflict.theirs, theirs)
+            try index.resolve(conflict.path, to: kept)
             guard conflict.ours != nil else { continue }
             var savedAs: String?
-            if let theirBlob = conflict.theirs {
-                let copy = MergePlanner.conflictCopyPath(for: conflict.path.string, theirs: theirs)
-                try index.set(try treePath(copy), to: theirBlob)
+            if let otherBlob = other {
+                let copy = MergePlanner.conflictCopyPath(for: conflict.path.string, theirs: otherCommit)
+                try index.set(try treePath(copy), to: otherBlob)
                 savedAs = copy
             }
-            let reason = planner.failures[conflict.path.string]
+            let reason = failure
                 ?? (conflict.theirs == nil ? "the other side removed the file outside Concord; ours is kept"
                                            : "both sides changed it and no Concord policy covers it")
             unresolved.append(UnresolvedFile(path: conflict.path.string, savedAs: savedAs, reason: reason))

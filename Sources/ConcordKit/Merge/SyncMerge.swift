@@ -65,20 +65,30 @@ public struct LeftOutChange: Sendable, Equatable {
     public let commit: String
 }
 
+/// Which side of a merge is the main line, its first parent (docs/security.md, "Decisions in the
+/// order they reached the remote"): the other side's decisions are judged against it.
+enum MergeMainLine: Sendable {
+    /// What is merged in is a remote's main (a sync, a clone, `concord merge origin/main`).
+    case theirs
+    /// This device's line (`concord merge` of a peer's branch or a commit id): what is merged in
+    /// is a side, as it would be were it pushed on top of this device's main.
+    case head
+}
+
 extension Sync {
     /// `merge(revision:as:)` for a caller that already holds the profile lock. `fetched`: what the
     /// fetch that brought `theirs` read and hashed, read by the merge and checkout before the
     /// object database (a clone's checkout writes every record from there).
-    func mergeLocked(_ theirs: ObjectID, as identity: Identity, fetched: FetchedObjects = .none) throws -> MergeReport {
-        try repository.reading(fetched) { try mergeRetrying(theirs, as: identity) }
+    func mergeLocked(_ theirs: ObjectID, as identity: Identity, mainLine: MergeMainLine = .theirs, fetched: FetchedObjects = .none) throws -> MergeReport {
+        try repository.reading(fetched) { try mergeRetrying(theirs, mainLine: mainLine, as: identity) }
     }
 
-    private func mergeRetrying(_ theirs: ObjectID, as identity: Identity) throws -> MergeReport {
+    private func mergeRetrying(_ theirs: ObjectID, mainLine: MergeMainLine, as identity: Identity) throws -> MergeReport {
         var attempt = 0
         while true {
             attempt += 1
             do {
-                return try mergeOnce(theirs: theirs, identity: identity)
+                return try mergeOnce(theirs: theirs, mainLine: mainLine, identity: identity)
             } catch let error as GitError where error.code == .modified && attempt < Records.maxWriteAttempts {
                 continue
             } catch let error as GitError {
@@ -87,22 +97,23 @@ extension Sync {
         }
     }
 
-    private func mergeOnce(theirs: ObjectID, identity: Identity) throws -> MergeReport {
+    private func mergeOnce(theirs: ObjectID, mainLine: MergeMainLine, identity: Identity) throws -> MergeReport {
         let branch = try repository.headBranch()
         guard let head = try repository.resolveReference("HEAD") else {
             return try moveBranch(branch, .fastForward, from: nil, to: theirs, message: "concord: initial merge", resolved: [], unresolved: [])
         }
-        // `theirs` (the remote's main) is the main line: a merge puts it first, and head is up to date
-        // only when `theirs` is on its first-parent line. A head that holds it on a side line only (a
-        // plain `git pull` put this device's line first) is merged again with `theirs` first.
-        if try repository.isOnFirstParentLine(theirs, of: head) {
+        // A remote's main is the main line: a merge puts it first, and head is up to date only when
+        // `theirs` is on its first-parent line. A head that holds it on a side line only (a plain
+        // `git pull` put this device's line first) is merged again with `theirs` first.
+        if mainLine == .theirs ? try repository.isOnFirstParentLine(theirs, of: head) : try head == theirs || repository.isAncestor(theirs, of: head) {
             return MergeReport(outcome: .upToDate, head: head.hex, changedFiles: [], resolved: [], unresolved: [])
         }
         if try repository.isAncestor(head, of: theirs) {
             return try moveBranch(branch, .fastForward, from: head, to: theirs, message: "concord: fast-forward", resolved: [], unresolved: [])
         }
         // An invitation admits once: two acceptances of it on two lines of history are never merged.
-        let admittedTwice = try MembershipResolution.admittedTwice(in: repository, ours: theirs, theirs: head)
+        let (main, side) = mainLine == .theirs ? (theirs, head) : (head, theirs)
+        let admittedTwice = try MembershipResolution.admittedTwice(in: repository, ours: main, theirs: side)
         if let twice = admittedTwice.first(where: \.wasInvited)?.member {
             let reason = twice.name == identity.member
                 ? "another device accepted it with another key, and that acceptance reached the remote first; ask \(twice.addedBy) for a new invitation"
@@ -110,14 +121,14 @@ extension Sync {
                     + "stands, and the other device asks \(twice.addedBy) for a new invitation"
             throw ConcordError.invitationRefused(member: twice.name, reason: reason)
         }
-        if let (invitation, joiners) = try MembershipResolution.overfilledInvitations(in: repository, ours: theirs, theirs: head).first {
+        if let (invitation, joiners) = try MembershipResolution.overfilledInvitations(in: repository, ours: main, theirs: side).first {
             let mine = try joiners.contains(identity.member)
                 || CommitAuthorizer.membership(in: repository, tree: repository.commit(head).tree).members[identity.member]?.invitation == invitation.id
             throw ConcordError.invitationRefused(member: mine ? identity.member : joiners[0], reason: "all \(invitation.uses) places of open "
                 + "invitation \(invitation.id) were taken by others on another line of history (\(head.short) and \(theirs.short) "
                 + "cannot be merged); ask \(invitation.invitedBy) for a new invitation")
         }
-        let merge = try PolicyMerge.compute(in: repository, ours: theirs, theirs: head)
+        let merge = try PolicyMerge.compute(in: repository, ours: main, theirs: side)
         let (tree, planner, unresolved) = (merge.tree, merge.planner, merge.unresolved)
         // A merge that takes this device's own membership away (its admission or rights rested on an
         // Admin revoked or demoted concurrently) is not made: the device is told, as by a revocation.
@@ -134,7 +145,7 @@ extension Sync {
             throw ConcordError.accessRemoved(member: identity.member, by: "a concurrent revocation or demotion of the Admin who admitted \(identity.member)",
                                              profile: profile.info.name)
         }
-        let (ourTree, theirTree) = (try repository.commit(theirs).tree, try repository.commit(head).tree)   // as the policy merge's
+        let (ourTree, theirTree) = (try repository.commit(main).tree, try repository.commit(side).tree)   // as the policy merge's
         let resolved = try planner.conflicts { paths in
             zip(try repository.entries(at: paths, inTree: ourTree), try repository.entries(at: paths, inTree: theirTree))
                 .map { ($0?.id, $1?.id) }
@@ -143,13 +154,13 @@ extension Sync {
         // in by `WorkingTree.update` below, and its commits by the next write's `LocalClock.seeing`.
         let stamp = HLClock(wallClock: environment.wallClock).next(after: try profile.clock.seeing(head))
         var message = CommitMessage(
-            summary: "merge \(head.short) into \(theirs.short)" + (resolved.isEmpty ? "" : ": \(resolved.count) conflicts resolved"),
+            summary: "merge \(side.short) into \(main.short)" + (resolved.isEmpty ? "" : ": \(resolved.count) conflicts resolved"),
             actor: identity, action: .merged, stamp: stamp, references: [])
         message.extraTrailers = resolved.map { "Concord-Resolved: \($0.trailerValue)" }
             + unresolved.map { "Concord-Unresolved: \($0.path)" + ($0.savedAs.map { " saved=\($0)" } ?? "") }
             + merge.leftOut.map { "Concord-Left-Out: \($0.trailerValue)" }
         let commit = try repository.createSignedCommit(
-            tree: tree, parents: [theirs, head], author: GitSignature(name: identity.member, email: CommitWriter.email(identity), time: environment.wallClock() / 1000),
+            tree: tree, parents: [main, side], author: GitSignature(name: identity.member, email: CommitWriter.email(identity), time: environment.wallClock() / 1000),
             message: message.text, sign: { identity.sign($0) })
         var report = try moveBranch(branch, .merged, from: head, to: commit, message: "concord: merge",
                                     resolved: resolved, unresolved: unresolved)

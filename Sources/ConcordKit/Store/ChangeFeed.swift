@@ -3,17 +3,19 @@ import ConcordModel
 import Foundation
 
 extension ConcordStore {
-    /// The profile's changes, one event per commit of main's first-parent chain: every commit
-    /// after `token` (nil: from the first commit) up to main, oldest first, each with what it
-    /// changed against its first parent (`CommitChange`: records added, updated and deleted, log
-    /// entries appended, members who joined, changed role, were revoked or left, and for a merge
-    /// the writes it did not keep); then, live, the commits that come after, from this store,
-    /// another process or a sync. Resume from the `token` of the last event an app handled.
+    /// The profile's changes, one event per commit this device's main went through: every commit
+    /// after `token` (nil: from the first commit, along main's first-parent chain) up to main,
+    /// oldest first, each with what it changed against the commit before it on that way
+    /// (`CommitChange`: records added, updated and deleted, log entries appended, members who
+    /// joined, changed role, were revoked or left, and for a merge the writes it did not keep);
+    /// then, live, the commits that come after, from this store, another process or a sync.
+    /// Resume from the `token` of the last event an app handled.
     ///
-    /// When a commit of this device reached main through another device's merge (main
-    /// fast-forwarded to it), the feed resumes at the first commit of the chain that the token
-    /// already contains, and that merge's event names the token's side's records again: an app
-    /// that applies an event by reading the records it names reads them again, which is harmless.
+    /// A sync's merge puts the remote's main first and this device's line second: its event is
+    /// what it brought against this device's last commit, and the remote's commits it joins are
+    /// not told one by one. When a commit of this device reached main through another device's
+    /// merge (main fast-forwarded to it), the feed goes on from the token along the merge's side
+    /// of it, so nothing is told twice.
     ///
     /// A token whose commit is no longer in main's history (set aside, rewound, or another
     /// profile's) throws `ConcordError.changeTokenNotInHistory`: start again from a snapshot of the
@@ -45,7 +47,7 @@ final class ChangeFeed: @unchecked Sendable {
     // the store's serial queue; `continuation` is Sendable.
     private var last: ObjectID?
     /// The commits left to tell of the chain to `pending.head`, when a turn stopped at `batch`.
-    private var pending: (head: ObjectID, commits: ArraySlice<Commit>)?
+    private var pending: (head: ObjectID, commits: ArraySlice<(commit: Commit, parent: ObjectID?)>)?
     private var tables = KindsTables()
     /// The members' keys read along the walk, to name who signed each commit.
     private var keys: MemberKeysAtCommit?
@@ -72,10 +74,10 @@ final class ChangeFeed: @unchecked Sendable {
             let head = try history.head()
             watch.read(at: head)
             guard let head, head != last else { return .wait }
-            let commits: ArraySlice<Commit>
+            let commits: ArraySlice<(commit: Commit, parent: ObjectID?)>
             if let pending, pending.head == head {
                 commits = pending.commits
-            } else if let chain = try history.firstParentCommits(after: last, upTo: head) {
+            } else if let chain = try history.commitsAfter(last, upTo: head) {
                 commits = chain[...]
             } else {
                 throw ConcordError.changeTokenNotInHistory(token: last?.hex ?? "")
@@ -83,8 +85,8 @@ final class ChangeFeed: @unchecked Sendable {
             pending = nil
             let keys = self.keys ?? history.memberKeys()
             self.keys = keys
-            for commit in commits.prefix(Self.batch) {
-                continuation.yield(.commit(try history.commitChange(commit, as: identity, tables: &tables, keys: keys)))
+            for (commit, parent) in commits.prefix(Self.batch) {
+                continuation.yield(.commit(try history.commitChange(commit, from: parent, as: identity, tables: &tables, keys: keys)))
                 last = commit.id
             }
             guard commits.count > Self.batch else { return .wait }

@@ -100,10 +100,15 @@ public struct Sync {
     /// Merges `revision` (a branch, `refs/remotes/<remote>/main`, a commit id...) into this
     /// profile's branch: entirely in memory with the per-kind policies, then one signed merge
     /// commit, a compare-and-swap of the branch and a working-tree update. Never leaves a MERGING
-    /// state. Files the policies cannot resolve keep our version; theirs is saved under
+    /// state. A remote's main (`origin/main`, `refs/remotes/origin/main`) is the merge's first
+    /// parent, its main line; anything else (a peer's branch, a commit id) is merged in as a side
+    /// line, its membership decisions judged against this device's (docs/security.md). Files the
+    /// policies cannot resolve keep the main line's version; the other is saved under
     /// `.concord/conflicts/` and listed in `unresolved`.
     public func merge(revision: String, as identity: Identity) throws -> MergeReport {
         let theirs = try gitCall { try repository.resolveRevision(revision) }
-        return try profile.locked { try mergeLocked(theirs, as: identity) }
+        let remoteMain = revision.hasPrefix("refs/remotes/") ? revision : "refs/remotes/" + revision
+        let isRemoteMain = remoteMain.hasSuffix("/main") && (try? gitCall { try repository.resolveReference(remoteMain) }) == theirs
+        return try profile.locked { try mergeLocked(theirs, as: identity, mainLine: isRemoteMain ? .theirs : .head) }
     }
 }
