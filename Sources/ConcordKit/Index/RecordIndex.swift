@@ -58,34 +58,21 @@ public struct RecordIndex {
                               + "OR EXISTS(SELECT 1 FROM files WHERE kind = ? AND state = 'unreadable')", arguments: [kind, kind]) ?? false
     }
 
-    /// Runs one read-only SQL statement on the index (docs/index.md) with `arguments` bound to its
+    /// Runs one SQL statement that reads the index (docs/index.md), with `arguments` bound to its
     /// `?`s; each row as column name → value (integers and reals as numbers, text as strings,
-    /// blobs as base64 strings). A statement that would write is refused (`invalidInput`).
-    public func sql(_ sql: String, arguments: [JSONValue] = []) throws -> [[String: JSONValue]] {
-        // `reading` runs in GRDB's read-only access (a transaction with `PRAGMA query_only`); a
-        // statement that would write, or a pragma that sets something, is refused before it runs.
-        // SQLite applies a pragma's setting when the statement is prepared, and counts ATTACH (which
-        // may create a file) as reading: any statement naming one of these words is refused.
-        let words = Set(sql.lowercased().split { !($0.isLetter || $0.isNumber || $0 == "_") })
-        if let word = ["pragma", "attach", "detach", "vacuum"].first(where: words.contains) {
-            throw ConcordError.invalidInput("SQL: the index is read-only: a statement with \(word.uppercased()) is not run")
-        }
-        return try reading { db in
-            let statement: Statement
-            do { statement = try db.makeStatement(sql: sql) } catch let error as DatabaseError {
-                throw ConcordError.invalidInput("SQL: \(error.message ?? error.description)")
-            }
-            guard statement.isReadonly else { throw ConcordError.invalidInput("SQL: the index is read-only: only statements that read are run") }
-            do {
-                let values = try arguments.map(Self.argument)
-                return try Row.fetchAll(statement, arguments: StatementArguments(values)).map { row in
-                    Dictionary(row.map { ($0, Self.jsonValue($1)) }, uniquingKeysWith: { first, _ in first })
-                }
-            } catch let error as DatabaseError {
-                throw ConcordError.invalidInput("SQL: \(error.message ?? error.description)")
-            }
-        }
+    /// blobs as base64 strings). Safe for SQL an app takes from its user: it runs on a connection
+    /// of its own, opened read-only, and SQLite's authorizer lets through only one SELECT that
+    /// reads the tables docs/index.md documents and calls the functions it lists
+    /// (`ReadOnlySQLRule`); anything else is refused before it runs (`sqlRefused`, saying what),
+    /// and a statement still running after `timeLimit` is stopped (`sqlStopped`). Text that is not
+    /// SQL, or names what does not exist, is `invalidInput`.
+    public func sql(_ sql: String, arguments: [JSONValue] = [], timeLimit: Duration = RecordIndex.sqlTimeLimit) throws -> [[String: JSONValue]] {
+        try withDatabase { queue in _ = try catchUp(queue) }
+        return try ReadOnlySQLConnection(path: path).rows(sql, arguments: arguments, timeLimit: timeLimit)
     }
+
+    /// How long `sql` lets a statement run by default before it stops it: 2 s.
+    public static let sqlTimeLimit: Duration = ReadOnlySQLRule.timeLimit
 
     /// Keeps `fields` of `kind` ready for queries: an expression index per field (this device's
     /// derived data), remembered across rebuilds of the rows. Cheap when they exist.
@@ -290,33 +277,6 @@ public struct RecordIndex {
 
     private static func setMeta(_ db: Database, _ key: String, _ value: String) throws {
         try db.execute(sql: "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", arguments: [key, value])
-    }
-
-    // MARK: SQL values
-
-    private static func argument(_ value: JSONValue) throws -> DatabaseValueConvertible? {
-        switch value {
-        case .null: return nil
-        case .bool(let flag): return flag ? 1 : 0
-        case .string(let text): return text
-        case .number(let text):
-            switch IndexQuery.numericValue(text) {
-            case .integer(let integer)?: return integer
-            case .double(let double)?: return double
-            case nil: throw ConcordError.invalidInput("SQL argument \(text) is not a number")
-            }
-        case .array, .object: return String(decoding: value.canonicalLine(), as: UTF8.self)
-        }
-    }
-
-    private static func jsonValue(_ value: DatabaseValue) -> JSONValue {
-        switch value.storage {
-        case .null: return .null
-        case .int64(let integer): return .number(String(integer))
-        case .double(let double): return double.isFinite ? .number("\(double)") : .null
-        case .string(let text): return .string(text)
-        case .blob(let data): return .string(data.base64EncodedString())
-        }
     }
 }
 
