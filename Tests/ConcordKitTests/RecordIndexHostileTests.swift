@@ -7,8 +7,9 @@ import XCTest
 /// What a member's records or an app's SQL could do to the index (found by a review playing a
 /// malicious member): each answer must stay the full scan's, and the raw SQL must stay read-only.
 extension RecordIndexTests {
-    /// SQLite 3.40's `json_extract` cuts a string at U+0000: without the fallback, a planted
-    /// `"admin\u{0}-not-really"` answered `== "admin"`, `IN ["admin"]` and `<= "admin"`.
+    /// SQLite 3.40's `json_extract` cuts a string at U+0000: without the row's evaluation in Swift
+    /// (`IndexPlan`), a planted `"admin\u{0}-not-really"` answered `== "admin"`, `IN ["admin"]`
+    /// and `<= "admin"`.
     func testAStringWithANulCharacterIsAnsweredAsTheScan() throws {
         let store = try storeWithRecords()
         _ = try store.write { transaction in
