@@ -4,6 +4,7 @@
 //   apps link ConcordKit alone: the server (ConcordServer) is the CLI's, not theirs;
 //   ConcordRules → ConcordModel, ConcordTrust (the validity rule: no libgit2, no I/O);
 //   concord-lookup → ConcordKeyIndex (the Swift standard library alone);
+//   ConcordKit → CSQLite (the read-only SQL entry; GRDB holds the index's other connection);
 //   ConcordGit → CLibgit2, CLibgit2Startup, CLibssh2, ConcordGitFormats → CShims
 import Foundation
 import PackageDescription
@@ -37,6 +38,9 @@ let package = Package(
         .systemLibrary(name: "CShims", providers: [.apt(["zlib1g-dev"])]),
         // CLibssh2: the system libssh2 (1.10, the one libgit2 links), for reading an ssh remote's refs.
         .systemLibrary(name: "CLibssh2", pkgConfig: "libssh2", providers: [.apt(["libssh2-1-dev"])]),
+        // CSQLite: the system SQLite GRDB links, for the record index's read-only SQL entry alone (its own
+        // authorizer and progress handler on a connection GRDB does not manage).
+        .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         // ConcordGitFormats: git's formats in pure Swift, no libgit2: object ids, raw trees, pack and
         // pack-index writing, small-object deflate, index-file patching, safe path names, file writes.
         .target(name: "ConcordGitFormats", dependencies: ["CShims", .product(name: "Crypto", package: "swift-crypto")]),
@@ -58,7 +62,7 @@ let package = Package(
         .target(
             name: "ConcordKit",
             dependencies: [
-                "ConcordGit", "ConcordModel", "ConcordRules", "ConcordTrust", "ConcordKeyIndex",
+                "ConcordGit", "ConcordModel", "ConcordRules", "ConcordTrust", "ConcordKeyIndex", "CSQLite",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]

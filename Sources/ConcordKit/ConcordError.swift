@@ -120,6 +120,11 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     /// A typed query (`RecordRequest`) uses `keyPath` of `type`, which the type's
     /// `ConcordRecord.fields` does not name: the query cannot say which data field it reads.
     case fieldNotNamed(type: String, keyPath: String)
+    /// The record index's read-only SQL entry (`StoreReader.sql`) refused the statement before it
+    /// ran; the text says what in it is not allowed (`it calls fts3_tokenizer(), …`).
+    case sqlRefused(String)
+    /// The record index's read-only SQL entry stopped the statement when it had run for `after`.
+    case sqlStopped(after: Duration)
 
     /// The error's one-line message: what went wrong and what to do next.
     public var errorDescription: String? {
@@ -293,6 +298,13 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
         case .fieldNotNamed(let type, let keyPath):
             return ("\(type) names no data field for \(keyPath), so a query cannot use it",
                     "add it to \(type).fields, e.g. [\\.page: \"page\"]")
+        case .sqlRefused(let reason):
+            return ("the SQL was refused: \(reason)",
+                    "only one SELECT over the index's tables, calling the functions docs/index.md lists, is run")
+        case .sqlStopped(let limit):
+            let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
+            return ("the SQL ran longer than \(String(format: "%g", seconds)) s and was stopped",
+                    "narrow it (a condition on kind or on an indexed field, a LIMIT) or allow it more time")
         case .unauthorizedCommit(let commit, let signer, let change, let reason):
             return ("\(commit) by \(signer)\(change.map { " changes \($0)" } ?? ""): \(reason)",
                     "refused, nothing here changed; ask the profile's admin to restore the remote's main ('concord remote restore' for a path remote)")

@@ -2,6 +2,10 @@
 /// the records answers it the same (`matches`, `precedes`: the reference semantics).
 ///
 /// Semantics, on the top-level fields of a record's data:
+/// - strings, field names included, are equal only when they are the same Unicode scalars (the
+///   same UTF-8 bytes), as SQLite compares them: not Swift's `==`, which takes canonically
+///   equivalent spellings as equal. "é" as U+00E9 is not "e" + U+0301, and the Angstrom sign
+///   U+212B is not "Å" U+00C5. Strings order by their UTF-8 bytes (the scalars' order).
 /// - a condition compares a field only with values of the same JSON type: numbers numerically
 ///   (as SQLite does: an integer that fits in 64 bits exactly, any other number as a double, and an
 ///   integer against a double exactly; `numericValue`), strings by their UTF-8 bytes, booleans by equality (`false < true` for ranges); a record whose
@@ -72,13 +76,20 @@ public struct IndexQuery: Sendable, Hashable {
 
     /// Whether a record with `data` satisfies every condition.
     public func matches(_ data: [String: JSONValue]) -> Bool {
-        conditions.allSatisfy { Self.holds($0.comparison, data[$0.field]) }
+        conditions.allSatisfy { Self.holds($0.comparison, Self.field($0.field, of: data)) }
+    }
+
+    /// The value of the field named exactly `name` (the same scalars: a Swift dictionary finds a
+    /// canonically equivalent key too); nil when there is none.
+    public static func field(_ name: String, of data: [String: JSONValue]) -> JSONValue? {
+        guard let index = data.index(forKey: name), data[index].key.utf8.elementsEqual(name.utf8) else { return nil }
+        return data[index].value
     }
 
     /// Whether record (`idA`, `a`) comes before (`idB`, `b`) in this query's order.
     public func precedes(_ a: [String: JSONValue], id idA: String, _ b: [String: JSONValue], id idB: String) -> Bool {
         for key in ordering {
-            let order = Self.sortOrder(a[key.field], b[key.field])
+            let order = Self.sortOrder(Self.field(key.field, of: a), Self.field(key.field, of: b))
             if order != 0 { return key.descending ? order > 0 : order < 0 }
         }
         return utf8Precedes(idA, idB)
@@ -114,7 +125,7 @@ public struct IndexQuery: Sendable, Hashable {
             guard let x = numericValue(x), let y = numericValue(y) else { return nil }
             return x.compare(y)
         case (.string(let x), .string(let y)):
-            return x == y ? 0 : (utf8Precedes(x, y) ? -1 : 1)
+            return x.utf8.elementsEqual(y.utf8) ? 0 : (utf8Precedes(x, y) ? -1 : 1)
         case (.bool(let x), .bool(let y)):
             return x == y ? 0 : (!x ? -1 : 1)
         default:

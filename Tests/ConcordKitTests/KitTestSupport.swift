@@ -125,3 +125,22 @@ class KitTestCase: XCTestCase {
         }
     }
 }
+
+/// The record index's fixtures (`RecordIndexTests`, `ReadOnlySQLTests`, `IndexScanAgreementTests`).
+extension KitTestCase {
+    /// A store with 20 records w0…w19: page = i % 4, position = 20 - i, label = "word<i>".
+    func storeWithRecords() throws -> ConcordStore {
+        let alice = try makeIdentity()
+        let store = try ConcordStore.create(at: sandbox.appendingPathComponent("p"), name: "P", template: .aac, identity: alice,
+                                            environment: makeEnvironment(alice))
+        _ = try store.write { transaction in
+            try transaction.put((0..<20).map { index in
+                (kind: "vocabulary", id: "w\(index)",
+                 data: ["page": .number(String(index % 4)), "position": .number(String(20 - index)), "label": .string("word\(index)")])
+            })
+        }
+        return store
+    }
+
+    func indexPath(_ store: ConcordStore) -> String { store.directory.path + "/.git/concord/index.sqlite" }
+}

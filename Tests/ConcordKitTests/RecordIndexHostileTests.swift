@@ -7,8 +7,9 @@ import XCTest
 /// What a member's records or an app's SQL could do to the index (found by a review playing a
 /// malicious member): each answer must stay the full scan's, and the raw SQL must stay read-only.
 extension RecordIndexTests {
-    /// SQLite 3.40's `json_extract` cuts a string at U+0000: without the fallback, a planted
-    /// `"admin\u{0}-not-really"` answered `== "admin"`, `IN ["admin"]` and `<= "admin"`.
+    /// SQLite 3.40's `json_extract` cuts a string at U+0000: without the row's evaluation in Swift
+    /// (`IndexPlan`), a planted `"admin\u{0}-not-really"` answered `== "admin"`, `IN ["admin"]`
+    /// and `<= "admin"`.
     func testAStringWithANulCharacterIsAnsweredAsTheScan() throws {
         let store = try storeWithRecords()
         _ = try store.write { transaction in
@@ -66,7 +67,8 @@ extension RecordIndexTests {
         XCTAssertThrowsError(try store.read { try $0.count(query) })
     }
 
-    /// Statements SQLite counts as reading but that change the connection or make files.
+    /// Statements SQLite counts as reading but that change the connection or make files: refused
+    /// by the authorizer (`sqlRefused`; `ReadOnlySQLTests` has the rest of the hostile SQL).
     func testRawSQLRefusesPragmasAttachAndVacuumHoweverWritten() throws {
         let store = try storeWithRecords()
         let attached = sandbox.appendingPathComponent("evil.sqlite").path
@@ -74,7 +76,7 @@ extension RecordIndexTests {
                           "ATTACH '\(attached)' AS evil", "  attach database '\(attached)' as e2", "DETACH evil",
                           "VACUUM INTO '\(attached)'"] {
             XCTAssertThrowsError(try store.read { try $0.sql(statement) }, statement) { error in
-                guard case ConcordError.invalidInput? = error as? ConcordError else { return XCTFail("\(statement): \(error)") }
+                guard case ConcordError.sqlRefused? = error as? ConcordError else { return XCTFail("\(statement): \(error)") }
             }
         }
         XCTAssertFalse(FileManager.default.fileExists(atPath: attached))

@@ -140,7 +140,7 @@ final class RecordIndexTests: KitTestCase {
         for statement in ["DELETE FROM records", "INSERT INTO meta(key, value) VALUES ('x', 'y')", "DROP TABLE records",
                           "CREATE TABLE t(x)", "UPDATE meta SET value = '' WHERE key = 'commit'", "PRAGMA query_only = 0"] {
             XCTAssertThrowsError(try store.read { try $0.sql(statement) }, statement) { error in
-                guard case ConcordError.invalidInput? = error as? ConcordError else { return XCTFail("\(statement): \(error)") }
+                guard case ConcordError.sqlRefused? = error as? ConcordError else { return XCTFail("\(statement): \(error)") }
             }
         }
         XCTAssertEqual(try store.read { try $0.count(IndexQuery(kind: "vocabulary")) }, 20)
@@ -284,20 +284,4 @@ final class RecordIndexTests: KitTestCase {
         }
         return stores
     }
-
-    /// A store with 20 records w0…w19: page = i % 4, position = 20 - i, label = "word<i>".
-    func storeWithRecords() throws -> ConcordStore {
-        let alice = try makeIdentity()
-        let store = try ConcordStore.create(at: sandbox.appendingPathComponent("p"), name: "P", template: .aac, identity: alice,
-                                            environment: makeEnvironment(alice))
-        _ = try store.write { transaction in
-            try transaction.put((0..<20).map { index in
-                (kind: "vocabulary", id: "w\(index)",
-                 data: ["page": .number(String(index % 4)), "position": .number(String(20 - index)), "label": .string("word\(index)")])
-            })
-        }
-        return store
-    }
-
-    func indexPath(_ store: ConcordStore) -> String { store.directory.path + "/.git/concord/index.sqlite" }
 }

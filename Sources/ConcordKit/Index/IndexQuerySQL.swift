@@ -8,25 +8,27 @@ import GRDB
 ///   built on (`RecordIndexSchema.indexSQL`), so SQLite can use them; `json_type` of the same path
 ///   keeps a comparison to values of the query value's JSON type (`true` is 1 to `json_extract`,
 ///   and must not equal the number 1);
-/// - strings compare by their UTF-8 bytes (SQLite's BINARY collation), numbers numerically (both
+/// - strings compare by their UTF-8 bytes (SQLite's BINARY collation: equal only when the same
+///   Unicode scalars, as `IndexQuery` defines it), numbers numerically (both
 ///   exactly as `IndexQuery.compare` does: 64-bit integers exactly, others as doubles), booleans
 ///   as 0 and 1;
 /// - the ordering is the type rank (`IndexQuery.rank`), then the value (arrays and objects as
 ///   their compact JSON, which is what `json_extract` returns for them), then the id.
 /// A field name SQLite's JSON paths cannot name (`hasPath`: empty, or with a `"`, a `\`, a control
 /// character or a character outside ASCII) is read with a `json_each` subquery instead: right, but
-/// no index serves it. SQLite 3.40's `json_extract` cuts a string at U+0000, so a kind with such a
-/// string in a record, or with a record file that does not decode, is answered by the full scan
-/// (`RecordIndex.needsScan`).
+/// no index serves it. SQLite 3.40's `json_extract` cuts a string at U+0000, so the rows whose data
+/// holds one (`records.has_nul`) are left out here (`withoutNul`) and evaluated in Swift
+/// (`IndexPlan`); a kind with a record file that does not decode is answered by the full scan.
 struct IndexQuerySQL {
     /// The statement's text and its arguments.
     let sql: String
     let arguments: StatementArguments
 
-    /// The SELECT of `query`'s page: the columns `file`, then `id`.
-    static func select(_ query: IndexQuery) -> IndexQuerySQL {
+    /// The SELECT of `query`'s page: the columns `file`, then `id`; `withoutNul`: of the rows
+    /// without U+0000 only.
+    static func select(_ query: IndexQuery, withoutNul: Bool = false) -> IndexQuerySQL {
         var builder = Builder()
-        let filter = builder.filter(query)
+        let filter = builder.filter(query, withoutNul: withoutNul)
         var order = query.ordering.map { key -> String in
             let direction = key.descending ? " DESC" : ""
             return "\(rankSQL(key.field))\(direction), \(valueSQL(key.field))\(direction)"
@@ -40,13 +42,13 @@ struct IndexQuerySQL {
     }
 
     /// How many records `query`'s page holds (its limit and offset apply).
-    static func count(_ query: IndexQuery) -> IndexQuerySQL {
+    static func count(_ query: IndexQuery, withoutNul: Bool = false) -> IndexQuerySQL {
         guard query.limit != nil || query.offset > 0 else {
             var builder = Builder()
-            let filter = builder.filter(query)
+            let filter = builder.filter(query, withoutNul: withoutNul)
             return IndexQuerySQL(sql: "SELECT count(*) FROM records WHERE \(filter)", arguments: StatementArguments(builder.arguments))
         }
-        let page = select(query)
+        let page = select(query, withoutNul: withoutNul)
         return IndexQuerySQL(sql: "SELECT count(*) FROM (\(page.sql))", arguments: page.arguments)
     }
 
@@ -83,8 +85,9 @@ struct IndexQuerySQL {
     struct Builder {
         var arguments: [DatabaseValueConvertible?] = []
 
-        mutating func filter(_ query: IndexQuery) -> String {
+        mutating func filter(_ query: IndexQuery, withoutNul: Bool = false) -> String {
             var terms = ["kind = \(IndexQuerySQL.literal(query.kind))"]
+            if withoutNul { terms.append("NOT has_nul") }
             for condition in query.conditions { terms.append(term(condition)) }
             return terms.joined(separator: " AND ")
         }
@@ -116,11 +119,11 @@ struct IndexQuerySQL {
                 groups[types, default: []].append(argument)
             }
             arguments.append(contentsOf: comparable.map { Optional($0.0) })
-            let sql = "(\(value) IN (\(Array(repeating: "?", count: comparable.count).joined(separator: ", ")))"
+            let sql = "(\(value) IN (\(comparable.map { Self.placeholder($0.0) }.joined(separator: ", ")))"
             guard order.count > 1 else { return sql + " AND \(IndexQuerySQL.typeSQL(field)) IN (\(order[0])))" }
             let exact = order.map { types -> String in
                 arguments.append(contentsOf: groups[types]!.map { Optional($0) })
-                return "(\(IndexQuerySQL.typeSQL(field)) IN (\(types)) AND \(value) IN (\(Array(repeating: "?", count: groups[types]!.count).joined(separator: ", "))))"
+                return "(\(IndexQuerySQL.typeSQL(field)) IN (\(types)) AND \(value) IN (\(groups[types]!.map(Self.placeholder).joined(separator: ", "))))"
             }
             return sql + " AND (" + exact.joined(separator: " OR ") + "))"
         }
@@ -129,18 +132,19 @@ struct IndexQuerySQL {
         mutating func compare(_ field: String, _ value: String, _ op: String, _ other: JSONValue) -> String {
             guard let (argument, types) = Self.sqlValue(other) else { return "0" }
             arguments.append(argument)
-            return "(\(value) \(op) ? AND \(IndexQuerySQL.typeSQL(field)) IN (\(types)))"
+            return "(\(value) \(op) \(Self.placeholder(argument)) AND \(IndexQuerySQL.typeSQL(field)) IN (\(types)))"
         }
 
         /// Strings starting with `text`: a range the index serves, then the bytes checked exactly.
         mutating func prefix(_ field: String, _ value: String, _ text: String) -> String {
             var sql = "(\(IndexQuerySQL.typeSQL(field)) = 'text'"
             guard !text.isEmpty else { return sql + ")" }
-            arguments.append(text)
-            sql += " AND \(value) >= ?"
-            if let upper = Self.successor(text) {
+            let start = Self.text(text)
+            arguments.append(start)
+            sql += " AND \(value) >= \(Self.placeholder(start))"
+            if let upper = Self.successor(text).map(Self.text) {
                 arguments.append(upper)
-                sql += " AND \(value) < ?"
+                sql += " AND \(value) < \(Self.placeholder(upper))"
             }
             arguments.append(text.utf8.count)
             arguments.append(Data(text.utf8))
@@ -164,6 +168,18 @@ struct IndexQuerySQL {
             return nil
         }
 
+        /// Text as an argument: a string holding U+0000 as its UTF-8 bytes (GRDB binds a string
+        /// up to its first U+0000), which `placeholder` makes text again.
+        static func text(_ text: String) -> DatabaseValueConvertible {
+            text.utf8.contains(0) ? Data(text.utf8) : text
+        }
+
+        /// An argument's `?`: `CAST(? AS TEXT)` for text bound as bytes (`text`), which keeps every
+        /// byte, U+0000 included, and compares as text.
+        static func placeholder(_ argument: DatabaseValueConvertible) -> String {
+            argument is Data ? "CAST(? AS TEXT)" : "?"
+        }
+
         /// A JSON value as a SQL argument with the `json_type` names of its type; nil for null,
         /// arrays and objects, which no condition matches.
         static func sqlValue(_ value: JSONValue) -> (DatabaseValueConvertible, String)? {
@@ -174,7 +190,7 @@ struct IndexQuerySQL {
                 case .double(let double)?: return (double, "'integer', 'real'")
                 case nil: return nil
                 }
-            case .string(let text): return (text, "'text'")
+            case .string(let text): return (Self.text(text), "'text'")
             case .bool(let flag): return (flag ? 1 : 0, "'true', 'false'")
             case .null, .array, .object: return nil
             }

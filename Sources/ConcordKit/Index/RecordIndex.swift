@@ -21,71 +21,21 @@ public struct RecordIndex {
     /// The index file's path.
     public var path: String { repository.gitDirectory + "concord/" + RecordIndexSchema.fileName }
 
-    /// The live records of a kind that `query` selects, in its order (`IndexQuery`'s semantics,
-    /// as `Records.scan` gives them). Throws `unknownKind` or `invalidInput` (a log kind) as `scan` does.
-    public func query(_ query: IndexQuery) throws -> [ConcordModel.Record] {
-        try checkKind(query.kind)
-        let statement = IndexQuerySQL.select(query)
-        let rows = try reading { db -> [Row]? in
-            try Self.needsScan(db, kind: query.kind) ? nil : Row.fetchAll(db, sql: statement.sql, arguments: statement.arguments)
-        }
-        guard let rows else { return try profile.records.scan(query) }
-        return try rows.map { row in
-            let bytes: Data = row[0]
-            do { return try ConcordModel.Record.decode(bytes) } catch {
-                throw ConcordError.corruptRecord(path: "index.sqlite: \(query.kind)/\(row[1] as String)", reason: error.localizedDescription)
-            }
-        }
-    }
-
-    /// How many live records of a kind `query` selects (its limit and offset apply).
-    public func count(_ query: IndexQuery) throws -> Int {
-        try checkKind(query.kind)
-        let statement = IndexQuerySQL.count(query)
-        let counted = try reading { db -> Int? in
-            try Self.needsScan(db, kind: query.kind) ? nil : (Int.fetchOne(db, sql: statement.sql, arguments: statement.arguments) ?? 0)
-        }
-        return try counted ?? profile.records.scan(query).count
-    }
-
-    /// Whether `kind` must be answered by the full scan (`Records.scan`): one of its records holds
-    /// a string with U+0000 (SQLite 3.40's `json_extract` cuts the string there, so the index would
-    /// match `"admin\u{0}-not"` to `"admin"`), or one of its record files does not decode (the
-    /// scan names it, as a query must, rather than leave it out). Both are rare; each is one lookup
-    /// in a partial index.
-    static func needsScan(_ db: Database, kind: String) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM records WHERE kind = ? AND \(RecordIndexSchema.nulCondition)) "
-                              + "OR EXISTS(SELECT 1 FROM files WHERE kind = ? AND state = 'unreadable')", arguments: [kind, kind]) ?? false
-    }
-
-    /// Runs one read-only SQL statement on the index (docs/index.md) with `arguments` bound to its
+    /// Runs one SQL statement that reads the index (docs/index.md), with `arguments` bound to its
     /// `?`s; each row as column name → value (integers and reals as numbers, text as strings,
-    /// blobs as base64 strings). A statement that would write is refused (`invalidInput`).
-    public func sql(_ sql: String, arguments: [JSONValue] = []) throws -> [[String: JSONValue]] {
-        // `reading` runs in GRDB's read-only access (a transaction with `PRAGMA query_only`); a
-        // statement that would write, or a pragma that sets something, is refused before it runs.
-        // SQLite applies a pragma's setting when the statement is prepared, and counts ATTACH (which
-        // may create a file) as reading: any statement naming one of these words is refused.
-        let words = Set(sql.lowercased().split { !($0.isLetter || $0.isNumber || $0 == "_") })
-        if let word = ["pragma", "attach", "detach", "vacuum"].first(where: words.contains) {
-            throw ConcordError.invalidInput("SQL: the index is read-only: a statement with \(word.uppercased()) is not run")
-        }
-        return try reading { db in
-            let statement: Statement
-            do { statement = try db.makeStatement(sql: sql) } catch let error as DatabaseError {
-                throw ConcordError.invalidInput("SQL: \(error.message ?? error.description)")
-            }
-            guard statement.isReadonly else { throw ConcordError.invalidInput("SQL: the index is read-only: only statements that read are run") }
-            do {
-                let values = try arguments.map(Self.argument)
-                return try Row.fetchAll(statement, arguments: StatementArguments(values)).map { row in
-                    Dictionary(row.map { ($0, Self.jsonValue($1)) }, uniquingKeysWith: { first, _ in first })
-                }
-            } catch let error as DatabaseError {
-                throw ConcordError.invalidInput("SQL: \(error.message ?? error.description)")
-            }
-        }
+    /// blobs as base64 strings). Safe for SQL an app takes from its user: it runs on a connection
+    /// of its own, opened read-only, and SQLite's authorizer lets through only one SELECT that
+    /// reads the tables docs/index.md documents and calls the functions it lists
+    /// (`ReadOnlySQLRule`); anything else is refused before it runs (`sqlRefused`, saying what),
+    /// and a statement still running after `timeLimit` is stopped (`sqlStopped`). Text that is not
+    /// SQL, or names what does not exist, is `invalidInput`.
+    public func sql(_ sql: String, arguments: [JSONValue] = [], timeLimit: Duration = RecordIndex.sqlTimeLimit) throws -> [[String: JSONValue]] {
+        try withDatabase { queue in _ = try catchUp(queue) }
+        return try ReadOnlySQLConnection(path: path).rows(sql, arguments: arguments, timeLimit: timeLimit)
     }
+
+    /// How long `sql` lets a statement run by default before it stops it: 2 s.
+    public static let sqlTimeLimit: Duration = ReadOnlySQLRule.timeLimit
 
     /// Keeps `fields` of `kind` ready for queries: an expression index per field (this device's
     /// derived data), remembered across rebuilds of the rows. Cheap when they exist.
@@ -113,7 +63,7 @@ public struct RecordIndex {
 
     // MARK: Reading
 
-    private func checkKind(_ name: String) throws {
+    func checkKind(_ name: String) throws {
         let kind = try profile.kind(named: name)
         guard kind.policy != .append else { throw ConcordError.invalidInput("\(kind.name) is a log kind: read its entries with logEntries, not a query") }
     }
@@ -221,7 +171,7 @@ public struct RecordIndex {
         let rows = try fileRows(entries.map(\.id), entries.map(\.blob))
         PerformanceTrace.step("index: blobs read and decoded")
         let delete = try db.cachedStatement(sql: "DELETE FROM records WHERE kind = ? AND id = ?")
-        let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO records(kind, id, data, file) VALUES (?, ?, ?, ?)")
+        let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO records(kind, id, data, file, has_nul) VALUES (?, ?, ?, ?, ?)")
         let deleteFile = try db.cachedStatement(sql: "DELETE FROM files WHERE kind = ? AND id = ?")
         let insertFile = try db.cachedStatement(sql: "INSERT OR REPLACE INTO files(kind, id, size, state) VALUES (?, ?, ?, ?)")
         var pairs = Array(zip(entries, rows))
@@ -233,7 +183,7 @@ public struct RecordIndex {
                 try deleteFile.execute(arguments: [entry.kind, entry.id])
             }
             switch row {
-            case (_, .live(let data, let file))?: try insert.execute(arguments: [entry.kind, entry.id, data, file])
+            case (_, .live(let data, let file, let hasNul))?: try insert.execute(arguments: [entry.kind, entry.id, data, file, hasNul])
             case (let size, let other)?: try insertFile.execute(arguments: [entry.kind, entry.id, size, other.state])
             case nil: break
             }
@@ -261,8 +211,9 @@ public struct RecordIndex {
 
     /// What a record file holds, as the index keeps it.
     enum FileRow: Sendable {
-        /// A live record: its data in compact canonical JSON and the file's bytes.
-        case live(data: String, file: Data)
+        /// A live record: its data in compact canonical JSON, the file's bytes, and whether a
+        /// string or key of the data holds U+0000 (`records.has_nul`).
+        case live(data: String, file: Data, hasNul: Bool)
         case tombstone
         /// A file that does not decode, or whose id is not its name.
         case unreadable
@@ -281,8 +232,21 @@ public struct RecordIndex {
     private static func row(id: String, bytes: [UInt8]) -> FileRow {
         guard let record = try? ConcordModel.Record.decode(bytes), record.id.rawValue == id else { return .unreadable }
         guard let data = record.data else { return .tombstone }
-        return .live(data: String(decoding: JSONValue.object(data).canonicalLine(), as: UTF8.self), file: Data(bytes))
+        return .live(data: String(decoding: JSONValue.object(data).canonicalLine(), as: UTF8.self), file: Data(bytes),
+                     hasNul: data.contains { holdsNul($0.key) || holdsNul($0.value) })
     }
+
+    /// Whether a string of `value` (a key included) holds U+0000.
+    private static func holdsNul(_ value: JSONValue) -> Bool {
+        switch value {
+        case .string(let text): holdsNul(text)
+        case .array(let values): values.contains(where: holdsNul)
+        case .object(let members): members.contains { holdsNul($0.key) || holdsNul($0.value) }
+        case .null, .bool, .number: false
+        }
+    }
+
+    private static func holdsNul(_ text: String) -> Bool { text.utf8.contains(0) }
 
     private static func meta(_ db: Database, _ key: String) throws -> String? {
         try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [key])
@@ -290,33 +254,6 @@ public struct RecordIndex {
 
     private static func setMeta(_ db: Database, _ key: String, _ value: String) throws {
         try db.execute(sql: "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", arguments: [key, value])
-    }
-
-    // MARK: SQL values
-
-    private static func argument(_ value: JSONValue) throws -> DatabaseValueConvertible? {
-        switch value {
-        case .null: return nil
-        case .bool(let flag): return flag ? 1 : 0
-        case .string(let text): return text
-        case .number(let text):
-            switch IndexQuery.numericValue(text) {
-            case .integer(let integer)?: return integer
-            case .double(let double)?: return double
-            case nil: throw ConcordError.invalidInput("SQL argument \(text) is not a number")
-            }
-        case .array, .object: return String(decoding: value.canonicalLine(), as: UTF8.self)
-        }
-    }
-
-    private static func jsonValue(_ value: DatabaseValue) -> JSONValue {
-        switch value.storage {
-        case .null: return .null
-        case .int64(let integer): return .number(String(integer))
-        case .double(let double): return double.isFinite ? .number("\(double)") : .null
-        case .string(let text): return .string(text)
-        case .blob(let data): return .string(data.base64EncodedString())
-        }
     }
 }
 

@@ -14,27 +14,27 @@ import GRDB
 /// - 2: two partial indexes that say at once whether a kind must be answered by the full scan:
 ///   `records_with_nul` (records whose data holds an escaped U+0000, which `json_extract` cuts) and
 ///   `files_unreadable` (record files that do not decode).
+/// - 3: `records.has_nul` (1 when a string or key of the data holds U+0000), and `records_with_nul`
+///   on it: such rows alone are evaluated in Swift, the rest of their kind still answers from SQL
+///   (version 2 sent the whole kind to the full scan, for good, from one such record).
 ///
 /// Two processes (an app and the CLI) may open it at once: WAL, a busy timeout, and every update
 /// in one `BEGIN IMMEDIATE` transaction with the stamp, so a reader sees the rows of one commit and
 /// a killed update leaves the previous commit's rows and stamp.
 enum RecordIndexSchema {
-    static let version = 2
+    static let version = 3
     static let fileName = "index.sqlite"
 
     /// The tables of the current version.
     static let create = [
         "CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID",
-        "CREATE TABLE records(kind TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL, file BLOB NOT NULL, PRIMARY KEY(kind, id)) WITHOUT ROWID",
+        "CREATE TABLE records(kind TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL, file BLOB NOT NULL, "
+            + "has_nul INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(kind, id)) WITHOUT ROWID",
         "CREATE TABLE files(kind TEXT NOT NULL, id TEXT NOT NULL, size INTEGER NOT NULL, state TEXT NOT NULL, PRIMARY KEY(kind, id)) WITHOUT ROWID",
         "CREATE TABLE indexed_fields(kind TEXT NOT NULL, field TEXT NOT NULL, PRIMARY KEY(kind, field)) WITHOUT ROWID",
-        "CREATE INDEX records_with_nul ON records(kind) WHERE \(nulCondition)",
+        "CREATE INDEX records_with_nul ON records(kind) WHERE has_nul",
         "CREATE INDEX files_unreadable ON files(kind) WHERE state = 'unreadable'",
     ]
-
-    /// The condition `records_with_nul` holds for, written the same in the queries it serves: the
-    /// compact canonical JSON of the data holds `\u0000` (canonical JSON escapes U+0000 so).
-    static let nulCondition = "instr(data, '\\u0000') > 0"
 
     /// The expression index on `field` of `kind`'s records, named `records:<kind>:<field>`; nil
     /// for a field SQLite's JSON paths cannot name (`IndexQuerySQL.hasPath`).

@@ -29,10 +29,13 @@ public struct StoreReader {
     /// How many live records of a kind `query` selects (its limit and offset apply), from the index.
     public func count(_ query: IndexQuery) throws -> Int { try profile.index.count(query) }
 
-    /// Runs one read-only SQL statement on the record index (schema: docs/index.md), `arguments`
-    /// bound to its `?`s; rows as column name → value. Statements that would write are refused.
-    public func sql(_ sql: String, arguments: [JSONValue] = []) throws -> [[String: JSONValue]] {
-        try profile.index.sql(sql, arguments: arguments)
+    /// Runs one SQL statement that reads the record index (schema and rule: docs/index.md),
+    /// `arguments` bound to its `?`s; rows as column name → value. Safe for SQL taken from a user:
+    /// only one SELECT over the index's tables calling the listed functions runs, on a read-only
+    /// connection of its own (anything else is `sqlRefused`), and it is stopped after `timeLimit`
+    /// (`sqlStopped`; `RecordIndex.sql`).
+    public func sql(_ sql: String, arguments: [JSONValue] = [], timeLimit: Duration = RecordIndex.sqlTimeLimit) throws -> [[String: JSONValue]] {
+        try profile.index.sql(sql, arguments: arguments, timeLimit: timeLimit)
     }
 
     /// The entries of the log kind `kind`, oldest first.
