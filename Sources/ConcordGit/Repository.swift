@@ -10,6 +10,11 @@ public final class Repository {
     /// What the step running now was handed by a fetch (`reading(_:_:)`), read before the object
     /// database; empty outside such a step. Set and put back only by `reading`.
     var lent = FetchedObjects.none
+    /// git's `index.lock` while a sequence holds it (`holdingIndexLock`): every index write made
+    /// meanwhile goes through it. Nil otherwise; set and put back only by `withIndexLock`.
+    var heldIndexLock: IndexLock?
+    /// Seconds a write waits for git's `index.lock` before failing with `IndexLockHeld`.
+    public var indexLockTimeout: Double = 10
 
     init(handle: OpaquePointer) {
         self.handle = handle

@@ -21,7 +21,15 @@ struct CommitWriter {
 
     /// Commits `files` on top of `expectedHead` and moves the branch from `expectedHead` by
     /// compare-and-swap. Throws `GitError` with code `.modified` when the branch moved meanwhile.
+    /// git's `index.lock` is held from before the tree is built until the index shows the new
+    /// commit, so a plain `git commit` running meanwhile cannot commit an index without these
+    /// files on top of it (issue 42, `IndexLock`); `ConcordError.gitIndexLocked` when git holds it
+    /// longer than the environment's `gitLockTimeout`.
     func commit(files: [FileChange], message: CommitMessage, expectedHead: ObjectID?) throws -> ObjectID {
+        try repository.holdingGitIndexLock { try commitHoldingIndexLock(files: files, message: message, expectedHead: expectedHead) }
+    }
+
+    private func commitHoldingIndexLock(files: [FileChange], message: CommitMessage, expectedHead: ObjectID?) throws -> ObjectID {
         let baseTree = try expectedHead.map { try repository.commit($0).tree }
         // The commit's date is this device's wall clock: causality is in the stamp (the HLC trailer),
         // which follows the newest stamp received, so a device whose clock runs fast moves nobody's dates.
