@@ -15,6 +15,10 @@ public final class Repository {
     var heldIndexLock: IndexLock?
     /// Seconds a write waits for git's `index.lock` before failing with `IndexLockHeld`.
     public var indexLockTimeout: Double = 10
+    /// Test-only fault (`ConcordEnvironment.failIndexAfterBranchMove`): a reference updated while
+    /// git's `index.lock` is held (the branch moved by a write, merge or set-aside) makes every
+    /// later index install in that hold fail (`IndexLock.failsInstalls`).
+    package var failIndexAfterBranchMove = false
 
     init(handle: OpaquePointer) {
         self.handle = handle
@@ -171,6 +175,7 @@ public final class Repository {
             try check("git_reference_create", git_reference_create(&ref, handle, name, &target, 0, message))
         }
         git_reference_free(ref)
+        if failIndexAfterBranchMove, let heldIndexLock { heldIndexLock.failsInstalls = true }
     }
 
     /// Deletes reference `name` if it exists.

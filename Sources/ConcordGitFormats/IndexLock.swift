@@ -38,6 +38,9 @@ package final class IndexLock {
     private let descriptor: Int32
     private let device: UInt64, inode: UInt64
     private var scratchFiles = 0
+    /// Test-only fault: `install` fails, as a disk error would, leaving the index as it was. Set
+    /// only by `Repository.updateReference` under `CONCORD_TEST_FAIL_INDEX_AFTER_BRANCH_MOVE=1`.
+    package var failsInstalls = false
 
     /// Waits up to `timeout` seconds for `<indexPath>.lock`, trying again every few milliseconds
     /// (git holds it for milliseconds per command).
@@ -91,6 +94,11 @@ package final class IndexLock {
     /// names, where the file system can, spares ext4's flush of a file renamed over another
     /// (auto_da_alloc: ~13 ms for a 9.6 MB index); the old index, now under the scratch name, goes.
     package func install(_ scratch: String) throws {
+        if failsInstalls {
+            unlink(scratch)
+            throw GitError(function: "index write", code: .other(-1),
+                           message: "cannot rename \(scratch) to \(indexPath): failed on purpose (CONCORD_TEST_FAIL_INDEX_AFTER_BRANCH_MOVE)")
+        }
         if FileIO.exchange(scratch, indexPath) {
             unlink(scratch)
             return

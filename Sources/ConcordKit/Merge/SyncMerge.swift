@@ -133,7 +133,7 @@ extension Sync {
     /// Moves `branch` from `old` to `new` (compare-and-swap) and brings the working tree and index
     /// along. Every object `new` needs is already stored. Before the branch moves: the files to
     /// change are checked for uncommitted edits (refused, nothing changed), and journaled, so if
-    /// the working tree or index cannot be written now (git holding `index.lock`, a kill), the
+    /// the working tree or index cannot be written now (a disk error, a kill), the
     /// next command to take the profile lock finishes the job (`WorkingTree.restoreJournaledPaths`).
     /// git's `index.lock` is held from before the branch moves until the index follows it
     /// (`CommitWriter.commit` says why).

@@ -20,6 +20,12 @@ public struct ConcordEnvironment: Sendable {
     /// `ConcordError.gitIndexLocked` (`CONCORD_GIT_LOCK_TIMEOUT`, default 10). The lock is never
     /// removed for its age.
     public var gitLockTimeout: TimeInterval = 10
+    /// Test-only fault (`CONCORD_TEST_FAIL_INDEX_AFTER_BRANCH_MOVE=1`, read nowhere else): once a
+    /// write, merge or set-aside has moved the branch, putting the new index in place fails, as a
+    /// disk error there would — the files are written, the index is not, and the next command
+    /// finishes the update. It stands in for what git holding `index.lock` did before issue 42
+    /// (concord now holds that lock across the whole sequence), so the recovery stays tested.
+    package var failIndexAfterBranchMove = false
     /// A private key file ssh remotes are offered when they refuse this device's key: set by
     /// `Members.accept` to a link invitation's one-time key for its clone and acceptance push (a
     /// concord server knows that key, and not yet this device's); nil otherwise.
@@ -69,6 +75,7 @@ public struct ConcordEnvironment: Sendable {
             }
             environment.gitLockTimeout = seconds
         }
+        environment.failIndexAfterBranchMove = variables["CONCORD_TEST_FAIL_INDEX_AFTER_BRANCH_MOVE"] == "1"
         return environment
     }
 

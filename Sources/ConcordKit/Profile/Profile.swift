@@ -31,6 +31,7 @@ public final class Profile {
         self.repository = repository
         self.environment = environment
         repository.indexLockTimeout = environment.gitLockTimeout
+        repository.failIndexAfterBranchMove = environment.failIndexAfterBranchMove
         self.info = info
         kindsFile = KindsFile(path: root.appendingPathComponent(KindsTable.path).path, table: kinds)
     }

@@ -132,7 +132,8 @@ struct CommitWriter {
     }
 
     /// The error for a commit that is made (and stays: the branch has moved) whose files or index
-    /// could not be brought up to date, e.g. while git holds `index.lock`. Not a `GitError`, so
+    /// could not be brought up to date (a disk error, or `CONCORD_TEST_FAIL_INDEX_AFTER_BRANCH_MOVE`
+    /// in tests; no longer git holding `index.lock`, which concord holds throughout). Not a `GitError`, so
     /// the write is not retried as if the branch had moved under it.
     /// `moved`: the branch moved to a commit received or merged (a sync), not one just written.
     static func unfinished(_ commit: ObjectID, _ error: Error, moved: Bool = false) -> ConcordError {
