@@ -117,7 +117,8 @@ extension Profile {
         let lock = try ProfileLock(gitDirectory: repository.gitDirectory)
         do {
             try workingTree.restoreJournaledPaths()
-            if lock.previousHolderDied { try gitCall { try repairWorkingTree() } }
+            // Under git's `index.lock` throughout, as a write: refused before any file is touched while git holds it.
+            if lock.previousHolderDied { try gitCall { try repository.holdingIndexLock { try repairWorkingTree() } } }
         } catch {
             // Unfinished: the next holder must see this one as having died, and repair again.
             lock.keepMarkedAsDied()
