@@ -10,6 +10,15 @@ public final class Repository {
     /// What the step running now was handed by a fetch (`reading(_:_:)`), read before the object
     /// database; empty outside such a step. Set and put back only by `reading`.
     var lent = FetchedObjects.none
+    /// git's `index.lock` while a sequence holds it (`holdingIndexLock`): every index write made
+    /// meanwhile goes through it. Nil otherwise; set and put back only by `withIndexLock`.
+    var heldIndexLock: IndexLock?
+    /// Seconds a write waits for git's `index.lock` before failing with `IndexLockHeld`.
+    public var indexLockTimeout: Double = 10
+    /// Test-only fault (`ConcordEnvironment.failIndexAfterBranchMove`): a reference updated while
+    /// git's `index.lock` is held (the branch moved by a write, merge or set-aside) makes every
+    /// later index install in that hold fail (`IndexLock.failsInstalls`).
+    package var failIndexAfterBranchMove = false
 
     init(handle: OpaquePointer) {
         self.handle = handle
@@ -166,6 +175,7 @@ public final class Repository {
             try check("git_reference_create", git_reference_create(&ref, handle, name, &target, 0, message))
         }
         git_reference_free(ref)
+        if failIndexAfterBranchMove, let heldIndexLock { heldIndexLock.failsInstalls = true }
     }
 
     /// Deletes reference `name` if it exists.

@@ -67,6 +67,16 @@ extension Repository {
     /// during any index write), and their stat data is filled in once they are.
     public func finishWorkingTreeWrite(_ write: WorkingTreeWrite, blobs: [ObjectID?], rebuildingDamagedIndexFrom tree: ObjectID?) throws {
         guard workdir != nil else { return try waitForWorkingTreeWrite(write) }
+        do {
+            try withIndexLock { lock in try finishWorkingTreeWrite(write, blobs: blobs, rebuildingDamagedIndexFrom: tree, under: lock) }
+        } catch {
+            _ = try? write.wait()   // never return while files are still being written
+            throw error
+        }
+    }
+
+    private func finishWorkingTreeWrite(_ write: WorkingTreeWrite, blobs: [ObjectID?], rebuildingDamagedIndexFrom tree: ObjectID?,
+                                        under lock: IndexLock) throws {
         let order = IndexPatch.order(write.files.map(\.path))
         let changes = zip(write.files, blobs).map { file, blob in
             if let bytes = file.bytes, let blob { WorkingTreeChange(path: file.path, bytes: bytes, blob: blob) } else { WorkingTreeChange(removing: file.path) }
@@ -77,7 +87,7 @@ extension Repository {
             : nil
         let preparation: IndexPatch.Preparation?
         do {
-            preparation = try planned.map { try IndexPatch.prepare($0, indexPath: gitDirectory + "index", checksum: indexChecksum) }
+            preparation = try planned.map { try IndexPatch.prepare($0, under: lock, checksum: indexChecksum) }
         } catch {
             _ = try? write.wait()   // never return while files are still being written
             throw error
@@ -140,20 +150,42 @@ extension Repository {
     private func recordInIndex(_ changes: [WorkingTreeChange], stats written: [stat], order: (positions: [Int], bytes: [[UInt8]]),
                                rebuildingDamagedIndexFrom tree: ObjectID?) throws {
         let updates = Self.indexUpdates(changes, order: order, stats: Self.statsInIndexOrder(changes, stats: written, order: order.positions))
-        let indexPath = gitDirectory + "index", checksum = indexChecksum
-        switch try IndexPatch.apply(updates, indexPath: indexPath, checksum: checksum) {
-        case .patched:
-            return
-        case .unsupported:
-            try updateIndexWithLibgit2(updates)
-        case .damaged:
-            guard let tree else {
-                throw GitError(function: "index read", code: .other(-1),
-                               message: "\(indexPath) is damaged: remove it and run `git reset` to rebuild it from HEAD")
+        let checksum = indexChecksum
+        try withIndexLock { lock in
+            switch try IndexPatch.apply(updates, under: lock, checksum: checksum) {
+            case .patched:
+                return
+            case .unsupported:
+                try updateIndexWithLibgit2(updates)
+            case .damaged:
+                guard let tree else {
+                    throw GitError(function: "index read", code: .other(-1),
+                                   message: "\(lock.indexPath) is damaged: remove it and run `git reset` to rebuild it from HEAD")
+                }
+                try rebuildDamagedIndex(from: tree)
+                if try IndexPatch.apply(updates, under: lock, checksum: checksum) != .patched { try updateIndexWithLibgit2(updates) }
             }
-            try rebuildDamagedIndex(from: tree)
-            if try IndexPatch.apply(updates, indexPath: indexPath, checksum: checksum) != .patched { try updateIndexWithLibgit2(updates) }
         }
+    }
+
+    /// Runs `body` holding git's `index.lock` (see `IndexLock`): from before the branch tip a
+    /// write builds on is read until the index shows the commit the branch moved to, so a plain
+    /// `git commit` cannot commit an index older than the branch it commits on (issue 42). Every
+    /// index write inside `body` goes through the held lock; nested calls share it. Waits up to
+    /// `indexLockTimeout` seconds for a lock another process holds, then throws `IndexLockHeld`,
+    /// removing nothing. A bare repository has no index: `body` just runs.
+    public func holdingIndexLock<T>(_ body: () throws -> T) throws -> T {
+        guard workdir != nil else { return try body() }
+        return try withIndexLock { _ in try body() }
+    }
+
+    /// `body` with the held `index.lock`, taking it (and releasing it after `body`) when none is held.
+    func withIndexLock<T>(_ body: (IndexLock) throws -> T) throws -> T {
+        if let held = heldIndexLock { return try body(held) }
+        let lock = try IndexLock(indexPath: gitDirectory + "index", timeout: indexLockTimeout)
+        heldIndexLock = lock
+        defer { heldIndexLock = nil }
+        return try body(lock)
     }
 
     /// Whether a patched index ends with its SHA-1 (see `IndexPatch.Checksum`): as git's
@@ -169,7 +201,10 @@ extension Repository {
     /// Every libgit2 call that reads the repository's index goes through here.
     func prepareIndexForLibgit2() throws {
         guard workdir != nil else { return }
-        try IndexPatch.restoreChecksum(indexPath: gitDirectory + "index")
+        let indexPath = gitDirectory + "index"
+        try IndexPatch.restoreChecksum(indexPath: indexPath) {
+            try heldIndexLock ?? IndexLock(indexPath: indexPath, timeout: indexLockTimeout)
+        }
     }
 
     /// If the index is damaged (see `IndexPatch.Outcome.damaged`), sets it aside as
@@ -184,47 +219,66 @@ extension Repository {
     /// Sets the damaged index aside under git's `index.lock` (a git process running now keeps
     /// it), then writes a new one from `tree`.
     private func rebuildDamagedIndex(from tree: ObjectID) throws {
-        let indexPath = gitDirectory + "index", lockPath = indexPath + ".lock"
-        let lock = try IndexPatch.takeLock(lockPath)
-        let moved = rename(indexPath, indexPath + ".damaged") == 0
-        close(lock)
-        unlink(lockPath)
-        guard moved else { throw FileIO.Failure(path: indexPath, operation: "set aside") }
-        try resetIndex(to: tree)
+        try withIndexLock { lock in
+            guard rename(lock.indexPath, lock.indexPath + ".damaged") == 0 else { throw FileIO.Failure(path: lock.indexPath, operation: "set aside") }
+            try resetIndex(to: tree)
+        }
     }
 
-    /// The same index update through libgit2, for index files `IndexPatch` leaves alone.
+    /// The same index update through libgit2, for index files `IndexPatch` leaves alone. libgit2
+    /// writes an index only through a `.lock` it creates itself, so under the held `index.lock`
+    /// it writes a copy of the index, opened on a scratch path (`IndexLock.scratchPath`), which
+    /// is then put in place of the index.
     func updateIndexWithLibgit2(_ updates: [IndexPatch.Update]) throws {
         try prepareIndexForLibgit2()
-        var index: OpaquePointer?
-        try check("git_repository_index", git_repository_index(&index, handle))
-        defer { git_index_free(index) }
-        try check("git_index_read", git_index_read(index, 1))
-        for update in updates {
-            let path = String(decoding: update.path, as: UTF8.self)
-            guard let (info, blob) = update.file else {
-                let result = git_index_remove_bypath(index, path)
-                if result != GIT_ENOTFOUND.rawValue { try check("git_index_remove_bypath", result) }
-                continue
+        try withIndexLock { lock in
+            let scratch = lock.scratchPath()
+            defer { unlink(scratch) }   // gone once installed; left by a failure otherwise
+            if let bytes = FileIO.contents(atPath: lock.indexPath) {
+                let copy = Self.createFile(scratch)
+                let copied = copy >= 0 && bytes.withUnsafeBytes { FileIO.writeAll(copy, $0) }
+                if copy >= 0 { close(copy) }
+                guard copied else { throw FileIO.Failure(path: scratch, operation: "write") }
             }
-            try path.withCString { (cPath) in
-                var entry = git_index_entry()
-                entry.ctime.seconds = Int32(truncatingIfNeeded: info.st_ctim.tv_sec)
-                entry.ctime.nanoseconds = UInt32(truncatingIfNeeded: info.st_ctim.tv_nsec)
-                entry.mtime.seconds = Int32(truncatingIfNeeded: info.st_mtim.tv_sec)
-                entry.mtime.nanoseconds = UInt32(truncatingIfNeeded: info.st_mtim.tv_nsec)
-                entry.dev = UInt32(truncatingIfNeeded: info.st_dev)
-                entry.ino = UInt32(truncatingIfNeeded: info.st_ino)
-                entry.mode = GIT_FILEMODE_BLOB.rawValue
-                entry.uid = info.st_uid
-                entry.gid = info.st_gid
-                entry.file_size = UInt32(truncatingIfNeeded: info.st_size)
-                entry.id = blob.raw
-                entry.path = cPath
-                try check("git_index_add", git_index_add(index, &entry))
+            var index: OpaquePointer?
+            try check("git_index_open", git_index_open(&index, scratch))
+            defer { git_index_free(index) }
+            for update in updates {
+                let path = String(decoding: update.path, as: UTF8.self)
+                guard let (info, blob) = update.file else {
+                    let result = git_index_remove_bypath(index, path)
+                    if result != GIT_ENOTFOUND.rawValue { try check("git_index_remove_bypath", result) }
+                    continue
+                }
+                try path.withCString { (cPath) in
+                    var entry = git_index_entry()
+                    entry.ctime.seconds = Int32(truncatingIfNeeded: info.st_ctim.tv_sec)
+                    entry.ctime.nanoseconds = UInt32(truncatingIfNeeded: info.st_ctim.tv_nsec)
+                    entry.mtime.seconds = Int32(truncatingIfNeeded: info.st_mtim.tv_sec)
+                    entry.mtime.nanoseconds = UInt32(truncatingIfNeeded: info.st_mtim.tv_nsec)
+                    entry.dev = UInt32(truncatingIfNeeded: info.st_dev)
+                    entry.ino = UInt32(truncatingIfNeeded: info.st_ino)
+                    entry.mode = GIT_FILEMODE_BLOB.rawValue
+                    entry.uid = info.st_uid
+                    entry.gid = info.st_gid
+                    entry.file_size = UInt32(truncatingIfNeeded: info.st_size)
+                    entry.id = blob.raw
+                    entry.path = cPath
+                    try check("git_index_add", git_index_add(index, &entry))
+                }
             }
+            try check("git_index_write", git_index_write(index))
+            try lock.install(scratch)
         }
-        try check("git_index_write", git_index_write(index))
+    }
+
+    /// Creates (or empties) the file at `path`, open for writing; -1 on failure.
+    private static func createFile(_ path: String) -> Int32 {
+        #if canImport(Glibc)
+        Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        #else
+        Darwin.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        #endif
     }
 
     /// The tree the index describes (written to the object database, as `git write-tree` does).
@@ -241,15 +295,20 @@ extension Repository {
 
     /// Makes the index match `tree` exactly (no working tree files are written): used after bulk
     /// writes, where `git status` re-hashes each file once and then caches its stat data again.
+    /// Written on a scratch path under the held `index.lock`, as `updateIndexWithLibgit2` does.
     public func resetIndex(to tree: ObjectID) throws {
-        try prepareIndexForLibgit2()
-        var index: OpaquePointer?
-        try check("git_repository_index", git_repository_index(&index, handle))
-        defer { git_index_free(index) }
-        try withTree(tree) { (tree) in
-            try check("git_index_read_tree", git_index_read_tree(index, tree))
+        try withIndexLock { lock in
+            let scratch = lock.scratchPath()
+            defer { unlink(scratch) }   // gone once installed; left by a failure otherwise
+            var index: OpaquePointer?
+            try check("git_index_open", git_index_open(&index, scratch))
+            defer { git_index_free(index) }
+            try withTree(tree) { (tree) in
+                try check("git_index_read_tree", git_index_read_tree(index, tree))
+            }
+            try check("git_index_write", git_index_write(index))
+            try lock.install(scratch)
         }
-        try check("git_index_write", git_index_write(index))
     }
 }
 

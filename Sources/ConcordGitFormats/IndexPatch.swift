@@ -17,8 +17,8 @@ import Darwin
 /// at 10k records 17.2 vs 2.3 ms (row "G3 … at 10k"). Here the file is mapped,
 /// walked once (entry lengths only, comparing paths with the sorted updates), and the new index
 /// written as the unchanged runs straight from the mapping with the changed entries in between,
-/// hashed as it is written. Locking follows git: `index.lock` created exclusively, then swapped
-/// with `index` (or renamed over it where the file system cannot swap). The old file's checksum
+/// hashed as it is written. Locking follows git: `index.lock` is created exclusively and held
+/// meanwhile (`IndexLock`, which also says where the new index is written and how it is put in place). The old file's checksum
 /// is verified, as git does, unless it is the very file this code last wrote (same inode, size,
 /// mtime and checksum, recorded in `.git/concord/index-stamp`).
 ///
@@ -65,8 +65,15 @@ package enum IndexPatch {
         }
     }
 
+    /// `apply(_:under:checksum:)` taking `index.lock` for itself, failing at once if it is held.
     package static func apply(_ updates: [Update], indexPath: String, checksum policy: Checksum) throws -> Outcome {
-        switch try prepare(sortedLatest(updates), indexPath: indexPath, checksum: policy) {
+        let lock = try IndexLock(indexPath: indexPath, timeout: 0)
+        return try apply(updates, under: lock, checksum: policy)
+    }
+
+    /// Patches the index `lock` holds (`lock.indexPath`) with `updates`.
+    package static func apply(_ updates: [Update], under lock: IndexLock, checksum policy: Checksum) throws -> Outcome {
+        switch try prepare(sortedLatest(updates), under: lock, checksum: policy) {
         case .prepared(let patch):
             try patch.finish()
             return .patched
@@ -80,19 +87,11 @@ package enum IndexPatch {
         case rejected(Outcome)
     }
 
-    /// Plans the patch of `sorted` (updates in index order, each path once) under git's
-    /// `index.lock`, without writing it yet. A bulk write plans it while its files are still
-    /// being written, with placeholder stat data that `Prepared.finish(stats:)` then fills in.
-    package static func prepare(_ sorted: [Update], indexPath: String, checksum policy: Checksum) throws -> Preparation {
-        let lockPath = indexPath + ".lock"
-        let lock = try takeLock(lockPath)
-        var handedOver = false
-        defer {
-            if !handedOver {
-                close(lock)
-                unlink(lockPath)
-            }
-        }
+    /// Plans the patch of `sorted` (updates in index order, each path once) of the index `lock`
+    /// holds, without writing it yet. A bulk write plans it while its files are still being
+    /// written, with placeholder stat data that `Prepared.finish(stats:)` then fills in.
+    package static func prepare(_ sorted: [Update], under lock: IndexLock, checksum policy: Checksum) throws -> Preparation {
+        let indexPath = lock.indexPath
         let stampPath = String(indexPath.dropLast("index".count)) + "concord/index-stamp"
 
         // No index yet (a new clone): patch an empty one, as git would create it.
@@ -109,37 +108,27 @@ package enum IndexPatch {
         } catch {
             return .rejected(error.outcome)
         }
-        handedOver = true
-        return .prepared(Prepared(lock: lock, lockPath: lockPath, indexPath: indexPath, stampPath: stampPath,
-                                  old: old, plan: plan, policy: policy))
+        return .prepared(Prepared(lock: lock, stampPath: stampPath, old: old, plan: plan, policy: policy))
     }
 
-    /// A planned index patch holding `index.lock`; released unfinished, it writes nothing and
-    /// releases the lock.
+    /// A planned patch of the index its `IndexLock` holds; released unfinished, it writes nothing.
     package final class Prepared {
-        private let lock: Int32
-        private let lockPath: String, indexPath: String, stampPath: String
+        private let lock: IndexLock
+        private let stampPath: String
         private let old: MappedFile
         private var plan: IndexPlan
         private let policy: Checksum
-        private var renamed = false
 
-        fileprivate init(lock: Int32, lockPath: String, indexPath: String, stampPath: String, old: MappedFile,
-                         plan: IndexPlan, policy: Checksum) {
-            (self.lock, self.lockPath, self.indexPath, self.stampPath) = (lock, lockPath, indexPath, stampPath)
-            (self.old, self.plan, self.policy) = (old, plan, policy)
-        }
-
-        deinit {
-            close(lock)
-            if !renamed { unlink(lockPath) }
+        fileprivate init(lock: IndexLock, stampPath: String, old: MappedFile, plan: IndexPlan, policy: Checksum) {
+            (self.lock, self.stampPath, self.old, self.plan, self.policy) = (lock, stampPath, old, plan, policy)
         }
 
         /// How many entries the patch writes (the updates that are not removals).
         var writtenEntries: Int { plan.entryOffsets.count }
 
-        /// Writes the index and puts it in place. `stats`, when given, replace the planned entries'
-        /// stat data, in the order of the updates (one per update that is not a removal).
+        /// Writes the index to a scratch file and puts it in place, the lock still held. `stats`,
+        /// when given, replace the planned entries' stat data, in the order of the updates (one
+        /// per update that is not a removal).
         package func finish(stats: [stat]? = nil) throws {
             if let stats {
                 guard stats.count == plan.entryOffsets.count else {
@@ -148,22 +137,28 @@ package enum IndexPatch {
                 }
                 plan.setStats(stats)
             }
-            let checksum = try IndexPatch.write(plan, from: old.bytes, to: lock, lockPath: lockPath,
+            let scratch = try lock.createScratch()
+            var installed = false
+            defer {
+                close(scratch.descriptor)
+                if !installed { unlink(scratch.path) }
+            }
+            let checksum = try IndexPatch.write(plan, from: old.bytes, to: scratch.descriptor, path: scratch.path,
                                                 skippingChecksum: policy.skips(size: plan.size(from: old.bytes) + 20))
             var info = stat()
-            guard fstat(lock, &info) == 0 else {
-                throw GitError(function: "index write", code: .other(-1), message: "cannot write \(lockPath): \(String(cString: strerror(errno)))")
+            guard fstat(scratch.descriptor, &info) == 0 else {
+                throw GitError(function: "index write", code: .other(-1), message: "cannot write \(scratch.path): \(String(cString: strerror(errno)))")
             }
-            try IndexPatch.install(lockPath, as: indexPath)
-            renamed = true
+            try lock.install(scratch.path)
+            installed = true
             IndexStamp(info, checksum: checksum).write(stampPath)
         }
     }
 
-    /// Writes the planned index to `lock`, then its checksum (or 20 zero bytes); returns what
-    /// ends the file.
-    fileprivate static func write(_ plan: IndexPlan, from old: UnsafeRawBufferPointer, to lock: Int32, lockPath: String,
-                              skippingChecksum: Bool) throws -> [UInt8] {
+    /// Writes the planned index to `file` (open at `path`), then its checksum (or 20 zero bytes);
+    /// returns what ends the file.
+    fileprivate static func write(_ plan: IndexPlan, from old: UnsafeRawBufferPointer, to file: Int32, path: String,
+                                  skippingChecksum: Bool) throws -> [UInt8] {
         // Hash and write side by side: for a large index each is several milliseconds of the sync.
         let source = UncheckedBox(old), digest = UncheckedBox([UInt8](repeating: 0, count: 20)), failed = UncheckedBox(false)
         let parallel = !skippingChecksum && old.count > 1 << 20
@@ -176,49 +171,28 @@ package enum IndexPatch {
             if task == 1 || !parallel {
                 var writeFailed = false
                 plan.write(from: source.value) { bytes in
-                    if !writeFailed && !bytes.isEmpty { writeFailed = !FileIO.writeAll(lock, bytes) }
+                    if !writeFailed && !bytes.isEmpty { writeFailed = !FileIO.writeAll(file, bytes) }
                 }
                 failed.value = writeFailed
             }
         }
         let trailer = digest.value
-        guard !failed.value, trailer.withUnsafeBytes({ FileIO.writeAll(lock, $0) }) else {
-            throw GitError(function: "index write", code: .other(-1), message: "cannot write \(lockPath): \(String(cString: strerror(errno)))")
+        guard !failed.value, trailer.withUnsafeBytes({ FileIO.writeAll(file, $0) }) else {
+            throw GitError(function: "index write", code: .other(-1), message: "cannot write \(path): \(String(cString: strerror(errno)))")
         }
         return trailer
     }
 
-    /// Puts the written `index.lock` in place of the index. Renaming over an existing file makes
-    /// ext4 (auto_da_alloc) push the new file to the disk before rename returns: ~13 ms for a
-    /// 9.6 MB index, the largest cost of a small sync in a 100,000-record profile. Exchanging the
-    /// two names does not. The old index then sits under the lock's name, so git's lock is held
-    /// until it is removed; a crash in between leaves a stale `index.lock`, which the next
-    /// concord command clears (ProfileLock).
-    fileprivate static func install(_ lockPath: String, as indexPath: String) throws {
-        if FileIO.exchange(lockPath, indexPath) {
-            unlink(lockPath)
-            return
-        }
-        guard rename(lockPath, indexPath) == 0 else {
-            throw GitError(function: "index write", code: .other(-1), message: "cannot rename \(lockPath): \(String(cString: strerror(errno)))")
-        }
-    }
-
     /// Gives an index that ends with a null trailer (`Checksum.skipped`, or git's
-    /// `index.skipHash`) its real SHA-1, under `index.lock`, so libgit2 1.5 can read it. Any
-    /// other index, or none, is left alone; so is one this code cannot read through (a crash can
-    /// leave zeros at the end of a file), which must not be passed off as sound. An index of a
-    /// version it does not read (4) is taken as git wrote it.
-    package static func restoreChecksum(indexPath: String) throws {
+    /// `index.skipHash`) its real SHA-1, under `lock`, so libgit2 1.5 can read it. Any other index,
+    /// or none, is left alone; so is one this code cannot read through (a crash can leave zeros at
+    /// the end of a file), which must not be passed off as sound. An index of a version it does
+    /// not read (4) is taken as git wrote it. `lock` is taken only when the index needs it
+    /// (`indexPath`, while no lock is held yet).
+    package static func restoreChecksum(indexPath: String, lock takeLock: () throws -> IndexLock) throws {
         guard endsWithNullTrailer(indexPath) else { return }
         // Under the lock, so a git process cannot swap in a new index while this one is copied.
-        let lockPath = indexPath + ".lock"
-        let lock = try takeLock(lockPath)
-        var installed = false
-        defer {
-            close(lock)
-            if !installed { unlink(lockPath) }
-        }
+        let lock = try takeLock()
         guard case .found(let old) = load(indexPath), !old.bytes.suffix(20).contains(where: { $0 != 0 }) else { return }
         do {
             _ = try IndexPlan(old.bytes, updates: [], verifyChecksum: true)
@@ -230,10 +204,16 @@ package enum IndexPatch {
         var hasher = Insecure.SHA1()
         hasher.update(bufferPointer: body)
         let trailer = Array(hasher.finalize())
-        guard FileIO.writeAll(lock, body), trailer.withUnsafeBytes({ FileIO.writeAll(lock, $0) }) else {
-            throw GitError(function: "index write", code: .other(-1), message: "cannot write \(lockPath): \(String(cString: strerror(errno)))")
+        let scratch = try lock.createScratch()
+        var installed = false
+        defer {
+            close(scratch.descriptor)
+            if !installed { unlink(scratch.path) }
         }
-        try install(lockPath, as: indexPath)
+        guard FileIO.writeAll(scratch.descriptor, body), trailer.withUnsafeBytes({ FileIO.writeAll(scratch.descriptor, $0) }) else {
+            throw GitError(function: "index write", code: .other(-1), message: "cannot write \(scratch.path): \(String(cString: strerror(errno)))")
+        }
+        try lock.install(scratch.path)
         installed = true
     }
 
@@ -251,19 +231,6 @@ package enum IndexPatch {
 }
 
 extension IndexPatch {
-    /// Creates git's `index.lock` exclusively and returns it open for writing.
-    package static func takeLock(_ lockPath: String) throws -> Int32 {
-        let lock = open(lockPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard lock >= 0 else {
-            if errno == EEXIST {
-                throw GitError(function: "index lock", code: .locked,
-                               message: "\(lockPath) exists: another git process is running, or one crashed — remove the file if none is")
-            }
-            throw GitError(function: "index lock", code: .other(-1), message: "cannot create \(lockPath): \(String(cString: strerror(errno)))")
-        }
-        return lock
-    }
-
     /// What `apply` would find the index to be, without writing anything: `.patched` for an
     /// index it can patch, `.damaged` or `.unsupported` as `apply` reports them.
     package static func inspect(indexPath: String) -> Outcome {

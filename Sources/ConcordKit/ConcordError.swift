@@ -52,6 +52,10 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     case keyNotRegistered(member: String, fingerprint: String, profile: String)
     /// Another process held the profile's lock for too long; try again.
     case busy(String)
+    /// Another process (a plain `git commit` or `git add` in the profile's folder, say) held git's
+    /// index lock (the path given, `.git/index.lock`) for longer than a write waits for it;
+    /// nothing was removed or written.
+    case gitIndexLocked(String)
     /// No profile template of that name.
     case unknownTemplate(String)
     /// The remote could not be reached; local commits are kept.
@@ -213,6 +217,9 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
                     "ask an admin to add it to \(member)'s keys")
         case .busy(let path):
             return ("profile \(path) is busy", "another concord process has held its lock for too long; try again")
+        case .gitIndexLocked(let path):
+            return ("another git process holds \(path) (a `git commit` in this folder?)",
+                    "finish it, or remove the file if no git is running, and try again")
         case .unknownTemplate(let name):
             return ("unknown template \"\(name)\"", "use blank, aac, screenplay, recipes, sessions or personal")
         case .offline(let remote, let reason, let count):

@@ -136,43 +136,47 @@ final class BadInputTests: ConcordTestCase {
     }
 
     /// A journal of a killed bulk write that cannot be replayed yet (a git process holds
-    /// `index.lock`): the command fails with one line, and the profile stays marked for repair,
-    /// so the next command replays the journal and runs the crash repair.
+    /// `index.lock`): the command waits for the lock (`CONCORD_GIT_LOCK_TIMEOUT`), then fails with
+    /// the one line naming it, having changed nothing (the journal, the file it names, HEAD, the
+    /// index and the lock stay), and the profile stays marked for repair, so the next command
+    /// once the lock is gone replays the journal and runs the crash repair. (Before issue 42's
+    /// index lock the replay failed only at its index write; now it refuses before it starts.)
     func testAJournalThatCannotBeReplayedYetIsReplayedByTheNextCommand() throws {
         let stray = RecordPaths.file(directory: "vocabulary", id: "stray")
         try FileManager.default.createDirectory(at: profile.appendingPathComponent(stray).deletingLastPathComponent(),
                                                 withIntermediateDirectories: true)
         try Data(#"{"half": "written"}"#.utf8).write(to: profile.appendingPathComponent(stray))
-        try Data((stray + "\u{0}").utf8).write(to: profile.appendingPathComponent(".git/concord/checkout-journal"))
-        let indexLock = profile.appendingPathComponent(".git/index.lock")
-        XCTAssertTrue(FileManager.default.createFile(atPath: indexLock.path, contents: Data()))
+        let journal = profile.appendingPathComponent(".git/concord/checkout-journal")
+        try Data((stray + "\u{0}").utf8).write(to: journal)
+        let indexLock = holdGitIndexLock(in: profile)
+        let before = try indexLockScene(profile)
+        let put = ["put", "vocabulary/apple", "--json", #"{"word":"apple"}"#]
 
-        let blocked = try concord(["put", "vocabulary/apple", "--json", #"{"word":"apple"}"#], as: alice, in: profile)
-        XCTAssertEqual(blocked.status, 1, blocked.summary)
-        XCTAssertEqual(blocked.stderrLines.count, 1, blocked.stderr)
-        XCTAssertTrue(blocked.stderr.contains("index.lock"), blocked.stderr)
+        let blocked = try concordWithDeadline(put, as: alice, in: profile, environment: Self.gitLockTimeout())
+        assertOneLineRefusal(blocked, status: 1, mentions: ["another git process holds \(indexLock.path)", "remove the file if no git is running"])
+        XCTAssertEqual(try indexLockScene(profile), before, "a command refused for a held index.lock changed something")
+        XCTAssertEqual(try Data(contentsOf: journal), Data((stray + "\u{0}").utf8), "the journal was changed")
         let marker = try String(contentsOf: profile.appendingPathComponent(".git/concord/lock"), encoding: .utf8)
         XCTAssertTrue(marker.hasPrefix("unfinished "), "the profile must stay marked for repair: \(marker)")
 
-        // While the lock is fresh, a git command may still hold it: the next command leaves it
+        // While the lock is held, a git command may still hold it: the next command leaves it
         // alone (it failed cleanly; it was not killed holding locks of its own) and fails again.
-        let again = try concord(["put", "vocabulary/apple", "--json", #"{"word":"apple"}"#], as: alice, in: profile)
-        XCTAssertEqual(again.status, 1, again.summary)
-        XCTAssertTrue(FileManager.default.fileExists(atPath: indexLock.path), "a fresh index.lock was removed")
+        let again = try concordWithDeadline(put, as: alice, in: profile, environment: Self.gitLockTimeout())
+        assertOneLineRefusal(again, status: 1, mentions: ["another git process holds \(indexLock.path)"])
+        XCTAssertEqual(try indexLockScene(profile), before, "a fresh index.lock was removed, or something changed")
 
         // Untouched for over a minute is no sign the holder is gone (a `git commit` whose editor is
         // open holds it for minutes): the next command still leaves it and fails with the same line.
         try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-120)], ofItemAtPath: indexLock.path)
-        let old = try concord(["put", "vocabulary/apple", "--json", #"{"word":"apple"}"#], as: alice, in: profile)
-        XCTAssertEqual(old.status, 1, old.summary)
-        XCTAssertTrue(old.stderr.contains("remove the file if none is"), old.stderr)
-        XCTAssertTrue(FileManager.default.fileExists(atPath: indexLock.path), "an index.lock was removed for its age")
+        let old = try concordWithDeadline(put, as: alice, in: profile, environment: Self.gitLockTimeout())
+        assertOneLineRefusal(old, status: 1, mentions: ["another git process holds \(indexLock.path)", "remove the file if no git is running"])
+        XCTAssertEqual(try indexLockScene(profile), before, "an index.lock was removed for its age, or something changed")
 
         // The user removes it, as the line says: the next command replays the journal.
         try FileManager.default.removeItem(at: indexLock)
-        try concordOK(["put", "vocabulary/apple", "--json", #"{"word":"apple"}"#], as: alice, in: profile)
+        try concordOK(put, as: alice, in: profile)
         XCTAssertFalse(FileManager.default.fileExists(atPath: profile.appendingPathComponent(stray).path))
-        XCTAssertFalse(FileManager.default.fileExists(atPath: profile.appendingPathComponent(".git/concord/checkout-journal").path))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: journal.path))
         XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: profile), "")
     }
 

@@ -93,22 +93,50 @@ final class ImportTests: ConcordTestCase {
         XCTAssertTrue(text.stdout.hasPrefix("nothing to import"), text.stdout)
     }
 
-    /// git holding `index.lock` during an import: the commit is made but the index cannot be
-    /// updated, so concord says so and exits 1 (after its file writes are done, and without
-    /// retrying the write as if the branch had moved); the next write, once the lock is gone,
-    /// finishes the job from the journal first. The same for a one-record write.
-    func testAWriteWhileGitHoldsTheIndexLockIsFinishedByTheNextWrite() throws {
+    /// git holding `index.lock` during an import, and during a one-record write: each waits for
+    /// the lock (`CONCORD_GIT_LOCK_TIMEOUT`), then refuses with the one line naming it before
+    /// anything moves — no commit, no file, no journal, the index and the lock as they were.
+    /// (Before issue 42's index lock, the commit was made and only the index write failed.) Once
+    /// the lock is released, the same commands go through.
+    func testAWriteWhileGitHoldsTheIndexLockWaitsThenRefusesWithNothingMoved() throws {
         let alice = try makeDevice("alice")
         let profile = try makeProfile(owner: alice)
-        let lock = profile.appendingPathComponent(".git/index.lock")
+        let journal = profile.appendingPathComponent(".git/concord/checkout-journal")
+        let commands = [["import", "--file", try bigDump().path], ["put", "vocabulary/late", "--json", #"{"word":"late"}"#]]
+        let lock = holdGitIndexLock(in: profile)
+        let before = try indexLockScene(profile)
+        for arguments in commands {
+            let result = try concordWithDeadline(arguments, as: alice, in: profile, environment: Self.gitLockTimeout())
+            assertOneLineRefusal(result, status: 1, mentions: ["another git process holds \(lock.path)", "try again"])
+            XCTAssertFalse(result.stderr.contains("is made"), result.stderr)
+            XCTAssertEqual(try indexLockScene(profile), before, "\(arguments[0]) refused for a held index.lock changed something")
+            XCTAssertFalse(FileManager.default.fileExists(atPath: journal.path), "\(arguments[0]) left a journal")
+        }
+        try FileManager.default.removeItem(at: lock)
+        for arguments in commands { try concordOK(arguments, as: alice, in: profile) }
+        XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: profile), "")
+        XCTAssertEqual(try gitOK(["rev-list", "--count", "HEAD"], in: profile), "3", "each write once, after the lock was released")
+        XCTAssertEqual(try concordOKResult(["ls", "vocabulary"], as: alice, in: profile).stdoutLines.count, 101)
+        let fsck = try git(["fsck", "--full"], in: profile)
+        XCTAssertEqual(fsck.status, 0, fsck.summary)
+    }
+
+    /// An import whose index write fails after the branch moved (a disk error; here the test-only
+    /// fault `CONCORD_TEST_FAIL_INDEX_AFTER_BRANCH_MOVE`; before issue 42's index lock, git holding
+    /// `index.lock` did it): the commit is made but the index is not updated, so concord says so
+    /// and exits 1 (after its file writes are done, and without retrying the write as if the
+    /// branch had moved); the next write finishes the job from the journal first. The same for a
+    /// one-record write.
+    func testAWriteWhoseIndexWriteFailedAfterTheBranchMovedIsFinishedByTheNextWrite() throws {
+        let alice = try makeDevice("alice")
+        let profile = try makeProfile(owner: alice)
         let journal = profile.appendingPathComponent(".git/concord/checkout-journal")
         func expectUnfinished(_ arguments: [String]) throws {
-            XCTAssertTrue(FileManager.default.createFile(atPath: lock.path, contents: Data()))
-            let result = try concord(arguments, as: alice, in: profile)
+            let result = try concordWithDeadline(arguments, as: alice, in: profile, environment: Self.failIndexAfterBranchMove)
             XCTAssertEqual(result.status, 1, result.summary)
-            XCTAssertTrue(result.stderr.contains("is made") && result.stderr.contains("index.lock"), result.stderr)
+            XCTAssertTrue(result.stderr.contains("is made") && result.stderr.contains("the next concord write or sync"), result.stderr)
             XCTAssertTrue(FileManager.default.fileExists(atPath: journal.path))
-            try FileManager.default.removeItem(at: lock)
+            XCTAssertFalse(FileManager.default.fileExists(atPath: profile.appendingPathComponent(".git/index.lock").path), "index.lock was left")
         }
         func expectFinished(commits: Int) throws {
             XCTAssertEqual(try gitOK(["status", "--porcelain", "--untracked-files=all"], in: profile), "")

@@ -5,27 +5,55 @@ import XCTest
 /// Integrity without an attacker: a sync stopped half-way is finished by the next command, an
 /// uncommitted edit is never overwritten, a server's refusal is not an outage.
 final class SyncIntegrityTests: ConcordTestCase {
-    /// git holds `index.lock` while a sync brings a change in: the sync fails with HEAD moved,
-    /// and the next sync (once the lock is gone) brings the working tree and index in line, so a
-    /// plain `git commit -a` cannot revert the received records.
+    /// git holds `index.lock` while a sync brings a change in. Before issue 42's index lock, the
+    /// sync moved the branch and then failed to write the index; now it waits for the lock
+    /// (`CONCORD_GIT_LOCK_TIMEOUT`), then refuses with the one line naming it, before anything
+    /// moves: HEAD, the branch, the index, the working tree and the lock file stay as they were.
+    /// Writes refused meanwhile leave the lock too (a git command still running holds it). Once
+    /// it is released, the same sync goes through.
+    func testASyncWhileGitHoldsTheIndexLockWaitsThenRefusesWithNothingMoved() throws {
+        let scene = try makeTwoDevices()
+        let (alice, tablet, aliceProfile, tabletProfile) = (scene.owner, scene.other, scene.ownerProfile, scene.otherProfile)
+        try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: alice, in: aliceProfile)
+        try concordOK(["sync"], as: alice, in: aliceProfile)
+
+        let lock = holdGitIndexLock(in: tabletProfile)
+        let before = try indexLockScene(tabletProfile)
+        let started = Date()
+        let failed = try concordWithDeadline(["sync"], as: tablet, in: tabletProfile, environment: Self.gitLockTimeout())
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.5, "the sync did not wait for the lock")
+        assertOneLineRefusal(failed, status: 1, mentions: ["another git process holds \(lock.path)", "try again"])
+        XCTAssertFalse(failed.stderr.contains("the branch moved to"), failed.stderr)
+        XCTAssertEqual(try indexLockScene(tabletProfile), before, "a sync refused for a held index.lock changed something")
+        for attempt in 1...3 {
+            let put = try concordWithDeadline(["put", "vocabulary/dog\(attempt)", "--json", #"{"label":"dog"}"#], as: tablet, in: tabletProfile,
+                                              environment: Self.gitLockTimeout())
+            assertOneLineRefusal(put, status: 1, mentions: ["another git process holds \(lock.path)"])
+            XCTAssertEqual(try indexLockScene(tabletProfile), before, "attempt \(attempt) changed something")
+        }
+        try FileManager.default.removeItem(at: lock)
+
+        try concordOK(["sync"], as: tablet, in: tabletProfile)
+        XCTAssertEqual(try gitOK(["status", "--porcelain"], in: tabletProfile), "", "index and working tree match HEAD")
+        XCTAssertTrue(try concordOK(["get", "vocabulary/cat"], as: tablet, in: tabletProfile).contains("cat"))
+        try assertFsck(tabletProfile)
+    }
+
+    /// A sync whose index write fails after the branch moved (a disk error; here the test-only
+    /// fault `CONCORD_TEST_FAIL_INDEX_AFTER_BRANCH_MOVE`; before issue 42's index lock, git holding
+    /// `index.lock` did it) fails saying so, and the next sync brings the working tree and index
+    /// in line, so a plain `git commit -a` cannot revert the received records.
     func testASyncThatCouldNotWriteTheIndexIsFinishedByTheNextOne() throws {
         let scene = try makeTwoDevices()
         let (alice, tablet, aliceProfile, tabletProfile) = (scene.owner, scene.other, scene.ownerProfile, scene.otherProfile)
         try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: alice, in: aliceProfile)
         try concordOK(["sync"], as: alice, in: aliceProfile)
 
-        let lock = tabletProfile.appendingPathComponent(".git/index.lock")
-        try Data().write(to: lock)
-        let failed = try concord(["sync"], as: tablet, in: tabletProfile)
-        assertOneLineRefusal(failed, status: 1, mentions: ["the branch moved to", "index.lock", "the next concord write or sync"])
-        // The lock is fresh, as a git command still running holds it: commands that fail on it
-        // leave it in place (they do not take themselves for a killed concord and clear it).
-        for attempt in 1...3 {
-            let put = try concord(["put", "vocabulary/dog\(attempt)", "--json", #"{"label":"dog"}"#], as: tablet, in: tabletProfile)
-            XCTAssertEqual(put.status, 1, "attempt \(attempt): \(put.stderr)")
-            XCTAssertTrue(FileManager.default.fileExists(atPath: lock.path), "attempt \(attempt) removed a fresh index.lock")
-        }
-        try FileManager.default.removeItem(at: lock)
+        let head = try revParse("HEAD", in: tabletProfile)
+        let failed = try concordWithDeadline(["sync"], as: tablet, in: tabletProfile, environment: Self.failIndexAfterBranchMove)
+        assertOneLineRefusal(failed, status: 1, mentions: ["the branch moved to", "could not be updated", "the next concord write or sync"])
+        XCTAssertNotEqual(try revParse("HEAD", in: tabletProfile), head, "the branch moved")
+        XCTAssertNotEqual(try gitOK(["status", "--porcelain"], in: tabletProfile), "", "the index was left behind the branch")
 
         try concordOK(["sync"], as: tablet, in: tabletProfile)
         XCTAssertEqual(try gitOK(["status", "--porcelain"], in: tabletProfile), "", "index and working tree match HEAD")
@@ -59,7 +87,9 @@ final class SyncIntegrityTests: ConcordTestCase {
         XCTAssertTrue(try concordOK(["get", "vocabulary/puzzle"], as: bob, in: bobProfile).contains("from alice"))
     }
 
-    /// A sync that could not write the index leaves a file it wrote; the user then edits that file
+    /// A sync whose index write failed after the branch moved (the test-only fault
+    /// `CONCORD_TEST_FAIL_INDEX_AFTER_BRANCH_MOVE`, standing in for a disk error; before issue 42's
+    /// index lock, git holding `index.lock` did it) leaves a file it wrote; the user then edits that file
     /// by hand. The next command, which would finish the update, refuses to overwrite the edit
     /// (naming the file, changing nothing); once the edit is discarded as it says, it finishes.
     func testFinishingAnInterruptedSyncNeverOverwritesAHandEditMadeSince() throws {
@@ -68,10 +98,7 @@ final class SyncIntegrityTests: ConcordTestCase {
         try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"from alice"}"#], as: alice, in: aliceProfile)
         try concordOK(["sync"], as: alice, in: aliceProfile)
 
-        let lock = bobProfile.appendingPathComponent(".git/index.lock")
-        try Data().write(to: lock)
-        XCTAssertEqual(try concord(["sync"], as: bob, in: bobProfile).status, 1)
-        try FileManager.default.removeItem(at: lock)
+        XCTAssertEqual(try concordWithDeadline(["sync"], as: bob, in: bobProfile, environment: Self.failIndexAfterBranchMove).status, 1)
         let relative = try recordFile("puzzle", in: bobProfile)
         let url = bobProfile.appendingPathComponent(relative)
         XCTAssertTrue(try String(contentsOf: url, encoding: .utf8).contains("from alice"), "the sync wrote the file before the index")
@@ -115,11 +142,9 @@ final class SyncIntegrityTests: ConcordTestCase {
         }
         try concordOK(["sync"], as: alice, in: aliceProfile)
 
-        // The sync writes the three new files, then cannot write the index: the update is unfinished.
-        let lock = tabletProfile.appendingPathComponent(".git/index.lock")
-        try Data().write(to: lock)
-        XCTAssertEqual(try concord(["sync"], as: tablet, in: tabletProfile).status, 1)
-        try FileManager.default.removeItem(at: lock)
+        // The sync writes the three new files, then cannot write the index (the test-only fault;
+        // before issue 42's index lock, git holding `index.lock`): the update is unfinished.
+        XCTAssertEqual(try concordWithDeadline(["sync"], as: tablet, in: tabletProfile, environment: Self.failIndexAfterBranchMove).status, 1)
         var files = [String: URL]()
         for word in ["cat", "dog", "owl"] { files[word] = tabletProfile.appendingPathComponent(try recordFile(word, in: tabletProfile)) }
         let full = try Data(contentsOf: try XCTUnwrap(files["cat"]))

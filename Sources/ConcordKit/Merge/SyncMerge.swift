@@ -178,10 +178,19 @@ extension Sync {
     /// Moves `branch` from `old` to `new` (compare-and-swap) and brings the working tree and index
     /// along. Every object `new` needs is already stored. Before the branch moves: the files to
     /// change are checked for uncommitted edits (refused, nothing changed), and journaled, so if
-    /// the working tree or index cannot be written now (git holding `index.lock`, a kill), the
+    /// the working tree or index cannot be written now (a disk error, a kill), the
     /// next command to take the profile lock finishes the job (`WorkingTree.restoreJournaledPaths`).
+    /// git's `index.lock` is held from before the branch moves until the index follows it
+    /// (`CommitWriter.commit` says why).
     private func moveBranch(_ branch: String, _ outcome: MergeReport.Outcome, from old: ObjectID?, to new: ObjectID, message: String,
                             resolved: [ResolvedConflict], unresolved: [UnresolvedFile]) throws -> MergeReport {
+        try repository.holdingGitIndexLock {
+            try moveBranchHoldingIndexLock(branch, outcome, from: old, to: new, message: message, resolved: resolved, unresolved: unresolved)
+        }
+    }
+
+    private func moveBranchHoldingIndexLock(_ branch: String, _ outcome: MergeReport.Outcome, from old: ObjectID?, to new: ObjectID,
+                                            message: String, resolved: [ResolvedConflict], unresolved: [UnresolvedFile]) throws -> MergeReport {
         let oldTree = try old.map { try repository.commit($0).tree }
         let newTree = try repository.commit(new).tree
         let files = try repository.changedFiles(from: oldTree, to: newTree)

@@ -15,6 +15,17 @@ public struct ConcordEnvironment: Sendable {
     /// Seconds a remote may send nothing before a sync or clone gives up on it as offline
     /// (`CONCORD_NETWORK_TIMEOUT`, default 30); the profile lock is never held longer for it.
     public var networkTimeout: TimeInterval = 30
+    /// Seconds a write waits for git's `.git/index.lock` (held by a `git commit` or `git add` in
+    /// the profile's folder, for milliseconds as a rule) before failing with
+    /// `ConcordError.gitIndexLocked` (`CONCORD_GIT_LOCK_TIMEOUT`, default 10). The lock is never
+    /// removed for its age.
+    public var gitLockTimeout: TimeInterval = 10
+    /// Test-only fault (`CONCORD_TEST_FAIL_INDEX_AFTER_BRANCH_MOVE=1`, read nowhere else): once a
+    /// write, merge or set-aside has moved the branch, putting the new index in place fails, as a
+    /// disk error there would — the files are written, the index is not, and the next command
+    /// finishes the update. It stands in for what git holding `index.lock` did before issue 42
+    /// (concord now holds that lock across the whole sequence), so the recovery stays tested.
+    package var failIndexAfterBranchMove = false
     /// A private key file ssh remotes are offered when they refuse this device's key: set by
     /// `Members.accept` to a link invitation's one-time key for its clone and acceptance push (a
     /// concord server knows that key, and not yet this device's); nil otherwise.
@@ -58,6 +69,13 @@ public struct ConcordEnvironment: Sendable {
             }
             environment.networkTimeout = seconds
         }
+        if let text = variables["CONCORD_GIT_LOCK_TIMEOUT"], !text.isEmpty {
+            guard let seconds = TimeInterval(text), seconds >= 0, seconds <= 3_600 else {
+                throw ConcordError.invalidInput("CONCORD_GIT_LOCK_TIMEOUT=\(text) is not a number of seconds (0–3600): use e.g. 10 or unset it")
+            }
+            environment.gitLockTimeout = seconds
+        }
+        environment.failIndexAfterBranchMove = variables["CONCORD_TEST_FAIL_INDEX_AFTER_BRANCH_MOVE"] == "1"
         return environment
     }
 

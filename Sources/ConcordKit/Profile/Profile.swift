@@ -30,6 +30,8 @@ public final class Profile {
         self.root = root
         self.repository = repository
         self.environment = environment
+        repository.indexLockTimeout = environment.gitLockTimeout
+        repository.failIndexAfterBranchMove = environment.failIndexAfterBranchMove
         self.info = info
         kindsFile = KindsFile(path: root.appendingPathComponent(KindsTable.path).path, table: kinds)
     }
@@ -192,5 +194,21 @@ package func gitCall<T>(_ body: () throws -> T) throws -> T {
         return try body()
     } catch let error as GitError {
         throw ConcordError.git(error)
+    } catch let held as IndexLockHeld {
+        throw ConcordError.gitIndexLocked(held.lockPath)
+    }
+}
+
+extension Repository {
+    /// `holdingIndexLock` (git's `index.lock` held from before the branch moves until the index
+    /// follows it, see `IndexLock`), a lock another process held too long reported as
+    /// `ConcordError.gitIndexLocked`; the body's own `GitError`s pass unchanged, so a branch that
+    /// moved meanwhile is still retried.
+    func holdingGitIndexLock<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try holdingIndexLock(body)
+        } catch let held as IndexLockHeld {
+            throw ConcordError.gitIndexLocked(held.lockPath)
+        }
     }
 }

@@ -1,3 +1,4 @@
+import ConcordGit
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -74,13 +75,17 @@ final class ProfileLock {
         if !bytes.isEmpty { _ = pwrite(descriptor, bytes, bytes.count, 0) }
     }
 
-    /// Removes concord's pack temporaries older than `age` seconds and, with `includingGitLocks`
+    /// Removes concord's temporaries (pack files being written, and the scratch index files
+    /// written under git's `index.lock`, see `IndexLock`) older than `age` seconds and, with `includingGitLocks`
     /// (the previous concord holder was killed holding the profile lock), git's `.lock` files
     /// (index, HEAD, config, packed-refs, refs, packs) older than `age`. Only called while holding
     /// the profile lock.
     static func clearGitLocks(in gitDirectory: String, includingGitLocks: Bool, olderThan age: Int, now: Int = time(nil)) {
         let packs = (try? FileManager.default.contentsOfDirectory(atPath: gitDirectory + "objects/pack")) ?? []
-        var candidates = packs.filter { $0.contains(".concord-tmp-") }.map { gitDirectory + "objects/pack/" + $0 }
+        let scratchIndexes: [String] = ((try? FileManager.default.contentsOfDirectory(atPath: gitDirectory)) ?? [])
+            .filter { $0.hasPrefix("index" + IndexLock.scratchMark) }.map { gitDirectory + $0 }
+        var candidates: [String] = packs.filter { $0.contains(".concord-tmp-") }.map { gitDirectory + "objects/pack/" + $0 }
+        candidates += scratchIndexes
         guard includingGitLocks else { return remove(candidates, olderThan: age, now: now) }
         candidates += ["index.lock", "HEAD.lock", "config.lock", "packed-refs.lock"].map { gitDirectory + $0 }
             + packs.filter { $0.hasSuffix(".lock") }.map { gitDirectory + "objects/pack/" + $0 }
@@ -112,7 +117,8 @@ extension Profile {
         let lock = try ProfileLock(gitDirectory: repository.gitDirectory)
         do {
             try workingTree.restoreJournaledPaths()
-            if lock.previousHolderDied { try gitCall { try repairWorkingTree() } }
+            // Under git's `index.lock` throughout, as a write: refused before any file is touched while git holds it.
+            if lock.previousHolderDied { try gitCall { try repository.holdingIndexLock { try repairWorkingTree() } } }
         } catch {
             // Unfinished: the next holder must see this one as having died, and repair again.
             lock.keepMarkedAsDied()

@@ -146,7 +146,9 @@ struct WorkingTree {
         let journal = CheckoutJournal(gitDirectory: repository.gitDirectory)
         guard journal.exists else { return }
         let root = rootPath
-        try gitCall {
+        // Under git's `index.lock` from before the branch is read (as a write holds it): while a
+        // git command holds it, the replay refuses before it touches a file, not at its index write.
+        try gitCall { try repository.holdingIndexLock {
             let headTree = try repository.resolveReference("HEAD").map { try repository.commit($0).tree }
             var changes = [WorkingTreeChange]()
             var edited = [String]()
@@ -170,7 +172,7 @@ struct WorkingTree {
             }
             if !edited.isEmpty { throw ConcordError.unfinishedUpdateBlocked(edited) }
             try repository.applyToWorkingTree(changes, rebuildingDamagedIndexFrom: headTree)
-        }
+        } }
         journal.remove()
     }
 

@@ -21,7 +21,15 @@ struct CommitWriter {
 
     /// Commits `files` on top of `expectedHead` and moves the branch from `expectedHead` by
     /// compare-and-swap. Throws `GitError` with code `.modified` when the branch moved meanwhile.
+    /// git's `index.lock` is held from before the tree is built until the index shows the new
+    /// commit, so a plain `git commit` running meanwhile cannot commit an index without these
+    /// files on top of it (issue 42, `IndexLock`); `ConcordError.gitIndexLocked` when git holds it
+    /// longer than the environment's `gitLockTimeout`.
     func commit(files: [FileChange], message: CommitMessage, expectedHead: ObjectID?) throws -> ObjectID {
+        try repository.holdingGitIndexLock { try commitHoldingIndexLock(files: files, message: message, expectedHead: expectedHead) }
+    }
+
+    private func commitHoldingIndexLock(files: [FileChange], message: CommitMessage, expectedHead: ObjectID?) throws -> ObjectID {
         let baseTree = try expectedHead.map { try repository.commit($0).tree }
         // The commit's date is this device's wall clock: causality is in the stamp (the HLC trailer),
         // which follows the newest stamp received, so a device whose clock runs fast moves nobody's dates.
@@ -124,7 +132,8 @@ struct CommitWriter {
     }
 
     /// The error for a commit that is made (and stays: the branch has moved) whose files or index
-    /// could not be brought up to date, e.g. while git holds `index.lock`. Not a `GitError`, so
+    /// could not be brought up to date (a disk error, or `CONCORD_TEST_FAIL_INDEX_AFTER_BRANCH_MOVE`
+    /// in tests; no longer git holding `index.lock`, which concord holds throughout). Not a `GitError`, so
     /// the write is not retried as if the branch had moved under it.
     /// `moved`: the branch moved to a commit received or merged (a sync), not one just written.
     static func unfinished(_ commit: ObjectID, _ error: Error, moved: Bool = false) -> ConcordError {

@@ -277,7 +277,7 @@ public struct SetAside {
     /// Moves the branch from `tip` back to `last` (compare-and-swap) with the working tree and
     /// index, journaled as a merge's move is; refuses first when a file to rewrite holds uncommitted edits.
     private func moveMain(from tip: ObjectID, to last: ObjectID) throws {
-        try gitCall {
+        try gitCall { try repository.holdingIndexLock {
             let branch = try repository.headBranch()
             let newTree = try repository.commit(last).tree
             let files = try repository.changedFiles(from: try repository.commit(tip).tree, to: newTree)
@@ -296,6 +296,6 @@ public struct SetAside {
                 throw CommitWriter.unfinished(last, error, moved: true)   // the journal stays for the next command
             }
             journal.remove()
-        }
+        } }
     }
 }
