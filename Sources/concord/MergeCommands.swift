@@ -5,7 +5,13 @@ import Foundation
 struct Merge: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "merge",
-        abstract: "Merge another branch or commit into the profile with the per-kind policies (in memory, one signed merge commit).")
+        abstract: "Merge another branch or commit into the profile with the per-kind policies (in memory, one signed merge commit).",
+        discussion: """
+            A remote's main (origin/main, refs/remotes/origin/main) becomes the merge's first parent, its main line, as \
+            'concord sync' merges; a peer's branch or a commit id is merged in as a side line, this profile's own line \
+            first. Membership decisions of the side line count only as far as the main line's membership allows when \
+            they arrive; those that do not are listed as 'does not count' (docs/security.md).
+            """)
 
     @OptionGroup var profile: ProfileOption
     @Argument(help: "What to merge: a branch, refs/remotes/<remote>/main, or a commit id.") var revision: String
