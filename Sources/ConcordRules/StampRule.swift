@@ -10,7 +10,8 @@ import ConcordModel
 /// signer's name (the acting member's, for a `concord switch` commit); a claim in another member's
 /// name must be one the file already made before — the parent's version of it, or, for a merge, one
 /// parent's (or their policy merge's). A field keeps another member's stamp only with the value it
-/// had under that stamp, so nobody can put new words under someone else's name; a stamp may move
+/// had under that stamp (a field removed, with no value), so nobody can put new words under someone
+/// else's name, nor take theirs away under it; a stamp may move
 /// from the envelope to `fields` (a write of other fields keeps the fields it did not write).
 package enum StampRule {
     /// The data format from which the rule holds: commits whose first parent's `profile.json` is of
@@ -45,7 +46,9 @@ package enum StampRule {
         let known = Set(earlier.flatMap(stamps(of:)))
         if foreign(envelope), !known.contains(envelope) { return ("its updatedBy", envelope) }
         if let lastDeleted = record.lastDeleted, foreign(lastDeleted), !known.contains(lastDeleted) { return ("its lastDeleted", lastDeleted) }
-        for name in Set(data.keys).union(record.fieldStamps.keys).sorted() {
+        // A field the file had before and lacks now is a removal, claimed by its stamp there (the envelope's).
+        let before = earlier.flatMap { $0.data.map { Array($0.keys) } ?? [] }
+        for name in Set(data.keys).union(record.fieldStamps.keys).union(before).sorted() {
             let stamp = record.fieldStamps[name] ?? envelope
             guard foreign(stamp) else { continue }
             let kept = earlier.contains { old in

@@ -53,6 +53,11 @@ final class StampRuleTests: XCTestCase {
         let field = try XCTUnwrap(problem(try record(stamp(2, "eddie"), ["label": .string("ball"), "size": .number("9")],
                                                      fields: ["size": stamp(1, "alice")]), [alices]))
         XCTAssertTrue(field.contains(#"field "size""#), field)
+        // A field of Alice's taken away under her stamp (red-team finding, issue 42): the removal is a
+        // claim in her name; in his own, it stands.
+        let removed = try XCTUnwrap(problem(try record(stamp(1, "alice"), ["label": .string("puzzle")]), [alices]))
+        XCTAssertTrue(removed.contains(#"field "size""#) && removed.contains("in alice's name, but eddie signed it"), removed)
+        XCTAssertNil(problem(try record(stamp(2, "eddie"), ["label": .string("puzzle")], fields: ["label": stamp(1, "alice")]), [alices]))
         // The same device name does not make a stamp the signer's: the member is what counts.
         XCTAssertNotNil(problem(try record(stamp(2, "alice", "tablet"), ["label": .string("ball")]), [alices]))
     }

@@ -197,7 +197,9 @@ public enum AuthorityModel {
                     guard case .write(let kind, let record)? = commit.op,
                           let writer = holder(commit.key, there), let before = there[writer], before.active else { continue }
                     let now = members[writer]
-                    let keyGone = holder(commit.key, members) != writer
+                    // A key the merge no longer gives its writer leaves out what it signed on the side only:
+                    // what it signed on the main line reached the remote before its removal did.
+                    let keyGone = side == b && holder(commit.key, members) != writer
                     let lowered = keyGone || now?.active != true || now!.role < before.role
                     if lowered, keyGone || now?.active != true || now!.role < writers[kind]! { records[record]?.live = false }
                 }

@@ -108,7 +108,11 @@ extension Sync {
         if mainLine == .theirs ? try repository.isOnFirstParentLine(theirs, of: head) : try head == theirs || repository.isAncestor(theirs, of: head) {
             return MergeReport(outcome: .upToDate, head: head.hex, changedFiles: [], resolved: [], unresolved: [])
         }
-        if try repository.isAncestor(head, of: theirs) {
+        // A fast-forward takes `theirs`'s first-parent line as this device's main line: for a remote's
+        // main that is the point; for anything else only when head is on that line, so that a commit
+        // whose own main line is an old fork (a merge putting it first, head second) is merged in as
+        // a side like any other, never taken whole.
+        if try repository.isAncestor(head, of: theirs), try mainLine == .theirs || repository.isOnFirstParentLine(head, of: theirs) {
             return try moveBranch(branch, .fastForward, from: head, to: theirs, message: "concord: fast-forward", resolved: [], unresolved: [])
         }
         // An invitation admits once: two acceptances of it on two lines of history are never merged.
