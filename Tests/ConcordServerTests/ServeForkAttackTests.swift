@@ -17,11 +17,7 @@ final class ServeForkAttackTests: ConcordServeTestCase {
         try jayRemovesAlice(team, demoting: false)
         try concordOK(["revoke", "jay"], as: team.alice, in: team.aliceProfile)
         let uma = try gitSSHEnvironment(team.uma, host: team.host)
-        try gitOK(["fetch", "--quiet", "origin"], in: team.aliceProfile, environment: uma)
-        let merged = try concord(["merge", "origin/main"], as: team.alice, in: team.aliceProfile)
-        print("alice's concord merge: \(merged.summary)")
-        if merged.status != 0 { try mainFirstMergeWithGit(in: team.aliceProfile, of: "origin/main", signedWith: team.alice.keyFile) }
-        try pushAnyway(from: team.aliceProfile, environment: uma)
+        try mergeMainAndPushAnyway(in: team.aliceProfile, as: team.alice, environment: uma)
         try assertJayStands(team, alice: ("admin", "revoked"))
     }
 
@@ -75,11 +71,7 @@ final class ServeForkAttackTests: ConcordServeTestCase {
 
         let squat = try joinWithAnOpenLink(link, as: "zed", in: eveCopy, profileID: try profileID(of: eveCopy))
         let eves = try gitSSHEnvironment(eve, host: team.host)
-        try gitOK(["fetch", "--quiet", "origin"], in: eveCopy, environment: eves)
-        let merged = try concord(["merge", "origin/main"], as: eve, in: eveCopy)
-        print("eve's concord merge: \(merged.summary)")
-        if merged.status != 0 { try mainFirstMergeWithGit(in: eveCopy, of: "origin/main", signedWith: eve.keyFile) }
-        try pushAnyway(from: eveCopy, environment: eves)
+        try mergeMainAndPushAnyway(in: eveCopy, as: eve, environment: eves)
 
         let server = team.host.repository("kid")
         try assertMemberFile("zed", "editor", "active", at: "refs/heads/main", in: server, "the server's main")
@@ -110,11 +102,7 @@ final class ServeForkAttackTests: ConcordServeTestCase {
 
         let squat = try joinWithAnOpenLink(link, as: "dave", in: eveCopy, profileID: try profileID(of: eveCopy))
         let eves = try gitSSHEnvironment(eve, host: team.host)
-        try gitOK(["fetch", "--quiet", "origin"], in: eveCopy, environment: eves)
-        let merged = try concord(["merge", "origin/main"], as: eve, in: eveCopy)
-        print("eve's concord merge: \(merged.summary)")
-        if merged.status != 0 { try mainFirstMergeWithGit(in: eveCopy, of: "origin/main", signedWith: eve.keyFile) }
-        try pushAnyway(from: eveCopy, environment: eves)
+        try mergeMainAndPushAnyway(in: eveCopy, as: eve, environment: eves)
 
         let server = team.host.repository("kid")
         try assertMemberFile("dave", "editor", "invited", at: "refs/heads/main", in: server, "the server's main")
@@ -140,11 +128,7 @@ final class ServeForkAttackTests: ConcordServeTestCase {
         let team = try servedTeam()
         let (_, tabletCopy, thief) = try bobsTabletRemovedAndStolen(team)
         let uma = try gitSSHEnvironment(team.uma, host: team.host)
-        try gitOK(["fetch", "--quiet", "origin"], in: tabletCopy, environment: uma)
-        let merged = try concord(["merge", "origin/main"], as: thief, in: tabletCopy)
-        print("the thief's concord merge: \(merged.summary)")
-        if merged.status != 0 { try mainFirstMergeWithGit(in: tabletCopy, of: "origin/main", signedWith: thief.keyFile) }
-        try pushAnyway(from: tabletCopy, environment: uma)
+        try mergeMainAndPushAnyway(in: tabletCopy, as: thief, environment: uma)
         try assertTheTabletStaysRemoved(team, thief: thief)
     }
 
@@ -181,11 +165,7 @@ final class ServeForkAttackTests: ConcordServeTestCase {
         try concordOK(["members", "add", "alias", "--role", "admin", "--key", alias.publicKeyLine, "--device", "laptop"], as: phone, in: phoneCopy)
         try grindHead(in: phoneCopy, before: removal, signedWith: phone.keyFile)
         let uma = try gitSSHEnvironment(team.uma, host: team.host)
-        try gitOK(["fetch", "--quiet", "origin"], in: phoneCopy, environment: uma)
-        let merged = try concord(["merge", "origin/main"], as: alias, in: phoneCopy)
-        print("the thief's concord merge: \(merged.summary)")
-        if merged.status != 0 { try mainFirstMergeWithGit(in: phoneCopy, of: "origin/main", signedWith: alias.keyFile) }
-        try pushAnyway(from: phoneCopy, environment: uma)
+        try mergeMainAndPushAnyway(in: phoneCopy, as: alias, environment: uma)
 
         let server = team.host.repository("kid")
         XCTAssertNotEqual(try memberFile("alias", at: "refs/heads/main", in: server)?["status"] as? String, "active", "the server's alias")
@@ -312,11 +292,5 @@ final class ServeForkAttackTests: ConcordServeTestCase {
             XCTAssertTrue(try holdsRecord("vocabulary", "jays", in: copy), "\(device.member) keeps jay's record", file: file, line: line)
         }
     }
-
-    /// The attacker pushes HEAD of `copy` as the server's main with plain git over ssh (`environment`:
-    /// whose key); the pre-receive may refuse it, so its status is not asserted.
-    private func pushAnyway(from copy: URL, environment: [String: String]) throws {
-        let pushed = try git(["push", "origin", "HEAD:main"], in: copy, environment: environment)
-        print("the attacker's push: \(pushed.summary)")
-    }
 }
+

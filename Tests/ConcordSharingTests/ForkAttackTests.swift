@@ -17,10 +17,7 @@ final class ForkAttackTests: ConcordTestCase {
     func testARevokedCreatorsRevocationOfHerRevokerMergedByConcordFalls() throws {
         let scene = try jayRemovesAlice(demoting: false)
         try concordOK(["revoke", "jay"], as: scene.alice, in: scene.aliceProfile)
-        try gitOK(["fetch", "--quiet", "origin"], in: scene.aliceProfile)
-        let merged = try concord(["merge", "origin/main"], as: scene.alice, in: scene.aliceProfile)
-        if merged.status != 0 { try mainFirstMergeWithGit(in: scene.aliceProfile, of: "origin/main", signedWith: scene.alice.keyFile) }
-        try pushAnyway(from: scene.aliceProfile)
+        try mergeMainAndPushAnyway(in: scene.aliceProfile, as: scene.alice)
         try assertJayStands(scene, alice: ("admin", "revoked"))
     }
 
@@ -67,11 +64,7 @@ final class ForkAttackTests: ConcordTestCase {
         try concordOK(["sync"], as: scene.alice, in: scene.aliceProfile)
 
         let squat = try joinWithAnOpenLink(scene.link, as: "zed", in: scene.eveProfile, profileID: try profileID(of: scene.eveProfile))
-        try gitOK(["fetch", "--quiet", "origin"], in: scene.eveProfile)
-        let merged = try concord(["merge", "origin/main"], as: scene.eve, in: scene.eveProfile)
-        print("eve's concord merge: \(merged.summary)")
-        if merged.status != 0 { try mainFirstMergeWithGit(in: scene.eveProfile, of: "origin/main", signedWith: scene.eve.keyFile) }
-        try pushAnyway(from: scene.eveProfile)
+        try mergeMainAndPushAnyway(in: scene.eveProfile, as: scene.eve)
 
         for (device, profile) in [(scene.alice, scene.aliceProfile), (zed, zedProfile)] {
             let synced = try concord(["sync"], as: device, in: profile)
@@ -97,11 +90,7 @@ final class ForkAttackTests: ConcordTestCase {
         let named = try shareAndSync(["dave", "--role", "editor", "--key", dave.publicKeyLine], as: scene.alice, in: scene.aliceProfile)
 
         let squat = try joinWithAnOpenLink(scene.link, as: "dave", in: scene.eveProfile, profileID: try profileID(of: scene.eveProfile))
-        try gitOK(["fetch", "--quiet", "origin"], in: scene.eveProfile)
-        let merged = try concord(["merge", "origin/main"], as: scene.eve, in: scene.eveProfile)
-        print("eve's concord merge: \(merged.summary)")
-        if merged.status != 0 { try mainFirstMergeWithGit(in: scene.eveProfile, of: "origin/main", signedWith: scene.eve.keyFile) }
-        try pushAnyway(from: scene.eveProfile)
+        try mergeMainAndPushAnyway(in: scene.eveProfile, as: scene.eve)
 
         _ = try concord(["sync"], as: scene.alice, in: scene.aliceProfile)
         try assertMemberFile("dave", "editor", "invited", in: scene.aliceProfile, "alice's device after eve's push")
@@ -123,11 +112,7 @@ final class ForkAttackTests: ConcordTestCase {
     func testARemovedKeysAdditionOnAnOldCopyMergedByConcordFalls() throws {
         let scene = try bobRemovesHisTablet()
         let thief = try thiefAddsAKeyAndWrites(scene)
-        try gitOK(["fetch", "--quiet", "origin"], in: scene.tabletProfile)
-        let merged = try concord(["merge", "origin/main"], as: thief, in: scene.tabletProfile)
-        print("the thief's concord merge: \(merged.summary)")
-        if merged.status != 0 { try mainFirstMergeWithGit(in: scene.tabletProfile, of: "origin/main", signedWith: thief.keyFile) }
-        try pushAnyway(from: scene.tabletProfile)
+        try mergeMainAndPushAnyway(in: scene.tabletProfile, as: thief)
         try assertTheTabletStaysRemoved(scene, thief: thief)
     }
 
@@ -162,11 +147,7 @@ final class ForkAttackTests: ConcordTestCase {
         let alias = try makeDevice("alias", device: "laptop")
         try concordOK(["members", "add", "alias", "--role", "admin", "--key", alias.publicKeyLine, "--device", "laptop"], as: phone, in: phoneProfile)
         try grindHead(in: phoneProfile, before: removal, signedWith: phone.keyFile)
-        try gitOK(["fetch", "--quiet", "origin"], in: phoneProfile)
-        let merged = try concord(["merge", "origin/main"], as: alias, in: phoneProfile)
-        print("the thief's concord merge: \(merged.summary)")
-        if merged.status != 0 { try mainFirstMergeWithGit(in: phoneProfile, of: "origin/main", signedWith: alias.keyFile) }
-        try pushAnyway(from: phoneProfile)
+        try mergeMainAndPushAnyway(in: phoneProfile, as: alias)
 
         for (device, profile) in [(alice, aliceProfile), (bob, bobProfile)] {
             let synced = try concord(["sync"], as: device, in: profile)
@@ -302,11 +283,5 @@ final class ForkAttackTests: ConcordTestCase {
                            file: file, line: line)
         }
     }
-
-    /// The attacker pushes HEAD of `copy` as the remote's main with plain git (never forced); a
-    /// refusal is the remote's to give, so its status is not asserted.
-    private func pushAnyway(from copy: URL) throws {
-        let pushed = try git(["push", "origin", "HEAD:main"], in: copy)
-        print("the attacker's push: \(pushed.summary)")
-    }
 }
+

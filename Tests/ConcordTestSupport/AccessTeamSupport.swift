@@ -175,23 +175,7 @@ extension ConcordTestCase {
     /// the key line, its private key file and its proof.
     package func acceptWithAStolenLink(_ link: String, as member: String, in fork: URL,
                                        profileID: String) throws -> (commit: String, key: String, keyFile: URL, proof: String) {
-        var base64 = String(link.drop { $0 != ":" }.dropFirst()).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        let fields = try XCTUnwrap(try JSONSerialization.jsonObject(with: XCTUnwrap(Data(base64Encoded: base64))) as? [String: Any])
-        let name = UUID().uuidString.prefix(8)
-        let oneTimeFile = sandbox.appendingPathComponent("one-time-key-\(name)")
-        try Data(try XCTUnwrap(fields["oneTimeKey"] as? String).utf8).write(to: oneTimeFile)
-        XCTAssertEqual(chmod(oneTimeFile.path, 0o600), 0)
-        let keyFile = sandbox.appendingPathComponent("thief-key-\(name)")
-        let key = try GitSigning.makeKey(at: keyFile, comment: "\(member)@stolen", environment: environment())
-            .split(separator: " ").prefix(2).joined(separator: " ")
-        let message = sandbox.appendingPathComponent("acceptance-\(name)")
-        try Data("\(try XCTUnwrap(fields["root"] as? String))\n\(member)\n\(key)\n".utf8).write(to: message)
-        let signed = try ProcessRunner.run(GitSigning.sshKeygenPath, ["-Y", "sign", "-q", "-f", oneTimeFile.path, "-n", "concord-acceptance", message.path],
-                                           environment: environment())
-        XCTAssertEqual(signed.status, 0, signed.summary)
-        let acceptance = try String(contentsOf: message.appendingPathExtension("sig"), encoding: .utf8)
-        let proof = try self.proof(signedBy: keyFile, profileID: profileID, member: member, key: key)
+        let (key, keyFile, acceptance, proof) = try acceptanceByLink(try invitationFields(link), as: member, device: "stolen", profileID: profileID)
         let commit = try commitWithGit(in: fork, signedWith: keyFile, message: "accept") { clone in
             try self.editMember(member, in: clone) { file in
                 file["status"] = "active"

@@ -23,20 +23,7 @@ extension ConcordTestCase {
                                     profileID: String) throws -> (commit: String, key: String, keyFile: URL) {
         let fields = try invitationFields(link)
         let open = try XCTUnwrap(fields["open"] as? String, "not an open invitation: \(fields)")
-        let name = UUID().uuidString.prefix(8)
-        let oneTimeFile = sandbox.appendingPathComponent("open-one-time-key-\(name)")
-        try Data(try XCTUnwrap(fields["oneTimeKey"] as? String).utf8).write(to: oneTimeFile)
-        XCTAssertEqual(chmod(oneTimeFile.path, 0o600), 0)
-        let keyFile = sandbox.appendingPathComponent("squatter-key-\(name)")
-        let key = try GitSigning.makeKey(at: keyFile, comment: "\(member)@squat", environment: environment())
-            .split(separator: " ").prefix(2).joined(separator: " ")
-        let message = sandbox.appendingPathComponent("open-acceptance-\(name)")
-        try Data("\(try XCTUnwrap(fields["root"] as? String))\n\(member)\n\(key)\n".utf8).write(to: message)
-        let signed = try ProcessRunner.run(GitSigning.sshKeygenPath, ["-Y", "sign", "-q", "-f", oneTimeFile.path, "-n", "concord-acceptance", message.path],
-                                           environment: environment())
-        XCTAssertEqual(signed.status, 0, signed.summary)
-        let acceptance = try String(contentsOf: message.appendingPathExtension("sig"), encoding: .utf8)
-        let proof = try self.proof(signedBy: keyFile, profileID: profileID, member: member, key: key)
+        let (key, keyFile, acceptance, proof) = try acceptanceByLink(fields, as: member, device: "squat", profileID: profileID)
         let file: [String: Any] = [
             "name": member, "role": try XCTUnwrap(fields["role"] as? String), "status": "active",
             "keys": [["device": "squat", "publicKey": key, "proof": proof]],
@@ -49,6 +36,28 @@ extension ConcordTestCase {
             try JSONSerialization.data(withJSONObject: file, options: [.sortedKeys, .prettyPrinted]).write(to: url)
         }
         return (commit, key, keyFile)
+    }
+
+    /// What `concord accept` signs with a link (invitation `fields`, from `invitationFields`), made
+    /// by hand for `member`: a new key of theirs on `device` (its private key file in the sandbox),
+    /// the link's one-time key's signature over the root commit, the name and that key, and the
+    /// key's proof of possession for `profileID`.
+    package func acceptanceByLink(_ fields: [String: Any], as member: String, device: String,
+                                  profileID: String) throws -> (key: String, keyFile: URL, acceptance: String, proof: String) {
+        let name = "\(device)-\(UUID().uuidString.prefix(8))"
+        let oneTimeFile = sandbox.appendingPathComponent("one-time-key-\(name)")
+        try Data(try XCTUnwrap(fields["oneTimeKey"] as? String).utf8).write(to: oneTimeFile)
+        XCTAssertEqual(chmod(oneTimeFile.path, 0o600), 0)
+        let keyFile = sandbox.appendingPathComponent("key-\(name)")
+        let key = try GitSigning.makeKey(at: keyFile, comment: "\(member)@\(device)", environment: environment())
+            .split(separator: " ").prefix(2).joined(separator: " ")
+        let message = sandbox.appendingPathComponent("acceptance-\(name)")
+        try Data("\(try XCTUnwrap(fields["root"] as? String))\n\(member)\n\(key)\n".utf8).write(to: message)
+        let signed = try ProcessRunner.run(GitSigning.sshKeygenPath, ["-Y", "sign", "-q", "-f", oneTimeFile.path, "-n", "concord-acceptance", message.path],
+                                           environment: environment())
+        XCTAssertEqual(signed.status, 0, signed.summary)
+        let acceptance = try String(contentsOf: message.appendingPathExtension("sig"), encoding: .utf8)
+        return (key, keyFile, acceptance, try proof(signedBy: keyFile, profileID: profileID, member: member, key: key))
     }
 
     /// The second word of a key line: what names the key whatever its comment.
@@ -125,6 +134,25 @@ extension ConcordTestCase {
         let merge = try gitOK(GitSigning.options(keyFile: key.path) + ["commit-tree", "-S", tree, "-p", fork, "-p", other, "-m", "merge main"], in: copy)
         try gitOK(["reset", "--quiet", "--hard", merge], in: copy)
         return merge
+    }
+
+    /// What each attacker does last: fetches the remote's main into `copy` (their fork), merges it
+    /// with `concord merge origin/main` as `device`, or, where concord refuses, with plain git, main
+    /// first and their side kept (`mainFirstMergeWithGit`, signed with the device's key), and pushes
+    /// the result whatever the remote answers. `environment`: git's, for an ssh remote.
+    package func mergeMainAndPushAnyway(in copy: URL, as device: TestDevice, environment: [String: String] = [:]) throws {
+        try gitOK(["fetch", "--quiet", "origin"], in: copy, environment: environment)
+        let merged = try concord(["merge", "origin/main"], as: device, in: copy)
+        print("\(device.member)@\(device.device)'s concord merge: \(merged.summary)")
+        if merged.status != 0 { try mainFirstMergeWithGit(in: copy, of: "origin/main", signedWith: device.keyFile) }
+        try pushAnyway(from: copy, environment: environment)
+    }
+
+    /// Pushes HEAD of `copy` to the remote's main, whatever the remote answers (it is the remote's
+    /// judgment, and the devices' after it, that the attack tests check).
+    package func pushAnyway(from copy: URL, environment: [String: String] = [:]) throws {
+        let pushed = try git(["push", "origin", "HEAD:main"], in: copy, environment: environment)
+        print("the attacker's push: \(pushed.summary)")
     }
 
     /// What an attacker with plain git pushes when concord will not merge for them: a merge of `main`

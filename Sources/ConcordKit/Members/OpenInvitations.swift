@@ -81,12 +81,13 @@ extension Members {
         let path = ProfilePaths.invitation(id)
         let bytes = try? Array(Data(contentsOf: profile.root.appendingPathComponent(path)))
         // Withdrawn first: the Admin who signed it has most often lost that role (which withdrew it).
-        if try profile.history.rootCommit().hex == invitation.root, let bytes, (try? OpenInvitation.decode(bytes, path: path))?.withdrawn == true {
-            throw refuse("it was withdrawn (the Admin who opened it was revoked or demoted at the same time); ask an Admin for a new one")
-        }
-        if try profile.history.rootCommit().hex == invitation.root, let opened = bytes.flatMap({ try? OpenInvitation.decode($0, path: path) }),
-           !Self.isActiveAdmin(opened.invitedBy, in: try list()) {
-            throw refuse("it was withdrawn: \(opened.invitedBy), who opened it, is no longer an active Admin; ask an Admin for a new one")
+        if try profile.history.rootCommit().hex == invitation.root, let opened = bytes.flatMap({ try? OpenInvitation.decode($0, path: path) }) {
+            if opened.withdrawn {
+                throw refuse("it was withdrawn (the Admin who opened it was revoked or demoted at the same time); ask an Admin for a new one")
+            }
+            if !Self.isActiveAdmin(opened.invitedBy, in: try list()) {
+                throw refuse("it was withdrawn: \(opened.invitedBy), who opened it, is no longer an active Admin; ask an Admin for a new one")
+            }
         }
         let members = try checkOrigin(of: invitation, for: identity.member)
         guard let bytes else {
