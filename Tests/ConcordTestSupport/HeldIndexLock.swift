@@ -1,3 +1,5 @@
+// See ConcordTestCase.swift: only where XCTest is.
+#if canImport(XCTest)
 import Foundation
 import XCTest
 #if canImport(Glibc)
@@ -61,3 +63,4 @@ package struct IndexLockScene: Equatable {
     package let workingTree: [String: Data]
     package let lock: String
 }
+#endif
