@@ -76,7 +76,7 @@ extension History {
     /// rule), so after it the path runs through this device's own commits and the merge, whose
     /// change against that parent is what the sync brought. Nil when `token` is not `head` nor one
     /// of its ancestors (set aside, rewound, or never here).
-    func commitsAfter(_ token: ObjectID?, upTo head: ObjectID) throws -> [(commit: Commit, parent: ObjectID?)]? {
+    package func commitsAfter(_ token: ObjectID?, upTo head: ObjectID) throws -> [(commit: Commit, parent: ObjectID?)]? {
         try gitCall {
             guard let token else { return try chain(from: head) { _ in false }.map { ($0, $0.parents.first) } }
             guard repository.contains(token), try token == head || repository.isAncestor(token, of: head) else { return nil }

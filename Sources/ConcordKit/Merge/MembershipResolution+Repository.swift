@@ -10,23 +10,29 @@ extension MembershipResolution {
     /// The resolution of merging `theirs` into `ours`, the main line (the merge's first parent),
     /// whose merge base is `base` (nil: none): the decisions of the commits only `theirs` reaches,
     /// replayed in side order onto `ours`' membership (`replayOnMainline`).
-    static func compute(in repository: Repository, base: ObjectID?, ours: ObjectID, theirs: ObjectID) throws -> MembershipResolution {
+    package static func compute(in repository: Repository, base: ObjectID?, ours: ObjectID, theirs: ObjectID) throws -> MembershipResolution {
         guard let base else { return .none }
         let trees = (base: try repository.commit(base).tree, ours: try repository.commit(ours).tree, theirs: try repository.commit(theirs).tree)
         // Nothing to replay when the side changed no authority since the merge base, or holds the main line's.
         let sideAuthority = try authority(trees.theirs, repository)
         guard try sideAuthority != authority(trees.base, repository), try sideAuthority != authority(trees.ours, repository) else { return .none }
+        let mainline = try authorityFiles(trees.ours, repository)
+        let outcome = replayOnMainline(mainline, side: try sideDecisions(of: theirs, joining: ours, in: repository))
+        var resolution = resolution(replayed: outcome.state, sides: [mainline, try authorityFiles(trees.theirs, repository)])
+        resolution.fallen = outcome.fallen
+        return resolution
+    }
+
+    /// The decisions of the commits a merge of `tip` into the main line `mainline` brings in, in side
+    /// order: each non-merge commit's change to member and invitation files, with who signed it.
+    package static func sideDecisions(of tip: ObjectID, joining mainline: ObjectID, in repository: Repository) throws -> [SideDecision] {
         var decisions = [SideDecision]()
-        for commit in try sideOrder(of: theirs, joining: ours, in: repository) where commit.parents.count == 1 {
+        for commit in try sideOrder(of: tip, joining: mainline, in: repository) where commit.parents.count == 1 {
             if let change = try Decoded.shared.change(of: commit, in: repository) {
                 decisions.append(SideDecision(commit: commit.id.hex, change: change))
             }
         }
-        let mainline = try authorityFiles(trees.ours, repository)
-        let outcome = replayOnMainline(mainline, side: decisions)
-        var resolution = resolution(replayed: outcome.state, sides: [mainline, try authorityFiles(trees.theirs, repository)])
-        resolution.fallen = outcome.fallen
-        return resolution
+        return decisions
     }
 
     /// The commits a merge of `tip` into the main line `mainline` brings in (reachable from `tip`,
@@ -121,7 +127,7 @@ extension MembershipResolution {
     }
 
     /// `tree`'s member and invitation files, by path.
-    private static func authorityFiles(_ tree: ObjectID, _ repository: Repository) throws -> [String: [UInt8]] {
+    package static func authorityFiles(_ tree: ObjectID, _ repository: Repository) throws -> [String: [UInt8]] {
         var files = [String: [UInt8]]()
         for directory in [ProfilePaths.membersDirectory, ProfilePaths.invitationsDirectory] {
             guard try repository.entry(at: directory, inTree: tree)?.kind == .tree else { continue }
