@@ -268,12 +268,13 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
             return ("\(remote)'s main moved from \(was) to \(now), whose first-parent line does not hold \(was): someone pushed a merge "
                     + "that puts another line of history first (as plain `git pull` does), which would let decisions made on old copies count",
                     "refused, nothing here changed; whoever pushed \(now) runs `concord sync` (its merges put the remote's main first) "
-                    + "or `git pull --rebase`, and pushes again")
+                    + "or `git pull --rebase`, and pushes again; on a path remote an Admin puts it back with 'concord remote restore \(remote)'")
         case .remoteRewritten(let remote, let was, let now, let dropped, let changingAccess):
             return ("\(remote)'s main was rewritten on the server: it is now \(now), without \(dropped) commit(s) up to \(was) that "
                     + "this device fetched before, and \(changingAccess) among them changed the profile's members, invitations or kinds",
-                    "refused, nothing here changed (the new history may rest on access those commits took away); ask the "
-                    + "server's admin to put the remote's main back at \(was) or a commit after it")
+                    "refused, nothing here changed (the new history may rest on access those commits took away); on a path "
+                    + "remote an Admin puts it back with 'concord remote restore \(remote)', else ask the server's admin to put the "
+                    + "remote's main back at \(was) or a commit after it")
         case .invitationRefused(let member, let reason):
             return (member.isEmpty ? "the open invitation cannot be accepted" : "the invitation for \(member) cannot be accepted", reason)
         case .accessRemoved(let member, let admin, let profile):

@@ -8,8 +8,10 @@ import ConcordModel
 /// or a tombstone's `deleted…`), each field's stamp (the envelope's for a field `fields` does not
 /// list) together with the field's value, and `lastDeleted`. A commit may make a claim in its
 /// signer's name (the acting member's, for a `concord switch` commit); a claim in another member's
-/// name must be one the file already made before — the parent's version of it, or, for a merge, one
-/// parent's (or their policy merge's). A field keeps another member's stamp only with the value it
+/// name must be one the file already made before — the parent's version of it, or, for a merge, the
+/// policy merge's (never merely one parent's: a merge whose second parent is an ancestor of its first
+/// could otherwise take back another member's older version, or undo their delete, under their own
+/// stamp; red-team finding, issue 42). A field keeps another member's stamp only with the value it
 /// had under that stamp (a field removed, with no value), so nobody can put new words under someone
 /// else's name, nor take theirs away under it; a stamp may move
 /// from the envelope to `fields` (a write of other fields keeps the fields it did not write).
@@ -23,7 +25,7 @@ package enum StampRule {
 
     /// Why record file `label` (`kind/id`), as `after` holds it, makes a claim in another member's
     /// name than `signer` that none of `before` (the parent's version; for a merge, the policy
-    /// merge's and each parent's; nil where there was none) made. Nil: it does not. A file that does
+    /// merge's; nil where there was none) made. Nil: it does not. A file that does
     /// not read as a record is the structural check's to refuse, not this rule's.
     package static func recordProblem(_ label: String, after: [UInt8]?, before: [[UInt8]?], signer: String) -> Violation? {
         guard let after, let record = try? Record.decode(after) else { return nil }
@@ -32,6 +34,13 @@ package enum StampRule {
         return Violation(label, "it writes \(claim) stamped \(stamp), in \(stamp.member)'s name, but \(signer) signed it; a commit "
                              + "writes stamps of its signer only (updatedBy and field stamps name who signed it, or stay as the parent "
                              + "had them): write the record as yourself with 'concord put'")
+    }
+
+    /// Why a merge that lacks record file `label` where its policy merge has it is refused: the
+    /// removal would be no one's (a delete is a tombstone in its signer's name, `concord rm`).
+    package static func mergeRemoval(_ label: String) -> Violation {
+        Violation(label, "the merge removes it where merging its parents keeps it; a merge takes what merging its parents gives, "
+                      + "and a record is deleted by a commit of its own: merge with 'concord sync', then 'concord rm' it")
     }
 
     /// The first claim of `record` in another member's name than `signer` that no version of `earlier` made.

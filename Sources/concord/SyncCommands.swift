@@ -68,13 +68,14 @@ extension RemoteCommand {
     struct Restore: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "restore",
-            abstract: "Put back a remote's main that holds a commit every device refuses (Admins only).",
+            abstract: "Put back a remote's main that devices refuse (Admins only).",
             discussion: """
-                For a path remote someone pushed a commit to with plain git, so that every sync stops with exit 5. \
-                Fetches the remote's main, checks it, merges in the newest commit of it the rule accepts, and moves the \
-                remote's main to this device's verified main (a compare-and-swap against the damaged tip), keeping the \
-                damaged tip on the remote under refs/concord/damaged/<time>. Exit 0 with nothing done when the remote's \
-                main passes the rule.
+                For a path remote someone pushed a commit to with plain git, or moved back or rewrote past what this \
+                device fetched, so that every sync stops with exit 5. Fetches the remote's main, checks it, merges in \
+                the newest commit of it the rule accepts (a rolled-back or rewritten main whole, as a side of this \
+                device's line), and moves the remote's main to this device's verified main (a compare-and-swap against \
+                the damaged tip), keeping the damaged tip on the remote under refs/concord/damaged/<time>. Exit 0 with \
+                nothing done when the remote's main passes the rule and holds what this device fetched.
                 """)
         @OptionGroup var profile: ProfileOption
         @Argument(help: "The remote's name.") var name = "origin"

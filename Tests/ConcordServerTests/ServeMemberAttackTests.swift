@@ -189,6 +189,35 @@ final class ServeMemberAttackTests: ConcordServeTestCase {
         XCTAssertEqual(try serverMain("kid", host: team.host), own, "a write in the signer's own name is stored")
     }
 
+    /// A merge whose second parent is an ancestor of its first (a red-team finding, issue 42): Eddie's
+    /// merge takes the ancestor's older version of Alice's record, still stamped as hers, which matches
+    /// one parent and used to pass; and one removes her record. The pre-receive refuses both: a merge
+    /// that differs from merging its parents writes in its signer's name only (StampAttackTests makes
+    /// the same merges, and the revived delete, on a path remote).
+    func testAMergeWithAnAncestorCannotTakeBackAnotherMembersWrites() throws {
+        let team = try servedTeam()
+        let eddies = try gitClone(as: team.eddie, team)
+        let old = try gitOK(["rev-parse", "HEAD"], in: eddies)
+        let puzzle = String(try recordFile("vocabulary", "puzzle", in: eddies).path.dropFirst(eddies.path.count + 1))
+        try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"ball"}"#], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        try gitOK(["pull", "--quiet", "--ff-only"], in: eddies, environment: try gitSSHEnvironment(team.eddie, host: team.host))
+        let main = try gitOK(["rev-parse", "HEAD"], in: eddies)
+
+        let older = try ancestorMergeWithGit(in: eddies, with: old, signedWith: team.eddie.keyFile) { clone in
+            try self.gitOK(["checkout", old, "--", puzzle], in: clone)
+        }
+        try assertPushRefused(team, older, from: eddies, as: team.eddie, mentions: [
+            "by eddie@laptop changes vocabulary/puzzle", "in alice's name, but eddie signed it",
+        ])
+        try gitOK(["reset", "--quiet", "--hard", main], in: eddies)
+        let gone = try ancestorMergeWithGit(in: eddies, with: old, signedWith: team.eddie.keyFile) { clone in
+            try self.gitOK(["rm", "--quiet", puzzle], in: clone)
+        }
+        try assertPushRefused(team, gone, from: eddies, as: team.eddie, mentions: ["changes vocabulary/puzzle", "the merge removes it"])
+        XCTAssertEqual(try serverMain("kid", host: team.host), main)
+    }
+
     struct ServedTeam {
         let alice: TestDevice   // admin, and the server's admin
         let eddie: TestDevice   // editor

@@ -65,6 +65,54 @@ final class StampAttackTests: ConcordTestCase {
         try assertAccepted(team, commit: own)
     }
 
+    /// A merge whose second parent is an ancestor of its first (a red-team finding, issue 42): each of
+    /// Eddie's merges holds files exactly as one parent has them, which the rule used to accept — the
+    /// ancestor's older version of Alice's record (her later write silently undone, still stamped as
+    /// hers), her record from before her delete (revived), and none of her tombstone (the delete
+    /// gone). A merge that differs from merging its parents now writes in its signer's name only, and
+    /// removes no record; the same merge written as Eddie's own stands.
+    func testAMergeWithAnAncestorCannotTakeBackAnotherMembersWrites() throws {
+        let team = try makeAccessTeam()
+        let fork = sandbox.appendingPathComponent("eddie-fork")
+        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
+        fsckAtEnd.append(fork)
+        let old = try gitOK(["rev-parse", "HEAD"], in: fork)
+        let puzzle = try recordFile("vocabulary", "puzzle", in: fork).path.dropFirst(fork.path.count + 1)
+        /// Alice's `command` synced; Eddie's fork at the remote's main, then his merge of `old` with `edit`, pushed.
+        func afterAlice(_ command: [String], _ edit: @escaping (URL) throws -> Void) throws -> String {
+            try concordOK(command, as: team.alice, in: team.aliceProfile)
+            try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+            try gitOK(["fetch", "--quiet", "origin"], in: fork)
+            try gitOK(["reset", "--quiet", "--hard", "origin/main"], in: fork)
+            let merge = try ancestorMergeWithGit(in: fork, with: old, signedWith: team.eddie.keyFile, edit)
+            try gitOK(["push", "--quiet", "--force", "origin", "HEAD:main"], in: fork)
+            return merge
+        }
+        func putBack() throws { try gitOK(["update-ref", "refs/heads/main", try revParse("HEAD", in: team.aliceProfile)], in: team.remote.bare) }
+
+        let older = try afterAlice(["put", "vocabulary/puzzle", "--json", #"{"label":"ball"}"#]) { fork in
+            try self.gitOK(["checkout", old, "--", String(puzzle)], in: fork)
+        }
+        try assertRefused(team, commit: older, mentions: ["by eddie@laptop changes vocabulary/puzzle", "in alice's name, but eddie signed it"])
+        try putBack()
+        let revived = try afterAlice(["rm", "vocabulary/puzzle"]) { fork in try self.gitOK(["checkout", old, "--", String(puzzle)], in: fork) }
+        try assertRefused(team, commit: revived, mentions: ["by eddie@laptop changes vocabulary/puzzle", "in alice's name, but eddie signed it"])
+        try putBack()
+        let gone = try afterAlice(["put", "vocabulary/cup", "--json", #"{"label":"cup"}"#]) { fork in
+            try self.gitOK(["rm", "--quiet", String(puzzle)], in: fork)
+        }
+        try assertRefused(team, commit: gone, mentions: ["by eddie@laptop changes vocabulary/puzzle", "the merge removes it", "concord rm"])
+        try putBack()
+        XCTAssertTrue(try gitOK(["show", "HEAD:\(puzzle)"], in: team.aliceProfile).contains(#""deletedBy": "alice""#), "Alice's delete stands")
+
+        let own = try afterAlice(["put", "vocabulary/bowl", "--json", #"{"label":"bowl"}"#]) { fork in
+            try self.gitOK(["checkout", old, "--", String(puzzle)], in: fork)
+            try self.replace(#""updatedBy": "alice""#, with: #""updatedBy": "eddie""#, in: fork.appendingPathComponent(String(puzzle)))
+        }
+        try assertAccepted(team, commit: own)
+        XCTAssertTrue(try concordOK(["get", "vocabulary/puzzle"], as: team.alice, in: team.aliceProfile).contains(#""updatedBy": "eddie""#))
+    }
+
     /// A format 6 profile: a record stamped in another's name stands there (format 6 had no such
     /// rule), and `concord verify` keeps accepting that history after an Admin's `concord upgrade`
     /// moves the profile to format 7 in one commit; from then on the same forgery is refused.

@@ -57,4 +57,55 @@ final class RemoteRestoreTests: ConcordTestCase {
         }
         XCTAssertTrue(try concordOK(["remote", "restore"], as: team.alice, in: team.aliceProfile).contains("nothing to restore"))
     }
+
+    /// Anyone who can write the folder moves the remote's main back to before Alice's revocation of
+    /// Eddie (a red-team finding, issue 42). Eddie, who never fetched it, keeps writing, and Uma builds
+    /// on the rolled-back line. Alice's sync refuses the main that dropped her revocation (exit 5),
+    /// and `concord remote restore` used to say "nothing to restore" (every commit of it passes the
+    /// rule on its own line). Now it restores: the rolled-back line is merged in as a side of Alice's,
+    /// so Eddie's writes after his revocation fall and Uma's stand, and the damaged tip is kept. Uma's
+    /// device, which took the rolled-back line, refuses the restored main (the limit of a path remote,
+    /// docs/security.md); a fresh clone gets Alice's line with Uma's record.
+    func testAnAdminRestoresAMainRolledBackPastARevocation() throws {
+        let team = try makeAccessTeam()
+        let umasCopy = try cloneProfile(team.uma, from: team.remote, into: "uma")
+        let eddiesCopy = try cloneProfile(team.eddie, from: team.remote, into: "eddie")
+        let beforeRevocation = try XCTUnwrap(try remoteMain(team.remote))
+        try concordOK(["revoke", "eddie"], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        try gitOK(["update-ref", "refs/heads/main", beforeRevocation], in: team.remote.bare)
+        try concordOK(["put", "vocabulary/evil", "--json", #"{"label":"evil"}"#], as: team.eddie, in: eddiesCopy)
+        try concordOK(["sync"], as: team.eddie, in: eddiesCopy)
+        let entry = try concordOK(["append", "logs", "--json", #"{"text":"on the rolled-back line"}"#], as: team.uma, in: umasCopy)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        try concordOK(["sync"], as: team.uma, in: umasCopy)
+        let damaged = try XCTUnwrap(try remoteMain(team.remote))
+        let alicesLine = try revParse("HEAD", in: team.aliceProfile)
+        assertOneLineRefusal(try concordWithDeadline(["sync"], as: team.alice, in: team.aliceProfile), status: 5,
+                             mentions: ["was rewritten", "concord remote restore origin"])
+
+        let restored = try concordWithDeadline(["remote", "restore", "origin", "--json"], as: team.alice, in: team.aliceProfile)
+        XCTAssertEqual(restored.status, 0, restored.summary)
+        let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(restored.stdout.utf8)) as? [String: Any], restored.stdout)
+        XCTAssertEqual(report["damagedTip"] as? String, String(damaged.prefix(7)))
+        XCTAssertEqual(report["merged"] as? String, String(damaged.prefix(7)), "the rolled-back line is merged in as a side")
+        XCTAssertTrue((report["refusal"] as? String)?.contains("its first-parent line does not hold") == true, restored.stdout)
+        XCTAssertEqual(try gitOK(["rev-parse", try XCTUnwrap(report["keptAs"] as? String)], in: team.remote.bare), damaged)
+        let main = try revParse("HEAD", in: team.aliceProfile)
+        XCTAssertEqual(try remoteMain(team.remote), main)
+        XCTAssertEqual(try gitOK(["rev-parse", "\(main)^1", "\(main)^2"], in: team.aliceProfile), "\(alicesLine)\n\(damaged)",
+                       "Alice's line first, the rolled-back line as a side")
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        XCTAssertTrue(try concordOK(["remote", "restore"], as: team.alice, in: team.aliceProfile).contains("nothing to restore"))
+
+        let fresh = try cloneProfile(team.vera, from: team.remote, into: "vera")
+        for (device, copy) in [(team.alice, team.aliceProfile), (team.vera, fresh)] {
+            let members = try concordOK(["members", "list"], as: device, in: copy)
+            XCTAssertTrue(members.split(separator: "\n").contains { $0.contains("eddie") && $0.contains("revoked") }, members)
+            XCTAssertFalse(try concordOK(["ls"], as: device, in: copy).contains("vocabulary/evil"), "Eddie's write after his revocation fell")
+            XCTAssertTrue(try concordOK(["get", "logs/\(entry)"], as: device, in: copy).contains("on the rolled-back line"), "Uma's entry stands")
+        }
+        assertOneLineRefusal(try concordWithDeadline(["sync"], as: team.uma, in: umasCopy), status: 5,
+                             mentions: ["first-parent line does not hold", "concord remote restore origin"])
+    }
 }

@@ -116,6 +116,22 @@ extension ConcordTestCase {
         return merge
     }
 
+    /// A merge made with plain git in `clone` whose second parent is `ancestor`, an ancestor of HEAD
+    /// (its first parent, so the remote's main stays on the new main's first-parent line): its tree is
+    /// HEAD's with `edit` applied (e.g. a file taken back from `ancestor` with `git checkout`), signed
+    /// with `key`. Every file matches one parent's; only the merge rule can refuse it. HEAD moves to it.
+    @discardableResult
+    package func ancestorMergeWithGit(in clone: URL, with ancestor: String, signedWith key: URL, _ edit: (URL) throws -> Void) throws -> String {
+        let head = try gitOK(["rev-parse", "HEAD"], in: clone)
+        try edit(clone)
+        try gitOK(["add", "-A"], in: clone)
+        let tree = try gitOK(["write-tree"], in: clone)
+        let merge = try gitOK(GitSigning.options(keyFile: key.path) + ["commit-tree", "-S", tree, "-p", head, "-p", ancestor, "-m", "merge"],
+                              in: clone)
+        try gitOK(["reset", "--quiet", "--hard", merge], in: clone)
+        return merge
+    }
+
     /// Writes `.concord/members/<name>.json` in `clone` as an active member of `role` with `publicKey`
     /// on device `device`, added by `addedBy`: an alias, as an Admin would add it by hand.
     package func writeActiveMember(_ name: String, role: String, publicKey: String, device: String = "laptop", addedBy: String,

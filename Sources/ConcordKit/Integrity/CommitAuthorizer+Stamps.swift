@@ -7,25 +7,24 @@ extension CommitAuthorizer {
     /// Refuses a commit (`commit`, signed as `signer`, judged as `judged`) whose record files in
     /// `changes` (its own changes against its first parent, or a merge's differences from the policy
     /// merge) make a claim in another member's name that the file did not make before: at the first
-    /// parent's version for a commit of one parent, at the policy merge's or either parent's for a
-    /// merge (`parentTrees`). Only from format 7 on (the first parent's `profile.json`).
-    func checkRecordStamps(_ commit: Commit, changes: [TreeChange], parentTrees: [ObjectID], kinds: KindsTable,
+    /// parent's version for a commit of one parent, at the policy merge's for a merge. A merge that
+    /// differs from its policy merge writes in its signer's name only, so it cannot take an older
+    /// version of another member's record from an ancestor (red-team finding, issue 42), nor does it
+    /// remove a record file the policy merge keeps. Only from format 7 on (the first parent's `profile.json`).
+    func checkRecordStamps(_ commit: Commit, changes: [TreeChange], isMerge: Bool, firstParentTree: ObjectID, kinds: KindsTable,
                            signer: CommitSigner, judged: Member) throws {
         let records = changes.compactMap { change -> (TreeChange, String)? in
-            guard change.new != nil, case .success(.record(let kind, let id)) = ProfilePathRules.classify(change.path, kinds: kinds) else { return nil }
+            guard case .success(.record(let kind, let id)) = ProfilePathRules.classify(change.path, kinds: kinds) else { return nil }
             return (change, "\(kind.name)/\(id)")
         }
-        guard !records.isEmpty, let first = parentTrees.first, StampRule.applies(parentFormat: try format(at: first)) else { return }
+        guard !records.isEmpty, StampRule.applies(parentFormat: try format(at: firstParentTree)) else { return }
         for (change, label) in records {
-            var before = [try bytes(of: change.old)]
-            if parentTrees.count > 1 {
-                let path = String(decoding: change.path, as: UTF8.self)
-                for tree in parentTrees {
-                    let entry = try repository.entry(at: path, inTree: tree)
-                    before.append(try entry.flatMap { $0.kind == .blob ? try bytes(of: .file($0.id)) : nil })
-                }
+            let violation = if change.new == nil {
+                isMerge ? StampRule.mergeRemoval(label) : nil
+            } else {
+                StampRule.recordProblem(label, after: try bytes(of: change.new), before: [try bytes(of: change.old)], signer: judged.name)
             }
-            if let violation = StampRule.recordProblem(label, after: try bytes(of: change.new), before: before, signer: judged.name) {
+            if let violation {
                 throw ConcordError.unauthorizedCommit(commit: commit.id.short, signer: signer.label, change: violation.change, reason: violation.reason)
             }
         }

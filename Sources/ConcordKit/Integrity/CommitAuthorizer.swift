@@ -175,8 +175,9 @@ package final class CommitAuthorizer {
                     throw refuse(signer.label, by: violation)
                 }
             }
-            // Rule 6 for records (format 7): a record's stamps name the judged member, or were there before.
-            try checkRecordStamps(commit, changes: differences, parentTrees: parentTrees,
+            // Rule 6 for records (format 7): a record's stamps name the judged member, or were there before
+            // (for a merge: in the policy merge).
+            try checkRecordStamps(commit, changes: differences, isMerge: policy != nil, firstParentTree: parentTree,
                                   kinds: kindsTables[0], signer: signer, judged: judged)
             // Rule 5, once the role allowed the change: no key moves to another member; an Admin stays.
             try checkMemberFiles(commit, changes: differences, parentTrees: parentTrees, signer: signer, judged: judged)

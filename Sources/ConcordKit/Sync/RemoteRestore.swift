@@ -21,9 +21,10 @@ public struct RemoteRestoreReport: Sendable, Equatable {
 
 /// An Admin's way back from a remote someone damaged: a path remote (or a plain git server) takes
 /// whatever is pushed to it, so a member with plain git can put there a commit every device
-/// refuses (each sync then stops with exit 5). This fetches the remote's main into a quarantine,
-/// confirms the rule refuses it, finds the newest commit of it the rule accepts (merged here when
-/// this device lacks it, so no valid commit is lost), and moves the remote's main to this
+/// refuses, or move main to a line that drops what this device fetched (each sync then stops with
+/// exit 5). This fetches the remote's main into a quarantine, confirms the rule refuses it (or that
+/// its first-parent line lacks the main this device last fetched), merges in what of it the rule
+/// accepts and this device lacks (so no valid commit is lost), and moves the remote's main to this
 /// device's verified main — a compare-and-swap against the damaged tip, never a blind force —
 /// after keeping the damaged tip on the remote under `refs/concord/damaged/<time>`.
 public struct RemoteRestore {
@@ -56,24 +57,33 @@ public struct RemoteRestore {
         let known = [head, tracking].compactMap { $0 }
         let quarantine = try gitCall { try Quarantine(for: repository, tips: known) }
         let damaged: ObjectID, refusal: String
-        var fetched = true
+        var fetched = true, rewritten = false
         do {
             _ = try SyncPipeline(sync: profile.sync, remote: remote, location: location, options: TransportOptions())
                 .fetch(into: quarantine.repository, cloning: false)
-            guard let tip = try gitCall({ try quarantine.repository.resolveReference(SyncPipeline.incomingRef) }),
-                  let problem = try self.refusal(of: tip, in: quarantine.repository, known: known) else { return nil }
-            (damaged, refusal) = (tip, problem)
+            guard let tip = try gitCall({ try quarantine.repository.resolveReference(SyncPipeline.incomingRef) }) else { return nil }
+            if let problem = try self.refusal(of: tip, in: quarantine.repository, known: known) {
+                (damaged, refusal) = (tip, problem)
+            } else if let tracking, try !gitCall({ try quarantine.repository.isOnFirstParentLine(tracking, of: tip) }) {
+                (damaged, refusal, rewritten) = (tip, Self.lineLost(tracking, now: tip), true)
+            } else {
+                return nil
+            }
         } catch let error as ConcordError {
             // Refused while it was copied (a file over its limit, a tree the format forbids): nothing of it is read further.
             guard case .invalidCommit = error, let tip = try? Repository.localRemoteHead(at: path, ref: "refs/heads/main") else { throw error }
             (damaged, refusal, fetched) = (tip, error.parts.problem, false)
         }
 
-        // The newest accepted commit of the damaged main that this device lacks is merged first.
+        // What of the damaged main this device lacks and the rule accepts is merged first: the newest
+        // accepted commit below a refused tip, with the remote's line first; or a main rewritten or
+        // rolled back past what this device fetched, whole, as a side of this device's line (the line
+        // the remote had): its decisions are judged where they join it, so one resting on a dropped
+        // revocation falls, and its honest commits are kept.
         var merged: ObjectID?
-        if fetched, let accepted = try newestAccepted(below: damaged, in: quarantine.repository, known: known) {
+        if fetched, let accepted = try rewritten ? damaged : newestAccepted(below: damaged, in: quarantine.repository, known: known) {
             try gitCall { try quarantine.admit() }
-            _ = try profile.sync.mergeLocked(accepted, as: identity)
+            _ = try profile.sync.mergeLocked(accepted, as: identity, mainLine: rewritten ? .head : .theirs)
             merged = accepted
         }
         guard let restored = try gitCall({ try repository.resolveReference("HEAD") }) else { throw ConcordError.emptyRemote(path) }
@@ -97,6 +107,13 @@ public struct RemoteRestore {
         try profile.sync.recordSync(remote: remote, head: restored)
         return RemoteRestoreReport(remote: remote, damagedTip: damaged.short, keptAs: kept, refusal: refusal,
                                    merged: merged?.short, restoredTo: restored.short)
+    }
+
+    /// The refusal of a main whose first-parent line lacks `tracking` (what this device last fetched): rolled back, rewritten, or
+    /// a merge that put another line first (the line a sync refuses with `remoteRewritten` or `mainlineBroken`).
+    static func lineLost(_ tracking: ObjectID, now tip: ObjectID) -> String {
+        "its first-parent line does not hold \(tracking.short), the main this device fetched before (it was rolled back, rewritten, "
+            + "or merged with another line first), so decisions \(tracking.short) had reached would not count"
     }
 
     /// Only an active Admin restores a remote; the refusal names the Admins who can.
