@@ -80,13 +80,19 @@ extension History {
         try gitCall {
             guard let token else { return try chain(from: head) { _ in false }.map { ($0, $0.parents.first) } }
             guard repository.contains(token), try token == head || repository.isAncestor(token, of: head) else { return nil }
+            // The commits since the token that reach it, found in one walk (parents before children), so
+            // the way down at a merge is a lookup, not an ancestry walk per merge (B14).
+            var reaching: [ObjectID: Commit] = [:]
+            for commit in try repository.newCommits(from: head, excluding: [token])
+            where commit.parents.contains(where: { $0 == token || reaching[$0] != nil }) {
+                reaching[commit.id] = commit
+            }
             var path = [(commit: Commit, parent: ObjectID?)]()
             var next = head
             while next != token {
-                let commit = try repository.commit(next)
-                // A single parent is on the way (the token is an ancestor of this commit); of a merge's, the first that is.
-                let parent = commit.parents.count == 1 ? commit.parents.first
-                    : try commit.parents.first { try $0 == token || repository.isAncestor(token, of: $0) }
+                guard let commit = reaching[next] else { break }
+                // Of a merge's parents, the first on the way to the token.
+                let parent = commit.parents.first { $0 == token || reaching[$0] != nil }
                 guard let parent else { break }
                 path.append((commit, parent))
                 next = parent

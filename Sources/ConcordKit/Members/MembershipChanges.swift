@@ -103,7 +103,7 @@ extension Members {
         guard member.status == .revoked else { return }
         // A file with no revoker: an admission that fell with the rights of the Admin who made it (`MembershipResolution`).
         throw ConcordError.accessRemoved(member: identity.member,
-                                         by: member.revokedBy ?? "a concurrent revocation or demotion of the Admin who admitted \(identity.member)",
+                                         by: member.revokedBy ?? "the revocation or demotion, on the main line, of the Admin who admitted \(identity.member)",
                                          profile: profile.info.name)
     }
 

@@ -15,27 +15,38 @@ enum LogArrival {
     static let walkLimit = 100_000
 
     /// `entries` (of log kind `kind`, all with one id) in the order they reached `head`'s first-parent chain.
+    ///
+    /// A log file only grows along that chain (every commit appends, and a merge takes what merging
+    /// its parents gives: the validity rule), so an entry is in every commit from the one it arrived
+    /// in up to head: its arrival is found by a binary search of the chain, reading O(log n) versions
+    /// of its day file rather than each version back to it (B16).
     static func ordered(_ entries: [LogEntry], kind: RecordKind, head: ObjectID?, in repository: Repository) throws -> [LogEntry] {
         guard entries.count > 1, let head else { return entries }
+        var chain = [(commit: ObjectID, tree: ObjectID)]()   // head first
+        var next: ObjectID? = head
+        while let id = next, chain.count < walkLimit {
+            let links = try repository.commitLinks(id)
+            chain.append((id, links.tree))
+            next = links.parents.first
+        }
+        var parsed = [ObjectID: [LogEntry]]()
+        func holds(_ entry: LogEntry, at depth: Int) throws -> Bool {
+            let path = kind.directory + "/" + LogEntry.dayFileName(for: entry.at)
+            guard let blob = try repository.entry(at: path, inTree: chain[depth].tree).flatMap({ $0.kind == .blob ? $0.id : nil }) else {
+                return false
+            }
+            if parsed[blob] == nil { parsed[blob] = (try? LogEntry.parseLogFile(try repository.blob(blob))) ?? [] }
+            return parsed[blob]?.contains(entry) == true
+        }
         // The depth (commits back from head) of the oldest first-parent commit each entry is in; nil: not in head.
         var oldest = [Int?](repeating: nil, count: entries.count)
-        var tracking = Set(entries.indices)
-        var commit: ObjectID? = head, depth = 0
-        var lastBlobs = [String: (ObjectID?, [LogEntry])]()
-        while let id = commit, !tracking.isEmpty, depth < walkLimit {
-            let current = try repository.commit(id)
-            for index in tracking.sorted() {
-                let path = kind.directory + "/" + LogEntry.dayFileName(for: entries[index].at)
-                let blob = try repository.entry(at: path, inTree: current.tree).flatMap { $0.kind == .blob ? $0.id : nil }
-                let lines: [LogEntry]
-                if let known = lastBlobs[path], known.0 == blob { lines = known.1 } else {
-                    lines = try blob.map { (try? LogEntry.parseLogFile(try repository.blob($0))) ?? [] } ?? []
-                    lastBlobs[path] = (blob, lines)
-                }
-                if lines.contains(entries[index]) { oldest[index] = depth } else { tracking.remove(index) }
+        for (index, entry) in entries.enumerated() where try holds(entry, at: 0) {
+            var (inside, outside) = (0, chain.count)   // holds at `inside`; `outside` is past the oldest that does
+            while outside - inside > 1 {
+                let middle = (inside + outside) / 2
+                if try holds(entry, at: middle) { inside = middle } else { outside = middle }
             }
-            commit = current.parents.first
-            depth += 1
+            oldest[index] = inside
         }
         return entries.indices.sorted { a, b in
             switch (oldest[a], oldest[b]) {
