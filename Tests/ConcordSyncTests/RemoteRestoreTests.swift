@@ -108,4 +108,47 @@ final class RemoteRestoreTests: ConcordTestCase {
         assertOneLineRefusal(try concordWithDeadline(["sync"], as: team.uma, in: umasCopy), status: 5,
                              mentions: ["first-parent line does not hold", "concord remote restore origin"])
     }
+
+    /// The main is rolled back past Alice's revocation of Eddie, Uma builds on it, and then someone
+    /// pushes an unsigned commit on top. The newest accepted commit (Uma's) goes in as a side of
+    /// Alice's line, not first: otherwise the restored main's first-parent line would drop Alice's
+    /// revocation, and Eddie's write after it would stand (found on review, issue 42).
+    func testARolledBackMainWithARefusedCommitOnTopGoesInAsASide() throws {
+        let team = try makeAccessTeam()
+        let umasCopy = try cloneProfile(team.uma, from: team.remote, into: "uma")
+        let eddiesCopy = try cloneProfile(team.eddie, from: team.remote, into: "eddie")
+        let beforeRevocation = try XCTUnwrap(try remoteMain(team.remote))
+        try concordOK(["revoke", "eddie"], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        try gitOK(["update-ref", "refs/heads/main", beforeRevocation], in: team.remote.bare)
+        try concordOK(["put", "vocabulary/evil", "--json", #"{"label":"evil"}"#], as: team.eddie, in: eddiesCopy)
+        try concordOK(["sync"], as: team.eddie, in: eddiesCopy)
+        let entry = try concordOK(["append", "logs", "--json", #"{"text":"on the rolled-back line"}"#], as: team.uma, in: umasCopy)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        try concordOK(["sync"], as: team.uma, in: umasCopy)
+        let umasMain = try XCTUnwrap(try remoteMain(team.remote))
+        let damaged = try pushWithGit(team, signedWith: nil) { clone in
+            try replace(#""label": "puzzle""#, with: #""label": "damaged""#, in: try recordFile("vocabulary", "puzzle", in: clone))
+        }
+        let alicesLine = try revParse("HEAD", in: team.aliceProfile)
+
+        let restored = try concordWithDeadline(["remote", "restore", "origin", "--json"], as: team.alice, in: team.aliceProfile)
+        XCTAssertEqual(restored.status, 0, restored.summary)
+        let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(restored.stdout.utf8)) as? [String: Any], restored.stdout)
+        XCTAssertEqual(report["damagedTip"] as? String, String(damaged.prefix(7)))
+        XCTAssertEqual(report["merged"] as? String, String(umasMain.prefix(7)), "the newest accepted commit is merged in")
+        let main = try revParse("HEAD", in: team.aliceProfile)
+        XCTAssertEqual(try remoteMain(team.remote), main)
+        XCTAssertEqual(try gitOK(["rev-parse", "\(main)^1", "\(main)^2"], in: team.aliceProfile), "\(alicesLine)\n\(umasMain)",
+                       "Alice's line first, the rolled-back line as a side")
+
+        let fresh = try cloneProfile(team.vera, from: team.remote, into: "vera")
+        for (device, copy) in [(team.alice, team.aliceProfile), (team.vera, fresh)] {
+            let members = try concordOK(["members", "list"], as: device, in: copy)
+            XCTAssertTrue(members.split(separator: "\n").contains { $0.contains("eddie") && $0.contains("revoked") }, members)
+            XCTAssertFalse(try concordOK(["ls"], as: device, in: copy).contains("vocabulary/evil"), "Eddie's write after his revocation fell")
+            XCTAssertTrue(try concordOK(["get", "logs/\(entry)"], as: device, in: copy).contains("on the rolled-back line"), "Uma's entry stands")
+            XCTAssertTrue(try concordOK(["get", "vocabulary/puzzle"], as: device, in: copy).contains(#""label": "puzzle""#), "the unsigned edit is not in")
+        }
+    }
 }

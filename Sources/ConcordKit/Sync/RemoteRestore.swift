@@ -76,14 +76,18 @@ public struct RemoteRestore {
         }
 
         // What of the damaged main this device lacks and the rule accepts is merged first: the newest
-        // accepted commit below a refused tip, with the remote's line first; or a main rewritten or
-        // rolled back past what this device fetched, whole, as a side of this device's line (the line
-        // the remote had): its decisions are judged where they join it, so one resting on a dropped
-        // revocation falls, and its honest commits are kept.
+        // accepted commit below a refused tip, with the remote's line first when that commit's
+        // first-parent line holds what this device fetched; otherwise (a main rewritten or rolled
+        // back past it, with or without a refused commit on top) as a side of this device's line, the
+        // line the remote had: its decisions are judged where they join it, so one resting on a
+        // dropped revocation falls, and its honest commits are kept.
         var merged: ObjectID?
         if fetched, let accepted = try rewritten ? damaged : newestAccepted(below: damaged, in: quarantine.repository, known: known) {
+            let extendsThisLine = try !rewritten && tracking.map { tracking in
+                try gitCall { try quarantine.repository.isOnFirstParentLine(tracking, of: accepted) }
+            } ?? true
             try gitCall { try quarantine.admit() }
-            _ = try profile.sync.mergeLocked(accepted, as: identity, mainLine: rewritten ? .head : .theirs)
+            _ = try profile.sync.mergeLocked(accepted, as: identity, mainLine: extendsThisLine ? .theirs : .head)
             merged = accepted
         }
         guard let restored = try gitCall({ try repository.resolveReference("HEAD") }) else { throw ConcordError.emptyRemote(path) }
