@@ -67,18 +67,7 @@ final class RemoteRestoreTests: ConcordTestCase {
     /// device, which took the rolled-back line, refuses the restored main (the limit of a path remote,
     /// docs/security.md); a fresh clone gets Alice's line with Uma's record.
     func testAnAdminRestoresAMainRolledBackPastARevocation() throws {
-        let team = try makeAccessTeam()
-        let umasCopy = try cloneProfile(team.uma, from: team.remote, into: "uma")
-        let eddiesCopy = try cloneProfile(team.eddie, from: team.remote, into: "eddie")
-        let beforeRevocation = try XCTUnwrap(try remoteMain(team.remote))
-        try concordOK(["revoke", "eddie"], as: team.alice, in: team.aliceProfile)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
-        try gitOK(["update-ref", "refs/heads/main", beforeRevocation], in: team.remote.bare)
-        try concordOK(["put", "vocabulary/evil", "--json", #"{"label":"evil"}"#], as: team.eddie, in: eddiesCopy)
-        try concordOK(["sync"], as: team.eddie, in: eddiesCopy)
-        let entry = try concordOK(["append", "logs", "--json", #"{"text":"on the rolled-back line"}"#], as: team.uma, in: umasCopy)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        try concordOK(["sync"], as: team.uma, in: umasCopy)
+        let (team, umasCopy, entry) = try rollBackPastEddiesRevocation()
         let damaged = try XCTUnwrap(try remoteMain(team.remote))
         let alicesLine = try revParse("HEAD", in: team.aliceProfile)
         assertOneLineRefusal(try concordWithDeadline(["sync"], as: team.alice, in: team.aliceProfile), status: 5,
@@ -98,13 +87,7 @@ final class RemoteRestoreTests: ConcordTestCase {
         try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
         XCTAssertTrue(try concordOK(["remote", "restore"], as: team.alice, in: team.aliceProfile).contains("nothing to restore"))
 
-        let fresh = try cloneProfile(team.vera, from: team.remote, into: "vera")
-        for (device, copy) in [(team.alice, team.aliceProfile), (team.vera, fresh)] {
-            let members = try concordOK(["members", "list"], as: device, in: copy)
-            XCTAssertTrue(members.split(separator: "\n").contains { $0.contains("eddie") && $0.contains("revoked") }, members)
-            XCTAssertFalse(try concordOK(["ls"], as: device, in: copy).contains("vocabulary/evil"), "Eddie's write after his revocation fell")
-            XCTAssertTrue(try concordOK(["get", "logs/\(entry)"], as: device, in: copy).contains("on the rolled-back line"), "Uma's entry stands")
-        }
+        try assertEddiesWriteFellAndUmasEntryStands(team, entry: entry)
         assertOneLineRefusal(try concordWithDeadline(["sync"], as: team.uma, in: umasCopy), status: 5,
                              mentions: ["first-parent line does not hold", "concord remote restore origin"])
     }
@@ -114,18 +97,7 @@ final class RemoteRestoreTests: ConcordTestCase {
     /// Alice's line, not first: otherwise the restored main's first-parent line would drop Alice's
     /// revocation, and Eddie's write after it would stand (found on review, issue 42).
     func testARolledBackMainWithARefusedCommitOnTopGoesInAsASide() throws {
-        let team = try makeAccessTeam()
-        let umasCopy = try cloneProfile(team.uma, from: team.remote, into: "uma")
-        let eddiesCopy = try cloneProfile(team.eddie, from: team.remote, into: "eddie")
-        let beforeRevocation = try XCTUnwrap(try remoteMain(team.remote))
-        try concordOK(["revoke", "eddie"], as: team.alice, in: team.aliceProfile)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
-        try gitOK(["update-ref", "refs/heads/main", beforeRevocation], in: team.remote.bare)
-        try concordOK(["put", "vocabulary/evil", "--json", #"{"label":"evil"}"#], as: team.eddie, in: eddiesCopy)
-        try concordOK(["sync"], as: team.eddie, in: eddiesCopy)
-        let entry = try concordOK(["append", "logs", "--json", #"{"text":"on the rolled-back line"}"#], as: team.uma, in: umasCopy)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        try concordOK(["sync"], as: team.uma, in: umasCopy)
+        let (team, _, entry) = try rollBackPastEddiesRevocation()
         let umasMain = try XCTUnwrap(try remoteMain(team.remote))
         let damaged = try pushWithGit(team, signedWith: nil) { clone in
             try replace(#""label": "puzzle""#, with: #""label": "damaged""#, in: try recordFile("vocabulary", "puzzle", in: clone))
@@ -142,13 +114,41 @@ final class RemoteRestoreTests: ConcordTestCase {
         XCTAssertEqual(try gitOK(["rev-parse", "\(main)^1", "\(main)^2"], in: team.aliceProfile), "\(alicesLine)\n\(umasMain)",
                        "Alice's line first, the rolled-back line as a side")
 
+        try assertEddiesWriteFellAndUmasEntryStands(team, entry: entry) { device, copy in
+            XCTAssertTrue(try concordOK(["get", "vocabulary/puzzle"], as: device, in: copy).contains(#""label": "puzzle""#), "the unsigned edit is not in")
+        }
+    }
+
+    /// Alice revokes Eddie and syncs; the remote's main is then moved back to before it with plain
+    /// git; Eddie writes on that line (he never fetched his revocation) and Uma appends to it. Returns
+    /// the team, Uma's copy and her entry's id.
+    private func rollBackPastEddiesRevocation() throws -> (team: AccessTeam, umasCopy: URL, entry: String) {
+        let team = try makeAccessTeam()
+        let umasCopy = try cloneProfile(team.uma, from: team.remote, into: "uma")
+        let eddiesCopy = try cloneProfile(team.eddie, from: team.remote, into: "eddie")
+        let beforeRevocation = try XCTUnwrap(try remoteMain(team.remote))
+        try concordOK(["revoke", "eddie"], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        try gitOK(["update-ref", "refs/heads/main", beforeRevocation], in: team.remote.bare)
+        try concordOK(["put", "vocabulary/evil", "--json", #"{"label":"evil"}"#], as: team.eddie, in: eddiesCopy)
+        try concordOK(["sync"], as: team.eddie, in: eddiesCopy)
+        let entry = try concordOK(["append", "logs", "--json", #"{"text":"on the rolled-back line"}"#], as: team.uma, in: umasCopy)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        try concordOK(["sync"], as: team.uma, in: umasCopy)
+        return (team, umasCopy, entry)
+    }
+
+    /// On Alice's copy and on a fresh clone after a restore: Eddie is revoked, his write after it fell,
+    /// Uma's entry stands; then `more` on each.
+    private func assertEddiesWriteFellAndUmasEntryStands(_ team: AccessTeam, entry: String,
+                                                         more: (TestDevice, URL) throws -> Void = { _, _ in }) throws {
         let fresh = try cloneProfile(team.vera, from: team.remote, into: "vera")
         for (device, copy) in [(team.alice, team.aliceProfile), (team.vera, fresh)] {
             let members = try concordOK(["members", "list"], as: device, in: copy)
             XCTAssertTrue(members.split(separator: "\n").contains { $0.contains("eddie") && $0.contains("revoked") }, members)
             XCTAssertFalse(try concordOK(["ls"], as: device, in: copy).contains("vocabulary/evil"), "Eddie's write after his revocation fell")
             XCTAssertTrue(try concordOK(["get", "logs/\(entry)"], as: device, in: copy).contains("on the rolled-back line"), "Uma's entry stands")
-            XCTAssertTrue(try concordOK(["get", "vocabulary/puzzle"], as: device, in: copy).contains(#""label": "puzzle""#), "the unsigned edit is not in")
+            try more(device, copy)
         }
     }
 }
