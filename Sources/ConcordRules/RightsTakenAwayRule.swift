@@ -82,19 +82,6 @@ package enum RightsTakenAwayRule {
         return leftOut
     }
 
-    /// Where a file left out takes its version from.
-    package enum Source: Sendable, Equatable {
-        /// The merge base's: members on both sides lost their rights over it.
-        case base
-        /// The other side's than the one it was left out on (0: ours, 1: theirs).
-        case side(Int)
-    }
-
-    /// The version a file left out on `sides` (0: ours, 1: theirs; not empty) keeps.
-    package static func source(leftOutOn sides: Set<Int>) -> Source {
-        sides.count == 2 ? .base : .side(1 - sides.first!)
-    }
-
     /// A log day file left out: the merged file's `entries` but those written by `members` (who lost
     /// their rights) that the version kept (`kept`: the source's entries) does not have.
     package static func logEntries(_ entries: [LogEntry], keeping kept: [LogEntry], droppingThoseBy members: Set<String>) -> [LogEntry] {

@@ -167,6 +167,36 @@ final class AuthorityModelTests: KitTestCase {
             try mergeStep(head: head, parents: parents, signer: signer, extra: false)
         }
 
+        /// `op` by `signer` committed on `parent` and judged; the commit if it is valid.
+        func commitStep(_ op: Model.Op, by signer: String, on parent: ObjectID) throws -> ObjectID? {
+            let state = model.states[parent.hex]!
+            let tree = try apply(op, by: signer, to: try repository.commit(parent).tree, state: state, stamp: stamp, repository)
+            let commit = try repository.createSignedCommit(tree: tree, parents: [parent], author: author(signer, stamp),
+                                                           message: "\(op)", sign: { self.identities[signer]!.sign($0) })
+            guard try judge(commit, parents: [parent], signer: signer, op: op, what: Self.describe(op)) else { return nil }
+            valid.append(commit)
+            return commit
+        }
+
+        /// A member writes on a copy of the head while an Admin there revokes or demotes them, and the
+        /// two meet in a merge in either parent order: the write falls only when it is on the side.
+        func race(head: Int) throws {
+            let tip = heads[head], state = model.states[tip.hex]!
+            let admins = state.members.filter { $0.value.active && $0.value.role == .admin }.keys.sorted()
+            guard let admin = admins.randomElement(using: &rng),
+                  let writer = state.members.filter({ $0.key != admin && $0.value.active && $0.value.role >= .editor })
+                      .keys.sorted().randomElement(using: &rng) else { return }
+            stamp += 1000
+            nextRecord += 1
+            guard let write = try commitStep(.write(kind: "vocabulary", id: "r\(nextRecord)"), by: writer, on: tip) else { return }
+            stamp += 1000
+            let decision: Model.Op = Bool.random(using: &rng) ? .revoke(writer) : .setRole(writer, .viewer)
+            guard let decided = try commitStep(decision, by: admin, on: tip) else { return }
+            heads[head] = decided
+            let parents = Bool.random(using: &rng) ? [decided, write] : [write, decided]
+            try mergeStep(head: head, parents: parents, signer: admin, extra: false)
+        }
+
         for _ in 0..<Int.random(in: 10...18, using: &rng) {
             let head = Int.random(in: 0..<heads.count, using: &rng)
             let parent = heads[head]
@@ -176,16 +206,12 @@ final class AuthorityModelTests: KitTestCase {
             let signer = Bool.random(using: &rng) && !admins.isEmpty ? admins.randomElement(using: &rng)!
                 : (names + newcomers).filter { state.members[$0] != nil || Int.random(in: 0..<6, using: &rng) == 0 }.randomElement(using: &rng)!
             stamp += 1000
-            switch Int.random(in: 0..<13, using: &rng) {
+            switch Int.random(in: 0..<14, using: &rng) {
             case 0..<5:
                 guard let op = randomOp(by: signer, state: state, record: &nextRecord, rng: &rng) else { continue }
-                let tree = try apply(op, by: signer, to: try repository.commit(parent).tree, state: state, stamp: stamp, repository)
-                let commit = try repository.createSignedCommit(tree: tree, parents: [parent], author: author(signer, stamp),
-                                                               message: "\(op)", sign: { self.identities[signer]!.sign($0) })
-                if try judge(commit, parents: [parent], signer: signer, op: op, what: Self.describe(op)) {
-                    heads[head] = commit
-                    valid.append(commit)
-                }
+                if let commit = try commitStep(op, by: signer, on: parent) { heads[head] = commit }
+            case 13:
+                try race(head: head)
             case 5:
                 heads[head] = valid.randomElement(using: &rng)!   // a fork from any earlier commit
                 story.append("head \(head) goes back to \(heads[head].short)")

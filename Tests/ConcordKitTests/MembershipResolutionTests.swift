@@ -170,11 +170,13 @@ final class MembershipResolutionTests: KitTestCase {
         XCTAssertNoThrow(try merged.verification.run())
     }
 
-    /// An Admin revokes a member while offline, and the member goes on editing (records and a log)
-    /// on their own copy: the revoked member's concurrent changes lose — the merge keeps the file as
-    /// the Admin's side has it and the log without their entries, reports each as left out, and is
-    /// the same whichever side merges first; the revoked device is told its access is gone.
-    func testAnAdminWhoRevokedOfflineSyncsAndTheRevokedMembersConcurrentEditsLose() throws {
+    /// An Admin revokes a member on their own copy while the member edits on theirs: the first to
+    /// reach the remote stands. Merged with the member's line as the main line (their edits got there
+    /// first), the edits stand and the revocation takes effect after them; merged the other way (the
+    /// revocation got there first), the member's edits lose — the file as the Admin's line has it, the
+    /// log without their entries, each reported. Either way the merge passes every device's check, is
+    /// the same whoever makes it, and the revoked device is told its access is gone.
+    func testAnOfflineRevocationAndTheRevokedMembersEditsTheFirstToReachTheRemoteStands() throws {
         let (clock, alice, origin, added) = try makeOrigin(adding: ("bob", "phone", .editor), ("zed", "desk", .admin))
         let (bob, zed) = (added[0], added[1])
         try origin.records.write(as: alice) { try $0.put("vocabulary", "apple", data: ["label": "apple"]) }
@@ -188,23 +190,35 @@ final class MembershipResolutionTests: KitTestCase {
             try records.put("vocabulary", "plum", data: ["label": "plum"])
             _ = try records.append("logs", data: ["said": "hello"], id: "bob-1")
         }
-        let merged = try copy(of: a, "revoke-merged", as: zed, clock: clock)
-        let report = try pull(b, into: a, as: alice)
-        XCTAssertEqual(Set(report.leftOut.map(\.member)), ["bob"])
-        XCTAssertEqual(Set(report.leftOut.map(\.path)).count, 3, "apple, plum and the day's log: \(report.leftOut)")
-        XCTAssertEqual(try a.records.get("vocabulary", "apple").data?["label"], "apple", "bob's concurrent edit lost")
-        XCTAssertThrowsError(try a.records.get("vocabulary", "plum"), "bob's concurrent record left out")
+        let (zedsA, zedsB) = (try copy(of: a, "revoke-zed-a", as: zed, clock: clock), try copy(of: b, "revoke-zed-b", as: zed, clock: clock))
+
+        // Bob's edits reached the remote first: alice merges his line as the main line.
+        let bobFirst = try pull(b, into: a, as: alice)
+        XCTAssertEqual(bobFirst.leftOut.map(\.path), [], "what reached main first stands")
+        XCTAssertEqual(try a.records.get("vocabulary", "apple").data?["label"], "bob's apple")
+        XCTAssertEqual(try a.records.get("vocabulary", "plum").data?["label"], "plum")
         XCTAssertEqual(try a.records.get("vocabulary", "pear").data?["label"], "pear")
-        XCTAssertTrue(try a.records.logEntries("logs").allSatisfy { $0.by != "bob" })
+        XCTAssertTrue(try a.records.logEntries("logs").contains { $0.by == "bob" })
+        XCTAssertEqual(try a.members.list().first { $0.name == "bob" }?.status, .revoked, "the revocation takes effect after them")
         XCTAssertNoThrow(try a.verification.run(), "the Admin's merge passes every device's check")
-        // The same tree whoever merges, in either order.
-        try pull(b, into: merged, as: zed)
-        XCTAssertEqual(try gitOK(["rev-parse", "HEAD^{tree}"], in: a.root), try gitOK(["rev-parse", "HEAD^{tree}"], in: merged.root))
-        let other = try copy(of: b, "revoke-other-order", as: zed, clock: clock)
-        try pull(a, into: other, as: zed)
-        XCTAssertEqual(try gitOK(["rev-parse", "HEAD^{tree}"], in: a.root), try gitOK(["rev-parse", "HEAD^{tree}"], in: other.root))
+
+        // The same tree whoever makes that merge.
+        let again = try copy(of: zedsA, "revoke-again", as: zed, clock: clock)
+        try pull(b, into: again, as: zed)
+        XCTAssertEqual(try gitOK(["rev-parse", "HEAD^{tree}"], in: a.root), try gitOK(["rev-parse", "HEAD^{tree}"], in: again.root))
+
+        // The revocation reached the remote first: bob's line comes in as the side, and his edits lose.
+        let revocationFirst = try pull(zedsA, into: zedsB, as: zed)
+        XCTAssertEqual(Set(revocationFirst.leftOut.map(\.member)), ["bob"])
+        XCTAssertEqual(Set(revocationFirst.leftOut.map(\.path)).count, 3, "apple, plum and the day's log: \(revocationFirst.leftOut)")
+        XCTAssertEqual(try zedsB.records.get("vocabulary", "apple").data?["label"], "apple", "bob's concurrent edit lost")
+        XCTAssertThrowsError(try zedsB.records.get("vocabulary", "plum"), "bob's concurrent record left out")
+        XCTAssertEqual(try zedsB.records.get("vocabulary", "pear").data?["label"], "pear")
+        XCTAssertTrue(try zedsB.records.logEntries("logs").allSatisfy { $0.by != "bob" })
+        XCTAssertNoThrow(try zedsB.verification.run(), "that merge passes every device's check too")
+
         // The edits stay in history, and bob's device is told.
-        XCTAssertEqual(try gitOK(["show", "refs/remotes/peer/main:vocabulary/" + RecordPaths.bucket("plum") + "/plum.json"], in: a.root).isEmpty, false)
+        XCTAssertEqual(try gitOK(["show", "HEAD^2:vocabulary/" + RecordPaths.bucket("plum") + "/plum.json"], in: zedsB.root).isEmpty, false)
         XCTAssertThrowsError(try checkAccess(b, fetching: a, as: bob)) { error in
             guard case ConcordError.accessRemoved(let member, let by, _) = error else { return XCTFail("\(error)") }
             XCTAssertEqual([member, by], ["bob", "alice"])

@@ -105,12 +105,6 @@ final class RightsTakenAwayRuleTests: XCTestCase {
 
     // MARK: - What a file left out keeps
 
-    func testAFileLeftOutOnOneSideKeepsTheOtherSidesAndOnBothTheBases() {
-        XCTAssertEqual(RightsTakenAwayRule.source(leftOutOn: [0]), .side(1))
-        XCTAssertEqual(RightsTakenAwayRule.source(leftOutOn: [1]), .side(0))
-        XCTAssertEqual(RightsTakenAwayRule.source(leftOutOn: [0, 1]), .base)
-    }
-
     func testALogKeepsEveryEntryButThoseOfMembersWhoLostRightsThatTheKeptVersionLacks() throws {
         func entry(_ id: String, by: String, at millis: Int64) throws -> LogEntry {
             LogEntry(id: try RecordID(id), at: HLC(wallMillis: millis), by: by, device: "tablet", data: ["text": .string(id)])

@@ -164,6 +164,28 @@ final class ServeMemberAttackTests: ConcordServeTestCase {
         try assertPushRefused(team, unsigned, from: umas, as: team.uma, mentions: ["it is not signed"])
     }
 
+    /// Alice demotes eddie on her copy from before his kinds change and vera's write reached the
+    /// server's main (the second red-team pass's repro-R through serve): both stand.
+    func testADemotionOnAnOlderCopyLeavesPublishedKindsAndWritesStandingThroughServe() throws {
+        try assertADemotionOnAnOlderCopyLeavesPublishedKindsAndWritesStanding(try publishedWorkTeam())
+    }
+
+    /// Eddie leaves on a copy from before his record existed and vera merges it and pushes it through
+    /// the server (repro-U through serve): alice's published version of the record stands.
+    func testALeaveOnAnOlderCopyLeavesPublishedRecordsStandingThroughServe() throws {
+        try assertALeaveOnAnOlderCopyLeavesPublishedRecordsStanding(try publishedWorkTeam())
+    }
+
+    private func publishedWorkTeam() throws -> PublishedWorkTeam {
+        let team = try servedTeam()
+        return PublishedWorkTeam(alice: team.alice, eddie: team.eddie, vera: team.vera, aliceProfile: team.aliceProfile) { device, directory in
+            let target = self.sandbox.appendingPathComponent(directory)
+            try self.concordOK(["clone", team.host.url("kid"), target.path, "--trust-host", team.host.sshd.hostKeyFingerprint], as: device)
+            self.fsckAtEnd.append(target)
+            return target
+        }
+    }
+
     // MARK: - The team on a server, and pushes with plain git
 
     /// Records speak only for their signer (data format 7): Eddie, an Editor, rewrites Alice's

@@ -159,6 +159,27 @@ final class ForkAttackTests: ConcordTestCase {
         }
     }
 
+    // MARK: - 4. A decision on an old copy against published work
+
+    /// Alice demotes eddie on her copy from before his kinds change and vera's write reached main
+    /// (the second red-team pass's repro-R): both stand.
+    func testADemotionOnAnOlderCopyLeavesPublishedKindsAndWritesStanding() throws {
+        try assertADemotionOnAnOlderCopyLeavesPublishedKindsAndWritesStanding(try publishedWorkTeam())
+    }
+
+    /// Eddie leaves on a copy from before his record existed and vera merges it (repro-U): alice's
+    /// published version of the record stands.
+    func testALeaveOnAnOlderCopyLeavesPublishedRecordsStanding() throws {
+        try assertALeaveOnAnOlderCopyLeavesPublishedRecordsStanding(try publishedWorkTeam())
+    }
+
+    private func publishedWorkTeam() throws -> PublishedWorkTeam {
+        let team = try makeAccessTeam()
+        return PublishedWorkTeam(alice: team.alice, eddie: team.eddie, vera: team.vera, aliceProfile: team.aliceProfile) { device, directory in
+            try self.cloneProfile(device, from: team.remote, into: directory)
+        }
+    }
+
     // MARK: - Scenes
 
     struct RevokerScene {

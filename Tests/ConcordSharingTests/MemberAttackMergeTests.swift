@@ -79,28 +79,55 @@ extension MemberAttackTests {
         XCTAssertEqual(try String(contentsOf: team.aliceProfile.appendingPathComponent(".concord/kinds.json"), encoding: .utf8), kindsBefore)
     }
 
-    /// An Admin revoked while offline loosens who writes vocabulary, and a Viewer writes it on top:
-    /// the kinds change falls with the Admin, and the Viewer's write, which only it allowed, with it.
+    /// An Admin revoked on the main line loosens who writes vocabulary on a copy from before the
+    /// revocation, and a Viewer writes it on top there: when that copy joins main, the kinds change
+    /// falls with the Admin, and the Viewer's write, which only it allowed, with it.
     func testAViewersWriteThatOnlyARevokedAdminsConcurrentKindsChangeAllowedIsLeftOut() throws {
         let team = try makeAccessTeam()
         try assertAccepted(team, commit: try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
             try self.editMember("eddie", in: clone) { $0["role"] = "admin" }
         })
+        let verasCopy = try cloneProfile(team.vera, from: team.remote, into: "vera")
         try concordOK(["revoke", "eddie"], as: team.alice, in: team.aliceProfile)
-        try pushWithGit(team, signedWith: team.eddie.keyFile) { clone in
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        // On vera's copy eddie is still an Admin.
+        try commitWithGit(in: verasCopy, signedWith: team.eddie.keyFile) { clone in
             try self.replace(#""writers": "editor""#, with: #""writers": "viewer""#, in: clone.appendingPathComponent(".concord/kinds.json"))
         }
-        try pushWithGit(team, signedWith: team.vera.keyFile) { clone in
+        try commitWithGit(in: verasCopy, signedWith: team.vera.keyFile) { clone in
             try self.replace(#""label": "puzzle""#, with: #""label": "by vera""#, in: try self.recordFile("vocabulary", "puzzle", in: clone))
             try self.stamp(try self.recordFile("vocabulary", "puzzle", in: clone), as: "vera")
         }
-        let synced = try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        let synced = try concordOK(["sync"], as: team.vera, in: verasCopy)
         XCTAssertTrue(synced.contains("left out: .concord/kinds.json: eddie's change"), synced)
         XCTAssertTrue(synced.contains("vera's change"), synced)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
         XCTAssertTrue(try String(contentsOf: team.aliceProfile.appendingPathComponent(".concord/kinds.json"), encoding: .utf8)
                         .contains(#""writers": "editor""#), "eddie's kinds change is left out")
         let puzzle = try String(contentsOf: try recordFile("vocabulary", "puzzle", in: team.aliceProfile), encoding: .utf8)
         XCTAssertFalse(puzzle.contains("by vera"), "a Viewer's write that only the fallen kinds change allowed: \(puzzle)")
         XCTAssertTrue(try concordOK(["verify"], as: team.alice, in: team.aliceProfile).contains("verified"))
+    }
+
+    /// Eddie's edit reaches main; Alice, on her copy from before it, revokes him and syncs (the red
+    /// team's repro-H, issue 42). His revocation takes effect where it joins the main line, after his
+    /// published edit: the edit stands on every device, and he is revoked from then on.
+    func testARevocationMadeOnAnOlderCopyLeavesWhatAlreadyReachedMainStanding() throws {
+        let team = try makeAccessTeam()
+        let eddiesCopy = try cloneProfile(team.eddie, from: team.remote, into: "eddie")
+        try concordOK(["put", "vocabulary/published", "--json", #"{"label":"published by eddie"}"#], as: team.eddie, in: eddiesCopy)
+        try concordOK(["sync"], as: team.eddie, in: eddiesCopy)
+        try concordOK(["revoke", "eddie"], as: team.alice, in: team.aliceProfile)
+        let synced = try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        XCTAssertFalse(synced.contains("left out"), synced)
+
+        let fresh = try cloneProfile(team.vera, from: team.remote, into: "vera")
+        for (device, copy) in [(team.alice, team.aliceProfile), (team.vera, fresh)] {
+            XCTAssertTrue(try concordOK(["get", "vocabulary/published"], as: device, in: copy).contains("published by eddie"))
+            let members = try concordOK(["members", "list"], as: device, in: copy)
+            XCTAssertTrue(members.split(separator: "\n").contains { $0.contains("eddie") && $0.contains("revoked") }, members)
+        }
+        try concordOK(["put", "vocabulary/late", "--json", #"{"label":"after"}"#], as: team.eddie, in: eddiesCopy)
+        XCTAssertNotEqual(try concordWithDeadline(["sync"], as: team.eddie, in: eddiesCopy).status, 0, "his later write is refused")
     }
 }

@@ -178,31 +178,29 @@ public enum AuthorityModel {
         /// What merging `a` (the first parent, the main line) and `b` gives: `a`'s membership with the
         /// side's decisions replayed onto it (`replay`), the records of both sides, less what members
         /// who lost rights in the merge (revoked, a lower role, or the signing key no longer theirs)
-        /// wrote concurrently.
+        /// wrote on the side. The main line's writes reached the remote before the side's decisions:
+        /// they all stand.
         public func merged(_ a: String, _ b: String) -> State {
-            var members = replay(side: ancestors[b]!.subtracting(ancestors[a]!), from: b, onto: states[a]!.members)
-            for side in [a, b] {
-                for (name, member) in states[side]!.members where members[name] == nil {
+            let side = ancestors[b]!.subtracting(ancestors[a]!)
+            var members = replay(side: side, from: b, onto: states[a]!.members)
+            for parent in [a, b] {
+                for (name, member) in states[parent]!.members where members[name] == nil {
                     members[name] = Member(role: member.role, active: false, keys: [:])   // kept, admitting nobody
                 }
             }
             var records = states[a]!.records
             for (id, record) in states[b]!.records where records[id]?.live != false { records[id] = record }
-            // Concurrent writes by members with fewer rights in the merge than on their side (a merge's
-            // own extra change included).
-            for (side, other) in [(a, b), (b, a)] {
-                let there = states[side]!.members
-                for id in ancestors[side]!.subtracting(ancestors[other]!) {
-                    let commit = commits[id]!
-                    guard case .write(let kind, let record)? = commit.op,
-                          let writer = holder(commit.key, there), let before = there[writer], before.active else { continue }
-                    let now = members[writer]
-                    // A key the merge no longer gives its writer leaves out what it signed on the side only:
-                    // what it signed on the main line reached the remote before its removal did.
-                    let keyGone = side == b && holder(commit.key, members) != writer
-                    let lowered = keyGone || now?.active != true || now!.role < before.role
-                    if lowered, keyGone || now?.active != true || now!.role < writers[kind]! { records[record]?.live = false }
-                }
+            // The side's writes by members with fewer rights in the merge than on the side (a merge's own
+            // extra change included), or signed by a key the merge no longer gives its writer.
+            let there = states[b]!.members
+            for id in side {
+                let commit = commits[id]!
+                guard case .write(let kind, let record)? = commit.op,
+                      let writer = holder(commit.key, there), let before = there[writer], before.active else { continue }
+                let now = members[writer]
+                let keyGone = holder(commit.key, members) != writer
+                let lowered = keyGone || now?.active != true || now!.role < before.role
+                if lowered, keyGone || now?.active != true || now!.role < writers[kind]! { records[record]?.live = false }
             }
             return State(members: members, records: records)
         }
