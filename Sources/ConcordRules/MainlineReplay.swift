@@ -57,8 +57,9 @@ extension MembershipResolution {
     }
 
     /// Replays `side` (the merge's side decisions, in side order) onto `mainline` (the member and
-    /// invitation files of the merge's first parent).
-    package static func replayOnMainline(_ mainline: [String: [UInt8]], side: [SideDecision]) -> MainlineOutcome {
+    /// invitation files of the merge's first parent). `proofsFor`: the profile's id when the format
+    /// where the merge joins the main line requires keys' proofs (`KeyProof.firstFormat`), else nil.
+    package static func replayOnMainline(_ mainline: [String: [UInt8]], side: [SideDecision], proofsFor profileID: String? = nil) -> MainlineOutcome {
         var state = mainline
         var fallen = [FallenDecision]()
         for decision in side {
@@ -70,6 +71,13 @@ extension MembershipResolution {
                 for (path, change) in decision.change.files.sorted(by: { $0.key < $1.key }) {
                     state[path] = admission ? (change.after ?? state[path]) : applied(change, to: state[path], path: path)
                 }
+                // Rule 5 where it joins: the keys it adds are no one else's, and proven as the format there requires.
+                let writer = decision.change.signer.flatMap { activeHolder(of: $0, in: members(in: before)) }
+                if let problem = keyProblem(decision.change, before: before, after: state, writer: writer, proofsFor: profileID) {
+                    state = before
+                    fallen.append(FallenDecision(commit: decision.commit, signer: writer?.name, what: describe(decision.change), reason: problem))
+                    continue
+                }
                 // An Admin stays: a decision that would leave the profile with none falls.
                 if hasActiveAdmin(before), !hasActiveAdmin(state) {
                     state = before
@@ -80,6 +88,35 @@ extension MembershipResolution {
             }
         }
         return MainlineOutcome(state: state, fallen: fallen)
+    }
+
+    /// Why `change`, applied (`before` → `after`, the replayed files), breaks rule 5 where it joins the
+    /// main line; nil when it does not. A key it adds to a member file (one the member did not hold in
+    /// `before`) that another member holds in `after`, whatever their status, was given away; and
+    /// with `profileID` (the format there requires proofs), a key its own file adds without its
+    /// holder's proof, unless `writer` (the signer's member there; nil for an admission) is an active
+    /// Admin vouching for another member's (`KeyProof.unproven`, judged as the commit's own check
+    /// judges it, against the file's version at the commit's parent).
+    private static func keyProblem(_ change: AuthorityChange, before: [String: [UInt8]], after: [String: [UInt8]], writer: Member?,
+                                   proofsFor profileID: String?) -> String? {
+        let now = members(in: after), was = members(in: before)
+        for (path, file) in change.files.sorted(by: { $0.key < $1.key }) {
+            guard case .success(.member(let name)) = ProfilePathRules.classify(Array(path.utf8), kinds: .empty), let member = now[name] else { continue }
+            for key in member.keys where was[name]?.keys.contains(where: { $0.publicKey == key.publicKey }) != true {
+                let holders = now.values.filter { $0.name != name && $0.keys.contains { $0.publicKey == key.publicKey } }
+                if let other = holders.min(by: { $0.name < $1.name }) {
+                    return "\(other.name) holds the key it gives \(name) (device \(key.device), \(key.publicKey.fingerprint)) on the main line; "
+                        + "a key belongs to one member"
+                }
+            }
+            if let profileID, let written = file.after.flatMap({ memberFile($0, path: path) }),
+               let (key, problem) = KeyProof.unproven(before: file.before.flatMap { memberFile($0, path: path) }, after: written,
+                                                      writer: writer ?? written, profileID: profileID) {
+                return "it adds device \(key.device)'s key (\(key.publicKey.fingerprint)) to \(name), and \(problem); the profile's format "
+                    + "where it joins the main line requires a key's proof of possession"
+            }
+        }
+        return nil
     }
 
     private enum Verdict {

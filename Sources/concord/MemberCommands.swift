@@ -150,10 +150,16 @@ struct Devices: ParsableCommand {
     }
 
     struct RemoveDevice: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove one of your own device keys.")
+        static let configuration = CommandConfiguration(
+            commandName: "remove", abstract: "Remove one of your own device keys.",
+            discussion: """
+            Name the device by its label or by its key's fingerprint (SHA256:..., as 'concord members --json' \
+            shows it). Anyone holding one of your keys can relabel your keys, so a label that names two keys, \
+            or this device's own key, is refused: name the fingerprint instead.
+            """)
 
         @OptionGroup var profile: ProfileOption
-        @Argument(help: "The device's name.") var name: String
+        @Argument(help: "The device's label, or its key's fingerprint (SHA256:...).") var name: String
 
         func run() throws {
             _ = try profile.open().members.removeDevice(name, as: try loadIdentity())

@@ -23,8 +23,9 @@ final class AuthorityModelTests: KitTestCase {
     private var identities = [String: Identity]()
 
     func testTheRealRuleAgreesWithTheReferenceModelOnRandomHistories() throws {
-        for name in names + newcomers { identities[name] = try makeIdentity(name, device: "d") }
-        var totals = (commits: 0, refused: 0, merges: 0, leftOut: 0, fell: 0, forks: 0)
+        // hal's key is never a signer's: the one two copies give two newcomers (`keyClash`).
+        for name in names + newcomers + ["hal"] { identities[name] = try makeIdentity(name, device: "d") }
+        var totals = (commits: 0, refused: 0, merges: 0, leftOut: 0, fell: 0, forks: 0, keyClashes: 0)
         for n in 0..<UInt64(Self.cases) {
             let seed = Self.baseSeed &+ n &* 104_729
             let outcome = try runCase(seed: seed, directory: "case\(n)")
@@ -34,19 +35,21 @@ final class AuthorityModelTests: KitTestCase {
             totals.leftOut += outcome.leftOut
             totals.fell += outcome.fell
             totals.forks += outcome.forks
+            totals.keyClashes += outcome.keyClashes
         }
         print("authority model: \(Self.cases) cases, \(totals.commits) commits judged, \(totals.refused) refused, \(totals.merges) merges, "
               + "\(totals.fell) merges where a membership change fell, \(totals.leftOut) where writes were left out, "
-              + "\(totals.forks) adversarial forks merged back")
+              + "\(totals.forks) adversarial forks merged back, \(totals.keyClashes) merges of two copies giving one key to two newcomers")
         // The generator must reach the cases the rule is about.
         XCTAssertGreaterThan(totals.refused, totals.commits / 10)
         XCTAssertGreaterThan(totals.fell, Self.cases / 20)
         XCTAssertGreaterThan(totals.leftOut, Self.cases / 20)
         XCTAssertGreaterThan(totals.forks, Self.cases / 20)
+        XCTAssertGreaterThan(totals.keyClashes, Self.cases / 20)
     }
 
     private struct Outcome {
-        var commits = 0, refused = 0, merges = 0, leftOut = 0, fell = 0, forks = 0
+        var commits = 0, refused = 0, merges = 0, leftOut = 0, fell = 0, forks = 0, keyClashes = 0
     }
 
     /// The profile every case starts from (alice creates it and adds the others), made once: each
@@ -197,6 +200,22 @@ final class AuthorityModelTests: KitTestCase {
             try mergeStep(head: head, parents: parents, signer: admin, extra: false)
         }
 
+        /// Admins on two copies of the head add the two newcomers with one key, and the copies meet in
+        /// a merge in either parent order: the side's addition falls (a key belongs to one member).
+        func keyClash(head: Int) throws {
+            let tip = heads[head], state = model.states[tip.hex]!
+            let admins = state.members.filter { $0.value.active && $0.value.role == .admin }.keys.sorted()
+            guard let first = admins.randomElement(using: &rng), let second = admins.randomElement(using: &rng),
+                  newcomers.allSatisfy({ state.members[$0] == nil }), model.holder(key("hal"), state.members) == nil else { return }
+            stamp += 1000
+            guard let a = try commitStep(.add(name: newcomers[0], role: .editor, device: "d", key: key("hal")), by: first, on: tip) else { return }
+            stamp += 1000
+            guard let b = try commitStep(.add(name: newcomers[1], role: .admin, device: "d", key: key("hal")), by: second, on: tip) else { return }
+            heads[head] = a
+            outcome.keyClashes += 1
+            try mergeStep(head: head, parents: Bool.random(using: &rng) ? [a, b] : [b, a], signer: first, extra: false)
+        }
+
         for _ in 0..<Int.random(in: 10...18, using: &rng) {
             let head = Int.random(in: 0..<heads.count, using: &rng)
             let parent = heads[head]
@@ -206,12 +225,14 @@ final class AuthorityModelTests: KitTestCase {
             let signer = Bool.random(using: &rng) && !admins.isEmpty ? admins.randomElement(using: &rng)!
                 : (names + newcomers).filter { state.members[$0] != nil || Int.random(in: 0..<6, using: &rng) == 0 }.randomElement(using: &rng)!
             stamp += 1000
-            switch Int.random(in: 0..<14, using: &rng) {
+            switch Int.random(in: 0..<15, using: &rng) {
             case 0..<5:
                 guard let op = randomOp(by: signer, state: state, record: &nextRecord, rng: &rng) else { continue }
                 if let commit = try commitStep(op, by: signer, on: parent) { heads[head] = commit }
             case 13:
                 try race(head: head)
+            case 14:
+                try keyClash(head: head)
             case 5:
                 heads[head] = valid.randomElement(using: &rng)!   // a fork from any earlier commit
                 story.append("head \(head) goes back to \(heads[head].short)")

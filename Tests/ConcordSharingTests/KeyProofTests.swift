@@ -132,16 +132,8 @@ final class KeyProofTests: ConcordTestCase {
         let alice = try makeDevice("alice", device: "laptop")
         let vera = try makeDevice("vera", device: "tablet")
         let remote = try makeRemote(.path)
-        let profile = sandbox.appendingPathComponent("alice")
-        try concordOK(["init", profile.path, "--name", "Old", "--template", "aac"], as: alice)
         // A format 4 profile, as an older concord made it: the first commit's profile.json at 4, re-signed by Alice.
-        let info = profile.appendingPathComponent(".concord/profile.json")
-        try replace(#""formatVersion": \#(concordFormatVersion)"#, with: #""formatVersion": 4"#, in: info)
-        try gitOK(["add", "-A"], in: profile)
-        try gitOK(GitSigning.options(keyFile: alice.keyFile.path) + ["commit", "-S", "--quiet", "--amend", "--no-edit"], in: profile)
-        try concordOK(["members", "add", "vera", "--role", "viewer", "--key", vera.publicKeyLine, "--device", "tablet"], as: alice, in: profile)
-        try concordOK(["remote", "add", "origin", remote.url], as: alice, in: profile)
-        try concordOK(["sync"], as: alice, in: profile)
+        let profile = try publishOldFormatProfile(4, owner: alice, remote: remote, members: [(vera, "viewer")], currentFormat: concordFormatVersion)
         let team = AccessTeam(alice: alice, eddie: alice, uma: alice, vera: vera, remote: remote, aliceProfile: profile)
 
         // Format 4: Vera adds a key of her own without a proof, as before.

@@ -93,6 +93,11 @@ final class RevocationTests: ConcordTestCase {
         // ...but not someone else's, nor remove their last.
         assertOneLineRefusal(try concord(["devices", "add", "--name", "stolen", "--key", alice.publicKeyLine], as: bob,
                                          in: scene.otherProfile), mentions: ["already alice's"])
+        // Nor does an Admin give a member's key to another (repro-N: it committed, and the Admin's own sync refused it).
+        let head = try revParse("HEAD", in: scene.ownerProfile)
+        assertOneLineRefusal(try concord(["members", "add", "zed", "--role", "viewer", "--key", bob.publicKeyLine], as: alice,
+                                         in: scene.ownerProfile), mentions: ["that key is already bob's", "a key belongs to one member"])
+        XCTAssertEqual(try revParse("HEAD", in: scene.ownerProfile), head, "nothing committed")
         try concordOK(["devices", "remove", "phone"], as: bob, in: scene.otherProfile)
         assertOneLineRefusal(try concord(["devices", "remove", "tablet"], as: bob, in: scene.otherProfile),
                              mentions: ["only device"])

@@ -120,18 +120,8 @@ final class StampAttackTests: ConcordTestCase {
         let alice = try makeDevice("alice", device: "laptop")
         let eddie = try makeDevice("eddie", device: "laptop")
         let remote = try makeRemote(.path)
-        let profile = sandbox.appendingPathComponent("alice")
-        try concordOK(["init", profile.path, "--name", "Old", "--template", "aac"], as: alice)
-        let info = profile.appendingPathComponent(".concord/profile.json")
-        try replace(#""formatVersion": \#(concordFormatVersion)"#, with: #""formatVersion": 6"#, in: info)
-        try gitOK(["add", "-A"], in: profile)
-        try gitOK(GitSigning.options(keyFile: alice.keyFile.path) + ["commit", "-S", "--quiet", "--amend", "--no-edit"], in: profile)
-        try concordOK(["members", "add", "eddie", "--role", "editor", "--key", eddie.publicKeyLine, "--device", "laptop"], as: alice, in: profile)
-        try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"puzzle"}"#], as: alice, in: profile)
-        try allow(alice, on: remote)
-        try concordOK(["remote", "add", "origin", remote.url], as: alice, in: profile)
-        try concordOK(["sync"], as: alice, in: profile)
-        fsckAtEnd.append(profile)
+        let profile = try publishOldFormatProfile(6, owner: alice, remote: remote, members: [(eddie, "editor")],
+                                                  records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)], currentFormat: concordFormatVersion)
         let team = AccessTeam(alice: alice, eddie: eddie, uma: alice, vera: alice, remote: remote, aliceProfile: profile)
 
         let old = try pushWithGit(team, signedWith: eddie.keyFile) { clone in

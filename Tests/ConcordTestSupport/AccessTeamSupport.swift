@@ -33,6 +33,44 @@ extension ConcordTestCase {
         return AccessTeam(alice: alice, eddie: eddie, uma: uma, vera: vera, remote: remote, aliceProfile: profile)
     }
 
+    /// A profile of data format `format` as an older concord made it, published to `remote`: `owner`
+    /// makes an aac profile in `<sandbox>/<owner's name>` whose first commit's profile.json says
+    /// `format` (re-signed by the owner), adds `members` with their roles and writes `records`.
+    package func publishOldFormatProfile(_ format: Int, owner: TestDevice, remote: SyncRemote, members: [(TestDevice, String)],
+                                         records: [(path: String, json: String)] = [], currentFormat: Int) throws -> URL {
+        let profile = sandbox.appendingPathComponent(owner.member)
+        try concordOK(["init", profile.path, "--name", "Old", "--template", "aac"], as: owner)
+        try replace(#""formatVersion": \#(currentFormat)"#, with: #""formatVersion": \#(format)"#, in: profile.appendingPathComponent(".concord/profile.json"))
+        try gitOK(["add", "-A"], in: profile)
+        try gitOK(GitSigning.options(keyFile: owner.keyFile.path) + ["commit", "-S", "--quiet", "--amend", "--no-edit"], in: profile)
+        for (member, role) in members {
+            try concordOK(["members", "add", member.member, "--role", role, "--key", member.publicKeyLine, "--device", member.device], as: owner, in: profile)
+        }
+        for (path, json) in records { try concordOK(["put", path, "--json", json], as: owner, in: profile) }
+        try allow(owner, on: remote)
+        try concordOK(["remote", "add", "origin", remote.url], as: owner, in: profile)
+        try concordOK(["sync"], as: owner, in: profile)
+        fsckAtEnd.append(profile)
+        return profile
+    }
+
+    /// A commit made with plain git in `copy` on a new branch `old` from commit `start`, signed with
+    /// `key`, `edit` changing files there; `copy` is back on main after it. Returns the commit.
+    package func commitOnABranch(from start: String, in copy: URL, signedWith key: URL, message: String = "by hand",
+                                 _ edit: (URL) throws -> Void) throws -> String {
+        try gitOK(["checkout", "--quiet", "-b", "old", start], in: copy)
+        let commit = try commitWithGit(in: copy, signedWith: key, message: message, edit)
+        try gitOK(["checkout", "--quiet", "main"], in: copy)
+        return commit
+    }
+
+    /// `owner` upgrades `profile` to this build's data format and syncs; then each of `copies` syncs.
+    package func upgradeAndSync(_ owner: TestDevice, _ profile: URL, then copies: [(TestDevice, URL)]) throws {
+        try concordOK(["upgrade"], as: owner, in: profile)
+        try concordOK(["sync"], as: owner, in: profile)
+        for (device, copy) in copies { try concordOK(["sync"], as: device, in: copy) }
+    }
+
     /// A commit made with plain git in a fresh clone of the remote: `edit` changes files there,
     /// the commit is signed with `key` (unsigned when nil) and pushed as the remote's main.
     @discardableResult

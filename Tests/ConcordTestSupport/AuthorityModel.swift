@@ -195,10 +195,12 @@ public enum AuthorityModel {
             let there = states[b]!.members
             for id in side {
                 let commit = commits[id]!
+                // Its writer: who held the key that signed it, at its parent; their rights: the side's.
                 guard case .write(let kind, let record)? = commit.op,
-                      let writer = holder(commit.key, there), let before = there[writer], before.active else { continue }
+                      let writer = holder(commit.key, states[commit.parents[0]]!.members), let before = there[writer], before.active else { continue }
                 let now = members[writer]
-                let keyGone = holder(commit.key, members) != writer
+                // A key the side still gives its writer and the merge no longer does: the main line removed it.
+                let keyGone = holder(commit.key, there) == writer && holder(commit.key, members) != writer
                 let lowered = keyGone || now?.active != true || now!.role < before.role
                 if lowered, keyGone || now?.active != true || now!.role < writers[kind]! { records[record]?.live = false }
             }
@@ -234,8 +236,17 @@ public enum AuthorityModel {
                     if before[name] == nil {
                         guard state[name] == nil else { stands = false; break }   // the name is taken on the main line
                         next[name] = after[name]!
+                    } else if state[name] == nil {
+                        stands = false   // a change to a file whose own addition did not count falls with it
+                        break
                     } else {
                         next[name] = Self.mergeMember(base: before[name], ours: state[name], theirs: after[name]!)
+                    }
+                }
+                // A key belongs to one member: a decision giving one another member holds there falls.
+                for name in Set(before.keys).union(after.keys) where before[name] != after[name] {
+                    for key in Array(next[name]?.keys.values ?? [:].values) where state[name]?.keys.values.contains(key) != true {
+                        if next.contains(where: { $0.key != name && $0.value.keys.values.contains(key) }) { stands = false }
                     }
                 }
                 if stands, hasAdmin(next) { state = next }

@@ -82,9 +82,17 @@ open class ConcordServeTestCase: ConcordTestCase {
     /// The admin creates profile `name` (aac template) in `<sandbox>/<name>-admin` with `members`
     /// and `records`, and publishes it to the server: its first push creates the repository.
     package func publish(_ name: String, on host: ConcordServeHost, members: [(TestDevice, String)] = [],
-                         records: [(String, String)] = [], file: StaticString = #filePath, line: UInt = #line) throws -> URL {
+                         records: [(String, String)] = [], format: (old: Int, current: Int)? = nil,
+                         file: StaticString = #filePath, line: UInt = #line) throws -> URL {
         let profile = sandbox.appendingPathComponent("\(name)-admin")
         try concordOK(["init", profile.path, "--name", name, "--template", "aac"], as: host.admin, file: file, line: line)
+        if let format {
+            // A profile of an older data format, as an older concord made it: the first commit's profile.json re-signed.
+            try replace(#""formatVersion": \#(format.current)"#, with: #""formatVersion": \#(format.old)"#,
+                        in: profile.appendingPathComponent(".concord/profile.json"))
+            try gitOK(["add", "-A"], in: profile)
+            try gitOK(GitSigning.options(keyFile: host.admin.keyFile.path) + ["commit", "-S", "--quiet", "--amend", "--no-edit"], in: profile)
+        }
         for (device, role) in members {
             // Another device of the Admin's own needs its proof of possession; another member's key is the Admin's word.
             let proof = device.member == host.admin.member ? ["--proof", try keyProof(of: device, for: profile, file: file, line: line)] : []

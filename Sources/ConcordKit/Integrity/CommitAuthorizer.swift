@@ -156,6 +156,7 @@ package final class CommitAuthorizer {
             var differences = changes
             var kindsTables = [try kindsTable(at: parentTree)]
             if let policy {
+                try checkSideStamps(commit, mainLineTree: parentTree, signer: signer)
                 if policy == commit.tree { return signer }
                 switch CommitRule.judgedInMerge(signer.member, parents: try parentTrees.map(membership(at:))) {
                 case .failure(let violation): throw refuse(signer.label, by: violation)

@@ -35,7 +35,9 @@ public struct Members {
         try validate(member: name, device: device)
         return try commitMember(as: identity) {
             try authorizeAdmin(identity)
-            let existing = try list().first { $0.name == name }
+            let members = try list()
+            try refuseKeyHeldByAnother(key, in: members, except: name)
+            let existing = members.first { $0.name == name }
             // A key the member already holds keeps its proof (a new device name for it asks for none).
             let known = existing?.keys.first { $0.publicKey == key }?.proof
             let entry = try provenKey(device: device, key: key, proof: proof ?? known, member: name, as: identity,

@@ -63,17 +63,33 @@ extension Members {
         }
     }
 
-    /// Removes one of the acting member's own device keys; their last key cannot be removed.
+    /// Removes one of the acting member's own device keys, named by its device label or its key's
+    /// fingerprint (`SHA256:…`); their last key cannot be removed. Refused, changing nothing, when the
+    /// label names more than one key, or names this device's own key: whoever holds one of the
+    /// member's keys can relabel them (a stolen tablet's key renaming itself and the member's phone),
+    /// so a label alone could make the member cut off their own device; the fingerprint cannot be swapped.
     @discardableResult
     public func removeDevice(_ device: String, as identity: Identity) throws -> WriteResult<Member> {
         try change(identity.member, as: identity, action: "removing devices", adminOnly: false) { member in
-            guard member.keys.contains(where: { $0.device == device }) else {
-                throw ConcordError.invalidInput("\(member.name) has no device \(device): 'members' lists the devices")
+            let byFingerprint = device.hasPrefix("SHA256:")
+            let named = member.keys.filter { byFingerprint ? $0.publicKey.fingerprint == device : $0.device == device }
+            guard let key = named.first else {
+                throw ConcordError.invalidInput("\(member.name) has no device \(device): 'members --json' lists the devices with their fingerprints")
+            }
+            if named.count > 1 {
+                throw ConcordError.invalidInput("\(named.count) of \(member.name)'s keys are labelled \(device) ("
+                    + named.map(\.publicKey.fingerprint).joined(separator: ", ") + "): remove one by its fingerprint, "
+                    + "'concord devices remove SHA256:…' ('concord log' shows who relabelled them)")
             }
             guard member.keys.count > 1 else {
                 throw ConcordError.invalidInput("\(device) is \(member.name)'s only device: add another before removing it")
             }
-            member.keys.removeAll { $0.device == device }
+            if !byFingerprint, key.publicKey == identity.key.publicKey {
+                throw ConcordError.invalidInput("the key labelled \(device) is this device's own (\(key.publicKey.fingerprint)): if its label "
+                    + "was changed by another device ('concord log' shows who), remove that one by its fingerprint, 'concord devices "
+                    + "remove SHA256:…'; to remove this device itself, name its fingerprint")
+            }
+            member.keys.removeAll { $0.publicKey == key.publicKey }
         }
     }
 

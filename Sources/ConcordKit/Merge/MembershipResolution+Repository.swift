@@ -17,7 +17,12 @@ extension MembershipResolution {
         let sideAuthority = try authority(trees.theirs, repository)
         guard try sideAuthority != authority(trees.base, repository), try sideAuthority != authority(trees.ours, repository) else { return .none }
         let mainline = try authorityFiles(trees.ours, repository)
-        let outcome = replayOnMainline(mainline, side: try sideDecisions(of: theirs, joining: ours, in: repository))
+        // Keys are judged by the format where the side joins: the main line's (a fork from before format 5 proves its keys too).
+        let joining = try repository.entry(at: ProfilePaths.profile, inTree: trees.ours).flatMap { entry in
+            entry.kind == .blob ? try? ProfileInfo.decode(try repository.blob(entry.id)) : nil
+        }
+        let proofsFor = joining.flatMap { $0.formatVersion >= KeyProof.firstFormat ? $0.id : nil }
+        let outcome = replayOnMainline(mainline, side: try sideDecisions(of: theirs, joining: ours, in: repository), proofsFor: proofsFor)
         var resolution = resolution(replayed: outcome.state, sides: [mainline, try authorityFiles(trees.theirs, repository)])
         resolution.fallen = outcome.fallen
         return resolution
