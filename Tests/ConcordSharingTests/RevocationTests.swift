@@ -45,6 +45,19 @@ final class RevocationTests: ConcordTestCase {
         XCTAssertTrue(registry.contains(#""removed": "access removed: alice revoked bob's access"#), registry)
     }
 
+    /// A revocation that arrives as a side (a peer's branch merged with `concord merge`, as `remote
+    /// restore` merges a damaged line) names the Admin who revoked, not an Admin who admitted them
+    /// (the second red-team pass's repro-P gave "the Admin who admitted bob").
+    func testARevocationMergedInAsASideNamesWhoRevoked() throws {
+        let scene = try makeTwoDevices(other: ("bob", "tablet"), role: "editor")
+        try concordOK(["put", "vocabulary/bobs", "--json", #"{"label":"by bob"}"#], as: scene.other, in: scene.otherProfile)
+        try concordOK(["revoke", "bob"], as: scene.owner, in: scene.ownerProfile)
+        let revocation = try revParse("HEAD", in: scene.ownerProfile)
+        try gitOK(["fetch", "--quiet", scene.ownerProfile.path, "main:refs/peer/alice"], in: scene.otherProfile)
+        assertOneLineRefusal(try concord(["merge", revocation], as: scene.other, in: scene.otherProfile), status: 4,
+                             mentions: ["access removed: alice revoked your access to Shared"])
+    }
+
     func testKeepLeavesTheRevokedCopyInPlace() throws {
         let scene = try makeTwoDevices(other: ("bob", "tablet"), role: "editor")
         try concordOK(["revoke", "bob"], as: scene.owner, in: scene.ownerProfile)

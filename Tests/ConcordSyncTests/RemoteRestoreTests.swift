@@ -119,6 +119,42 @@ final class RemoteRestoreTests: ConcordTestCase {
         }
     }
 
+    /// An Admin's own rewrite is not restored (the second red-team pass's repro-P, issue 42): Eddie's
+    /// record reaches main and Alice fetches it; then, on her copy moved back to before it, she revokes
+    /// Eddie and pushes that line over main with plain git. Her `remote restore` used to publish it
+    /// (every commit of it passes the rule), dropping Eddie's record for everyone; now it refuses with
+    /// what to do, changing nothing. Done that way — main back on the line she fetched, her revocation
+    /// merged in — the restore keeps both: Eddie's record stands and he is revoked, on a fresh clone too.
+    func testRestoreRefusesToPublishThisDevicesOwnRewrite() throws {
+        let team = try makeAccessTeam()
+        let eddiesCopy = try cloneProfile(team.eddie, from: team.remote, into: "eddie")
+        let before = try XCTUnwrap(try remoteMain(team.remote))
+        try concordOK(["put", "vocabulary/eddies", "--json", #"{"label":"by eddie"}"#], as: team.eddie, in: eddiesCopy)
+        try concordOK(["sync"], as: team.eddie, in: eddiesCopy)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        let fetched = try revParse("refs/remotes/origin/main", in: team.aliceProfile)
+        try gitOK(["reset", "--quiet", "--hard", before], in: team.aliceProfile)
+        try concordOK(["revoke", "eddie"], as: team.alice, in: team.aliceProfile)
+        let revocation = try revParse("HEAD", in: team.aliceProfile)
+        // Over main with plain git (the folder refuses a non-fast-forward push; its main is moved directly).
+        try gitOK(["push", "--quiet", "origin", "HEAD:refs/heads/rewrite"], in: team.aliceProfile)
+        try gitOK(["update-ref", "refs/heads/main", revocation], in: team.remote.bare)
+        try gitOK(["update-ref", "-d", "refs/heads/rewrite"], in: team.remote.bare)
+
+        assertOneLineRefusal(try concordWithDeadline(["remote", "restore", "origin"], as: team.alice, in: team.aliceProfile),
+                             mentions: ["does not hold \(fetched.prefix(7))", "would publish a rewrite", "git reset --keep \(fetched.prefix(7))"])
+        XCTAssertEqual(try remoteMain(team.remote), revocation, "nothing changed on the remote")
+        XCTAssertEqual(try gitOK(["for-each-ref", "refs/concord/damaged/"], in: team.remote.bare), "", "nothing kept as damaged")
+
+        try gitOK(["reset", "--quiet", "--keep", fetched], in: team.aliceProfile)
+        try concordOK(["merge", revocation], as: team.alice, in: team.aliceProfile)
+        try concordOK(["remote", "restore", "origin"], as: team.alice, in: team.aliceProfile)
+        let fresh = try cloneProfile(team.vera, from: team.remote, into: "vera")
+        XCTAssertTrue(try concordOK(["get", "vocabulary/eddies"], as: team.vera, in: fresh).contains("by eddie"), "Eddie's published record stands")
+        let members = try concordOK(["members", "list"], as: team.vera, in: fresh)
+        XCTAssertTrue(members.split(separator: "\n").contains { $0.contains("eddie") && $0.contains("revoked") }, members)
+    }
+
     /// Alice revokes Eddie and syncs; the remote's main is then moved back to before it with plain
     /// git; Eddie writes on that line (he never fetched his revocation) and Uma appends to it. Returns
     /// the team, Uma's copy and her entry's id.

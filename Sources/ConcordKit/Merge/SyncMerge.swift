@@ -146,7 +146,9 @@ extension Sync {
                 throw ConcordError.invitationRefused(member: identity.member, reason: "it was also accepted on another device with another "
                     + "key, so neither is admitted and \(identity.member) stays invited; ask \(mine.addedBy) for a new invitation")
             }
-            throw ConcordError.accessRemoved(member: identity.member, by: "the revocation or demotion, on the main line, of the Admin who admitted \(identity.member)",
+            // Revoked by an Admin's decision the merge brings in, or left admitting nobody when the admission fell.
+            let by = mine.status == .revoked ? mine.revokedBy.flatMap { $0 == identity.member ? nil : $0 } : nil
+            throw ConcordError.accessRemoved(member: identity.member, by: by ?? "the revocation or demotion, on the main line, of the Admin who admitted \(identity.member)",
                                              profile: profile.info.name)
         }
         let (ourTree, theirTree) = (try repository.commit(main).tree, try repository.commit(side).tree)   // as the policy merge's

@@ -91,6 +91,13 @@ public struct RemoteRestore {
             merged = accepted
         }
         guard let restored = try gitCall({ try repository.resolveReference("HEAD") }) else { throw ConcordError.emptyRemote(path) }
+        // Restore publishes only a main that extends what this device fetched: never this device's own rewrite of it.
+        if let tracking, try !gitCall({ try repository.isOnFirstParentLine(tracking, of: restored) }) {
+            throw ConcordError.invalidInput("this device's main \(restored.short) does not hold \(tracking.short), the main it fetched from "
+                + "\(remote), on its first-parent line (it was moved back or rewritten here), so a restore would publish a rewrite: "
+                + "nothing was changed; put main back on that line ('git reset --keep \(tracking.short)'), merge your own commits in "
+                + "with 'concord merge <commit>', then run 'concord remote restore \(remote)' again")
+        }
         if let problem = try self.refusal(of: restored, in: repository, known: [merged, tracking].compactMap { $0 }) {
             throw ConcordError.unpublishable(commit: restored.short, problem: problem)
         }
