@@ -161,6 +161,18 @@ package enum CommitRule {
         return nil
     }
 
+    /// A name is one member whatever its case (`zed`, `Zed`; names are ASCII, and a case-insensitive
+    /// file system holds one of them): a commit that adds a member file (`added`: their names) whose
+    /// name differs only in case from another member's in `parent` is invalid.
+    package static func nameTakenInAnotherCase(added: [String], parent: Membership) -> Violation? {
+        for name in added {
+            if let other = parent.members.keys.sorted().first(where: { $0 != name && $0.lowercased() == name.lowercased() }) {
+                return Violation(ProfilePaths.member(name), "\(name) differs only in case from \(other), a member already; a name is one member whatever its case")
+            }
+        }
+        return nil
+    }
+
     /// Whether a commit whose parents' `profile.json` have `parentFormats` must prove the keys it adds
     /// (from format 5 on; for a merge, either parent's).
     package static func provesKeys(parentFormats: [Int]) -> Bool {

@@ -136,7 +136,7 @@ extension MembershipResolution {
             }
             if signer.role == .admin {
                 // A name (or invitation) is taken once: an Admin's addition of one already there falls.
-                for (path, file) in change.files.sorted(by: { $0.key < $1.key }) where file.before == nil && state[path] != nil {
+                for (path, file) in change.files.sorted(by: { $0.key < $1.key }) where file.before == nil && isTaken(path, in: state) {
                     return .falls(signer: signer.name, reason: "\(label(path)) was already taken on the main line")
                 }
                 return .stands(admission: false)
@@ -173,7 +173,7 @@ extension MembershipResolution {
         if file.before == nil {
             // A join: the name is free, the invitation still open, with a place left.
             guard let id = after.invitation else { return nil }
-            if state[path] != nil { return .falls(signer: name, reason: "the name \(name) was already taken on the main line") }
+            if isTaken(path, in: state) { return .falls(signer: name, reason: "the name \(name) was already taken on the main line") }
             guard let bytes = state[ProfilePaths.invitation(id)],
                   let invitation = try? OpenInvitation.decode(bytes, path: ProfilePaths.invitation(id)), !invitation.withdrawn else {
                 return .falls(signer: name, reason: "open invitation \(id) is withdrawn on the main line")
@@ -223,6 +223,14 @@ extension MembershipResolution {
         case .success(.invitation(let id)): "open invitation \(id)"
         default: path
         }
+    }
+
+    /// Whether the file at `path` is there in `state`, or, for a member file, another whose name
+    /// differs only in case (a name is one member whatever its case).
+    private static func isTaken(_ path: String, in state: [String: [UInt8]]) -> Bool {
+        if state[path] != nil { return true }
+        guard case .success(.member(let name)) = ProfilePathRules.classify(Array(path.utf8), kinds: .empty) else { return false }
+        return members(in: state).keys.contains { $0.lowercased() == name.lowercased() }
     }
 
     private static func hasActiveAdmin(_ state: [String: [UInt8]]) -> Bool {

@@ -162,8 +162,12 @@ struct Devices: ParsableCommand {
         @Argument(help: "The device's label, or its key's fingerprint (SHA256:...).") var name: String
 
         func run() throws {
-            _ = try profile.open().members.removeDevice(name, as: try loadIdentity())
-            print("removed device \(name); run 'concord sync' to publish it")
+            let identity = try loadIdentity()
+            let members = try profile.open().members
+            let before = Set(try members.list().first { $0.name == identity.member }?.keys.map(\.publicKey.fingerprint) ?? [])
+            let after = Set(try members.removeDevice(name, as: identity).value.keys.map(\.publicKey.fingerprint))
+            // The key itself, named: a label can have been changed by whoever holds one of this member's keys.
+            print("removed device \(name) (key \(before.subtracting(after).sorted().joined(separator: ", "))); run 'concord sync' to publish it")
         }
     }
 }

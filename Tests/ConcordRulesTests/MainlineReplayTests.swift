@@ -20,7 +20,7 @@ final class MainlineReplayTests: XCTestCase {
     }
 
     /// The main line: alice (Admin) and mallory (Viewer), and zed (Admin) when `withZed`.
-    private func mainline(withZed: Bool = true) -> [String: [UInt8]] {
+    func mainline(withZed: Bool = true) -> [String: [UInt8]] {
         var files = Dictionary(uniqueKeysWithValues: [file("alice", .admin, keys: [key("laptop", alice)]),
                                                       file("mallory", .viewer, keys: [key("phone", mallory)])])
         if withZed { files[ProfilePaths.member("zed")] = file("zed", .admin, keys: [key("desk", zed)]).1 }
@@ -89,5 +89,19 @@ final class MainlineReplayTests: XCTestCase {
         XCTAssertEqual(outcome.state[aliceBefore.0], aliceRevoked.1)
         XCTAssertEqual(keys(of: "mallory", in: outcome.state), [mallory.publicKey])
         XCTAssertEqual(outcome.fallen.map(\.commit), [String(repeating: "a", count: 40)])
+    }
+}
+
+extension MainlineReplayTests {
+    /// An Admin's addition (on a side) of a name the main line holds in another case falls as taken.
+    func testANameTheMainLineHoldsInAnotherCaseIsTaken() {
+        let other = SigningKey.generate()
+        let zed = Member(name: "Zed", role: .admin, status: .active, keys: [Member.Key(device: "d", publicKey: other.publicKey)],
+                         addedBy: "alice", addedAt: "2026-01-01T00:00:00.000Z").json.canonicalBytes()
+        let addition = MembershipResolution.SideDecision(commit: String(repeating: "c", count: 40),
+                                                         change: .init(signer: alice.publicKey, files: [ProfilePaths.member("Zed"): (nil, zed)]))
+        let outcome = MembershipResolution.replayOnMainline(mainline(), side: [addition])
+        XCTAssertNil(outcome.state[ProfilePaths.member("Zed")])
+        XCTAssertEqual(outcome.fallen.map(\.reason), ["the name Zed was already taken on the main line"])
     }
 }

@@ -176,6 +176,30 @@ final class ServeMemberAttackTests: ConcordServeTestCase {
         try assertALeaveOnAnOlderCopyLeavesPublishedRecordsStanding(try publishedWorkTeam())
     }
 
+    /// The third red-team pass's two-step merge through serve (repros 1-serve, 3, 4-serve): Eddie,
+    /// demoted on main, writes on his copy from before, merges main into it his own line first, then
+    /// merges that into main with plain git and pushes: the pre-receive refuses it, naming the merge.
+    func testATwoStepMergeThroughAnOldCopyFirstIsRefusedByThePreReceive() throws {
+        let team = try servedTeam()
+        let (cloned, eddiesCopy) = try cloneThroughServer("kid", as: team.eddie, host: team.host)
+        XCTAssertEqual(cloned.status, 0, cloned.summary)
+        let old = try revParse("HEAD", in: eddiesCopy)
+        try concordOK(["role", "eddie", "viewer"], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.eddie, in: eddiesCopy)
+        try gitOK(["checkout", "--quiet", "-b", "old", old], in: eddiesCopy)
+        try concordOK(["put", "vocabulary/evil", "--json", #"{"label":"an editor's write after the demotion"}"#], as: team.eddie, in: eddiesCopy)
+        try concordOK(["merge", "main"], as: team.eddie, in: eddiesCopy)
+        let oldCopyFirst = try revParse("HEAD", in: eddiesCopy)
+        try gitOK(["checkout", "--quiet", "main"], in: eddiesCopy)
+        try gitOK(GitSigning.options(keyFile: team.eddie.keyFile.path) + ["merge", "--quiet", "--no-ff", "--no-edit", "-S", oldCopyFirst], in: eddiesCopy)
+        let start = try serverMain("kid", host: team.host)
+        let pushed = try git(["push", "origin", "HEAD:main"], in: eddiesCopy, environment: try gitSSHEnvironment(team.eddie, host: team.host))
+        XCTAssertNotEqual(pushed.status, 0, pushed.summary)
+        XCTAssertTrue(pushed.stderr.contains("it brings in merge \(oldCopyFirst.prefix(7))"), pushed.summary)
+        XCTAssertEqual(try serverMain("kid", host: team.host), start, "the server stores nothing")
+    }
+
     private func publishedWorkTeam() throws -> PublishedWorkTeam {
         let team = try servedTeam()
         return PublishedWorkTeam(alice: team.alice, eddie: team.eddie, vera: team.vera, aliceProfile: team.aliceProfile) { device, directory in

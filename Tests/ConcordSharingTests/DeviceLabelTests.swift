@@ -52,7 +52,9 @@ final class DeviceLabelTests: ConcordTestCase {
     /// thief then signs with the tablet's key is refused.
     private func assertTheThiefIsCutOffByFingerprint(_ team: AccessTeam, _ eddiesCopy: URL, _ tablet: TestDevice,
                                                      file: StaticString = #filePath, line: UInt = #line) throws {
-        try concordOK(["devices", "remove", try fingerprint(tablet.publicKeyLine)], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        let tabletsKey = try fingerprint(tablet.publicKeyLine)
+        let removed = try concordOK(["devices", "remove", tabletsKey], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        XCTAssertTrue(removed.contains("(key \(tabletsKey))"), "it names the key it removed: \(removed)", file: file, line: line)
         try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
         XCTAssertEqual(try memberKeys("eddie", at: "refs/heads/main", in: team.remote.bare), [keyBlob(team.eddie.publicKeyLine)],
                        "eddie's own key stays, the tablet's is gone", file: file, line: line)

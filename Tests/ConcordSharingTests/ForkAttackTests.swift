@@ -173,6 +173,36 @@ final class ForkAttackTests: ConcordTestCase {
         try assertALeaveOnAnOlderCopyLeavesPublishedRecordsStanding(try publishedWorkTeam())
     }
 
+    /// The third red-team pass (repros 1–4, 6): Eddie, demoted to Viewer on main, writes on his copy
+    /// from before, merges main into it with his own line first (`concord merge main`: M), then
+    /// merges M into main. M judged main's commits as its side, so bringing it in would keep his
+    /// writes (and could take published ones away): `concord merge M` is refused, changing nothing,
+    /// and the same merge made with plain git and pushed is refused by every device.
+    func testATwoStepMergeThroughAnOldCopyFirstIsRefused() throws {
+        let team = try makeAccessTeam()
+        let eddiesCopy = try cloneProfile(team.eddie, from: team.remote, into: "eddie")
+        let old = try revParse("HEAD", in: eddiesCopy)
+        try concordOK(["role", "eddie", "viewer"], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        try concordOK(["sync"], as: team.eddie, in: eddiesCopy)
+        let main = try revParse("HEAD", in: eddiesCopy)
+
+        try gitOK(["checkout", "--quiet", "-b", "old", old], in: eddiesCopy)
+        try concordOK(["put", "vocabulary/evil", "--json", #"{"label":"an editor's write after the demotion"}"#], as: team.eddie, in: eddiesCopy)
+        try concordOK(["merge", "main"], as: team.eddie, in: eddiesCopy)
+        let oldCopyFirst = try revParse("HEAD", in: eddiesCopy)
+        try gitOK(["checkout", "--quiet", "main"], in: eddiesCopy)
+        assertOneLineRefusal(try concord(["merge", oldCopyFirst], as: team.eddie, in: eddiesCopy), status: 5,
+                             mentions: ["\(oldCopyFirst.prefix(7)) by eddie", "took the main line's commits (\(main.prefix(7))) as the side of another line"])
+        XCTAssertEqual(try revParse("HEAD", in: eddiesCopy), main, "nothing changed")
+
+        try gitOK(GitSigning.options(keyFile: team.eddie.keyFile.path) + ["merge", "--quiet", "--no-ff", "--no-edit", "-S", oldCopyFirst], in: eddiesCopy)
+        let twoStep = try revParse("HEAD", in: eddiesCopy)
+        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: eddiesCopy)
+        try assertRefused(team, commit: twoStep, mentions: ["it brings in merge \(oldCopyFirst.prefix(7))"])
+        XCTAssertNotEqual(try concord(["get", "vocabulary/evil"], as: team.alice, in: team.aliceProfile).status, 0, "his write is nowhere")
+    }
+
     private func publishedWorkTeam() throws -> PublishedWorkTeam {
         let team = try makeAccessTeam()
         return PublishedWorkTeam(alice: team.alice, eddie: team.eddie, vera: team.vera, aliceProfile: team.aliceProfile) { device, directory in

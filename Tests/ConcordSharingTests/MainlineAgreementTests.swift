@@ -74,8 +74,10 @@ final class MainlineAgreementTests: ConcordTestCase {
     /// Red-team finding (issue 42): `concord merge <id>` of a commit that descends from this device's
     /// main fast-forwarded to it, taking its first-parent line whole. Mallory (Admin), revoked by
     /// Alice, revokes Alice on her old copy and merges Alice's main into it, her own line first;
-    /// Alice, handed that merge's id, merges it as a side line (her main is not on its first-parent
-    /// line): Mallory's revocation of her does not count, and Alice stays an Admin.
+    /// Alice, handed that merge's id, does not take it whole, and since the third red-team pass not
+    /// as a side either: that merge judged Alice's main as its side, and in that order keeps what
+    /// Alice's main first would not, so it is refused, naming it, and nothing changes. Alice stays an
+    /// Admin, Mallory revoked.
     func testMergingACommitWhoseMainLineIsAnOldForkTakesItAsASide() throws {
         let remote = try makeRemote(.path)
         let alice = try makeDevice("alice", device: "laptop")
@@ -93,10 +95,10 @@ final class MainlineAgreementTests: ConcordTestCase {
         XCTAssertNotEqual(try gitOK(["rev-parse", "\(evil)^1"], in: mallorys), main, "her own line first")
 
         try gitOK(["fetch", "--quiet", mallorys.path, "main:refs/peers/mallory"], in: profile)
-        let told = try concordOK(["merge", evil], as: alice, in: profile)
-        XCTAssertFalse(told.hasPrefix("fast-forward"), told)
-        XCTAssertTrue(told.contains("does not count: mallory's revocation of alice"), told)
-        XCTAssertEqual(try gitOK(["rev-parse", "HEAD^1"], in: profile), main, "Alice's main first")
+        assertOneLineRefusal(try concord(["merge", evil], as: alice, in: profile), status: 5,
+                             mentions: ["\(evil.prefix(7)) by mallory", "took the main line's commits (\(main.prefix(7))) as the side of another line",
+                                        "refused, nothing here changed"])
+        XCTAssertEqual(try revParse("HEAD", in: profile), main, "nothing changed")
         let members = try concordOK(["members"], as: alice, in: profile)
         XCTAssertTrue(members.contains("alice  admin  active"), members)
         XCTAssertTrue(members.contains("mallory  admin  revoked"), members)

@@ -92,6 +92,38 @@ final class OldFormatForkTests: ConcordTestCase {
         XCTAssertTrue(try concordOK(["verify"], as: alice, in: profile).contains("verified"))
     }
 
+    /// The third red-team pass (repro 5): the same forgery in a side MERGE signed by a key of
+    /// eddie's that only the fork adds (its first parent lists no holder of it). The merge onto the
+    /// format 7 line is refused all the same: the side commit is judged as its own check named its
+    /// signer (the merged membership of its parents), never skipped.
+    func testAFormat6SideMergeSignedByAKeyOnlyTheForkAddsIsJudgedToo() throws {
+        let alice = try makeDevice("alice", device: "laptop")
+        let eddie = try makeDevice("eddie", device: "laptop")
+        let tablet = try makeDevice("eddie", device: "tablet")
+        let remote = try makeRemote(.path)
+        let profile = try publishOldFormatProfile(6, owner: alice, remote: remote, members: [(eddie, "editor")],
+                                                  records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)], currentFormat: concordFormatVersion)
+        let eddiesCopy = try cloneProfile(eddie, from: remote, into: "eddie")
+        let old = try revParse("HEAD", in: eddiesCopy)
+        try upgradeAndSync(alice, profile, then: [(eddie, eddiesCopy)])
+        try gitOK(["checkout", "--quiet", "-b", "fork", old], in: eddiesCopy)
+        try concordOK(["devices", "add", "--name", "tablet", "--key", tablet.publicKeyLine, "--proof", try keyProof(of: tablet, for: eddiesCopy)],
+                      as: eddie, in: eddiesCopy)
+        let withTablet = try revParse("HEAD", in: eddiesCopy)
+        try gitOK(["checkout", "--quiet", "-b", "x", old], in: eddiesCopy)
+        _ = try git(["merge", "--quiet", "--no-ff", "--no-commit", withTablet], in: eddiesCopy)
+        let forged = try commitWithGit(in: eddiesCopy, signedWith: tablet.keyFile, message: "merge") { clone in
+            try self.replace(#""label": "puzzle""#, with: #""label": "poison, says alice""#, in: try self.recordFile("vocabulary", "puzzle", in: clone))
+        }
+        XCTAssertEqual(try gitOK(["log", "-1", "--format=%P"], in: eddiesCopy), "\(old) \(withTablet)")
+        try gitOK(["checkout", "--quiet", "main"], in: eddiesCopy)
+        try concordOK(["merge", forged], as: eddie, in: eddiesCopy)
+        try pushAnyway(from: eddiesCopy)
+        assertOneLineRefusal(try concord(["sync"], as: alice, in: profile), status: 5,
+                             mentions: ["it brings in commit \(forged.prefix(7)), made on a format 6 copy", "in alice's name, but eddie signed it"])
+        XCTAssertTrue(try concordOK(["get", "vocabulary/puzzle"], as: alice, in: profile).contains(#""label": "puzzle""#))
+    }
+
     // MARK: - Scene
 
     private struct Scene {

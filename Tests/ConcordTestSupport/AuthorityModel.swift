@@ -159,6 +159,13 @@ public enum AuthorityModel {
         /// in each parent (active in each), and never touches membership.
         private func judgeMerge(_ commit: Commit) -> State? {
             let (a, b) = (commit.parents[0], commit.parents[1])
+            // A merge on the side that took this main line's commits as its own side, where that order
+            // gives another state than the main line first, is refused: what reached main counts first.
+            for id in ancestors[b]!.subtracting(ancestors[a]!) where commits[id]!.parents.count == 2 {
+                let (first, second) = (commits[id]!.parents[0], commits[id]!.parents[1])
+                let itsSide = ancestors[second]!.subtracting(ancestors[first]!)
+                if !itsSide.isDisjoint(with: ancestors[a]!), merged(first, second) != merged(second, first) { return nil }
+            }
             let expected = merged(a, b)
             guard let name = holder(commit.key, expected.members), let me = expected.members[name], me.active else { return nil }
             guard let op = commit.op else { return expected }

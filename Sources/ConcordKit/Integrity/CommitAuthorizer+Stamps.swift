@@ -32,14 +32,22 @@ extension CommitAuthorizer {
             guard let firstParent = commit.parents.first else { continue }
             let parentTree = try commitTrees[firstParent] ?? repository.commit(firstParent).tree
             let madeAt = try format(at: parentTree)
-            guard !StampRule.applies(parentFormat: madeAt),
-                  let key = try MembershipResolution.signer(of: commit, in: repository),
-                  let holder = try membership(at: parentTree).holders(of: key).first?.member else { continue }
+            guard !StampRule.applies(parentFormat: madeAt) else { continue }
             let isMerge = commit.parents.count == 2
             let before = isMerge ? try PolicyMerge.tree(in: repository, ours: commit.parents[0], theirs: commit.parents[1]) : parentTree
+            // Its signer as its own check named them: in its parent's membership (a merge's: the merged one of its
+            // parents), else its own tree's (an admission); a commit no member signed is refused, never skipped.
+            let key = try MembershipResolution.signer(of: commit, in: repository)
+            let holder = try key.flatMap { key in
+                try membership(at: before).holders(of: key).first?.member ?? membership(at: commit.tree).holders(of: key).first?.member
+            }
+            guard let holder else {
+                throw ConcordError.unauthorizedCommit(commit: merge.id.short, signer: signer.label, change: nil,
+                                                      reason: "it brings in commit \(commit.id.short), made on a format \(madeAt) copy, which no member's key signed")
+            }
             let changes = try repository.treeChanges(from: before, to: commit.tree)
             let trailers = CommitTrailers(message: commit.message)
-            let judged = if let actor = trailers.actor, actor != holder.name, let acting = try membership(at: parentTree).members[actor] {
+            let judged = if let actor = trailers.actor, actor != holder.name, let acting = try membership(at: before).members[actor] {
                 acting
             } else {
                 holder

@@ -157,6 +157,7 @@ package final class CommitAuthorizer {
             var kindsTables = [try kindsTable(at: parentTree)]
             if let policy {
                 try checkSideStamps(commit, mainLineTree: parentTree, signer: signer)
+                try checkSideMergeOrder(commit, signer: signer)
                 if policy == commit.tree { return signer }
                 switch CommitRule.judgedInMerge(signer.member, parents: try parentTrees.map(membership(at:))) {
                 case .failure(let violation): throw refuse(signer.label, by: violation)
@@ -192,6 +193,39 @@ package final class CommitAuthorizer {
         }
     }
 
+    /// What reached main counts before what is merged into it, also through a merge on the side
+    /// (the third red-team pass, issue 42): a merge `merge` (signed as `signer`) is refused when its
+    /// side holds a merge that took commits of this main line (its first parent) as its OWN side
+    /// (`sideMergeOrderProblem`).
+    private func checkSideMergeOrder(_ merge: Commit, signer: CommitSigner) throws {
+        guard let problem = try sideMergeOrderProblem(mainLine: merge.parents[0], side: merge.parents[1]) else { return }
+        throw ConcordError.unauthorizedCommit(commit: merge.id.short, signer: signer.label, change: nil,
+                                              reason: "it brings in merge \(problem.merge.id.short), which \(problem.reason)")
+    }
+
+    /// The first merge a merge of `side` into `mainLine` would bring in that took commits of the main
+    /// line as its own side — another line first, as `concord merge main` on an old copy or `git pull`
+    /// makes it — where that order keeps something the main line first would not (their policy
+    /// merges differ), with why; nil when there is none. Such a merge judged the main line's commits
+    /// as the side (a decision on the old copy taking away what had reached main, a demoted member's
+    /// writes there standing), and a merge bringing it in would take its tree. Where the order
+    /// changes nothing, as for most `git pull` merges, it is no problem.
+    package func sideMergeOrderProblem(mainLine: ObjectID, side: ObjectID) throws -> (merge: Commit, reason: String)? {
+        for commit in try repository.newCommits(from: side, excluding: [mainLine]) where commit.parents.count == 2 {
+            let (first, second) = (commit.parents[0], commit.parents[1])
+            // Its side reaches the main line: a merge base of its second parent and the main line its first parent lacks.
+            let reaches = try repository.mergeBases(second, mainLine).contains { base in
+                try base != first && !repository.isAncestor(base, of: first)
+            }
+            guard reaches else { continue }
+            guard try PolicyMerge.tree(in: repository, ours: first, theirs: second) != PolicyMerge.tree(in: repository, ours: second, theirs: first)
+            else { continue }
+            return (commit, "took the main line's commits (\(second.short)) as the side of another line (\(first.short)), and in that order "
+                + "keeps what merging the main line first would not; what reached main counts before what is merged into it")
+        }
+        return nil
+    }
+
     /// `commit` as the acceptance of an invitation (`Acceptance.judge`), read from its parent.
     private func acceptance(_ commit: Commit, changes: [TreeChange], key: SSHPublicKey, parentTree: ObjectID?) throws -> Acceptance.Outcome {
         guard let parentTree, commit.parents.count == 1, changes.count == 1 else { return .none }
@@ -217,6 +251,13 @@ package final class CommitAuthorizer {
         if let violation = CommitRule.keyGivenAway(written: written.map(\.path), after: try membership(at: commit.tree),
                                                    parents: try parentTrees.map(membership(at:))) {
             throw refuse(violation)
+        }
+        let added = written.filter { $0.old == nil }.compactMap { change -> String? in
+            guard case .success(.member(let name)) = ProfilePathRules.classify(change.path, kinds: .empty) else { return nil }
+            return name
+        }
+        for parent in parentTrees where !added.isEmpty {
+            if let violation = CommitRule.nameTakenInAnotherCase(added: added, parent: try membership(at: parent)) { throw refuse(violation) }
         }
         guard CommitRule.provesKeys(parentFormats: try parentTrees.map { try profileInfo(at: $0)?.formatVersion ?? 0 }),
               let profileID = try profileInfo(at: commit.tree)?.id else { return }

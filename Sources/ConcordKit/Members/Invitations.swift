@@ -38,6 +38,7 @@ extension Members {
                                                 + "of \"\(profile.info.name)\": revoke them first to invite them again")
             }
             if let key { try refuseKeyHeldByAnother(key, in: members) }
+            try refuseNameTakenInAnotherCase(name, in: members)
             let member = Member(name: name, role: role, status: .invited,
                                 keys: key.map { [Member.Key(device: device ?? "device", publicKey: $0)] } ?? [],
                                 addedBy: identity.member, addedAt: HLClock.formatInstant(now), expiresAt: expiresAt,

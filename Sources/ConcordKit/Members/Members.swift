@@ -37,6 +37,7 @@ public struct Members {
             try authorizeAdmin(identity)
             let members = try list()
             try refuseKeyHeldByAnother(key, in: members, except: name)
+            try refuseNameTakenInAnotherCase(name, in: members)
             let existing = members.first { $0.name == name }
             // A key the member already holds keeps its proof (a new device name for it asks for none).
             let known = existing?.keys.first { $0.publicKey == key }?.proof
@@ -97,6 +98,15 @@ public struct Members {
                 + "'concord identity prove \(profile.info.id)' with an identity named \(member)")
         }
         return Member.Key(device: device, publicKey: key, proof: proof)
+    }
+
+    /// Refuses `name` when a member of `members` has it in another case (`Zed` beside `zed`): a name
+    /// is one member whatever its case (`CommitRule.nameTakenInAnotherCase`).
+    func refuseNameTakenInAnotherCase(_ name: String, in members: [Member]) throws {
+        if let other = members.first(where: { $0.name != name && $0.name.lowercased() == name.lowercased() }) {
+            throw ConcordError.invalidInput("\"\(profile.info.name)\" already has a member named \(other.name), which differs from \(name) "
+                                            + "only in case: a name is one member whatever its case; choose another name")
+        }
     }
 
     /// Refuses `key` when a member of `members` other than `name` (any member when nil) holds it:

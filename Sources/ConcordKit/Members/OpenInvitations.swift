@@ -107,8 +107,8 @@ extension Members {
         guard used < document.uses else {
             throw refuse("all \(document.uses) of its places are taken; ask \(invitation.invitedBy) for a new one")
         }
-        if members.contains(where: { $0.name == identity.member }) {
-            throw refuse("\"\(profile.info.name)\" already has a member named \(identity.member): join with an identity of another name "
+        if let taken = members.first(where: { $0.name.lowercased() == identity.member.lowercased() }) {
+            throw refuse("\"\(profile.info.name)\" already has a member named \(taken.name)\(taken.name == identity.member ? "" : " (a name is one member whatever its case)"): join with an identity of another name "
                          + "(a CONCORD_HOME of its own, 'concord identity new --name NAME --device DEVICE')")
         }
         try refuseKeyHeldByAnother(identity.key.publicKey, in: members)

@@ -117,6 +117,14 @@ extension Sync {
         }
         // An invitation admits once: two acceptances of it on two lines of history are never merged.
         let (main, side) = mainLine == .theirs ? (theirs, head) : (head, theirs)
+        // What reached main counts first, also through a merge on the side: such a merge is not made.
+        if let problem = try CommitAuthorizer(repository: repository).sideMergeOrderProblem(mainLine: main, side: side) {
+            let ownLine = try side == head && repository.isAncestor(problem.merge.id, of: head) && mainLine == .theirs
+            throw ownLine ? ConcordError.invalidInput("this device's merge \(problem.merge.id.short) " + problem.reason + ": nothing was "
+                + "changed; undo that merge ('git reset --keep \(problem.merge.parents[0].short)', your own commits stay) and run 'concord sync', "
+                + "which merges the main line first")
+                : ConcordError.unauthorizedCommit(commit: problem.merge.id.short, signer: problem.merge.author.name, change: nil, reason: "it " + problem.reason)
+        }
         let admittedTwice = try MembershipResolution.admittedTwice(in: repository, ours: main, theirs: side)
         if let twice = admittedTwice.first(where: \.wasInvited)?.member {
             let reason = twice.name == identity.member
