@@ -81,6 +81,8 @@ package enum AccessRule {
         if signer.role == .admin { return nil }
         let adminOnly = "only Admins may change it; \(signer.name) is \(signer.role.title)"
         switch ProfilePathRules.classify(Array(path.utf8), kinds: kinds) {
+        case .failure(.wrongBucket):
+            return "it is \(ProfilePathRules.Refusal.wrongBucket), where no record lives (each record's bucket is set by its id)"
         case .failure:
             return "it is not a file of the kinds in the parent's \(KindsTable.path) (only Admins may add kinds); \(signer.name) is \(signer.role.title)"
         case .success(let file):

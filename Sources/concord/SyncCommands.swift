@@ -228,8 +228,13 @@ func fallenJSON(_ decisions: [FallenDecision]) -> JSONValue {
 
 /// A change a merge left out because its author lost the rights to make it concurrently.
 func leftOutSentence(_ change: LeftOutChange) -> String {
-    "\(change.path): \(change.member)'s change (commit \(change.commit.prefix(7))) lost to the revocation or demotion of \(change.member) "
-        + "made concurrently; it stays in history (concord history \(change.path))"
+    let cause = switch change.cause {
+    case .rightsLowered: "the revocation or demotion of \(change.member) made concurrently"
+    case .keyRemoved(let fingerprint): "the removal of the key that signed it (\(fingerprint)) on the main line"
+    case .kindsChanged: "the kinds the merge ends with, which do not let \(change.member) write it"
+    }
+    return "\(change.path): \(change.member)'s change (commit \(change.commit.prefix(7))) lost to \(cause); it stays in history "
+        + "(concord history \(change.path))"
 }
 
 /// A member two Admins added at once with different keys.
@@ -239,7 +244,14 @@ func contestedSentence(_ name: String) -> String {
 }
 
 func leftOutJSON(_ changes: [LeftOutChange]) -> JSONValue {
-    .array(changes.map { .object(["path": .string($0.path), "member": .string($0.member), "commit": .string($0.commit)]) })
+    .array(changes.map { change in
+        let cause: JSONValue = switch change.cause {
+        case .rightsLowered: .string("revoked or demoted")
+        case .keyRemoved(let fingerprint): .string("key removed: \(fingerprint)")
+        case .kindsChanged: .string("kinds")
+        }
+        return .object(["path": .string(change.path), "member": .string(change.member), "commit": .string(change.commit), "cause": cause])
+    })
 }
 
 func syncLine(_ report: SyncReport) -> String {

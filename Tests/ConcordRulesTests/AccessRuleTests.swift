@@ -84,6 +84,20 @@ final class AccessRuleTests: XCTestCase {
 
     /// A conflict copy the policy merge writes is not a change of the merge's signer (rule 3 compares
     /// the merge with the recomputed policy merge); one written by hand is an Admin's to write.
+    /// A record file in another bucket than its id's is named as that, not as a new kind (the second
+    /// red-team pass's repro-S: it read "only Admins may add kinds").
+    func testARecordInTheWrongBucketIsNamedAsSuch() throws {
+        let kinds = Template.aac.kinds
+        let right = try XCTUnwrap(kinds.kinds.first { $0.policy != .append }).recordPath(try RecordID("pie"))
+        let wrong = right.split(separator: "/").enumerated().map { $0.offset == 1 ? ($0.element == "00" ? "01" : "00") : String($0.element) }
+            .joined(separator: "/")
+        XCTAssertNotEqual(wrong, right)
+        let verdict = AccessRule.mayChange(wrong, by: member("m", .editor), kinds: kinds)
+        XCTAssertEqual(verdict, "it is a record in the wrong bucket directory, where no record lives (each record's bucket is set by its id)")
+        XCTAssertEqual(AccessRule.mayChange("notakind/x.json", by: member("m", .editor), kinds: kinds)?
+            .hasPrefix("it is not a file of the kinds in the parent's .concord/kinds.json (only Admins may add kinds)"), true)
+    }
+
     func testConflictCopiesByHandAreAdminOnly() {
         let path = ".concord/conflicts/vocabulary/ab/x1.0123456.json"
         XCTAssertNil(AccessRule.mayChange(path, by: member("m", .admin), kinds: Template.aac.kinds))

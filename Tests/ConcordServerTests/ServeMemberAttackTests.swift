@@ -200,6 +200,16 @@ final class ServeMemberAttackTests: ConcordServeTestCase {
         XCTAssertEqual(try serverMain("kid", host: team.host), start, "the server stores nothing")
     }
 
+    /// The fourth red-team pass: a demoted Admin's self-demotion on the old copy hides nothing.
+    func testASelfDemotionOnAnOldCopyDoesNotHideWhatWasWrittenBeforeItThroughServe() throws {
+        try assertASelfDemotionOnAnOldCopyDoesNotHideWhatWasWrittenBeforeIt(try publishedWorkTeam())
+    }
+
+    /// The fourth red-team pass: a revoked member's departure on the old copy hides nothing.
+    func testALeaveOnAnOldCopyDoesNotHideWhatWasWrittenBeforeItThroughServe() throws {
+        try assertALeaveOnAnOldCopyDoesNotHideWhatWasWrittenBeforeIt(try publishedWorkTeam())
+    }
+
     private func publishedWorkTeam() throws -> PublishedWorkTeam {
         let team = try servedTeam()
         return PublishedWorkTeam(alice: team.alice, eddie: team.eddie, vera: team.vera, aliceProfile: team.aliceProfile) { device, directory in

@@ -28,6 +28,33 @@ final class DeviceLabelTests: ConcordTestCase {
         try assertTheThiefIsCutOffByFingerprint(team, eddiesCopy, tablet)
     }
 
+    /// A write a removed key signed on a copy from before its removal, merged in as a side, is left
+    /// out, and the report says why: the key's removal, not a revocation or demotion (the second
+    /// red-team pass's repro-B).
+    func testAWriteByARemovedKeyIsReportedAsLostToTheKeysRemoval() throws {
+        let team = try makeAccessTeam()
+        let eddiesCopy = try cloneProfile(team.eddie, from: team.remote, into: "eddie")
+        let tablet = try makeDevice("eddie", device: "tablet")
+        try concordOK(["devices", "add", "--name", "tablet", "--key", tablet.publicKeyLine, "--proof", try keyProof(of: tablet, for: eddiesCopy)],
+                      as: team.eddie, in: eddiesCopy)
+        try concordOK(["sync"], as: team.eddie, in: eddiesCopy)
+        let tabletsCopy = try cloneProfile(tablet, from: team.remote, into: "tablet")
+        let tabletsKey = try fingerprint(tablet.publicKeyLine)
+        try concordOK(["devices", "remove", tabletsKey], as: team.eddie, in: eddiesCopy)
+        try concordOK(["sync"], as: team.eddie, in: eddiesCopy)
+        try concordOK(["put", "vocabulary/stolen", "--json", #"{"label":"by the tablet"}"#], as: tablet, in: tabletsCopy)
+        let stolen = try revParse("HEAD", in: tabletsCopy)
+
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        try gitOK(["fetch", "--quiet", tabletsCopy.path, "main:refs/peers/tablet"], in: team.aliceProfile)
+        let json = try concordOK(["merge", stolen, "--json"], as: team.alice, in: team.aliceProfile)
+        XCTAssertTrue(json.contains(#""cause": "key removed: \#(tabletsKey)""#), json)
+        try gitOK(["reset", "--quiet", "--hard", "HEAD^1"], in: team.aliceProfile)   // the same merge again, in words
+        let merged = try concordOK(["merge", stolen], as: team.alice, in: team.aliceProfile)
+        XCTAssertTrue(merged.contains("eddie's change (commit \(stolen.prefix(7))) lost to the removal of the key that signed it (\(tabletsKey))"), merged)
+        XCTAssertNotEqual(try concord(["get", "vocabulary/stolen"], as: team.alice, in: team.aliceProfile).status, 0, "left out")
+    }
+
     /// Eddie adds his tablet and syncs; a thief holding the tablet's key changes the labels of eddie's
     /// keys with `relabel` (plain git, signed by the tablet's key) and pushes it; eddie syncs.
     private func eddieWithAStolenTablet(_ relabel: @escaping (inout [[String: Any]]) -> Void) throws -> (AccessTeam, URL, TestDevice) {

@@ -203,6 +203,16 @@ final class ForkAttackTests: ConcordTestCase {
         XCTAssertNotEqual(try concord(["get", "vocabulary/evil"], as: team.alice, in: team.aliceProfile).status, 0, "his write is nowhere")
     }
 
+    /// The fourth red-team pass: a demoted Admin's self-demotion on the old copy hides nothing.
+    func testASelfDemotionOnAnOldCopyDoesNotHideWhatWasWrittenBeforeIt() throws {
+        try assertASelfDemotionOnAnOldCopyDoesNotHideWhatWasWrittenBeforeIt(try publishedWorkTeam())
+    }
+
+    /// The fourth red-team pass: a revoked member's departure on the old copy hides nothing.
+    func testALeaveOnAnOldCopyDoesNotHideWhatWasWrittenBeforeIt() throws {
+        try assertALeaveOnAnOldCopyDoesNotHideWhatWasWrittenBeforeIt(try publishedWorkTeam())
+    }
+
     private func publishedWorkTeam() throws -> PublishedWorkTeam {
         let team = try makeAccessTeam()
         return PublishedWorkTeam(alice: team.alice, eddie: team.eddie, vera: team.vera, aliceProfile: team.aliceProfile) { device, directory in

@@ -71,14 +71,7 @@ final class OldFormatForkTests: ConcordTestCase {
     /// format 7 and pushes it with plain git. Where it joins main the format is 7: his own sync
     /// refuses to send it, and alice's refuses the pushed main, naming the commit; her record is hers.
     func testAFormat6ForkCannotWriteInAnothersNameWhereItJoinsFormat7() throws {
-        let alice = try makeDevice("alice", device: "laptop")
-        let eddie = try makeDevice("eddie", device: "laptop")
-        let remote = try makeRemote(.path)
-        let profile = try publishOldFormatProfile(6, owner: alice, remote: remote, members: [(eddie, "editor")],
-                                                  records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)], currentFormat: concordFormatVersion)
-        let eddiesCopy = try cloneProfile(eddie, from: remote, into: "eddie")
-        let old = try revParse("HEAD", in: eddiesCopy)
-        try upgradeAndSync(alice, profile, then: [(eddie, eddiesCopy)])
+        let (alice, eddie, profile, eddiesCopy, old) = try format6UpgradedAfterEddieCopied()
         let fork = try commitOnABranch(from: old, in: eddiesCopy, signedWith: eddie.keyFile) { clone in
             try self.replace(#""label": "puzzle""#, with: #""label": "poison, says alice""#, in: try self.recordFile("vocabulary", "puzzle", in: clone))
         }
@@ -97,15 +90,8 @@ final class OldFormatForkTests: ConcordTestCase {
     /// format 7 line is refused all the same: the side commit is judged as its own check named its
     /// signer (the merged membership of its parents), never skipped.
     func testAFormat6SideMergeSignedByAKeyOnlyTheForkAddsIsJudgedToo() throws {
-        let alice = try makeDevice("alice", device: "laptop")
-        let eddie = try makeDevice("eddie", device: "laptop")
+        let (alice, eddie, profile, eddiesCopy, old) = try format6UpgradedAfterEddieCopied()
         let tablet = try makeDevice("eddie", device: "tablet")
-        let remote = try makeRemote(.path)
-        let profile = try publishOldFormatProfile(6, owner: alice, remote: remote, members: [(eddie, "editor")],
-                                                  records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)], currentFormat: concordFormatVersion)
-        let eddiesCopy = try cloneProfile(eddie, from: remote, into: "eddie")
-        let old = try revParse("HEAD", in: eddiesCopy)
-        try upgradeAndSync(alice, profile, then: [(eddie, eddiesCopy)])
         try gitOK(["checkout", "--quiet", "-b", "fork", old], in: eddiesCopy)
         try concordOK(["devices", "add", "--name", "tablet", "--key", tablet.publicKeyLine, "--proof", try keyProof(of: tablet, for: eddiesCopy)],
                       as: eddie, in: eddiesCopy)
@@ -155,6 +141,20 @@ final class OldFormatForkTests: ConcordTestCase {
     private func forkFromTheOldCopy(_ scene: Scene, _ edit: (URL) throws -> Void) throws -> String {
         XCTAssertTrue(try gitOK(["show", "\(scene.old):.concord/profile.json"], in: scene.malloryCopy).contains(#""formatVersion": 4"#))
         return try commitOnABranch(from: scene.old, in: scene.malloryCopy, signedWith: scene.mallory.keyFile, message: "members/mallory: devices", edit)
+    }
+
+    /// Alice's format 6 profile with alice's record vocabulary/puzzle and eddie (Editor); eddie
+    /// clones it (`old`: his main then); alice upgrades it to this build's format; both sync.
+    private func format6UpgradedAfterEddieCopied() throws -> (alice: TestDevice, eddie: TestDevice, profile: URL, eddiesCopy: URL, old: String) {
+        let alice = try makeDevice("alice", device: "laptop")
+        let eddie = try makeDevice("eddie", device: "laptop")
+        let remote = try makeRemote(.path)
+        let profile = try publishOldFormatProfile(6, owner: alice, remote: remote, members: [(eddie, "editor")],
+                                                  records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)], currentFormat: concordFormatVersion)
+        let eddiesCopy = try cloneProfile(eddie, from: remote, into: "eddie")
+        let old = try revParse("HEAD", in: eddiesCopy)
+        try upgradeAndSync(alice, profile, then: [(eddie, eddiesCopy)])
+        return (alice, eddie, profile, eddiesCopy, old)
     }
 
     private func memberFileText(_ name: String, in profile: URL) throws -> String {

@@ -197,18 +197,21 @@ public enum AuthorityModel {
             }
             var records = states[a]!.records
             for (id, record) in states[b]!.records where records[id]?.live != false { records[id] = record }
-            // The side's writes by members with fewer rights in the merge than on the side (a merge's own
-            // extra change included), or signed by a key the merge no longer gives its writer.
+            // The side's writes by members with fewer rights in the merge than they held on the side (a
+            // merge's own extra change included), or signed by a key the merge no longer gives its writer.
+            // Their rights on the side: the most they held where any side commit was made, or at its tip.
             let there = states[b]!.members
+            let madeUnder = Set(side.flatMap { commits[$0]!.parents }).union([b]).map { states[$0]!.members }
             for id in side {
                 let commit = commits[id]!
-                // Its writer: who held the key that signed it, at its parent; their rights: the side's.
+                // Its writer: who held the key that signed it, at its parent.
                 guard case .write(let kind, let record)? = commit.op,
-                      let writer = holder(commit.key, states[commit.parents[0]]!.members), let before = there[writer], before.active else { continue }
+                      let writer = holder(commit.key, states[commit.parents[0]]!.members),
+                      let most = madeUnder.compactMap({ $0[writer] }).filter(\.active).map(\.role).max() else { continue }
                 let now = members[writer]
-                // A key the side still gives its writer and the merge no longer does: the main line removed it.
-                let keyGone = holder(commit.key, there) == writer && holder(commit.key, members) != writer
-                let lowered = keyGone || now?.active != true || now!.role < before.role
+                // A key the side's tip still gives its (active) writer and the merge no longer does: the main line removed it.
+                let keyGone = there[writer]?.active == true && holder(commit.key, there) == writer && holder(commit.key, members) != writer
+                let lowered = keyGone || now?.active != true || now!.role < most
                 if lowered, keyGone || now?.active != true || now!.role < writers[kind]! { records[record]?.live = false }
             }
             return State(members: members, records: records)

@@ -97,5 +97,66 @@ extension ConcordTestCase {
         }
         XCTAssertTrue(try concordOK(["verify"], as: team.alice, in: fresh, file: file, line: line).contains("verified"), file: file, line: line)
     }
+
+    /// The fourth red-team pass (repros B, B2): eddie, an Admin alice then demoted to Viewer, writes
+    /// on his copy from before the demotion and demotes himself there, so that the side's tip shows
+    /// him a Viewer already; he merges that copy into main. His rights on the side are the most he
+    /// held where its commits were made (an Admin's): his write is left out, on every device.
+    package func assertASelfDemotionOnAnOldCopyDoesNotHideWhatWasWrittenBeforeIt(_ team: PublishedWorkTeam,
+                                                                                file: StaticString = #filePath, line: UInt = #line) throws {
+        try concordOK(["role", "eddie", "admin"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        let eddiesCopy = try team.clone(team.eddie, "self-demoted-eddie")
+        let old = try revParse("HEAD", in: eddiesCopy, file: file, line: line)
+        try concordOK(["role", "eddie", "viewer"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+
+        try gitOK(["checkout", "--quiet", "-b", "old", old], in: eddiesCopy, file: file, line: line)
+        try concordOK(["put", "vocabulary/evil", "--json", #"{"label":"an Admin's write after the demotion"}"#], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        try concordOK(["role", "eddie", "viewer"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        try gitOK(["checkout", "--quiet", "main"], in: eddiesCopy, file: file, line: line)
+        let merged = try concordOK(["merge", "old"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        XCTAssertTrue(merged.contains("left out: ") && merged.contains("evil.json: eddie's change"), merged, file: file, line: line)
+        try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        try assertNowhere("vocabulary/evil", team, file: file, line: line)
+    }
+
+    /// The fourth red-team pass (repro C): eddie (Editor), revoked by alice, writes on his copy from
+    /// before the revocation and records his departure there (plain git, as `concord leave` writes
+    /// it); vera merges that branch into main and syncs. His write is left out all the same.
+    package func assertALeaveOnAnOldCopyDoesNotHideWhatWasWrittenBeforeIt(_ team: PublishedWorkTeam,
+                                                                           file: StaticString = #filePath, line: UInt = #line) throws {
+        let eddiesCopy = try team.clone(team.eddie, "leaving-revoked-eddie")
+        let verasCopy = try team.clone(team.vera, "leaving-revoked-vera")
+        try concordOK(["revoke", "eddie"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["put", "vocabulary/evil", "--json", #"{"label":"written after the revocation"}"#], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        let leave = try commitWithGit(in: eddiesCopy, signedWith: team.eddie.keyFile, message: "members/eddie: left") { clone in
+            try self.editMember("eddie", in: clone) { member in
+                member["status"] = "revoked"
+                member["revokedBy"] = "eddie"
+                member["revokedAt"] = "2026-01-03T00:00:00.000Z"
+                member["keys"] = [[String: Any]]()
+            }
+        }
+        try concordOK(["sync"], as: team.vera, in: verasCopy, file: file, line: line)
+        try gitOK(["fetch", "--quiet", eddiesCopy.path, "main:refs/peers/eddie"], in: verasCopy, file: file, line: line)
+        let merged = try concordOK(["merge", leave], as: team.vera, in: verasCopy, file: file, line: line)
+        XCTAssertTrue(merged.contains("left out: ") && merged.contains("evil.json: eddie's change"), merged, file: file, line: line)
+        try concordOK(["sync"], as: team.vera, in: verasCopy, file: file, line: line)
+        try assertNowhere("vocabulary/evil", team, file: file, line: line)
+    }
+
+    /// Record `reference` is on neither alice's copy (after a sync) nor a fresh clone.
+    private func assertNowhere(_ reference: String, _ team: PublishedWorkTeam, file: StaticString, line: UInt) throws {
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        let fresh = try team.clone(team.alice, "nowhere-\(UUID().uuidString.prefix(4))")
+        for copy in [team.aliceProfile, fresh] {
+            XCTAssertNotEqual(try concord(["get", reference], as: team.alice, in: copy).status, 0, "\(reference) at \(copy.lastPathComponent)",
+                              file: file, line: line)
+        }
+        XCTAssertTrue(try concordOK(["verify"], as: team.alice, in: fresh, file: file, line: line).contains("verified"), file: file, line: line)
+    }
 }
 #endif

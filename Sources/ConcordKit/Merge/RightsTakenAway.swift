@@ -28,6 +28,8 @@ struct RightsTakenAway {
         let member: String
         /// Their newest commit that changed it.
         let commit: ObjectID
+        /// What took the right away.
+        let cause: LeftOutCause
 
         /// How the merge commit's `Concord-Left-Out` trailer says it.
         var trailerValue: String { "\(path) by=\(member) commit=\(commit.short)" }
@@ -47,11 +49,14 @@ struct RightsTakenAway {
         let side = Side(tip: theirs, tree: trees.theirs, mainLine: ours)
         var report = [LeftOut]()
 
-        // Pass 1. The common case: the merged members are the side's, unchanged; nobody has less than there.
+        // Pass 1. The common case: the merged members are those every side commit was made under, unchanged; nobody has less.
         var merged = try index.writeTree()
-        if try entryID(ProfilePaths.membersDirectory, side.tree) != entryID(ProfilePaths.membersDirectory, merged) {
-            // Who has less in the merge than on the side: revoked, or a lower role.
-            let found = try find(on: side, merged: merged, kinds: kinds, repository, candidates: RightsTakenAwayRule.lowered)
+        let madeUnder = try membershipTrees(of: side, repository)
+        let mergedMembers = try entryID(ProfilePaths.membersDirectory, merged)
+        if try madeUnder.contains(where: { try entryID(ProfilePaths.membersDirectory, $0) != mergedMembers }) {
+            // Who has less in the merge than where a side commit was made, or on the side's tip: revoked, or a lower role.
+            let found = try find(on: side, merged: merged, kinds: kinds, repository, madeUnder: madeUnder,
+                                 candidates: RightsTakenAwayRule.lowered, cause: .rightsLowered)
             report += try leaveOut(found, from: index, merged: merged, mainLine: trees.ours, kinds: kinds, repository)
             merged = try index.writeTree()
         }
@@ -60,8 +65,11 @@ struct RightsTakenAway {
         guard try entryID(KindsTable.path, side.tree) != entryID(KindsTable.path, merged),
               let kindsBytes = try blob(KindsTable.path, in: merged, repository),
               let table = try? KindsTable.decode(kindsBytes) else { return report }
-        let found = try find(on: side, merged: merged, kinds: table, repository, candidates: RightsTakenAwayRule.capped)
+        let found = try find(on: side, merged: merged, kinds: table, repository, madeUnder: [side.tree],
+                             candidates: RightsTakenAwayRule.capped, cause: .kindsChanged)
+        // A file the first pass left out already is reported once.
         report += try leaveOut(found, from: index, merged: merged, mainLine: trees.ours, kinds: table, repository)
+            .filter { late in !report.contains { $0.path == late.path && $0.member == late.member } }
         return report
     }
 
@@ -72,26 +80,54 @@ struct RightsTakenAway {
         let mainLine: ObjectID
     }
 
-    /// The changes to leave out on `side`: the members `candidates` names (from the side's membership
-    /// and the merged tree's, `RightsTakenAwayRule`) with the rights the merge leaves them, and what
-    /// their commits there changed that `kinds` does not allow them; and what a key the main line
-    /// removed signed there.
-    private static func find(on side: Side, merged: ObjectID, kinds: KindsTable, _ repository: Repository,
-                             candidates: (_ there: Membership, _ merged: Membership) -> [String: Member]) throws -> Found {
+    /// The trees whose memberships the side's commits were made under (each one's parents'), and the
+    /// side's tip: a member's rights on the side are the most they held in any of them, so that a
+    /// decision of their own on the side (demoting themselves, leaving) does not hide what they wrote
+    /// before it (the fourth red-team pass, issue 42).
+    private static func membershipTrees(of side: Side, _ repository: Repository) throws -> [ObjectID] {
+        var trees = [side.tree], seen = Set([side.tree])
+        for commit in try repository.newCommits(from: side.tip, excluding: [side.mainLine]) {
+            for parent in commit.parents {
+                let tree = try repository.commit(parent).tree
+                if seen.insert(tree).inserted { trees.append(tree) }
+            }
+        }
+        return trees
+    }
+
+    /// The changes to leave out on `side`: the members `candidates` names (from each membership in
+    /// `madeUnder` and the merged tree's, `RightsTakenAwayRule`) with the rights the merge leaves them,
+    /// and what their commits there changed that `kinds` does not allow them; and what a key the main
+    /// line removed signed there.
+    private static func find(on side: Side, merged: ObjectID, kinds: KindsTable, _ repository: Repository, madeUnder: [ObjectID],
+                             candidates: (_ there: Membership, _ merged: Membership) -> [String: Member], cause: LeftOutCause) throws -> Found {
         let membership = try CommitAuthorizer.membership(in: repository, tree: merged)
         let there = try CommitAuthorizer.membership(in: repository, tree: side.tree)
-        let named = candidates(there, membership)
+        var named = [String: Member]()
+        for tree in madeUnder {
+            for (name, rights) in candidates(try CommitAuthorizer.membership(in: repository, tree: tree), membership) where named[name] == nil {
+                named[name] = rights
+            }
+        }
         let removedKeys = RightsTakenAwayRule.keysRemoved(there: there, merged: membership)
         var found = Found()
         guard !named.isEmpty || !removedKeys.isEmpty else { return found }
         for commit in try repository.newCommits(from: side.tip, excluding: [side.mainLine]) where commit.parents.count <= 2 && !commit.parents.isEmpty {
             guard let key = try signer(of: commit, in: repository) else { continue }
+            // Who signed it where it was made, as well as on the side's tip and in the merge.
+            let madeBy = try CommitAuthorizer.membership(in: repository, tree: try repository.commit(commit.parents[0]).tree)
             var responsible = RightsTakenAwayRule.responsible(signer: key, actor: CommitTrailers(message: commit.message).actor,
                                                               there: there, merged: membership, candidates: named)
+            for member in RightsTakenAwayRule.responsible(signer: key, actor: nil, there: madeBy, merged: membership, candidates: named)
+            where !responsible.contains(where: { $0.name == member.name }) {
+                responsible.append(member)
+            }
             // A key the merge no longer gives its member: what it signed here answers as a revoked member's.
+            var because = cause
             if let owner = removedKeys[key] {
                 responsible.removeAll { $0.name == owner.name }
                 responsible.append(owner)
+                because = .keyRemoved(fingerprint: key.fingerprint)
             }
             guard !responsible.isEmpty else { continue }
             let before = commit.parents.count == 1 ? try repository.commit(commit.parents[0]).tree
@@ -100,14 +136,14 @@ struct RightsTakenAway {
             for (path, member) in RightsTakenAwayRule.leftOut(paths, by: responsible, kinds: kinds) {
                 // Their newest commit that changed it (commits come oldest first).
                 found[path, default: []].removeAll { $0.member == member }
-                found[path, default: []].append((member, commit.id))
+                found[path, default: []].append((member, commit.id, because))
             }
         }
         return found
     }
 
     /// path → (member, commit) of the changes to leave out.
-    private typealias Found = [String: [(member: String, commit: ObjectID)]]
+    private typealias Found = [String: [(member: String, commit: ObjectID, cause: LeftOutCause)]]
 
     /// Leaves `found` out of `index` (whose tree is `merged`): each file takes the main line's version
     /// (`mainLine`, its tree), a log drops the members' own entries from the side. Returns what was left out.
@@ -136,7 +172,7 @@ struct RightsTakenAway {
                 }
             }
             for change in changes.sorted(by: { $0.member < $1.member }) {
-                report.append(LeftOut(path: path, member: change.member, commit: change.commit))
+                report.append(LeftOut(path: path, member: change.member, commit: change.commit, cause: change.cause))
             }
         }
         return report

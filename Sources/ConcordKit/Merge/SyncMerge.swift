@@ -63,6 +63,19 @@ public struct LeftOutChange: Sendable, Equatable {
     public let member: String
     /// Their newest commit that changed it (hex).
     public let commit: String
+    /// What took the right to make it away.
+    public let cause: LeftOutCause
+}
+
+/// What took away a member's right to a change a merge left out.
+public enum LeftOutCause: Sendable, Equatable {
+    /// The main line revoked or demoted them (or took away the Admin who admitted or promoted them).
+    case rightsLowered
+    /// The main line removed the device key that signed it.
+    case keyRemoved(fingerprint: String)
+    /// The kinds the merge ends with do not let them write it (an Admin's kinds change that fell, or
+    /// one restricting who writes a kind).
+    case kindsChanged
 }
 
 /// Which side of a merge is the main line, its first parent (docs/security.md, "Decisions in the
@@ -179,7 +192,7 @@ extension Sync {
         var report = try moveBranch(branch, .merged, from: head, to: commit, message: "concord: merge",
                                     resolved: resolved, unresolved: unresolved)
         report.fallen = merge.resolution.fallen.map(FallenDecision.init)
-        report.leftOut = merge.leftOut.map { LeftOutChange(path: $0.path, member: $0.member, commit: $0.commit.hex) }
+        report.leftOut = merge.leftOut.map { LeftOutChange(path: $0.path, member: $0.member, commit: $0.commit.hex, cause: $0.cause) }
         // A name two Admins added at once: the merge admits neither.
         if !admittedTwice.isEmpty {
             let merged = try CommitAuthorizer.membership(in: repository, tree: tree).members
