@@ -54,6 +54,9 @@ extension MembershipResolution {
         package let state: [String: [UInt8]]
         /// The side's decisions that fell, in replay order.
         package let fallen: [FallenDecision]
+        /// The member and invitation files as each decision (by commit, hex) left them, whether it
+        /// stood or fell: what a side commit after it, and before the next, lands on.
+        package var after: [String: [String: [UInt8]]] = [:]
     }
 
     /// Replays `side` (the merge's side decisions, in side order) onto `mainline` (the member and
@@ -62,7 +65,9 @@ extension MembershipResolution {
     package static func replayOnMainline(_ mainline: [String: [UInt8]], side: [SideDecision], proofsFor profileID: String? = nil) -> MainlineOutcome {
         var state = mainline
         var fallen = [FallenDecision]()
+        var after = [String: [String: [UInt8]]]()
         for decision in side {
+            defer { after[decision.commit] = state }
             switch judge(decision.change, state: state) {
             case .falls(let signer, let reason):
                 fallen.append(FallenDecision(commit: decision.commit, signer: signer, what: describe(decision.change), reason: reason))
@@ -87,7 +92,9 @@ extension MembershipResolution {
                 }
             }
         }
-        return MainlineOutcome(state: state, fallen: fallen)
+        var outcome = MainlineOutcome(state: state, fallen: fallen)
+        outcome.after = after
+        return outcome
     }
 
     /// Why `change`, applied (`before` → `after`, the replayed files), breaks rule 5 where it joins the

@@ -52,7 +52,7 @@ package struct MembershipResolution: Sendable {
     }
 
     /// The members of the replayed files.
-    static func members(in state: [String: [UInt8]]) -> [String: Member] {
+    package static func members(in state: [String: [UInt8]]) -> [String: Member] {
         var out = [String: Member]()
         for (path, bytes) in state {
             guard case .success(.member(let name)) = ProfilePathRules.classify(Array(path.utf8), kinds: .empty),

@@ -7,65 +7,38 @@ import ConcordTrust
 /// ConcordKit's `RightsTakenAway` reads the trees, walks the commits and writes the merge index;
 /// what it keeps and leaves out is decided here.
 package enum RightsTakenAwayRule {
-    /// The members active on a side (`there`) who have fewer rights in the merged membership,
-    /// each with the rights the merge leaves them: revoked (not active in the merge, or not in it:
-    /// then as they were on the side, revoked), or active with a lower role. The first pass: their
-    /// changes on that side count only as far as these rights allow.
-    package static func lowered(there: Membership, merged: Membership) -> [String: Member] {
-        var lowered = [String: Member]()
-        for member in there.members.values where member.status == .active {
-            guard let now = merged.members[member.name], now.status == .active else {
-                var lost = merged.members[member.name] ?? member
-                lost.status = .revoked
-                lowered[member.name] = lost
-                continue
-            }
-            if now.role < member.role { lowered[member.name] = now }
-        }
-        return lowered
+    /// Who answers for a side commit where it lands.
+    package enum Answer: Sendable, Equatable {
+        /// No active member holds the key that signed it there: all of it is left out, as `member`'s
+        /// (its holder where it lands, or where it was made). `removed`: no member holds the key
+        /// where it lands (a key's removal), else its holder is revoked there.
+        case keyGone(member: String, removed: Bool)
+        /// The members who answer for it, with the rights they hold where it lands: the key's active
+        /// holder, and the member its `Concord-Actor` trailer names (revoked when not active there).
+        case members([Member])
     }
 
-    /// Every member active on a side (`there`), with the lesser of their rights there and in the
-    /// merge: revoked when the merge has them but not active, and the lower of the two roles (one
-    /// the merge does not have at all keeps their rights on the side). The second pass, where the
-    /// merge ends with other kinds than the side had: everyone's changes there are judged under
-    /// those kinds with these rights.
-    package static func capped(there: Membership, merged: Membership) -> [String: Member] {
-        var everyone = [String: Member]()
-        for member in there.members.values where member.status == .active {
-            var now = merged.members[member.name] ?? member
-            if now.status != .active { now.status = .revoked }
-            now.role = min(now.role, member.role)
-            everyone[member.name] = now
+    /// Who answers for a side commit signed by `signer`, naming `actor` in its `Concord-Actor`
+    /// trailer, where it lands (`landing`: the main line's membership with the side's decisions
+    /// before it replayed) — never where its signer made it (`madeUnder`, its parent's membership:
+    /// read only to name a key's member the landing no longer has). So a demotion, revocation or
+    /// key removal that reached the main line first takes effect on every side commit, whatever the
+    /// side decided after (a self-demotion, a departure, a key removing itself), and a member's own
+    /// later decision on the side takes nothing from what they wrote before it.
+    package static func answering(signer: SSHPublicKey, actor: String?, landing: Membership, madeUnder: Membership) -> Answer {
+        guard let holder = landing.holders(of: signer).first(where: { $0.member.status == .active })?.member else {
+            let revoked = landing.holders(of: signer).first?.member.name
+            let owner = revoked ?? madeUnder.holders(of: signer).first?.member.name ?? signer.fingerprint
+            return .keyGone(member: owner, removed: revoked == nil)
         }
-        return everyone
-    }
-
-    /// The device keys members active on a side (`there`) held there and no longer hold in the merge
-    /// (a key removed, on the other line or in the resolution), each with its member as revoked: a
-    /// commit that key signed on that side answers as a revoked member's, so a removed key signs
-    /// nothing the merge keeps (docs/security.md, "A removed key stays removed").
-    package static func keysRemoved(there: Membership, merged: Membership) -> [SSHPublicKey: Member] {
-        var removed = [SSHPublicKey: Member]()
-        for member in there.members.values where member.status == .active {
-            let kept = Set((merged.members[member.name].flatMap { $0.status == .active ? $0.keys : nil } ?? []).map(\.publicKey))
-            for key in member.keys where !kept.contains(key.publicKey) {
-                var lost = merged.members[member.name] ?? member
-                lost.status = .revoked
-                removed[key.publicKey] = lost
-            }
+        var members = [holder]
+        if let actor, actor != holder.name {
+            var acting = landing.members[actor] ?? madeUnder.members[actor]
+                ?? Member(name: actor, role: .viewer, status: .revoked, keys: [], addedBy: actor, addedAt: "")
+            if landing.members[actor]?.status != .active { acting.status = .revoked }
+            members.append(acting)
         }
-        return removed
-    }
-
-    /// Of `candidates` (name → their rights in the merge), the members who answer for a commit
-    /// signed by `signer`: whoever holds that key on the side (`there`) or in the merge, and the
-    /// member its `Concord-Actor` trailer names (`actor`); sorted by name.
-    package static func responsible(signer: SSHPublicKey, actor: String?, there: Membership, merged: Membership,
-                                    candidates: [String: Member]) -> [Member] {
-        var names = Set(there.holders(of: signer).map(\.member.name) + merged.holders(of: signer).map(\.member.name))
-        if let actor { names.insert(actor) }
-        return names.sorted().compactMap { candidates[$0] }
+        return .members(members.sorted { $0.name < $1.name })
     }
 
     /// Of the paths a commit changed (`paths`, in the order the tree diff gives them), which change
@@ -82,11 +55,12 @@ package enum RightsTakenAwayRule {
         return leftOut
     }
 
-    /// A log day file left out: the merged file's `entries` but those written by `members` (who lost
-    /// their rights) that the version kept (`kept`: the source's entries) does not have.
-    package static func logEntries(_ entries: [LogEntry], keeping kept: [LogEntry], droppingThoseBy members: Set<String>) -> [LogEntry] {
+    /// A log day file left out: the merged file's `entries` but those the side commits left out
+    /// added (`added`, whoever they name as their writer: an entry written acting for another member
+    /// is still the signer's) that the version kept (`kept`: the main line's entries) does not have.
+    package static func logEntries(_ entries: [LogEntry], keeping kept: [LogEntry], dropping added: Set<LogEntry.Identity>) -> [LogEntry] {
         let keptEntries = Set(kept.map(\.identity))
-        return entries.filter { !members.contains($0.by) || keptEntries.contains($0.identity) }
+        return entries.filter { !added.contains($0.identity) || keptEntries.contains($0.identity) }
     }
 
     /// A record left out that the kept version lacks stays (files are never removed) as a tombstone
@@ -96,12 +70,12 @@ package enum RightsTakenAwayRule {
     }
 
     /// Whether `member`, with the rights the merge leaves them, may not change `path`.
-    static func mayNotChange(_ path: String, _ member: Member, kinds: KindsTable) -> Bool {
+    package static func mayNotChange(_ path: String, _ member: Member, kinds: KindsTable) -> Bool {
         member.status != .active || AccessRule.mayChange(path, by: member, kinds: kinds) != nil
     }
 
     /// Member and invitation files: what the membership resolution decides, never left out here.
-    static func isAuthority(_ path: String) -> Bool {
+    package static func isAuthority(_ path: String) -> Bool {
         path.hasPrefix(ProfilePaths.membersDirectory + "/") || path.hasPrefix(ProfilePaths.invitationsDirectory + "/")
     }
 }

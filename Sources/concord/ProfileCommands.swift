@@ -69,14 +69,19 @@ struct Leave: ParsableCommand {
         case (.active?, .admin?):
             departure = "not recorded: \(identity.member) is an Admin of \"\(name)\" (name another Admin and revoke yourself, or 'concord destroy')"
         case (.active?, _) where hasRemote:
-            try profile.members.leave(as: identity)
+            // Synced first, so that the departure goes on top of the remote's main: a merge after it would be
+            // signed by a member who left, and no device accepts that.
             do {
+                _ = try profile.sync.run(remote: remote, as: identity)
+                try profile.members.leave(as: identity)
                 _ = try profile.sync.run(remote: remote, as: identity)
                 departure = "recorded on \(remote)"
             } catch ConcordError.accessRemoved {
                 departure = "not needed: access had already been removed"
+            } catch ConcordError.offline(_, let reason, _) {
+                departure = "not recorded: \(remote) could not be reached (\(reason)); ask an Admin to revoke \(identity.member)"
             } catch {
-                departure = "not recorded: \(remote) could not be reached (\(describe(error))); ask an Admin to revoke \(identity.member)"
+                departure = "not recorded: \(remote) did not take it (\(describe(error))); ask an Admin to revoke \(identity.member)"
             }
         case (.active?, _):
             departure = "not recorded: the profile has no remote \(remote)"

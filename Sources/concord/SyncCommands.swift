@@ -231,7 +231,7 @@ func leftOutSentence(_ change: LeftOutChange) -> String {
     let cause = switch change.cause {
     case .rightsLowered: "the revocation or demotion of \(change.member) made concurrently"
     case .keyRemoved(let fingerprint): "the removal of the key that signed it (\(fingerprint)) on the main line"
-    case .kindsChanged: "the kinds the merge ends with, which do not let \(change.member) write it"
+    case .kindsChanged: "the kinds where it lands, which do not let \(change.member) write it"
     }
     return "\(change.path): \(change.member)'s change (commit \(change.commit.prefix(7))) lost to \(cause); it stays in history "
         + "(concord history \(change.path))"

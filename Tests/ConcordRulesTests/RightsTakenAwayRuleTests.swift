@@ -17,63 +17,41 @@ final class RightsTakenAwayRuleTests: XCTestCase {
                addedBy: "alice", addedAt: "2026-01-01T10:00:00.000Z")
     }
 
-    // MARK: - Who has less in the merge (the first pass)
+    // MARK: - Who answers for a side commit, where it lands
 
-    func testRevokedDemotedAndDroppedMembersHaveLessAndOthersDoNot() {
-        let there = Membership([member("alice", .admin), member("bob", .editor), member("carol", .editor), member("dan", .user),
-                                member("erin", .viewer), member("fay", .user, .invited), member("gus", .user, .revoked)])
-        let merged = Membership([member("alice", .admin), member("bob", .editor, .revoked), member("carol", .user), member("erin", .editor),
-                                 member("fay", .user), member("gus", .user)])
-        let lowered = RightsTakenAwayRule.lowered(there: there, merged: merged)
-        XCTAssertEqual(Set(lowered.keys), ["bob", "carol", "dan"])
-        // Revoked in the merge: as the merge has them.
-        XCTAssertEqual(lowered["bob"], member("bob", .editor, .revoked))
-        // Demoted: their merged rights.
-        XCTAssertEqual(lowered["carol"], member("carol", .user))
-        // Not in the merge at all: as they were on the side, revoked.
-        XCTAssertEqual(lowered["dan"], member("dan", .user, .revoked))
-        // Promoted (erin), unchanged (alice), and members not active on the side (fay, gus) have no less.
-        XCTAssertTrue(RightsTakenAwayRule.lowered(there: merged, merged: merged).isEmpty)
-    }
-
-    func testAMemberPendingInTheMergeCountsAsRevoked() {
-        let lowered = RightsTakenAwayRule.lowered(there: Membership([member("bob", .editor)]), merged: Membership([member("bob", .admin, .invited)]))
-        XCTAssertEqual(lowered["bob"], member("bob", .admin, .revoked))
-    }
-
-    // MARK: - Everyone under the kinds the merge ends with (the second pass)
-
-    func testEveryActiveMemberIsCappedAtTheLesserOfTheirRights() {
-        let there = Membership([member("alice", .admin), member("bob", .editor), member("carol", .user), member("dan", .user),
-                                member("fay", .user, .invited)])
-        let merged = Membership([member("alice", .admin), member("bob", .user), member("carol", .editor), member("dan", .admin, .invited)])
-        let capped = RightsTakenAwayRule.capped(there: there, merged: merged)
-        XCTAssertEqual(capped, ["alice": member("alice", .admin), "bob": member("bob", .user), "carol": member("carol", .user),
-                                "dan": member("dan", .user, .revoked)])
-        // One the merge does not have keeps their rights on the side (the first pass judges those who have less).
-        let absent = RightsTakenAwayRule.capped(there: Membership([member("erin", .editor)]), merged: Membership([]))
-        XCTAssertEqual(absent, ["erin": member("erin", .editor)])
-    }
-
-    // MARK: - Who answers for a commit
-
-    func testTheHoldersOfTheSigningKeyOnEitherSideAndTheActorAnswer() {
-        let there = Membership([member("alice", .admin, keys: [aliceKey]), member("bob", .editor, keys: [bobKey, sharedKey])])
-        let merged = Membership([member("alice", .admin, keys: [aliceKey]), member("bob", .editor, .revoked, keys: [bobKey]),
-                                 member("carol", .editor, keys: [carolKey, sharedKey])])
-        let candidates = ["bob": member("bob", .editor, .revoked), "carol": member("carol", .user)]
-        func names(_ key: SSHPublicKey, actor: String? = nil) -> [String] {
-            RightsTakenAwayRule.responsible(signer: key, actor: actor, there: there, merged: merged, candidates: candidates).map(\.name)
+    func testTheKeysActiveHolderWhereItLandsAnswersWithTheRightsThere() {
+        let madeUnder = Membership([member("alice", .admin, keys: [aliceKey]), member("bob", .editor, keys: [bobKey])])
+        let landing = Membership([member("alice", .admin, keys: [aliceKey]), member("bob", .viewer, keys: [bobKey])])
+        func answer(_ key: SSHPublicKey, actor: String? = nil, on landing: Membership) -> RightsTakenAwayRule.Answer {
+            RightsTakenAwayRule.answering(signer: key, actor: actor, landing: landing, madeUnder: madeUnder)
         }
-        XCTAssertEqual(names(bobKey), ["bob"])
-        XCTAssertEqual(names(carolKey), ["carol"], "a key the merge has")
-        XCTAssertEqual(names(sharedKey), ["bob", "carol"], "one key on each side: both, by name")
-        XCTAssertEqual(names(aliceKey), [], "alice has no less")
-        XCTAssertEqual(names(aliceKey, actor: "bob"), ["bob"], "the actor a commit names")
-        XCTAssertEqual(names(SigningKey.generate().publicKey, actor: "zed"), [], "an actor who is no candidate")
-        XCTAssertEqual(RightsTakenAwayRule.responsible(signer: bobKey, actor: nil, there: there, merged: merged, candidates: [:]), [])
-        XCTAssertEqual(RightsTakenAwayRule.responsible(signer: carolKey, actor: nil, there: there, merged: merged, candidates: candidates),
-                       [member("carol", .user)], "with the rights the merge leaves them")
+        // Demoted on the main line before it landed: the rights there, not where it was made.
+        XCTAssertEqual(answer(bobKey, on: landing), .members([member("bob", .viewer, keys: [bobKey])]))
+        // The side's own later decision is not where it lands: a promotion there counts too.
+        let promoted = Membership([member("bob", .admin, keys: [bobKey])])
+        XCTAssertEqual(answer(bobKey, on: promoted), .members([member("bob", .admin, keys: [bobKey])]))
+        // Revoked where it lands: the key is gone, its holder named.
+        let revoked = Membership([member("bob", .editor, .revoked, keys: [bobKey])])
+        XCTAssertEqual(answer(bobKey, on: revoked), .keyGone(member: "bob", removed: false))
+        // The key removed where it lands (the member still there): named from where it was made.
+        let removed = Membership([member("bob", .editor, keys: [carolKey])])
+        XCTAssertEqual(answer(bobKey, on: removed), .keyGone(member: "bob", removed: true))
+        // A key nobody ever held: named by its fingerprint.
+        XCTAssertEqual(answer(sharedKey, on: landing), .keyGone(member: sharedKey.fingerprint, removed: true))
+    }
+
+    func testTheActorAnswersBesideTheSignerAndCountsAsRevokedWhereNotActive() {
+        let madeUnder = Membership([member("alice", .admin, keys: [aliceKey]), member("bob", .editor, keys: [bobKey])])
+        let landing = Membership([member("alice", .admin, keys: [aliceKey]), member("bob", .editor, .revoked, keys: [bobKey])])
+        XCTAssertEqual(RightsTakenAwayRule.answering(signer: aliceKey, actor: "bob", landing: landing, madeUnder: madeUnder),
+                       .members([member("alice", .admin, keys: [aliceKey]), member("bob", .editor, .revoked, keys: [bobKey])]))
+        XCTAssertEqual(RightsTakenAwayRule.answering(signer: aliceKey, actor: "bob", landing: madeUnder, madeUnder: madeUnder),
+                       .members([member("alice", .admin, keys: [aliceKey]), member("bob", .editor, keys: [bobKey])]))
+        XCTAssertEqual(RightsTakenAwayRule.answering(signer: aliceKey, actor: "alice", landing: madeUnder, madeUnder: madeUnder),
+                       .members([member("alice", .admin, keys: [aliceKey])]), "acting as oneself is oneself")
+        guard case .members(let members) = RightsTakenAwayRule.answering(signer: aliceKey, actor: "zed", landing: landing, madeUnder: madeUnder)
+        else { return XCTFail("alice holds her key") }
+        XCTAssertEqual(members.map { "\($0.name) \($0.status)" }, ["alice active", "zed revoked"], "an actor nobody knows has no rights")
     }
 
     // MARK: - Which changes are left out
@@ -105,16 +83,18 @@ final class RightsTakenAwayRuleTests: XCTestCase {
 
     // MARK: - What a file left out keeps
 
-    func testALogKeepsEveryEntryButThoseOfMembersWhoLostRightsThatTheKeptVersionLacks() throws {
+    func testALogKeepsEveryEntryButThoseTheCommitsLeftOutAddedThatTheKeptVersionLacks() throws {
         func entry(_ id: String, by: String, at millis: Int64) throws -> LogEntry {
             LogEntry(id: try RecordID(id), at: HLC(wallMillis: millis), by: by, device: "tablet", data: ["text": .string(id)])
         }
         let kept = [try entry("e1", by: "bob", at: 1), try entry("e2", by: "alice", at: 2)]
-        let merged = kept + [try entry("e3", by: "bob", at: 3), try entry("e4", by: "alice", at: 4), try entry("e5", by: "carol", at: 5)]
-        let entries = RightsTakenAwayRule.logEntries(merged, keeping: kept, droppingThoseBy: ["bob", "carol"])
-        XCTAssertEqual(entries.map(\.id.rawValue), ["e1", "e2", "e4"])
-        XCTAssertEqual(RightsTakenAwayRule.logEntries(merged, keeping: [], droppingThoseBy: ["bob"]).map(\.id.rawValue), ["e2", "e4", "e5"])
-        XCTAssertEqual(RightsTakenAwayRule.logEntries(merged, keeping: [], droppingThoseBy: []), merged)
+        let e3 = try entry("e3", by: "bob", at: 3), e4 = try entry("e4", by: "alice", at: 4), e5 = try entry("e5", by: "carol", at: 5)
+        let merged = kept + [e3, e4, e5]
+        // What the left-out commits added goes, whoever an entry names (e4 says alice, written acting for her).
+        let entries = RightsTakenAwayRule.logEntries(merged, keeping: kept, dropping: [e3.identity, e4.identity, kept[0].identity])
+        XCTAssertEqual(entries.map(\.id.rawValue), ["e1", "e2", "e5"], "e1 is the kept version's")
+        XCTAssertEqual(RightsTakenAwayRule.logEntries(merged, keeping: [], dropping: [e5.identity]).map(\.id.rawValue), ["e1", "e2", "e3", "e4"])
+        XCTAssertEqual(RightsTakenAwayRule.logEntries(merged, keeping: [], dropping: []), merged)
     }
 
     func testARecordTheKeptVersionLacksStaysAsItsWritersTombstone() throws {

@@ -210,6 +210,51 @@ final class ServeMemberAttackTests: ConcordServeTestCase {
         try assertALeaveOnAnOldCopyDoesNotHideWhatWasWrittenBeforeIt(try publishedWorkTeam())
     }
 
+    /// The fifth red-team pass (HIGH 1): a departure that falls hides no write from the kinds the merge ends with.
+    func testAFallenDepartureHidesNoWriteFromTheKindsTheMergeEndsWithThroughServe() throws {
+        try assertAFallenDepartureHidesNoWriteFromTheKindsTheMergeEndsWith(try publishedWorkTeam())
+    }
+
+    /// The fifth red-team pass (MED 1): a removed key that removes itself on an old copy keeps no write.
+    func testARemovedKeyRemovingItselfOnAnOldCopyKeepsNoWriteThroughServe() throws {
+        try assertARemovedKeyRemovingItselfOnAnOldCopyKeepsNoWrite(try publishedWorkTeam())
+    }
+
+    /// The fifth red-team pass (HIGH 2): log entries written acting for another member go with their signer.
+    func testLogEntriesWrittenActingForAnotherGoWithTheirSignerThroughServe() throws {
+        try assertLogEntriesWrittenActingForAnotherGoWithTheirSigner(try publishedWorkTeam())
+    }
+
+    /// The fifth red-team pass (MED 2): a write made before one's own hand-over stands.
+    func testAWriteMadeBeforeOnesOwnHandOverStandsThroughServe() throws {
+        try assertAWriteMadeBeforeOnesOwnHandOverStands(try publishedWorkTeam())
+    }
+
+    /// The fifth red-team pass (MED 3): leaving after the remote moved records the departure.
+    func testLeavingAfterTheRemoteMovedRecordsTheDepartureThroughServe() throws {
+        try assertLeavingAfterTheRemoteMovedRecordsTheDeparture(try publishedWorkTeam())
+    }
+
+    /// The sixth red-team pass: deleting an identity on a stale copy destroys no profile another Admin holds (HIGH 3).
+    func testDeletingAnIdentityOnAStaleCopyDestroysNoProfileAnotherAdminHoldsThroughServe() throws {
+        try assertDeletingAnIdentityOnAStaleCopyDestroysNoProfileAnotherAdminHolds(try publishedWorkTeam())
+    }
+
+    /// The sixth red-team pass: loosened kinds put back keep no write of a demoted Admin (HIGH 1).
+    func testLoosenedThenRestoredKindsKeepNoWriteThroughServe() throws {
+        try assertLoosenedThenRestoredKindsKeepNoWrite(try publishedWorkTeam())
+    }
+
+    /// The sixth red-team pass: copying the main line's kinds keeps no write made under older ones (HIGH 2).
+    func testCopyingTheMainLinesKindsKeepsNoWriteMadeUnderOlderOnesThroughServe() throws {
+        try assertCopyingTheMainLinesKindsKeepsNoWriteMadeUnderOlderOnes(try publishedWorkTeam())
+    }
+
+    /// The sixth red-team pass: an Admin copying the main line's kinds on a side keeps no write made before (HIGH 2).
+    func testAnAdminCopyingTheMainLinesKindsOnASideKeepsNoWriteMadeBeforeThroughServe() throws {
+        try assertAnAdminCopyingTheMainLinesKindsOnASideKeepsNoWriteMadeBefore(try publishedWorkTeam())
+    }
+
     private func publishedWorkTeam() throws -> PublishedWorkTeam {
         let team = try servedTeam()
         return PublishedWorkTeam(alice: team.alice, eddie: team.eddie, vera: team.vera, aliceProfile: team.aliceProfile) { device, directory in

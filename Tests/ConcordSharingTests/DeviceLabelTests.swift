@@ -91,12 +91,4 @@ final class DeviceLabelTests: ConcordTestCase {
         try assertRefused(team, commit: thief, mentions: [], file: file, line: line)
         try concordOK(["put", "vocabulary/eddies", "--json", #"{"label":"by eddie"}"#], as: team.eddie, in: eddiesCopy, file: file, line: line)
     }
-
-    private func fingerprint(_ keyLine: String) throws -> String {
-        let words = keyLine.split(separator: " ")
-        let keyFile = sandbox.appendingPathComponent("fp-\(UUID().uuidString.prefix(6)).pub")
-        try Data("\(words[0]) \(words[1])\n".utf8).write(to: keyFile)
-        let printed = try ProcessRunner.run(GitSigning.sshKeygenPath, ["-l", "-f", keyFile.path], environment: environment())
-        return try XCTUnwrap(printed.stdout.split(separator: " ").dropFirst().first.map(String.init))
-    }
 }

@@ -213,6 +213,51 @@ final class ForkAttackTests: ConcordTestCase {
         try assertALeaveOnAnOldCopyDoesNotHideWhatWasWrittenBeforeIt(try publishedWorkTeam())
     }
 
+    /// The fifth red-team pass (HIGH 1): a departure that falls hides no write from the kinds the merge ends with.
+    func testAFallenDepartureHidesNoWriteFromTheKindsTheMergeEndsWith() throws {
+        try assertAFallenDepartureHidesNoWriteFromTheKindsTheMergeEndsWith(try publishedWorkTeam())
+    }
+
+    /// The fifth red-team pass (MED 1): a removed key that removes itself on an old copy keeps no write.
+    func testARemovedKeyRemovingItselfOnAnOldCopyKeepsNoWrite() throws {
+        try assertARemovedKeyRemovingItselfOnAnOldCopyKeepsNoWrite(try publishedWorkTeam())
+    }
+
+    /// The fifth red-team pass (HIGH 2): log entries written acting for another member go with their signer.
+    func testLogEntriesWrittenActingForAnotherGoWithTheirSigner() throws {
+        try assertLogEntriesWrittenActingForAnotherGoWithTheirSigner(try publishedWorkTeam())
+    }
+
+    /// The fifth red-team pass (MED 2): a write made before one's own hand-over stands.
+    func testAWriteMadeBeforeOnesOwnHandOverStands() throws {
+        try assertAWriteMadeBeforeOnesOwnHandOverStands(try publishedWorkTeam())
+    }
+
+    /// The fifth red-team pass (MED 3): leaving after the remote moved records the departure.
+    func testLeavingAfterTheRemoteMovedRecordsTheDeparture() throws {
+        try assertLeavingAfterTheRemoteMovedRecordsTheDeparture(try publishedWorkTeam())
+    }
+
+    /// The sixth red-team pass: deleting an identity on a stale copy destroys no profile another Admin holds (HIGH 3).
+    func testDeletingAnIdentityOnAStaleCopyDestroysNoProfileAnotherAdminHolds() throws {
+        try assertDeletingAnIdentityOnAStaleCopyDestroysNoProfileAnotherAdminHolds(try publishedWorkTeam())
+    }
+
+    /// The sixth red-team pass: loosened kinds put back keep no write of a demoted Admin (HIGH 1).
+    func testLoosenedThenRestoredKindsKeepNoWrite() throws {
+        try assertLoosenedThenRestoredKindsKeepNoWrite(try publishedWorkTeam())
+    }
+
+    /// The sixth red-team pass: copying the main line's kinds keeps no write made under older ones (HIGH 2).
+    func testCopyingTheMainLinesKindsKeepsNoWriteMadeUnderOlderOnes() throws {
+        try assertCopyingTheMainLinesKindsKeepsNoWriteMadeUnderOlderOnes(try publishedWorkTeam())
+    }
+
+    /// The sixth red-team pass: an Admin copying the main line's kinds on a side keeps no write made before (HIGH 2).
+    func testAnAdminCopyingTheMainLinesKindsOnASideKeepsNoWriteMadeBefore() throws {
+        try assertAnAdminCopyingTheMainLinesKindsOnASideKeepsNoWriteMadeBefore(try publishedWorkTeam())
+    }
+
     private func publishedWorkTeam() throws -> PublishedWorkTeam {
         let team = try makeAccessTeam()
         return PublishedWorkTeam(alice: team.alice, eddie: team.eddie, vera: team.vera, aliceProfile: team.aliceProfile) { device, directory in

@@ -101,7 +101,7 @@ extension MemberAttackTests {
         let synced = try concordOK(["sync"], as: team.vera, in: verasCopy)
         XCTAssertTrue(synced.contains("left out: .concord/kinds.json: eddie's change"), synced)
         XCTAssertTrue(synced.contains("vera's change"), synced)
-        XCTAssertTrue(synced.contains("lost to the kinds the merge ends with, which do not let vera write it"), synced)
+        XCTAssertTrue(synced.contains("lost to the kinds where it lands, which do not let vera write it"), synced)
         XCTAssertEqual(synced.components(separatedBy: "left out: .concord/kinds.json").count, 2, "kinds.json reported once: \(synced)")
         try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
         XCTAssertTrue(try String(contentsOf: team.aliceProfile.appendingPathComponent(".concord/kinds.json"), encoding: .utf8)

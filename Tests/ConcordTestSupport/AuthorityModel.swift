@@ -183,13 +183,15 @@ public enum AuthorityModel {
         }
 
         /// What merging `a` (the first parent, the main line) and `b` gives: `a`'s membership with the
-        /// side's decisions replayed onto it (`replay`), the records of both sides, less what members
-        /// who lost rights in the merge (revoked, a lower role, or the signing key no longer theirs)
-        /// wrote on the side. The main line's writes reached the remote before the side's decisions:
-        /// they all stand.
+        /// side's decisions replayed onto it (`replay`), the records of both sides, less the side's
+        /// writes whose key no active member holds where they land, or whose holder there may not
+        /// write their kind. Where a side commit lands: the main line's membership with the side's
+        /// decisions before it (in replay order) replayed. The main line's writes reached the remote
+        /// before the side's decisions: they all stand.
         public func merged(_ a: String, _ b: String) -> State {
             let side = ancestors[b]!.subtracting(ancestors[a]!)
-            var members = replay(side: side, from: b, onto: states[a]!.members)
+            let (replayed, landing) = replay(side: side, from: b, onto: states[a]!.members)
+            var members = replayed
             for parent in [a, b] {
                 for (name, member) in states[parent]!.members where members[name] == nil {
                     members[name] = Member(role: member.role, active: false, keys: [:])   // kept, admitting nobody
@@ -197,22 +199,11 @@ public enum AuthorityModel {
             }
             var records = states[a]!.records
             for (id, record) in states[b]!.records where records[id]?.live != false { records[id] = record }
-            // The side's writes by members with fewer rights in the merge than they held on the side (a
-            // merge's own extra change included), or signed by a key the merge no longer gives its writer.
-            // Their rights on the side: the most they held where any side commit was made, or at its tip.
-            let there = states[b]!.members
-            let madeUnder = Set(side.flatMap { commits[$0]!.parents }).union([b]).map { states[$0]!.members }
             for id in side {
-                let commit = commits[id]!
-                // Its writer: who held the key that signed it, at its parent.
-                guard case .write(let kind, let record)? = commit.op,
-                      let writer = holder(commit.key, states[commit.parents[0]]!.members),
-                      let most = madeUnder.compactMap({ $0[writer] }).filter(\.active).map(\.role).max() else { continue }
-                let now = members[writer]
-                // A key the side's tip still gives its (active) writer and the merge no longer does: the main line removed it.
-                let keyGone = there[writer]?.active == true && holder(commit.key, there) == writer && holder(commit.key, members) != writer
-                let lowered = keyGone || now?.active != true || now!.role < most
-                if lowered, keyGone || now?.active != true || now!.role < writers[kind]! { records[record]?.live = false }
+                guard case .write(let kind, let record)? = commits[id]!.op else { continue }
+                let there = landing[id]!
+                let writer = there.filter { $0.value.active && $0.value.keys.values.contains(commits[id]!.key) }.keys.min()
+                if writer == nil || there[writer!]!.role < writers[kind]! { records[record]?.live = false }
             }
             return State(members: members, records: records)
         }
@@ -224,7 +215,8 @@ public enum AuthorityModel {
         /// taken or leaves no active Admin; another active member's stands iff it only has them leave
         /// (and leaves an active Admin); anyone else's falls. A standing addition replaces the file; any
         /// other standing change is merged three ways into the running file (base: its parent's).
-        func replay(side: Set<String>, from tip: String, onto main: [String: Member]) -> [String: Member] {
+        /// Also returns the membership each side commit lands on: the running one before it.
+        func replay(side: Set<String>, from tip: String, onto main: [String: Member]) -> (state: [String: Member], landing: [String: [String: Member]]) {
             var order = [String](), seen = Set<String>()
             func visit(_ id: String) {
                 guard side.contains(id), seen.insert(id).inserted else { return }
@@ -233,9 +225,11 @@ public enum AuthorityModel {
             }
             visit(tip)
             var state = main
+            var landing = [String: [String: Member]]()
             func hasAdmin(_ members: [String: Member]) -> Bool { members.values.contains { $0.active && $0.role == .admin } }
             for id in order {
                 let commit = commits[id]!
+                landing[id] = state
                 guard commit.parents.count == 1, commit.op!.changesMembership else { continue }
                 guard let signer = holder(commit.key, state), let me = state[signer], me.active,
                       me.role == .admin || commit.op == .leave else { continue }
@@ -261,7 +255,7 @@ public enum AuthorityModel {
                 }
                 if stands, hasAdmin(next) { state = next }
             }
-            return state
+            return (state, landing)
         }
 
         /// A member file merged three ways: a revocation wins; two admissions of one name with

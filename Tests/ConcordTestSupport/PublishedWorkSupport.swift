@@ -148,6 +148,248 @@ extension ConcordTestCase {
         try assertNowhere("vocabulary/evil", team, file: file, line: line)
     }
 
+    /// The fifth red-team pass (HIGH 1): eddie (Editor) has a tablet; alice makes vocabulary
+    /// Admin-only, and eddie's tablet removes his laptop's key. On the tablet's copy from before
+    /// both, eddie writes vocabulary/evil, then records a departure signed by the removed laptop key
+    /// (plain git), which falls where it joins; the tablet merges that into main. His write lands
+    /// under the kinds main has: left out, on every device.
+    package func assertAFallenDepartureHidesNoWriteFromTheKindsTheMergeEndsWith(_ team: PublishedWorkTeam,
+                                                                               file: StaticString = #filePath, line: UInt = #line) throws {
+        let (tablet, tabletsCopy) = try eddiesTablet(team, file: file, line: line)
+        let old = try revParse("HEAD", in: tabletsCopy, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["kinds", "set", "vocabulary", "--writers", "admin"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["devices", "remove", try fingerprint(team.eddie.publicKeyLine)], as: tablet, in: tabletsCopy, file: file, line: line)
+        try concordOK(["sync"], as: tablet, in: tabletsCopy, file: file, line: line)
+
+        try gitOK(["checkout", "--quiet", "-b", "old", old], in: tabletsCopy, file: file, line: line)
+        try concordOK(["put", "vocabulary/evil", "--json", #"{"label":"under the old kinds"}"#], as: tablet, in: tabletsCopy, file: file, line: line)
+        try commitWithGit(in: tabletsCopy, signedWith: team.eddie.keyFile, message: "members/eddie: left") { clone in
+            try self.editMember("eddie", in: clone) { member in
+                member["status"] = "revoked"
+                member["revokedBy"] = "eddie"
+                member["revokedAt"] = "2026-01-03T00:00:00.000Z"
+                member["keys"] = [[String: Any]]()
+            }
+        }
+        try gitOK(["checkout", "--quiet", "main"], in: tabletsCopy, file: file, line: line)
+        let merged = try concordOK(["merge", "old"], as: tablet, in: tabletsCopy, file: file, line: line)
+        XCTAssertTrue(merged.contains("evil.json: eddie's change") && merged.contains("lost to the kinds where it lands"), merged, file: file, line: line)
+        try concordOK(["sync"], as: tablet, in: tabletsCopy, file: file, line: line)
+        try assertNowhere("vocabulary/evil", team, file: file, line: line)
+    }
+
+    /// The fifth red-team pass (MED 1): eddie removes his tablet's key; a thief holding the tablet
+    /// and its copy from before writes vocabulary/stolen there, then removes the tablet's key from
+    /// eddie's file itself (plain git, signed by the tablet), so that the side's tip no longer shows
+    /// the key; vera merges that into main. The key signs nothing that lands after its removal.
+    package func assertARemovedKeyRemovingItselfOnAnOldCopyKeepsNoWrite(_ team: PublishedWorkTeam,
+                                                                       file: StaticString = #filePath, line: UInt = #line) throws {
+        let (tablet, tabletsCopy) = try eddiesTablet(team, file: file, line: line)
+        let eddiesCopy = try team.clone(team.eddie, "removing-eddie")
+        let verasCopy = try team.clone(team.vera, "removing-vera")
+        let tabletsKey = try fingerprint(tablet.publicKeyLine)
+        try concordOK(["devices", "remove", tabletsKey], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+
+        try concordOK(["put", "vocabulary/stolen", "--json", #"{"label":"by the removed key"}"#], as: tablet, in: tabletsCopy, file: file, line: line)
+        let removedItself = try commitWithGit(in: tabletsCopy, signedWith: tablet.keyFile, message: "members/eddie: a device removed") { clone in
+            try self.editMember("eddie", in: clone) { member in
+                member["keys"] = (member["keys"] as? [[String: Any]] ?? []).filter { ($0["device"] as? String) != "tablet" }
+            }
+        }
+        try concordOK(["sync"], as: team.vera, in: verasCopy, file: file, line: line)
+        try gitOK(["fetch", "--quiet", tabletsCopy.path, "main:refs/peers/tablet"], in: verasCopy, file: file, line: line)
+        let merged = try concordOK(["merge", removedItself], as: team.vera, in: verasCopy, file: file, line: line)
+        XCTAssertTrue(merged.contains("stolen.json: eddie's change") && merged.contains("lost to the removal of the key that signed it (\(tabletsKey))"),
+                      merged, file: file, line: line)
+        try concordOK(["sync"], as: team.vera, in: verasCopy, file: file, line: line)
+        try assertNowhere("vocabulary/stolen", team, file: file, line: line)
+    }
+
+    /// The fifth red-team pass (HIGH 2): alice demotes eddie (Editor) to Viewer. On his copy from
+    /// before, eddie hands his device to alice (`concord switch alice`) and appends to the log, so
+    /// that the entries name her; then merges that copy into main as a Viewer. The entries his key
+    /// signed go with his change, whoever they name: on no device.
+    package func assertLogEntriesWrittenActingForAnotherGoWithTheirSigner(_ team: PublishedWorkTeam,
+                                                                        file: StaticString = #filePath, line: UInt = #line) throws {
+        let eddiesCopy = try team.clone(team.eddie, "acting-eddie")
+        let old = try revParse("HEAD", in: eddiesCopy, file: file, line: line)
+        try concordOK(["role", "eddie", "viewer"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+
+        try gitOK(["checkout", "--quiet", "-b", "old", old], in: eddiesCopy, file: file, line: line)
+        try concordOK(["switch", "alice"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        try concordOK(["append", "logs", "--json", #"{"tapped":"POISON after the demotion"}"#], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        XCTAssertEqual(try gitOK(["log", "-1", "--format=%(trailers:key=Concord-Actor,valueonly,separator=)"], in: eddiesCopy), "alice",
+                       file: file, line: line)
+        try gitOK(["checkout", "--quiet", "main"], in: eddiesCopy, file: file, line: line)
+        let merged = try concordOK(["merge", "old"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        XCTAssertTrue(merged.contains("left out: logs/"), merged, file: file, line: line)
+        try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        let fresh = try team.clone(team.alice, "acting-fresh")
+        for copy in [team.aliceProfile, fresh] {
+            let exported = try concordOK(["export"], as: team.alice, in: copy, file: file, line: line)
+            XCTAssertFalse(exported.contains("POISON"), "at \(copy.lastPathComponent): \(exported)", file: file, line: line)
+        }
+    }
+
+    /// The fifth red-team pass (MED 2): eddie is made an Admin. Offline, alice writes a setting (only
+    /// Admins may) and then hands over, demoting herself to Editor; meanwhile eddie publishes a
+    /// record. Alice syncs: her setting was written while she held the right, and the main line took
+    /// nothing from her, so it stands on every device; nothing is left out.
+    package func assertAWriteMadeBeforeOnesOwnHandOverStands(_ team: PublishedWorkTeam,
+                                                           file: StaticString = #filePath, line: UInt = #line) throws {
+        try concordOK(["role", "eddie", "admin"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        let eddiesCopy = try team.clone(team.eddie, "handing-eddie")
+        try concordOK(["put", "settings/budget", "--json", #"{"color":"set while an Admin"}"#], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["role", "alice", "editor"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["put", "vocabulary/eddies", "--json", #"{"label":"meanwhile"}"#], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        let synced = try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        XCTAssertFalse(synced.contains("left out"), synced, file: file, line: line)
+        let fresh = try team.clone(team.eddie, "handing-fresh")
+        for (device, copy) in [(team.alice, team.aliceProfile), (team.eddie, fresh)] {
+            XCTAssertTrue(try concordOK(["get", "settings/budget"], as: device, in: copy, file: file, line: line).contains("set while an Admin"),
+                          "at \(copy.lastPathComponent)", file: file, line: line)
+        }
+    }
+
+    /// The fifth red-team pass (MED 3): eddie (Editor) writes a record; alice publishes meanwhile;
+    /// eddie leaves. His record and his departure both reach the remote (the departure made on top
+    /// of the remote's main), and his copy is gone.
+    package func assertLeavingAfterTheRemoteMovedRecordsTheDeparture(_ team: PublishedWorkTeam,
+                                                                    file: StaticString = #filePath, line: UInt = #line) throws {
+        let eddiesCopy = try team.clone(team.eddie, "leaving-late-eddie")
+        try concordOK(["put", "vocabulary/eddies", "--json", #"{"label":"written before leaving"}"#], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        try concordOK(["put", "vocabulary/alices", "--json", #"{"label":"meanwhile"}"#], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        let left = try concordOK(["leave"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        XCTAssertTrue(left.contains("departure recorded on origin"), left, file: file, line: line)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: eddiesCopy.path), file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        XCTAssertTrue(try concordOK(["get", "vocabulary/eddies"], as: team.alice, in: team.aliceProfile, file: file, line: line).contains("before leaving"),
+                      file: file, line: line)
+        let members = try concordOK(["members", "list"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        XCTAssertTrue(members.split(separator: "\n").contains { $0.contains("eddie") && $0.contains("revoked") }, members, file: file, line: line)
+    }
+
+    /// The sixth red-team pass (HIGH 1): eddie is made an Admin, and alice later demotes him to
+    /// Viewer. On his copy from before, eddie lets Viewers write vocabulary, writes vocabulary/sneaky,
+    /// and puts the kinds back byte for byte; he syncs. His kinds changes fall where they land (he
+    /// is no Admin there), so the write is judged under the main line's kinds, where a Viewer writes
+    /// no vocabulary: it is left out, and is nowhere.
+    package func assertLoosenedThenRestoredKindsKeepNoWrite(_ team: PublishedWorkTeam,
+                                                            file: StaticString = #filePath, line: UInt = #line) throws {
+        try concordOK(["role", "eddie", "admin"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        let eddiesCopy = try team.clone(team.eddie, "loosening-eddie")
+        try concordOK(["role", "eddie", "viewer"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+
+        let kindsFile = eddiesCopy.appendingPathComponent(".concord/kinds.json")
+        let original = try Data(contentsOf: kindsFile)
+        try concordOK(["kinds", "set", "vocabulary", "--writers", "viewer"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        try concordOK(["put", "vocabulary/sneaky", "--json", #"{"label":"under loosened kinds"}"#], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        try commitWithGit(in: eddiesCopy, signedWith: team.eddie.keyFile, message: "kinds: put back") { _ in try original.write(to: kindsFile) }
+        let synced = try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        XCTAssertTrue(synced.contains("sneaky.json: eddie's change"), synced, file: file, line: line)
+        try assertNowhere("vocabulary/sneaky", team, file: file, line: line)
+    }
+
+    /// The sixth red-team pass (HIGH 2): eddie is made an Admin; later alice lets only Admins write
+    /// vocabulary and demotes eddie to Editor. On his copy from before, eddie writes vocabulary/late
+    /// and then sets exactly the main line's kinds, so that the side's tip has the kinds the merge
+    /// ends with; he syncs. The write lands under the main line's kinds with eddie an Editor: left
+    /// out, and nowhere.
+    package func assertCopyingTheMainLinesKindsKeepsNoWriteMadeUnderOlderOnes(_ team: PublishedWorkTeam,
+                                                                              file: StaticString = #filePath, line: UInt = #line) throws {
+        try concordOK(["role", "eddie", "admin"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        let eddiesCopy = try team.clone(team.eddie, "copying-eddie")
+        try concordOK(["kinds", "set", "vocabulary", "--writers", "admin"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["role", "eddie", "editor"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        let mainLines = try Data(contentsOf: team.aliceProfile.appendingPathComponent(".concord/kinds.json"))
+
+        try concordOK(["put", "vocabulary/late", "--json", #"{"label":"under the older kinds"}"#], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        try commitWithGit(in: eddiesCopy, signedWith: team.eddie.keyFile, message: "kinds: as main has them") { clone in
+            try mainLines.write(to: clone.appendingPathComponent(".concord/kinds.json"))
+        }
+        let synced = try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        XCTAssertTrue(synced.contains("late.json: eddie's change") && synced.contains("lost to the revocation or demotion"), synced, file: file, line: line)
+        try assertNowhere("vocabulary/late", team, file: file, line: line)
+    }
+
+    /// The sixth red-team pass (HIGH 2, an Admin's hand): alice lets only Admins write vocabulary.
+    /// On his copy from before, eddie (Editor) writes vocabulary/before; then alice's key, there,
+    /// sets exactly the main line's kinds, so that no member file differs anywhere and the side's
+    /// tip has the merged kinds. Eddie syncs: his write lands under the main line's kinds, where an
+    /// Editor writes no vocabulary: left out, and nowhere.
+    package func assertAnAdminCopyingTheMainLinesKindsOnASideKeepsNoWriteMadeBefore(_ team: PublishedWorkTeam,
+                                                                                    file: StaticString = #filePath, line: UInt = #line) throws {
+        let eddiesCopy = try team.clone(team.eddie, "accomplice-eddie")
+        try concordOK(["kinds", "set", "vocabulary", "--writers", "admin"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        let mainLines = try Data(contentsOf: team.aliceProfile.appendingPathComponent(".concord/kinds.json"))
+
+        try concordOK(["put", "vocabulary/before", "--json", #"{"label":"under the older kinds"}"#], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        try commitWithGit(in: eddiesCopy, signedWith: team.alice.keyFile, message: "kinds: as main has them") { clone in
+            try mainLines.write(to: clone.appendingPathComponent(".concord/kinds.json"))
+        }
+        let synced = try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        XCTAssertTrue(synced.contains("before.json: eddie's change") && synced.contains("lost to the kinds where it lands"), synced, file: file, line: line)
+        try assertNowhere("vocabulary/before", team, file: file, line: line)
+    }
+
+    /// The sixth red-team pass (HIGH 3): alice alone administers the profile as her laptop last saw
+    /// it; from her phone she makes eddie an Admin. Her laptop, not synced since, deletes her
+    /// identity: what the remote holds decides, so she leaves (her departure recorded) and the
+    /// profile stays for eddie and vera.
+    package func assertDeletingAnIdentityOnAStaleCopyDestroysNoProfileAnotherAdminHolds(_ team: PublishedWorkTeam,
+                                                                                        file: StaticString = #filePath, line: UInt = #line) throws {
+        let phone = try makeDevice("alice", device: "phone")
+        try concordOK(["devices", "add", "--name", "phone", "--key", phone.publicKeyLine, "--proof", try keyProof(of: phone, for: team.aliceProfile)],
+                      as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        let phonesCopy = try team.clone(phone, "stale-phone")
+        let eddiesCopy = try team.clone(team.eddie, "stale-eddie")
+        try concordOK(["role", "eddie", "admin"], as: phone, in: phonesCopy, file: file, line: line)
+        try concordOK(["sync"], as: phone, in: phonesCopy, file: file, line: line)
+
+        let deleted = try concordOK(["identity", "delete", "--yes"], as: team.alice, file: file, line: line)
+        XCTAssertTrue(deleted.contains("left: departure recorded on origin") && !deleted.contains("destroyed"), deleted, file: file, line: line)
+        try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        let members = try concordOK(["members", "list"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        XCTAssertTrue(members.split(separator: "\n").contains { $0.contains("alice") && $0.contains("revoked") }, members, file: file, line: line)
+        XCTAssertTrue(members.split(separator: "\n").contains { $0.contains("eddie") && $0.contains("admin") }, members, file: file, line: line)
+        try concordOK(["put", "vocabulary/after", "--json", #"{"label":"the profile lives on"}"#], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+    }
+
+    /// Eddie adds a tablet (its proof made on his copy) and syncs; the tablet's own copy.
+    private func eddiesTablet(_ team: PublishedWorkTeam, file: StaticString, line: UInt) throws -> (TestDevice, URL) {
+        let eddiesCopy = try team.clone(team.eddie, "tablet-eddie-\(UUID().uuidString.prefix(4))")
+        let tablet = try makeDevice("eddie", device: "tablet")
+        try concordOK(["devices", "add", "--name", "tablet", "--key", tablet.publicKeyLine, "--proof", try keyProof(of: tablet, for: eddiesCopy)],
+                      as: team.eddie, in: eddiesCopy, file: file, line: line)
+        try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        return (tablet, try team.clone(tablet, "tablet-\(UUID().uuidString.prefix(4))"))
+    }
+
+    /// The `SHA256:…` fingerprint of the public key in `keyLine`, as ssh-keygen prints it.
+    package func fingerprint(_ keyLine: String) throws -> String {
+        let words = keyLine.split(separator: " ")
+        let keyFile = sandbox.appendingPathComponent("fp-\(UUID().uuidString.prefix(6)).pub")
+        try Data("\(words[0]) \(words[1])\n".utf8).write(to: keyFile)
+        let printed = try ProcessRunner.run(GitSigning.sshKeygenPath, ["-l", "-f", keyFile.path], environment: environment())
+        return try XCTUnwrap(printed.stdout.split(separator: " ").dropFirst().first.map(String.init))
+    }
+
     /// Record `reference` is on neither alice's copy (after a sync) nor a fresh clone.
     private func assertNowhere(_ reference: String, _ team: PublishedWorkTeam, file: StaticString, line: UInt) throws {
         try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)

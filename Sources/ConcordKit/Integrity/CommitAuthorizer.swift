@@ -218,12 +218,26 @@ package final class CommitAuthorizer {
                 try base != first && !repository.isAncestor(base, of: first)
             }
             guard reaches else { continue }
-            guard try PolicyMerge.tree(in: repository, ours: first, theirs: second) != PolicyMerge.tree(in: repository, ours: second, theirs: first)
-            else { continue }
+            let (mainFirst, itsOrder) = (try PolicyMerge.tree(in: repository, ours: first, theirs: second),
+                                         try PolicyMerge.tree(in: repository, ours: second, theirs: first))
+            guard try !sameButWhoAdded(mainFirst, itsOrder) else { continue }
             return (commit, "took the main line's commits (\(second.short)) as the side of another line (\(first.short)), and in that order "
                 + "keeps what merging the main line first would not; what reached main counts before what is merged into it")
         }
         return nil
+    }
+
+    /// Whether trees `a` and `b` hold the same files, a member file's `addedBy` and `addedAt` aside:
+    /// two Admins adding one member each name themselves, and either record is true. No rule reads them.
+    private func sameButWhoAdded(_ a: ObjectID, _ b: ObjectID) throws -> Bool {
+        try repository.treeChanges(from: a, to: b).allSatisfy { change in
+            let path = String(decoding: change.path, as: UTF8.self)
+            guard CommitRule.isMemberPath(change.path), let old = try bytes(of: change.old), let new = try bytes(of: change.new),
+                  var was = try? JSONValue.parse(old).objectValue, var now = try? JSONValue.parse(new).objectValue,
+                  (try? Member.decode(new, path: path)) != nil else { return false }
+            for field in ["addedBy", "addedAt"] { (was[field], now[field]) = (nil, nil) }
+            return was == now
+        }
     }
 
     /// `commit` as the acceptance of an invitation (`Acceptance.judge`), read from its parent.

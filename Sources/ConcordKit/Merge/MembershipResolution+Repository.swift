@@ -11,21 +11,44 @@ extension MembershipResolution {
     /// whose merge base is `base` (nil: none): the decisions of the commits only `theirs` reaches,
     /// replayed in side order onto `ours`' membership (`replayOnMainline`).
     package static func compute(in repository: Repository, base: ObjectID?, ours: ObjectID, theirs: ObjectID) throws -> MembershipResolution {
-        guard let base else { return .none }
-        let trees = (base: try repository.commit(base).tree, ours: try repository.commit(ours).tree, theirs: try repository.commit(theirs).tree)
-        // Nothing to replay when the side changed no authority since the merge base, or holds the main line's.
-        let sideAuthority = try authority(trees.theirs, repository)
-        guard try sideAuthority != authority(trees.base, repository), try sideAuthority != authority(trees.ours, repository) else { return .none }
+        guard base != nil else { return .none }
+        let trees = (ours: try repository.commit(ours).tree, theirs: try repository.commit(theirs).tree)
+        // Nothing to replay when the side holds the main line's authority: each of its decisions would
+        // fall or give what main has. A side whose tip holds the merge base's may still bring decisions
+        // (one that fell in a merge on the side, judged there against another membership): replayed.
+        guard try authority(trees.theirs, repository) != authority(trees.ours, repository) else { return .none }
         let mainline = try authorityFiles(trees.ours, repository)
-        // Keys are judged by the format where the side joins: the main line's (a fork from before format 5 proves its keys too).
-        let joining = try repository.entry(at: ProfilePaths.profile, inTree: trees.ours).flatMap { entry in
-            entry.kind == .blob ? try? ProfileInfo.decode(try repository.blob(entry.id)) : nil
-        }
-        let proofsFor = joining.flatMap { $0.formatVersion >= KeyProof.firstFormat ? $0.id : nil }
-        let outcome = replayOnMainline(mainline, side: try sideDecisions(of: theirs, joining: ours, in: repository), proofsFor: proofsFor)
+        let outcome = try replay(theirs, onto: ours, mainline: mainline, in: repository)
         var resolution = resolution(replayed: outcome.state, sides: [mainline, try authorityFiles(trees.theirs, repository)])
         resolution.fallen = outcome.fallen
         return resolution
+    }
+
+    /// The side `theirs` replayed onto the main line `ours`, whose member and invitation files are `mainline`.
+    private static func replay(_ theirs: ObjectID, onto ours: ObjectID, mainline: [String: [UInt8]], in repository: Repository) throws -> MainlineOutcome {
+        // Keys are judged by the format where the side joins: the main line's (a fork from before format 5 proves its keys too).
+        let joining = try repository.entry(at: ProfilePaths.profile, inTree: try repository.commit(ours).tree).flatMap { entry in
+            entry.kind == .blob ? try? ProfileInfo.decode(try repository.blob(entry.id)) : nil
+        }
+        let proofsFor = joining.flatMap { $0.formatVersion >= KeyProof.firstFormat ? $0.id : nil }
+        return replayOnMainline(mainline, side: try sideDecisions(of: theirs, joining: ours, in: repository), proofsFor: proofsFor)
+    }
+
+    /// The commits a merge of `theirs` into the main line `ours` brings in, in side order, each with
+    /// the membership it lands on: the main line's with the side's decisions before it replayed
+    /// (a decision lands on the membership before it). What a side commit did counts where it lands,
+    /// as each decision does (docs/security.md, "What a member who lost their rights did concurrently").
+    package static func landings(of theirs: ObjectID, joining ours: ObjectID, in repository: Repository) throws -> [(commit: CommitLinks, on: Membership)] {
+        func membership(_ files: [String: [UInt8]]) -> Membership { Membership(Array(members(in: files).values)) }
+        let mainline = try authorityFiles(try repository.commit(ours).tree, repository)
+        let outcome = try replay(theirs, onto: ours, mainline: mainline, in: repository)
+        var on = membership(mainline)
+        var landings = [(commit: CommitLinks, on: Membership)]()
+        for commit in try sideOrder(of: theirs, joining: ours, in: repository) {
+            landings.append((commit, on))
+            if let after = outcome.after[commit.id.hex] { on = membership(after) }
+        }
+        return landings
     }
 
     /// The decisions of the commits a merge of `tip` into the main line `mainline` brings in, in side

@@ -8,18 +8,20 @@ import ConcordTrust
 ///
 /// Only the side (the second parent's commits) can lose anything: the main line's commits reached
 /// the remote before any decision the side brings, which takes effect where it joins, after them.
-/// When a merge's membership (`MembershipResolution`) gives a member less than the side does — the
-/// main line revoked or demoted them, or took away the Admin who promoted them — the side's commits
-/// by the member are concurrent with what took their rights away: none of them is an ancestor of
-/// it, or the side would show it. Each file such a commit changed that the member may not change
-/// under the merged membership and kinds is left out of the merge: the file keeps the main line's
-/// version, and a log keeps every entry but the member's own from the side. What is left out stays
-/// in history and is reported (`PolicyMerge.leftOut`, the merge commit's `Concord-Left-Out` trailers).
+/// Each side commit is judged where it lands, as each decision is (`MainlineReplay`): on the main
+/// line's membership with the side's decisions before it replayed. Each file it changed that its
+/// signer there (the active holder of its key; none when the main line removed the key or revoked
+/// its holder), or the member it acts for, may not change there is left out of the merge: the file
+/// keeps the main line's version, and a log keeps every entry but those the commits left out added.
+/// What is left out stays in history and is reported (`PolicyMerge.leftOut`, the merge commit's
+/// `Concord-Left-Out` trailers).
 ///
-/// So a member revoked on the main line gains nothing by writing on an old copy weeks later, and an
-/// Admin who revokes someone on an old copy takes nothing away that had already reached main.
-/// Later edits by others of a file left out, made on top of the member's on the side, are left out
-/// with it (the file is taken whole from the main line) and reported the same way.
+/// So a member revoked on the main line gains nothing by writing on an old copy weeks later, nor by
+/// demoting themselves, leaving or removing the key there afterwards; an Admin who revokes someone
+/// on an old copy takes nothing away that had already reached main; and a member's own later
+/// decision on the side takes nothing from what they wrote before it. Later edits by others of a
+/// file left out, made on top of the member's on the side, are left out with it (the file is taken
+/// whole from the main line) and reported the same way.
 struct RightsTakenAway {
     /// A file a merge took from the other side because a member who lost their rights changed it.
     struct LeftOut: Sendable, Equatable {
@@ -38,39 +40,68 @@ struct RightsTakenAway {
     /// Applies the rule to `index`, the merge of `ours` (the main line) and `theirs` (the side) so far
     /// (membership resolved), under the merged `kinds`; returns what it left out.
     ///
-    /// Two passes. First, members with fewer rights in the merged membership than on the side: their
-    /// changes there beyond their merged role. Then, where the kinds the merge ends with (after the
-    /// first pass left out a fallen Admin's kinds change) differ from the side's: every member's
-    /// changes on the side that those kinds do not allow them (a write only the fallen change allowed).
+    /// Each side commit is judged where it lands (`MembershipResolution.landings`): its signer (and
+    /// the member it acts for) with the rights they hold in the main line's membership with the
+    /// side's decisions before it replayed, under the kinds there: the main line's, with the side's
+    /// kinds changes before it that stand merged in. Two passes: first a change to the kinds, which
+    /// only an Admin makes (a fallen Admin's is left out, and the file is the main line's); then every
+    /// other change, under the kinds where it lands — the main line's alone when a kinds change fell.
     static func apply(to index: MergeIndex, in repository: Repository, ours: ObjectID, theirs: ObjectID,
                       kinds: KindsTable) throws -> [LeftOut] {
         let trees = (ours: try repository.commit(ours).tree, theirs: try repository.commit(theirs).tree)
-        func entryID(_ path: String, _ tree: ObjectID) throws -> ObjectID? { try repository.entry(at: path, inTree: tree)?.id }
         let side = Side(tip: theirs, tree: trees.theirs, mainLine: ours)
-        var report = [LeftOut]()
 
-        // Pass 1. The common case: the merged members are those every side commit was made under, unchanged; nobody has less.
+        // The common case: every side commit was made under the members and the kinds the merge has. Nothing to judge.
         var merged = try index.writeTree()
-        let madeUnder = try membershipTrees(of: side, repository)
-        let mergedMembers = try entryID(ProfilePaths.membersDirectory, merged)
-        if try madeUnder.contains(where: { try entryID(ProfilePaths.membersDirectory, $0) != mergedMembers }) {
-            // Who has less in the merge than where a side commit was made, or on the side's tip: revoked, or a lower role.
-            let found = try find(on: side, merged: merged, kinds: kinds, repository, madeUnder: madeUnder,
-                                 candidates: RightsTakenAwayRule.lowered, cause: .rightsLowered)
-            report += try leaveOut(found, from: index, merged: merged, mainLine: trees.ours, kinds: kinds, repository)
-            merged = try index.writeTree()
-        }
+        let mergedDocuments = try documents(merged, repository)
+        guard try membershipTrees(of: side, repository).contains(where: { try documents($0, repository) != mergedDocuments }) else { return [] }
+        let landings = try sideChanges(try MembershipResolution.landings(of: theirs, joining: ours, in: repository), repository)
+        let mainLineKinds = try kindsTable(in: trees.ours, repository) ?? kinds
 
-        // Pass 2. Kinds the merge ends with that the side did not have: everyone's changes there, judged under them.
-        guard try entryID(KindsTable.path, side.tree) != entryID(KindsTable.path, merged),
-              let kindsBytes = try blob(KindsTable.path, in: merged, repository),
-              let table = try? KindsTable.decode(kindsBytes) else { return report }
-        let found = try find(on: side, merged: merged, kinds: table, repository, madeUnder: [side.tree],
-                             candidates: RightsTakenAwayRule.capped, cause: .kindsChanged)
+        // Pass 1. The kinds: a change by someone who may not make it where it lands is left out (only Admins may).
+        let fallen = try find(landings, kinds: Array(repeating: mainLineKinds, count: landings.count), only: KindsTable.path, repository)
+        var report = try leaveOut(fallen, from: index, merged: merged, mainLine: trees.ours, kinds: kinds, repository)
+        merged = try index.writeTree()
+        let ending = try kindsTable(in: merged, repository) ?? kinds
+
+        // Pass 2. Everything else, under the kinds where each commit lands.
+        let landingKinds = fallen.isEmpty ? try kindsWhereEachLands(landings, from: mainLineKinds, repository)
+            : Array(repeating: ending, count: landings.count)
+        let found = try find(landings, kinds: landingKinds, only: nil, repository)
         // A file the first pass left out already is reported once.
-        report += try leaveOut(found, from: index, merged: merged, mainLine: trees.ours, kinds: table, repository)
+        report += try leaveOut(found, from: index, merged: merged, mainLine: trees.ours, kinds: ending, repository)
             .filter { late in !report.contains { $0.path == late.path && $0.member == late.member } }
         return report
+    }
+
+    /// The kinds each side commit (`landings`, in side order) lands under: the main line's
+    /// (`mainLine`) with the side's kinds changes before it merged in, each as the three-way kinds
+    /// merge of what it changed onto what the replay holds. A change that cannot be merged there
+    /// counts for nothing: the main line's kinds hold, and the commit's own check held it to the
+    /// kinds it was made under.
+    private static func kindsWhereEachLands(_ landings: [Landed], from mainLine: KindsTable,
+                                            _ repository: Repository) throws -> [KindsTable] {
+        var current = mainLine
+        var bytes = mainLine.canonicalBytes()
+        var tables = [KindsTable]()
+        for landed in landings {
+            tables.append(current)
+            guard landed.paths.contains(KindsTable.path), let after = try blob(KindsTable.path, in: landed.links.tree, repository) else { continue }
+            let before = try blob(KindsTable.path, in: landed.before, repository)
+            guard case .merged(let next, _) = RecordMerge.mergeKindsFile(base: before, ours: bytes, theirs: after),
+                  let table = try? KindsTable.decode(next) else { continue }
+            (current, bytes) = (table, next)
+        }
+        return tables
+    }
+
+    /// What decides the rights in a tree: its members directory and its kinds.
+    private static func documents(_ tree: ObjectID, _ repository: Repository) throws -> [ObjectID?] {
+        try [ProfilePaths.membersDirectory, KindsTable.path].map { try repository.entry(at: $0, inTree: tree)?.id }
+    }
+
+    private static func kindsTable(in tree: ObjectID, _ repository: Repository) throws -> KindsTable? {
+        try blob(KindsTable.path, in: tree, repository).flatMap { try? KindsTable.decode($0) }
     }
 
     /// The merge's side: its tip and tree, and the main line's tip.
@@ -80,10 +111,8 @@ struct RightsTakenAway {
         let mainLine: ObjectID
     }
 
-    /// The trees whose memberships the side's commits were made under (each one's parents'), and the
-    /// side's tip: a member's rights on the side are the most they held in any of them, so that a
-    /// decision of their own on the side (demoting themselves, leaving) does not hide what they wrote
-    /// before it (the fourth red-team pass, issue 42).
+    /// The trees the side's commits were made under (each one's parents'), and the side's tip: when
+    /// all hold the merged members and kinds, no side commit lands on other rights than it was made under.
     private static func membershipTrees(of side: Side, _ repository: Repository) throws -> [ObjectID] {
         var trees = [side.tree], seen = Set([side.tree])
         for commit in try repository.newCommits(from: side.tip, excluding: [side.mainLine]) {
@@ -95,55 +124,72 @@ struct RightsTakenAway {
         return trees
     }
 
-    /// The changes to leave out on `side`: the members `candidates` names (from each membership in
-    /// `madeUnder` and the merged tree's, `RightsTakenAwayRule`) with the rights the merge leaves them,
-    /// and what their commits there changed that `kinds` does not allow them; and what a key the main
-    /// line removed signed there.
-    private static func find(on side: Side, merged: ObjectID, kinds: KindsTable, _ repository: Repository, madeUnder: [ObjectID],
-                             candidates: (_ there: Membership, _ merged: Membership) -> [String: Member], cause: LeftOutCause) throws -> Found {
-        let membership = try CommitAuthorizer.membership(in: repository, tree: merged)
-        let there = try CommitAuthorizer.membership(in: repository, tree: side.tree)
-        var named = [String: Member]()
-        for tree in madeUnder {
-            for (name, rights) in candidates(try CommitAuthorizer.membership(in: repository, tree: tree), membership) where named[name] == nil {
-                named[name] = rights
-            }
+    /// A side commit where it lands (`on`), with the tree its change is against (its parent's, or for
+    /// a merge the policy merge of its parents) and the paths it changed.
+    private struct Landed {
+        let links: CommitLinks
+        let on: Membership
+        let before: ObjectID
+        let paths: [String]
+    }
+
+    /// The side's commits in side order with what each changed (merges of more than two parents, refused by the check, aside).
+    private static func sideChanges(_ landings: [(commit: CommitLinks, on: Membership)], _ repository: Repository) throws -> [Landed] {
+        try landings.filter { (1...2).contains($0.commit.parents.count) }.map { links, on in
+            let before = links.parents.count == 1 ? try repository.commit(links.parents[0]).tree
+                : try PolicyMerge.tree(in: repository, ours: links.parents[0], theirs: links.parents[1])
+            let paths = try repository.treeChanges(from: before, to: links.tree).map { String(decoding: $0.path, as: UTF8.self) }
+            return Landed(links: links, on: on, before: before, paths: paths)
         }
-        let removedKeys = RightsTakenAwayRule.keysRemoved(there: there, merged: membership)
+    }
+
+    /// The changes to leave out of the side (`landings`, its commits in side order with the
+    /// membership each lands on): what each commit changed that who answers for it there
+    /// (`RightsTakenAwayRule.answering`) may not change under the kinds where it lands (`kinds`, one
+    /// table for each of `landings`); `only`: that path alone.
+    private static func find(_ landings: [Landed], kinds: [KindsTable], only: String?,
+                             _ repository: Repository) throws -> Found {
         var found = Found()
-        guard !named.isEmpty || !removedKeys.isEmpty else { return found }
-        for commit in try repository.newCommits(from: side.tip, excluding: [side.mainLine]) where commit.parents.count <= 2 && !commit.parents.isEmpty {
-            guard let key = try signer(of: commit, in: repository) else { continue }
-            // Who signed it where it was made, as well as on the side's tip and in the merge.
-            let madeBy = try CommitAuthorizer.membership(in: repository, tree: try repository.commit(commit.parents[0]).tree)
-            var responsible = RightsTakenAwayRule.responsible(signer: key, actor: CommitTrailers(message: commit.message).actor,
-                                                              there: there, merged: membership, candidates: named)
-            for member in RightsTakenAwayRule.responsible(signer: key, actor: nil, there: madeBy, merged: membership, candidates: named)
-            where !responsible.contains(where: { $0.name == member.name }) {
-                responsible.append(member)
+        for (landed, table) in zip(landings, kinds) {
+            let (links, landing, before) = (landed.links, landed.on, landed.before)
+            let paths = landed.paths.filter { only == nil ? $0 != KindsTable.path : $0 == only }
+            guard !paths.isEmpty, let key = try signer(of: links.id, in: repository) else { continue }
+            let parentTree = try repository.commit(links.parents[0]).tree
+            let commit = try repository.commit(links.id)
+            let madeUnder = try CommitAuthorizer.membership(in: repository, tree: parentTree)
+            var leftOut = [(path: String, member: String, cause: LeftOutCause)]()
+            switch RightsTakenAwayRule.answering(signer: key, actor: CommitTrailers(message: commit.message).actor,
+                                                 landing: landing, madeUnder: madeUnder) {
+            case .keyGone(let member, let removed):
+                for path in paths where !RightsTakenAwayRule.isAuthority(path) {
+                    leftOut.append((path, member, removed ? .keyRemoved(fingerprint: key.fingerprint) : .rightsLowered))
+                }
+            case .members(let members):
+                for (path, name) in RightsTakenAwayRule.leftOut(paths, by: members, kinds: table) {
+                    // Lost to the membership where it lands, or (with the rights it was made with) to the kinds.
+                    let had = madeUnder.members[name].map { $0.status == .active && !RightsTakenAwayRule.mayNotChange(path, $0, kinds: table) }
+                    leftOut.append((path, name, had == false ? .kindsChanged : .rightsLowered))
+                }
             }
-            // A key the merge no longer gives its member: what it signed here answers as a revoked member's.
-            var because = cause
-            if let owner = removedKeys[key] {
-                responsible.removeAll { $0.name == owner.name }
-                responsible.append(owner)
-                because = .keyRemoved(fingerprint: key.fingerprint)
-            }
-            guard !responsible.isEmpty else { continue }
-            let before = commit.parents.count == 1 ? try repository.commit(commit.parents[0]).tree
-                : try PolicyMerge.tree(in: repository, ours: commit.parents[0], theirs: commit.parents[1])
-            let paths = try repository.treeChanges(from: before, to: commit.tree).map { String(decoding: $0.path, as: UTF8.self) }
-            for (path, member) in RightsTakenAwayRule.leftOut(paths, by: responsible, kinds: kinds) {
-                // Their newest commit that changed it (commits come oldest first).
-                found[path, default: []].removeAll { $0.member == member }
-                found[path, default: []].append((member, commit.id, because))
+            for (path, member, cause) in leftOut {
+                // Their newest commit that changed it (commits come in side order), and every commit left out there.
+                found.changes[path, default: []].removeAll { $0.member == member }
+                found.changes[path, default: []].append((member, links.id, cause))
+                if !found.commits[path, default: []].contains(where: { $0.commit == links.id }) {
+                    found.commits[path, default: []].append((links.id, before))
+                }
             }
         }
         return found
     }
 
-    /// path → (member, commit) of the changes to leave out.
-    private typealias Found = [String: [(member: String, commit: ObjectID, cause: LeftOutCause)]]
+    /// What to leave out, by path: who changed it (member, their newest commit there, and why), and
+    /// every commit left out that changed it, with the tree it changed (a log drops what they added).
+    private struct Found {
+        var changes = [String: [(member: String, commit: ObjectID, cause: LeftOutCause)]]()
+        var commits = [String: [(commit: ObjectID, before: ObjectID)]]()
+        var isEmpty: Bool { changes.isEmpty }
+    }
 
     /// Leaves `found` out of `index` (whose tree is `merged`): each file takes the main line's version
     /// (`mainLine`, its tree), a log drops the members' own entries from the side. Returns what was left out.
@@ -151,12 +197,18 @@ struct RightsTakenAway {
                                  kinds: KindsTable, _ repository: Repository) throws -> [LeftOut] {
         guard !found.isEmpty else { return [] }
         var report = [LeftOut]()
-        for (path, changes) in found.sorted(by: { $0.key < $1.key }) {
+        for (path, changes) in found.changes.sorted(by: { $0.key < $1.key }) {
             if case .success(.logDay) = ProfilePathRules.classify(Array(path.utf8), kinds: kinds) {
                 // A log keeps everything but the members' own entries from the side.
                 let kept = try LogEntry.parseLogFile(try blob(path, in: mainLine, repository) ?? [])
+                var added = Set<LogEntry.Identity>()
+                for (commit, before) in found.commits[path] ?? [] {
+                    let was = Set(try LogEntry.parseLogFile(try blob(path, in: before, repository) ?? []).map(\.identity))
+                    let tree = try repository.commit(commit).tree
+                    added.formUnion(try LogEntry.parseLogFile(try blob(path, in: tree, repository) ?? []).map(\.identity).filter { !was.contains($0) })
+                }
                 let entries = RightsTakenAwayRule.logEntries(try LogEntry.parseLogFile(try blob(path, in: merged, repository) ?? []),
-                                                             keeping: kept, droppingThoseBy: Set(changes.map(\.member)))
+                                                             keeping: kept, dropping: added)
                 // (A day file only they wrote stays, empty: files are never removed.)
                 try index.set(try treePath(path), to: try repository.writeBlob(LogEntry.encodeLogFile(entries)))
             } else {
@@ -183,7 +235,7 @@ struct RightsTakenAway {
         return try repository.blob(entry.id)
     }
 
-    private static func signer(of commit: Commit, in repository: Repository) throws -> SSHPublicKey? {
-        try MembershipResolution.signer(of: commit, in: repository)
+    private static func signer(of commit: ObjectID, in repository: Repository) throws -> SSHPublicKey? {
+        try MembershipResolution.Decoded.shared.signer(ofCommit: commit, in: repository)
     }
 }

@@ -73,8 +73,8 @@ public enum LeftOutCause: Sendable, Equatable {
     case rightsLowered
     /// The main line removed the device key that signed it.
     case keyRemoved(fingerprint: String)
-    /// The kinds the merge ends with do not let them write it (an Admin's kinds change that fell, or
-    /// one restricting who writes a kind).
+    /// The kinds where it lands do not let them write it (the main line's, with the side's kinds
+    /// changes before it that stand: an Admin's kinds change that fell, or one restricting who writes a kind).
     case kindsChanged
 }
 

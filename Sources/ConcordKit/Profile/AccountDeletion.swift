@@ -91,9 +91,27 @@ public struct AccountDeletion {
             return .alreadyGone("no copy at \(entry.path) any more")
         }
         let profile = try Profile.open(at: URL(fileURLWithPath: entry.path), environment: environment)
-        let members = try profile.members.list()
-        let mine = members.first { $0.name == identity.member }
+        var members = try profile.members.list()
+        var mine = members.first { $0.name == identity.member }
         let remotes = try profile.sync.remotes().map(\.name)
+        let remote = remotes.contains("origin") ? "origin" : remotes.first
+        if let remote, mine?.status == .active {
+            // What the remote holds decides, not this copy: an Admin added there since it last synced keeps the
+            // profile (a stale copy that "alone administers" must not destroy it for everyone), and the departure
+            // goes on top of the remote's main (a merge after it would be signed by a member who left).
+            do {
+                _ = try profile.sync.run(remote: remote, as: identity)
+            } catch ConcordError.accessRemoved {
+                return try gone(profile, "departure not needed: access had already been removed")
+            } catch ConcordError.profileDeleted {
+                return try gone(profile, "departure not needed: the profile was deleted")
+            } catch {
+                let reason = (error as? LocalizedError)?.errorDescription ?? "\(error)"
+                return .notDone("\(remote) could not be synced, so who else administers it is not known (\(reason)); the copy is kept: run it again once \(remote) can be reached")
+            }
+            members = try profile.members.list()
+            mine = members.first { $0.name == identity.member }
+        }
         let otherAdmins = members.contains { $0.name != identity.member && $0.role == .admin && $0.status == .active }
         if mine?.status == .active, mine?.role == .admin, !otherAdmins {
             let report = try profile.sync.destroy(as: identity, forget: true)
@@ -106,7 +124,7 @@ public struct AccountDeletion {
         if mine?.status == .active { try profile.members.leave(as: identity) }
         if mine?.status == .active || (mine?.status == .revoked && mine?.revokedBy == identity.member) {
             // The departure (made now, or by a run that could not send it) goes to the remote first.
-            if let remote = remotes.contains("origin") ? "origin" : remotes.first {
+            if let remote {
                 do {
                     _ = try profile.sync.run(remote: remote, as: identity)
                     departure = "recorded on \(remote)"
@@ -123,5 +141,11 @@ public struct AccountDeletion {
         }
         try profile.removeLocalCopy(unsentTo: "", savingUnsent: false)
         return .left("departure \(departure)")
+    }
+
+    /// The copy of a profile the remote no longer lets this identity into (or deleted): removed.
+    private func gone(_ profile: Profile, _ what: String) throws -> Outcome {
+        if FileManager.default.fileExists(atPath: profile.root.path) { try profile.removeLocalCopy(unsentTo: "", savingUnsent: false) }
+        return .left(what)
     }
 }
