@@ -19,9 +19,9 @@ public enum RecordMerge {
     ///
     /// - `append`: the union of the entries of ours and theirs, sorted by (`at`, `id`), one per author
     ///   and id (`by`, `id`: two members' entries with one id both stay; if the sides hold different
-    ///   entries by one author with the same id, the earliest by (`at`, `id`) and then by its
-    ///   canonical line's bytes is kept, as ``LogEntry/encodeLogFile(_:)`` does). No other entry is changed
-    ///   or removed, the base is ignored, and no conflicts are reported.
+    ///   entries by one author with the same id, ours is kept: the main line's, which reached the remote
+    ///   first, so that no side rewrites a published entry). No other entry is changed or removed, the
+    ///   base is ignored, and no conflicts are reported.
     /// - `lww`, both sides live: per-field last writer wins (``joinLive(_:_:base:)``): each field that
     ///   either side has a write for (``Record/fieldStamps``; a value or a removal) takes the later write;
     ///   the envelope is the later envelope, `lastDeleted` the later one, and writes at or before it are
@@ -63,7 +63,11 @@ public enum RecordMerge {
         let sides = try MergeSupport.parseSides(ours: ours, theirs: theirs, as: "a valid log file") {
             (bytes) throws(ModelError) in try LogEntry.parseLogFile(bytes)
         }
-        return .merged(bytes: LogEntry.encodeLogFile(sides.ours + sides.theirs), conflicts: [])
+        // An entry is written once: for an identity both sides hold, ours (the main line, which reached the
+        // remote first) is kept, whatever the other side's line says (a side cannot rewrite a published entry
+        // by giving it an earlier time).
+        let ours = Set(sides.ours.map(\.identity))
+        return .merged(bytes: LogEntry.encodeLogFile(sides.ours + sides.theirs.filter { !ours.contains($0.identity) }), conflicts: [])
     }
 
     static func mergeRecords(

@@ -64,9 +64,12 @@ package enum RightsTakenAwayRule {
     }
 
     /// A record left out that the kept version lacks stays (files are never removed) as a tombstone
-    /// of the version left out: deleted by its own writer, at its own stamp.
+    /// of the version left out: deleted by its own writer, at the earliest stamp there is, never at
+    /// the stamp they chose — so it outranks no one's concurrent write of that id under last-writer-wins
+    /// (the seventh red-team pass, F5).
     package static func tombstone(of record: Record) -> Record {
-        Record(id: record.id, kind: record.kind, device: record.device, member: record.member, stamp: record.stamp, state: .deleted)
+        Record(id: record.id, kind: record.kind, device: record.device, member: record.member,
+               stamp: HLC(wallMillis: HLC.minWallMillis), state: .deleted)
     }
 
     /// Whether `member`, with the rights the merge leaves them, may not change `path`.

@@ -40,17 +40,26 @@ final class MergeLogTests: XCTestCase {
         XCTAssertEqual(try MergeFixture.mergeBothWays(.append, base: nil, ours: ours, theirs: theirs).bytes, bytes)
     }
 
-    func testSameIDDifferentContentKeepsTheEncodeLogFileChoice() throws {
+    /// The sides hold different entries with one identity (a hand-made line: Concord never writes
+    /// one): ours, the main line's, is kept whatever its stamp, so a side stamped earlier rewrites no
+    /// published entry (the seventh red-team pass, F1).
+    func testSameIDDifferentContentKeepsOurs() throws {
         let first = try entry("dup", "10:00:00.000", data: ["word": "one"])
         let twin = try entry("dup", "10:00:00.000", data: ["word": "two"])
         let later = try entry("dup", "10:00:05.000", data: ["word": "three"])
         let other = try entry("o", "08:00:00.000")
-        let (bytes, _) = try MergeFixture.mergeBothWays(
-            .append, base: nil, ours: LogEntry.encodeLogFile([first, other]), theirs: LogEntry.encodeLogFile([twin]))
-        XCTAssertEqual(try LogEntry.parseLogFile(bytes), [other, first], "same stamp: the smaller line wins")
-        let (earliest, _) = try MergeFixture.mergeBothWays(
-            .append, base: nil, ours: LogEntry.encodeLogFile([later]), theirs: LogEntry.encodeLogFile([twin, other]))
-        XCTAssertEqual(try LogEntry.parseLogFile(earliest), [other, twin], "the earliest entry of an id wins")
+        func merged(ours: [LogEntry], theirs: [LogEntry]) throws -> [LogEntry] {
+            guard case .merged(let bytes, let conflicts) = RecordMerge.merge(policy: .append, base: nil, ours: LogEntry.encodeLogFile(ours),
+                                                                             theirs: LogEntry.encodeLogFile(theirs)) else {
+                throw MergeFixture.Unexpected.unresolved
+            }
+            XCTAssertEqual(conflicts, [])
+            return try LogEntry.parseLogFile(bytes)
+        }
+        XCTAssertEqual(try merged(ours: [first, other], theirs: [twin]), [other, first])
+        XCTAssertEqual(try merged(ours: [twin], theirs: [first, other]), [other, twin])
+        XCTAssertEqual(try merged(ours: [later], theirs: [twin, other]), [other, later], "an earlier stamp on the side wins nothing")
+        XCTAssertEqual(try merged(ours: [twin, other], theirs: [later]), [other, twin])
     }
 
     /// An entry is its author's id: a member who reuses another's entry id (stamped earlier, so it

@@ -208,4 +208,32 @@ final class AccountDeletionTests: ConcordTestCase {
         XCTAssertEqual((alice["devices"] as? [Any])?.count, 0)
         try concordOK(["verify"], as: mine.other, in: theirs)
     }
+
+    /// The seventh red-team pass (F4): alice's laptop syncs "Shared" with origin and backup; from her
+    /// phone, through backup alone, she makes bob an Admin. Her laptop, where she alone administers
+    /// it, deletes her identity: every remote is synced before deciding, so she leaves, and nothing
+    /// is destroyed on either remote.
+    func testIdentityDeleteSyncsEveryRemoteBeforeDecidingToDestroy() throws {
+        let alice = try makeDevice("alice", device: "laptop")
+        let phone = try makeDevice("alice", device: "phone")
+        let bob = try makeDevice("bob", device: "laptop")
+        let origin = try makeRemote(.path, name: "origin.git")
+        let backup = try makeRemote(.path, name: "backup.git")
+        let laptops = try publishProfile(owner: alice, remote: origin, directory: "two-remotes-laptop", members: [(phone, "admin")])
+        try concordOK(["remote", "add", "backup", backup.url], as: alice, in: laptops)
+        try concordOK(["sync", "--remote", "backup"], as: alice, in: laptops)
+        let phones = try cloneProfile(phone, from: backup, into: "two-remotes-phone")
+        try concordOK(["members", "add", "bob", "--role", "admin", "--key", bob.publicKeyLine, "--device", bob.device], as: phone, in: phones)
+        try concordOK(["sync"], as: phone, in: phones)
+        let bobs = try cloneProfile(bob, from: backup, into: "two-remotes-bob")
+
+        let deleted = try concordOK(["identity", "delete", "--yes"], as: alice)
+        XCTAssertTrue(deleted.contains("left: departure recorded on origin") && !deleted.contains("destroyed"), deleted)
+        for remote in [origin, backup] {
+            XCTAssertTrue(FileManager.default.fileExists(atPath: remote.bare.appendingPathComponent("HEAD").path), "\(remote.bare.lastPathComponent) kept")
+        }
+        try concordOK(["sync"], as: bob, in: bobs)
+        try concordOK(["put", "vocabulary/after", "--json", #"{"label":"still here"}"#], as: bob, in: bobs)
+        try concordOK(["sync"], as: bob, in: bobs)
+    }
 }

@@ -238,6 +238,26 @@ final class ForkAttackTests: ConcordTestCase {
         try assertLeavingAfterTheRemoteMovedRecordsTheDeparture(try publishedWorkTeam())
     }
 
+    /// The seventh red-team pass: a log entry written again on an old copy rewrites nothing (F1, HIGH).
+    func testALogEntryWrittenAgainOnAnOldCopyRewritesNothing() throws {
+        try assertALogEntryWrittenAgainOnAnOldCopyRewritesNothing(try publishedWorkTeam())
+    }
+
+    /// The seventh red-team pass: a kind added offline by a demoted Admin leaves a valid merge (F2).
+    func testAKindAddedOfflineByADemotedAdminLeavesAValidMerge() throws {
+        try assertAKindAddedOfflineByADemotedAdminLeavesAValidMerge(try publishedWorkTeam())
+    }
+
+    /// The seventh red-team pass: a fallen kinds change takes .gitattributes with it (F3).
+    func testAFallenKindsChangeTakesGitattributesWithIt() throws {
+        try assertAFallenKindsChangeTakesGitattributesWithIt(try publishedWorkTeam())
+    }
+
+    /// The seventh red-team pass: a left-out write stamped in the future outranks no one (F5).
+    func testALeftOutWriteStampedInTheFutureOutranksNoOne() throws {
+        try assertALeftOutWriteStampedInTheFutureOutranksNoOne(try publishedWorkTeam())
+    }
+
     /// The sixth red-team pass: deleting an identity on a stale copy destroys no profile another Admin holds (HIGH 3).
     func testDeletingAnIdentityOnAStaleCopyDestroysNoProfileAnotherAdminHolds() throws {
         try assertDeletingAnIdentityOnAStaleCopyDestroysNoProfileAnotherAdminHolds(try publishedWorkTeam())

@@ -371,6 +371,106 @@ extension ConcordTestCase {
         try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
     }
 
+    /// The seventh red-team pass (F1, HIGH): alice publishes a log entry. On his copy from before it,
+    /// eddie writes a line with its identity (by alice, acting for her as `concord switch` does, the
+    /// same id), stamped earlier that day, with other data, and syncs. The main line's entry is the
+    /// one kept: alice's entry reads as she wrote it on every device.
+    package func assertALogEntryWrittenAgainOnAnOldCopyRewritesNothing(_ team: PublishedWorkTeam,
+                                                                       file: StaticString = #filePath, line: UInt = #line) throws {
+        let eddiesCopy = try team.clone(team.eddie, "rewriting-eddie")
+        let id = try concordOK(["append", "logs", "--json", #"{"text":"gave 5mg at 9:00"}"#], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        let day = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: team.aliceProfile.appendingPathComponent("logs").path).first,
+                                file: file, line: line)
+        let forged = #"{"at":"\#(day.prefix(10))T00:00:01.000Z-0000","by":"alice","data":{"text":"gave 50mg at 9:00"},"device":"laptop","id":"\#(id)"}"#
+        try commitWithGit(in: eddiesCopy, signedWith: team.eddie.keyFile, message: "logs: appended\n\nConcord-Actor: alice\nConcord-Device: laptop") { clone in
+            try FileManager.default.createDirectory(at: clone.appendingPathComponent("logs"), withIntermediateDirectories: true)
+            try Data((forged + "\n").utf8).write(to: clone.appendingPathComponent("logs/\(day)"))
+        }
+        try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        let fresh = try team.clone(team.alice, "rewriting-fresh")
+        for copy in [team.aliceProfile, fresh] {
+            let entry = try concordOK(["get", "logs/\(id)"], as: team.alice, in: copy, file: file, line: line)
+            XCTAssertTrue(entry.contains("gave 5mg") && !entry.contains("50mg"), "at \(copy.lastPathComponent): \(entry)", file: file, line: line)
+        }
+        XCTAssertTrue(try concordOK(["verify"], as: team.alice, in: fresh, file: file, line: line).contains("verified"), file: file, line: line)
+    }
+
+    /// The seventh red-team pass (F2): eddie, an Admin, adds a kind and writes a record of it
+    /// offline, while alice demotes him to Editor. His sync leaves both out — the kind is no kind of
+    /// the merge, so the record goes with it — and publishes a valid merge; the next sync has
+    /// nothing to do, and a fresh clone verifies.
+    package func assertAKindAddedOfflineByADemotedAdminLeavesAValidMerge(_ team: PublishedWorkTeam,
+                                                                          file: StaticString = #filePath, line: UInt = #line) throws {
+        try concordOK(["role", "eddie", "admin"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        let eddiesCopy = try team.clone(team.eddie, "new-kind-eddie")
+        try concordOK(["kinds", "add", "notes", "--policy", "lww", "--writers", "viewer"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        try concordOK(["put", "notes/n1", "--json", #"{"text":"offline"}"#], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        try concordOK(["role", "eddie", "editor"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+
+        let synced = try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        XCTAssertTrue(synced.contains("left out: .concord/kinds.json") && synced.contains("n1.json: eddie's change"), synced, file: file, line: line)
+        XCTAssertTrue(try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line).contains("sent 0"), file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        let fresh = try team.clone(team.alice, "new-kind-fresh")
+        XCTAssertFalse(try concordOK(["kinds", "list"], as: team.alice, in: fresh, file: file, line: line).contains("notes"), file: file, line: line)
+        XCTAssertTrue(try concordOK(["verify"], as: team.alice, in: fresh, file: file, line: line).contains("verified"), file: file, line: line)
+    }
+
+    /// The seventh red-team pass (F3): eddie, an Admin, lets Viewers write vocabulary on his copy;
+    /// alice, on a copy of hers from before his demotion, merges that and adds a kind, while on her
+    /// main copy she demotes eddie. Her sync of that copy leaves eddie's kinds change out, so the
+    /// kinds are the main line's and `.gitattributes` with them: a valid merge, published.
+    package func assertAFallenKindsChangeTakesGitattributesWithIt(_ team: PublishedWorkTeam,
+                                                                  file: StaticString = #filePath, line: UInt = #line) throws {
+        try concordOK(["role", "eddie", "admin"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        let eddiesCopy = try team.clone(team.eddie, "attributes-eddie")
+        let alicesOther = try team.clone(team.alice, "attributes-alice")
+        try concordOK(["kinds", "set", "vocabulary", "--writers", "viewer"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        let eddies = try revParse("HEAD", in: eddiesCopy, file: file, line: line)
+        try gitOK(["fetch", "--quiet", eddiesCopy.path, "main:refs/peers/eddie"], in: alicesOther, file: file, line: line)
+        try concordOK(["merge", eddies], as: team.alice, in: alicesOther, file: file, line: line)
+        try concordOK(["kinds", "add", "notes", "--policy", "lww", "--writers", "editor"], as: team.alice, in: alicesOther, file: file, line: line)
+        try concordOK(["role", "eddie", "editor"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+
+        let synced = try concordOK(["sync"], as: team.alice, in: alicesOther, file: file, line: line)
+        XCTAssertTrue(synced.contains("left out: .concord/kinds.json"), synced, file: file, line: line)
+        let attributes = try String(contentsOf: alicesOther.appendingPathComponent(".gitattributes"), encoding: .utf8)
+        XCTAssertFalse(attributes.contains("notes"), attributes, file: file, line: line)
+        let fresh = try team.clone(team.alice, "attributes-fresh")
+        XCTAssertTrue(try concordOK(["verify"], as: team.alice, in: fresh, file: file, line: line).contains("verified"), file: file, line: line)
+        XCTAssertTrue(try concordOK(["kinds", "list"], as: team.alice, in: fresh, file: file, line: line)
+            .split(separator: "\n").contains { $0.hasPrefix("vocabulary") && !$0.contains("viewer") }, file: file, line: line)
+    }
+
+    /// The seventh red-team pass (F5): eddie, demoted to Viewer, writes vocabulary/apple on his copy
+    /// from before, stamped in 2099, and syncs: left out, its tombstone at the earliest stamp there
+    /// is. Alice, offline meanwhile, made vocabulary/apple of her own; her sync keeps it, on every
+    /// device, and her next write of it is stamped now, not after 2099.
+    package func assertALeftOutWriteStampedInTheFutureOutranksNoOne(_ team: PublishedWorkTeam,
+                                                                    file: StaticString = #filePath, line: UInt = #line) throws {
+        let eddiesCopy = try team.clone(team.eddie, "future-eddie")
+        try concordOK(["role", "eddie", "viewer"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["put", "vocabulary/apple", "--json", #"{"label":"alice's apple"}"#], as: team.alice, in: team.aliceProfile, file: file, line: line)
+
+        try concordOK(["put", "vocabulary/apple", "--json", #"{"label":"from 2099"}"#], as: team.eddie, in: eddiesCopy,
+                      clock: "2099-01-01T00:00:00.000Z", file: file, line: line)
+        let synced = try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        XCTAssertTrue(synced.contains("apple.json: eddie's change"), synced, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        let fresh = try team.clone(team.alice, "future-fresh")
+        for copy in [team.aliceProfile, fresh] {
+            let apple = try concordOK(["get", "vocabulary/apple"], as: team.alice, in: copy, file: file, line: line)
+            XCTAssertTrue(apple.contains("alice's apple") && !apple.contains("2099"), "at \(copy.lastPathComponent): \(apple)", file: file, line: line)
+        }
+    }
+
     /// Eddie adds a tablet (its proof made on his copy) and syncs; the tablet's own copy.
     private func eddiesTablet(_ team: PublishedWorkTeam, file: StaticString, line: UInt) throws -> (TestDevice, URL) {
         let eddiesCopy = try team.clone(team.eddie, "tablet-eddie-\(UUID().uuidString.prefix(4))")

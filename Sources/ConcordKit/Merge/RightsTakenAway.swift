@@ -61,6 +61,10 @@ struct RightsTakenAway {
         // Pass 1. The kinds: a change by someone who may not make it where it lands is left out (only Admins may).
         let fallen = try find(landings, kinds: Array(repeating: mainLineKinds, count: landings.count), only: KindsTable.path, repository)
         var report = try leaveOut(fallen, from: index, merged: merged, mainLine: trees.ours, kinds: kinds, repository)
+        if !fallen.isEmpty, let attributes = try repository.entry(at: ProfilePaths.gitattributes, inTree: trees.ours), attributes.kind == .blob {
+            // .gitattributes is what kinds.json generates: it follows the kinds the main line keeps.
+            try index.set(try treePath(ProfilePaths.gitattributes), to: attributes.id)
+        }
         merged = try index.writeTree()
         let ending = try kindsTable(in: merged, repository) ?? kinds
 
@@ -152,7 +156,8 @@ struct RightsTakenAway {
         var found = Found()
         for (landed, table) in zip(landings, kinds) {
             let (links, landing, before) = (landed.links, landed.on, landed.before)
-            let paths = landed.paths.filter { only == nil ? $0 != KindsTable.path : $0 == only }
+            // .gitattributes follows kinds.json (what it generates), never judged on its own.
+            let paths = landed.paths.filter { only == nil ? $0 != KindsTable.path && $0 != ProfilePaths.gitattributes : $0 == only }
             guard !paths.isEmpty, let key = try signer(of: links.id, in: repository) else { continue }
             let parentTree = try repository.commit(links.parents[0]).tree
             let commit = try repository.commit(links.id)
@@ -213,11 +218,12 @@ struct RightsTakenAway {
                 try index.set(try treePath(path), to: try repository.writeBlob(LogEntry.encodeLogFile(entries)))
             } else {
                 // Any other file: the main line's version. A record the main line lacks stays (files are
-                // never removed) as a tombstone of the version left out: deleted by its own writer, at
-                // its own stamp.
+                // never removed) as a tombstone of the version left out (`RightsTakenAwayRule.tombstone`),
+                // unless its kind is not one the merge ends with: then it is no file of the profile, and goes.
                 if let entry = try repository.entry(at: path, inTree: mainLine), entry.kind == .blob {
                     try index.set(try treePath(path), to: entry.id)
-                } else if let bytes = try blob(path, in: merged, repository), let record = try? Record.decode(bytes) {
+                } else if case .success(.record) = ProfilePathRules.classify(Array(path.utf8), kinds: kinds),
+                          let bytes = try blob(path, in: merged, repository), let record = try? Record.decode(bytes) {
                     try index.set(try treePath(path), to: try repository.writeBlob(RightsTakenAwayRule.tombstone(of: record).encoded()))
                 } else {
                     try index.remove(try treePath(path))

@@ -95,19 +95,22 @@ public struct AccountDeletion {
         var mine = members.first { $0.name == identity.member }
         let remotes = try profile.sync.remotes().map(\.name)
         let remote = remotes.contains("origin") ? "origin" : remotes.first
-        if let remote, mine?.status == .active {
-            // What the remote holds decides, not this copy: an Admin added there since it last synced keeps the
-            // profile (a stale copy that "alone administers" must not destroy it for everyone), and the departure
-            // goes on top of the remote's main (a merge after it would be signed by a member who left).
-            do {
-                _ = try profile.sync.run(remote: remote, as: identity)
-            } catch ConcordError.accessRemoved {
-                return try gone(profile, "departure not needed: access had already been removed")
-            } catch ConcordError.profileDeleted {
-                return try gone(profile, "departure not needed: the profile was deleted")
-            } catch {
-                let reason = (error as? LocalizedError)?.errorDescription ?? "\(error)"
-                return .notDone("\(remote) could not be synced, so who else administers it is not known (\(reason)); the copy is kept: run it again once \(remote) can be reached")
+        if mine?.status == .active {
+            // What the remotes hold decides, not this copy: an Admin added on any of them since it last synced
+            // keeps the profile (a stale copy that "alone administers" must not destroy it for everyone, and a
+            // destroy deletes it on every remote), and the departure goes on top of the remote's main (a merge
+            // after it would be signed by a member who left). The one it goes to is synced last.
+            for each in remotes.filter({ $0 != remote }) + (remote.map { [$0] } ?? []) {
+                do {
+                    _ = try profile.sync.run(remote: each, as: identity)
+                } catch ConcordError.accessRemoved {
+                    return try gone(profile, "departure not needed: access had already been removed")
+                } catch ConcordError.profileDeleted {
+                    return try gone(profile, "departure not needed: the profile was deleted")
+                } catch {
+                    let reason = (error as? LocalizedError)?.errorDescription ?? "\(error)"
+                    return .notDone("\(each) could not be synced, so who else administers it is not known (\(reason)); the copy is kept: run it again once \(each) can be reached")
+                }
             }
             members = try profile.members.list()
             mine = members.first { $0.name == identity.member }
