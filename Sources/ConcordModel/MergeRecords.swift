@@ -35,6 +35,8 @@ public enum RecordMerge {
     ///   is unchanged from the base.
     /// - `lww`, two tombstones: the later one; no conflict.
     /// - `delete-wins`, two tombstones: the *earliest* one by the total order; no conflict.
+    /// - either policy, a placeholder (``Record/isPlaceholder``: a tombstone at the earliest stamp) and
+    ///   any other version: the other version, unchanged; no conflict.
     /// - `delete-wins`, a tombstone and a live record: the tombstone, unless the live record has seen it
     ///   (its `lastDeleted` is the tombstone or later: written again after the delete), then the live
     ///   record with no conflict. A conflict (winner the delete, loser the edit, with its content) is
@@ -85,6 +87,8 @@ public enum RecordMerge {
         let b = base.flatMap { try? Record.decode($0) }
             .flatMap { $0.id == o.record.id && $0.kind == o.record.kind ? RecordSide($0) : nil }
 
+        // A placeholder (a record left out of a merge, kept as a file) gives way to the other version.
+        if o.record.isPlaceholder != t.record.isPlaceholder { return .merged(bytes: o.record.isPlaceholder ? theirs : ours, conflicts: []) }
         switch (o.record.state, t.record.state) {
         case (.live, .live):
             let (merged, collision) = joinLive(o.record, t.record, base: b?.record)

@@ -57,6 +57,15 @@ public struct Record: Sendable, Equatable {
     /// Whether this is a tombstone.
     public var isDeleted: Bool { state == .deleted }
 
+    /// The stamp of a placeholder: the earliest there is (0000-01-01T00:00:00.000Z-0000).
+    public static let placeholderStamp = HLC(wallMillis: HLC.minWallMillis)
+
+    /// Whether this is a placeholder: a tombstone at the earliest stamp, which a merge leaves where a
+    /// record left out of it (docs/security.md) stays as a file. Every merge gives way to the other
+    /// version of the record, live or deleted (``RecordMerge/merge(policy:base:ours:theirs:)``), so it
+    /// deletes nothing, whatever the kind's policy.
+    public var isPlaceholder: Bool { isDeleted && stamp == Self.placeholderStamp }
+
     /// The data of a live record; `nil` for a tombstone.
     public var data: [String: JSONValue]? {
         if case .live(let data) = state { return data }

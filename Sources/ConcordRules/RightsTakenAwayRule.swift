@@ -65,16 +65,19 @@ package enum RightsTakenAwayRule {
 
     /// A record left out that the kept version lacks stays (files are never removed) as a tombstone
     /// of the version left out: deleted by its own writer, at the earliest stamp there is, never at
-    /// the stamp they chose — so it outranks no one's concurrent write of that id under last-writer-wins
-    /// (the seventh red-team pass, F5).
+    /// the stamp they chose — a placeholder, which every merge gives way to another version of that id
+    /// (`Record.isPlaceholder`; the seventh and eighth red-team passes).
     package static func tombstone(of record: Record) -> Record {
         Record(id: record.id, kind: record.kind, device: record.device, member: record.member,
-               stamp: HLC(wallMillis: HLC.minWallMillis), state: .deleted)
+               stamp: Record.placeholderStamp, state: .deleted)
     }
 
-    /// Whether `member`, with the rights the merge leaves them, may not change `path`.
+    /// Whether `member`, with the rights the merge leaves them, may not change `path` under `kinds`:
+    /// also an Admin may not change a file that is none of the profile's there (a record of a kind
+    /// added by a kinds change that fell).
     package static func mayNotChange(_ path: String, _ member: Member, kinds: KindsTable) -> Bool {
-        member.status != .active || AccessRule.mayChange(path, by: member, kinds: kinds) != nil
+        if case .failure = ProfilePathRules.classify(Array(path.utf8), kinds: kinds) { return true }
+        return member.status != .active || AccessRule.mayChange(path, by: member, kinds: kinds) != nil
     }
 
     /// Member and invitation files: what the membership resolution decides, never left out here.

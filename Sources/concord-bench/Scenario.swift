@@ -46,6 +46,8 @@ struct Scenario: Sendable {
                  targetRatio: .nan, run: LogArrivalBenchmark.run),
         Scenario(id: "B17", title: "the record index with one NUL record at 3,000 and 30,000 records vs the clean kind and a full scan",
                  targetRatio: .nan, run: HostileIndexBenchmark.run),
+        Scenario(id: "B18", title: "a merge leaving out 100 and 1,000 side writes of a member the main line demoted vs git merge-tree",
+                 targetRatio: .nan, run: RightsTakenAwayBenchmark.run),
         Scenario(id: "B11", title: "a long-running watch: resident memory over idle polls and syncs", targetRatio: 2.0,
                  run: WatchSoakBenchmark.run),
         Scenario(id: "G1", title: "tree writes: Repository.writeTree vs bare git_tree_create_updated", targetRatio: .nan,

@@ -97,12 +97,26 @@ final class RightsTakenAwayRuleTests: XCTestCase {
         XCTAssertEqual(RightsTakenAwayRule.logEntries(merged, keeping: [], dropping: []), merged)
     }
 
-    func testARecordTheKeptVersionLacksStaysAsItsWritersTombstone() throws {
-        let record = Record(id: try RecordID("x1"), kind: "vocabulary", device: "phone", member: "bob", stamp: HLC(wallMillis: 7),
+    /// A record the kept version lacks stays as its writer's placeholder: a tombstone at the earliest
+    /// stamp, never the one they chose, which every merge gives way to, under either policy: a
+    /// concurrent live version of the id, or a real delete, is what the merge keeps, unchanged.
+    func testARecordTheKeptVersionLacksStaysAsItsWritersPlaceholder() throws {
+        let record = Record(id: try RecordID("x1"), kind: "vocabulary", device: "phone", member: "bob", stamp: HLC(wallMillis: 4_102_444_800_000),
                             state: .live(data: ["word": .string("hi")]), fieldStamps: [:])
         let tombstone = RightsTakenAwayRule.tombstone(of: record)
         XCTAssertEqual(tombstone, Record(id: try RecordID("x1"), kind: "vocabulary", device: "phone", member: "bob",
-                                         stamp: HLC(wallMillis: 7), state: .deleted))
-        XCTAssertTrue(tombstone.isDeleted)
+                                         stamp: Record.placeholderStamp, state: .deleted))
+        XCTAssertTrue(tombstone.isPlaceholder)
+        let alices = Record(id: try RecordID("x1"), kind: "vocabulary", device: "laptop", member: "alice", stamp: HLC(wallMillis: 9),
+                            state: .live(data: ["word": .string("alice's")]), fieldStamps: [:]).encoded()
+        let deleted = Record(id: try RecordID("x1"), kind: "vocabulary", device: "laptop", member: "alice", stamp: HLC(wallMillis: 9),
+                             state: .deleted).encoded()
+        for policy in [MergePolicy.lww, .deleteWins] {
+            for other in [alices, deleted] {
+                XCTAssertEqual(RecordMerge.merge(policy: policy, base: nil, ours: tombstone.encoded(), theirs: other), .merged(bytes: other, conflicts: []))
+                XCTAssertEqual(RecordMerge.merge(policy: policy, base: nil, ours: other, theirs: tombstone.encoded()), .merged(bytes: other, conflicts: []))
+            }
+        }
+        XCTAssertFalse(try Record.decode(deleted).isPlaceholder)
     }
 }

@@ -235,6 +235,26 @@ final class ServeMemberAttackTests: ConcordServeTestCase {
         try assertLeavingAfterTheRemoteMovedRecordsTheDeparture(try publishedWorkTeam())
     }
 
+    /// The eighth red-team pass: an edit left out on top of an honest side keeps the honest write (F1, HIGH).
+    func testAnEditLeftOutOnTopOfAnHonestSideKeepsTheHonestWriteThroughServe() throws {
+        try assertAnEditLeftOutOnTopOfAnHonestSideKeepsTheHonestWrite(try publishedWorkTeam())
+    }
+
+    /// The eighth red-team pass: a left-out copy of an honest entry drops nothing (F2, HIGH).
+    func testALeftOutCopyOfAnHonestEntryDropsNothingThroughServe() throws {
+        try assertALeftOutCopyOfAnHonestEntryDropsNothing(try publishedWorkTeam())
+    }
+
+    /// The eighth red-team pass: a left-out write in a delete-wins kind deletes nothing (F3, HIGH).
+    func testALeftOutWriteInADeleteWinsKindDeletesNothingThroughServe() throws {
+        try assertALeftOutWriteInADeleteWinsKindDeletesNothing(try publishedWorkTeam())
+    }
+
+    /// The eighth red-team pass: a record of a fallen kind goes with it, whoever wrote it (F4).
+    func testARecordOfAFallenKindGoesWithItWhoeverWroteItThroughServe() throws {
+        try assertARecordOfAFallenKindGoesWithItWhoeverWroteIt(try publishedWorkTeam())
+    }
+
     /// The seventh red-team pass: a log entry written again on an old copy rewrites nothing (F1, HIGH).
     func testALogEntryWrittenAgainOnAnOldCopyRewritesNothingThroughServe() throws {
         try assertALogEntryWrittenAgainOnAnOldCopyRewritesNothing(try publishedWorkTeam())

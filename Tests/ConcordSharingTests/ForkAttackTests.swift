@@ -238,6 +238,26 @@ final class ForkAttackTests: ConcordTestCase {
         try assertLeavingAfterTheRemoteMovedRecordsTheDeparture(try publishedWorkTeam())
     }
 
+    /// The eighth red-team pass: an edit left out on top of an honest side keeps the honest write (F1, HIGH).
+    func testAnEditLeftOutOnTopOfAnHonestSideKeepsTheHonestWrite() throws {
+        try assertAnEditLeftOutOnTopOfAnHonestSideKeepsTheHonestWrite(try publishedWorkTeam())
+    }
+
+    /// The eighth red-team pass: a left-out copy of an honest entry drops nothing (F2, HIGH).
+    func testALeftOutCopyOfAnHonestEntryDropsNothing() throws {
+        try assertALeftOutCopyOfAnHonestEntryDropsNothing(try publishedWorkTeam())
+    }
+
+    /// The eighth red-team pass: a left-out write in a delete-wins kind deletes nothing (F3, HIGH).
+    func testALeftOutWriteInADeleteWinsKindDeletesNothing() throws {
+        try assertALeftOutWriteInADeleteWinsKindDeletesNothing(try publishedWorkTeam())
+    }
+
+    /// The eighth red-team pass: a record of a fallen kind goes with it, whoever wrote it (F4).
+    func testARecordOfAFallenKindGoesWithItWhoeverWroteIt() throws {
+        try assertARecordOfAFallenKindGoesWithItWhoeverWroteIt(try publishedWorkTeam())
+    }
+
     /// The seventh red-team pass: a log entry written again on an old copy rewrites nothing (F1, HIGH).
     func testALogEntryWrittenAgainOnAnOldCopyRewritesNothing() throws {
         try assertALogEntryWrittenAgainOnAnOldCopyRewritesNothing(try publishedWorkTeam())

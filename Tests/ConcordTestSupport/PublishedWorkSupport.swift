@@ -471,6 +471,124 @@ extension ConcordTestCase {
         }
     }
 
+    /// The eighth red-team pass (F1, HIGH): on another copy of hers, offline, alice makes
+    /// vocabulary/cw and relabels vocabulary/puzzle; eddie merges that copy's line as a peer's, and
+    /// while alice (on her main copy) demotes him to Viewer, edits both on top of it and syncs. His
+    /// edits are left out, and only his: both records keep what alice wrote, on every device.
+    package func assertAnEditLeftOutOnTopOfAnHonestSideKeepsTheHonestWrite(_ team: PublishedWorkTeam,
+                                                                          file: StaticString = #filePath, line: UInt = #line) throws {
+        let eddiesCopy = try team.clone(team.eddie, "on-top-eddie")
+        let alicesOther = try team.clone(team.alice, "on-top-alice")
+        try concordOK(["put", "vocabulary/cw", "--json", #"{"label":"alice's word"}"#], as: team.alice, in: alicesOther, file: file, line: line)
+        try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"alice's relabel"}"#], as: team.alice, in: alicesOther, file: file, line: line)
+        let alices = try revParse("HEAD", in: alicesOther, file: file, line: line)
+        try gitOK(["fetch", "--quiet", alicesOther.path, "main:refs/peers/alice"], in: eddiesCopy, file: file, line: line)
+        try concordOK(["role", "eddie", "viewer"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+
+        try concordOK(["merge", alices], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        for record in ["vocabulary/cw", "vocabulary/puzzle"] {
+            try concordOK(["put", record, "--json", #"{"label":"eddie's"}"#], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        }
+        let synced = try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        XCTAssertTrue(synced.contains("cw.json: eddie's change") && synced.contains("puzzle.json: eddie's change"), synced, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: alicesOther, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        let fresh = try team.clone(team.alice, "on-top-fresh")
+        for copy in [team.aliceProfile, alicesOther, fresh] {
+            for (record, label) in [("vocabulary/cw", "alice's word"), ("vocabulary/puzzle", "alice's relabel")] {
+                let read = try concordOK(["get", record], as: team.alice, in: copy, file: file, line: line)
+                XCTAssertTrue(read.contains(label) && !read.contains("eddie's"), "\(record) at \(copy.lastPathComponent): \(read)", file: file, line: line)
+            }
+        }
+        XCTAssertTrue(try concordOK(["verify"], as: team.alice, in: fresh, file: file, line: line).contains("verified"), file: file, line: line)
+    }
+
+    /// The eighth red-team pass (F2, HIGH): on another copy of hers, offline, alice appends a log
+    /// entry; eddie, demoted to Viewer meanwhile, commits the very same line acting for her on his
+    /// copy from before, merges her copy's line as a peer's and syncs. His commit is left out, but the
+    /// entry alice's own commit added stays, on every device.
+    package func assertALeftOutCopyOfAnHonestEntryDropsNothing(_ team: PublishedWorkTeam,
+                                                               file: StaticString = #filePath, line: UInt = #line) throws {
+        let eddiesCopy = try team.clone(team.eddie, "copied-entry-eddie")
+        let alicesOther = try team.clone(team.alice, "copied-entry-alice")
+        let id = try concordOK(["append", "logs", "--json", #"{"text":"fell at 14:00"}"#], as: team.alice, in: alicesOther, file: file, line: line)
+        let alices = try revParse("HEAD", in: alicesOther, file: file, line: line)
+        let day = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: alicesOther.appendingPathComponent("logs").path).first,
+                                file: file, line: line)
+        let entry = try String(contentsOf: alicesOther.appendingPathComponent("logs/\(day)"), encoding: .utf8)
+        try gitOK(["fetch", "--quiet", alicesOther.path, "main:refs/peers/alice"], in: eddiesCopy, file: file, line: line)
+        try concordOK(["role", "eddie", "viewer"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+
+        try commitWithGit(in: eddiesCopy, signedWith: team.eddie.keyFile, message: "logs: appended\n\nConcord-Actor: alice\nConcord-Device: laptop") { clone in
+            try FileManager.default.createDirectory(at: clone.appendingPathComponent("logs"), withIntermediateDirectories: true)
+            try Data(entry.utf8).write(to: clone.appendingPathComponent("logs/\(day)"))
+        }
+        try concordOK(["merge", alices], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        let synced = try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        XCTAssertTrue(synced.contains("\(day): eddie's change"), synced, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        let fresh = try team.clone(team.alice, "copied-entry-fresh")
+        for copy in [team.aliceProfile, fresh] {
+            XCTAssertTrue(try concordOK(["get", "logs/\(id)"], as: team.alice, in: copy, file: file, line: line).contains("fell at 14:00"),
+                          "at \(copy.lastPathComponent)", file: file, line: line)
+        }
+    }
+
+    /// The eighth red-team pass (F3, HIGH): in a delete-wins kind, eddie, demoted to Viewer, writes
+    /// tasks/milk on his copy from before and syncs: left out, a placeholder. Alice, offline
+    /// meanwhile, made tasks/milk of her own; her sync keeps it (a placeholder deletes nothing,
+    /// whatever the policy), on every device, and reports no edit of hers lost.
+    package func assertALeftOutWriteInADeleteWinsKindDeletesNothing(_ team: PublishedWorkTeam,
+                                                                    file: StaticString = #filePath, line: UInt = #line) throws {
+        try concordOK(["kinds", "add", "tasks", "--policy", "delete-wins", "--writers", "editor"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        let eddiesCopy = try team.clone(team.eddie, "delete-wins-eddie")
+        try concordOK(["role", "eddie", "viewer"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["put", "tasks/milk", "--json", #"{"title":"alice's task"}"#], as: team.alice, in: team.aliceProfile, file: file, line: line)
+
+        try concordOK(["put", "tasks/milk", "--json", #"{"title":"eddie's"}"#], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        let synced = try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        XCTAssertTrue(synced.contains("milk.json: eddie's change"), synced, file: file, line: line)
+        let alices = try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        XCTAssertFalse(alices.contains("lost"), alices, file: file, line: line)
+        let fresh = try team.clone(team.alice, "delete-wins-fresh")
+        for copy in [team.aliceProfile, fresh] {
+            let milk = try concordOK(["get", "tasks/milk"], as: team.alice, in: copy, file: file, line: line)
+            XCTAssertTrue(milk.contains("alice's task"), "at \(copy.lastPathComponent): \(milk)", file: file, line: line)
+        }
+    }
+
+    /// The eighth red-team pass (F4): eddie, an Admin, adds a kind; alice, on another copy of hers,
+    /// merges his line and writes a record of that kind and one of vocabulary, while on her main copy
+    /// she demotes eddie. Her other copy's sync leaves the kind out and her record of it with it (no
+    /// file of the kinds the merge ends with), publishes a valid merge with her vocabulary record,
+    /// and the next sync has nothing to do.
+    package func assertARecordOfAFallenKindGoesWithItWhoeverWroteIt(_ team: PublishedWorkTeam,
+                                                                    file: StaticString = #filePath, line: UInt = #line) throws {
+        try concordOK(["role", "eddie", "admin"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        let eddiesCopy = try team.clone(team.eddie, "fallen-kind-eddie")
+        let alicesOther = try team.clone(team.alice, "fallen-kind-alice")
+        try concordOK(["kinds", "add", "notes", "--policy", "lww", "--writers", "editor"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        let eddies = try revParse("HEAD", in: eddiesCopy, file: file, line: line)
+        try gitOK(["fetch", "--quiet", eddiesCopy.path, "main:refs/peers/eddie"], in: alicesOther, file: file, line: line)
+        try concordOK(["merge", eddies], as: team.alice, in: alicesOther, file: file, line: line)
+        try concordOK(["put", "notes/n1", "--json", #"{"text":"of the new kind"}"#], as: team.alice, in: alicesOther, file: file, line: line)
+        try concordOK(["put", "vocabulary/mine", "--json", #"{"label":"alice's"}"#], as: team.alice, in: alicesOther, file: file, line: line)
+        try concordOK(["role", "eddie", "editor"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+
+        let synced = try concordOK(["sync"], as: team.alice, in: alicesOther, file: file, line: line)
+        XCTAssertTrue(synced.contains("left out: .concord/kinds.json") && synced.contains("n1.json: alice's change"), synced, file: file, line: line)
+        XCTAssertTrue(try concordOK(["sync"], as: team.alice, in: alicesOther, file: file, line: line).contains("sent 0"), file: file, line: line)
+        let fresh = try team.clone(team.alice, "fallen-kind-fresh")
+        XCTAssertTrue(try concordOK(["get", "vocabulary/mine"], as: team.alice, in: fresh, file: file, line: line).contains("alice's"), file: file, line: line)
+        XCTAssertTrue(try concordOK(["verify"], as: team.alice, in: fresh, file: file, line: line).contains("verified"), file: file, line: line)
+    }
+
     /// Eddie adds a tablet (its proof made on his copy) and syncs; the tablet's own copy.
     private func eddiesTablet(_ team: PublishedWorkTeam, file: StaticString, line: UInt) throws -> (TestDevice, URL) {
         let eddiesCopy = try team.clone(team.eddie, "tablet-eddie-\(UUID().uuidString.prefix(4))")

@@ -45,6 +45,8 @@ public struct LostEdit: Sendable, Equatable {
         for (path, kind, id) in contested.records {
             guard let ours = try record(path, sides[0], repository), let theirs = try record(path, sides[1], repository),
                   let merged = try record(path, commit.tree, repository) else { continue }
+            // A placeholder (a record a merge left out, kept as a file) gives way and loses nothing.
+            guard !ours.isPlaceholder, !theirs.isPlaceholder else { continue }
             let lost = RecordMerge.lostWrites(base: try record(path, baseTree, repository), ours: ours, theirs: theirs, merged: merged)
             guard !lost.isEmpty else { continue }
             // What the policy alone makes of the two sides.

@@ -60,7 +60,9 @@ struct RightsTakenAway {
 
         // Pass 1. The kinds: a change by someone who may not make it where it lands is left out (only Admins may).
         let fallen = try find(landings, kinds: Array(repeating: mainLineKinds, count: landings.count), only: KindsTable.path, repository)
-        var report = try leaveOut(fallen, from: index, merged: merged, mainLine: trees.ours, kinds: kinds, repository)
+        let base = try repository.mergeBase(ours, theirs).map { try repository.commit($0).tree }
+        let sides = Sides(landings: landings, base: base, mainLine: trees.ours)
+        var report = try leaveOut(fallen, from: index, merged: merged, sides, kinds: kinds, repository)
         if !fallen.isEmpty, let attributes = try repository.entry(at: ProfilePaths.gitattributes, inTree: trees.ours), attributes.kind == .blob {
             // .gitattributes is what kinds.json generates: it follows the kinds the main line keeps.
             try index.set(try treePath(ProfilePaths.gitattributes), to: attributes.id)
@@ -73,7 +75,7 @@ struct RightsTakenAway {
             : Array(repeating: ending, count: landings.count)
         let found = try find(landings, kinds: landingKinds, only: nil, repository)
         // A file the first pass left out already is reported once.
-        report += try leaveOut(found, from: index, merged: merged, mainLine: trees.ours, kinds: ending, repository)
+        report += try leaveOut(found, from: index, merged: merged, sides, kinds: ending, repository)
             .filter { late in !report.contains { $0.path == late.path && $0.member == late.member } }
         return report
     }
@@ -196,44 +198,76 @@ struct RightsTakenAway {
         var isEmpty: Bool { changes.isEmpty }
     }
 
-    /// Leaves `found` out of `index` (whose tree is `merged`): each file takes the main line's version
-    /// (`mainLine`, its tree), a log drops the members' own entries from the side. Returns what was left out.
-    private static func leaveOut(_ found: Found, from index: MergeIndex, merged: ObjectID, mainLine: ObjectID,
+    /// What a left-out file is judged against: the side's commits where they land, the merge base's
+    /// tree (nil: none), the main line's tree.
+    private struct Sides {
+        let landings: [Landed]
+        let base: ObjectID?
+        let mainLine: ObjectID
+    }
+
+    /// Leaves `found` out of `index` (whose tree is `merged`). A log drops the entries the left-out
+    /// commits added that neither the main line nor a side commit that stands has; a record keeps what
+    /// the side's standing changes made of it before its first left-out change, merged with the main
+    /// line's version by its kind's policy; any other file takes the main line's version. Returns what
+    /// was left out.
+    private static func leaveOut(_ found: Found, from index: MergeIndex, merged: ObjectID, _ sides: Sides,
                                  kinds: KindsTable, _ repository: Repository) throws -> [LeftOut] {
         guard !found.isEmpty else { return [] }
         var report = [LeftOut]()
         for (path, changes) in found.changes.sorted(by: { $0.key < $1.key }) {
+            let leftOutCommits = found.commits[path] ?? []
             if case .success(.logDay) = ProfilePathRules.classify(Array(path.utf8), kinds: kinds) {
-                // A log keeps everything but the members' own entries from the side.
-                let kept = try LogEntry.parseLogFile(try blob(path, in: mainLine, repository) ?? [])
-                var added = Set<LogEntry.Identity>()
-                for (commit, before) in found.commits[path] ?? [] {
+                // A log keeps everything but what only the left-out commits added.
+                let kept = try LogEntry.parseLogFile(try blob(path, in: sides.mainLine, repository) ?? [])
+                func added(_ tree: ObjectID, over before: ObjectID) throws -> [LogEntry.Identity] {
                     let was = Set(try LogEntry.parseLogFile(try blob(path, in: before, repository) ?? []).map(\.identity))
-                    let tree = try repository.commit(commit).tree
-                    added.formUnion(try LogEntry.parseLogFile(try blob(path, in: tree, repository) ?? []).map(\.identity).filter { !was.contains($0) })
+                    return try LogEntry.parseLogFile(try blob(path, in: tree, repository) ?? []).map(\.identity).filter { !was.contains($0) }
+                }
+                var dropping = Set<LogEntry.Identity>()
+                for (commit, before) in leftOutCommits { dropping.formUnion(try added(try repository.commit(commit).tree, over: before)) }
+                let leftOutIDs = Set(leftOutCommits.map(\.commit))
+                for landed in sides.landings where landed.paths.contains(path) && !leftOutIDs.contains(landed.links.id) {
+                    dropping.subtract(try added(landed.links.tree, over: landed.before))
                 }
                 let entries = RightsTakenAwayRule.logEntries(try LogEntry.parseLogFile(try blob(path, in: merged, repository) ?? []),
-                                                             keeping: kept, dropping: added)
+                                                             keeping: kept, dropping: dropping)
                 // (A day file only they wrote stays, empty: files are never removed.)
                 try index.set(try treePath(path), to: try repository.writeBlob(LogEntry.encodeLogFile(entries)))
+            } else if let standing = try standingVersion(path, before: leftOutCommits.first?.before, sides, kinds: kinds, repository) {
+                try index.set(try treePath(path), to: try repository.writeBlob(standing))
+            } else if let entry = try repository.entry(at: path, inTree: sides.mainLine), entry.kind == .blob {
+                // Any other file: the main line's version.
+                try index.set(try treePath(path), to: entry.id)
+            } else if case .success(.record) = ProfilePathRules.classify(Array(path.utf8), kinds: kinds),
+                      let bytes = try blob(path, in: merged, repository), let record = try? Record.decode(bytes) {
+                // A record the main line lacks stays (files are never removed) as a tombstone of the version
+                // left out (`RightsTakenAwayRule.tombstone`), unless its kind is not one the merge ends with:
+                // then it is no file of the profile, and goes.
+                try index.set(try treePath(path), to: try repository.writeBlob(RightsTakenAwayRule.tombstone(of: record).encoded()))
             } else {
-                // Any other file: the main line's version. A record the main line lacks stays (files are
-                // never removed) as a tombstone of the version left out (`RightsTakenAwayRule.tombstone`),
-                // unless its kind is not one the merge ends with: then it is no file of the profile, and goes.
-                if let entry = try repository.entry(at: path, inTree: mainLine), entry.kind == .blob {
-                    try index.set(try treePath(path), to: entry.id)
-                } else if case .success(.record) = ProfilePathRules.classify(Array(path.utf8), kinds: kinds),
-                          let bytes = try blob(path, in: merged, repository), let record = try? Record.decode(bytes) {
-                    try index.set(try treePath(path), to: try repository.writeBlob(RightsTakenAwayRule.tombstone(of: record).encoded()))
-                } else {
-                    try index.remove(try treePath(path))
-                }
+                try index.remove(try treePath(path))
             }
             for change in changes.sorted(by: { $0.member < $1.member }) {
                 report.append(LeftOut(path: path, member: change.member, commit: change.commit, cause: change.cause))
             }
         }
         return report
+    }
+
+    /// What the side's standing changes made of record `path` before its first left-out change (the
+    /// tree that change was made against: `before`), merged with the main line's version by the kind's
+    /// policy (three ways, against the merge base's); nil when the side had not changed it there, or
+    /// the policy cannot merge them (then the main line's version holds).
+    private static func standingVersion(_ path: String, before: ObjectID?, _ sides: Sides, kinds: KindsTable,
+                                        _ repository: Repository) throws -> [UInt8]? {
+        guard let before, let theirs = try blob(path, in: before, repository),
+              case .success(.record(let kind, _)) = ProfilePathRules.classify(Array(path.utf8), kinds: kinds) else { return nil }
+        let base = try sides.base.flatMap { try blob(path, in: $0, repository) }
+        guard theirs != base else { return nil }
+        guard let ours = try blob(path, in: sides.mainLine, repository) else { return theirs }
+        guard case .merged(let bytes, _) = RecordMerge.merge(policy: kind.policy, base: base, ours: ours, theirs: theirs) else { return nil }
+        return bytes
     }
 
     private static func blob(_ path: String, in tree: ObjectID, _ repository: Repository) throws -> [UInt8]? {
