@@ -97,8 +97,7 @@ public struct Records {
     ) throws -> WriteResult<Value> {
         let identity = asOwner ? identity.acting(as: identity.owner) : try profile.members.acting(identity)
         var attempt = 0
-        while true {
-            attempt += 1
+        func once() throws -> WriteResult<Value> {
             let head = try gitCall { try repository.resolveReference("HEAD") }
             let baseTree = try head.map { id in try gitCall { try repository.commit(id).tree } }
             // Stamps follow everything the branch holds, commits a plain `git pull` brought included.
@@ -110,14 +109,20 @@ public struct Records {
                 return WriteResult(value: value, commit: nil, changes: [])
             }
             let message = Records.message(for: transaction.changes, action: action, identity: identity, stamp: stamp)
+            let commit = try CommitWriter(profile: profile, repository: repository, identity: identity)
+                .commit(files: transaction.files, message: message, expectedHead: head)
+            // The new commit's parent is `head`, which the clock has looked at.
+            try profile.clock.save(stamp, seen: commit)
+            // The audit index (a cache) follows the branch where it exists; a failure here fails nothing.
+            try? AuditIndex(repository: repository).catchUp(to: commit, onlyIfPresent: true)
+            return WriteResult(value: value, commit: commit.hex, changes: transaction.changes)
+        }
+        while true {
+            attempt += 1
             do {
-                let commit = try CommitWriter(profile: profile, repository: repository, identity: identity)
-                    .commit(files: transaction.files, message: message, expectedHead: head)
-                // The new commit's parent is `head`, which the clock has looked at.
-                try profile.clock.save(stamp, seen: commit)
-                // The audit index (a cache) follows the branch where it exists; a failure here fails nothing.
-                try? AuditIndex(repository: repository).catchUp(to: commit, onlyIfPresent: true)
-                return WriteResult(value: value, commit: commit.hex, changes: transaction.changes)
+                // Once the branch moved under an attempt, the next ones read it holding git's index.lock: a plain
+                // `git commit` looping in the folder (which takes that lock) cannot move it again before the swap.
+                return try attempt == 1 ? once() : repository.holdingGitIndexLock(once)
             } catch let error as GitError where (error.code == .modified || error.code == .exists || error.code == .locked)
                         && attempt < Records.maxWriteAttempts {
                 usleep(useconds_t.random(in: 1_000...20_000))
