@@ -316,13 +316,8 @@ extension ConcordTestCase {
         try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
         let mainLines = try Data(contentsOf: team.aliceProfile.appendingPathComponent(".concord/kinds.json"))
 
-        try concordOK(["put", "vocabulary/late", "--json", #"{"label":"under the older kinds"}"#], as: team.eddie, in: eddiesCopy, file: file, line: line)
-        try commitWithGit(in: eddiesCopy, signedWith: team.eddie.keyFile, message: "kinds: as main has them") { clone in
-            try mainLines.write(to: clone.appendingPathComponent(".concord/kinds.json"))
-        }
-        let synced = try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
-        XCTAssertTrue(synced.contains("late.json: eddie's change") && synced.contains("lost to the revocation or demotion"), synced, file: file, line: line)
-        try assertNowhere("vocabulary/late", team, file: file, line: line)
+        try assertAWriteThenTheMainLinesKindsIsLeftOut("late", in: eddiesCopy, kinds: mainLines, signedWith: team.eddie.keyFile,
+                                                       cause: "lost to the revocation or demotion", team, file: file, line: line)
     }
 
     /// The sixth red-team pass (HIGH 2, an Admin's hand): alice lets only Admins write vocabulary.
@@ -337,13 +332,21 @@ extension ConcordTestCase {
         try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
         let mainLines = try Data(contentsOf: team.aliceProfile.appendingPathComponent(".concord/kinds.json"))
 
-        try concordOK(["put", "vocabulary/before", "--json", #"{"label":"under the older kinds"}"#], as: team.eddie, in: eddiesCopy, file: file, line: line)
-        try commitWithGit(in: eddiesCopy, signedWith: team.alice.keyFile, message: "kinds: as main has them") { clone in
-            try mainLines.write(to: clone.appendingPathComponent(".concord/kinds.json"))
+        try assertAWriteThenTheMainLinesKindsIsLeftOut("before", in: eddiesCopy, kinds: mainLines, signedWith: team.alice.keyFile,
+                                                       cause: "lost to the kinds where it lands", team, file: file, line: line)
+    }
+
+    /// Eddie writes vocabulary/`id` on `copy`, then a commit signed by `key` sets the main line's
+    /// `kinds` there, and he syncs: his write is left out (`cause`), and is nowhere.
+    private func assertAWriteThenTheMainLinesKindsIsLeftOut(_ id: String, in copy: URL, kinds: Data, signedWith key: URL, cause: String,
+                                                            _ team: PublishedWorkTeam, file: StaticString, line: UInt) throws {
+        try concordOK(["put", "vocabulary/\(id)", "--json", #"{"label":"under the older kinds"}"#], as: team.eddie, in: copy, file: file, line: line)
+        try commitWithGit(in: copy, signedWith: key, message: "kinds: as main has them") { clone in
+            try kinds.write(to: clone.appendingPathComponent(".concord/kinds.json"))
         }
-        let synced = try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
-        XCTAssertTrue(synced.contains("before.json: eddie's change") && synced.contains("lost to the kinds where it lands"), synced, file: file, line: line)
-        try assertNowhere("vocabulary/before", team, file: file, line: line)
+        let synced = try concordOK(["sync"], as: team.eddie, in: copy, file: file, line: line)
+        XCTAssertTrue(synced.contains("\(id).json: eddie's change") && synced.contains(cause), synced, file: file, line: line)
+        try assertNowhere("vocabulary/\(id)", team, file: file, line: line)
     }
 
     /// The sixth red-team pass (HIGH 3): alice alone administers the profile as her laptop last saw
