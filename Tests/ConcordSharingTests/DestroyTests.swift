@@ -236,4 +236,30 @@ final class AccountDeletionTests: ConcordTestCase {
         try concordOK(["put", "vocabulary/after", "--json", #"{"label":"still here"}"#], as: bob, in: bobs)
         try concordOK(["sync"], as: bob, in: bobs)
     }
+
+    /// The eighth red-team pass (F7): alice's laptop makes bob an Admin and syncs origin and backup;
+    /// bob, whose copy knows only backup, destroys the profile there. Deleting alice's identity finds
+    /// backup deleted and still leaves origin: her departure is recorded there, and origin keeps the
+    /// profile for bob.
+    func testIdentityDeleteLeavesTheOtherRemotesWhenOneDeletedTheProfile() throws {
+        let alice = try makeDevice("alice", device: "laptop")
+        let bob = try makeDevice("bob", device: "laptop")
+        let origin = try makeRemote(.path, name: "origin.git")
+        let backup = try makeRemote(.path, name: "backup.git")
+        let laptops = try publishProfile(owner: alice, remote: origin, directory: "deleted-backup-laptop", members: [(bob, "admin")])
+        try concordOK(["remote", "add", "backup", backup.url], as: alice, in: laptops)
+        try concordOK(["sync", "--remote", "backup"], as: alice, in: laptops)
+        let bobs = try cloneProfile(bob, from: backup, into: "deleted-backup-bob")
+        try concordOK(["destroy", "--yes"], as: bob, in: bobs)
+        fsckAtEnd.removeAll { $0 == backup.bare }   // it keeps only the deletion notice
+
+        let deleted = try concordOK(["identity", "delete", "--yes"], as: alice)
+        XCTAssertTrue(deleted.contains("departure recorded on origin") && deleted.contains("backup: the profile was deleted"), deleted)
+        XCTAssertFalse(deleted.contains("destroyed"), deleted)
+        let file = try gitOK(["--git-dir", origin.bare.path, "show", "main:.concord/members/alice.json"])
+        let aliceOnOrigin = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(file.utf8)) as? [String: Any])
+        XCTAssertEqual(aliceOnOrigin["status"] as? String, "revoked", "her departure reached origin: \(file)")
+        XCTAssertEqual(aliceOnOrigin["revokedBy"] as? String, "alice")
+        XCTAssertEqual((aliceOnOrigin["keys"] as? [Any])?.count, 0)
+    }
 }

@@ -94,53 +94,62 @@ public struct AccountDeletion {
         var members = try profile.members.list()
         var mine = members.first { $0.name == identity.member }
         let remotes = try profile.sync.remotes().map(\.name)
-        let remote = remotes.contains("origin") ? "origin" : remotes.first
+        let first = remotes.contains("origin") ? "origin" : remotes.first
+        // The remotes that still hold the profile for this identity, and why each other one does not.
+        var live = remotes, gone = [String]()
         if mine?.status == .active {
             // What the remotes hold decides, not this copy: an Admin added on any of them since it last synced
             // keeps the profile (a stale copy that "alone administers" must not destroy it for everyone, and a
-            // destroy deletes it on every remote), and the departure goes on top of the remote's main (a merge
-            // after it would be signed by a member who left). The one it goes to is synced last.
-            for each in remotes.filter({ $0 != remote }) + (remote.map { [$0] } ?? []) {
+            // destroy deletes it on every remote), and the departure goes on top of each remote's main (a merge
+            // after it would be signed by a member who left). A remote that deleted the profile or removed this
+            // identity's access says nothing about the others: each is synced.
+            for each in remotes.filter({ $0 != first }) + (first.map { [$0] } ?? []) {
                 do {
                     _ = try profile.sync.run(remote: each, as: identity)
                 } catch ConcordError.accessRemoved {
-                    return try gone(profile, "departure not needed: access had already been removed")
+                    (live, gone) = (live.filter { $0 != each }, gone + ["\(each): access had already been removed"])
                 } catch ConcordError.profileDeleted {
-                    return try gone(profile, "departure not needed: the profile was deleted")
+                    (live, gone) = (live.filter { $0 != each }, gone + ["\(each): the profile was deleted"])
                 } catch {
                     let reason = (error as? LocalizedError)?.errorDescription ?? "\(error)"
                     return .notDone("\(each) could not be synced, so who else administers it is not known (\(reason)); the copy is kept: run it again once \(each) can be reached")
                 }
+            }
+            if live.isEmpty, !remotes.isEmpty {
+                return try self.gone(profile, "departure not needed (\(gone.joined(separator: "; ")))")
             }
             members = try profile.members.list()
             mine = members.first { $0.name == identity.member }
         }
         let otherAdmins = members.contains { $0.name != identity.member && $0.role == .admin && $0.status == .active }
         if mine?.status == .active, mine?.role == .admin, !otherAdmins {
-            let report = try profile.sync.destroy(as: identity, forget: true)
+            let report = try profile.sync.destroy(as: identity, forget: true, only: live)
             if let failure = report.failed.first {
                 return .notDone("could not delete it on \(failure.remote): \(failure.error.localizedDescription); the copy is kept")
             }
-            return .destroyed(report.deleted.isEmpty ? "it had no remote" : report.deleted.map { "\($0.remote): \($0.what)" }.joined(separator: "; "))
+            let done = report.deleted.map { "\($0.remote): \($0.what)" } + gone
+            return .destroyed(done.isEmpty ? "it had no remote" : done.joined(separator: "; "))
         }
         var departure = "not needed: \(identity.member) is not an active member"
         if mine?.status == .active { try profile.members.leave(as: identity) }
         if mine?.status == .active || (mine?.status == .revoked && mine?.revokedBy == identity.member) {
-            // The departure (made now, or by a run that could not send it) goes to the remote first.
-            if let remote {
+            // The departure (made now, or by a run that could not send it) goes to every remote that still
+            // holds the profile.
+            var said = [String]()
+            for each in (first.map { [$0] } ?? []) + live.filter({ $0 != first }) where live.contains(each) {
                 do {
-                    _ = try profile.sync.run(remote: remote, as: identity)
-                    departure = "recorded on \(remote)"
+                    _ = try profile.sync.run(remote: each, as: identity)
+                    said.append("recorded on \(each)")
                 } catch ConcordError.accessRemoved {
-                    departure = "not needed: access had already been removed"
+                    said.append("not needed on \(each): access had already been removed")
                 } catch ConcordError.profileDeleted {
-                    departure = "not needed: the profile was deleted"
+                    said.append("not needed on \(each): the profile was deleted")
                 } catch {
-                    return .notDone("the departure could not be sent to \(remote) (\((error as? LocalizedError)?.errorDescription ?? "\(error)")); the copy is kept")
+                    return .notDone("the departure could not be sent to \(each) (\((error as? LocalizedError)?.errorDescription ?? "\(error)")); the copy is kept")
                 }
-            } else {
-                departure = "not recorded: the profile has no remote"
             }
+            said += gone.map { "not needed on \($0)" }
+            departure = said.isEmpty ? "not recorded: the profile has no remote" : said.joined(separator: "; ")
         }
         try profile.removeLocalCopy(unsentTo: "", savingUnsent: false)
         return .left("departure \(departure)")

@@ -36,12 +36,13 @@ extension Sync {
     /// deletes every remote's repository (`deleteRemote`), and, once all are done, this device's
     /// copy and its registry entry (`removeLocalCopy`; kept in the registry as deleted, or
     /// forgotten with `forget`). A remote that fails keeps the copy, so that running it again
-    /// finishes the job.
-    public func destroy(as identity: Identity, forget: Bool = false) throws -> DestroyReport {
+    /// finishes the job. `only`: the remotes to delete, when not every one (`identity delete` skips
+    /// those that already deleted the profile or let this identity in no more).
+    public func destroy(as identity: Identity, forget: Bool = false, only: [String]? = nil) throws -> DestroyReport {
         let notice = try deletionNotice(as: identity)
         var deleted = [(remote: String, what: String)]()
         var failed = [(remote: String, error: ConcordError)]()
-        for remote in try remotes() {
+        for remote in try remotes() where only?.contains(remote.name) ?? true {
             do { deleted.append((remote.name, try deleteRemote(remote.name, notice: notice, as: identity))) } catch {
                 failed.append((remote.name, error as? ConcordError ?? .io((error as? LocalizedError)?.errorDescription ?? "\(error)")))
             }
