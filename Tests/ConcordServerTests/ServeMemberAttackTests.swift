@@ -295,6 +295,12 @@ final class ServeMemberAttackTests: ConcordServeTestCase {
         try assertAnAdminCopyingTheMainLinesKindsOnASideKeepsNoWriteMadeBefore(try publishedWorkTeam())
     }
 
+    /// The eighth red-team pass (F5): a peer's branch merged before a sync, holding what main took
+    /// meanwhile, is merged again by the sync, main first; nothing published is left out.
+    func testAPeerMergeHoldingNewerMainIsMadeAgainBySyncThroughServe() throws {
+        try assertAPeerMergeHoldingNewerMainIsMadeAgainBySync(try publishedWorkTeam())
+    }
+
     private func publishedWorkTeam() throws -> PublishedWorkTeam {
         let team = try servedTeam()
         return PublishedWorkTeam(alice: team.alice, eddie: team.eddie, vera: team.vera, aliceProfile: team.aliceProfile) { device, directory in

@@ -98,6 +98,43 @@ extension ConcordTestCase {
         XCTAssertTrue(try concordOK(["verify"], as: team.alice, in: fresh, file: file, line: line).contains("verified"), file: file, line: line)
     }
 
+    /// The eighth red-team pass (F5): alice, offline, demotes eddie; meanwhile eddie publishes
+    /// vocabulary/puzzle, then writes vocabulary/extra he does not send. Alice merges eddie's branch
+    /// as a peer's (`concord merge`, her own line first) and syncs: her merge took commits main had
+    /// meanwhile as its side, so the sync makes it again, main first, then eddie's branch on top. The
+    /// sync succeeds; what reached main before the demotion (puzzle) stands on every device; what
+    /// did not (extra) is left out.
+    package func assertAPeerMergeHoldingNewerMainIsMadeAgainBySync(_ team: PublishedWorkTeam,
+                                                                  file: StaticString = #filePath, line: UInt = #line) throws {
+        try concordOK(["role", "eddie", "viewer"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        let eddiesCopy = try team.clone(team.eddie, "peer-merge-eddie")
+        try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"puzzle by eddie"}"#], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        try concordOK(["put", "vocabulary/extra", "--json", #"{"label":"never sent"}"#], as: team.eddie, in: eddiesCopy, file: file, line: line)
+
+        try gitOK(["fetch", "--quiet", eddiesCopy.path, "main:refs/peers/eddie"], in: team.aliceProfile, file: file, line: line)
+        let before = try revParse("HEAD", in: team.aliceProfile, file: file, line: line)
+        try concordOK(["merge", "refs/peers/eddie"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        let synced = try concord(["sync"], as: team.alice, in: team.aliceProfile)
+        XCTAssertEqual(synced.status, 0, "an honest peer merge does not wedge the sync: \(synced.stderr)", file: file, line: line)
+        XCTAssertTrue(synced.stderr.contains("was made again, origin's main first"), synced.stderr, file: file, line: line)
+        XCTAssertFalse(synced.stdout.contains("puzzle"), "what reached main before the demotion is not left out: \(synced.stdout)", file: file, line: line)
+        XCTAssertTrue(synced.stdout.contains("left out: ") && synced.stdout.contains("extra.json: eddie's change"), synced.stdout, file: file, line: line)
+        XCTAssertTrue(try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line).contains("received 0 commits, sent 0"),
+                      "and the next sync has nothing to do", file: file, line: line)
+        try gitOK(["merge-base", "--is-ancestor", before, "HEAD"], in: team.aliceProfile, file: file, line: line)
+
+        let fresh = try team.clone(team.vera, "peer-merge-fresh")
+        for (device, copy) in [(team.alice, team.aliceProfile), (team.vera, fresh)] {
+            XCTAssertTrue(try concordOK(["get", "vocabulary/puzzle"], as: device, in: copy, file: file, line: line).contains("puzzle by eddie"),
+                          "eddie's published write stands at \(copy.lastPathComponent)", file: file, line: line)
+            XCTAssertNotEqual(try concord(["get", "vocabulary/extra"], as: device, in: copy).status, 0, file: file, line: line)
+            let members = try concordOK(["members", "list"], as: device, in: copy, file: file, line: line)
+            XCTAssertTrue(members.split(separator: "\n").contains { $0.contains("eddie") && $0.contains("viewer") }, members, file: file, line: line)
+        }
+        XCTAssertTrue(try concordOK(["verify"], as: team.vera, in: fresh, file: file, line: line).contains("verified"), file: file, line: line)
+    }
+
     /// The fourth red-team pass (repros B, B2): eddie, an Admin alice then demoted to Viewer, writes
     /// on his copy from before the demotion and demotes himself there, so that the side's tip shows
     /// him a Viewer already; he merges that copy into main. His rights on the side are the most he

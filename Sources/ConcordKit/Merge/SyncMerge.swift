@@ -28,6 +28,9 @@ public struct MergeReport: Sendable {
     /// Membership decisions of the merged-in line that do not count: made on a copy older than what
     /// the main line (the remote's main) decided meanwhile (docs/security.md).
     public var fallen: [FallenDecision] = []
+    /// This device's own merge (hex) made again, the remote's main first: a `concord merge` of a
+    /// peer's branch that held commits the remote's main took meanwhile.
+    public var remerged: String?
 }
 
 /// A membership decision (a revocation, a role or key change, a join…) that a merge left out: it
@@ -128,16 +131,63 @@ extension Sync {
         if try repository.isAncestor(head, of: theirs), try mainLine == .theirs || repository.isOnFirstParentLine(head, of: theirs) {
             return try moveBranch(branch, .fastForward, from: head, to: theirs, message: "concord: fast-forward", resolved: [], unresolved: [])
         }
-        // An invitation admits once: two acceptances of it on two lines of history are never merged.
         let (main, side) = mainLine == .theirs ? (theirs, head) : (head, theirs)
         // What reached main counts first, also through a merge on the side: such a merge is not made.
         if let problem = try CommitAuthorizer(repository: repository).sideMergeOrderProblem(mainLine: main, side: side) {
+            // This device's own last merge (`concord merge` of a peer's branch that held commits the
+            // remote's main has since taken) is made again: the remote's main with this device's line
+            // before it, then the peer's line on top, as a side. Nothing of either line is lost.
+            if mainLine == .theirs, problem.merge.id == head, problem.merge.author.name == identity.member {
+                let line = problem.merge.parents[0], peer = problem.merge.parents[1]
+                var made = try makeMerge(main: theirs, side: line, ours: line, identity: identity)
+                if try !repository.isAncestor(peer, of: made.commit) {
+                    let again = try makeMerge(main: made.commit, side: peer, ours: made.commit, identity: identity)
+                    made = made.followed(by: again)
+                }
+                var report = try made.move(branch, from: head, in: self)
+                report.remerged = problem.merge.id.hex
+                return report
+            }
             let ownLine = try side == head && repository.isAncestor(problem.merge.id, of: head) && mainLine == .theirs
             throw ownLine ? ConcordError.invalidInput("this device's merge \(problem.merge.id.short) " + problem.reason + ": nothing was "
                 + "changed; undo that merge ('git reset --keep \(problem.merge.parents[0].short)', your own commits stay) and run 'concord sync', "
                 + "which merges the main line first")
                 : ConcordError.unauthorizedCommit(commit: problem.merge.id.short, signer: problem.merge.author.name, change: nil, reason: "it " + problem.reason)
         }
+        return try makeMerge(main: main, side: side, ours: head, identity: identity).move(branch, from: head, in: self)
+    }
+
+    /// A merge commit made and stored, not yet on the branch, with what the report says of it.
+    fileprivate struct MadeMerge {
+        let commit: ObjectID
+        let stamp: HLC
+        var resolved: [ResolvedConflict]
+        var unresolved: [UnresolvedFile]
+        var fallen: [FallenDecision]
+        var leftOut: [LeftOutChange]
+        var contested: [String]
+
+        /// `next`, made on top of this one, with what both report.
+        func followed(by next: MadeMerge) -> MadeMerge {
+            MadeMerge(commit: next.commit, stamp: next.stamp, resolved: resolved + next.resolved, unresolved: unresolved + next.unresolved,
+                      fallen: fallen + next.fallen, leftOut: leftOut + next.leftOut, contested: contested + next.contested)
+        }
+
+        /// Moves `branch` from `head` to the merge, and saves its stamp as the clock's.
+        func move(_ branch: String, from head: ObjectID, in sync: Sync) throws -> MergeReport {
+            var report = try sync.moveBranch(branch, .merged, from: head, to: commit, message: "concord: merge", resolved: resolved, unresolved: unresolved)
+            (report.fallen, report.leftOut, report.contested) = (fallen, leftOut, contested)
+            try sync.profile.clock.save(stamp)
+            return report
+        }
+    }
+
+    /// The signed merge of `side` into `main` (its first parent), made and stored, with `ours` this
+    /// device's line (`main` or `side`): refused when it would admit an invitation twice, overfill an
+    /// open one, or take this device's own membership away.
+    private func makeMerge(main: ObjectID, side: ObjectID, ours head: ObjectID, identity: Identity) throws -> MadeMerge {
+        let theirs = main == head ? side : main
+        // An invitation admits once: two acceptances of it on two lines of history are never merged.
         let admittedTwice = try MembershipResolution.admittedTwice(in: repository, ours: main, theirs: side)
         if let twice = admittedTwice.first(where: \.wasInvited)?.member {
             let reason = twice.name == identity.member
@@ -189,17 +239,12 @@ extension Sync {
         let commit = try repository.createSignedCommit(
             tree: tree, parents: [main, side], author: GitSignature(name: identity.member, email: CommitWriter.email(identity), time: environment.wallClock() / 1000),
             message: message.text, sign: { identity.sign($0) })
-        var report = try moveBranch(branch, .merged, from: head, to: commit, message: "concord: merge",
-                                    resolved: resolved, unresolved: unresolved)
-        report.fallen = merge.resolution.fallen.map(FallenDecision.init)
-        report.leftOut = merge.leftOut.map { LeftOutChange(path: $0.path, member: $0.member, commit: $0.commit.hex, cause: $0.cause) }
         // A name two Admins added at once: the merge admits neither.
-        if !admittedTwice.isEmpty {
-            let merged = try CommitAuthorizer.membership(in: repository, tree: tree).members
-            report.contested = admittedTwice.map(\.member.name).filter { merged[$0]?.status != .active }
-        }
-        try profile.clock.save(stamp)
-        return report
+        let merged = admittedTwice.isEmpty ? [:] : try CommitAuthorizer.membership(in: repository, tree: tree).members
+        return MadeMerge(commit: commit, stamp: stamp, resolved: resolved, unresolved: unresolved,
+                         fallen: merge.resolution.fallen.map(FallenDecision.init),
+                         leftOut: merge.leftOut.map { LeftOutChange(path: $0.path, member: $0.member, commit: $0.commit.hex, cause: $0.cause) },
+                         contested: admittedTwice.map(\.member.name).filter { merged[$0]?.status != .active })
     }
 
     /// Moves `branch` from `old` to `new` (compare-and-swap) and brings the working tree and index
@@ -209,7 +254,7 @@ extension Sync {
     /// next command to take the profile lock finishes the job (`WorkingTree.restoreJournaledPaths`).
     /// git's `index.lock` is held from before the branch moves until the index follows it
     /// (`CommitWriter.commit` says why).
-    private func moveBranch(_ branch: String, _ outcome: MergeReport.Outcome, from old: ObjectID?, to new: ObjectID, message: String,
+    fileprivate func moveBranch(_ branch: String, _ outcome: MergeReport.Outcome, from old: ObjectID?, to new: ObjectID, message: String,
                             resolved: [ResolvedConflict], unresolved: [UnresolvedFile]) throws -> MergeReport {
         try repository.holdingGitIndexLock {
             try moveBranchHoldingIndexLock(branch, outcome, from: old, to: new, message: message, resolved: resolved, unresolved: unresolved)
