@@ -54,9 +54,11 @@ extension MembershipResolution {
         package let state: [String: [UInt8]]
         /// The side's decisions that fell, in replay order.
         package let fallen: [FallenDecision]
-        /// The member and invitation files as each decision (by commit, hex) left them, whether it
-        /// stood or fell: what a side commit after it, and before the next, lands on.
-        package var after: [String: [String: [UInt8]]] = [:]
+        /// The member and invitation files each decision (by commit, hex) touched, as it left them
+        /// (nil: absent), whether it stood or fell: applied in turn to the main line's files, what a
+        /// side commit after it, and before the next, lands on. (Only those files: a copy of every
+        /// file per decision would cost decisions × members.)
+        package var changed: [String: [String: [UInt8]?]] = [:]
     }
 
     /// Replays `side` (the merge's side decisions, in side order) onto `mainline` (the member and
@@ -65,9 +67,9 @@ extension MembershipResolution {
     package static func replayOnMainline(_ mainline: [String: [UInt8]], side: [SideDecision], proofsFor profileID: String? = nil) -> MainlineOutcome {
         var state = mainline
         var fallen = [FallenDecision]()
-        var after = [String: [String: [UInt8]]]()
+        var changed = [String: [String: [UInt8]?]]()
         for decision in side {
-            defer { after[decision.commit] = state }
+            defer { changed[decision.commit] = Dictionary(uniqueKeysWithValues: decision.change.files.keys.map { ($0, state[$0]) }) }
             switch judge(decision.change, state: state) {
             case .falls(let signer, let reason):
                 fallen.append(FallenDecision(commit: decision.commit, signer: signer, what: describe(decision.change), reason: reason))
@@ -93,7 +95,7 @@ extension MembershipResolution {
             }
         }
         var outcome = MainlineOutcome(state: state, fallen: fallen)
-        outcome.after = after
+        outcome.changed = changed
         return outcome
     }
 

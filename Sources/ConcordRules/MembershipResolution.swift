@@ -13,6 +13,9 @@ package struct MembershipResolution: Sendable {
     package let overrides: [String: [UInt8]]
     /// The side's decisions that did not stand (`replayOnMainline`).
     package var fallen: [FallenDecision] = []
+    /// The replay itself, when one was made: who each side commit lands on (`landings`) reads it
+    /// rather than replaying the side again.
+    package var replayed: MainlineOutcome?
 
     package static let none = MembershipResolution(overrides: [:])
 

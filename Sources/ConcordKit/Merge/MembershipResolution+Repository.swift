@@ -20,7 +20,7 @@ extension MembershipResolution {
         let mainline = try authorityFiles(trees.ours, repository)
         let outcome = try replay(theirs, onto: ours, mainline: mainline, in: repository)
         var resolution = resolution(replayed: outcome.state, sides: [mainline, try authorityFiles(trees.theirs, repository)])
-        resolution.fallen = outcome.fallen
+        (resolution.fallen, resolution.replayed) = (outcome.fallen, outcome)
         return resolution
     }
 
@@ -38,15 +38,19 @@ extension MembershipResolution {
     /// the membership it lands on: the main line's with the side's decisions before it replayed
     /// (a decision lands on the membership before it). What a side commit did counts where it lands,
     /// as each decision does (docs/security.md, "What a member who lost their rights did concurrently").
-    package static func landings(of theirs: ObjectID, joining ours: ObjectID, in repository: Repository) throws -> [(commit: CommitLinks, on: Membership)] {
+    /// `replayed`: the replay of this merge's side, when `compute` made it already.
+    package static func landings(of theirs: ObjectID, joining ours: ObjectID, replayed: MainlineOutcome? = nil,
+                                 in repository: Repository) throws -> [(commit: CommitLinks, on: Membership)] {
         func membership(_ files: [String: [UInt8]]) -> Membership { Membership(Array(members(in: files).values)) }
-        let mainline = try authorityFiles(try repository.commit(ours).tree, repository)
-        let outcome = try replay(theirs, onto: ours, mainline: mainline, in: repository)
-        var on = membership(mainline)
+        var files = try authorityFiles(try repository.commit(ours).tree, repository)
+        let outcome = try replayed ?? replay(theirs, onto: ours, mainline: files, in: repository)
+        var on = membership(files)
         var landings = [(commit: CommitLinks, on: Membership)]()
         for commit in try sideOrder(of: theirs, joining: ours, in: repository) {
             landings.append((commit, on))
-            if let after = outcome.after[commit.id.hex] { on = membership(after) }
+            guard let changed = outcome.changed[commit.id.hex] else { continue }
+            for (path, bytes) in changed { files[path] = bytes }
+            on = membership(files)
         }
         return landings
     }

@@ -133,7 +133,8 @@ struct PolicyMerge {
             try index.set(try treePath(path), to: try repository.writeBlob(bytes))
         }
         // What members who lost rights in this merge did concurrently counts only as far as the rights left allow.
-        let leftOut = try RightsTakenAway.apply(to: index, in: repository, ours: ours, theirs: theirs, kinds: planner.kinds)
+        let leftOut = try RightsTakenAway.apply(to: index, in: repository, ours: ours, theirs: theirs, kinds: planner.kinds,
+                                                replayed: resolution.replayed)
         let tree = try index.writeTree()
         Computed.shared.remember(tree, repository.gitDirectory, ours, theirs)
         return PolicyMerge(tree: tree, planner: planner, unresolved: unresolved, resolution: resolution, leftOut: leftOut)

@@ -11,8 +11,10 @@ import ConcordTrust
 /// Each side commit is judged where it lands, as each decision is (`MainlineReplay`): on the main
 /// line's membership with the side's decisions before it replayed. Each file it changed that its
 /// signer there (the active holder of its key; none when the main line removed the key or revoked
-/// its holder), or the member it acts for, may not change there is left out of the merge: the file
-/// keeps the main line's version, and a log keeps every entry but those the commits left out added.
+/// its holder), or the member it acts for, may not change there is left out of the merge: a record
+/// keeps what the side's standing commits made of it before the first change left out, merged with
+/// the main line's version by the kind's policy (the main line's alone when there is none), and a
+/// log keeps every entry but those the commits left out added.
 /// What is left out stays in history and is reported (`PolicyMerge.leftOut`, the merge commit's
 /// `Concord-Left-Out` trailers).
 ///
@@ -20,8 +22,8 @@ import ConcordTrust
 /// demoting themselves, leaving or removing the key there afterwards; an Admin who revokes someone
 /// on an old copy takes nothing away that had already reached main; and a member's own later
 /// decision on the side takes nothing from what they wrote before it. Later edits by others of a
-/// file left out, made on top of the member's on the side, are left out with it (the file is taken
-/// whole from the main line) and reported the same way.
+/// record left out, made on top of the member's on the side, are left out with it (they were made
+/// on what it took away) and reported the same way.
 struct RightsTakenAway {
     /// A file a merge took from the other side because a member who lost their rights changed it.
     struct LeftOut: Sendable, Equatable {
@@ -47,7 +49,7 @@ struct RightsTakenAway {
     /// only an Admin makes (a fallen Admin's is left out, and the file is the main line's); then every
     /// other change, under the kinds where it lands — the main line's alone when a kinds change fell.
     static func apply(to index: MergeIndex, in repository: Repository, ours: ObjectID, theirs: ObjectID,
-                      kinds: KindsTable) throws -> [LeftOut] {
+                      kinds: KindsTable, replayed: MembershipResolution.MainlineOutcome? = nil) throws -> [LeftOut] {
         let trees = (ours: try repository.commit(ours).tree, theirs: try repository.commit(theirs).tree)
         let side = Side(tip: theirs, tree: trees.theirs, mainLine: ours)
 
@@ -55,7 +57,7 @@ struct RightsTakenAway {
         var merged = try index.writeTree()
         let mergedDocuments = try documents(merged, repository)
         guard try membershipTrees(of: side, repository).contains(where: { try documents($0, repository) != mergedDocuments }) else { return [] }
-        let landings = try sideChanges(try MembershipResolution.landings(of: theirs, joining: ours, in: repository), repository)
+        let landings = try sideChanges(try MembershipResolution.landings(of: theirs, joining: ours, replayed: replayed, in: repository), repository)
         let mainLineKinds = try kindsTable(in: trees.ours, repository) ?? kinds
 
         // Pass 1. The kinds: a change by someone who may not make it where it lands is left out (only Admins may).
