@@ -9,7 +9,8 @@ import ConcordModel
 /// members, some of them malicious, build random histories on a real repository — commits on 3–5
 /// heads, forks from any earlier commit, merges of any two commits in either parent order (the policy
 /// merge, or one with an extra change of the signer's), revocations, demotions and promotions racing
-/// one another, members leaving, claiming a higher role or another's key. Every commit is judged by
+/// one another, members leaving, claiming a higher role or another's key, Admins (and demoted Admins on
+/// old forks) changing who writes a kind. Every commit is judged by
 /// the real check every device and server runs (`IncomingCheck`) and by the model, which must agree;
 /// for every merge the real policy merge must give the membership and records the model gives.
 final class AuthorityModelTests: KitTestCase {
@@ -25,7 +26,8 @@ final class AuthorityModelTests: KitTestCase {
     func testTheRealRuleAgreesWithTheReferenceModelOnRandomHistories() throws {
         // hal's key is never a signer's: the one two copies give two newcomers (`keyClash`).
         for name in names + newcomers + ["hal"] { identities[name] = try makeIdentity(name, device: "d") }
-        var totals = (commits: 0, refused: 0, merges: 0, leftOut: 0, fell: 0, forks: 0, keyClashes: 0)
+        var totals = (commits: 0, refused: 0, merges: 0, leftOut: 0, fell: 0, forks: 0, keyClashes: 0, kindsChanges: 0, leftOutByKinds: 0,
+                      ambiguous: 0)
         for n in 0..<UInt64(Self.cases) {
             let seed = Self.baseSeed &+ n &* 104_729
             let outcome = try runCase(seed: seed, directory: "case\(n)")
@@ -36,20 +38,28 @@ final class AuthorityModelTests: KitTestCase {
             totals.fell += outcome.fell
             totals.forks += outcome.forks
             totals.keyClashes += outcome.keyClashes
+            totals.kindsChanges += outcome.kindsChanges
+            totals.leftOutByKinds += outcome.leftOutByKinds
+            totals.ambiguous += outcome.ambiguous
         }
         print("authority model: \(Self.cases) cases, \(totals.commits) commits judged, \(totals.refused) refused, \(totals.merges) merges, "
               + "\(totals.fell) merges where a membership change fell, \(totals.leftOut) where writes were left out, "
-              + "\(totals.forks) adversarial forks merged back, \(totals.keyClashes) merges of two copies giving one key to two newcomers")
+              + "\(totals.forks) adversarial forks merged back, \(totals.keyClashes) merges of two copies giving one key to two newcomers, "
+              + "\(totals.kindsChanges) kinds changes, \(totals.leftOutByKinds) merges leaving writes out for the kinds where they land, "
+              + "\(totals.ambiguous) merges not made (merge bases with different kinds: git's choice of base decides)")
         // The generator must reach the cases the rule is about.
         XCTAssertGreaterThan(totals.refused, totals.commits / 10)
         XCTAssertGreaterThan(totals.fell, Self.cases / 20)
         XCTAssertGreaterThan(totals.leftOut, Self.cases / 20)
         XCTAssertGreaterThan(totals.forks, Self.cases / 20)
         XCTAssertGreaterThan(totals.keyClashes, Self.cases / 20)
+        XCTAssertGreaterThan(totals.kindsChanges, Self.cases / 5)
+        XCTAssertGreaterThan(totals.leftOutByKinds, Self.cases / 50)
     }
 
     private struct Outcome {
-        var commits = 0, refused = 0, merges = 0, leftOut = 0, fell = 0, forks = 0, keyClashes = 0
+        var commits = 0, refused = 0, merges = 0, leftOut = 0, fell = 0, forks = 0, keyClashes = 0, kindsChanges = 0, leftOutByKinds = 0
+        var ambiguous = 0
     }
 
     /// The profile every case starts from (alice creates it and adds the others), made once: each
@@ -96,6 +106,7 @@ final class AuthorityModelTests: KitTestCase {
             story.append("\(commit.short) on \(parents.map(\.short).joined(separator: "+")): \(what) by \(signer): \(real ? "valid" : "refused")")
             outcome.commits += 1
             if !real { outcome.refused += 1 }
+            if real, case .setWriters? = op { outcome.kindsChanges += 1 }
             XCTAssertEqual(real, modelState != nil, "seed \(seed): \(what) by \(signer): real \(real ? "accepts" : "refuses (\(refusal))"), "
                            + "the model \(modelState != nil ? "accepts" : "refuses")\n\(story.joined(separator: "\n"))")
             if real, let modelState {
@@ -108,10 +119,15 @@ final class AuthorityModelTests: KitTestCase {
         /// The policy merge of `parents` (first: the main line), checked against the model, then
         /// committed by `signer` (with an extra change now and then) and judged.
         func mergeStep(head: Int, parents: [ObjectID], signer: String, extra: Bool) throws {
+            guard model.baseWriters(parents[0].hex, parents[1].hex) != nil else {
+                outcome.ambiguous += 1
+                return
+            }
             let merge = try PolicyMerge.compute(in: repository, ours: parents[0], theirs: parents[1])
             outcome.merges += 1
             if !merge.resolution.overrides.isEmpty { outcome.fell += 1 }
             if !merge.leftOut.isEmpty { outcome.leftOut += 1 }
+            if merge.leftOut.contains(where: { $0.cause == .kindsChanged }) { outcome.leftOutByKinds += 1 }
             let expected = model.merged(parents[0].hex, parents[1].hex)
             let realMerge = try modelState(merge.tree, tree: true, repository)
             XCTAssertTrue(realMerge == expected, "seed \(seed): the policy merge of \(parents[0].short) and \(parents[1].short): "
@@ -155,6 +171,7 @@ final class AuthorityModelTests: KitTestCase {
             if let alias = newcomers.filter({ there.members[$0] == nil }).randomElement(using: &rng) {
                 choices.append(.add(name: alias, role: .admin, device: "d", key: key(alias)))
             }
+            if there.writers != .viewer { choices.append(.setWriters(.viewer)) }   // loosen a kind on the old copy, then write it
             guard let op = choices.randomElement(using: &rng) else { return }
             stamp += 1000
             story.append("\(loser), who lost rights at head \(head), forks from \(point.short)")
@@ -163,9 +180,16 @@ final class AuthorityModelTests: KitTestCase {
                                                          message: "\(op)", sign: { self.identities[loser]!.sign($0) })
             guard try judge(fork, parents: [point], signer: loser, op: op, what: Self.describe(op)) else { return }
             valid.append(fork)
-            guard try !repository.isAncestor(fork, of: tip), try !repository.isAncestor(tip, of: fork) else { return }
+            var sideTip = fork
+            if case .setWriters = op, let writer = there.members.filter({ $0.value.active }).keys.sorted().randomElement(using: &rng) {
+                // Someone writes the kind the loosening opened to them, on the old copy.
+                stamp += 1000
+                nextRecord += 1
+                if let write = try commitStep(.write(kind: "vocabulary", id: "r\(nextRecord)"), by: writer, on: fork) { sideTip = write }
+            }
+            guard try !repository.isAncestor(sideTip, of: tip), try !repository.isAncestor(tip, of: sideTip) else { return }
             outcome.forks += 1
-            let parents = Bool.random(using: &rng) ? [tip, fork] : [fork, tip]
+            let parents = Bool.random(using: &rng) ? [tip, sideTip] : [sideTip, tip]
             let signer = Bool.random(using: &rng) || tipAdmins.isEmpty ? loser : tipAdmins.randomElement(using: &rng)!
             try mergeStep(head: head, parents: parents, signer: signer, extra: false)
         }
@@ -181,7 +205,7 @@ final class AuthorityModelTests: KitTestCase {
             return commit
         }
 
-        /// A member writes on a copy of the head while an Admin there revokes or demotes them, and the
+        /// A member writes on a copy of the head while an Admin there revokes or demotes them, or lets only Admins write the kind, and the
         /// two meet in a merge in either parent order: the write falls only when it is on the side.
         func race(head: Int) throws {
             let tip = heads[head], state = model.states[tip.hex]!
@@ -193,11 +217,39 @@ final class AuthorityModelTests: KitTestCase {
             nextRecord += 1
             guard let write = try commitStep(.write(kind: "vocabulary", id: "r\(nextRecord)"), by: writer, on: tip) else { return }
             stamp += 1000
-            let decision: Model.Op = Bool.random(using: &rng) ? .revoke(writer) : .setRole(writer, .viewer)
+            let decision: Model.Op = [.revoke(writer), .setRole(writer, .viewer), .setWriters(.admin)].randomElement(using: &rng)!
             guard let decided = try commitStep(decision, by: admin, on: tip) else { return }
             heads[head] = decided
             let parents = Bool.random(using: &rng) ? [decided, write] : [write, decided]
             try mergeStep(head: head, parents: parents, signer: admin, extra: false)
+        }
+
+        /// An Admin lets a member who may not write vocabulary write it, on a copy of the head, and the
+        /// member writes it there; meanwhile, on the head, another Admin demotes or revokes that
+        /// Admin, lets only Admins write it, or writes something. The two meet in a merge in either
+        /// parent order: the write stands where the loosening stands where it lands.
+        func kindsRace(head: Int) throws {
+            let tip = heads[head], state = model.states[tip.hex]!
+            let admins = state.members.filter { $0.value.active && $0.value.role == .admin }.keys.sorted()
+            guard let loosener = admins.randomElement(using: &rng),
+                  let writer = state.members.filter({ $0.value.active && $0.value.role < state.writers }).keys.sorted().randomElement(using: &rng)
+            else { return }
+            stamp += 1000
+            guard let loosened = try commitStep(.setWriters(state.members[writer]!.role), by: loosener, on: tip) else { return }
+            stamp += 1000
+            nextRecord += 1
+            guard let write = try commitStep(.write(kind: "vocabulary", id: "r\(nextRecord)"), by: writer, on: loosened) else { return }
+            stamp += 1000
+            guard let other = admins.filter({ $0 != loosener }).randomElement(using: &rng) else {
+                heads[head] = write
+                return
+            }
+            nextRecord += 1
+            let decision: Model.Op = [.setRole(loosener, .editor), .revoke(loosener), .setWriters(.admin),
+                                      .write(kind: "settings", id: "r\(nextRecord)")].randomElement(using: &rng)!
+            guard let decided = try commitStep(decision, by: other, on: tip) else { return }
+            heads[head] = decided
+            try mergeStep(head: head, parents: Bool.random(using: &rng) ? [decided, write] : [write, decided], signer: admins[0], extra: false)
         }
 
         /// Admins on two copies of the head add the two newcomers with one key, and the copies meet in
@@ -225,7 +277,7 @@ final class AuthorityModelTests: KitTestCase {
             let signer = Bool.random(using: &rng) && !admins.isEmpty ? admins.randomElement(using: &rng)!
                 : (names + newcomers).filter { state.members[$0] != nil || Int.random(in: 0..<6, using: &rng) == 0 }.randomElement(using: &rng)!
             stamp += 1000
-            switch Int.random(in: 0..<15, using: &rng) {
+            switch Int.random(in: 0..<16, using: &rng) {
             case 0..<5:
                 guard let op = randomOp(by: signer, state: state, record: &nextRecord, rng: &rng) else { continue }
                 if let commit = try commitStep(op, by: signer, on: parent) { heads[head] = commit }
@@ -233,6 +285,8 @@ final class AuthorityModelTests: KitTestCase {
                 try race(head: head)
             case 14:
                 try keyClash(head: head)
+            case 15:
+                try kindsRace(head: head)
             case 5:
                 heads[head] = valid.randomElement(using: &rng)!   // a fork from any earlier commit
                 story.append("head \(head) goes back to \(heads[head].short)")
@@ -252,7 +306,7 @@ final class AuthorityModelTests: KitTestCase {
     /// Something `signer` might try on `state`: what their role allows or not, honest or not.
     private func randomOp(by signer: String, state: Model.State, record: inout Int, rng: inout SplitMix64) -> Model.Op? {
         let others = state.members.keys.filter { $0 != signer }.sorted()
-        switch Int.random(in: 0..<13, using: &rng) {
+        switch Int.random(in: 0..<14, using: &rng) {
         case 12:
             guard let target = others.filter({ !state.members[$0]!.keys.isEmpty }).randomElement(using: &rng) else { return nil }
             return .removeKeys(target)
@@ -275,6 +329,8 @@ final class AuthorityModelTests: KitTestCase {
         case 7:
             guard let role = state.members[signer]?.role, role != .admin else { return nil }
             return .grantSelf(.admin)
+        case 8:
+            return .setWriters(Model.Role.allCases.filter { $0 != state.writers }.randomElement(using: &rng)!)
         default:
             record += 1
             return .write(kind: Int.random(in: 0..<4, using: &rng) == 0 ? "settings" : "vocabulary", id: "r\(record)")
@@ -326,6 +382,12 @@ final class AuthorityModelTests: KitTestCase {
             }
             path = ProfilePaths.member(signer)
             bytes = member.json.canonicalBytes()
+        case .setWriters(let role):
+            let table = try KindsTable.decode(try repository.blob(try XCTUnwrap(try repository.entry(at: KindsTable.path, inTree: tree)).id))
+            path = KindsTable.path
+            bytes = try KindsTable(try table.kinds.map { kind in
+                kind.name == "vocabulary" ? try RecordKind(name: kind.name, directory: kind.directory, policy: kind.policy, writers: role.concord) : kind
+            }).canonicalBytes()
         case .write(let kind, let id):
             path = RecordPaths.file(directory: kind, id: id)
             bytes = Record(id: try RecordID(id), kind: kind, device: "d", member: signer, stamp: HLC(wallMillis: 1_767_225_600_000 + stamp),
@@ -352,7 +414,9 @@ final class AuthorityModelTests: KitTestCase {
                 }
             }
         }
-        return Model.State(members: members, records: records)
+        let kinds = try KindsTable.decode(try repository.blob(try XCTUnwrap(try repository.entry(at: KindsTable.path, inTree: tree)).id))
+        let writers = try XCTUnwrap(kinds.kinds.first { $0.name == "vocabulary" }).writers
+        return Model.State(members: members, records: records, writers: Model.Role(writers))
     }
 
     private static func describe(_ op: Model.Op) -> String {
@@ -365,6 +429,7 @@ final class AuthorityModelTests: KitTestCase {
         case .write(let kind, let id): "write \(kind)/\(id)"
         case .takeKey(let victim, _): "take \(victim)'s key"
         case .grantSelf(let role): "make self \(role.name)"
+        case .setWriters(let role): "let \(role.name)s write vocabulary"
         }
     }
 
@@ -380,6 +445,7 @@ final class AuthorityModelTests: KitTestCase {
         for id in Set(real.records.keys).union(model.records.keys).sorted() where real.records[id] != model.records[id] {
             out.append("\(id): real \(String(describing: real.records[id])), model \(String(describing: model.records[id]))")
         }
+        if real.writers != model.writers { out.append("vocabulary writers: real \(real.writers.name), model \(model.writers.name)") }
         return out.joined(separator: "; ")
     }
 
