@@ -262,4 +262,35 @@ final class AccountDeletionTests: ConcordTestCase {
         XCTAssertEqual(aliceOnOrigin["revokedBy"] as? String, "alice")
         XCTAssertEqual((aliceOnOrigin["keys"] as? [Any])?.count, 0)
     }
+
+    /// The ninth red-team pass (F3): a genuine deletion notice copied into origin's folder, beside
+    /// its live repository, deletes nothing and counts for nothing: alice's `identity delete` is not
+    /// done for that profile (her identity stays), and her sync says why, changing nothing.
+    func testANoticeBesideALiveRepositoryIsRefused() throws {
+        let alice = try makeDevice("alice", device: "laptop")
+        let bob = try makeDevice("bob", device: "laptop")
+        let origin = try makeRemote(.path, name: "origin.git")
+        let backup = try makeRemote(.path, name: "backup.git")
+        let laptops = try publishProfile(owner: alice, remote: origin, directory: "planted-notice-laptop", members: [(bob, "admin")])
+        try concordOK(["remote", "add", "backup", backup.url], as: alice, in: laptops)
+        try concordOK(["sync", "--remote", "backup"], as: alice, in: laptops)
+        let bobs = try cloneProfile(bob, from: backup, into: "planted-notice-bob")
+        try concordOK(["destroy", "--yes"], as: bob, in: bobs)
+        fsckAtEnd.removeAll { $0 == backup.bare }
+        let notice = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: backup.bare.path).first { $0 != "concord" })
+        try FileManager.default.copyItem(at: backup.bare.appendingPathComponent(notice), to: origin.bare.appendingPathComponent(notice))
+        let head = try gitOK(["--git-dir", origin.bare.path, "rev-parse", "main"])
+
+        let synced = try concord(["sync"], as: alice, in: laptops)
+        XCTAssertNotEqual(synced.status, 0)
+        XCTAssertTrue(synced.stderr.contains("holds a deletion notice beside a live repository"), synced.stderr)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: laptops.path), "the copy stays")
+        let deleted = try concord(["identity", "delete", "--yes", "--json"], as: alice)
+        XCTAssertEqual(deleted.status, 1, deleted.stdout + deleted.stderr)
+        let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(deleted.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual(report["identityDeleted"] as? Bool, false, "\(report)")
+        XCTAssertEqual(((report["profiles"] as? [[String: Any]])?.first?["result"] as? String), "NOT done", "\(report)")
+        XCTAssertEqual(try gitOK(["--git-dir", origin.bare.path, "rev-parse", "main"]), head, "origin is untouched")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: alice.home.appendingPathComponent("identity.json").path))
+    }
 }

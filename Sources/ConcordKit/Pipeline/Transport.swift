@@ -13,7 +13,10 @@ extension SyncPipeline {
             // An Admin deleted the profile (`concord destroy`): the directory keeps only the signed notice.
             let noticePath = (path as NSString).appendingPathComponent(DeletionNotice.fileName)
             if let bytes = FileManager.default.contents(atPath: noticePath) {
-                throw try sync.deletionFound(Array(bytes), source: noticePath, remote: remote, cloning: cloning)
+                let found = try sync.deletionFound(Array(bytes), source: noticePath, remote: remote, cloning: cloning)
+                // One that counts, beside a live repository, deletes nothing either.
+                if case ConcordError.profileDeleted = found { try Sync.refuseNoticeBesideRepository(at: path, remote: remote) }
+                throw found
             }
             if !FileManager.default.fileExists(atPath: path) {
                 throw ConcordError.offline(remote: remote, reason: "\(path) does not exist",

@@ -116,6 +116,16 @@ extension Sync {
         try? FileManager.default.removeItem(atPath: (path as NSString).appendingPathComponent("concord"))
     }
 
+    /// A path remote counts as deleted only when its directory keeps nothing but the notice (and
+    /// whatever a `concord destroy` interrupted left without a `HEAD`): a notice beside a live
+    /// repository is a destroy that did not finish, or a notice copied there (a notice names no
+    /// remote), and is refused rather than obeyed.
+    static func refuseNoticeBesideRepository(at path: String, remote: String) throws {
+        guard FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent("HEAD")) else { return }
+        throw ConcordError.invalidInput("\(remote) (\(path)) holds a deletion notice beside a live repository: a 'concord destroy' that did "
+            + "not finish (the Admin runs it again) or a notice copied there; nothing here changed")
+    }
+
     /// Runs `body` holding the push lock of the bare repository at `path` (what pushers take).
     private static func withRemoteLock(_ path: String, _ body: () throws -> Void) throws {
         let lock = try ProfileLock(gitDirectory: path.hasSuffix("/") ? path : path + "/")
