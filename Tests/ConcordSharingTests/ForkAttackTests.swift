@@ -304,6 +304,22 @@ final class ForkAttackTests: ConcordTestCase {
         try assertAPeerMergeHoldingNewerMainIsMadeAgainBySync(try publishedWorkTeam())
     }
 
+    /// The ninth red-team pass (F2): the same, with a write of alice's after her merge: made again on top.
+    func testAWriteAfterAPeerMergeIsMadeAgainBySync() throws {
+        try assertAPeerMergeHoldingNewerMainIsMadeAgainBySync(try publishedWorkTeam(), writingAfter: true)
+    }
+
+    /// The ninth red-team pass (F1): a peer's branch holding a merge that took main's commits as its
+    /// side is left out by the sync, and the device's own write before it stays.
+    func testAPeerBranchHoldingAMergeInTheWrongOrderIsUndoneBySync() throws {
+        try assertAPeerBranchHoldingAMergeInTheWrongOrderIsUndoneBySync(try publishedWorkTeam())
+    }
+
+    /// The ninth red-team pass (F4): a peer's branch holding a forged commit is refused by `concord merge`.
+    func testAPeersBranchIsCheckedBeforeItIsMerged() throws {
+        try assertAPeersBranchIsCheckedBeforeItIsMerged(try publishedWorkTeam())
+    }
+
     private func publishedWorkTeam() throws -> PublishedWorkTeam {
         let team = try makeAccessTeam()
         return PublishedWorkTeam(alice: team.alice, eddie: team.eddie, vera: team.vera, aliceProfile: team.aliceProfile) { device, directory in

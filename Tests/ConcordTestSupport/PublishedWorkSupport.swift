@@ -103,8 +103,9 @@ extension ConcordTestCase {
     /// as a peer's (`concord merge`, her own line first) and syncs: her merge took commits main had
     /// meanwhile as its side, so the sync makes it again, main first, then eddie's branch on top. The
     /// sync succeeds; what reached main before the demotion (puzzle) stands on every device; what
-    /// did not (extra) is left out.
-    package func assertAPeerMergeHoldingNewerMainIsMadeAgainBySync(_ team: PublishedWorkTeam,
+    /// did not (extra) is left out. `writingAfter`: alice also writes after her merge (the ninth
+    /// pass, F2): that commit is made again on top, nothing of hers is lost.
+    package func assertAPeerMergeHoldingNewerMainIsMadeAgainBySync(_ team: PublishedWorkTeam, writingAfter: Bool = false,
                                                                   file: StaticString = #filePath, line: UInt = #line) throws {
         try concordOK(["role", "eddie", "viewer"], as: team.alice, in: team.aliceProfile, file: file, line: line)
         let eddiesCopy = try team.clone(team.eddie, "peer-merge-eddie")
@@ -115,9 +116,14 @@ extension ConcordTestCase {
         try gitOK(["fetch", "--quiet", eddiesCopy.path, "main:refs/peers/eddie"], in: team.aliceProfile, file: file, line: line)
         let before = try revParse("HEAD", in: team.aliceProfile, file: file, line: line)
         try concordOK(["merge", "refs/peers/eddie"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        if writingAfter {
+            try concordOK(["put", "vocabulary/after", "--json", #"{"label":"written after the merge"}"#], as: team.alice, in: team.aliceProfile,
+                          file: file, line: line)
+        }
         let synced = try concord(["sync"], as: team.alice, in: team.aliceProfile)
         XCTAssertEqual(synced.status, 0, "an honest peer merge does not wedge the sync: \(synced.stderr)", file: file, line: line)
-        XCTAssertTrue(synced.stderr.contains("was made again, origin's main first"), synced.stderr, file: file, line: line)
+        XCTAssertTrue(synced.stderr.contains("was made again, the remote's main first"), synced.stderr, file: file, line: line)
+        XCTAssertEqual(synced.stderr.contains("1 of this device's commits after it made again on top"), writingAfter, synced.stderr, file: file, line: line)
         XCTAssertFalse(synced.stdout.contains("puzzle"), "what reached main before the demotion is not left out: \(synced.stdout)", file: file, line: line)
         XCTAssertTrue(synced.stdout.contains("left out: ") && synced.stdout.contains("extra.json: eddie's change"), synced.stdout, file: file, line: line)
         XCTAssertTrue(try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line).contains("received 0 commits, sent 0"),
@@ -129,10 +135,76 @@ extension ConcordTestCase {
             XCTAssertTrue(try concordOK(["get", "vocabulary/puzzle"], as: device, in: copy, file: file, line: line).contains("puzzle by eddie"),
                           "eddie's published write stands at \(copy.lastPathComponent)", file: file, line: line)
             XCTAssertNotEqual(try concord(["get", "vocabulary/extra"], as: device, in: copy).status, 0, file: file, line: line)
+            if writingAfter {
+                XCTAssertTrue(try concordOK(["get", "vocabulary/after"], as: device, in: copy, file: file, line: line).contains("written after the merge"),
+                              "alice's write after her merge stands at \(copy.lastPathComponent)", file: file, line: line)
+            }
             let members = try concordOK(["members", "list"], as: device, in: copy, file: file, line: line)
             XCTAssertTrue(members.split(separator: "\n").contains { $0.contains("eddie") && $0.contains("viewer") }, members, file: file, line: line)
         }
         XCTAssertTrue(try concordOK(["verify"], as: team.vera, in: fresh, file: file, line: line).contains("verified"), file: file, line: line)
+    }
+
+    /// The ninth red-team pass (F1): vera merges eddie's offline edit, then, after alice demoted
+    /// eddie on main, merges main's commit in with her own line first (`concord merge <id>`): a merge
+    /// that took main's commits as its side. Alice, on a second copy with a write of her own not yet
+    /// sent, merges vera's branch and syncs. The sync undoes her merge of vera's branch (it cannot be
+    /// made main first), keeps her own write, and keeps her old line in a set-aside ref; eddie's
+    /// offline edit, never on main before his demotion, is on no device.
+    package func assertAPeerBranchHoldingAMergeInTheWrongOrderIsUndoneBySync(_ team: PublishedWorkTeam,
+                                                                            file: StaticString = #filePath, line: UInt = #line) throws {
+        let eddiesCopy = try team.clone(team.eddie, "wrong-order-eddie")
+        let verasCopy = try team.clone(team.vera, "wrong-order-vera")
+        let second = try team.clone(team.alice, "wrong-order-alice")
+        try concordOK(["put", "vocabulary/own", "--json", #"{"label":"alice's own, not yet sent"}"#], as: team.alice, in: second, file: file, line: line)
+        let own = try revParse("HEAD", in: second, file: file, line: line)
+        try concordOK(["put", "vocabulary/puzzle", #"--json"#, #"{"label":"puzzle by eddie, offline"}"#], as: team.eddie, in: eddiesCopy,
+                      file: file, line: line)
+        try gitOK(["fetch", "--quiet", eddiesCopy.path, "main:refs/peers/eddie"], in: verasCopy, file: file, line: line)
+        try concordOK(["merge", "refs/peers/eddie"], as: team.vera, in: verasCopy, file: file, line: line)
+        try concordOK(["role", "eddie", "viewer"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try gitOK(["fetch", "--quiet", team.aliceProfile.path, "main:refs/peers/main"], in: verasCopy, file: file, line: line)
+        try concordOK(["merge", try revParse("refs/peers/main", in: verasCopy, file: file, line: line)], as: team.vera, in: verasCopy,
+                      file: file, line: line)
+
+        try gitOK(["fetch", "--quiet", verasCopy.path, "main:refs/peers/vera"], in: second, file: file, line: line)
+        try concordOK(["merge", "refs/peers/vera"], as: team.alice, in: second, file: file, line: line)
+        let synced = try concord(["sync"], as: team.alice, in: second)
+        XCTAssertEqual(synced.status, 0, "an honest peer merge does not wedge the sync: \(synced.stderr)", file: file, line: line)
+        XCTAssertTrue(synced.stderr.contains("was undone: that line holds merge"), synced.stderr, file: file, line: line)
+        try gitOK(["merge-base", "--is-ancestor", own, "HEAD"], in: second, file: file, line: line)
+        XCTAssertFalse(try gitOK(["for-each-ref", "refs/concord/set-aside/"], in: second, file: file, line: line).isEmpty,
+                       "the old line is kept", file: file, line: line)
+
+        let fresh = try team.clone(team.vera, "wrong-order-fresh")
+        for (device, copy) in [(team.alice, second), (team.vera, fresh)] {
+            XCTAssertTrue(try concordOK(["get", "vocabulary/own"], as: device, in: copy, file: file, line: line).contains("not yet sent"),
+                          "alice's own write stands at \(copy.lastPathComponent)", file: file, line: line)
+            XCTAssertFalse(try concordOK(["get", "vocabulary/puzzle"], as: device, in: copy, file: file, line: line).contains("offline"),
+                           "eddie's edit never reached main before his demotion", file: file, line: line)
+        }
+        XCTAssertTrue(try concordOK(["verify"], as: team.vera, in: fresh, file: file, line: line).contains("verified"), file: file, line: line)
+    }
+
+    /// The ninth red-team pass (F4): a peer's branch is checked before it is merged. Vera (Viewer)
+    /// makes herself an Admin with plain git on her copy and hands alice her branch: `concord merge`
+    /// refuses it, naming the commit, and alice's copy is as it was.
+    package func assertAPeersBranchIsCheckedBeforeItIsMerged(_ team: PublishedWorkTeam,
+                                                            file: StaticString = #filePath, line: UInt = #line) throws {
+        let verasCopy = try team.clone(team.vera, "checked-vera")
+        let forged = try commitWithGit(in: verasCopy, signedWith: team.vera.keyFile, message: "members/vera: admin") { clone in
+            try self.editMember("vera", in: clone) { member in member["role"] = "admin" }
+        }
+        try gitOK(["fetch", "--quiet", verasCopy.path, "main:refs/peers/vera"], in: team.aliceProfile, file: file, line: line)
+        let before = try revParse("HEAD", in: team.aliceProfile, file: file, line: line)
+        let merged = try concord(["merge", "refs/peers/vera"], as: team.alice, in: team.aliceProfile)
+        XCTAssertNotEqual(merged.status, 0, merged.stdout, file: file, line: line)
+        XCTAssertTrue(merged.stderr.contains(String(forged.prefix(7))), merged.stderr, file: file, line: line)
+        XCTAssertEqual(try revParse("HEAD", in: team.aliceProfile, file: file, line: line), before, file: file, line: line)
+        let members = try concordOK(["members", "list"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        XCTAssertTrue(members.split(separator: "\n").contains { $0.contains("vera") && $0.contains("viewer") }, members, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
     }
 
     /// The fourth red-team pass (repros B, B2): eddie, an Admin alice then demoted to Viewer, writes

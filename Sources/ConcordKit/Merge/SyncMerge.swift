@@ -28,8 +28,9 @@ public struct MergeReport: Sendable {
     /// Membership decisions of the merged-in line that do not count: made on a copy older than what
     /// the main line (the remote's main) decided meanwhile (docs/security.md).
     public var fallen: [FallenDecision] = []
-    /// This device's own merge (hex) made again, the remote's main first: a `concord merge` of a
-    /// peer's branch that held commits the remote's main took meanwhile.
+    /// What made this device's own line again, in a sentence: a `concord merge` of a peer's branch
+    /// that held commits the remote's main took meanwhile, or a merge of its own that took them as
+    /// its side (docs/security.md, "The mainline").
     public var remerged: String?
 }
 
@@ -134,27 +135,123 @@ extension Sync {
         let (main, side) = mainLine == .theirs ? (theirs, head) : (head, theirs)
         // What reached main counts first, also through a merge on the side: such a merge is not made.
         if let problem = try CommitAuthorizer(repository: repository).sideMergeOrderProblem(mainLine: main, side: side) {
-            // This device's own last merge (`concord merge` of a peer's branch that held commits the
-            // remote's main has since taken) is made again: the remote's main with this device's line
-            // before it, then the peer's line on top, as a side. Nothing of either line is lost.
-            if mainLine == .theirs, problem.merge.id == head, problem.merge.author.name == identity.member {
-                let line = problem.merge.parents[0], peer = problem.merge.parents[1]
-                var made = try makeMerge(main: theirs, side: line, ours: line, identity: identity)
-                if try !repository.isAncestor(peer, of: made.commit) {
-                    let again = try makeMerge(main: made.commit, side: peer, ours: made.commit, identity: identity)
-                    made = made.followed(by: again)
-                }
-                var report = try made.move(branch, from: head, in: self)
-                report.remerged = problem.merge.id.hex
-                return report
+            // On this device's own line (a `concord merge` of a peer's branch that held commits the
+            // remote's main has since taken, or that holds such a merge itself): made again.
+            if mainLine == .theirs, try problem.merge.id == head || repository.isAncestor(problem.merge.id, of: head) {
+                return try makeAgain(around: problem, head: head, theirs: theirs, branch: branch, identity: identity)
             }
-            let ownLine = try side == head && repository.isAncestor(problem.merge.id, of: head) && mainLine == .theirs
-            throw ownLine ? ConcordError.invalidInput("this device's merge \(problem.merge.id.short) " + problem.reason + ": nothing was "
-                + "changed; undo that merge ('git reset --keep \(problem.merge.parents[0].short)', your own commits stay) and run 'concord sync', "
-                + "which merges the main line first")
-                : ConcordError.unauthorizedCommit(commit: problem.merge.id.short, signer: problem.merge.author.name, change: nil, reason: "it " + problem.reason)
+            throw ConcordError.unauthorizedCommit(commit: problem.merge.id.short, signer: problem.merge.author.name, change: nil, reason: "it " + problem.reason)
         }
         return try makeMerge(main: main, side: side, ours: head, identity: identity).move(branch, from: head, in: self)
+    }
+
+    /// This device's line made again around merge `problem` (on it, unpublished), which took commits
+    /// of `theirs` (the remote's main) as its side: the merge X on the first-parent line that holds it
+    /// (the merge itself, or the one that brought it in) and what this device committed after X.
+    ///
+    /// - `theirs` with X's first parent merged in as the side (main first);
+    /// - when X is the problem merge itself (this device merged a peer's branch its own line first):
+    ///   that branch on top, as a side; when X brought it in (the peer's branch holds it): the
+    ///   branch is left out, and its author merges again with `concord sync`;
+    /// - each commit after X made again on top: its changes applied (a record or log file both lines
+    ///   changed merged by its kind's policy), with its message, signed by this device.
+    ///
+    /// The old line is kept under `refs/concord/set-aside/<time>`. Refused, changing nothing, when a
+    /// commit after X is not this device's own non-merge commit, X is not this device's merge of a
+    /// line not yet on the remote's main, or a change cannot be applied: the line then needs the
+    /// hand the refusal describes.
+    private func makeAgain(around problem: (merge: Commit, reason: String), head: ObjectID, theirs: ObjectID, branch: String,
+                           identity: Identity) throws -> MergeReport {
+        let p = problem.merge
+        var later = [Commit](), x = try repository.commit(head)
+        while x.id != p.id, let first = x.parents.first, try first == p.id || repository.isAncestor(p.id, of: first) {
+            later.append(x)
+            x = try repository.commit(first)
+        }
+        let own = identity.key.publicKey
+        func refusal(_ why: String) -> ConcordError {
+            .invalidInput("this device's line holds merge \(p.id.short), which \(problem.reason); \(why): nothing was changed. Keep "
+                + "your line ('git branch concord-kept'), undo the merge that brought it in ('git reset --keep \(x.parents.first?.short ?? x.id.short)'), "
+                + "run 'concord sync', and make again what you wrote after it (it stays in concord-kept)")
+        }
+        guard x.parents.count == 2, try MembershipResolution.signer(of: x, in: repository) == own else {
+            throw refusal("the merge that brought it in, \(x.id.short), is not this device's")
+        }
+        let line = x.parents[0], peer = x.parents[1]
+        let onMain = try repository.isAncestor(line, of: theirs)
+        guard x.id == p.id || !onMain else { throw refusal("it came in with this device's own line, \(peer.short)") }
+        for commit in later where try commit.parents.count != 1 || MembershipResolution.signer(of: commit, in: repository) != own {
+            throw refusal("commit \(commit.id.short), after it, is not this device's own non-merge commit")
+        }
+        let authorizer = CommitAuthorizer(repository: repository)
+        var made: MadeMerge?, tip = theirs
+        if !onMain {
+            guard try authorizer.sideMergeOrderProblem(mainLine: theirs, side: line) == nil else {
+                throw refusal("this device's line before it, \(line.short), holds another such merge")
+            }
+            made = try makeMerge(main: theirs, side: line, ours: line, identity: identity)
+            tip = made!.commit
+        }
+        let note: String
+        if x.id == p.id {
+            if try !repository.isAncestor(peer, of: tip) {
+                guard try authorizer.sideMergeOrderProblem(mainLine: tip, side: peer) == nil else {
+                    throw refusal("the line it merged, \(peer.short), holds another such merge")
+                }
+                let again = try makeMerge(main: tip, side: peer, ours: tip, identity: identity)
+                made = made.map { $0.followed(by: again) } ?? again
+                tip = again.commit
+            }
+            note = "this device's merge \(x.id.short) was made again, the remote's main first: what it merged in held commits the remote's "
+                + "main took meanwhile"
+        } else {
+            note = "this device's merge \(x.id.short) of \(peer.short) was undone: that line holds merge \(p.id.short), which \(problem.reason); "
+                + "its author merges again with 'concord sync'"
+        }
+        for commit in later.reversed() { tip = try replay(commit, onto: tip, identity: identity, refusal: refusal) }
+        let kept = try SetAside.newRef(SetAside.refPrefix) { name in try repository.resolveReference(name) != nil }
+        try repository.updateReference(kept, to: head, expected: nil, message: "concord: the line before it was made again")
+        var report = try moveBranch(branch, made == nil && later.isEmpty ? .fastForward : .merged, from: head, to: tip,
+                                    message: "concord: merge again", resolved: made?.resolved ?? [], unresolved: made?.unresolved ?? [])
+        if let made {
+            (report.fallen, report.leftOut, report.contested) = (made.fallen, made.leftOut, made.contested)
+            try profile.clock.save(made.stamp)
+        }
+        report.remerged = note + (later.isEmpty ? "" : "; \(later.count) of this device's commits after it made again on top")
+            + " (the line before is kept under \(kept))"
+        return report
+    }
+
+    /// This device's own commit `commit` made again on `tip`: its changes applied to `tip`'s tree (a
+    /// record or log file `tip` changed too merged by its kind's policy), its message and author
+    /// kept, signed by `identity`.
+    private func replay(_ commit: Commit, onto tip: ObjectID, identity: Identity, refusal: (String) -> ConcordError) throws -> ObjectID {
+        let ourTree = try repository.commit(tip).tree
+        let kinds = try repository.blob(KindsTable.path, atCommit: tip).flatMap { try? KindsTable.decode($0) } ?? .empty
+        var edits = [TreePath: ObjectID?]()
+        func blob(_ value: TreeEntryValue?) -> ObjectID? { if case .file(let id)? = value { id } else { nil } }
+        for change in try repository.treeChanges(from: try repository.commit(commit.parents[0]).tree, to: commit.tree) {
+            let path = String(decoding: change.path, as: UTF8.self)
+            let ours = try repository.entry(at: path, inTree: ourTree).flatMap { $0.kind == .blob ? $0.id : nil }
+            let (base, theirs) = (blob(change.old), blob(change.new))
+            if ours == theirs { continue }
+            if ours == base {
+                edits[try treePath(path)] = .some(theirs)
+                continue
+            }
+            let policy: MergePolicy? = switch ProfilePathRules.classify(change.path, kinds: kinds) {
+            case .success(.record(let kind, _)), .success(.logDay(let kind, _)): kind.policy
+            default: nil
+            }
+            guard let policy, let ours, let theirs,
+                  case .merged(let bytes, _) = RecordMerge.merge(policy: policy, base: try base.map { try repository.blob($0) },
+                                                                 ours: try repository.blob(ours), theirs: try repository.blob(theirs)) else {
+                throw refusal("\(path), which commit \(commit.id.short) after it changed, changed on the main line too and cannot be merged")
+            }
+            edits[try treePath(path)] = .some(try repository.writeBlob(bytes))
+        }
+        return try repository.createSignedCommit(tree: try repository.writeTree(base: ourTree, edits: edits), parents: [tip],
+                                                 author: commit.author, message: commit.message, sign: { identity.sign($0) })
     }
 
     /// A merge commit made and stored, not yet on the branch, with what the report says of it.

@@ -93,10 +93,7 @@ extension Sync {
                     leftOut += report.leftOut
                     contested += report.contested
                     fallen += report.fallen
-                    if let again = report.remerged {
-                        warnings.append("this device's merge \(again.prefix(7)) was made again, \(remote)'s main first: what it merged in held "
-                            + "commits \(remote)'s main took meanwhile (the merged line and this device's commits are all kept)")
-                    }
+                    if let again = report.remerged { warnings.append(again) }
                 }
                 guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else {
                     throw ConcordError.emptyRemote(pipeline.location.transportURL)

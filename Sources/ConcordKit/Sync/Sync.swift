@@ -109,6 +109,14 @@ public struct Sync {
         let theirs = try gitCall { try repository.resolveRevision(revision) }
         let remoteMain = revision.hasPrefix("refs/remotes/") ? revision : "refs/remotes/" + revision
         let isRemoteMain = remoteMain.hasSuffix("/main") && (try? gitCall { try repository.resolveReference(remoteMain) }) == theirs
-        return try profile.locked { try mergeLocked(theirs, as: identity, mainLine: isRemoteMain ? .theirs : .head) }
+        return try profile.locked {
+            // A peer's branch is as hostile as anything fetched: every commit it brings is checked by the
+            // rule every device and server runs before anything of it is merged (a remote's main was, when fetched).
+            if !isRemoteMain {
+                let known = try [gitCall { try repository.resolveReference("HEAD") }].compactMap { $0 }
+                _ = try IncomingCheck(repository: repository, profileID: profile.info.id).verify(tip: theirs, known: known)
+            }
+            return try mergeLocked(theirs, as: identity, mainLine: isRemoteMain ? .theirs : .head)
+        }
     }
 }
