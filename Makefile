@@ -5,6 +5,7 @@
 # `make bench BASELINE=<revision>` also times that revision's concord side by side in B1–B8;
 # `make bench-baseline` does only that (against ff5d3de) into docs/benchmarks-baseline.md;
 # `make test-portable` builds with the portable fallbacks of the Linux-only calls and runs the unit tests;
+# `make test-asan` and `make test-tsan` run the store, engine, sync and index suites under AddressSanitizer or ThreadSanitizer;
 # `make docs` builds ConcordKit's DocC catalog (Sources/ConcordKit/ConcordKit.docc) into .build-docs/ConcordKit.doccarchive.
 
 SHELL := /bin/bash
@@ -22,7 +23,7 @@ RELEASE := .build-release
 RELEASE_BUILD := swift build -c release --static-swift-stdlib --scratch-path $(RELEASE)
 SWIFT_TEST_FLAGS ?=
 
-.PHONY: deps build release demo test test-portable docs bench bench-baseline baseline clean
+.PHONY: deps build release demo test test-portable test-asan test-tsan docs bench bench-baseline baseline clean
 
 deps:
 	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -66,6 +67,22 @@ test-portable: deps
 	swift build --build-tests $(PORTABLE_FLAGS)
 	@set -o pipefail; swift test --skip-build --disable-swift-testing $(PORTABLE_FLAGS) --filter '^($(UNIT_TESTS))\.' 2>&1 \
 	  | tee $(PORTABLE)/test-output.log | grep -E 'error:|failed|Executed [0-9]+ tests' | tail -n 20
+
+# The store, engine, sync and index suites under a sanitizer, each in a scratch path of its own (not
+# part of `make test`: CI time). AddressSanitizer (`make test-asan`) for use after free and heap
+# overflows, ThreadSanitizer (`make test-tsan`) for data races between the store's queues, the
+# watcher, the sync engine's threads and the tasks calling the store. SANITIZE_TESTS narrows them.
+SANITIZE_TESTS ?= ConcordKitTests\.(Store|Observation|ChangeFeed|RecordIndex|Index)|ConcordSyncTests\.(StoreBoundEngine|StoreEnd|SyncEngine|UnlockedTransport)|ConcordSharingTests\.Store
+test-asan: deps
+	swift build --build-tests --sanitize=address --scratch-path .build-asan
+	@# Leak checking off: the concord binaries the tests run (ASan builds too) keep libgit2's and libssh2's
+	@# process-wide state until exit, which LeakSanitizer reports as leaks and turns into exit status 1.
+	@set -o pipefail; ASAN_OPTIONS=detect_leaks=0 swift test --skip-build --disable-swift-testing --sanitize=address --scratch-path .build-asan \
+	  --filter '$(SANITIZE_TESTS)' 2>&1 | tee .build-asan/test-output.log | grep -E 'ERROR: AddressSanitizer|error:|Executed [0-9]+ tests' | tail -n 20
+test-tsan: deps
+	swift build --build-tests --sanitize=thread --scratch-path .build-tsan
+	@set -o pipefail; TSAN_OPTIONS=halt_on_error=0 swift test --skip-build --disable-swift-testing --sanitize=thread --scratch-path .build-tsan \
+	  --filter '$(SANITIZE_TESTS)' 2>&1 | tee .build-tsan/test-output.log | grep -E 'WARNING: ThreadSanitizer|error:|Executed [0-9]+ tests' | tail -n 20
 
 # ConcordKit's documentation: the swift-docc-plugin (in Package.swift only under CONCORD_DOCS=1, so
 # other builds do not resolve it) builds the catalog and every public symbol's doc comment, in a
@@ -120,4 +137,4 @@ baseline: deps
 	fi
 
 clean:
-	rm -rf .build $(RELEASE) $(PORTABLE) .build-baseline
+	rm -rf .build $(RELEASE) $(PORTABLE) .build-baseline .build-asan .build-tsan

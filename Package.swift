@@ -86,7 +86,7 @@ let package = Package(
         // ConcordTestSupport: the fixtures every test target and the bench share: child processes, a real
         // sshd, the concord binary, sandboxes, seeded generators, hand-made object files; where XCTest is
         // (not in the bench's static build), `ConcordTestCase` and the scenes the CLI-level tests start from.
-        .target(name: "ConcordTestSupport", dependencies: ["ConcordGitFormats", "ConcordModel"], path: "Tests/ConcordTestSupport"),
+        .target(name: "ConcordTestSupport", dependencies: ["ConcordGitFormats", "ConcordModel", "ConcordKit"], path: "Tests/ConcordTestSupport"),
 
         // ConcordModelTests: canonical JSON, records, kinds, the clock and the merge policies, in process.
         .testTarget(name: "ConcordModelTests", dependencies: ["ConcordModel", "ConcordTestSupport"]),

@@ -129,6 +129,10 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     case sqlRefused(String)
     /// The record index's read-only SQL entry stopped the statement when it had run for `after`.
     case sqlStopped(after: Duration)
+    /// A call on a store that its app closed (`ConcordStore.close()`) or whose local copy it removed.
+    case storeClosed(profile: String)
+    /// Trusting `remote`'s host by a fingerprint: the host presented another key (`presented`).
+    case hostKeyMismatch(remote: String, host: String, expected: String, presented: String)
 
     /// The error's one-line message: what went wrong and what to do next.
     public var errorDescription: String? {
@@ -313,6 +317,11 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
             let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
             return ("the SQL ran longer than \(String(format: "%g", seconds)) s and was stopped",
                     "narrow it (a condition on kind or on an indexed field, a LIMIT) or allow it more time")
+        case .storeClosed(let profile):
+            return ("this store of \"\(profile)\" is closed", "open the profile again to use it")
+        case .hostKeyMismatch(let remote, let host, let expected, let presented):
+            return ("\(host) presented the host key \(presented), not \(expected)",
+                    "nothing was trusted for \(remote); check the fingerprint with the server's admin (someone may be in the way)")
         case .unauthorizedCommit(let commit, let signer, let change, let reason):
             return ("\(commit) by \(signer)\(change.map { " changes \($0)" } ?? ""): \(reason)",
                     "refused, nothing here changed; ask the profile's admin to restore the remote's main ('concord remote restore' for a path remote)")

@@ -126,6 +126,13 @@ final class StoreSharingAPITests: ConcordTestCase {
         XCTAssertEqual(report.deleted.map(\.remote), ["origin"])
         XCTAssertFalse(FileManager.default.fileExists(atPath: aliceStore.directory.path))
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: remote.path), [DeletionNotice.fileName])
+        // The store ended with its copy: a call throws the deletion and re-creates nothing.
+        guard case .profileDeleted(_, let by, _)? = concordError({ try aliceStore.read { try $0.list().items.count } }) else {
+            return XCTFail("a read after destroy did not throw profileDeleted")
+        }
+        XCTAssertEqual(by, "alice")
+        XCTAssertFalse(aliceStore.isOpen)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: aliceStore.directory.path), "a call after destroy re-created the folder")
     }
 
     /// The `ConcordError` `body` threw, nil if it threw none or another error.

@@ -101,11 +101,19 @@ public enum ProcessRunner {
     }
 }
 
-/// The environment a child gets in a test: nothing from this process; HOME is the test's sandbox (so
-/// no ~/.gitconfig of the machine leaks in), git reads no system config; `extra` is added on top.
+/// The environment a child gets in a test: nothing from this process but its sanitizer options
+/// (`make test-asan`, `make test-tsan`: the concord binaries the tests run are sanitized too);
+/// HOME is the test's sandbox (so no ~/.gitconfig of the machine leaks in), git reads no system
+/// config; `extra` is added on top.
 public func isolatedEnvironment(home: URL, _ extra: [String: String] = [:]) -> [String: String] {
     ["PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home.path, "LANG": "C.UTF-8", "GIT_CONFIG_NOSYSTEM": "1"]
+        .merging(sanitizerOptions) { $1 }
         .merging(extra) { $1 }
+}
+
+/// This process's `ASAN_OPTIONS`, `LSAN_OPTIONS` and `TSAN_OPTIONS`, when set.
+public let sanitizerOptions: [String: String] = ProcessInfo.processInfo.environment.filter { name, _ in
+    ["ASAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"].contains(name)
 }
 
 /// Where the real git is: the judge of what Concord writes.

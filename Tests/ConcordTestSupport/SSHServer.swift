@@ -207,7 +207,7 @@ public final class SSHServer {
             PermitUserEnvironment no
             PermitUserRC no
             AcceptEnv GIT_PROTOCOL
-            SetEnv "HOME=\(sessionHome.path)" GIT_CONFIG_NOSYSTEM=1
+            SetEnv "HOME=\(sessionHome.path)" GIT_CONFIG_NOSYSTEM=1\(sanitizerOptions.sorted { $0.key < $1.key }.map { " \"\($0.key)=\($0.value)\"" }.joined())
             PrintMotd no
             X11Forwarding no
             AllowTcpForwarding no

@@ -2,15 +2,18 @@
 // A parent's phone and a therapist's tablet share a child's communication board through a real
 // bare git remote: typed records with an app-declared kind, a query on the local index, an
 // observer, the change feed, an invitation accepted on a second device, a sync each way, a
-// role change, and a refusal the app switches on. Prints each step; exits 1 on the first failure.
+// role change, a refusal the app switches on, the parent's new device added with its key proof,
+// the store's status, a sync engine bound to the tablet's store, and a revocation that ends that
+// store before its copy goes. Not shown here (see the DocC articles and their tests): open
+// invitations, lost edits, destroying a profile. Prints each step; exits 1 on the first failure.
 import ConcordKit
 import Foundation
 
 /// A symbol on the board: its kind (declared here, registered when the Admin opens the store),
 /// and the fields queries name (`fields`: explicit, no reflection).
 struct Symbol: ConcordRecord, Equatable {
-    static let kind = Kind("vocabulary", policy: .lastWriterWins, writers: .editor, indexed: ["page", "position"])
     static let fields: FieldNames<Symbol> = [\.page: "page", \.position: "position", \.label: "label"]
+    static let kind = Kind("vocabulary", policy: .lastWriterWins, writers: .editor, indexed: fields.names)
     var id: String
     var label: String
     var page: Int
@@ -133,5 +136,37 @@ struct EmbeddingSample {
         } catch ConcordError.notAllowed(let member, let role, _, let needs, _, _) {
             try check(member == "therapist" && role == .viewer && needs == .editor, "notAllowed(therapist, viewer, needs editor)")
         }
+
+        step("the parent's new laptop: its proof of its key, added from the phone, cloned, opened as itself")
+        let laptop = try Identity.create(member: "parent", device: "laptop", in: work.appendingPathComponent("laptop-home"))
+        try await phone.addDevice("laptop", key: laptop.key.publicKey, proof: laptop.keyProof(profileID: phone.info.id))
+        try check(phone.status.pendingCommits == 1, "the phone's status: one commit to send")
+        _ = try await phone.sync()
+        try check(phone.status.pendingCommits == 0 && phone.status.lastSync != nil, "the phone's status: sent, with the time")
+        let onLaptop = try await ConcordStore.clone(url: remote.path, into: work.appendingPathComponent("laptop/sam"), identity: laptop,
+                                                    environment: ConcordEnvironment(home: laptop.home))
+        try await onLaptop.write { try $0.save(Symbol(id: "kite", label: "kite", page: 2, position: 1)) }
+        _ = try await onLaptop.sync()
+        onLaptop.close()
+
+        step("the tablet syncs in the background, bound to its store; the parent revokes the therapist")
+        let engine = try SyncEngine(for: tablet, interval: 0.2)
+        let events = engine.events()
+        engine.start()
+        try await phone.revoke("therapist")
+        _ = try await phone.sync()
+        for await event in events {
+            if case .accessRemoved = event.kind { break }
+        }
+        await engine.stop()
+        try check(tablet.status.isAccessRemoved, "the tablet's store says its access was removed")
+        do {
+            _ = try await tablet.read { try page3.fetchAll($0) }
+            throw SampleFailure(description: "the revoked store still reads")
+        } catch ConcordError.accessRemoved(let member, _, _) {
+            try check(member == "therapist", "every call on the tablet's store throws accessRemoved")
+        }
+        try check(!FileManager.default.fileExists(atPath: tablet.directory.path), "the revoked copy is deleted, nothing re-created")
+        phone.close()
     }
 }

@@ -52,7 +52,7 @@ public struct CopyRemoval: Sendable {
     static func isRemoval(_ error: Error) -> Bool { (error as? ConcordError).flatMap(reason(for:)) != nil }
 
     /// Why the copy went, as the registry keeps it (`concord profiles` shows it); nil when `error` is no removal.
-    private static func reason(for error: ConcordError) -> String? {
+    static func reason(for error: ConcordError) -> String? {
         switch error {
         case .accessRemoved(let member, let admin, _):
             "access removed: \(admin) revoked \(member)'s access on \(HLClock.formatInstant(ConcordEnvironment.systemClock()))"

@@ -18,6 +18,9 @@ final class ProfileWatch: Sendable {
     let target: SyncEngine.Target
     private let identity: Identity
     private let environment: ConcordEnvironment
+    /// The store this watch syncs, when it was added as one (`SyncEngine.add(_:remote:interval:keepCopy:)`):
+    /// its sync queue and engine are then this watch's, and it tells the store of every sync.
+    private let store: ConcordStore?
     /// Raised by `stop()`; read by the loop between steps.
     private let stopping = TransferCancellation()
     /// Signalled by `stop()` and by the live updates when the server says main moved: the loop's
@@ -28,8 +31,8 @@ final class ProfileWatch: Sendable {
     /// Where events and progress go (the engine's subscribers).
     private let hub: SyncEngineHub
 
-    init(target: SyncEngine.Target, identity: Identity, environment: ConcordEnvironment, hub: SyncEngineHub) {
-        (self.target, self.identity, self.environment, self.hub) = (target, identity, environment, hub)
+    init(target: SyncEngine.Target, identity: Identity, environment: ConcordEnvironment, hub: SyncEngineHub, store: ConcordStore? = nil) {
+        (self.target, self.identity, self.environment, self.hub, self.store) = (target, identity, environment, hub, store)
     }
 
     /// Starts the profile's thread.
@@ -72,19 +75,25 @@ final class ProfileWatch: Sendable {
             change(&progress)
             hub.publish(progress)
         }
-        let profile: Profile
+        let own: Profile?
         let live: LiveUpdates?
         do {
             // A stop cuts the check of the remote in progress (a remote that never answers holds it
             // for the network timeout); libgit2's fetch and push run to their end.
-            var environment = environment
-            environment.transferCancellation = stopping
-            profile = try Profile.open(at: target.directory, environment: environment)
-            live = try liveUpdates(profile)
-            progress.lastSync = profile.sync.lastSync(remote: remote)
-            progress.pendingCommits = (try? profile.sync.localCommits(remote)) ?? 0
+            if store != nil {
+                own = nil
+            } else {
+                var environment = environment
+                environment.transferCancellation = stopping
+                own = try Profile.open(at: target.directory, environment: environment)
+            }
+            live = try using(own) { profile in
+                progress.lastSync = profile.sync.lastSync(remote: remote)
+                progress.pendingCommits = (try? profile.sync.localCommits(remote)) ?? 0
+                return try liveUpdates(profile)
+            }
         } catch {
-            // Checked when the profile was added: gone since (deleted by another process).
+            // Checked when the profile was added: gone since (deleted by another process), or its store closed.
             hub.publish(.failed(Self.message(error)), for: target.directory)
             hub.publish(.stopped, for: target.directory)
             publish { $0.phase = .stopped; $0.lastError = Self.message(error) }
@@ -94,16 +103,30 @@ final class ProfileWatch: Sendable {
         publish { _ in }
         live?.start()
         defer { live?.stop() }
-        if let removal = loop(profile, live: live, publish: publish) {
+        if let removal = loop(own, live: live, publish: publish) {
             publish { $0.phase = .stopped; $0.removal = removal }
         } else {
             publish { $0.phase = .stopped }
         }
     }
 
+    /// Runs `body` with the profile: this watch's own, or, bound to a store, the store's sync
+    /// engine on its sync queue (with this watch's stop current, so it cuts a transfer there too).
+    private func using<T>(_ own: Profile?, _ body: (Profile) throws -> T) throws -> T {
+        if let own { return try body(own) }
+        guard let store else { preconditionFailure("a ProfileWatch has its own profile or a store") }
+        return try store.onSyncQueue(cancellation: stopping, body)
+    }
+
+    /// What one tick of the loop came to.
+    private enum Tick {
+        case next, stop
+        case removed(CopyRemoval)
+    }
+
     /// The loop, until stopped (nil) or the copy was removed (what was done).
-    private func loop(_ profile: Profile, live: LiveUpdates?, publish: ((inout SyncProgress) -> Void) -> Void) -> CopyRemoval? {
-        let (remote, interval, sync) = (target.remote, target.interval, profile.sync)
+    private func loop(_ own: Profile?, live: LiveUpdates?, publish: ((inout SyncProgress) -> Void) -> Void) -> CopyRemoval? {
+        let (remote, interval) = (target.remote, target.interval)
         let tell = { [hub, target] (event: SyncEvent) in hub.publish(event, for: target.directory) }
         var offline = false
         // The remote is asked once per interval, counted from the start of the previous check;
@@ -118,9 +141,9 @@ final class ProfileWatch: Sendable {
         // The refs when the remote last answered: an idle poll that finds them unchanged reads nothing more.
         var answeredAt: (head: ObjectID?, tracking: ObjectID?)?
         /// What this device last fetched of the remote's main.
-        let tracking = { try? profile.sync.heads(remote: remote).tracking }
+        func tracking(_ profile: Profile) -> ObjectID? { try? profile.sync.heads(remote: remote).tracking }
         /// Where this device stands once the remote answered (after a sync when `synced`).
-        func answered(synced: Bool) {
+        func answered(_ profile: Profile, synced: Bool) {
             let heads = try? profile.sync.heads(remote: remote)
             let (head, known) = (heads?.head, heads?.tracking)
             let moved = synced || answeredAt.map { $0.head != head || $0.tracking != known } ?? true
@@ -134,11 +157,13 @@ final class ProfileWatch: Sendable {
                 $0.lastSync = profile.sync.lastSync(remote: remote)
             }
         }
-        while !shouldStop {
+        /// One tick's work, with the profile.
+        func tick(_ profile: Profile) -> Tick {
+            let sync = profile.sync
             let now = Date()
             // Told of a move this device has already (its own push, say): nothing to do for it.
             let movedTo = live?.takeMoved()
-            let told = movedTo.map { $0 != tracking() } ?? false
+            let told = movedTo.map { $0 != tracking(profile) } ?? false
             if !told { _ = live?.takePrefetched() }
             let remoteDue = now >= nextRemoteCheck || told
             let localWork = now >= quietUntil && (try? hasUnsentCommits(profile)) == true
@@ -148,55 +173,78 @@ final class ProfileWatch: Sendable {
                     if localWork { $0.pendingCommits = (try? profile.sync.localCommits(remote)) ?? $0.pendingCommits }
                 }
             }
-            if remoteDue || localWork {
-                // While the server tells of every move, a poll is only a safety net.
-                if remoteDue { nextRemoteCheck = now.addingTimeInterval(live?.isLive == true ? max(interval, Self.livePollInterval) : interval) }
-                do {
-                    if try localWork || told || sync.isNeeded(remote: remote, as: identity) {
-                        publish { $0.phase = .syncing }
-                        // A sync frees what it allocated, but glibc keeps the pages (`ProcessMemory`).
-                        defer { ProcessMemory.returnFreedMemory() }
-                        let report = try sync.run(remote: remote, as: identity, prefetched: told ? live?.takePrefetched() : nil)
-                        live?.update(known: tracking())
-                        if offline { offline = false; tell(.online) }
-                        tell(.synced(report))
-                        if !report.yours.isEmpty { tell(.lostWrites(report.yours)) }
-                        answered(synced: true)
-                    } else {
-                        if offline { offline = false; tell(.online) }
-                        answered(synced: false)
-                    }
-                    lastFailure = nil
-                    backoff = interval
-                } catch {
-                    // A stop requested meanwhile may have cut the transfer short: not an outage.
-                    if shouldStop { break }
-                    var error = error
+            guard remoteDue || localWork else { return .next }
+            // While the server tells of every move, a poll is only a safety net.
+            if remoteDue { nextRemoteCheck = now.addingTimeInterval(live?.isLive == true ? max(interval, Self.livePollInterval) : interval) }
+            do {
+                if try localWork || told || sync.isNeeded(remote: remote, as: identity) {
+                    publish { $0.phase = .syncing }
+                    // A sync frees what it allocated, but glibc keeps the pages (`ProcessMemory`).
+                    defer { ProcessMemory.returnFreedMemory() }
+                    store?.syncStarted()
+                    let report: SyncReport
                     do {
-                        if let removal = try removed(profile, by: error, live: live, tell: tell) { return removal }
-                    } catch let failure {
-                        error = failure
+                        report = try sync.run(remote: remote, as: identity, prefetched: told ? live?.takePrefetched() : nil)
+                        store?.engineSyncEnded(profile, remote: remote, .success(report), stopped: false)
+                    } catch {
+                        store?.engineSyncEnded(profile, remote: remote, .failure(error), stopped: shouldStop)
+                        throw error
                     }
-                    if case ConcordError.offline(let remote, let reason, _) = error {
-                        // Said once per outage, so no count of local commits: it would go stale at the next write.
-                        if !offline { tell(.offline("cannot reach \(remote) (\(reason)); local commits are kept and sent once it answers")) }
-                        offline = true
-                        publish { $0.phase = .offline; $0.isFullySynced = false; $0.lastError = Self.message(error) }
-                    } else {
-                        let message = Self.message(error)
-                        if message != lastFailure { tell(.failed(message)) }
-                        lastFailure = message
-                        nextRemoteCheck = Date().addingTimeInterval(backoff)
-                        backoff = min(backoff * 2, max(interval, Self.maxBackoff))
-                        publish { $0.phase = .idle; $0.isFullySynced = false; $0.lastError = message }
-                    }
-                    quietUntil = nextRemoteCheck
+                    live?.update(known: tracking(profile))
+                    if offline { offline = false; tell(.online) }
+                    tell(.synced(report))
+                    if !report.yours.isEmpty { tell(.lostWrites(report.yours)) }
+                    answered(profile, synced: true)
+                } else {
+                    if offline { offline = false; tell(.online) }
+                    answered(profile, synced: false)
                 }
-                // With CONCORD_TRACE_PERF=1, one line per remote check (B11 counts polls with it).
-                if remoteDue {
-                    PerformanceTrace.step("watch: remote checked")
-                    hub.countRemoteCheck(of: target.directory)
+                lastFailure = nil
+                backoff = interval
+            } catch {
+                // A stop requested meanwhile may have cut the transfer short: not an outage.
+                if shouldStop { return .stop }
+                var error = error
+                do {
+                    if let removal = try removed(profile, by: error, live: live, tell: tell) { return .removed(removal) }
+                } catch let failure {
+                    error = failure
                 }
+                if case ConcordError.offline(let remote, let reason, _) = error {
+                    // Said once per outage, so no count of local commits: it would go stale at the next write.
+                    if !offline { tell(.offline("cannot reach \(remote) (\(reason)); local commits are kept and sent once it answers")) }
+                    offline = true
+                    publish { $0.phase = .offline; $0.isFullySynced = false; $0.lastError = Self.message(error) }
+                } else {
+                    let message = Self.message(error)
+                    if message != lastFailure { tell(.failed(message)) }
+                    lastFailure = message
+                    nextRemoteCheck = Date().addingTimeInterval(backoff)
+                    backoff = min(backoff * 2, max(interval, Self.maxBackoff))
+                    publish { $0.phase = .idle; $0.isFullySynced = false; $0.lastError = message }
+                }
+                quietUntil = nextRemoteCheck
+            }
+            // With CONCORD_TRACE_PERF=1, one line per remote check (B11 counts polls with it).
+            if remoteDue {
+                PerformanceTrace.step("watch: remote checked")
+                hub.countRemoteCheck(of: target.directory)
+            }
+            return .next
+        }
+        while !shouldStop {
+            let outcome: Tick
+            do {
+                outcome = try using(own, tick)
+            } catch {
+                // Bound to a store the app closed, or whose copy another call removed: nothing left to sync.
+                tell(.failed(Self.message(error)))
+                break
+            }
+            switch outcome {
+            case .next: break
+            case .stop: tell(.stopped); return nil
+            case .removed(let removal): return removal
             }
             // Until the next tick, or at once when stopped or the server says main moved.
             if live?.hasMoved != true { _ = wake.wait(timeout: .now() + Self.watchTick) }
@@ -212,9 +260,9 @@ final class ProfileWatch: Sendable {
     private func removed(_ profile: Profile, by error: Error, live: LiveUpdates?, tell: (SyncEvent) -> Void) throws -> CopyRemoval? {
         guard CopyRemoval.isRemoval(error) else { return nil }
         live?.stop()
-        guard let removal = try CopyRemoval.apply(for: error, to: profile, remote: target.remote, keepCopy: target.keepCopy) else {
-            return nil
-        }
+        let policy = { try CopyRemoval.apply(for: error, to: profile, remote: self.target.remote, keepCopy: self.target.keepCopy) }
+        // Bound to a store: the store ends first, so nothing of it touches the copy while it goes.
+        guard let removal = try store.map({ try $0.removing(by: error, policy) }) ?? policy() else { return nil }
         if case .profileDeleted = removal.cause { tell(.profileDeleted(removal)) } else { tell(.accessRemoved(removal)) }
         return removal
     }

@@ -11,9 +11,11 @@ import Foundation
 /// is told on two `AsyncSequence`s: `events()` (synced, offline, online, access removed, …) and
 /// `progress()` (phase, pending commits, last sync, `isFullySynced`).
 ///
+/// An app syncing a store it opened binds the engine to it (`SyncEngine(for:)`, `add(_:remote:interval:keepCopy:)`),
+/// so the store sees every sync; a directory no store of this process has open is added as a `Target`.
+///
 /// ```swift
-/// let engine = SyncEngine(identity: identity, environment: environment)
-/// try engine.add(SyncEngine.Target(directory: profileURL))
+/// let engine = try SyncEngine(for: store)
 /// let events = engine.events()
 /// engine.start()
 /// for await event in events { … }   // until `engine.stop()`
@@ -62,12 +64,37 @@ public final class SyncEngine: Sendable {
     /// directory is not a profile, the remote is unknown or not a remote URL, the interval is out
     /// of range, the profile is in this engine already, or the engine was stopped.
     public func add(_ target: Target) throws {
-        guard target.interval > 0, target.interval <= 3600 else {
-            throw ConcordError.invalidInput("the interval must be between 0 and 3600 seconds, not \(target.interval)")
-        }
+        try Self.checkInterval(target.interval)
         let profile = try Profile.open(at: target.directory, environment: environment)
         _ = try profile.sync.remoteLocation(target.remote)
         try hub.add(ProfileWatch(target: target, identity: identity, environment: environment, hub: hub))
+    }
+
+    /// Adds `store`'s profile, synced with `remote` every `interval` seconds, as the store's own
+    /// syncs are: on the store's sync queue and engine (no second engine on its directory), as the
+    /// store's identity, telling the store of each sync — its `status`, observers and change feeds
+    /// see every sync, access removal and deletion, whoever started it. When the remote revokes
+    /// this device or deletes the profile, the store ends (every call throws the removal) before
+    /// the copy is deleted (unless `keepCopy`). A store closed by its app is no longer synced.
+    /// Throws as `add(_:)` does.
+    public func add(_ store: ConcordStore, remote: String = "origin", interval: Double = 2, keepCopy: Bool = false) throws {
+        let target = Target(directory: store.directory, remote: remote, interval: interval, keepCopy: keepCopy)
+        try Self.checkInterval(target.interval)
+        _ = try store.onSyncQueue { try $0.sync.remoteLocation(remote) }
+        try hub.add(ProfileWatch(target: target, identity: store.identity, environment: store.environment, hub: hub, store: store))
+    }
+
+    /// An engine keeping `store` in sync (`add(_:remote:interval:keepCopy:)`), as its identity and
+    /// with its environment; not started (`start()`).
+    public convenience init(for store: ConcordStore, remote: String = "origin", interval: Double = 2, keepCopy: Bool = false) throws {
+        self.init(identity: store.identity, environment: store.environment)
+        try add(store, remote: remote, interval: interval, keepCopy: keepCopy)
+    }
+
+    private static func checkInterval(_ interval: Double) throws {
+        guard interval > 0, interval <= 3600 else {
+            throw ConcordError.invalidInput("the interval must be between 0 and 3600 seconds, not \(interval)")
+        }
     }
 
     /// Starts the threads of the profiles added so far (and of those added later, as they come).

@@ -18,29 +18,27 @@ final class ReadOnlySQLConnection {
     /// Whether the progress handler stopped the statement.
     private var stopped = false
 
-    /// Opens the index file at `path` read-only, the rule and the limits in place.
-    init(path: String) throws {
-        var opened: OpaquePointer?
-        let code = sqlite3_open_v2(path, &opened, SQLITE_OPEN_READONLY, nil)
-        guard let opened else { throw ConcordError.io("the record index \(path): sqlite3_open_v2 failed (\(code))") }
-        handle = opened
-        guard code == SQLITE_OK else { throw ConcordError.io("the record index \(path): sqlite3_open_v2: \(lastMessage)") }
-        // Off whatever SQLite was built with (Debian's enables the two-argument fts3_tokenizer,
-        // which reads and writes a code pointer); defensive mode and an untrusted schema on top.
-        guard concord_sqlite3_db_config(handle, SQLITE_DBCONFIG_ENABLE_FTS3_TOKENIZER, 0) == 0,
-              concord_sqlite3_db_config(handle, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0) == 0,
-              sqlite3_enable_load_extension(handle, 0) == SQLITE_OK else {
-            throw ConcordError.io("the record index \(path): sqlite3_db_config could not turn off the FTS3 tokenizer or extension loading")
+    /// Opens the index file at `path` read-only, the rule and the limits in place. With
+    /// `trustingOwnSchema`, its schema is trusted when this very connection reads it to be
+    /// Concord's own (`RecordIndexSchema.isOwn`); when it is not, the file is opened again with
+    /// an untrusted schema (SQLite then refuses whatever unsafe the schema holds).
+    init(path: String, trustingOwnSchema: Bool = false) throws {
+        var handle = try Self.open(path, trustingSchema: trustingOwnSchema)
+        let foreign = trustingOwnSchema && !Self.isOwnSchema(handle)
+        if foreign {
+            sqlite3_close_v2(handle)
+            handle = try Self.open(path, trustingSchema: false)
         }
-        _ = concord_sqlite3_db_config(handle, SQLITE_DBCONFIG_DEFENSIVE, 1)
-        _ = concord_sqlite3_db_config(handle, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0)
-        sqlite3_limit(handle, SQLITE_LIMIT_LENGTH, ReadOnlySQLRule.maximumValueBytes)
-        sqlite3_limit(handle, SQLITE_LIMIT_ATTACHED, 0)
-        sqlite3_busy_timeout(handle, 30_000)
+        self.handle = handle
         // SQLite registers a table-valued function (json_each, json_tree) in the schema the first
         // time a connection names it, and asks the authorizer to update sqlite_master for that:
         // named once here, before the authorizer, so that the user's statement asks only to read.
-        try warmUp("SELECT 1 FROM json_each('[]'), json_tree('[]')")
+        do {
+            try warmUp("SELECT 1 FROM json_each('[]'), json_tree('[]')")
+        } catch ConcordError.io(let why) where foreign {
+            throw ConcordError.invalidInput("the record index \(path) holds schema entries Concord does not make, which SQLite "
+                                            + "refuses (\(why)); nothing was read: delete the file, and the next read builds it again")
+        }
         let context = Unmanaged.passUnretained(self).toOpaque()
         sqlite3_set_authorizer(handle, { context, action, first, second, database, inner in
             Unmanaged<ReadOnlySQLConnection>.fromOpaque(context!).takeUnretainedValue()
@@ -52,6 +50,31 @@ final class ReadOnlySQLConnection {
     }
 
     deinit { sqlite3_close_v2(handle) }
+
+    /// A read-only handle on `path`, configured: off whatever SQLite was built with (Debian's
+    /// enables the two-argument fts3_tokenizer, which reads and writes a code pointer), defensive,
+    /// the schema trusted only when `trustingSchema`, the limits set.
+    private static func open(_ path: String, trustingSchema: Bool) throws -> OpaquePointer {
+        var opened: OpaquePointer?
+        let code = sqlite3_open_v2(path, &opened, SQLITE_OPEN_READONLY, nil)
+        guard let handle = opened else { throw ConcordError.io("the record index \(path): sqlite3_open_v2 failed (\(code))") }
+        guard code == SQLITE_OK else {
+            defer { sqlite3_close_v2(handle) }
+            throw ConcordError.io("the record index \(path): sqlite3_open_v2: \(String(cString: sqlite3_errmsg(handle)))")
+        }
+        guard concord_sqlite3_db_config(handle, SQLITE_DBCONFIG_ENABLE_FTS3_TOKENIZER, 0) == 0,
+              concord_sqlite3_db_config(handle, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0) == 0,
+              sqlite3_enable_load_extension(handle, 0) == SQLITE_OK else {
+            sqlite3_close_v2(handle)
+            throw ConcordError.io("the record index \(path): sqlite3_db_config could not turn off the FTS3 tokenizer or extension loading")
+        }
+        _ = concord_sqlite3_db_config(handle, SQLITE_DBCONFIG_DEFENSIVE, 1)
+        _ = concord_sqlite3_db_config(handle, SQLITE_DBCONFIG_TRUSTED_SCHEMA, trustingSchema ? 1 : 0)
+        sqlite3_limit(handle, SQLITE_LIMIT_LENGTH, ReadOnlySQLRule.maximumValueBytes)
+        sqlite3_limit(handle, SQLITE_LIMIT_ATTACHED, 0)
+        sqlite3_busy_timeout(handle, 30_000)
+        return handle
+    }
 
     /// Runs `sql`, one statement the rule allows, with `arguments` bound to its `?`s, stopped
     /// after `timeLimit`; each row as column name → value (the first of columns named alike).
@@ -123,6 +146,29 @@ final class ReadOnlySQLConnection {
             throw ConcordError.invalidInput("SQL: \(lastMessage)")
         }
         return statement
+    }
+
+    /// Whether the schema `handle` reads (before any authorizer is set) is Concord's own; false
+    /// when it cannot be read.
+    private static func isOwnSchema(_ handle: OpaquePointer) -> Bool {
+        guard let master = texts(handle, "SELECT type, name, sql FROM sqlite_master", columns: 3),
+              let fields = texts(handle, "SELECT kind, field FROM indexed_fields", columns: 2) else { return false }
+        return RecordIndexSchema.isOwn(master: master.map { ($0[0] ?? "", $0[1] ?? "", $0[2]) },
+                                       indexedFields: fields.map { ($0[0] ?? "", $0[1] ?? "") })
+    }
+
+    /// The rows of `sql` on `handle`, each as its first `columns` texts; nil when it fails.
+    private static func texts(_ handle: OpaquePointer, _ sql: String, columns: Int32) -> [[String?]]? {
+        var statement: OpaquePointer?
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else { return nil }
+        var rows = [[String?]]()
+        while true {
+            let code = sqlite3_step(statement)
+            if code == SQLITE_DONE { return rows }
+            guard code == SQLITE_ROW else { return nil }
+            rows.append((0..<columns).map { sqlite3_column_text(statement, $0).map { String(cString: $0) } })
+        }
     }
 
     private func warmUp(_ sql: String) throws {

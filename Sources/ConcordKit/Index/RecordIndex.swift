@@ -31,7 +31,7 @@ public struct RecordIndex {
     /// SQL, or names what does not exist, is `invalidInput`.
     public func sql(_ sql: String, arguments: [JSONValue] = [], timeLimit: Duration = RecordIndex.sqlTimeLimit) throws -> [[String: JSONValue]] {
         try withDatabase { queue in _ = try catchUp(queue) }
-        return try ReadOnlySQLConnection(path: path).rows(sql, arguments: arguments, timeLimit: timeLimit)
+        return try ReadOnlySQLConnection(path: path, trustingOwnSchema: true).rows(sql, arguments: arguments, timeLimit: timeLimit)
     }
 
     /// How long `sql` lets a statement run by default before it stops it: 2 s.

@@ -36,6 +36,25 @@ enum RecordIndexSchema {
         "CREATE INDEX files_unreadable ON files(kind) WHERE state = 'unreadable'",
     ]
 
+    /// Whether an index's schema is exactly what Concord makes, given its `sqlite_master` rows
+    /// (type, name, sql) and its `indexed_fields` rows: the tables and indexes of `create`, the
+    /// expression index of each indexed field, SQLite's automatic indexes (no SQL) and the
+    /// statistics table `ANALYZE` makes, exactly as SQLite makes it. Only then does the read-only
+    /// SQL entry trust the schema (SQLite 3.40 refuses `json_extract` in an untrusted schema's
+    /// indexes); anything else in it (a trigger or view planted in the file) keeps it untrusted.
+    static func isOwn(master: [(type: String, name: String, sql: String?)], indexedFields: [(kind: String, field: String)]) -> Bool {
+        func normalized(_ sql: String) -> String { sql.replacingOccurrences(of: "IF NOT EXISTS ", with: "") }
+        var expected = Set(create.map(normalized))
+        for (kind, field) in indexedFields {
+            if let sql = indexSQL(kind: kind, field: field) { expected.insert(normalized(sql)) }
+        }
+        return master.allSatisfy { entry in
+            if entry.type == "index", entry.name.hasPrefix("sqlite_autoindex_"), entry.sql == nil { return true }
+            if entry.type == "table", entry.name == "sqlite_stat1", entry.sql == "CREATE TABLE sqlite_stat1(tbl,idx,stat)" { return true }
+            return entry.sql.map { expected.contains(normalized($0)) } ?? false
+        }
+    }
+
     /// The expression index on `field` of `kind`'s records, named `records:<kind>:<field>`; nil
     /// for a field SQLite's JSON paths cannot name (`IndexQuerySQL.hasPath`).
     static func indexSQL(kind: String, field: String) -> String? {

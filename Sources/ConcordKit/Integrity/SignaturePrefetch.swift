@@ -2,40 +2,39 @@ import ConcordGit
 import Crypto
 import Dispatch
 import Foundation
+import Synchronization
 
 /// What `SSHSignature.verify` answered for exact (signature, signed bytes) pairs: the same
 /// question asked again gets the same answer without another Ed25519 verification. Keyed by the
 /// SHA-256 of the signature and the signed bytes, so an answer is only ever reused for exactly
 /// the bytes it was computed on, whoever split them out of a commit. Safe from any thread.
-final class SignatureMemo: @unchecked Sendable {   // unchecked: `answers` and `answered` under `lock`
+final class SignatureMemo: Sendable {
     /// The process's: what a fetch verified while copying, the check and the membership replay
     /// (which reads the signers of the history's membership decisions) then ask.
     static let shared = SignatureMemo()
     /// Answers kept at most (~120 bytes each); when full, it starts over.
     static let capacity = 100_000
-    private let lock = NSLock()
-    private var answers = [[UInt8]: CommitAuthorizer.SignatureCheck]()
-    private var answered = 0
+    private let state = Mutex<(answers: [[UInt8]: CommitAuthorizer.SignatureCheck], answered: Int)>(([:], 0))
 
     /// `SSHSignature.verify(signed.signature, message: signed.signedData)` as a check, remembered.
     func check(_ signed: CommitSignature) -> CommitAuthorizer.SignatureCheck {
         let key = Self.key(signed)
-        if let known = lock.withLock({ () -> CommitAuthorizer.SignatureCheck? in
-            let known = answers[key]
-            if known != nil { answered += 1 }
+        if let known = state.withLock({ state -> CommitAuthorizer.SignatureCheck? in
+            let known = state.answers[key]
+            if known != nil { state.answered += 1 }
             return known
         }) { return known }
         let answer = CommitAuthorizer.SignatureCheck(verifying: signed)
-        lock.withLock {
-            if answers.count >= Self.capacity { answers.removeAll(keepingCapacity: true) }
-            answers[key] = answer
+        state.withLock { state in
+            if state.answers.count >= Self.capacity { state.answers.removeAll(keepingCapacity: true) }
+            state.answers[key] = answer
         }
         return answer
     }
 
     /// How many answers are kept, and how many questions a kept answer answered (for tests).
-    var count: Int { lock.withLock { answers.count } }
-    var hits: Int { lock.withLock { answered } }
+    var count: Int { state.withLock { $0.answers.count } }
+    var hits: Int { state.withLock { $0.answered } }
 
     private static func key(_ signed: CommitSignature) -> [UInt8] {
         var hasher = SHA256()

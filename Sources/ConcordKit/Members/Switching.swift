@@ -27,11 +27,13 @@ extension Members {
     }
 
     /// Makes `member` the one acting on this device (the owner: back to the owner), after checking
-    /// that the owner and `member` are active members; the switch is appended, as the owner, to the
-    /// profile's first log kind (when it has one and the owner may write it). Returns the log
-    /// entry's id, if one was written.
+    /// that the owner and `member` are active members; with `logged` (the CLI's `concord switch`
+    /// on a template's profile), the switch is appended, as the owner, to the profile's first log
+    /// kind (when it has one and the owner may write it). Returns the log entry's id, if one was
+    /// written. A store never logs it into a kind (`ConcordStore.switchActing`: an app's log kind
+    /// has a shape of its own).
     @discardableResult
-    public func switchActing(to member: String, as owner: Identity) throws -> String? {
+    public func switchActing(to member: String, as owner: Identity, logged: Bool = true) throws -> String? {
         let owner = owner.acting(as: owner.owner)
         _ = try active(owner)
         let previous = actingMember() ?? owner.owner
@@ -39,7 +41,7 @@ extension Members {
             _ = try active(owner.acting(as: member))
         }
         var entry: String?
-        if let log = profile.kinds.kinds.first(where: { $0.policy == .append }), previous != member,
+        if logged, let log = profile.kinds.kinds.first(where: { $0.policy == .append }), previous != member,
            (try? authorize(owner, toWrite: log)) != nil {
             entry = try profile.records.write(as: owner, asOwner: true) { transaction in
                 try transaction.append(log.name, data: ["event": .string("switch"), "from": .string(previous), "to": .string(member)])

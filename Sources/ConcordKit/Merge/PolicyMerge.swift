@@ -1,6 +1,7 @@
 import ConcordGit
 import ConcordModel
 import Foundation
+import Synchronization
 
 /// The deterministic policy merge of two commits: the tree a sync commits when it merges them,
 /// and the tree every device recomputes to check a merge commit it receives (rule 3 of
@@ -55,27 +56,23 @@ struct PolicyMerge {
     }
 
     /// The trees of the last policy merges this process computed, by repository and parents.
-    private final class Computed: @unchecked Sendable {   // unchecked: `trees` and `order` under `lock`
+    private final class Computed: Sendable {
         static let shared = Computed()
-        private let lock = NSLock()
-        private var trees = [String: ObjectID]()
-        private var order = [String]()
+        private let state = Mutex<(trees: [String: ObjectID], order: [String])>(([:], []))
         private static let limit = 64
 
         private static func key(_ repository: String, _ ours: ObjectID, _ theirs: ObjectID) -> String { "\(repository)\n\(ours.hex) \(theirs.hex)" }
 
         func tree(_ repository: String, _ ours: ObjectID, _ theirs: ObjectID) -> ObjectID? {
-            lock.lock()
-            defer { lock.unlock() }
-            return trees[Self.key(repository, ours, theirs)]
+            state.withLock { $0.trees[Self.key(repository, ours, theirs)] }
         }
 
         func remember(_ tree: ObjectID, _ repository: String, _ ours: ObjectID, _ theirs: ObjectID) {
-            lock.lock()
-            defer { lock.unlock() }
             let key = Self.key(repository, ours, theirs)
-            if trees.updateValue(tree, forKey: key) == nil { order.append(key) }
-            if order.count > Self.limit { trees[order.removeFirst()] = nil }
+            state.withLock { state in
+                if state.trees.updateValue(tree, forKey: key) == nil { state.order.append(key) }
+                if state.order.count > Self.limit { state.trees[state.order.removeFirst()] = nil }
+            }
         }
     }
 

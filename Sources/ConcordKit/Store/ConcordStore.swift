@@ -1,6 +1,7 @@
 import ConcordModel
 import ConcordTrust
 import Foundation
+import Synchronization
 
 /// One profile opened for an app: the entry point, as GRDB's `DatabaseQueue` is. Opened once with
 /// the identity it reads and writes as, `Sendable`, so one store can be shared by every task and
@@ -41,12 +42,14 @@ public final class ConcordStore: Sendable {
     /// `engine` free; the profile's file lock serializes its local phases with writes. Opened by
     /// the first sync, on this queue (a store that never syncs never opens it); a failure to open
     /// it is that sync's error.
-    private let syncer: ProfileQueue
+    let syncer: ProfileQueue
     /// The one thread that watches main move for every observer and change feed of the store,
     /// on a `Profile` of its own, opened when the first one subscribes (`StoreWatcher`).
     let watcher: StoreWatcher
     /// What `status` returns, kept up to date once an app asked for it.
-    private let statusMirror: StoreStatus
+    let statusMirror: StoreStatus
+    /// How many syncs of this store run now (its own and its sync engine's).
+    let syncsRunning = Mutex(0)
 
     private init(_ profile: Profile, identity: Identity, declaredKinds: [Kind] = []) {
         directory = profile.root
@@ -80,6 +83,9 @@ public final class ConcordStore: Sendable {
     public static func open(at directory: URL, identity: Identity, environment: ConcordEnvironment? = nil,
                             kinds: [Kind] = []) throws -> ConcordStore {
         let profile = try Profile.open(at: directory, environment: resolved(environment))
+        // Someone else's copy is not this identity's to read: refused before any record is read.
+        _ = try profile.members.active(identity.acting(as: identity.owner))
+        closeToOthers(profile.root)
         try register(kinds, in: profile, as: identity)
         let store = ConcordStore(profile, identity: identity, declaredKinds: kinds)
         try store.index(kinds)
@@ -93,6 +99,7 @@ public final class ConcordStore: Sendable {
         _ = try missing(kinds, from: template.kinds)   // a declaration refused before anything is created
         let profile = try Profile.create(at: directory, name: name, template: template, identity: identity,
                                          environment: resolved(environment))
+        closeToOthers(profile.root)
         try register(kinds, in: profile, as: identity)
         let store = ConcordStore(profile, identity: identity, declaredKinds: kinds)
         try store.index(kinds)
@@ -101,10 +108,20 @@ public final class ConcordStore: Sendable {
 
     /// Clones the profile at `url` into `directory` (new or empty) as a new device of `identity`,
     /// and opens it (`Sync.clone`: checked, checked out, registered; nothing left on failure).
+    /// As `open`, refuses (`notAMember`, `keyNotRegistered`; the copy removed again) when the
+    /// profile's members do not include this identity's key: a new device is added first
+    /// (`addDevice`, on a device of the same member), then cloned.
     public static func clone(url: String, into directory: URL, identity: Identity, environment: ConcordEnvironment? = nil,
                              trustHost: String? = nil) throws -> ConcordStore {
         let profile = try Sync.clone(url: url, into: directory, identity: identity, environment: resolved(environment),
                                         trustHost: trustHost)
+        do {
+            _ = try profile.members.active(identity.acting(as: identity.owner))
+        } catch {
+            _ = try? profile.removeLocalCopy(unsentTo: "", savingUnsent: false)
+            throw error
+        }
+        closeToOthers(profile.root)
         return ConcordStore(profile, identity: identity)
     }
 
@@ -122,6 +139,7 @@ public final class ConcordStore: Sendable {
                               environment: ConcordEnvironment? = nil, trustHost: String? = nil) throws -> (store: ConcordStore, sync: SyncReport) {
         let accepted = try Members.accept(invitation, into: directory, identity: identity, environment: resolved(environment),
                                           trustHost: trustHost)
+        closeToOthers(accepted.profile.root)
         return (ConcordStore(accepted.profile, identity: identity), accepted.sync)
     }
 
@@ -185,9 +203,11 @@ public final class ConcordStore: Sendable {
 
     // MARK: Sync
 
-    /// Syncs with `remote` (`Sync.run`): fetch, check, merge, push.
+    /// Syncs with `remote` (`Sync.run`): fetch, check, merge, push. Throws the store's end once it
+    /// was closed or its copy removed, and `invalidInput` inside another call's closure of this store.
     public func sync(remote: String = "origin") throws -> SyncReport {
         let identity = identity
+        try syncAllowed()
         return try syncing {
             try syncer.run { profile in try self.synced(profile, remote, profile.sync.run(remote: remote, as: identity)) }
         }
@@ -198,9 +218,17 @@ public final class ConcordStore: Sendable {
     /// left as any failed sync leaves it, and the next sync picks up from there.
     public func sync(remote: String = "origin") async throws -> SyncReport {
         let identity = identity
+        try syncAllowed()
         return try await syncing {
             try await syncer.runAsync { profile in try self.synced(profile, remote, profile.sync.run(remote: remote, as: identity)) }
         }
+    }
+
+    /// A sync may start: the store is open, and this is not inside one of its calls' closures
+    /// (whose queue a removal learned on the sync queue waits for).
+    func syncAllowed() throws {
+        if let ended = engine.endedError { throw ended }
+        guard !engine.isCurrent, !syncer.isCurrent else { throw ProfileQueue.nested }
     }
 
     /// Adds a remote by name and URL (a path, or `ssh://`).
@@ -251,9 +279,9 @@ public final class ConcordStore: Sendable {
     }
 
     /// After a sync (on the sync queue, with its engine): the same, for `remote`.
-    private func synced(_ profile: Profile, _ remote: String, _ report: SyncReport) -> SyncReport {
+    func synced(_ profile: Profile, _ remote: String, _ report: SyncReport) -> SyncReport {
         watcher.moved()
-        statusMirror.update { $0.lastError = nil }
+        statusMirror.update { $0.lastError = nil; $0.lastFailure = nil }
         if statusMirror.isUsed { statusMirror.refresh(from: profile.sync, remote: remote) }
         return report
     }
@@ -261,8 +289,8 @@ public final class ConcordStore: Sendable {
     /// Runs a sync, telling the status it runs and how it ended; a sync that learns this device's
     /// access was removed, or the profile deleted, ends every observer and change feed with it.
     private func syncing<T>(_ body: () async throws -> T) async throws -> T {
-        statusMirror.update { $0.isSyncing = true }
-        defer { statusMirror.update { $0.isSyncing = false } }
+        syncStarted()
+        defer { syncEnded() }
         do {
             return try await body()
         } catch {
@@ -273,8 +301,8 @@ public final class ConcordStore: Sendable {
 
     /// `syncing`, blocking.
     private func syncing<T>(_ body: () throws -> T) throws -> T {
-        statusMirror.update { $0.isSyncing = true }
-        defer { statusMirror.update { $0.isSyncing = false } }
+        syncStarted()
+        defer { syncEnded() }
         do {
             return try body()
         } catch {
@@ -283,17 +311,27 @@ public final class ConcordStore: Sendable {
         }
     }
 
-    /// A sync failed with `error`: the status says so, and a removal ends the observers and feeds.
+    /// A sync failed with `error`: the status says so, and a removal ends the store (`removed(by:)`).
     private func syncFailed(_ error: Error) {
-        let removed: Bool
-        switch error as? ConcordError {
-        case .accessRemoved, .profileDeleted: removed = true
-        default: removed = false
-        }
-        statusMirror.update {
-            $0.lastError = error.localizedDescription
-            if removed { $0.isAccessRemoved = true }
-        }
-        if removed { watcher.failAll(error) }
+        statusMirror.failed(error)
+        if CopyRemoval.isRemoval(error) { removed(by: error) }
     }
+
+    /// This device may no longer have the copy (`error`: its access was removed, or the profile
+    /// deleted): the status says so, every observer and change feed ends with `error`, and every
+    /// call from now on throws it, touching nothing on disk; only `removeLocalCopy()` and `close()` remain.
+    /// The sync queue stays (a sync engine bound to the store applies its removal policy there).
+    func removed(by error: Error) {
+        engine.end(error)
+        watcher.end(error)
+        statusMirror.failed(error)
+        statusMirror.update { $0.isAccessRemoved = true }
+    }
+}
+
+/// Makes a profile's directory its owner's alone (0700) when others may enter it: what is in it
+/// (records, the index, the lock) is then closed to other users of the machine too.
+func closeToOthers(_ directory: URL) {
+    var info = stat()
+    if stat(directory.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_mode & 0o077 != 0 { chmod(directory.path, 0o700) }
 }

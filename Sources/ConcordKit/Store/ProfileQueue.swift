@@ -13,11 +13,14 @@ import Foundation
 /// (`init(label:opening:)`): the store's sync queue opens its second `Profile` only when the app
 /// first syncs, on that queue, and a failure to open it is that sync's error (the next call tries again).
 final class ProfileQueue: @unchecked Sendable {
-    // Safe: `opened` is read and written only while holding `lock`, and the `Profile` it holds is
+    // Safe: `opened` and `ended` are read and written only while holding `lock`, and the `Profile` it holds is
     // used only inside blocks running on `queue`, which is serial (checked by `isCurrent` against
     // nesting); everything else here is immutable.
     private let lock = NSLock()
     private var opened: Profile?
+    /// Why the queue no longer runs anything (the store was closed, or its copy's access removed):
+    /// every block from then on fails with it, and the profile is let go, never opened again.
+    private var ended: Error?
     /// Opens the profile for the first block that needs it (nil when it was given opened).
     private let opening: (@Sendable () throws -> Profile)?
     private let queue: DispatchQueue
@@ -44,6 +47,7 @@ final class ProfileQueue: @unchecked Sendable {
     /// A failure to open is thrown and not kept: the next block tries again.
     private func profile() throws -> Profile {
         try lock.withLock {
+            if let ended { throw ended }
             if let opened { return opened }
             guard let opening else { preconditionFailure("a ProfileQueue has either a profile or a way to open one") }
             let profile = try opening()
@@ -52,8 +56,27 @@ final class ProfileQueue: @unchecked Sendable {
         }
     }
 
+    /// Ends the queue: every block from now on fails with `error` (the first end's error stays,
+    /// unless `replacing`: a removal's final word), the profile is let go, and once this returns no
+    /// block of the queue is running — one running meanwhile is waited for, unless this is called
+    /// from inside it or `waiting` is false (called from the store's other queue, whose block the
+    /// running one may be waiting for: it then ends on its own, and the profile is let go after it).
+    func end(_ error: Error, replacing: Bool = false, waiting: Bool = true) {
+        let dropped = lock.withLock {
+            if ended == nil || replacing { ended = error }
+            defer { opened = nil }
+            return opened
+        }
+        // A block running meanwhile holds the profile itself: it goes when that block ends.
+        if !isCurrent, waiting { queue.sync {} }
+        withExtendedLifetime(dropped) {}
+    }
+
+    /// Why the queue ended, if it did.
+    var endedError: Error? { lock.withLock { ended } }
+
     /// True on this store's queue, inside one of its blocks.
-    private var isCurrent: Bool { DispatchQueue.getSpecific(key: Self.key) == ObjectIdentifier(self) }
+    var isCurrent: Bool { DispatchQueue.getSpecific(key: Self.key) == ObjectIdentifier(self) }
 
     /// The error for a call made inside another call's closure of the same store: waiting for the
     /// queue there would wait for itself.

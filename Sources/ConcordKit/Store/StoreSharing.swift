@@ -124,17 +124,28 @@ extension ConcordStore {
 
     /// Deletes the profile everywhere (`Sync.destroy`): signs a deletion notice (the store's identity
     /// must be an active Admin, else `.notAllowed`), deletes every remote's repository, then this
-    /// device's copy. The store is unusable afterwards (its directory is gone) unless a remote failed
-    /// (`DestroyReport.failed`), in which case the copy stays and calling it again finishes the job.
+    /// device's copy. Before the copy goes, the store ends (every later call throws
+    /// `profileDeleted`, observers and feeds end with it, a bound sync engine stops), unless a
+    /// remote failed (`DestroyReport.failed`): the copy and the store then stay, and calling it
+    /// again finishes the job. Runs on the store's sync queue, so no sync runs meanwhile.
     public func destroy(forget: Bool = false) throws -> Sync.DestroyReport {
         let identity = identity
-        return try withProfile { try $0.sync.destroy(as: identity, forget: forget) }
+        return try onSyncQueueAsCaller { profile in
+            try profile.sync.destroy(as: identity, forget: forget, beforeRemovingCopy: { self.removingHere(by: Self.deleted($0)) })
+        }
     }
 
-    /// `destroy`, run on the store's queue while the caller suspends.
+    /// `destroy`, run on the store's sync queue while the caller suspends.
     public func destroy(forget: Bool = false) async throws -> Sync.DestroyReport {
         let identity = identity
-        return try await withProfile { try $0.sync.destroy(as: identity, forget: forget) }
+        return try await onSyncQueueAsCaller { profile in
+            try profile.sync.destroy(as: identity, forget: forget, beforeRemovingCopy: { self.removingHere(by: Self.deleted($0)) })
+        }
+    }
+
+    /// What every call of a store whose profile `notice` deleted throws.
+    private static func deleted(_ notice: DeletionNotice) -> ConcordError {
+        .profileDeleted(profile: notice.profileName, by: notice.deletedBy, at: notice.deletedAt)
     }
 }
 

@@ -24,8 +24,11 @@ public final class StoreStatus: Observable, @unchecked Sendable {
         public var lastSync: String?
         /// A sync of this store is running.
         public var isSyncing = false
-        /// The last sync's failure, until a sync succeeds.
+        /// The last sync's failure, until a sync succeeds: its one-line message.
         public var lastError: String?
+        /// The last sync's failure as the typed error an app switches on (nil when it was not a
+        /// `ConcordError`, a cancellation say, or until a sync fails; cleared when one succeeds).
+        public var lastFailure: ConcordError?
         /// A sync learned that this device's access was removed, or the profile deleted.
         public var isAccessRemoved = false
     }
@@ -52,8 +55,10 @@ public final class StoreStatus: Observable, @unchecked Sendable {
     public var lastSync: String? { read(\.lastSync, \.lastSync) }
     /// A sync of this store is running.
     public var isSyncing: Bool { read(\.isSyncing, \.isSyncing) }
-    /// The last sync's failure, until a sync succeeds.
+    /// The last sync's failure, until a sync succeeds: its one-line message.
     public var lastError: String? { read(\.lastError, \.lastError) }
+    /// The last sync's failure as a typed error (`Snapshot.lastFailure`).
+    public var lastFailure: ConcordError? { read(\.lastFailure, \.lastFailure) }
     /// A sync learned that this device's access was removed, or the profile deleted.
     public var isAccessRemoved: Bool { read(\.isAccessRemoved, \.isAccessRemoved) }
 
@@ -67,6 +72,14 @@ public final class StoreStatus: Observable, @unchecked Sendable {
 
     /// The app asked for it.
     func markUsed() { lock.withLock { used = true } }
+
+    /// The sync failed with `error`: both forms of it.
+    func failed(_ error: Error) {
+        update {
+            $0.lastError = error.localizedDescription
+            $0.lastFailure = error as? ConcordError
+        }
+    }
 
     /// Applies `change`, then tells the observers of each property it changed.
     func update(_ change: (inout Snapshot) -> Void) {
@@ -84,6 +97,7 @@ public final class StoreStatus: Observable, @unchecked Sendable {
         tell(\.lastSync, \.lastSync)
         tell(\.isSyncing, \.isSyncing)
         tell(\.lastError, \.lastError)
+        tell(\.lastFailure, \.lastFailure)
         tell(\.isAccessRemoved, \.isAccessRemoved)
         registrar.withMutation(of: self, keyPath: \.snapshot) {}
     }

@@ -15,13 +15,15 @@ import Foundation
 /// skips unchanged directories, `History.changedKinds`) and wakes only those whose kinds changed;
 /// a change feed is woken by any move (even a commit that changed no file).
 final class StoreWatcher: @unchecked Sendable {
-    // Safe: `subscribers`, `nextID` and `running` are read and written only while holding `lock`;
+    // Safe: `subscribers`, `nextID`, `running` and `ended` are read and written only while holding `lock`;
     // `profile` and `statusHead` only by the watching thread, of which at most one runs (`running`), each started
     // after the previous one let go of it under `lock`.
-    private let lock = NSLock()
+    private let lock = NSCondition()
     private var subscribers = [Int: Subscriber]()
     private var nextID = 0
     private var running = false
+    /// Why the watcher ended for good (`end(_:)`): no thread starts again, and a subscriber is failed with it.
+    private var ended: Error?
     private var profile: Profile?
     private let opening: @Sendable () throws -> Profile
     /// The store's status, read again when main moved and an app uses it; and where main was when it last was.
@@ -67,15 +69,20 @@ final class StoreWatcher: @unchecked Sendable {
     /// the thread if it is not running. The subscriber is not woken until it says where it read (`read(_:at:)`).
     func subscribe(kinds: Set<String>?, everyMove: Bool = false, poke: @escaping @Sendable () -> Void,
                    fail: @escaping @Sendable (Error) -> Void) -> Int {
-        let (id, start) = lock.withLock {
+        let (id, start, endedBy) = lock.withLock { () -> (Int, Bool, Error?) in
             nextID += 1
+            if let ended = self.ended { return (nextID, false, ended) }
             subscribers[nextID] = Subscriber(kinds: kinds, everyMove: everyMove, seen: .unknown, poke: poke, fail: fail)
             defer { running = true }
-            return (nextID, !running)
+            return (nextID, !running, nil)
         }
-        if start {
+        if let endedBy {
+            // Told off the caller's thread: it may be subscribing under a lock the failure takes too.
+            DispatchQueue.global().async { fail(endedBy) }
+        } else if start {
             Thread.detachNewThread { [self] in
                 nameCurrentThread(Self.threadName)
+                Thread.current.threadDictionary[Self.threadName] = threadMark
                 watch()
             }
         }
@@ -111,13 +118,37 @@ final class StoreWatcher: @unchecked Sendable {
         wake.signal()
     }
 
+    /// Ends the watcher for good (the store was closed, or its copy removed): every subscriber is
+    /// failed with `error`, so is any later one, and once this returns the thread has let go of its
+    /// `Profile` and touches the directory no more — unless this is called on that thread (an
+    /// observer's handler closing the store), which then ends once the handler returns.
+    func end(_ error: Error) {
+        let failing = lock.withLock {
+            if ended == nil { ended = error }
+            defer { subscribers = [:] }
+            return subscribers.values.map(\.fail)
+        }
+        for fail in failing { fail(error) }
+        wake.signal()
+        guard Thread.current.threadDictionary[Self.threadName] as? String != threadMark else { return }
+        lock.withLock { while running { lock.wait() } }
+    }
+
+    /// What the watching thread carries in its thread dictionary: `end` called on it does not wait for itself.
+    private var threadMark: String { "\(ObjectIdentifier(self))" }
+
     /// The thread: look, wake whom a move concerns, wait for the next poll or a nudge; end when
     /// no subscriber is left.
     private func watch() {
         var failures = 0
         while true {
             let current: [Int: Subscriber]? = lock.withLock {
-                if subscribers.isEmpty { running = false; return nil }
+                if subscribers.isEmpty || ended != nil {
+                    profile = nil
+                    running = false
+                    lock.broadcast()
+                    return nil
+                }
                 return subscribers
             }
             guard let current else { return }

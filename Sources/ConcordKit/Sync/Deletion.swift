@@ -38,7 +38,9 @@ extension Sync {
     /// forgotten with `forget`). A remote that fails keeps the copy, so that running it again
     /// finishes the job. `only`: the remotes to delete, when not every one (`identity delete` skips
     /// those that already deleted the profile or let this identity in no more).
-    public func destroy(as identity: Identity, forget: Bool = false, only: [String]? = nil) throws -> DestroyReport {
+    /// `beforeRemovingCopy` runs once every remote is deleted, just before this device's copy is.
+    public func destroy(as identity: Identity, forget: Bool = false, only: [String]? = nil,
+                        beforeRemovingCopy: (DeletionNotice) -> Void = { _ in }) throws -> DestroyReport {
         let notice = try deletionNotice(as: identity)
         var deleted = [(remote: String, what: String)]()
         var failed = [(remote: String, error: ConcordError)]()
@@ -48,6 +50,7 @@ extension Sync {
             }
         }
         if failed.isEmpty {
+            beforeRemovingCopy(notice)
             try profile.removeLocalCopy(unsentTo: "", removedBecause: forget ? nil : "deleted: you deleted it at \(notice.deletedAt)", savingUnsent: false)
         }
         return DestroyReport(notice: notice, deleted: deleted, failed: failed)

@@ -87,7 +87,8 @@ extension Sync {
         }, stallTimeout: environment.networkTimeout,
            knownHostLines: location.knownHostsName == nil ? [] : knownHosts.lines(for: hostName))
         Self.offerKeys(&options, identity: identity, invitationKey: environment.invitationLoginKey)
-        options.cancellation = environment.transferCancellation
+        // The environment's (a sync engine's stop), else the thread's (a store's cancelled task): kept by the init.
+        if let cancellation = environment.transferCancellation { options.cancellation = cancellation }
         return options
     }
 

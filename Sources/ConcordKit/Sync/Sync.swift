@@ -78,8 +78,11 @@ public struct Sync {
     }
 
     /// Connects to ssh remote `name`, and records the host key it presents as trusted in
-    /// `$CONCORD_HOME/known_hosts`. Returns the fingerprint.
-    public func trustRemote(_ name: String, identity: Identity) throws -> String {
+    /// `$CONCORD_HOME/known_hosts`. Returns the fingerprint. With `fingerprint` (`SHA256:…`, as
+    /// `ssh-keygen -lf` prints it, from the server's admin), only a host key of that fingerprint is
+    /// trusted: another is refused (`hostKeyMismatch`), the connection cut before anything is sent,
+    /// and nothing recorded.
+    public func trustRemote(_ name: String, identity: Identity, fingerprint: String? = nil) throws -> String {
         let location = try remoteLocation(name)
         guard let hostName = location.knownHostsName else {
             throw ConcordError.invalidInput("\(name) is a path remote: there is no host key to trust")
@@ -87,12 +90,15 @@ public struct Sync {
         var seen: HostKey?
         let options = TransportOptions(sshPrivateKey: identity.privateKeyPath.path, trustHostKey: { key in
             seen = key
-            return true
+            return fingerprint.map { $0 == key.fingerprint } ?? true
         }, stallTimeout: environment.networkTimeout, knownHostLines: KnownHosts(home: environment.home).lines(for: hostName))
         do { _ = try repository.remoteHeads(remote: name, options: options) } catch {
             if seen == nil { throw try transportError(error, remote: name, location: location) }
         }
         guard let key = seen else { throw ConcordError.io("\(name) presented no host key") }
+        if let fingerprint, fingerprint != key.fingerprint {
+            throw ConcordError.hostKeyMismatch(remote: name, host: hostName, expected: fingerprint, presented: key.fingerprint)
+        }
         try KnownHosts(home: environment.home).trust(host: hostName, key: key)
         return key.fingerprint
     }

@@ -4,8 +4,8 @@ import ConcordModel
 ///
 /// ```swift
 /// struct Symbol: ConcordRecord {
-///     static let kind = Kind("vocabulary", policy: .lastWriterWins, writers: .editor, indexed: ["page", "position"])
 ///     static let fields: FieldNames<Symbol> = [\.page: "page", \.position: "position", \.label: "label"]
+///     static let kind = Kind("vocabulary", policy: .lastWriterWins, writers: .editor, indexed: fields.names)
 ///     var id: String; var label: String; var page: Int; var position: Int
 /// }
 /// try await store.write { try $0.save(Symbol(id: "puzzle", label: "puzzle", page: 3, position: 2)) }

@@ -1,0 +1,99 @@
+@testable import ConcordKit
+import Foundation
+import GRDB
+import XCTest
+
+/// The Modelling article's `Symbol`, as the article declares it (the test reads the article and
+/// fails when its declaration is no longer this one), and every query of its "Queries" section
+/// run against it: a query the article shows cannot throw (`fieldNotNamed` did, for `\.label`).
+private struct Symbol: ConcordRecord, Equatable {
+    static let fields: FieldNames<Symbol> = [\.page: "page", \.position: "position", \.label: "label"]
+    static let kind = Kind("vocabulary", policy: .lastWriterWins, writers: .editor, indexed: fields.names)
+    var id: String
+    var label: String
+    var page: Int
+    var position: Int
+}
+
+final class ModellingArticleTests: KitTestCase {
+    /// The two declaration lines of `Symbol` above, as the article must show them.
+    private let declaration = [
+        #"    static let fields: FieldNames<Symbol> = [\.page: "page", \.position: "position", \.label: "label"]"#,
+        #"    static let kind = Kind("vocabulary", policy: .lastWriterWins, writers: .editor, indexed: fields.names)"#,
+    ]
+
+    private func article(_ name: String) throws -> String {
+        let docc = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Sources/ConcordKit/ConcordKit.docc")
+        return try String(contentsOf: docc.appendingPathComponent(name), encoding: .utf8)
+    }
+
+    func testEveryArticleDeclaresSymbolAsThisTestRunsIt() throws {
+        for name in ["Modelling.md", "GettingStarted.md", "ConcordKit.md"] {
+            let text = try article(name)
+            XCTAssertTrue(text.contains(declaration.joined(separator: "\n")), "\(name) declares Symbol otherwise than the test that runs its queries")
+        }
+    }
+
+    func testTheModellingArticlesQueriesRun() async throws {
+        let alice = try makeIdentity()
+        let store = try ConcordStore.create(at: sandbox.appendingPathComponent("board"), name: "Board", template: .aac, identity: alice,
+                                            environment: makeEnvironment(alice), kinds: [Symbol.kind])
+        let symbols = [Symbol(id: "puzzle", label: "puzzle", page: 3, position: 2), Symbol(id: "juice", label: "juice", page: 1, position: 1),
+                       Symbol(id: "push", label: "push", page: 3, position: 1), Symbol(id: "ball", label: "ball", page: 2, position: 4)]
+        try await store.write { transaction in for symbol in symbols { try transaction.save(symbol) } }
+        let text = try article("Modelling.md")
+        for query in [#"Symbol.filter(\.page == 3).order(\.position).limit(20).fetchAll($0)"#, #"Symbol.filter(\.page >= 1).fetchCount($0)"#,
+                      #"Symbol.filter(.hasPrefix(\.label, "pu")).fetchOne($0)"#,
+                      #"Symbol.filter(.in(\.page, [1, 2])).order(\.position, descending: true).fetchAll($0)"#] {
+            XCTAssertTrue(text.contains(query), "the article no longer shows \(query)")
+        }
+        let page3 = try await store.read { try Symbol.filter(\.page == 3).order(\.position).limit(20).fetchAll($0) }
+        XCTAssertEqual(page3.map(\.id), ["push", "puzzle"])
+        let count = try await store.read { try Symbol.filter(\.page >= 1).fetchCount($0) }
+        XCTAssertEqual(count, 4)
+        let first = try await store.read { try Symbol.filter(.hasPrefix(\.label, "pu")).fetchOne($0) }
+        XCTAssertEqual(first?.id.hasPrefix("pu"), true)
+        let some = try await store.read { try Symbol.filter(.in(\.page, [1, 2])).order(\.position, descending: true).fetchAll($0) }
+        XCTAssertEqual(some.map(\.id), ["ball", "juice"])
+        // The read-only SQL entry reads an index whose kinds have indexed fields (SQLite 3.40
+        // refuses json_extract in an untrusted schema's indexes: the schema is checked to be Concord's own).
+        let counted = try await store.read { try $0.sql("SELECT count(*) AS n FROM records WHERE kind = 'vocabulary'") }
+        XCTAssertEqual(counted, [["n": .number("4")]])
+
+        // Something planted in the index file (a view) is not Concord's: the schema stays untrusted.
+        let queue = try DatabaseQueue(path: indexPath(store))
+        try await queue.write { try $0.execute(sql: "CREATE VIEW planted AS SELECT json_extract(data, '$.label') AS label FROM records") }
+        try queue.close()
+        let refused = concordError { try store.read { try $0.sql("SELECT count(*) AS n FROM records") } }
+        guard case .invalidInput(let why)? = refused else { return XCTFail("a planted view was trusted: \(String(describing: refused))") }
+        XCTAssertTrue(why.contains("unsafe use of json_extract") && why.contains("delete the file"), why)
+        // As the message says: without the file, the next read builds it again.
+        try FileManager.default.removeItem(atPath: try indexPath(store))
+        let again = try await store.read { try $0.sql("SELECT count(*) AS n FROM records WHERE kind = 'vocabulary'") }
+        XCTAssertEqual(again, [["n": .number("4")]])
+    }
+
+    /// What makes a schema Concord's own, entry by entry: SQLite's own entries pass only as SQLite
+    /// makes them (a view or trigger named like them does not), and any entry `create` does not make fails.
+    func testOnlyConcordsOwnSchemaIsTrusted() {
+        let own = RecordIndexSchema.create.map { sql -> (type: String, name: String, sql: String?) in
+            (sql.contains("CREATE TABLE") ? "table" : "index", "x", sql)
+        }
+        let fields = [(kind: "vocabulary", field: "label")]
+        let labelIndex = RecordIndexSchema.indexSQL(kind: "vocabulary", field: "label")!
+        XCTAssertTrue(RecordIndexSchema.isOwn(master: own + [("index", "records:vocabulary:label", labelIndex)], indexedFields: fields))
+        XCTAssertTrue(RecordIndexSchema.isOwn(master: own + [("table", "sqlite_stat1", "CREATE TABLE sqlite_stat1(tbl,idx,stat)"),
+                                                             ("index", "sqlite_autoindex_files_1", nil)], indexedFields: []))
+        let planted: [(type: String, name: String, sql: String?)] = [
+            ("view", "sqlite_stat1", "CREATE VIEW sqlite_stat1 AS SELECT json_extract(data, '$.a') FROM records"),
+            ("trigger", "sqlite_stat1", "CREATE TRIGGER t AFTER INSERT ON files BEGIN SELECT 1; END"),
+            ("view", "sqlite_autoindex_x", "CREATE VIEW v AS SELECT 1"),
+            ("index", "records:vocabulary:label", labelIndex),   // no indexed_fields row names it
+            ("table", "extra", nil),
+        ]
+        for entry in planted {
+            XCTAssertFalse(RecordIndexSchema.isOwn(master: own + [entry], indexedFields: []), "trusted: \(entry)")
+        }
+    }
+}
