@@ -43,19 +43,14 @@ demo: release
 	CONCORD=$(RELEASE)/release/concord bash samples/demo.sh
 
 # samples/embedding runs first (an app embedding ConcordKit end to end, under a second); then the
-# suite, which is XCTest; the last line is a plain "N passed, N failed" summary of it.
+# suite, which is XCTest, as two shards at once (Tests/run-suite.sh): the targets TEST_SHARD names,
+# and every other; the last line is a plain "N passed, N failed" summary of both.
+# SWIFT_TEST_FLAGS (e.g. --filter StoreTests) runs one serial run with them instead.
+TEST_SHARD ?= ConcordServerTests|ConcordCLITests|ConcordRulesTests|ConcordModelTests|ConcordTrustTests|ConcordGitFormatsTests|ConcordGitTests
 test: deps
 	swift build --build-tests
 	.build/debug/concord-embedding-sample
-	@set -o pipefail; swift test --skip-build --disable-swift-testing $(SWIFT_TEST_FLAGS) 2>&1 | tee .build/test-output.log; \
-	status=$$?; \
-	line=$$(grep -E 'Executed [0-9]+ tests?, with [0-9]+ failures?' .build/test-output.log | tail -n 1); \
-	if [ -n "$$line" ]; then \
-	  total=$$(echo "$$line" | sed -E 's/.*Executed ([0-9]+) tests?.*/\1/'); \
-	  failed=$$(echo "$$line" | sed -E 's/.*with ([0-9]+) failures?.*/\1/'); \
-	  echo "$$((total - failed)) passed, $$failed failed"; \
-	else echo "0 passed, 1 failed"; status=1; fi; \
-	exit $$status
+	@bash Tests/run-suite.sh '$(TEST_SHARD)' $(SWIFT_TEST_FLAGS)
 
 # The portable fallbacks of the Linux-only calls (renameat2, malloc_trim and mallopt, /proc, MAP_POPULATE),
 # compiled and tested here: CONCORD_PORTABLE defined for Swift and C (what other systems build), in a

@@ -96,4 +96,34 @@ final class ModellingArticleTests: KitTestCase {
             XCTAssertFalse(RecordIndexSchema.isOwn(master: own + [entry], indexedFields: []), "trusted: \(entry)")
         }
     }
+
+    /// `indexed_fields` is read, with the schema still trusted, only once the rest of the schema is
+    /// Concord's own: a view planted under that name never runs.
+    func testIndexedFieldsIsReadOnlyOnceTheRestOfTheSchemaIsOwn() {
+        func rows(of master: [(type: String, name: String, sql: String?)]) -> (asked: [String], own: Bool) {
+            var asked = [String]()
+            let own = RecordIndexSchema.isOwn { sql, _ in
+                asked.append(sql)
+                if sql.contains("sqlite_master") { return master.map { [$0.type, $0.name, $0.sql] } }
+                return [["vocabulary", "label"]]
+            }
+            return (asked, own)
+        }
+        let own = RecordIndexSchema.create.map { sql -> (type: String, name: String, sql: String?) in
+            (sql.contains("CREATE TABLE") ? "table" : "index", "x", sql)
+        }
+        let labelIndex: (type: String, name: String, sql: String?) =
+            ("index", "records:vocabulary:label", RecordIndexSchema.indexSQL(kind: "vocabulary", field: "label")!)
+        let trusted = rows(of: own + [labelIndex])
+        XCTAssertTrue(trusted.own)
+        XCTAssertEqual(trusted.asked.count, 2, "\(trusted.asked)")
+        let ownTables = own.filter { !$0.sql!.contains("indexed_fields") }
+        let view: (type: String, name: String, sql: String?) =
+            ("view", "indexed_fields", "CREATE VIEW indexed_fields AS SELECT json_extract(data, '$.kind') AS kind, '' AS field FROM records")
+        for master in [ownTables + [view, labelIndex], own + [labelIndex, ("trigger", "t", "CREATE TRIGGER t AFTER INSERT ON files BEGIN SELECT 1; END")]] {
+            let planted = rows(of: master)
+            XCTAssertFalse(planted.own)
+            XCTAssertEqual(planted.asked.count, 1, "read beyond sqlite_master: \(planted.asked)")
+        }
+    }
 }

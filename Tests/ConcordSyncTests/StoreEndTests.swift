@@ -49,8 +49,8 @@ final class StoreEndTests: ConcordTestCase {
     }
 
     /// The Admin deletes the profile while her app has a change feed open and a sync engine bound:
-    /// the feed ends with `profileDeleted`, every call throws it, the engine stops, and nothing
-    /// comes back in the deleted folder.
+    /// the feed ends with `profileDeleted`, every call throws it, the engine tells the deletion and
+    /// stops, and nothing comes back in the deleted folder.
     func testDestroyEndsTheStoreAndItsEngineBeforeTheCopyGoes() async throws {
         let (remote, alice, bob) = try sharedCareTeam()
         fsckAtEnd.removeAll { [alice.directory, bob.directory, remote].map(\.standardizedFileURL).contains($0.standardizedFileURL) }
@@ -72,7 +72,11 @@ final class StoreEndTests: ConcordTestCase {
             return XCTFail("a read after destroy did not throw profileDeleted")
         }
         guard case .profileDeleted? = thrownConcordError({ try alice.sync() }) else { return XCTFail("a sync after destroy") }
-        XCTAssertTrue(waitUntil(deadline) { recorder.names(of: alice.directory).last == "stopped" }, "\(recorder.names(of: alice.directory))")
+        // The engine tells the deletion as one (not as a failure of its sync) and syncs no more.
+        XCTAssertTrue(waitUntil(deadline) { recorder.names(of: alice.directory).last == "profileDeleted" }, "\(recorder.names(of: alice.directory))")
+        guard case .profileDeleted(let removal) = recorder.events(of: alice.directory).last else { return XCTFail("no deletion told") }
+        XCTAssertTrue(removal.deleted)
+        XCTAssertFalse(recorder.names(of: alice.directory).contains { $0.hasPrefix("failed") }, "\(recorder.names(of: alice.directory))")
         try await Task.sleep(for: .milliseconds(500))   // five of the engine's ticks
         XCTAssertFalse(FileManager.default.fileExists(atPath: alice.directory.path), "something was re-created in the deleted copy")
     }

@@ -176,10 +176,12 @@ extension ConcordTestCase {
     package func grindHead(in copy: URL, before other: String, signedWith key: URL,
                            file: StaticString = #filePath, line: UInt = #line) throws -> String {
         var head = try revParse("HEAD", in: copy)
-        for attempt in 0..<64 where head >= other {
+        // Each attempt a date of its own (an ssh signature is deterministic, so a date tried twice
+        // gives the same id): 4,096 tries find an id below one starting "00" with near certainty.
+        for attempt in 0..<4096 where head >= other {
+            let seconds = 1_767_261_600 + attempt
             try gitOK(GitSigning.options(keyFile: key.path) + ["commit", "--amend", "--quiet", "--no-edit", "-S"], in: copy,
-                      environment: ["GIT_COMMITTER_DATE": "2026-01-01T10:00:\(String(format: "%02d", attempt % 60)) +0000",
-                                    "GIT_AUTHOR_DATE": "2026-01-01T09:\(String(format: "%02d", attempt % 60)):00 +0000"])
+                      environment: ["GIT_COMMITTER_DATE": "\(seconds) +0000", "GIT_AUTHOR_DATE": "\(seconds - 3600) +0000"])
             head = try revParse("HEAD", in: copy)
         }
         XCTAssertLessThan(head, other, "ground an id below \(other)", file: file, line: line)

@@ -236,8 +236,14 @@ final class ProfileWatch: Sendable {
             let outcome: Tick
             do {
                 outcome = try using(own, tick)
+            } catch let ended as ConcordError where CopyRemoval.isRemoval(ended) {
+                // Bound to a store whose copy a call of its own removed (`destroy`): told as the removal it was.
+                let removal = CopyRemoval(cause: ended, deleted: !FileManager.default.fileExists(atPath: target.directory.path),
+                                          savedUnsentEdits: nil)
+                if case .profileDeleted = ended { tell(.profileDeleted(removal)) } else { tell(.accessRemoved(removal)) }
+                return removal
             } catch {
-                // Bound to a store the app closed, or whose copy another call removed: nothing left to sync.
+                // Bound to a store the app closed: nothing left to sync.
                 tell(.failed(Self.message(error)))
                 break
             }

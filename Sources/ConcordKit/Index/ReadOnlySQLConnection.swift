@@ -151,10 +151,7 @@ final class ReadOnlySQLConnection {
     /// Whether the schema `handle` reads (before any authorizer is set) is Concord's own; false
     /// when it cannot be read.
     private static func isOwnSchema(_ handle: OpaquePointer) -> Bool {
-        guard let master = texts(handle, "SELECT type, name, sql FROM sqlite_master", columns: 3),
-              let fields = texts(handle, "SELECT kind, field FROM indexed_fields", columns: 2) else { return false }
-        return RecordIndexSchema.isOwn(master: master.map { ($0[0] ?? "", $0[1] ?? "", $0[2]) },
-                                       indexedFields: fields.map { ($0[0] ?? "", $0[1] ?? "") })
+        RecordIndexSchema.isOwn { sql, columns in texts(handle, sql, columns: columns) }
     }
 
     /// The rows of `sql` on `handle`, each as its first `columns` texts; nil when it fails.

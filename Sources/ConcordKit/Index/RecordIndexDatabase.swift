@@ -55,6 +55,20 @@ enum RecordIndexSchema {
         }
     }
 
+    /// Whether the schema that `rows` (a statement's rows, each as its first `columns` texts;
+    /// nil when it fails) reads is Concord's own. The schema is read before `indexed_fields` is:
+    /// only when all but the field indexes is exactly Concord's (no view or trigger named like a
+    /// table of ours) is that table read, so nothing planted in the file runs while SQLite still
+    /// trusts the schema.
+    static func isOwn(reading rows: (_ sql: String, _ columns: Int32) -> [[String?]]?) -> Bool {
+        guard let read = rows("SELECT type, name, sql FROM sqlite_master", 3) else { return false }
+        let master = read.map { (type: $0[0] ?? "", name: $0[1] ?? "", sql: $0[2]) }
+        let beyondFieldIndexes = master.filter { !($0.type == "index" && $0.name.hasPrefix("records:")) }
+        guard isOwn(master: beyondFieldIndexes, indexedFields: []),
+              let fields = rows("SELECT kind, field FROM indexed_fields", 2) else { return false }
+        return isOwn(master: master, indexedFields: fields.map { ($0[0] ?? "", $0[1] ?? "") })
+    }
+
     /// The expression index on `field` of `kind`'s records, named `records:<kind>:<field>`; nil
     /// for a field SQLite's JSON paths cannot name (`IndexQuerySQL.hasPath`).
     static func indexSQL(kind: String, field: String) -> String? {

@@ -15,9 +15,11 @@ extension ConcordStore {
     /// closure of this store, the call running ends as it would have, and nothing runs after it.
     public func close() {
         let closed = ConcordError.storeClosed(profile: info.name)
-        let inside = engine.isCurrent || syncer.isCurrent
+        // Inside a call's closure, or on the watching thread (a status `onChange` handler), the
+        // queues' running blocks may be waiting for this very thread: end them without waiting.
+        let inside = engine.isCurrent || syncer.isCurrent || watcher.isWatchingThread
         engine.end(closed, waiting: !inside)
-        watcher.end(closed)
+        watcher.end(closed, waiting: !inside)
         syncer.end(closed, waiting: !inside)
     }
 
@@ -72,6 +74,7 @@ extension ConcordStore {
     /// ends with `error` first, its sync queue too once that call returns.
     func removingHere(by error: Error) {
         removed(by: error)
+        engine.end(error, replacing: true)
         syncer.end(error, replacing: true)
     }
 

@@ -105,13 +105,21 @@ public final class StoreStatus: Observable, @unchecked Sendable {
     /// Reads ahead/behind and the last sync of `remote` from `sync` (nothing changes when the
     /// profile has no such remote yet: every commit is then pending).
     func refresh(from sync: Sync, remote: String) {
+        reading(from: sync, remote: remote)()
+    }
+
+    /// What `refresh` reads, read now; the returned closure tells it (the observers' `onChange`
+    /// handlers run in it, on the caller's thread), so a caller can tell it once it let go of the profile.
+    func reading(from sync: Sync, remote: String) -> () -> Void {
         let status = try? sync.status(remote: remote)
         let pending = status?.ahead ?? (try? sync.localCommits(remote))
-        update { snapshot in
-            if let pending { snapshot.pendingCommits = pending }
-            if let status {
-                snapshot.behind = status.behind
-                snapshot.lastSync = status.lastSync
+        return { [self] in
+            update { snapshot in
+                if let pending { snapshot.pendingCommits = pending }
+                if let status {
+                    snapshot.behind = status.behind
+                    snapshot.lastSync = status.lastSync
+                }
             }
         }
     }

@@ -15,13 +15,15 @@ import Foundation
 /// skips unchanged directories, `History.changedKinds`) and wakes only those whose kinds changed;
 /// a change feed is woken by any move (even a commit that changed no file).
 final class StoreWatcher: @unchecked Sendable {
-    // Safe: `subscribers`, `nextID`, `running` and `ended` are read and written only while holding `lock`;
-    // `profile` and `statusHead` only by the watching thread, of which at most one runs (`running`), each started
-    // after the previous one let go of it under `lock`.
+    // Safe: `subscribers`, `nextID`, `running`, `touching`, `ended` and `profile` are read and written only while
+    // holding `lock` (the thread takes `profile` out while it touches the directory, and puts it back after);
+    // `statusHead` only by the watching thread, of which at most one runs (`running`).
     private let lock = NSCondition()
     private var subscribers = [Int: Subscriber]()
     private var nextID = 0
     private var running = false
+    /// The thread reads the profile now (`end` waits for this, not for the pokes and status news after it).
+    private var touching = false
     /// Why the watcher ended for good (`end(_:)`): no thread starts again, and a subscriber is failed with it.
     private var ended: Error?
     private var profile: Profile?
@@ -120,9 +122,12 @@ final class StoreWatcher: @unchecked Sendable {
 
     /// Ends the watcher for good (the store was closed, or its copy removed): every subscriber is
     /// failed with `error`, so is any later one, and once this returns the thread has let go of its
-    /// `Profile` and touches the directory no more — unless this is called on that thread (an
-    /// observer's handler closing the store), which then ends once the handler returns.
-    func end(_ error: Error) {
+    /// `Profile` and touches the directory no more. It waits only for the thread's read of the
+    /// profile, never for what the thread tells after it (pokes, the status's `onChange` handlers,
+    /// which may call the store); and not at all when called on that thread, or when not
+    /// `waiting` (closed inside a write, whose lock the read waits for): the thread then lets go
+    /// once its read ends.
+    func end(_ error: Error, waiting: Bool = true) {
         let failing = lock.withLock {
             if ended == nil { ended = error }
             defer { subscribers = [:] }
@@ -130,9 +135,17 @@ final class StoreWatcher: @unchecked Sendable {
         }
         for fail in failing { fail(error) }
         wake.signal()
-        guard Thread.current.threadDictionary[Self.threadName] as? String != threadMark else { return }
-        lock.withLock { while running { lock.wait() } }
+        guard waiting, !isWatchingThread else { return }
+        let dropped = lock.withLock {
+            while touching { lock.wait() }
+            defer { profile = nil }
+            return profile
+        }
+        withExtendedLifetime(dropped) {}
     }
+
+    /// True on the watching thread.
+    var isWatchingThread: Bool { Thread.current.threadDictionary[Self.threadName] as? String == threadMark }
 
     /// What the watching thread carries in its thread dictionary: `end` called on it does not wait for itself.
     private var threadMark: String { "\(ObjectIdentifier(self))" }
@@ -142,18 +155,36 @@ final class StoreWatcher: @unchecked Sendable {
     private func watch() {
         var failures = 0
         while true {
+            var profile: Profile?
             let current: [Int: Subscriber]? = lock.withLock {
                 if subscribers.isEmpty || ended != nil {
-                    profile = nil
+                    self.profile = nil
                     running = false
                     lock.broadcast()
                     return nil
                 }
+                touching = true
+                (profile, self.profile) = (self.profile, nil)
                 return subscribers
             }
             guard let current else { return }
+            var told = [() -> Void]()
+            let looked = Result { try look(current, with: &profile, telling: &told) }
+            // Put back while the watcher lives on (`end` then lets go of it); once ended, it goes
+            // here, before the read is over, so it is gone when `end` returns.
+            let putBack = lock.withLock {
+                guard ended == nil else { return false }
+                (self.profile, profile) = (profile, nil)
+                return true
+            }
+            if !putBack { profile = nil }
+            lock.withLock {
+                touching = false
+                lock.broadcast()
+            }
+            for tell in told { tell() }
             do {
-                try look(current)
+                try looked.get()
                 failures = 0
             } catch {
                 failures += 1
@@ -166,15 +197,16 @@ final class StoreWatcher: @unchecked Sendable {
         }
     }
 
-    /// One look at main: every subscriber that read at another commit gets the kinds changed since,
-    /// is marked as having seen main, and is woken when they concern it.
-    private func look(_ current: [Int: Subscriber]) throws {
-        let profile = try self.profile ?? opening()
-        self.profile = profile
+    /// One look at main through `opened` (opened now when nil): every subscriber that read at
+    /// another commit gets the kinds changed since, is marked as having seen main, and its wake-up
+    /// is added to `told` when they concern it; so is the status's news.
+    private func look(_ current: [Int: Subscriber], with opened: inout Profile?, telling told: inout [() -> Void]) throws {
+        let profile = try opened ?? opening()
+        opened = profile
         let history = profile.history
         guard var head = try history.head() else { return }
         if head != statusHead, status.isUsed {
-            status.refresh(from: profile.sync, remote: "origin")
+            told.append(status.reading(from: profile.sync, remote: "origin"))
             statusHead = head
         }
         guard current.values.contains(where: { $0.seen != .unknown && $0.seen != .at(head) }) else { return }
@@ -183,7 +215,6 @@ final class StoreWatcher: @unchecked Sendable {
         try profile.locked {}
         head = try history.head() ?? head
         var diffs = [ObjectID?: ChangedKinds]()
-        var woken = [@Sendable () -> Void]()
         for (id, subscriber) in current {
             guard case .at(let seen) = subscriber.seen, seen != head else { continue }
             var changed = ChangedKinds()
@@ -200,9 +231,8 @@ final class StoreWatcher: @unchecked Sendable {
                 subscribers[id]?.seen = .at(head)
                 return true
             }
-            if marked, changed.concerns(subscriber.kinds) { woken.append(subscriber.poke) }
+            if marked, changed.concerns(subscriber.kinds) { told.append(subscriber.poke) }
         }
-        for poke in woken { poke() }
     }
 }
 

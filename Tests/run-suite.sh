@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Runs the built XCTest suite (`swift build --build-tests` first) as `make test` does, and ends with a
+# plain "N passed, N failed" line summing it.
+#
+#   Tests/run-suite.sh SHARD            two shards at once: the test targets SHARD names (a regex of
+#                                       target names, e.g. 'ConcordCLITests|ConcordServerTests'), and
+#                                       every other target (so a new target is never left out)
+#   Tests/run-suite.sh SHARD FLAGS...   one serial run with the given `swift test` flags (a --filter)
+#
+# Each shard is a serial XCTest run in a process of its own (the tests spend most of their time
+# waiting for the concord, git and sshd processes they start, so two keep both cores busy, and no
+# process-wide state is shared between them). Their lines go to the terminal as they come, each
+# whole, and to .build/test-output-1.log and -2.log; a shard that ends without XCTest's summary line
+# (a crash) counts as failed.
+set -uo pipefail
+shard=$1
+shift
+
+# The last "Executed N tests, with F failures" line of log $1, as "N F"; nothing when there is none.
+executed() {
+    grep -E 'Executed [0-9]+ tests?, with [0-9]+ failures?' "$1" | tail -n 1 \
+        | sed -E 's/.*Executed ([0-9]+) tests?, with ([0-9]+) failures?.*/\1 \2/'
+}
+
+if [ $# -gt 0 ]; then
+    logs=(.build/test-output.log)
+    swift test --skip-build --disable-swift-testing "$@" 2>&1 | tee "${logs[0]}"
+    status=$?
+else
+    logs=(.build/test-output-1.log .build/test-output-2.log)
+    (swift test --skip-build --disable-swift-testing --filter "^($shard)\." 2>&1 | tee "${logs[0]}") &
+    first=$!
+    (swift test --skip-build --disable-swift-testing --skip "^($shard)\." 2>&1 | tee "${logs[1]}") &
+    second=$!
+    trap 'kill -- $first $second 2>/dev/null; exit 130' INT TERM
+    status=0
+    wait $first || status=$?
+    wait $second || status=$?
+fi
+
+passed=0 failed=0
+for log in "${logs[@]}"; do
+    counts=$(executed "$log")
+    if [ -z "$counts" ]; then
+        echo "$log: the run ended without XCTest's summary (a crash?): see its last lines"
+        failed=$((failed + 1))
+        status=1
+        continue
+    fi
+    read -r total failures <<<"$counts"
+    passed=$((passed + total - failures))
+    failed=$((failed + failures))
+done
+echo "$passed passed, $failed failed"
+exit $status
