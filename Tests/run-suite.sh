@@ -2,12 +2,13 @@
 # Runs the built XCTest suite (`swift build --build-tests` first) as `make test` does, and ends with a
 # plain "N passed, N failed" line summing it.
 #
-#   Tests/run-suite.sh SHARD            two shards at once: the test targets SHARD names (a regex of
-#                                       target names, e.g. 'ConcordCLITests|ConcordServerTests'), and
-#                                       every other target (so a new target is never left out)
+#   Tests/run-suite.sh SHARD            two shards at once: the test classes SHARD names (a regex
+#                                       matched against `Target.Class`: a target or a class, e.g.
+#                                       'ConcordCLITests|ConcordSyncTests\.RaceTests'), and every other
+#                                       class (so a new test is never left out)
 #   Tests/run-suite.sh SHARD FLAGS...   one serial run with the given `swift test` flags (a --filter)
 #
-# Each shard is a serial XCTest run in a process of its own (the tests spend most of their time
+# Each shard is a serial XCTest run of the test bundle in a process of its own (the tests spend most of their time
 # waiting for the concord, git and sshd processes they start, so two keep both cores busy, and no
 # process-wide state is shared between them). Their lines go to the terminal as they come, each
 # whole, and to .build/test-output-1.log and -2.log; a shard that ends without XCTest's summary line
@@ -27,15 +28,25 @@ if [ $# -gt 0 ]; then
     swift test --skip-build --disable-swift-testing "$@" 2>&1 | tee "${logs[0]}"
     status=$?
 else
+    # The XCTest bundle itself, twice (two `swift test` would wait for each other's lock on .build),
+    # each given its test classes as `swift test --filter` gives them, comma-separated.
+    bundle=$(ls -d "$(swift build --show-bin-path)"/*PackageTests.xctest | head -n 1)
+    classes=$("$bundle" --list-tests | sed -n -E 's#^([A-Za-z0-9_]+\.[A-Za-z0-9_]+)/.*#\1#p' | sort -u)
+    first=$(grep -E "^($shard)(\.|$)" <<<"$classes" | paste -sd, -)
+    second=$(grep -v -E "^($shard)(\.|$)" <<<"$classes" | paste -sd, -)
+    if [ -z "$classes" ] || [ -z "$first" ] || [ -z "$second" ]; then
+        echo "Tests/run-suite.sh: no tests to split (listed $(wc -l <<<"$classes") classes) by '$shard'"
+        exit 1
+    fi
     logs=(.build/test-output-1.log .build/test-output-2.log)
-    (swift test --skip-build --disable-swift-testing --filter "^($shard)\." 2>&1 | tee "${logs[0]}") &
-    first=$!
-    (swift test --skip-build --disable-swift-testing --skip "^($shard)\." 2>&1 | tee "${logs[1]}") &
-    second=$!
-    trap 'kill -- $first $second 2>/dev/null; exit 130' INT TERM
+    ("$bundle" "$first" 2>&1 | tee "${logs[0]}") &
+    one=$!
+    ("$bundle" "$second" 2>&1 | tee "${logs[1]}") &
+    two=$!
+    trap 'kill -- $one $two 2>/dev/null; exit 130' INT TERM
     status=0
-    wait $first || status=$?
-    wait $second || status=$?
+    wait $one || status=$?
+    wait $two || status=$?
 fi
 
 passed=0 failed=0

@@ -16,6 +16,7 @@ final class HistoryAndClockTests: KitTestCase {
 
         let all = try profile.history.entries()
         XCTAssertEqual(all.map(\.action), ["deleted", "appended", "updated", "added", "added", "created"])
+        XCTAssertEqual(all.map(\.changeAction), [.deleted, .appended, .updated, .added, .added, .created])
         XCTAssertEqual(all.map(\.commit), lines(try gitOK(["rev-list", "HEAD"], in: profile.root)))
         XCTAssertEqual(Set(all.map(\.signature)), [.good])
         XCTAssertEqual(Set(all.map(\.member)), ["alice"])

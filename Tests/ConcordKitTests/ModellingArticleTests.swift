@@ -74,12 +74,15 @@ final class ModellingArticleTests: KitTestCase {
         XCTAssertEqual(again, [["n": .number("4")]])
     }
 
+    /// The `sqlite_master` entries of `RecordIndexSchema.create` (their names do not matter to the check).
+    private var ownMaster: [(type: String, name: String, sql: String?)] {
+        RecordIndexSchema.create.map { sql in (sql.contains("CREATE TABLE") ? "table" : "index", "x", sql) }
+    }
+
     /// What makes a schema Concord's own, entry by entry: SQLite's own entries pass only as SQLite
     /// makes them (a view or trigger named like them does not), and any entry `create` does not make fails.
     func testOnlyConcordsOwnSchemaIsTrusted() {
-        let own = RecordIndexSchema.create.map { sql -> (type: String, name: String, sql: String?) in
-            (sql.contains("CREATE TABLE") ? "table" : "index", "x", sql)
-        }
+        let own = ownMaster
         let fields = [(kind: "vocabulary", field: "label")]
         let labelIndex = RecordIndexSchema.indexSQL(kind: "vocabulary", field: "label")!
         XCTAssertTrue(RecordIndexSchema.isOwn(master: own + [("index", "records:vocabulary:label", labelIndex)], indexedFields: fields))
@@ -109,9 +112,7 @@ final class ModellingArticleTests: KitTestCase {
             }
             return (asked, own)
         }
-        let own = RecordIndexSchema.create.map { sql -> (type: String, name: String, sql: String?) in
-            (sql.contains("CREATE TABLE") ? "table" : "index", "x", sql)
-        }
+        let own = ownMaster
         let labelIndex: (type: String, name: String, sql: String?) =
             ("index", "records:vocabulary:label", RecordIndexSchema.indexSQL(kind: "vocabulary", field: "label")!)
         let trusted = rows(of: own + [labelIndex])

@@ -1,6 +1,7 @@
 import ConcordKit
 import ConcordTestSupport
 import Foundation
+import Observation
 import Synchronization
 import XCTest
 
@@ -130,6 +131,36 @@ final class StoreEndTests: ConcordTestCase {
         XCTAssertTrue(waitUntil(deadline) { recorder.names(of: bob.directory).last == "stopped" }, "\(recorder.names(of: bob.directory))")
         let reopened = try ConcordStore.open(at: bob.directory, identity: bob.identity, environment: bob.environment)
         XCTAssertEqual(try reopened.read { try $0.get("vocabulary", "busy").data?["label"] }, .string("for the engine to send"))
+    }
+
+    /// An app stops the engine from a handler of the store's status (`withObservationTracking`),
+    /// which runs on the thread of the engine's sync that changed it: `stop()` returns (it would
+    /// wait for that very thread otherwise), and the engine stops once its sync is done.
+    func testStoppingTheEngineFromAStatusHandlerDuringItsSyncReturns() throws {
+        let (_, _, bob) = try sharedCareTeam()
+        fsckAtEnd.append(bob.directory)
+        let engine = try SyncEngine(for: bob, interval: 0.1)
+        let outcome = Lines()
+        withObservationTracking {
+            _ = bob.status.isSyncing
+        } onChange: {
+            engine.stop()
+            outcome.append("stop returned")
+        }
+        engine.start()
+        defer {
+            // Bounded: without the rule, the engine's thread waits for itself and a stop never returns.
+            let stopped = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                engine.stop()
+                stopped.signal()
+            }
+            XCTAssertEqual(stopped.wait(timeout: .now() + deadline), .success, "the engine did not stop")
+        }
+        try bob.write { try $0.put("vocabulary", "handled", data: ["label": "for the engine to send"]) }
+        XCTAssertTrue(waitUntil(deadline) { outcome.all == ["stop returned"] }, "stop() inside the handler did not return: \(outcome.all)")
+        XCTAssertTrue(waitUntil(deadline) { engine.progress(of: bob.directory)?.phase == .stopped },
+                      "\(String(describing: engine.progress(of: bob.directory)))")
     }
 
     /// The store's own sync learns of the revocation before its bound engine does: the engine's

@@ -50,6 +50,10 @@ final class ProfileWatch: Sendable {
         wake.signal()
     }
 
+    /// Whether `join()` may wait here: not on a thread of the store this watch syncs (its tick may
+    /// be waiting for that very thread's queue).
+    var mayJoinHere: Bool { store?.isOnItsOwnThread != true }
+
     /// Returns once the thread has ended.
     func join() {
         ended.wait()

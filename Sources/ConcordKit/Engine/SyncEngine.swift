@@ -104,7 +104,9 @@ public final class SyncEngine: Sendable {
     /// the threads a moment later; none touches the network or a profile after that): a check of a
     /// remote in progress is cut, a sync in progress finishes first (its fetch or push ends within
     /// the network timeout). Each profile tells `.stopped` last, and the streams then finish.
-    /// Idempotent; a stopped engine does not start again.
+    /// Idempotent; a stopped engine does not start again. Called inside a call's closure of a
+    /// store this engine syncs (or a handler of its status), it does not wait for that store's
+    /// thread, whose sync may be waiting for the very call: that thread ends once the call returned.
     public func stop() { hub.stop() }
 
     /// `stop()` for a task: the threads are joined on a thread of the engine's own, never one of

@@ -41,7 +41,7 @@ final class SyncEngineHub: @unchecked Sendable {
             return (Array(watches.values), running)
         }
         for watch in all { watch.stop() }
-        if wasRunning { for watch in all { watch.join() } }
+        if wasRunning { for watch in all where watch.mayJoinHere { watch.join() } }
         let (events, progress) = lock.withLock {
             defer { (eventSubscribers, progressSubscribers) = ([:], [:]) }
             return (Array(eventSubscribers.values), Array(progressSubscribers.values))

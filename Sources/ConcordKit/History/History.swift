@@ -25,8 +25,11 @@ public struct HistoryEntry: Sendable {
     public let member: String
     /// The device that made the commit (`Concord-Device`).
     public let device: String
-    /// What the commit did (`Concord-Action`: `added`, `edited`, `merged`, …).
+    /// What the commit did (`Concord-Action`: `added`, `updated`, `merged`, …), as its trailer says it.
     public let action: String
+    /// `action`, typed; nil for a commit Concord did not make (a plain `git commit`) or an action
+    /// this version does not know.
+    public var changeAction: ChangeAction? { ChangeAction(rawValue: action) }
     /// Commit time, ISO-8601 UTC.
     public let time: String
     /// The HLC of the change, when the commit carries one.

@@ -17,7 +17,7 @@ extension ConcordStore {
         let closed = ConcordError.storeClosed(profile: info.name)
         // Inside a call's closure, or on the watching thread (a status `onChange` handler), the
         // queues' running blocks may be waiting for this very thread: end them without waiting.
-        let inside = engine.isCurrent || syncer.isCurrent || watcher.isWatchingThread
+        let inside = isOnItsOwnThread
         engine.end(closed, waiting: !inside)
         watcher.end(closed, waiting: !inside)
         syncer.end(closed, waiting: !inside)
@@ -28,15 +28,21 @@ extension ConcordStore {
     /// `$CONCORD_HOME/saved/`, whose path is returned (nil when there were none; the copy stays
     /// when they cannot be saved). The store is closed first; allowed also after a sync threw
     /// `accessRemoved` or `profileDeleted`. A copy already gone (a sync engine removed it) returns nil.
+    /// Refused (`invalidInput`) inside a call's closure of this store and in a handler of its status.
     @discardableResult
     public func removeLocalCopy(unsentTo remote: String = "origin") throws -> URL? {
-        guard !engine.isCurrent, !syncer.isCurrent else { throw ProfileQueue.nested }
+        // Not where close() cannot wait for the calls running: the copy would go under them.
+        guard !isOnItsOwnThread else { throw ProfileQueue.nested }
         let reason = (engine.endedError as? ConcordError).flatMap(CopyRemoval.reason(for:))
         close()
         guard FileManager.default.fileExists(atPath: directory.appendingPathComponent(".git").path) else { return nil }
         let profile = try Profile.open(at: directory, environment: environment)
         return try profile.removeLocalCopy(unsentTo: remote, removedBecause: reason)
     }
+
+    /// True inside a call's closure of this store, or on its watching thread (a status `onChange`
+    /// handler): waiting there for the store's queues, or for what waits for them, waits for itself.
+    var isOnItsOwnThread: Bool { engine.isCurrent || syncer.isCurrent || watcher.isWatchingThread }
 
     /// Whether the store can still be used (not closed, its copy not removed).
     public var isOpen: Bool { engine.endedError == nil }
