@@ -96,6 +96,12 @@ final class ProfileWatch: Sendable {
                 progress.pendingCommits = (try? profile.sync.localCommits(remote)) ?? 0
                 return try liveUpdates(profile)
             }
+        } catch let ended as ConcordError where store != nil && CopyRemoval.isRemoval(ended) {
+            // Its store's copy was removed (`destroy`) before this thread first synced it.
+            let removal = told(ended)
+            hub.publish(.stopped, for: target.directory)
+            publish { $0.phase = .stopped; $0.removal = removal }
+            return
         } catch {
             // Checked when the profile was added: gone since (deleted by another process), or its store closed.
             hub.publish(.failed(Self.message(error)), for: target.directory)
@@ -241,11 +247,8 @@ final class ProfileWatch: Sendable {
             do {
                 outcome = try using(own, tick)
             } catch let ended as ConcordError where CopyRemoval.isRemoval(ended) {
-                // Bound to a store whose copy a call of its own removed (`destroy`): told as the removal it was.
-                let removal = CopyRemoval(cause: ended, deleted: !FileManager.default.fileExists(atPath: target.directory.path),
-                                          savedUnsentEdits: nil)
-                if case .profileDeleted = ended { tell(.profileDeleted(removal)) } else { tell(.accessRemoved(removal)) }
-                return removal
+                // Bound to a store whose copy a call of its own removed (`destroy`).
+                return told(ended)
             } catch {
                 // Bound to a store the app closed: nothing left to sync.
                 tell(.failed(Self.message(error)))
@@ -275,6 +278,18 @@ final class ProfileWatch: Sendable {
         guard let removal = try store.map({ try $0.removing(by: error, policy) }) ?? policy() else { return nil }
         if case .profileDeleted = removal.cause { tell(.profileDeleted(removal)) } else { tell(.accessRemoved(removal)) }
         return removal
+    }
+
+    /// The store this watch syncs ended with `removal` (a call of its own removed the copy):
+    /// told as the removal it was, not as a failure of the sync.
+    private func told(_ removal: ConcordError) -> CopyRemoval {
+        let done = CopyRemoval(cause: removal, deleted: !FileManager.default.fileExists(atPath: target.directory.path), savedUnsentEdits: nil)
+        if case .profileDeleted = removal {
+            hub.publish(.profileDeleted(done), for: target.directory)
+        } else {
+            hub.publish(.accessRemoved(done), for: target.directory)
+        }
+        return done
     }
 
     /// Live updates from the profile's remote when it is reached over ssh (nil for a path remote),

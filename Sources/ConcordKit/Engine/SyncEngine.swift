@@ -106,7 +106,8 @@ public final class SyncEngine: Sendable {
     /// the network timeout). Each profile tells `.stopped` last, and the streams then finish.
     /// Idempotent; a stopped engine does not start again. Called inside a call's closure of a
     /// store this engine syncs (or a handler of its status), it does not wait for that store's
-    /// thread, whose sync may be waiting for the very call: that thread ends once the call returned.
+    /// thread, whose sync may be waiting for the very call: that thread ends once the call returned,
+    /// and its `.stopped` comes after the streams finished (so they do not tell it).
     public func stop() { hub.stop() }
 
     /// `stop()` for a task: the threads are joined on a thread of the engine's own, never one of

@@ -33,10 +33,12 @@ public final class StoreStatus: Observable, @unchecked Sendable {
         public var isAccessRemoved = false
     }
 
-    // Safe: `state` and `used` are read and written only while holding `lock`; the registrar is Sendable.
+    // Safe: `state`, `used` and `refreshes` are read and written only while holding `lock`; the registrar is Sendable.
     private let lock = NSLock()
     private var state = Snapshot()
     private var used = false
+    /// How many refreshes (`reading`) were told: one read before another was told is not told after it.
+    private var refreshes = 0
     private let registrar = ObservationRegistrar()
 
     init() {}
@@ -81,14 +83,23 @@ public final class StoreStatus: Observable, @unchecked Sendable {
         }
     }
 
-    /// Applies `change`, then tells the observers of each property it changed.
-    func update(_ change: (inout Snapshot) -> Void) {
-        let (old, new) = lock.withLock { () -> (Snapshot, Snapshot) in
+    /// Applies `change`, then tells the observers of each property it changed. With `refresh`, a
+    /// refresh read when `refresh` refreshes had been told: applied (and counted) only if no other
+    /// was told since; returns whether `change` was applied.
+    @discardableResult
+    func update(refresh: Int? = nil, _ change: (inout Snapshot) -> Void) -> Bool {
+        let changed = lock.withLock { () -> (old: Snapshot, new: Snapshot)? in
+            if let refresh {
+                guard refresh == refreshes else { return nil }
+                refreshes += 1
+            }
             let old = state
             change(&state)
             return (old, state)
         }
-        guard old != new else { return }
+        guard let (old, new) = changed else { return false }
+        guard old != new else { return true }
+        defer { registrar.withMutation(of: self, keyPath: \.snapshot) {} }
         func tell<T: Equatable>(_ property: KeyPath<StoreStatus, T>, _ field: KeyPath<Snapshot, T>) {
             if old[keyPath: field] != new[keyPath: field] { registrar.withMutation(of: self, keyPath: property) {} }
         }
@@ -99,22 +110,25 @@ public final class StoreStatus: Observable, @unchecked Sendable {
         tell(\.lastError, \.lastError)
         tell(\.lastFailure, \.lastFailure)
         tell(\.isAccessRemoved, \.isAccessRemoved)
-        registrar.withMutation(of: self, keyPath: \.snapshot) {}
+        return true
     }
 
     /// Reads ahead/behind and the last sync of `remote` from `sync` (nothing changes when the
     /// profile has no such remote yet: every commit is then pending).
     func refresh(from sync: Sync, remote: String) {
-        reading(from: sync, remote: remote)()
+        _ = reading(from: sync, remote: remote)()
     }
 
     /// What `refresh` reads, read now; the returned closure tells it (the observers' `onChange`
-    /// handlers run in it, on the caller's thread), so a caller can tell it once it let go of the profile.
-    func reading(from sync: Sync, remote: String) -> () -> Void {
+    /// handlers run in it, on the caller's thread), so a caller can tell it once it let go of the
+    /// profile. It tells nothing, and returns false, when another refresh was told meanwhile
+    /// (a sync's, read after this one): the caller reads again if it wants this one's news.
+    func reading(from sync: Sync, remote: String) -> () -> Bool {
+        let seen = lock.withLock { refreshes }
         let status = try? sync.status(remote: remote)
         let pending = status?.ahead ?? (try? sync.localCommits(remote))
         return { [self] in
-            update { snapshot in
+            update(refresh: seen) { snapshot in
                 if let pending { snapshot.pendingCommits = pending }
                 if let status {
                     snapshot.behind = status.behind

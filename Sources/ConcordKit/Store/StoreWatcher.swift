@@ -135,9 +135,10 @@ final class StoreWatcher: @unchecked Sendable {
         }
         for fail in failing { fail(error) }
         wake.signal()
-        guard waiting, !isWatchingThread else { return }
+        // The profile the thread put back between two reads goes here in any case (the caller may
+        // be about to delete the copy); one being read goes with that read.
         let dropped = lock.withLock {
-            while touching { lock.wait() }
+            if waiting, !isWatchingThread { while touching { lock.wait() } }
             defer { profile = nil }
             return profile
         }
@@ -205,9 +206,15 @@ final class StoreWatcher: @unchecked Sendable {
         opened = profile
         let history = profile.history
         guard var head = try history.head() else { return }
-        if head != statusHead, status.isUsed {
-            told.append(status.reading(from: profile.sync, remote: "origin"))
-            statusHead = head
+        // The status is read last, once the lock was free and the diffs made (a sync meanwhile
+        // tells a newer one, which this read then does not overwrite: it is read again next time).
+        let statusDue = head != statusHead && status.isUsed
+        defer {
+            if statusDue {
+                let reading = status.reading(from: profile.sync, remote: "origin")
+                told.append { [self] in if !reading() { statusHead = nil } }
+                statusHead = head
+            }
         }
         guard current.values.contains(where: { $0.seen != .unknown && $0.seen != .at(head) }) else { return }
         // A writer moves main before it writes the working tree and the index, holding the
