@@ -25,6 +25,12 @@ static inline int concord_git_opts_mwindow_file_limit(size_t files) {
     return git_libgit2_opts(GIT_OPT_SET_MWINDOW_FILE_LIMIT, files);
 }
 
+static inline size_t concord_git_opts_get_mwindow_file_limit(void) {
+    size_t files = 0;
+    git_libgit2_opts(GIT_OPT_GET_MWINDOW_FILE_LIMIT, &files);
+    return files;
+}
+
 /* An object database backend and a pack writer with a pointer of concord's after libgit2's part
  * (`PackWriteBounds`): libgit2 hands back only the pointer to its part, the first field. */
 typedef struct { git_odb_backend parent; void *context; } concord_odb_backend;
