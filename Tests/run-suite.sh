@@ -17,9 +17,12 @@ set -uo pipefail
 shard=$1
 shift
 
-# The last "Executed N tests, with F failures" line of log $1, as "N F"; nothing when there is none.
+# The run's own summary in log $1 (the "Executed N tests, with F failures" line after the last
+# suite, "All tests" or "Selected tests", ended), as "N F"; nothing when the run did not get there
+# (a crash: the last "Executed" line is then one class's).
 executed() {
-    grep -E 'Executed [0-9]+ tests?, with [0-9]+ failures?' "$1" | tail -n 1 \
+    grep -A1 -E "^Test Suite '(All|Selected) tests' (passed|failed) at" "$1" \
+        | grep -E 'Executed [0-9]+ tests?, with [0-9]+ failures?' | tail -n 1 \
         | sed -E 's/.*Executed ([0-9]+) tests?, with ([0-9]+) failures?.*/\1 \2/'
 }
 

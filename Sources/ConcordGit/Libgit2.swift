@@ -70,12 +70,6 @@ enum Libgit2 {
         _ = setrlimit(RLIMIT_NOFILE_VALUE, &limit)
     }
 
-    /// The soft descriptor limit now (for tests).
-    static var descriptorLimit: UInt64 {
-        var limit = rlimit()
-        guard getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0 else { return 0 }
-        return UInt64(limit.rlim_cur)
-    }
 
     /// Call before any other libgit2 function; cheap after the first call.
     static func ensure() {

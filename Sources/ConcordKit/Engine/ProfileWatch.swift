@@ -97,9 +97,9 @@ final class ProfileWatch: Sendable {
                 return try liveUpdates(profile)
             }
         } catch let ended as ConcordError where store != nil && CopyRemoval.isRemoval(ended) {
-            // Its store's copy was removed (`destroy`) before this thread first synced it.
+            // Its store's copy was removed (`destroy`) before this thread first synced it: told as the
+            // loop tells a removal (the removal last).
             let removal = told(ended)
-            hub.publish(.stopped, for: target.directory)
             publish { $0.phase = .stopped; $0.removal = removal }
             return
         } catch {

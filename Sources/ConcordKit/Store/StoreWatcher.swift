@@ -171,15 +171,11 @@ final class StoreWatcher: @unchecked Sendable {
             guard let current else { return }
             var told = [() -> Void]()
             let looked = Result { try look(current, with: &profile, telling: &told) }
-            // Put back while the watcher lives on (`end` then lets go of it); once ended, it goes
-            // here, before the read is over, so it is gone when `end` returns.
-            let putBack = lock.withLock {
-                guard ended == nil else { return false }
-                (self.profile, profile) = (profile, nil)
-                return true
-            }
-            if !putBack { profile = nil }
             lock.withLock {
+                // Put back while the watcher lives on (`end` then lets go of it); once ended, it goes
+                // here, before the read is over, so it is gone when `end` returns.
+                if ended == nil { self.profile = profile }
+                profile = nil
                 touching = false
                 lock.broadcast()
             }
