@@ -54,24 +54,15 @@ package struct MembershipResolution: Sendable {
         return MembershipResolution(overrides: overrides)
     }
 
-    /// The members of the replayed files.
-    package static func members(in state: [String: [UInt8]]) -> [String: Member] {
+    /// The members of the replayed files (`files` decodes them).
+    package static func members(in state: [String: [UInt8]], files: MemberFileMemo) -> [String: Member] {
         var out = [String: Member]()
         for (path, bytes) in state {
             guard case .success(.member(let name)) = ProfilePathRules.classify(Array(path.utf8), kinds: .empty),
-                  let member = memberFile(bytes, path: path), member.name == name else { continue }
+                  let member = files.member(bytes, path: path), member.name == name else { continue }
             out[name] = member
         }
         return out
-    }
-
-    /// Member files by their bytes: the same bytes decode the same way, and a replay reads the same
-    /// files again for every merge it resolves.
-    private static let memberFiles = ContentMemo<[UInt8], Member?>(limit: 8_192)
-
-    /// The member `bytes` (at `path`) hold; nil when they do not read.
-    package static func memberFile(_ bytes: [UInt8], path: String) -> Member? {
-        memberFiles.value(bytes) { try? Member.decode(bytes, path: path) }
     }
 
     /// `change` (its commit's before and after) merged into the replayed file `current` as the

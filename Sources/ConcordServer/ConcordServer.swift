@@ -16,6 +16,8 @@ import Foundation
 public struct ConcordServer: Sendable {
     public let root: URL
     public let configuration: ServerConfiguration
+    /// What this server's checks remember between steps (memberships, signatures, policy merges).
+    let caches = EngineCaches()
 
     static let configurationFile = "concord-server.json"
     static let repositoriesDirectory = "repositories"
@@ -106,7 +108,7 @@ public struct ConcordServer: Sendable {
         return try gitCall {
             let repository = try Repository.open(path)
             guard let main = try repository.resolveReference("refs/heads/main") else { return nil }
-            return try CommitAuthorizer.membershipWithInvitations(in: repository, tree: try repository.commit(main).tree)
+            return try CommitAuthorizer.membershipWithInvitations(in: repository, tree: try repository.commit(main).tree, caches: caches)
         }
     }
 

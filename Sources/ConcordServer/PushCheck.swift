@@ -24,6 +24,7 @@ public struct PushCheck {
     public let server: ConcordServer
     /// The repository the hook runs in (git's `GIT_DIR`).
     public let repositoryPath: String
+    var caches: EngineCaches { server.caches }
 
     public init(server: ConcordServer, repositoryPath: String) {
         self.server = server
@@ -80,7 +81,7 @@ public struct PushCheck {
         let repository = try Repository.open(repositoryPath)
         if let quarantine { try repository.addObjectDirectory(quarantine) }
         let current = try repository.resolveReference("refs/heads/main")
-        let membership = try current.map { try CommitAuthorizer.membershipWithInvitations(in: repository, tree: try repository.commit($0).tree) }
+        let membership = try current.map { try CommitAuthorizer.membershipWithInvitations(in: repository, tree: try repository.commit($0).tree, caches: caches) }
         let request = ServeRequest(verb: .receive, profile: profile)
         let admission: ServerAccess.Admission
         switch ServerAccess.decide(request, key: key, isAdminKey: server.isAdminKey(key),
@@ -125,7 +126,7 @@ public struct PushCheck {
                     }
                 }
             }
-            try IncomingCheck(repository: repository, profileID: profileID).verify(tip: new, known: known)
+            try IncomingCheck(repository: repository, profileID: profileID, caches: caches).verify(tip: new, known: known)
         }
     }
 
@@ -142,7 +143,7 @@ public struct PushCheck {
                     return try [ProfilePaths.membersDirectory, ProfilePaths.invitationsDirectory].map { try repository.entry(at: $0, inTree: tree)?.id }
                 }
                 guard try update.old.map(access) != (try access(new)) else { continue }
-                let membership = try CommitAuthorizer.membershipWithInvitations(in: repository, tree: try repository.commit(new).tree)
+                let membership = try CommitAuthorizer.membershipWithInvitations(in: repository, tree: try repository.commit(new).tree, caches: caches)
                 // The view first, so a revoked key the index lets in finds it ready; the index is
                 // rewritten whether or not that worked (a revoked key without a view is refused).
                 let recorded = Result { try RevocationView.record(membership, tip: new, old: update.old, in: repository) }

@@ -105,7 +105,7 @@ extension ConcordServer {
             guard FileManager.default.fileExists(atPath: path) else { throw noProfile }
             let repository = try Repository.open(path)
             guard let main = try repository.resolveReference("refs/heads/main") else { throw noProfile }
-            return (try CommitAuthorizer.membershipWithInvitations(in: repository, tree: try repository.commit(main).tree),
+            return (try CommitAuthorizer.membershipWithInvitations(in: repository, tree: try repository.commit(main).tree, caches: caches),
                     try PushCheck.readProfileID(in: repository, at: main), try repository.rootCommit(of: main))
         }
         guard membership.holders(of: notice.key).contains(where: { $0.member.status == .active }) else { throw noProfile }

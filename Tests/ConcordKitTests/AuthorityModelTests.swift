@@ -95,7 +95,7 @@ final class AuthorityModelTests: KitTestCase {
             let real: Bool
             var refusal = ""
             do {
-                try IncomingCheck(repository: repository, profileID: profile.info.id).verify(tip: commit, known: parents)
+                try IncomingCheck(repository: repository, profileID: profile.info.id, caches: EngineCaches()).verify(tip: commit, known: parents)
                 real = true
             } catch let error as ConcordError {
                 guard case .unauthorizedCommit = error else { throw error }   // anything else: the generator wrote a bad file
@@ -123,7 +123,7 @@ final class AuthorityModelTests: KitTestCase {
                 outcome.ambiguous += 1
                 return
             }
-            let merge = try PolicyMerge.compute(in: repository, ours: parents[0], theirs: parents[1])
+            let merge = try PolicyMerge.compute(in: repository, ours: parents[0], theirs: parents[1], caches: EngineCaches())
             outcome.merges += 1
             if !merge.resolution.overrides.isEmpty { outcome.fell += 1 }
             if !merge.leftOut.isEmpty { outcome.leftOut += 1 }
@@ -400,7 +400,7 @@ final class AuthorityModelTests: KitTestCase {
     private func modelState(_ id: ObjectID, tree isTree: Bool = false, _ repository: Repository) throws -> Model.State {
         let tree = isTree ? id : try repository.commit(id).tree
         var members = [String: Model.Member]()
-        for member in try CommitAuthorizer.membership(in: repository, tree: tree).members.values {
+        for member in try CommitAuthorizer.membership(in: repository, tree: tree, caches: EngineCaches()).members.values {
             members[member.name] = Model.Member(role: Model.Role(member.role), active: member.status == .active,
                                                 keys: Dictionary(member.keys.map { ($0.device, $0.publicKey.line(comment: nil)) }, uniquingKeysWith: { a, _ in a }))
         }

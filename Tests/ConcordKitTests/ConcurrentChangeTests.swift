@@ -145,8 +145,8 @@ final class QueuedMergeTests: KitTestCase {
 
         let ours = try a.repository.resolveRevision("HEAD"), theirs = try a.repository.resolveRevision("refs/peers/b")
         XCTAssertEqual(try a.repository.mergeBases(ours, theirs).count, 1)
-        let queued = try PolicyMerge.compute(in: a.repository, ours: ours, theirs: theirs)
-        let asked = try PolicyMerge.compute(in: a.repository, ours: ours, theirs: theirs, queueing: false)
+        let queued = try PolicyMerge.compute(in: a.repository, ours: ours, theirs: theirs, caches: EngineCaches())
+        let asked = try PolicyMerge.compute(in: a.repository, ours: ours, theirs: theirs, caches: EngineCaches(), queueing: false)
         XCTAssertTrue(queued.planner.queueing)
         XCTAssertEqual(queued.tree, asked.tree)
         XCTAssertEqual(queued.unresolved, asked.unresolved)

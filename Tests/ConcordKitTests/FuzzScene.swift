@@ -42,13 +42,13 @@ struct FuzzScene {
         guard let fetch = try? quarantine.repository.fetchObjectsFromLocalRepository(
             at: bareURL.path, ref: "refs/heads/main", into: "refs/concord/incoming", durable: false, commitCopied: prefetch.add(rawCommit:))
         else { return nil }
-        var kept = IncomingCheck(repository: quarantine.repository, profileID: bob.info.id)
+        var kept = IncomingCheck(repository: quarantine.repository, profileID: bob.info.id, caches: EngineCaches())
         kept.prefetchedSignatures = prefetch
         kept.fetched = fetch.objects
         let first = IncomingAccessTests.verdict { try kept.verify(tip: fetch.tip, known: known) }
         quarantine.repository.releaseCaches()
         let second = IncomingAccessTests.verdict {
-            try IncomingCheck(repository: quarantine.repository, profileID: bob.info.id).verify(tip: fetch.tip, known: known)
+            try IncomingCheck(repository: quarantine.repository, profileID: bob.info.id, caches: EngineCaches()).verify(tip: fetch.tip, known: known)
         }
         return (first, second)
     }

@@ -78,12 +78,12 @@ final class IncomingAccessTests: KitTestCase {
                 at: bare, ref: "refs/heads/main", into: "refs/concord/incoming", durable: false, commitCopied: prefetch.add(rawCommit:)))
             let tip = fetch.tip
             let changesKept = fetch.objects.changes.count
-            var kept = IncomingCheck(repository: quarantine.repository, profileID: profile.info.id)
+            var kept = IncomingCheck(repository: quarantine.repository, profileID: profile.info.id, caches: EngineCaches())
             kept.prefetchedSignatures = prefetch
             kept.fetched = fetch.objects
             let first = Self.verdict { try kept.verify(tip: tip, known: known) }
             quarantine.repository.releaseCaches()
-            let unkept = IncomingCheck(repository: quarantine.repository, profileID: profile.info.id)
+            let unkept = IncomingCheck(repository: quarantine.repository, profileID: profile.info.id, caches: EngineCaches())
             XCTAssertTrue(unkept.fetched.changes.isEmpty)
             let second = Self.verdict { try unkept.verify(tip: tip, known: known) }
             return (first, second, prefetch.memo.hits, changesKept)
@@ -134,8 +134,8 @@ final class IncomingAccessTests: KitTestCase {
         let repository = try Repository.open(clone.path)
         let tip = try XCTUnwrap(ObjectID(hex: try gitOK(["rev-parse", "HEAD"], in: clone)))
         let beforeForged = try XCTUnwrap(ObjectID(hex: try gitOK(["rev-parse", "\(forged)~1"], in: clone)))
-        let inBatches = IncomingCheck(repository: repository, profileID: profile.info.id, signatureChunks: (size: 2, ahead: 2))
-        let inOne = IncomingCheck(repository: repository, profileID: profile.info.id, signatureChunks: (size: 1_000, ahead: 0))
+        let inBatches = IncomingCheck(repository: repository, caches: EngineCaches(), profileID: profile.info.id, signatureChunks: (size: 2, ahead: 2))
+        let inOne = IncomingCheck(repository: repository, caches: EngineCaches(), profileID: profile.info.id, signatureChunks: (size: 1_000, ahead: 0))
         XCTAssertGreaterThan(try repository.newCommits(from: tip, excluding: []).count, 8, "more than four chunks of two")
         let expected = ConcordError.unauthorizedCommit(commit: String(forged.prefix(7)), signer: "vera@tablet", change: "vocabulary/puzzle",
                                                        reason: "Viewers may not write vocabulary")

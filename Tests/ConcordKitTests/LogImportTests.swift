@@ -45,7 +45,7 @@ final class LogImportTests: KitTestCase {
         // On disk: the importer's entry with its origin; every device accepts the history.
         let day = try String(contentsOf: profile.root.appendingPathComponent("logs/2026-01-01.jsonl"), encoding: .utf8)
         XCTAssertTrue(day.contains(#""origin":{"at":"2025-03-02T16:45:00.000Z-0000","by":"grandma","device":"tablet"}"#), day)
-        XCTAssertEqual(try IncomingCheck(repository: profile.repository, profileID: profile.info.id).verify(tip: try head(profile), known: []),
+        XCTAssertEqual(try IncomingCheck(repository: profile.repository, profileID: profile.info.id, caches: EngineCaches()).verify(tip: try head(profile), known: []),
                        Int(try gitOK(["rev-list", "--count", "HEAD"], in: profile.root)))
         XCTAssertEqual(try git(["fsck", "--full"], in: profile.root).status, 0)
 
@@ -192,7 +192,7 @@ final class LogImportTests: KitTestCase {
         XCTAssertEqual(Set(try gitOK(["diff", "--name-only", "HEAD~1", "HEAD"], in: profile.root).split(separator: "\n")),
                        [".concord/profile.json", "logs/2026-01-01.jsonl"])
         XCTAssertEqual(try Profile.open(at: profile.root, environment: makeEnvironment(alice, clock: clock)).info.formatVersion, 6)
-        XCTAssertEqual(try IncomingCheck(repository: profile.repository, profileID: profile.info.id).verify(tip: try head(profile), known: [base]), 2)
+        XCTAssertEqual(try IncomingCheck(repository: profile.repository, profileID: profile.info.id, caches: EngineCaches()).verify(tip: try head(profile), known: [base]), 2)
 
         // An origin written into the format 5 profile without moving it (by hand, or by a concord that skips the step).
         try gitOK(["reset", "--hard", "--quiet", base.hex], in: profile.root)
@@ -203,7 +203,7 @@ final class LogImportTests: KitTestCase {
         }
         let tip = try XCTUnwrap(ObjectID(hex: try XCTUnwrap(forged.commit)))
         guard case .invalidCommit(_, let path, let reason)? = concordError({
-            try IncomingCheck(repository: profile.repository, profileID: profile.info.id).verify(tip: tip, known: [base])
+            try IncomingCheck(repository: profile.repository, profileID: profile.info.id, caches: EngineCaches()).verify(tip: tip, known: [base])
         }) else { return XCTFail("expected invalidCommit") }
         XCTAssertEqual(path, "logs/2026-01-01.jsonl")
         XCTAssertTrue(reason.contains("origin") && reason.contains("data format 6"), reason)

@@ -94,7 +94,7 @@ final class MembershipResolutionTests: KitTestCase {
                 try gitOK(["fetch", "-q", replicas[other].profile.root.path, "+main:refs/peers/incoming"], in: path)
                 let repository = merged.repository
                 if let ours = try repository.resolveReference("HEAD"), let theirs = try repository.resolveReference("refs/peers/incoming"),
-                   !(try MembershipResolution.compute(in: repository, base: try repository.mergeBase(ours, theirs), ours: ours, theirs: theirs)
+                   !(try MembershipResolution.compute(in: repository, base: try repository.mergeBase(ours, theirs), ours: ours, theirs: theirs, caches: EngineCaches())
                        .overrides.isEmpty) {
                     fell = true
                 }

@@ -89,7 +89,7 @@ final class ProfileWatch: Sendable {
             } else {
                 var environment = environment
                 environment.transferCancellation = stopping
-                own = try Profile.open(at: target.directory, environment: environment)
+                own = try Profile.open(at: target.directory, environment: environment, caches: hub.caches)
             }
             live = try using(own) { profile in
                 progress.lastSync = profile.sync.lastSync(remote: remote)

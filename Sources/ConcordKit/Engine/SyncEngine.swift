@@ -65,7 +65,7 @@ public final class SyncEngine: Sendable {
     /// of range, the profile is in this engine already, or the engine was stopped.
     public func add(_ target: Target) throws {
         try Self.checkInterval(target.interval)
-        let profile = try Profile.open(at: target.directory, environment: environment)
+        let profile = try Profile.open(at: target.directory, environment: environment, caches: hub.caches)
         _ = try profile.sync.remoteLocation(target.remote)
         try hub.add(ProfileWatch(target: target, identity: identity, environment: environment, hub: hub))
     }

@@ -5,6 +5,8 @@ import Foundation
 /// `SyncEngine.progressBuffer` elements, the newest: a subscriber that never reads costs no more). Every field is read and written under `lock` only, which is
 /// what makes the `@unchecked Sendable` safe; no one waits on anything while holding it.
 final class SyncEngineHub: @unchecked Sendable {
+    /// The engine's caches, for the profiles it opens itself (a bound store's profiles have their store's).
+    let caches = EngineCaches()
     private let lock = NSLock()
     private var watches = [URL: ProfileWatch]()
     private var running = false

@@ -45,7 +45,7 @@ extension History {
 
     /// The members' keys at each commit, read as a walk needs them (to name who signed a commit).
     func memberKeys() -> MemberKeysAtCommit {
-        MemberKeysAtCommit(repository: repository)
+        MemberKeysAtCommit(repository: repository, caches: caches)
     }
 
     /// Which kinds' files differ between commits `old` (nil: an empty profile) and `new`, by a tree

@@ -39,9 +39,9 @@ extension History {
             }
             let trailers = CommitTrailers(message: commit.message)
             let isMerge = commit.parents.count > 1
-            let conflicts = isMerge ? try LostEdit.inMerge(commit, repository: repository).map(MergeConflictLoss.init) : []
+            let conflicts = isMerge ? try LostEdit.inMerge(commit, repository: repository, caches: caches).map(MergeConflictLoss.init) : []
             // Commits on main were verified when they arrived: reading the key that signed is enough.
-            let key = try MembershipResolution.signer(of: commit, in: repository)
+            let key = try MembershipResolution.signer(of: commit, in: repository, caches: caches)
             let mine = !isMerge && key == identity.key.publicKey
             let signer = try key.map { key in
                 try keys.keys(for: commit).first { $0.value.contains(key) }?.key ?? key.fingerprint

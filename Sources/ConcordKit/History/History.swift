@@ -103,6 +103,7 @@ public struct HistoryFilter: Sendable {
 public struct History {
     let profile: Profile
     let repository: Repository
+    var caches: EngineCaches { profile.caches }
 
     /// The commits newest first; with `record` ("kind/id"), only those that changed it.
     public func entries(record reference: String? = nil, limit: Int? = nil) throws -> [HistoryEntry] {
@@ -122,7 +123,7 @@ public struct History {
             return (kind, id)
         }
         guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else { return [] }
-        let keys = MemberKeysAtCommit(repository: repository)
+        let keys = MemberKeysAtCommit(repository: repository, caches: caches)
         var entries = [HistoryEntry]()
         let visit = { (commit: Commit) throws -> Bool in
             if let since = filter.since, commit.author.time < since { return true }
@@ -265,10 +266,11 @@ public struct History {
 /// Cached by the members directories' tree ids, which most commits leave alone.
 final class MemberKeysAtCommit {
     private let repository: Repository
+    private let caches: EngineCaches
     private var cache = [[ObjectID?]: [String: Set<SSHPublicKey>]]()
 
-    init(repository: Repository) {
-        self.repository = repository
+    init(repository: Repository, caches: EngineCaches) {
+        (self.repository, self.caches) = (repository, caches)
     }
 
     func keys(for commit: Commit) throws -> [String: Set<SSHPublicKey>] {
@@ -277,7 +279,7 @@ final class MemberKeysAtCommit {
         if let known = cache[directories] { return known }
         var keys = [String: Set<SSHPublicKey>]()
         for tree in trees {
-            for member in try CommitAuthorizer.membership(in: repository, tree: tree).members.values {
+            for member in try CommitAuthorizer.membership(in: repository, tree: tree, caches: caches).members.values {
                 keys[member.name, default: []].formUnion(member.keys.map(\.publicKey))
             }
         }
@@ -323,7 +325,7 @@ extension History {
             for hit in hits {
                 if let since = filter.since, hit.time < since { continue }
                 if let merges = filter.merges, !merges.contains(hit.commit.hex) { continue }
-                out += try LostEdit.inMerge(repository.commit(hit.commit), repository: repository).filter { edit in
+                out += try LostEdit.inMerge(repository.commit(hit.commit), repository: repository, caches: caches).filter { edit in
                     (record.map { edit.record == $0 } ?? true) && (filter.member.map { edit.loser.member == $0 } ?? true)
                 }
             }

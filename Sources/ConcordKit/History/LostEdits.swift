@@ -31,7 +31,7 @@ public struct LostEdit: Sendable, Equatable {
     /// holds that write (stamp and value) where its parent's did not. A write no commit on its side
     /// introduced is reported as unverified. A write the merge's policy would have kept but the
     /// merge's tree does not (a merge may carry its signer's own changes) lost to the merge's signer.
-    static func inMerge(_ commit: Commit, repository: Repository) throws -> [LostEdit] {
+    static func inMerge(_ commit: Commit, repository: Repository, caches: EngineCaches) throws -> [LostEdit] {
         guard let contested = try Contested(commit, repository) else { return [] }
         let (base, baseTree, sides) = (contested.base, contested.baseTree, contested.sides)
         var out = [LostEdit]()
@@ -56,10 +56,10 @@ public struct LostEdit: Sendable, Equatable {
                 let made = try introducer(of: write.field, write.loser, value: write.value, path: path, among: commits(side), repository)
                 // Seen and overwritten by the other side (a history merged more than once): not lost.
                 if let made, try repository.isAncestor(made.id, of: commit.parents[1 - side]) { continue }
-                let loser = try attributed(write.loser, to: made, repository)
+                let loser = try attributed(write.loser, to: made, repository, caches)
                 let winner: MergeSide
                 if let policy, holds(policy, field: write.field, write.loser, value: write.value) {
-                    winner = try mergeAuthor(commit, repository)
+                    winner = try mergeAuthor(commit, repository, caches)
                 } else {
                     // The kept write: a field's value, or the delete that took the field with it.
                     let field = write.winner.change == .delete ? nil : write.field
@@ -68,7 +68,7 @@ public struct LostEdit: Sendable, Equatable {
                     for other in [1 - side, side] where introduced == nil {
                         introduced = try introducer(of: field, write.winner, value: value, path: path, among: commits(other), repository)
                     }
-                    winner = try attributed(write.winner, to: introduced, repository)
+                    winner = try attributed(write.winner, to: introduced, repository, caches)
                 }
                 out.append(LostEdit(record: "\(kind.name)/\(id)", field: write.field, loser: loser, loserCommit: made?.id.hex,
                                     winner: winner, merge: commit.id.hex, mergeTime: commit.author.time))
@@ -98,29 +98,29 @@ public struct LostEdit: Sendable, Equatable {
     }
 
     /// `side` as made by `commit`'s checked actor; without a commit, the stamp's name marked unverified.
-    private static func attributed(_ side: MergeSide, to commit: Commit?, _ repository: Repository) throws -> MergeSide {
+    private static func attributed(_ side: MergeSide, to commit: Commit?, _ repository: Repository, _ caches: EngineCaches) throws -> MergeSide {
         let unverified = "\(side.member) (unverified)"
         guard let commit else { return MergeSide(member: unverified, device: side.device, stamp: side.stamp, change: side.change) }
         let trailers = CommitTrailers(message: commit.message)
         if let actor = trailers.actor {
             return MergeSide(member: actor, device: trailers.device ?? side.device, stamp: side.stamp, change: side.change)
         }
-        let signer = try signerName(commit, repository)
+        let signer = try signerName(commit, repository, caches)
         return MergeSide(member: signer?.member ?? unverified, device: signer?.device ?? side.device, stamp: side.stamp, change: side.change)
     }
 
     /// The merge's signer (the member holding its key in the merged membership), for a change of its own.
-    private static func mergeAuthor(_ commit: Commit, _ repository: Repository) throws -> MergeSide {
+    private static func mergeAuthor(_ commit: Commit, _ repository: Repository, _ caches: EngineCaches) throws -> MergeSide {
         let trailers = CommitTrailers(message: commit.message)
-        let signer = try signerName(commit, repository)
+        let signer = try signerName(commit, repository, caches)
         let stamp = trailers.clock.flatMap(HLC.init(parsing:)) ?? HLC(wallMillis: commit.author.time * 1000, counter: 0)
         return MergeSide(member: "\(signer?.member ?? "an unknown signer") (in merge \(commit.id.short))",
                          device: signer?.device ?? "", stamp: stamp, change: .edit)
     }
 
-    private static func signerName(_ commit: Commit, _ repository: Repository) throws -> (member: String, device: String)? {
-        guard let key = try MembershipResolution.signer(of: commit, in: repository) else { return nil }
-        return try CommitAuthorizer.membership(in: repository, tree: commit.tree).holders(of: key).first.map { ($0.member.name, $0.device) }
+    private static func signerName(_ commit: Commit, _ repository: Repository, _ caches: EngineCaches) throws -> (member: String, device: String)? {
+        guard let key = try MembershipResolution.signer(of: commit, in: repository, caches: caches) else { return nil }
+        return try CommitAuthorizer.membership(in: repository, tree: commit.tree, caches: caches).holders(of: key).first.map { ($0.member.name, $0.device) }
     }
 
     /// The policy merge of `path` between the two sides (nil: it does not merge to a record).

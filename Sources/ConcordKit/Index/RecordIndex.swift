@@ -15,6 +15,7 @@ import GRDB
 /// from HEAD's tree. A record file that does not decode is left out (a full scan names it).
 public struct RecordIndex {
     let profile: Profile
+    var caches: EngineCaches { profile.caches }
     let repository: Repository
     let connection: RecordIndexConnection
 
@@ -110,7 +111,7 @@ public struct RecordIndex {
             let headTree = try gitCall { try repository.commit(head).tree }
             if let kinds = try stampedKinds(db), let old = stamp.flatMap(ObjectID.init(hex:)),
                let oldTree = try? repository.commit(old).tree {
-                let changes = try RecentTreeChanges.files(from: oldTree, to: headTree)
+                let changes = try caches.treeChanges.files(from: oldTree, to: headTree)
                     ?? gitCall { try repository.changedFiles(from: oldTree, to: headTree) }
                 PerformanceTrace.step("index: trees compared")
                 if let kindsChange = changes.first(where: { $0.path.string == KindsTable.path }) {

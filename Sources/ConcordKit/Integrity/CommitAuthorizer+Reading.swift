@@ -10,7 +10,7 @@ extension CommitAuthorizer {
     /// The membership in tree `tree`'s `.concord/members/` (kept by the members tree's id).
     func membership(at tree: ObjectID) throws -> Membership {
         if let known = membershipsAtTree[tree] { return known }
-        let membership = try Self.membership(in: repository, tree: tree)
+        let membership = try Self.membership(in: repository, tree: tree, caches: caches)
         if membershipsAtTree.count >= Self.treeAnswersLimit { membershipsAtTree.removeAll(keepingCapacity: true) }
         membershipsAtTree[tree] = membership
         return membership
@@ -18,27 +18,20 @@ extension CommitAuthorizer {
 
     /// The membership in tree `tree`'s `.concord/members/` of `repository`: what the access rule
     /// reads at a parent, and what a concord server reads at its main to let a key in.
-    static func membership(in repository: Repository, tree: ObjectID) throws -> Membership {
+    static func membership(in repository: Repository, tree: ObjectID, caches: EngineCaches) throws -> Membership {
         guard let directory = try repository.entry(at: ProfilePaths.membersDirectory, inTree: tree), directory.kind == .tree else {
             return noMembers
         }
-        return try membershipMemo.value(directory.id) { try membership(in: repository, tree: tree, directory: directory.id) }
+        return try caches.memberships.value(directory.id) { try membership(in: repository, tree: tree, directory: directory.id, caches: caches) }
     }
 
-    /// Memberships by the id of their members directory: a merge's check reads its parents' and
-    /// their merge base's, and each is most often the one the commit before it had.
-    private static let membershipMemo = ContentMemo<ObjectID, Membership>(limit: 1_024)
-    /// Member files by blob id (nil: it does not read): a new members directory most often
-    /// differs from one already read by one file.
-    private static let memberFiles = ContentMemo<ObjectID, Member?>(limit: 65_536)
-
-    private static func membership(in repository: Repository, tree: ObjectID, directory: ObjectID) throws -> Membership {
+    private static func membership(in repository: Repository, tree: ObjectID, directory: ObjectID, caches: EngineCaches) throws -> Membership {
         var members = [Member]()
         for entry in try repository.entries(inDirectory: ProfilePaths.membersDirectory, ofTree: tree)
         where entry.kind == .blob && entry.name.hasSuffix(".json") {
             let path = ProfilePaths.membersDirectory + "/" + entry.name
             // A member file that does not read, or names someone else, gives its keys to no one.
-            guard let member = try memberFiles.value(entry.id, { try bytes(of: .file(entry.id), in: repository).flatMap { try? Member.decode($0, path: path) } }),
+            guard let member = try caches.memberBlobs.value(entry.id, { try bytes(of: .file(entry.id), in: repository).flatMap { try? Member.decode($0, path: path) } }),
                   ProfilePaths.member(member.name) == path else { continue }
             members.append(member)
         }
@@ -46,8 +39,8 @@ extension CommitAuthorizer {
     }
 
     /// `membership(in:tree:)` with the open invitations of `tree`'s `.concord/invitations/` (those that read).
-    package static func membershipWithInvitations(in repository: Repository, tree: ObjectID) throws -> Membership {
-        var membership = try membership(in: repository, tree: tree)
+    package static func membershipWithInvitations(in repository: Repository, tree: ObjectID, caches: EngineCaches) throws -> Membership {
+        var membership = try membership(in: repository, tree: tree, caches: caches)
         guard let directory = try repository.entry(at: ProfilePaths.invitationsDirectory, inTree: tree), directory.kind == .tree else {
             return membership
         }

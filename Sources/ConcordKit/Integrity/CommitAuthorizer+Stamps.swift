@@ -34,10 +34,10 @@ extension CommitAuthorizer {
             let madeAt = try format(at: parentTree)
             guard !StampRule.applies(parentFormat: madeAt) else { continue }
             let isMerge = commit.parents.count == 2
-            let before = isMerge ? try PolicyMerge.tree(in: repository, ours: commit.parents[0], theirs: commit.parents[1]) : parentTree
+            let before = isMerge ? try PolicyMerge.tree(in: repository, ours: commit.parents[0], theirs: commit.parents[1], caches: caches) : parentTree
             // Its signer as its own check named them: in its parent's membership (a merge's: the merged one of its
             // parents), else its own tree's (an admission); a commit no member signed is refused, never skipped.
-            let key = try MembershipResolution.signer(of: commit, in: repository)
+            let key = try MembershipResolution.signer(of: commit, in: repository, caches: caches)
             let holder = try key.flatMap { key in
                 try membership(at: before).holders(of: key).first?.member ?? membership(at: commit.tree).holders(of: key).first?.member
             }

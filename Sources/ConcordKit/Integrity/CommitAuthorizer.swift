@@ -30,8 +30,12 @@ package final class CommitAuthorizer {
     var formatsByBlob: [ObjectID: Int] = [:]
     static let treeAnswersLimit = 256
 
-    init(repository: Repository) {
+    /// The engine's caches (memberships, signatures, policy merges) this check reads through.
+    let caches: EngineCaches
+
+    init(repository: Repository, caches: EngineCaches) {
         self.repository = repository
+        self.caches = caches
     }
 
     /// What a commit's signature says on its own, before any membership is consulted.
@@ -100,12 +104,12 @@ package final class CommitAuthorizer {
             }
             // An invitation admits once: no merge brings two acceptances of it together (whoever signs it).
             if commit.parents.count == 2,
-               let twice = try MembershipResolution.admittedTwice(in: repository, ours: commit.parents[0], theirs: commit.parents[1])
+               let twice = try MembershipResolution.admittedTwice(in: repository, ours: commit.parents[0], theirs: commit.parents[1], caches: caches)
                    .first(where: \.wasInvited)?.member {
                 throw refuse(try label(in: parentTrees[0]) ?? label(in: parentTrees[1]) ?? commit.author.name, by: CommitRule.admittedTwice(twice))
             }
             let policy = commit.parents.count == 2
-                ? try PolicyMerge.tree(in: repository, ours: commit.parents[0], theirs: commit.parents[1], candidate: commit.tree) : nil
+                ? try PolicyMerge.tree(in: repository, ours: commit.parents[0], theirs: commit.parents[1], caches: caches, candidate: commit.tree) : nil
             let decided = if let policy {
                 // Its signer must be active, with this key, in the MERGED membership of its parents: the
                 // policy merge's, where a revocation on either side wins and membership changes resting on
@@ -218,8 +222,8 @@ package final class CommitAuthorizer {
                 try base != first && !repository.isAncestor(base, of: first)
             }
             guard reaches else { continue }
-            let (mainFirst, itsOrder) = (try PolicyMerge.tree(in: repository, ours: first, theirs: second),
-                                         try PolicyMerge.tree(in: repository, ours: second, theirs: first))
+            let (mainFirst, itsOrder) = (try PolicyMerge.tree(in: repository, ours: first, theirs: second, caches: caches),
+                                         try PolicyMerge.tree(in: repository, ours: second, theirs: first, caches: caches))
             guard try !sameButWhoAdded(mainFirst, itsOrder) else { continue }
             return (commit, "took the main line's commits (\(second.short)) as the side of another line (\(first.short)), and in that order "
                 + "keeps what merging the main line first would not; what reached main counts before what is merged into it")

@@ -25,6 +25,8 @@ import ConcordRules
 /// member's role may write under the parent's kinds.
 package struct IncomingCheck {
     let repository: Repository
+    /// The caches of the engine checking (signatures, memberships, policy merges).
+    let caches: EngineCaches
     /// The profile's id; nil while cloning (the first commit's profile.json sets it).
     let profileID: String?
     /// Signatures are verified in chunks of `size` commits, up to `ahead` chunks beyond the one
@@ -54,7 +56,7 @@ package struct IncomingCheck {
         }
         var expectedID = profileID
         var sawRoot = !known.isEmpty
-        let authorizer = CommitAuthorizer(repository: repository)
+        let authorizer = CommitAuthorizer(repository: repository, caches: caches)
         // A commit's parent is most often one of the new commits: its tree is known.
         for commit in commits { authorizer.commitTrees[commit.id] = commit.tree }
         var kindsTables = [ObjectID: KindsTable]()
@@ -202,8 +204,9 @@ package struct IncomingCheck {
 extension IncomingCheck {
     /// The check of the commits of profile `profileID` (nil while cloning) in `repository`; a
     /// concord server's pre-receive builds one (ConcordServer's `PushCheck`).
-    package init(repository: Repository, profileID: String?) {
+    package init(repository: Repository, profileID: String?, caches: EngineCaches) {
         self.repository = repository
         self.profileID = profileID
+        self.caches = caches
     }
 }

@@ -9,9 +9,6 @@ import Synchronization
 /// SHA-256 of the signature and the signed bytes, so an answer is only ever reused for exactly
 /// the bytes it was computed on, whoever split them out of a commit. Safe from any thread.
 final class SignatureMemo: Sendable {
-    /// The process's: what a fetch verified while copying, the check and the membership replay
-    /// (which reads the signers of the history's membership decisions) then ask.
-    static let shared = SignatureMemo()
     /// Answers kept at most (~120 bytes each); when full, it starts over.
     static let capacity = 100_000
     private let state = Mutex<(answers: [[UInt8]: CommitAuthorizer.SignatureCheck], answered: Int)>(([:], 0))

@@ -24,7 +24,7 @@ public struct Verification {
         guard let head = try gitCall({ try repository.resolveReference("HEAD") }) else {
             return VerificationReport(commits: 0, head: nil)
         }
-        let count = try IncomingCheck(repository: repository, profileID: profile.info.id).verify(tip: head, known: [])
+        let count = try IncomingCheck(repository: repository, profileID: profile.info.id, caches: profile.caches).verify(tip: head, known: [])
         return VerificationReport(commits: count, head: head.hex)
     }
 }

@@ -9,6 +9,7 @@ import Foundation
 public struct Members {
     let profile: Profile
     let repository: Repository
+    var caches: EngineCaches { profile.caches }
 
     /// The members of this profile, read from `.concord/members/`.
     public func list() throws -> [Member] {

@@ -126,7 +126,7 @@ extension Members {
     private func checkOpenAcceptance(at commit: ObjectID, for identity: Identity) throws {
         guard let mine = try list().first(where: { $0.name == identity.member }), let id = mine.invitation else { return }
         let membership = try gitCall {
-            try CommitAuthorizer.membershipWithInvitations(in: repository, tree: try repository.commit(commit).tree)
+            try CommitAuthorizer.membershipWithInvitations(in: repository, tree: try repository.commit(commit).tree, caches: caches)
         }
         guard let invitation = membership.openInvitations.first(where: { $0.id == id }) else { return }
         let used = invitation.used(by: membership.members.values)

@@ -25,11 +25,11 @@ struct PolicyMerge {
     /// before pushing it (`refuseUnpublishable`), and a merge of the same parents always gives the same tree.
     /// `candidate`: the tree a merge commit holds; when it is the disjoint union of its parents'
     /// changes (`isDisjointUnion`), it is the policy merge, and is returned without merging.
-    static func tree(in repository: Repository, ours: ObjectID, theirs: ObjectID, candidate: ObjectID? = nil) throws -> ObjectID {
+    static func tree(in repository: Repository, ours: ObjectID, theirs: ObjectID, caches: EngineCaches, candidate: ObjectID? = nil) throws -> ObjectID {
         // (Only while its objects are still there: a quarantine that was refused took them away.)
-        if let known = Computed.shared.tree(repository.gitDirectory, ours, theirs), repository.contains(known) { return known }
+        if let known = caches.policyMerges.tree(repository.gitDirectory, ours, theirs), repository.contains(known) { return known }
         if let candidate, try isDisjointUnion(candidate, in: repository, ours: ours, theirs: theirs) { return candidate }
-        return try compute(in: repository, ours: ours, theirs: theirs).tree
+        return try compute(in: repository, ours: ours, theirs: theirs, caches: caches).tree
     }
 
     /// Whether `candidate` is `ours` with `theirs`' changes since their merge base, and nothing else,
@@ -55,32 +55,11 @@ struct PolicyMerge {
         return added.allSatisfy { change in expected[change.path].map { $0 == change.new } ?? false }
     }
 
-    /// The trees of the last policy merges this process computed, by repository and parents.
-    private final class Computed: Sendable {
-        static let shared = Computed()
-        private let state = Mutex<(trees: [String: ObjectID], order: [String])>(([:], []))
-        private static let limit = 64
-
-        private static func key(_ repository: String, _ ours: ObjectID, _ theirs: ObjectID) -> String { "\(repository)\n\(ours.hex) \(theirs.hex)" }
-
-        func tree(_ repository: String, _ ours: ObjectID, _ theirs: ObjectID) -> ObjectID? {
-            state.withLock { $0.trees[Self.key(repository, ours, theirs)] }
-        }
-
-        func remember(_ tree: ObjectID, _ repository: String, _ ours: ObjectID, _ theirs: ObjectID) {
-            let key = Self.key(repository, ours, theirs)
-            state.withLock { state in
-                if state.trees.updateValue(tree, forKey: key) == nil { state.order.append(key) }
-                if state.order.count > Self.limit { state.trees[state.order.removeFirst()] = nil }
-            }
-        }
-    }
-
     /// Merges `theirs` into `ours` in `repository` (writing the merged blobs and trees to its object
     /// database; no ref, index or working tree changes).
     /// `queueing`: whether files are decided together after libgit2's pass (`MergePlanner.queueing`);
     /// nil: when there is one merge base (tests compare the two ways).
-    static func compute(in repository: Repository, ours: ObjectID, theirs: ObjectID, queueing: Bool? = nil) throws -> PolicyMerge {
+    static func compute(in repository: Repository, ours: ObjectID, theirs: ObjectID, caches: EngineCaches, queueing: Bool? = nil) throws -> PolicyMerge {
         func kindsFile(_ commit: ObjectID) throws -> [UInt8]? { try repository.blob(KindsTable.path, atCommit: commit) }
         // Every merge base, once (git_merge_base's answer is the first of them).
         let bases = try repository.mergeBases(ours, theirs)
@@ -125,15 +104,35 @@ struct PolicyMerge {
         }
         // Membership is resolved, not merged file by file: where both sides changed it since the first
         // merge base, member and invitation files are the replay of both histories' decisions.
-        let resolution = try MembershipResolution.compute(in: repository, base: base, ours: ours, theirs: theirs)
+        let resolution = try MembershipResolution.compute(in: repository, base: base, ours: ours, theirs: theirs, caches: caches)
         for (path, bytes) in resolution.overrides.sorted(by: { $0.key < $1.key }) {
             try index.set(try treePath(path), to: try repository.writeBlob(bytes))
         }
         // What members who lost rights in this merge did concurrently counts only as far as the rights left allow.
-        let leftOut = try RightsTakenAway.apply(to: index, in: repository, ours: ours, theirs: theirs, kinds: planner.kinds,
+        let leftOut = try RightsTakenAway.apply(to: index, in: repository, ours: ours, theirs: theirs, caches: caches, kinds: planner.kinds,
                                                 replayed: resolution.replayed)
         let tree = try index.writeTree()
-        Computed.shared.remember(tree, repository.gitDirectory, ours, theirs)
+        caches.policyMerges.remember(tree, repository.gitDirectory, ours, theirs)
         return PolicyMerge(tree: tree, planner: planner, unresolved: unresolved, resolution: resolution, leftOut: leftOut)
+    }
+}
+
+/// The trees of the last policy merges an engine computed, by repository and parents.
+final class PolicyMergeMemo: Sendable {
+    private let state = Mutex<(trees: [String: ObjectID], order: [String])>(([:], []))
+    private static let limit = 64
+
+    private static func key(_ repository: String, _ ours: ObjectID, _ theirs: ObjectID) -> String { "\(repository)\n\(ours.hex) \(theirs.hex)" }
+
+    func tree(_ repository: String, _ ours: ObjectID, _ theirs: ObjectID) -> ObjectID? {
+        state.withLock { $0.trees[Self.key(repository, ours, theirs)] }
+    }
+
+    func remember(_ tree: ObjectID, _ repository: String, _ ours: ObjectID, _ theirs: ObjectID) {
+        let key = Self.key(repository, ours, theirs)
+        state.withLock { state in
+            if state.trees.updateValue(tree, forKey: key) == nil { state.order.append(key) }
+            if state.order.count > Self.limit { state.trees[state.order.removeFirst()] = nil }
+        }
     }
 }

@@ -48,7 +48,7 @@ struct RightsTakenAway {
     /// kinds changes before it that stand merged in. Two passes: first a change to the kinds, which
     /// only an Admin makes (a fallen Admin's is left out, and the file is the main line's); then every
     /// other change, under the kinds where it lands — the main line's alone when a kinds change fell.
-    static func apply(to index: MergeIndex, in repository: Repository, ours: ObjectID, theirs: ObjectID,
+    static func apply(to index: MergeIndex, in repository: Repository, ours: ObjectID, theirs: ObjectID, caches: EngineCaches,
                       kinds: KindsTable, replayed: MembershipResolution.MainlineOutcome? = nil) throws -> [LeftOut] {
         let trees = (ours: try repository.commit(ours).tree, theirs: try repository.commit(theirs).tree)
         let side = Side(tip: theirs, tree: trees.theirs, mainLine: ours)
@@ -57,11 +57,12 @@ struct RightsTakenAway {
         var merged = try index.writeTree()
         let mergedDocuments = try documents(merged, repository)
         guard try membershipTrees(of: side, repository).contains(where: { try documents($0, repository) != mergedDocuments }) else { return [] }
-        let landings = try sideChanges(try MembershipResolution.landings(of: theirs, joining: ours, replayed: replayed, in: repository), repository)
+        let landings = try sideChanges(try MembershipResolution.landings(of: theirs, joining: ours, replayed: replayed, in: repository, caches: caches),
+                                       repository, caches)
         let mainLineKinds = try kindsTable(in: trees.ours, repository) ?? kinds
 
         // Pass 1. The kinds: a change by someone who may not make it where it lands is left out (only Admins may).
-        let fallen = try find(landings, kinds: Array(repeating: mainLineKinds, count: landings.count), only: KindsTable.path, repository)
+        let fallen = try find(landings, kinds: Array(repeating: mainLineKinds, count: landings.count), only: KindsTable.path, repository, caches)
         let base = try repository.mergeBase(ours, theirs).map { try repository.commit($0).tree }
         let sides = Sides(landings: landings, base: base, mainLine: trees.ours)
         var report = try leaveOut(fallen, from: index, merged: merged, sides, kinds: kinds, repository)
@@ -75,7 +76,7 @@ struct RightsTakenAway {
         // Pass 2. Everything else, under the kinds where each commit lands.
         let landingKinds = fallen.isEmpty ? try kindsWhereEachLands(landings, from: mainLineKinds, repository)
             : Array(repeating: ending, count: landings.count)
-        let found = try find(landings, kinds: landingKinds, only: nil, repository)
+        let found = try find(landings, kinds: landingKinds, only: nil, repository, caches)
         // A file the first pass left out already is reported once.
         report += try leaveOut(found, from: index, merged: merged, sides, kinds: ending, repository)
             .filter { late in !report.contains { $0.path == late.path && $0.member == late.member } }
@@ -142,10 +143,11 @@ struct RightsTakenAway {
     }
 
     /// The side's commits in side order with what each changed (merges of more than two parents, refused by the check, aside).
-    private static func sideChanges(_ landings: [(commit: CommitLinks, on: Membership)], _ repository: Repository) throws -> [Landed] {
+    private static func sideChanges(_ landings: [(commit: CommitLinks, on: Membership)], _ repository: Repository,
+                                    _ caches: EngineCaches) throws -> [Landed] {
         try landings.filter { (1...2).contains($0.commit.parents.count) }.map { links, on in
             let before = links.parents.count == 1 ? try repository.commit(links.parents[0]).tree
-                : try PolicyMerge.tree(in: repository, ours: links.parents[0], theirs: links.parents[1])
+                : try PolicyMerge.tree(in: repository, ours: links.parents[0], theirs: links.parents[1], caches: caches)
             let paths = try repository.treeChanges(from: before, to: links.tree).map { String(decoding: $0.path, as: UTF8.self) }
             return Landed(links: links, on: on, before: before, paths: paths)
         }
@@ -156,16 +158,16 @@ struct RightsTakenAway {
     /// (`RightsTakenAwayRule.answering`) may not change under the kinds where it lands (`kinds`, one
     /// table for each of `landings`); `only`: that path alone.
     private static func find(_ landings: [Landed], kinds: [KindsTable], only: String?,
-                             _ repository: Repository) throws -> Found {
+                             _ repository: Repository, _ caches: EngineCaches) throws -> Found {
         var found = Found()
         for (landed, table) in zip(landings, kinds) {
             let (links, landing, before) = (landed.links, landed.on, landed.before)
             // .gitattributes follows kinds.json (what it generates), never judged on its own.
             let paths = landed.paths.filter { only == nil ? $0 != KindsTable.path && $0 != ProfilePaths.gitattributes : $0 == only }
-            guard !paths.isEmpty, let key = try signer(of: links.id, in: repository) else { continue }
+            guard !paths.isEmpty, let key = try MembershipResolution.signer(ofCommit: links.id, in: repository, caches: caches) else { continue }
             let parentTree = try repository.commit(links.parents[0]).tree
             let commit = try repository.commit(links.id)
-            let madeUnder = try CommitAuthorizer.membership(in: repository, tree: parentTree)
+            let madeUnder = try CommitAuthorizer.membership(in: repository, tree: parentTree, caches: caches)
             var leftOut = [(path: String, member: String, cause: LeftOutCause)]()
             switch RightsTakenAwayRule.answering(signer: key, actor: CommitTrailers(message: commit.message).actor,
                                                  landing: landing, madeUnder: madeUnder) {
@@ -275,9 +277,5 @@ struct RightsTakenAway {
     private static func blob(_ path: String, in tree: ObjectID, _ repository: Repository) throws -> [UInt8]? {
         guard let entry = try repository.entry(at: path, inTree: tree), entry.kind == .blob else { return nil }
         return try repository.blob(entry.id)
-    }
-
-    private static func signer(of commit: ObjectID, in repository: Repository) throws -> SSHPublicKey? {
-        try MembershipResolution.Decoded.shared.signer(ofCommit: commit, in: repository)
     }
 }

@@ -134,7 +134,7 @@ extension Sync {
         }
         let (main, side) = mainLine == .theirs ? (theirs, head) : (head, theirs)
         // What reached main counts first, also through a merge on the side: such a merge is not made.
-        if let problem = try CommitAuthorizer(repository: repository).sideMergeOrderProblem(mainLine: main, side: side) {
+        if let problem = try CommitAuthorizer(repository: repository, caches: caches).sideMergeOrderProblem(mainLine: main, side: side) {
             // On this device's own line (a `concord merge` of a peer's branch that held commits the
             // remote's main has since taken, or that holds such a merge itself): made again.
             if mainLine == .theirs, try problem.merge.id == head || repository.isAncestor(problem.merge.id, of: head) {
@@ -174,16 +174,16 @@ extension Sync {
                 + "your line ('git branch concord-kept'), undo the merge that brought it in ('git reset --keep \(x.parents.first?.short ?? x.id.short)'), "
                 + "run 'concord sync', and make again what you wrote after it (it stays in concord-kept)")
         }
-        guard x.parents.count == 2, try MembershipResolution.signer(of: x, in: repository) == own else {
+        guard x.parents.count == 2, try MembershipResolution.signer(of: x, in: repository, caches: caches) == own else {
             throw refusal("the merge that brought it in, \(x.id.short), is not this device's")
         }
         let line = x.parents[0], peer = x.parents[1]
         let onMain = try repository.isAncestor(line, of: theirs)
         guard x.id == p.id || !onMain else { throw refusal("it came in with this device's own line, \(peer.short)") }
-        for commit in later where try commit.parents.count != 1 || MembershipResolution.signer(of: commit, in: repository) != own {
+        for commit in later where try commit.parents.count != 1 || MembershipResolution.signer(of: commit, in: repository, caches: caches) != own {
             throw refusal("commit \(commit.id.short), after it, is not this device's own non-merge commit")
         }
-        let authorizer = CommitAuthorizer(repository: repository)
+        let authorizer = CommitAuthorizer(repository: repository, caches: caches)
         var made: MadeMerge?, tip = theirs
         if !onMain {
             guard try authorizer.sideMergeOrderProblem(mainLine: theirs, side: line) == nil else {
@@ -285,7 +285,7 @@ extension Sync {
     private func makeMerge(main: ObjectID, side: ObjectID, ours head: ObjectID, identity: Identity) throws -> MadeMerge {
         let theirs = main == head ? side : main
         // An invitation admits once: two acceptances of it on two lines of history are never merged.
-        let admittedTwice = try MembershipResolution.admittedTwice(in: repository, ours: main, theirs: side)
+        let admittedTwice = try MembershipResolution.admittedTwice(in: repository, ours: main, theirs: side, caches: caches)
         if let twice = admittedTwice.first(where: \.wasInvited)?.member {
             let reason = twice.name == identity.member
                 ? "another device accepted it with another key, and that acceptance reached the remote first; ask \(twice.addedBy) for a new invitation"
@@ -293,19 +293,19 @@ extension Sync {
                     + "stands, and the other device asks \(twice.addedBy) for a new invitation"
             throw ConcordError.invitationRefused(member: twice.name, reason: reason)
         }
-        if let (invitation, joiners) = try MembershipResolution.overfilledInvitations(in: repository, ours: main, theirs: side).first {
+        if let (invitation, joiners) = try MembershipResolution.overfilledInvitations(in: repository, ours: main, theirs: side, caches: caches).first {
             let mine = try joiners.contains(identity.member)
-                || CommitAuthorizer.membership(in: repository, tree: repository.commit(head).tree).members[identity.member]?.invitation == invitation.id
+                || CommitAuthorizer.membership(in: repository, tree: repository.commit(head).tree, caches: caches).members[identity.member]?.invitation == invitation.id
             throw ConcordError.invitationRefused(member: mine ? identity.member : joiners[0], reason: "all \(invitation.uses) places of open "
                 + "invitation \(invitation.id) were taken by others on another line of history (\(head.short) and \(theirs.short) "
                 + "cannot be merged); ask \(invitation.invitedBy) for a new invitation")
         }
-        let merge = try PolicyMerge.compute(in: repository, ours: main, theirs: side)
+        let merge = try PolicyMerge.compute(in: repository, ours: main, theirs: side, caches: caches)
         let (tree, planner, unresolved) = (merge.tree, merge.planner, merge.unresolved)
         // A merge that takes this device's own membership away (its admission or rights rested on an
         // Admin revoked or demoted concurrently) is not made: the device is told, as by a revocation.
-        if let mine = try CommitAuthorizer.membership(in: repository, tree: tree).members[identity.member], mine.status != .active,
-           try CommitAuthorizer.membership(in: repository, tree: try repository.commit(head).tree).members[identity.member]?.status == .active {
+        if let mine = try CommitAuthorizer.membership(in: repository, tree: tree, caches: caches).members[identity.member], mine.status != .active,
+           try CommitAuthorizer.membership(in: repository, tree: try repository.commit(head).tree, caches: caches).members[identity.member]?.status == .active {
             if let fallen = merge.resolution.fallen.first(where: { $0.signer == identity.member && ($0.what.hasPrefix("join as") || $0.what.hasPrefix("acceptance as")) }) {
                 throw ConcordError.invitationRefused(member: identity.member, reason: FallenDecision(fallen).line(for: identity.member))
             }
@@ -337,7 +337,7 @@ extension Sync {
             tree: tree, parents: [main, side], author: GitSignature(name: identity.member, email: CommitWriter.email(identity), time: environment.wallClock() / 1000),
             message: message.text, sign: { identity.sign($0) })
         // A name two Admins added at once: the merge admits neither.
-        let merged = admittedTwice.isEmpty ? [:] : try CommitAuthorizer.membership(in: repository, tree: tree).members
+        let merged = admittedTwice.isEmpty ? [:] : try CommitAuthorizer.membership(in: repository, tree: tree, caches: caches).members
         return MadeMerge(commit: commit, stamp: stamp, resolved: resolved, unresolved: unresolved,
                          fallen: merge.resolution.fallen.map(FallenDecision.init),
                          leftOut: merge.leftOut.map { LeftOutChange(path: $0.path, member: $0.member, commit: $0.commit.hex, cause: $0.cause) },
@@ -363,7 +363,7 @@ extension Sync {
         let oldTree = try old.map { try repository.commit($0).tree }
         let newTree = try repository.commit(new).tree
         let files = try repository.changedFiles(from: oldTree, to: newTree)
-        RecentTreeChanges.remember(from: oldTree, to: newTree, files: files)   // for the record index's catch-up
+        caches.treeChanges.remember(from: oldTree, to: newTree, files: files)   // for the record index's catch-up
         if old != nil { try profile.workingTree.refuseOverwritingLocalEdits(files) }
         let journal = CheckoutJournal(gitDirectory: repository.gitDirectory)
         if !files.isEmpty {

@@ -85,7 +85,7 @@ struct SyncPipeline {
         PerformanceTrace.start()
         let quarantine = try gitCall { try Quarantine(for: repository, tips: known) }
         // A path fetch hands over each commit it copied: its signature is verified meanwhile.
-        let signatures = SignaturePrefetch(memo: .shared)
+        let signatures = SignaturePrefetch(memo: profile.caches.signatures)
         var objects = FetchedObjects.none
         do {
             if let prefetched, prefetched.base == tracking, (try? Self.take(prefetched, into: quarantine.repository)) != nil {
@@ -115,7 +115,7 @@ struct SyncPipeline {
     /// profile. `changedPaths` gets the files each checked commit changed (for the audit index).
     func check(_ incoming: Incoming, changedPaths: ChangedPaths?) throws -> Checked {
         guard let tip = incoming.tip else { return Checked(incoming: incoming, commits: 0) }
-        var check = IncomingCheck(repository: incoming.quarantine.repository, profileID: profile.info.id.isEmpty ? nil : profile.info.id)
+        var check = IncomingCheck(repository: incoming.quarantine.repository, profileID: profile.info.id.isEmpty ? nil : profile.info.id, caches: profile.caches)
         check.changedPaths = changedPaths
         check.prefetchedSignatures = incoming.signatures
         check.fetched = incoming.objects

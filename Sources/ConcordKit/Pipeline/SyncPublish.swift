@@ -58,7 +58,7 @@ extension Sync {
     /// here, sending nothing (a commit made with plain git on this copy, unsigned or outside the role).
     /// `fetched`: what the fetch this sync merged read (a merge's recomputation reads it again).
     func refuseUnpublishable(_ head: ObjectID, known: ObjectID?, fetched: FetchedObjects = .none) throws {
-        var check = IncomingCheck(repository: repository, profileID: profile.info.id)
+        var check = IncomingCheck(repository: repository, profileID: profile.info.id, caches: profile.caches)
         check.fetched = fetched
         do {
             try check.verify(tip: head, known: known.map { [$0] } ?? [])

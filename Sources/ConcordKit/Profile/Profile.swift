@@ -12,6 +12,9 @@ public final class Profile {
     public let root: URL
     let repository: Repository
     let environment: ConcordEnvironment
+    /// What this profile's engine remembers between steps (`EngineCaches`), shared with the other
+    /// profiles of the same engine (a store's queues and watcher, its bound sync engine).
+    let caches: EngineCaches
     /// The profile's id, name and format version (`.concord/profile.json`).
     public let info: ProfileInfo
     /// The profile's kinds, as the working tree's `.concord/kinds.json` has them: read at open, and
@@ -26,10 +29,12 @@ public final class Profile {
     /// The record index's open connection (`RecordIndex`), opened on first use.
     let indexConnection = RecordIndexConnection()
 
-    init(root: URL, repository: Repository, environment: ConcordEnvironment, info: ProfileInfo, kinds: KindsTable) {
+    init(root: URL, repository: Repository, environment: ConcordEnvironment, info: ProfileInfo, kinds: KindsTable,
+         caches: EngineCaches = EngineCaches()) {
         self.root = root
         self.repository = repository
         self.environment = environment
+        self.caches = caches
         repository.indexLockTimeout = environment.gitLockTimeout
         repository.failIndexAfterBranchMove = environment.failIndexAfterBranchMove
         self.info = info
@@ -41,6 +46,11 @@ public final class Profile {
 
     /// Opens the profile in `directory`, refusing anything that is not one or is of a newer format.
     public static func open(at directory: URL, environment: ConcordEnvironment) throws -> Profile {
+        try open(at: directory, environment: environment, caches: EngineCaches())
+    }
+
+    /// `open(at:environment:)` for an engine that already has its caches (`caches`).
+    package static func open(at directory: URL, environment: ConcordEnvironment, caches: EngineCaches) throws -> Profile {
         let root = directory.standardizedFileURL
         let profileFile = root.appendingPathComponent(ProfilePaths.profile)
         guard FileManager.default.fileExists(atPath: root.appendingPathComponent(".git").path),
@@ -60,7 +70,7 @@ public final class Profile {
             throw ConcordError.corruptRecord(path: ProfilePaths.kinds, reason: error.localizedDescription)
         }
         let repository = try gitCall { try Repository.open(root.path) }
-        return Profile(root: root, repository: repository, environment: environment, info: info, kinds: kinds)
+        return Profile(root: root, repository: repository, environment: environment, info: info, kinds: kinds, caches: caches)
     }
 
     /// Creates a new profile in `directory` (which must not hold a repository yet) whose first

@@ -59,13 +59,13 @@ public final class ConcordStore: Sendable {
         info = profile.info
         kinds = profile.kinds
         engine = ProfileQueue(profile)
-        let (root, environment) = (profile.root, profile.environment)
+        let (root, environment, caches) = (profile.root, profile.environment, profile.caches)
         syncer = ProfileQueue(label: "concord.store.sync.\(profile.info.id)") {
-            try Profile.open(at: root, environment: environment)
+            try Profile.open(at: root, environment: environment, caches: caches)
         }
         let status = StoreStatus()
         statusMirror = status
-        watcher = StoreWatcher(status: status) { try Profile.open(at: root, environment: environment) }
+        watcher = StoreWatcher(status: status) { try Profile.open(at: root, environment: environment, caches: caches) }
     }
 
     /// The environment given, or this process's (`ConcordEnvironment.fromProcess`).

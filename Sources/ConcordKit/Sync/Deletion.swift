@@ -145,7 +145,7 @@ extension Sync {
         guard !cloning else { return notice.deleted }
         let membership: Membership = try gitCall {
             guard let head = try repository.resolveReference("HEAD") else { return Membership([]) }
-            return try CommitAuthorizer.membershipWithInvitations(in: repository, tree: try repository.commit(head).tree)
+            return try CommitAuthorizer.membershipWithInvitations(in: repository, tree: try repository.commit(head).tree, caches: caches)
         }
         if let problem = notice.problem(profileID: profile.info.id, root: try profile.history.rootCommit(), membership: membership) {
             return ConcordError.refused(remote: remote, message: "it holds a deletion notice that does not count: \(problem)")

@@ -136,7 +136,7 @@ public struct RemoteRestore {
     /// The rule's line for the first commit of `tip` beyond `known` it refuses, or nil when it accepts them all.
     private func refusal(of tip: ObjectID, in repository: Repository, known: [ObjectID]) throws -> String? {
         do {
-            try IncomingCheck(repository: repository, profileID: profile.info.id).verify(tip: tip, known: known)
+            try IncomingCheck(repository: repository, profileID: profile.info.id, caches: profile.caches).verify(tip: tip, known: known)
             return nil
         } catch let error as ConcordError {
             switch error {

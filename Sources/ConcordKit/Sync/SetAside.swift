@@ -126,7 +126,7 @@ public struct SetAside {
     /// the `kind/id`s written, the commit (short id, nil when none), and what stays aside.
     private func reapply(_ plan: [Reapply], as identity: Identity) throws -> (reapplied: [String], commit: String?, keptAside: [KeptAside]) {
         // The profile as main now has it (kinds and members as the accepted commit says).
-        let restored = try Profile.open(at: profile.root, environment: profile.environment)
+        let restored = try Profile.open(at: profile.root, environment: profile.environment, caches: profile.caches)
         var keptAside = plan.compactMap { if case .keep(let path, let reason) = $0 { KeptAside(path: path, reason: reason) } else { nil } }
         var writable = [Reapply]()
         for item in plan {
@@ -167,7 +167,7 @@ public struct SetAside {
     /// What the rule says of `tip` on top of `known`: nil when it accepts every new commit, else the first refused one.
     private func refusal(of tip: ObjectID, known: [ObjectID]) throws -> (commit: String, signer: String?, reason: String)? {
         do {
-            try IncomingCheck(repository: repository, profileID: profile.info.id).verify(tip: tip, known: known)
+            try IncomingCheck(repository: repository, profileID: profile.info.id, caches: profile.caches).verify(tip: tip, known: known)
             return nil
         } catch let error as ConcordError {
             switch error {

@@ -11,6 +11,7 @@ public struct Sync {
     let profile: Profile
     let repository: Repository
     var environment: ConcordEnvironment { profile.environment }
+    var caches: EngineCaches { profile.caches }
 
     /// Ahead/behind against the last fetched state of `remote`, and when it last synced.
     public func status(remote: String = "origin") throws -> SyncStatus {
@@ -120,7 +121,7 @@ public struct Sync {
             // rule every device and server runs before anything of it is merged (a remote's main was, when fetched).
             if !isRemoteMain {
                 let known = try [gitCall { try repository.resolveReference("HEAD") }].compactMap { $0 }
-                _ = try IncomingCheck(repository: repository, profileID: profile.info.id).verify(tip: theirs, known: known)
+                _ = try IncomingCheck(repository: repository, profileID: profile.info.id, caches: profile.caches).verify(tip: theirs, known: known)
             }
             return try mergeLocked(theirs, as: identity, mainLine: isRemoteMain ? .theirs : .head)
         }
