@@ -28,16 +28,17 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
     case recordNotFound(String)
     /// The record file at `path` cannot be read as a record (`reason`).
     case corruptRecord(path: String, reason: String)
-    /// An argument the call refuses, with a sentence saying why and what to give instead.
-    case invalidInput(String)
+    /// An argument or a state the call refuses: a code (`InvalidInput.Code`) and a sentence saying
+    /// why and what to give instead.
+    case invalidInput(InvalidInput)
     /// Text from `source` that is not valid JSON (`detail` says where).
     case invalidJSON(source: String, detail: String)
     /// JSON from `source` that must be an object and is not.
     case notAnObject(source: String)
     /// A record over the 1 MiB limit (`size` bytes).
     case recordTooLarge(String, size: Int)
-    /// A file could not be read or written on this device.
-    case io(String)
+    /// A file could not be read or written on this device: the operation, the path and why.
+    case io(IOFailure)
     /// A libgit2 call failed on this device's repository.
     case git(GitError)
     /// A libgit2 call failed while talking to `remote`.
@@ -196,8 +197,10 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
             return ("no record \(reference)", nil)
         case .corruptRecord(let path, let reason):
             return ("record file \(path) is not a valid record (\(reason))", "fix or restore it, e.g. 'git checkout -- \(path)'")
-        case .invalidInput(let message), .io(let message):
-            return (message, nil)
+        case .invalidInput(let refusal):
+            return (refusal.message, refusal.remedy?.description)
+        case .io(let failure):
+            return (failure.message, nil)
         case .invalidJSON(let source, let detail):
             return ("invalid JSON in \(source) at \(detail)", nil)
         case .notAnObject(let source):
@@ -271,13 +274,13 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
         case .mainlineBroken(let remote, let was, let now):
             return ("\(remote)'s main moved from \(was) to \(now), whose first-parent line does not hold \(was): someone pushed a merge "
                     + "that puts another line of history first (as plain `git pull` does), which would let decisions made on old copies count",
-                    "refused, nothing here changed; whoever pushed \(now) runs `concord sync` (its merges put the remote's main first) "
-                    + "or `git pull --rebase`, and pushes again; on a path remote an Admin puts it back with 'concord remote restore \(remote)'")
+                    "refused, nothing here changed; whoever pushed \(now) syncs with Concord (its merges put the remote's main first) "
+                    + "or runs `git pull --rebase`, and pushes again; on a path remote an Admin puts it back by restoring \(remote)")
         case .remoteRewritten(let remote, let was, let now, let dropped, let changingAccess):
             return ("\(remote)'s main was rewritten on the server: it is now \(now), without \(dropped) commit(s) up to \(was) that "
                     + "this device fetched before, and \(changingAccess) among them changed the profile's members, invitations or kinds",
                     "refused, nothing here changed (the new history may rest on access those commits took away); on a path "
-                    + "remote an Admin puts it back with 'concord remote restore \(remote)', else ask the server's admin to put the "
+                    + "remote an Admin puts it back by restoring \(remote), else ask the server's admin to put the "
                     + "remote's main back at \(was) or a commit after it")
         case .invitationRefused(let member, let reason):
             return (member.isEmpty ? "the open invitation cannot be accepted" : "the invitation for \(member) cannot be accepted", reason)
@@ -289,11 +292,10 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
                     "its remote keeps only the signed deletion notice; data already on other devices is not recalled")
         case .invalidCommit(let commit, let path, let reason):
             return ("invalid commit \(commit):\(path.map { " \($0):" } ?? "") \(reason)", "refused, nothing here changed; the remote "
-                    + "holds a commit Concord will not accept: ask the profile's admin to find who pushed it and restore the remote's main "
-                    + "('concord remote restore' for a path remote)")
+                    + "holds a commit Concord will not accept: ask the profile's admin to find who pushed it and restore the remote's main")
         case .unpublishable(let commit, let problem):
             return ("this device's commit \(commit) would be refused by every other device (\(problem))",
-                    "nothing was sent; run 'concord doctor' to see why and 'concord doctor --fix' to set it aside without losing "
+                    "nothing was sent; the doctor's check (`Recovery.doctor`) says why and its fix sets it aside without losing "
                     + "its content (docs/sync.md, \"A commit this device would refuse\")")
         case .kindDiffers(let kind, let differences):
             return ("kind \"\(kind)\" differs between this app and the profile: \(differences.joined(separator: "; "))",
@@ -324,7 +326,7 @@ public enum ConcordError: Error, LocalizedError, Sendable, Equatable {
                     "nothing was trusted for \(remote); check the fingerprint with the server's admin (someone may be in the way)")
         case .unauthorizedCommit(let commit, let signer, let change, let reason):
             return ("\(commit) by \(signer)\(change.map { " changes \($0)" } ?? ""): \(reason)",
-                    "refused, nothing here changed; ask the profile's admin to restore the remote's main ('concord remote restore' for a path remote)")
+                    "refused, nothing here changed; ask the profile's admin to restore the remote's main")
         }
     }
 

@@ -41,14 +41,14 @@ struct AuthorizedKeysFile {
             (before, after) = (Array(lines[..<first]), Array(lines[(last + 1)...]))
             block = first..<(last + 1)
         default:
-            throw ConcordError.io("\(path) has a '# concord start' line without its '# concord end' after it (or the other way "
+            throw ConcordError.io(.read, path: path, "\(path) has a '# concord start' line without its '# concord end' after it (or the other way "
                                   + "round): fix the markers by hand, then run 'concord server init' again")
         }
         var seen = Set<String>()
         let unique = keys.filter { seen.insert($0.fingerprint).inserted }.sorted { $0.fingerprint < $1.fingerprint }
         for (index, text) in lines.enumerated() where !block.contains(index) {
             guard let key = Self.key(in: String(text)), seen.contains(key.fingerprint) else { continue }
-            throw ConcordError.io("the key \(key.fingerprint) is already in \(path) outside concord's block (line \(index + 1)), and sshd "
+            throw ConcordError.io(.write, path: path, "the key \(key.fingerprint) is already in \(path) outside concord's block (line \(index + 1)), and sshd "
                                   + "would use that line for it: remove that line, then run 'concord server init' again")
         }
         let concordLines = [Self.start] + unique.map { line($0.fingerprint, $0.base64) } + [Self.end]
@@ -58,9 +58,9 @@ struct AuthorizedKeysFile {
             mode = UInt32(existing)
         }
         guard FileManager.default.contents(atPath: path) == old else {
-            throw ConcordError.io("\(path) changed while concord rewrote its block: nothing was written; run 'concord server init' again")
+            throw ConcordError.io(.write, path: path, "\(path) changed while concord rewrote its block: nothing was written; run 'concord server init' again")
         }
-        do { try FileIO.write(Array(text.utf8), to: path, mode: mode, durable: true) } catch { throw ConcordError.io(error.description) }
+        do { try FileIO.write(Array(text.utf8), to: path, mode: mode, durable: true) } catch { throw ConcordError.io(.write, path: path, error.description) }
     }
 
     /// The ed25519 key on an authorized_keys line (after any options), or nil.

@@ -34,11 +34,11 @@ public struct ConcordServer: Sendable {
         if let authorizedKeys { paths.append(("the authorized_keys file", authorizedKeys)) }
         for (what, path) in paths {
             guard path.hasPrefix("/"), !path.contains(where: { "'\"\\\n\r".contains($0) }) else {
-                throw ConcordError.invalidInput("\(what) \(path.debugDescription) must be an absolute path without quotes, backslashes or newlines "
+                throw ConcordError.invalidInput(.badSetting, "\(what) \(path.debugDescription) must be an absolute path without quotes, backslashes or newlines "
                                                 + "(sshd runs it from an authorized_keys line)")
             }
         }
-        if let problem = ServerConfiguration.userProblem(user) { throw ConcordError.invalidInput(problem) }
+        if let problem = ServerConfiguration.userProblem(user) { throw ConcordError.invalidInput(.badSetting, problem) }
         let configurationPath = root.appendingPathComponent(configurationFile).path
         if let existing = FileManager.default.contents(atPath: configurationPath) {
             _ = try ServerConfiguration.decode(Array(existing), path: configurationPath)   // a newer format is refused, not overwritten
@@ -46,12 +46,12 @@ public struct ConcordServer: Sendable {
         do {
             try FileManager.default.createDirectory(at: root.appendingPathComponent(repositoriesDirectory), withIntermediateDirectories: true)
         } catch {
-            throw ConcordError.io("cannot create \(root.path): \(error.localizedDescription)")
+            throw ConcordError.io(.create, path: root.path, "cannot create \(root.path): \(error.localizedDescription)")
         }
         let configuration = ServerConfiguration(formatVersion: ServerConfiguration.currentFormatVersion, adminKey: adminKey, user: user,
                                                 executable: executable, authorizedKeys: authorizedKeys)
         do { try FileIO.write(configuration.json.canonicalBytes(), to: configurationPath, durable: true) } catch {
-            throw ConcordError.io(error.description)
+            throw ConcordError.io(.write, path: nil, error.description)
         }
         let server = ConcordServer(root: root, configuration: configuration)
         var memberships = [String: Membership]()
@@ -69,7 +69,7 @@ public struct ConcordServer: Sendable {
         let root = root.standardizedFileURL
         let path = root.appendingPathComponent(configurationFile).path
         guard let bytes = FileManager.default.contents(atPath: path) else {
-            throw ConcordError.io("\(root.path) is not a concord server directory (no \(configurationFile)): run 'concord server init --root \(root.path) --admin-key KEY'")
+            throw ConcordError.io(.read, path: root.path, "\(root.path) is not a concord server directory (no \(configurationFile)): run 'concord server init --root \(root.path) --admin-key KEY'")
         }
         return ConcordServer(root: root, configuration: try ServerConfiguration.decode(Array(bytes), path: path))
     }
@@ -175,7 +175,7 @@ public struct ConcordServer: Sendable {
             try? FileManager.default.removeItem(atPath: staging)
             // Another connection created it first: theirs is as good as ours.
             guard FileManager.default.fileExists(atPath: path) else {
-                throw ConcordError.io("cannot create \(path): \(String(cString: strerror(failure)))")
+                throw ConcordError.io(.create, path: path, "cannot create \(path): \(String(cString: strerror(failure)))")
             }
         }
     }
@@ -215,7 +215,7 @@ public struct ConcordServer: Sendable {
         ]
         for (hook, script) in hooks {
             do { try FileIO.write(Array(script.utf8), to: path + "/hooks/" + hook, mode: 0o755) } catch {
-                throw ConcordError.io(error.description)
+                throw ConcordError.io(.write, path: nil, error.description)
             }
         }
     }
@@ -232,7 +232,7 @@ public struct ConcordServer: Sendable {
         do {
             return try KeyIndexLookup.answer(indexAt: keyIndex.path, user: user, key: String(words[words.count == 1 ? 0 : 1]), now: now)
         } catch {
-            throw ConcordError.io(error.description)
+            throw ConcordError.io(.write, path: nil, error.description)
         }
     }
 

@@ -79,20 +79,20 @@ struct KeyIndex {
     private func rewrite(_ change: ([String]) -> [String]) throws {
         let lockPath = root.appendingPathComponent("keys.lock").path
         let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw ConcordError.io("cannot open \(lockPath): \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else { throw ConcordError.io(.open, path: lockPath, "cannot open \(lockPath): \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
         while flock(descriptor, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw ConcordError.io("cannot lock \(lockPath): \(String(cString: strerror(errno)))") }
+            guard errno == EINTR else { throw ConcordError.io(.lock, path: lockPath, "cannot lock \(lockPath): \(String(cString: strerror(errno)))") }
         }
         let oldText = FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) } ?? ""
         let oldLines = KeyIndexFormat.split(Substring(oldText), at: 0x0A)
         if let first = oldLines.first, let version = KeyIndexFormat.version(ofFirstLine: first), version > KeyIndexFormat.currentVersion {
-            throw ConcordError.io("\(path) is key index version \(version), newer than this concord understands "
+            throw ConcordError.io(.read, path: path, "\(path) is key index version \(version), newer than this concord understands "
                                   + "(\(KeyIndexFormat.currentVersion)): upgrade concord")
         }
         let new = change(oldLines.filter { !$0.isEmpty && $0.utf8.first != 0x23 }.map(String.init))   // not the header's '#' lines
         let text = settings.header + new.map { $0 + "\n" }.joined()
-        do { try FileIO.write(Array(text.utf8), to: path, durable: true) } catch { throw ConcordError.io(error.description) }
+        do { try FileIO.write(Array(text.utf8), to: path, durable: true) } catch { throw ConcordError.io(.write, path: path, error.description) }
         if let authorizedKeys {
             let now = ConcordEnvironment.systemClock()
             let keys = new.compactMap { KeyIndexLine(Substring($0)) }.filter { $0.admits(now: now) }

@@ -114,7 +114,7 @@ extension ConcordServer {
         }
         let deletion = ServerDeletion(notice: notice, members: membership.members.values.sorted { $0.name < $1.name })
         do { try FileIO.write(deletion.bytes, to: deletionPath(name), durable: true) } catch {
-            throw ConcordError.io("cannot record the deletion of \"\(name)\": \(error.description); nothing deleted")
+            throw ConcordError.io(.write, path: nil, "cannot record the deletion of \"\(name)\": \(error.description); nothing deleted")
         }
         try finishDeletion(name, deletion)
     }
@@ -126,7 +126,7 @@ extension ConcordServer {
         if FileManager.default.fileExists(atPath: path) {
             let aside = root.appendingPathComponent(Self.repositoriesDirectory).appendingPathComponent(".deleted-\(getpid())-\(name)").path
             guard rename(path, aside) == 0 else {
-                throw ConcordError.io("cannot delete \(path): \(String(cString: strerror(errno))); ask again")
+                throw ConcordError.io(.delete, path: path, "cannot delete \(path): \(String(cString: strerror(errno))); ask again")
             }
             try? FileManager.default.removeItem(atPath: aside)
         }

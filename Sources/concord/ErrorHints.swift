@@ -62,8 +62,56 @@ extension ConcordError {
             return "'concord members' lists who is"
         case .lastAdmin:
             return "make another member admin first ('concord role <member> admin'); a profile always keeps one"
+        case .invalidInput(let refusal):
+            return refusal.remedy.map(Self.cliAdvice(for:))
+        case .mainlineBroken(let remote, _, let now):
+            return "refused, nothing here changed; whoever pushed \(now) runs `concord sync` (its merges put the remote's main first) "
+                + "or `git pull --rebase`, and pushes again; on a path remote an Admin puts it back with 'concord remote restore \(remote)'"
+        case .remoteRewritten(let remote, let was, _, _, _):
+            return "refused, nothing here changed (the new history may rest on access those commits took away); on a path "
+                + "remote an Admin puts it back with 'concord remote restore \(remote)', else ask the server's admin to put the "
+                + "remote's main back at \(was) or a commit after it"
+        case .invalidCommit:
+            return "refused, nothing here changed; the remote holds a commit Concord will not accept: ask the profile's admin to find "
+                + "who pushed it and restore the remote's main ('concord remote restore' for a path remote)"
+        case .unpublishable:
+            return "nothing was sent; run 'concord doctor' to see why and 'concord doctor --fix' to set it aside without losing "
+                + "its content (docs/sync.md, \"A commit this device would refuse\")"
+        case .unauthorizedCommit:
+            return "refused, nothing here changed; ask the profile's admin to restore the remote's main ('concord remote restore' for a path remote)"
         default:
             return nil
+        }
+    }
+
+    /// What to do about a refusal, in concord's commands.
+    private static func cliAdvice(for remedy: Remedy) -> String {
+        switch remedy {
+        case .remakeOwnLine(let resetTo):
+            "keep your line ('git branch concord-kept'), undo the merge that brought it in ('git reset --keep \(resetTo)'), "
+                + "run 'concord sync', and make again what you wrote after it (it stays in concord-kept)"
+        case .askServerAdministrator:
+            "for another server, ask its administrator to set main back to the last commit 'concord sync' accepted"
+        case .restoreFromFetchedLine(let remote, let resetTo):
+            "put main back on that line ('git reset --keep \(resetTo)'), merge your own commits in with 'concord merge <commit>', "
+                + "then run 'concord remote restore \(remote)' again"
+        case .restoreAgain(let remote):
+            "run 'concord remote restore \(remote)' again"
+        case .changeKind(let kind):
+            "change it with 'concord kinds set \(kind)'"
+        case .proveKey(let profileID, let member, let device):
+            "on device \(device) run 'concord identity prove \(profileID)' with an identity named \(member) and give what it prints with --proof"
+        case .switchActing(let owner):
+            "run 'concord switch \(owner)' or switch to an active member"
+        case .inviteAdminByName:
+            "invite an Admin by name ('concord share NAME --role admin')"
+        case .listDevices:
+            "'concord members --json' lists the devices with their fingerprints"
+        case .removeByFingerprint:
+            "remove one by its fingerprint, 'concord devices remove SHA256:…' ('concord log' shows who relabelled them)"
+        case .ownDeviceLabel:
+            "if its label was changed by another device ('concord log' shows who), remove that one by its fingerprint, "
+                + "'concord devices remove SHA256:…'; to remove this device itself, name its fingerprint"
         }
     }
 }

@@ -17,7 +17,7 @@ struct Import: ParsableCommand {
         let profile = try profile.open()
         PerformanceTrace.step("profile opened")
         let bytes = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: file)
-        guard let bytes else { throw ConcordError.io("cannot read \(file): no such file or not readable") }
+        guard let bytes else { throw ConcordError.io(.read, path: file, "cannot read \(file): no such file or not readable") }
         PerformanceTrace.step("dump read")
         let dump = try Dump.parse(Array(bytes), source: file == "-" ? "standard input" : file)
         PerformanceTrace.step("dump parsed")

@@ -26,7 +26,7 @@ struct ServerCommand: ParsableCommand {
         @Flag(help: "Print the result as JSON.") var json = false
 
         func run() throws {
-            guard let executable = currentExecutable() else { throw ConcordError.io("cannot find the running concord executable's path") }
+            guard let executable = currentExecutable() else { throw ConcordError.io(.read, path: nil, "cannot find the running concord executable's path") }
             let key = try SSHPublicKey(line: adminKey)
             let server = try ConcordServer.initialize(root: URL(fileURLWithPath: root), adminKey: key,
                                                       user: user ?? ProcessInfo.processInfo.userName, executable: executable,

@@ -91,7 +91,7 @@ struct DataOptions: ParsableArguments {
         } else if let file {
             // At most one byte more than a record may hold is read: a huge file is refused unread.
             guard let handle = FileHandle(forReadingAtPath: file), let data = try? handle.read(upToCount: maxRecordBytes + 1) ?? Data() else {
-                throw ConcordError.io("cannot read \(file): no such file or not readable")
+                throw ConcordError.io(.read, path: file, "cannot read \(file): no such file or not readable")
             }
             try? handle.close()
             (bytes, source) = (Array(data), file)

@@ -354,7 +354,7 @@ final class AuthorityModelTests: KitTestCase {
             bytes = Member(name: name, role: role.concord, status: .active, keys: [Member.Key(device: device, publicKey: try SSHPublicKey(line: key))],
                            addedBy: signer, addedAt: instant).json.canonicalBytes()
         case .revoke(let name), .setRole(let name, _), .removeKeys(let name):
-            guard var member = try member(name) else { throw ConcordError.invalidInput("no member \(name)") }
+            guard var member = try member(name) else { throw ConcordError.invalidInput(.memberState, "no member \(name)") }
             if case .setRole(_, let role) = op {
                 member.role = role.concord
             } else if case .removeKeys = op {
@@ -367,7 +367,7 @@ final class AuthorityModelTests: KitTestCase {
             path = ProfilePaths.member(name)
             bytes = member.json.canonicalBytes()
         case .leave, .grantSelf, .takeKey:
-            guard var member = try member(signer) else { throw ConcordError.invalidInput("no member \(signer)") }
+            guard var member = try member(signer) else { throw ConcordError.invalidInput(.memberState, "no member \(signer)") }
             switch op {
             case .leave:
                 member.status = .revoked

@@ -181,7 +181,7 @@ final class LogImportTests: KitTestCase {
         guard case .notAllowed(let member, _, let action, .admin, _, _)? = concordError({ try profile.records.importDump(try legacyDump(), as: uma) })
         else { return XCTFail("expected notAllowed") }
         XCTAssertEqual(member, "uma")
-        XCTAssertTrue(action.contains("data format 6") && action.contains("concord upgrade"), action)
+        XCTAssertTrue(action.contains("data format 6") && action.contains("upgrade of its data format"), action)
         XCTAssertEqual(try head(profile), base, "nothing written")
 
         let plain = try Dump.parse(Array(#"{"logs":[{"kind":"logs","data":{"x":1}}]}"#.utf8), source: "plain.json")

@@ -67,7 +67,8 @@ final class ModellingArticleTests: KitTestCase {
         try queue.close()
         let refused = concordError { try store.read { try $0.sql("SELECT count(*) AS n FROM records") } }
         guard case .invalidInput(let why)? = refused else { return XCTFail("a planted view was trusted: \(String(describing: refused))") }
-        XCTAssertTrue(why.contains("unsafe use of json_extract") && why.contains("delete the file"), why)
+        XCTAssertEqual(why.code, .untrustedIndex)
+        XCTAssertTrue(why.message.contains("unsafe use of json_extract") && why.message.contains("delete the file"), why.message)
         // As the message says: without the file, the next read builds it again.
         try FileManager.default.removeItem(atPath: try indexPath(store))
         let again = try await store.read { try $0.sql("SELECT count(*) AS n FROM records WHERE kind = 'vocabulary'") }

@@ -102,11 +102,11 @@ final class TypedQueryTests: KitTestCase {
         XCTAssertEqual(concordError { try store.read { try SymbolRecord.order(\.label).order(\.id).fetchCount($0) } },
                        .fieldNotNamed(type: "SymbolRecord", keyPath: String(describing: \SymbolRecord.id)), "the first problem is thrown when it runs")
         XCTAssertEqual(concordError { try SymbolRecord.filter(\.note == nil).indexQuery() },
-                       .invalidInput("a query compares strings, numbers and booleans; note is compared with null"))
+                       .invalidInput(.badQuery, "a query compares strings, numbers and booleans; note is compared with null"))
         XCTAssertEqual(concordError { try SymbolRecord.filter(\.weight == .nan).indexQuery() },
-                       .invalidInput("the value weight is compared with does not encode as JSON: at the top level: nan is not a JSON number"))
+                       .invalidInput(.notEncodable, "the value weight is compared with does not encode as JSON: at the top level: nan is not a JSON number"))
         XCTAssertEqual(concordError { try SymbolRecord.limit(-1).indexQuery() },
-                       .invalidInput("a query's limit and offset must not be negative (-1, 0)"))
+                       .invalidInput(.badQuery, "a query's limit and offset must not be negative (-1, 0)"))
     }
 }
 

@@ -145,7 +145,7 @@ final class KeyProofTests: ConcordTestCase {
         try assertAccepted(team, commit: unproven)
 
         let veraCopy = try cloneProfile(vera, from: remote, into: "vera")
-        assertOneLineRefusal(try concord(["upgrade"], as: vera, in: veraCopy), mentions: ["vera is viewer", "an Admin must run"])
+        assertOneLineRefusal(try concord(["upgrade"], as: vera, in: veraCopy), mentions: ["vera is viewer", "upgrading the data format", "needs admin"])
         let before = try revParse("HEAD", in: profile)
         let upgraded = try concordOK(["upgrade", "--json"], as: alice, in: profile)
         XCTAssertTrue(upgraded.contains(#""from": 4"#) && upgraded.contains(#""to": \#(concordFormatVersion)"#), upgraded)

@@ -93,7 +93,7 @@ public final class SyncEngine: Sendable {
 
     private static func checkInterval(_ interval: Double) throws {
         guard interval > 0, interval <= 3600 else {
-            throw ConcordError.invalidInput("the interval must be between 0 and 3600 seconds, not \(interval)")
+            throw ConcordError.invalidInput(.badSetting, "the interval must be between 0 and 3600 seconds, not \(interval)")
         }
     }
 

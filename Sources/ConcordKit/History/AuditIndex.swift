@@ -59,10 +59,10 @@ struct AuditIndex {
     func catchUp(to head: ObjectID, known: [ObjectID: [[UInt8]]] = [:], onlyIfPresent: Bool = false) throws {
         if onlyIfPresent, !FileManager.default.fileExists(atPath: path) { return }
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw ConcordError.io("cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else { throw ConcordError.io(.open, path: path, "cannot open \(path): \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
         while flock(descriptor, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw ConcordError.io("cannot lock \(path): \(String(cString: strerror(errno)))") }
+            guard errno == EINTR else { throw ConcordError.io(.lock, path: path, "cannot lock \(path): \(String(cString: strerror(errno)))") }
         }
         let header = Array(Self.header.utf8)
         let size = Int(lseek(descriptor, 0, SEEK_END))
@@ -166,14 +166,14 @@ struct AuditIndex {
         while done < count {
             let got = bytes[done...].withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(offset + done)) }
             if got < 0, errno == EINTR { continue }
-            guard got > 0 else { throw ConcordError.io("cannot read \(path): \(got < 0 ? String(cString: strerror(errno)) : "it ended early")") }
+            guard got > 0 else { throw ConcordError.io(.read, path: path, "cannot read \(path): \(got < 0 ? String(cString: strerror(errno)) : "it ended early")") }
             done += got
         }
         return bytes
     }
 
     private func truncate(_ descriptor: Int32, to size: Int) throws {
-        guard ftruncate(descriptor, off_t(size)) == 0 else { throw ConcordError.io("cannot truncate \(path): \(String(cString: strerror(errno)))") }
+        guard ftruncate(descriptor, off_t(size)) == 0 else { throw ConcordError.io(.write, path: path, "cannot truncate \(path): \(String(cString: strerror(errno)))") }
     }
 
     /// Appends `bytes` at the end of the file. A cache: not fsynced.
@@ -183,7 +183,7 @@ struct AuditIndex {
         while written < bytes.count {
             let count = bytes[written...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
-            guard count > 0 else { throw ConcordError.io("cannot write \(path): \(String(cString: strerror(errno)))") }
+            guard count > 0 else { throw ConcordError.io(.write, path: path, "cannot write \(path): \(String(cString: strerror(errno)))") }
             written += count
         }
     }

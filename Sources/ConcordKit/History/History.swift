@@ -372,7 +372,7 @@ extension History {
     /// The bytes of record `reference` (kind/id) as of commit `hex`, or nil if it did not exist then.
     public func recordVersion(_ reference: String, atCommit hex: String) throws -> [UInt8]? {
         let (kind, id) = try profile.records.parseReference(reference)
-        guard let commit = ObjectID(hex: hex) else { throw ConcordError.invalidInput("\(hex) is not a commit id") }
+        guard let commit = ObjectID(hex: hex) else { throw ConcordError.invalidInput(.badName, "\(hex) is not a commit id") }
         return try gitCall { try repository.blob(Transaction.recordPath(kind, id), atCommit: commit) }
     }
 }

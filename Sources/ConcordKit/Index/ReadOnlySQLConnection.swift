@@ -36,7 +36,7 @@ final class ReadOnlySQLConnection {
         do {
             try warmUp("SELECT 1 FROM json_each('[]'), json_tree('[]')")
         } catch ConcordError.io(let why) where foreign {
-            throw ConcordError.invalidInput("the record index \(path) holds schema entries Concord does not make, which SQLite "
+            throw ConcordError.invalidInput(.untrustedIndex, "the record index \(path) holds schema entries Concord does not make, which SQLite "
                                             + "refuses (\(why)); nothing was read: delete the file, and the next read builds it again")
         }
         let context = Unmanaged.passUnretained(self).toOpaque()
@@ -57,16 +57,16 @@ final class ReadOnlySQLConnection {
     private static func open(_ path: String, trustingSchema: Bool) throws -> OpaquePointer {
         var opened: OpaquePointer?
         let code = sqlite3_open_v2(path, &opened, SQLITE_OPEN_READONLY, nil)
-        guard let handle = opened else { throw ConcordError.io("the record index \(path): sqlite3_open_v2 failed (\(code))") }
+        guard let handle = opened else { throw ConcordError.io(.open, path: path, "the record index \(path): sqlite3_open_v2 failed (\(code))") }
         guard code == SQLITE_OK else {
             defer { sqlite3_close_v2(handle) }
-            throw ConcordError.io("the record index \(path): sqlite3_open_v2: \(String(cString: sqlite3_errmsg(handle)))")
+            throw ConcordError.io(.open, path: path, "the record index \(path): sqlite3_open_v2: \(String(cString: sqlite3_errmsg(handle)))")
         }
         guard concord_sqlite3_db_config(handle, SQLITE_DBCONFIG_ENABLE_FTS3_TOKENIZER, 0) == 0,
               concord_sqlite3_db_config(handle, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0) == 0,
               sqlite3_enable_load_extension(handle, 0) == SQLITE_OK else {
             sqlite3_close_v2(handle)
-            throw ConcordError.io("the record index \(path): sqlite3_db_config could not turn off the FTS3 tokenizer or extension loading")
+            throw ConcordError.io(.open, path: path, "the record index \(path): sqlite3_db_config could not turn off the FTS3 tokenizer or extension loading")
         }
         _ = concord_sqlite3_db_config(handle, SQLITE_DBCONFIG_DEFENSIVE, 1)
         _ = concord_sqlite3_db_config(handle, SQLITE_DBCONFIG_TRUSTED_SCHEMA, trustingSchema ? 1 : 0)
@@ -83,7 +83,7 @@ final class ReadOnlySQLConnection {
         defer { sqlite3_finalize(statement) }
         let parameters = Int(sqlite3_bind_parameter_count(statement))
         guard parameters == arguments.count else {
-            throw ConcordError.invalidInput("SQL: the statement has \(parameters) parameters and \(arguments.count) arguments were given")
+            throw ConcordError.invalidInput(.badQuery, "SQL: the statement has \(parameters) parameters and \(arguments.count) arguments were given")
         }
         for (index, argument) in arguments.enumerated() { try bind(argument, at: Int32(index + 1), of: statement) }
         let columns = (0..<sqlite3_column_count(statement)).map { String(cString: sqlite3_column_name(statement, $0)) }
@@ -95,7 +95,7 @@ final class ReadOnlySQLConnection {
             if code == SQLITE_DONE { return rows }
             guard code == SQLITE_ROW else {
                 if stopped { throw ConcordError.sqlStopped(after: timeLimit) }
-                throw ConcordError.invalidInput("SQL: \(lastMessage)")
+                throw ConcordError.invalidInput(.badQuery, "SQL: \(lastMessage)")
             }
             var row: [String: JSONValue] = [:]
             for (index, name) in columns.enumerated() where row[name] == nil {
@@ -113,7 +113,7 @@ final class ReadOnlySQLConnection {
             let (base, length) = (buffer.baseAddress!, buffer.count - 1)
             var tail: UnsafePointer<CChar>?
             guard let statement = try compile(base, length: length, tail: &tail) else {
-                throw ConcordError.invalidInput("SQL: the text holds no statement")
+                throw ConcordError.invalidInput(.badQuery, "SQL: the text holds no statement")
             }
             let isSelect = authorization.isSelect == true
             do {
@@ -143,7 +143,7 @@ final class ReadOnlySQLConnection {
         guard code == SQLITE_OK else {
             sqlite3_finalize(statement)
             if let refusal = authorization.refusal { throw ConcordError.sqlRefused(refusal) }
-            throw ConcordError.invalidInput("SQL: \(lastMessage)")
+            throw ConcordError.invalidInput(.badQuery, "SQL: \(lastMessage)")
         }
         return statement
     }
@@ -172,7 +172,7 @@ final class ReadOnlySQLConnection {
         var statement: OpaquePointer?
         defer { sqlite3_finalize(statement) }
         guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK else {
-            throw ConcordError.io("the record index: sqlite3_prepare_v2: \(lastMessage)")
+            throw ConcordError.io(.read, path: nil, "the record index: sqlite3_prepare_v2: \(lastMessage)")
         }
     }
 
@@ -214,12 +214,12 @@ final class ReadOnlySQLConnection {
             switch IndexQuery.numericValue(text) {
             case .integer(let integer)?: code = sqlite3_bind_int64(statement, index, integer)
             case .double(let double)?: code = sqlite3_bind_double(statement, index, double)
-            case nil: throw ConcordError.invalidInput("SQL argument \(text) is not a number")
+            case nil: throw ConcordError.invalidInput(.badQuery, "SQL argument \(text) is not a number")
             }
         case .string(let text): code = bindText(text, at: index, of: statement)
         case .array, .object: code = bindText(String(decoding: value.canonicalLine(), as: UTF8.self), at: index, of: statement)
         }
-        guard code == SQLITE_OK else { throw ConcordError.invalidInput("SQL argument \(index): \(lastMessage)") }
+        guard code == SQLITE_OK else { throw ConcordError.invalidInput(.badQuery, "SQL argument \(index): \(lastMessage)") }
     }
 
     private func bindText(_ text: String, at index: Int32, of statement: OpaquePointer) -> Int32 {

@@ -66,7 +66,7 @@ public struct RecordIndex {
 
     func checkKind(_ name: String) throws {
         let kind = try profile.kind(named: name)
-        guard kind.policy != .append else { throw ConcordError.invalidInput("\(kind.name) is a log kind: read its entries with logEntries, not a query") }
+        guard kind.policy != .append else { throw ConcordError.invalidInput(.badQuery, "\(kind.name) is a log kind: read its entries with logEntries, not a query") }
     }
 
     /// `body` on the index brought to HEAD, in one read transaction.
@@ -85,7 +85,7 @@ public struct RecordIndex {
             connection.discard(path)
             return try body(try connection.database(at: path))
         } catch let error as DatabaseError {
-            throw ConcordError.io("the record index \(path): \(error.message ?? error.description)")
+            throw ConcordError.io(.open, path: path, "the record index \(path): \(error.message ?? error.description)")
         }
     }
 

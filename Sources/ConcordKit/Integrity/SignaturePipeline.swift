@@ -1,5 +1,6 @@
 import ConcordGit
 import Dispatch
+import Synchronization
 
 /// The signature checks of a list of commits, verified ahead of the checks that need them, on
 /// every core. One Ed25519 verification is most of what checking a commit costs. The caller (the one
@@ -56,22 +57,26 @@ final class SignaturePipeline {
         do {
             let signatures = try authorizer.signatures(of: commits[range])
             let memo = memo
-            DispatchQueue.global().async(group: flight.group) { flight.checks = .success(CommitAuthorizer.verify(signatures, memo: memo)) }
+            DispatchQueue.global().async(group: flight.group) { flight.finish(.success(CommitAuthorizer.verify(signatures, memo: memo))) }
         } catch {
-            flight.checks = .failure(error)
+            flight.finish(.failure(error))
         }
         flights[chunk] = flight
     }
 
-    /// One chunk on its way. Its checks are written by the worker before it leaves the group and
-    /// read only after waiting on it.
-    private final class Flight: @unchecked Sendable {
+    /// One chunk on its way: its checks, written by the worker before it leaves the group, read
+    /// after waiting on it.
+    private final class Flight: Sendable {
         let group = DispatchGroup()
-        var checks: Result<[CommitAuthorizer.SignatureCheck], any Error> = .success([])
+        private let checks = Mutex<Result<[CommitAuthorizer.SignatureCheck], any Error>>(.success([]))
+
+        func finish(_ result: Result<[CommitAuthorizer.SignatureCheck], any Error>) {
+            checks.withLock { $0 = result }
+        }
 
         func wait() throws -> [CommitAuthorizer.SignatureCheck] {
             group.wait()
-            return try checks.get()
+            return try checks.withLock { $0 }.get()
         }
     }
 }

@@ -51,18 +51,21 @@ final class SignatureMemo: Sendable {
 /// what the check decides does not change. Bounded: at most `maxPending` signatures and
 /// `maxPendingBytes` of signed bytes wait to be verified, and at most `SignatureMemo.capacity`
 /// are taken in all; the rest are left to the check.
-final class SignaturePrefetch: @unchecked Sendable {   // unchecked: every var under `lock`; `group` joins the workers
+final class SignaturePrefetch: Sendable {
     let memo: SignatureMemo
     static let batchSize = 64
     static let maxPending = 4_096
     static let maxPendingBytes = 64 << 20
+    /// Joins the workers.
     private let group = DispatchGroup()
-    private let lock = NSLock()
-    private var batch = [CommitSignature]()
-    private var pending = 0
-    private var pendingBytes = 0
-    private var taken = 0
-    private var cancelled = false
+    private struct State {
+        var batch = [CommitSignature]()
+        var pending = 0
+        var pendingBytes = 0
+        var taken = 0
+        var cancelled = false
+    }
+    private let state = Mutex(State())
 
     init(memo: SignatureMemo) {
         self.memo = memo
@@ -72,25 +75,25 @@ final class SignaturePrefetch: @unchecked Sendable {   // unchecked: every var u
     func add(rawCommit bytes: [UInt8]) {
         guard let signed = CommitSignature(rawCommit: bytes) else { return }
         let cost = Self.cost(signed)
-        let full: [CommitSignature]? = lock.withLock {
-            guard !cancelled, taken < SignatureMemo.capacity, pending < Self.maxPending,
-                  pendingBytes + cost <= Self.maxPendingBytes else { return nil }
-            taken += 1
-            pending += 1
-            pendingBytes += cost
-            batch.append(signed)
-            guard batch.count >= Self.batchSize else { return nil }
-            defer { batch = [] }
-            return batch
+        let full: [CommitSignature]? = state.withLock { state in
+            guard !state.cancelled, state.taken < SignatureMemo.capacity, state.pending < Self.maxPending,
+                  state.pendingBytes + cost <= Self.maxPendingBytes else { return nil }
+            state.taken += 1
+            state.pending += 1
+            state.pendingBytes += cost
+            state.batch.append(signed)
+            guard state.batch.count >= Self.batchSize else { return nil }
+            defer { state.batch = [] }
+            return state.batch
         }
         if let full { start(full) }
     }
 
     /// Starts what is left and waits until every signature given is verified.
     func finish() {
-        let rest = lock.withLock { () -> [CommitSignature] in
-            defer { batch = [] }
-            return batch
+        let rest = state.withLock { state -> [CommitSignature] in
+            defer { state.batch = [] }
+            return state.batch
         }
         if !rest.isEmpty { start(rest) }
         group.wait()
@@ -99,23 +102,22 @@ final class SignaturePrefetch: @unchecked Sendable {   // unchecked: every var u
     /// Drops what waits and waits only for the signatures being verified right now: the fetch
     /// or the check failed, nothing will ask.
     func cancel() {
-        lock.withLock {
-            cancelled = true
-            batch = []
+        state.withLock { state in
+            state.cancelled = true
+            state.batch = []
         }
         group.wait()
     }
 
     private func start(_ signatures: [CommitSignature]) {
-        let memo = memo
         DispatchQueue.global().async(group: group) { [self] in
             for signed in signatures {
-                if lock.withLock({ cancelled }) { break }
+                if state.withLock({ $0.cancelled }) { break }
                 _ = memo.check(signed)
             }
-            lock.withLock {
-                pending -= signatures.count
-                pendingBytes -= signatures.reduce(0) { $0 + Self.cost($1) }
+            state.withLock { state in
+                state.pending -= signatures.count
+                state.pendingBytes -= signatures.reduce(0) { $0 + Self.cost($1) }
             }
         }
     }

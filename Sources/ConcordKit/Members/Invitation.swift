@@ -87,7 +87,7 @@ public struct Invitation: Sendable, Equatable {
     /// Parses an invitation's text; the signature is checked against the profile's members later
     /// (`Members.accept`), once the history it names is here.
     public init(text: String) throws {
-        let bad = ConcordError.invalidInput("that is not a Concord invitation (it should start with \(Self.prefix)): ask for it again")
+        let bad = ConcordError.invalidInput(.badInvitation, "that is not a Concord invitation (it should start with \(Self.prefix)): ask for it again")
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard trimmed.hasPrefix(Self.prefix), trimmed.utf8.count < 64 * 1024 else { throw bad }
         var base64 = String(trimmed.dropFirst(Self.prefix.count))
@@ -117,7 +117,7 @@ public struct Invitation: Sendable, Equatable {
     /// The key that signed this invitation, if the signature over its fields is good.
     func signer() throws -> SSHPublicKey {
         do { return try SSHSignature.verify(signature, message: signedBytes, namespace: Self.namespace) } catch {
-            throw ConcordError.invalidInput("the invitation's signature is not valid (\(error.localizedDescription)): it was altered; ask for it again")
+            throw ConcordError.invalidInput(.badInvitation, "the invitation's signature is not valid (\(error.localizedDescription)): it was altered; ask for it again")
         }
     }
 }

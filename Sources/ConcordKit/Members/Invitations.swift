@@ -25,7 +25,7 @@ extension Members {
     public func share(_ name: String, role: Role, key: SSHPublicKey? = nil, device: String? = nil, expiresIn: Int64,
                       remote: String = "origin", as identity: Identity) throws -> SharedInvitation {
         try validate(member: name, device: device)
-        guard expiresIn > 0 else { throw ConcordError.invalidInput("an invitation must expire in the future") }
+        guard expiresIn > 0 else { throw ConcordError.invalidInput(.badInvitation, "an invitation must expire in the future") }
         guard let url = try gitCall({ try repository.remoteURL(remote) }) else { throw ConcordError.unknownRemote(remote) }
         let now = profile.environment.wallClock()
         let expiresAt = HLClock.formatInstant(now + expiresIn * 1000)
@@ -34,7 +34,7 @@ extension Members {
             try authorizeAdmin(identity)
             let members = try list()
             if let existing = members.first(where: { $0.name == name }), existing.status != .revoked {
-                throw ConcordError.invalidInput("\(name) is already \(existing.status == .invited ? "invited" : "a member") "
+                throw ConcordError.invalidInput(.alreadyThere, "\(name) is already \(existing.status == .invited ? "invited" : "a member") "
                                                 + "of \"\(profile.info.name)\": revoke them first to invite them again")
             }
             if let key { try refuseKeyHeldByAnother(key, in: members) }
@@ -154,7 +154,7 @@ extension Members {
         let loginKey = try invitation.oneTimeKey.map { text -> URL in
             let url = environment.home.appendingPathComponent("invitation-login-\(getpid())")
             do { try FileIO.write(Array(text.utf8), to: url.path, makingParents: false, mode: 0o600) } catch {
-                throw ConcordError.io("\(error)")
+                throw ConcordError.io(.write, path: nil, "\(error)")
             }
             return url
         }

@@ -76,7 +76,7 @@ public struct Members {
             if let member { try Identity.validateName(member, kind: "member") }
             if let device { try Identity.validateName(device, kind: "device") }
         } catch {
-            throw ConcordError.invalidInput(error.localizedDescription)
+            throw ConcordError.invalidInput(.badName, error.localizedDescription)
         }
     }
 
@@ -89,14 +89,14 @@ public struct Members {
         guard let proof else {
             let entry = KeyProof.key(device: device, key, member: member, profileID: profile.info.id, signedBy: identity)
             if entry.proof == nil, required, profile.info.formatVersion >= KeyProof.firstFormat {
-                throw ConcordError.invalidInput("a key added to your own member file needs its proof of possession: on device \(device) run "
-                    + "'concord identity prove \(profile.info.id)' and give what it prints with --proof")
+                throw ConcordError.invalidInput(.keyProof, "a key added to your own member file needs its proof of possession",
+                                                remedy: .proveKey(profileID: profile.info.id, member: member, device: device))
             }
             return entry
         }
         if let problem = KeyProof.problem(proof, profileID: profile.info.id, member: member, key: key) {
-            throw ConcordError.invalidInput("that key's proof is not valid: \(problem); on device \(device) run "
-                + "'concord identity prove \(profile.info.id)' with an identity named \(member)")
+            throw ConcordError.invalidInput(.keyProof, "that key's proof is not valid: \(problem)",
+                                            remedy: .proveKey(profileID: profile.info.id, member: member, device: device))
         }
         return Member.Key(device: device, publicKey: key, proof: proof)
     }
@@ -105,7 +105,7 @@ public struct Members {
     /// is one member whatever its case (`CommitRule.nameTakenInAnotherCase`).
     func refuseNameTakenInAnotherCase(_ name: String, in members: [Member]) throws {
         if let other = members.first(where: { $0.name != name && $0.name.lowercased() == name.lowercased() }) {
-            throw ConcordError.invalidInput("\"\(profile.info.name)\" already has a member named \(other.name), which differs from \(name) "
+            throw ConcordError.invalidInput(.alreadyThere, "\"\(profile.info.name)\" already has a member named \(other.name), which differs from \(name) "
                                             + "only in case: a name is one member whatever its case; choose another name")
         }
     }
@@ -114,7 +114,7 @@ public struct Members {
     /// a key belongs to one member.
     func refuseKeyHeldByAnother(_ key: SSHPublicKey, in members: [Member], except name: String? = nil) throws {
         if let owner = members.first(where: { $0.name != name && $0.keys.contains { $0.publicKey == key } }) {
-            throw ConcordError.invalidInput("that key is already \(owner.name)'s in \"\(profile.info.name)\": a key belongs to one member")
+            throw ConcordError.invalidInput(.alreadyThere, "that key is already \(owner.name)'s in \"\(profile.info.name)\": a key belongs to one member")
         }
     }
 
@@ -141,8 +141,8 @@ public struct Members {
         }
         guard identity.member != identity.owner else { return owner }
         guard var acting = members.first(where: { $0.name == identity.member }), acting.status == .active else {
-            throw ConcordError.invalidInput("\(identity.member), who acts on this device ('concord switch'), is not an active member of "
-                                            + "\"\(profile.info.name)\": run 'concord switch \(identity.owner)' or switch to an active member")
+            throw ConcordError.invalidInput(.memberState, "\(identity.member), who acts on this device, is not an active member of "
+                                            + "\"\(profile.info.name)\"", remedy: .switchActing(owner: identity.owner))
         }
         acting.role = min(acting.role, owner.role)
         return acting

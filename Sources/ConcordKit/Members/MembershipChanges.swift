@@ -15,7 +15,7 @@ extension Members {
     public func revoke(_ name: String, as identity: Identity) throws -> WriteResult<Member> {
         try change(name, as: identity, action: "revoking members", adminOnly: true) { member in
             guard member.status != .revoked else {
-                throw ConcordError.invalidInput("\(name) is already revoked in \"\(profile.info.name)\"")
+                throw ConcordError.invalidInput(.memberState, "\(name) is already revoked in \"\(profile.info.name)\"")
             }
             member.status = .revoked
             member.revokedBy = identity.member
@@ -41,7 +41,7 @@ extension Members {
     public func setRole(_ name: String, to role: Role, as identity: Identity) throws -> WriteResult<Member> {
         try change(name, as: identity, action: "changing roles", adminOnly: true) { member in
             guard member.status != .revoked else {
-                throw ConcordError.invalidInput("\(name) is revoked in \"\(profile.info.name)\": add them again to give them a role")
+                throw ConcordError.invalidInput(.memberState, "\(name) is revoked in \"\(profile.info.name)\": add them again to give them a role")
             }
             member.role = role
         }
@@ -57,7 +57,7 @@ extension Members {
         let entry = try provenKey(device: device, key: key, proof: proof, member: identity.member, as: identity, required: true)
         return try change(identity.member, as: identity, action: "adding devices", adminOnly: false) { member in
             guard !member.keys.contains(where: { $0.device == device || $0.publicKey == key }) else {
-                throw ConcordError.invalidInput("\(member.name) already has a device \(device) or that key: remove it first")
+                throw ConcordError.invalidInput(.alreadyThere, "\(member.name) already has a device \(device) or that key: remove it first")
             }
             member.keys = (member.keys + [entry]).sorted { $0.device < $1.device }
         }
@@ -74,20 +74,18 @@ extension Members {
             let byFingerprint = device.hasPrefix("SHA256:")
             let named = member.keys.filter { byFingerprint ? $0.publicKey.fingerprint == device : $0.device == device }
             guard let key = named.first else {
-                throw ConcordError.invalidInput("\(member.name) has no device \(device): 'members --json' lists the devices with their fingerprints")
+                throw ConcordError.invalidInput(.memberState, "\(member.name) has no device \(device)", remedy: .listDevices)
             }
             if named.count > 1 {
-                throw ConcordError.invalidInput("\(named.count) of \(member.name)'s keys are labelled \(device) ("
-                    + named.map(\.publicKey.fingerprint).joined(separator: ", ") + "): remove one by its fingerprint, "
-                    + "'concord devices remove SHA256:…' ('concord log' shows who relabelled them)")
+                throw ConcordError.invalidInput(.memberState, "\(named.count) of \(member.name)'s keys are labelled \(device) ("
+                    + named.map(\.publicKey.fingerprint).joined(separator: ", ") + ")", remedy: .removeByFingerprint)
             }
             guard member.keys.count > 1 else {
-                throw ConcordError.invalidInput("\(device) is \(member.name)'s only device: add another before removing it")
+                throw ConcordError.invalidInput(.memberState, "\(device) is \(member.name)'s only device: add another before removing it")
             }
             if !byFingerprint, key.publicKey == identity.key.publicKey {
-                throw ConcordError.invalidInput("the key labelled \(device) is this device's own (\(key.publicKey.fingerprint)): if its label "
-                    + "was changed by another device ('concord log' shows who), remove that one by its fingerprint, 'concord devices "
-                    + "remove SHA256:…'; to remove this device itself, name its fingerprint")
+                throw ConcordError.invalidInput(.memberState, "the key labelled \(device) is this device's own (\(key.publicKey.fingerprint))",
+                                                remedy: .ownDeviceLabel)
             }
             member.keys.removeAll { $0.publicKey == key.publicKey }
         }

@@ -23,12 +23,12 @@ extension Members {
     public func shareOpen(role: Role, uses: Int, expiresIn: Int64, remote: String = "origin",
                           as identity: Identity) throws -> SharedOpenInvitation {
         guard role != .admin else {
-            throw ConcordError.invalidInput("an open invitation cannot make Admins: invite an Admin by name ('concord share NAME --role admin')")
+            throw ConcordError.invalidInput(.badInvitation, "an open invitation cannot make Admins", remedy: .inviteAdminByName)
         }
         guard (1...OpenInvitation.maxUses).contains(uses) else {
-            throw ConcordError.invalidInput("--uses must be between 1 and \(OpenInvitation.maxUses), not \(uses)")
+            throw ConcordError.invalidInput(.badInvitation, "an open invitation's uses must be between 1 and \(OpenInvitation.maxUses), not \(uses)")
         }
-        guard expiresIn > 0 else { throw ConcordError.invalidInput("an invitation must expire in the future") }
+        guard expiresIn > 0 else { throw ConcordError.invalidInput(.badInvitation, "an invitation must expire in the future") }
         guard let url = try gitCall({ try repository.remoteURL(remote) }) else { throw ConcordError.unknownRemote(remote) }
         let now = profile.environment.wallClock()
         let oneTime = SigningKey.generate()
@@ -91,7 +91,7 @@ extension Members {
         }
         let members = try checkOrigin(of: invitation, for: identity.member)
         guard let bytes else {
-            throw refuse("the profile does not hold it: ask \(invitation.invitedBy) to run 'concord sync' and send it again")
+            throw refuse("the profile does not hold it: ask \(invitation.invitedBy) to sync and send it again")
         }
         let document = try readDocument { try OpenInvitation.decode(bytes, path: path) }
         let oneTime: SigningKey
@@ -109,7 +109,7 @@ extension Members {
         }
         if let taken = members.first(where: { $0.name.lowercased() == identity.member.lowercased() }) {
             throw refuse("\"\(profile.info.name)\" already has a member named \(taken.name)\(taken.name == identity.member ? "" : " (a name is one member whatever its case)"): join with an identity of another name "
-                         + "(a CONCORD_HOME of its own, 'concord identity new --name NAME --device DEVICE')")
+                         + "(an identity home of its own)")
         }
         try refuseKeyHeldByAnother(identity.key.publicKey, in: members)
         let root = try profile.history.rootCommit().hex

@@ -55,7 +55,7 @@ extension Members {
                 try Data((member + "\n").utf8).write(to: URL(fileURLWithPath: actingFile), options: .atomic)
             }
         } catch {
-            throw ConcordError.io("could not write \(actingFile): \(error.localizedDescription)")
+            throw ConcordError.io(.write, path: actingFile, "could not write \(actingFile): \(error.localizedDescription)")
         }
         return entry
     }

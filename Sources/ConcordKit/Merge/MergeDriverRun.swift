@@ -15,7 +15,7 @@ public enum MergeDriverRun {
                            workingDirectory: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)) throws -> String? {
         func read(_ file: String) throws -> [UInt8] {
             guard let data = FileManager.default.contents(atPath: file) else {
-                throw ConcordError.io("merge-driver: cannot read \(file)")
+                throw ConcordError.io(.read, path: file, "merge-driver: cannot read \(file)")
             }
             return Array(data)
         }
@@ -32,7 +32,7 @@ public enum MergeDriverRun {
         switch outcome {
         case .merged(let bytes, _):
             do { try Data(bytes).write(to: URL(fileURLWithPath: ours)) } catch {
-                throw ConcordError.io("merge-driver: cannot write \(ours): \(error.localizedDescription)")
+                throw ConcordError.io(.write, path: ours, "merge-driver: cannot write \(ours): \(error.localizedDescription)")
             }
             return nil
         case .unresolved(let reason):

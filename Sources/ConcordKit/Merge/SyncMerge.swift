@@ -170,9 +170,8 @@ extension Sync {
         }
         let own = identity.key.publicKey
         func refusal(_ why: String) -> ConcordError {
-            .invalidInput("this device's line holds merge \(p.id.short), which \(problem.reason); \(why): nothing was changed. Keep "
-                + "your line ('git branch concord-kept'), undo the merge that brought it in ('git reset --keep \(x.parents.first?.short ?? x.id.short)'), "
-                + "run 'concord sync', and make again what you wrote after it (it stays in concord-kept)")
+            .invalidInput(.historyState, "this device's line holds merge \(p.id.short), which \(problem.reason); \(why): nothing was changed",
+                          remedy: .remakeOwnLine(resetTo: x.parents.first?.short ?? x.id.short))
         }
         guard x.parents.count == 2, try MembershipResolution.signer(of: x, in: repository, caches: caches) == own else {
             throw refusal("the merge that brought it in, \(x.id.short), is not this device's")
@@ -206,7 +205,7 @@ extension Sync {
                 + "main took meanwhile"
         } else {
             note = "this device's merge \(x.id.short) of \(peer.short) was undone: that line holds merge \(p.id.short), which \(problem.reason); "
-                + "its author merges again with 'concord sync'"
+                + "its author syncs again"
         }
         for commit in later.reversed() { tip = try replay(commit, onto: tip, identity: identity, refusal: refusal) }
         let kept = try SetAside.newRef(SetAside.refPrefix) { name in try repository.resolveReference(name) != nil }

@@ -26,7 +26,7 @@ extension Sync {
                 }
                 // A live push holds the lock for milliseconds; one seconds old is most likely abandoned.
                 if attemptsLeft <= 1, let age = Self.age(ofFile: lockFile), age > 5 {
-                    throw ConcordError.io("\(remote)'s branch is locked by \(lockFile) (left by a push that was killed?): it is removed automatically once it is \(Int(Self.staleRemoteLockAge)) s old; sync again then")
+                    throw ConcordError.io(.lock, path: lockFile, "\(remote)'s branch is locked by \(lockFile) (left by a push that was killed?): it is removed automatically once it is \(Int(Self.staleRemoteLockAge)) s old; sync again then")
                 }
                 return false
             } catch {

@@ -77,7 +77,7 @@ public struct DeletionNotice: Sendable, Equatable {
     /// Parses a notice read from `source` (a remote: hostile) and checks its signature against the
     /// key it names; who that key belongs to is `problem(profileID:root:membership:)`'s question.
     package init(bytes: [UInt8], source: String) throws {
-        func bad(_ why: String) -> ConcordError { .invalidInput("the deletion notice at \(source) is not valid (\(why)); nothing here changed") }
+        func bad(_ why: String) -> ConcordError { .invalidInput(.badDeletionNotice, "the deletion notice at \(source) is not valid (\(why)); nothing here changed") }
         guard bytes.count <= Self.maxBytes else { throw bad("over \(Self.maxBytes) bytes") }
         guard let value = try? JSONValue.parse(bytes), let version = value["formatVersion"]?.intValue else { throw bad("not a notice") }
         guard version == Self.formatVersion else {

@@ -58,20 +58,20 @@ public struct ConcordEnvironment: Sendable {
         var environment = ConcordEnvironment(home: home, driverExecutable: driverExecutable)
         if let fixed = variables["CONCORD_CLOCK"], !fixed.isEmpty {
             guard let millis = HLClock.parseInstant(fixed) else {
-                throw ConcordError.invalidInput(
+                throw ConcordError.invalidInput(.badSetting, 
                     "CONCORD_CLOCK=\(fixed) is not an ISO-8601 UTC instant: use e.g. 2026-01-01T10:00:00.001Z or unset it")
             }
             environment.wallClock = { millis }
         }
         if let text = variables["CONCORD_NETWORK_TIMEOUT"], !text.isEmpty {
             guard let seconds = TimeInterval(text), seconds > 0, seconds <= 86_400 else {
-                throw ConcordError.invalidInput("CONCORD_NETWORK_TIMEOUT=\(text) is not a number of seconds (0–86400): use e.g. 30 or unset it")
+                throw ConcordError.invalidInput(.badSetting, "CONCORD_NETWORK_TIMEOUT=\(text) is not a number of seconds (0–86400): use e.g. 30 or unset it")
             }
             environment.networkTimeout = seconds
         }
         if let text = variables["CONCORD_GIT_LOCK_TIMEOUT"], !text.isEmpty {
             guard let seconds = TimeInterval(text), seconds >= 0, seconds <= 3_600 else {
-                throw ConcordError.invalidInput("CONCORD_GIT_LOCK_TIMEOUT=\(text) is not a number of seconds (0–3600): use e.g. 10 or unset it")
+                throw ConcordError.invalidInput(.badSetting, "CONCORD_GIT_LOCK_TIMEOUT=\(text) is not a number of seconds (0–3600): use e.g. 10 or unset it")
             }
             environment.gitLockTimeout = seconds
         }

@@ -83,7 +83,7 @@ public final class Profile {
             throw ConcordError.profileExists(directory.path)
         }
         guard !name.trimmingCharacters(in: .whitespaces).isEmpty, name.count <= 200 else {
-            throw ConcordError.invalidInput("profile name must be 1–200 characters")
+            throw ConcordError.invalidInput(.badName, "profile name must be 1–200 characters")
         }
         let repository = try gitCall { try Repository.create(at: root.path, bare: false) }
         let clock = HLClock(wallClock: environment.wallClock)
@@ -170,7 +170,7 @@ public final class Profile {
             } catch let error as ConcordError {
                 throw error
             } catch {
-                throw ConcordError.io("could not save the unsent edits to \(file.path) (\(error.localizedDescription)); the copy was kept")
+                throw ConcordError.io(.write, path: file.path, "could not save the unsent edits to \(file.path) (\(error.localizedDescription)); the copy was kept")
             }
             saved = file
         }
@@ -178,7 +178,7 @@ public final class Profile {
             let registry = ProfileRegistry(home: environment.home)
             try reason.map { try registry.markRemoved(path: root.path, reason: $0) } ?? registry.unregister(path: root.path)
             do { try FileManager.default.removeItem(at: root) } catch {
-                throw ConcordError.io("could not delete \(root.path): \(error.localizedDescription)")
+                throw ConcordError.io(.delete, path: root.path, "could not delete \(root.path): \(error.localizedDescription)")
             }
         }
         return saved
@@ -195,7 +195,7 @@ public final class Profile {
 
 /// `text` as a path git's rules allow (the only kind the git layer writes), or an error naming it.
 func treePath(_ text: String) throws -> TreePath {
-    do { return try TreePath(text) } catch { throw ConcordError.invalidInput(error.description) }
+    do { return try TreePath(text) } catch { throw ConcordError.invalidInput(.badName, error.description) }
 }
 
 /// Runs a git-layer call, turning its `GitError` into a `ConcordError` with libgit2's message.

@@ -28,7 +28,7 @@ final class ProfileLock {
         let path = directory + "/lock"
         descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
-            throw ConcordError.io("cannot open lock file \(path): \(String(cString: strerror(errno)))")
+            throw ConcordError.io(.open, path: path, "cannot open lock file \(path): \(String(cString: strerror(errno)))")
         }
         let deadline = Date().addingTimeInterval(timeout)
         while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {

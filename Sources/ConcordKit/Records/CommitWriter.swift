@@ -137,7 +137,7 @@ struct CommitWriter {
     /// the write is not retried as if the branch had moved under it.
     /// `moved`: the branch moved to a commit received or merged (a sync), not one just written.
     static func unfinished(_ commit: ObjectID, _ error: Error, moved: Bool = false) -> ConcordError {
-        ConcordError.io((moved ? "the branch moved to \(commit.hex.prefix(7))" : "commit \(commit.hex.prefix(7)) is made")
+        ConcordError.io(.write, path: nil, (moved ? "the branch moved to \(commit.hex.prefix(7))" : "commit \(commit.hex.prefix(7)) is made")
             + ", but the working tree and index could not be updated (\(error)); "
             + "the next concord write or sync in this profile finishes the update")
     }

@@ -141,7 +141,7 @@ public struct Dump: Sendable, Equatable {
                             dump.logs.append(LogItem(kind: kind, id: id, data: data, written: written, importedBy: try item.importStamp()))
                         }
                     default:
-                        throw ConcordError.invalidInput("\(source): unknown top-level field \"\(key)\": a dump has only \"records\" and \"logs\"")
+                        throw ConcordError.invalidInput(.badDump, "\(source): unknown top-level field \"\(key)\": a dump has only \"records\" and \"logs\"")
                     }
                 }
             }
@@ -160,7 +160,7 @@ public struct Dump: Sendable, Equatable {
 
     /// One element of `records`: an object with a string `kind` and `id` and an object `data`.
     private static func recordItem(_ key: String, _ index: Int, _ reader: inout JSONReader, source: String) throws -> RecordItem {
-        try reader.expect(.object, else: ConcordError.invalidInput("\(source): \(key)[\(index)] must be an object"))
+        try reader.expect(.object, else: ConcordError.invalidInput(.badDump, "\(source): \(key)[\(index)] must be an object"))
         let item = try DumpItem(key, index, &reader, source: source, canonicalData: true)
         return RecordItem(kind: try item.string("kind", item.kind), id: try item.string("id", item.id),
                           canonicalData: try item.recordData())
@@ -174,9 +174,9 @@ public struct Dump: Sendable, Equatable {
     /// Reads the array under `key`, each element an object.
     private static func items(_ key: String, _ reader: inout JSONReader, source: String,
                               _ item: (Int, inout JSONReader) throws -> Void) throws {
-        try reader.expect(.array, else: ConcordError.invalidInput("\(source): \"\(key)\" must be an array"))
+        try reader.expect(.array, else: ConcordError.invalidInput(.badDump, "\(source): \"\(key)\" must be an array"))
         try reader.readArray { index, reader in
-            try reader.expect(.object, else: ConcordError.invalidInput("\(source): \(key)[\(index)] must be an object"))
+            try reader.expect(.object, else: ConcordError.invalidInput(.badDump, "\(source): \(key)[\(index)] must be an object"))
             try item(index, &reader)
         }
     }
@@ -240,13 +240,13 @@ private struct DumpItem {
 
     func string(_ name: String, _ value: JSONValue?) throws -> String {
         guard let text = value?.stringValue else {
-            throw ConcordError.invalidInput("\(source): \(place) needs a string \"\(name)\"")
+            throw ConcordError.invalidInput(.badDump, "\(source): \(place) needs a string \"\(name)\"")
         }
         return text
     }
 
     func recordData() throws -> [UInt8] {
-        guard let canonicalData else { throw ConcordError.invalidInput("\(source): \(place) needs an object \"data\"") }
+        guard let canonicalData else { throw ConcordError.invalidInput(.badDump, "\(source): \(place) needs an object \"data\"") }
         return canonicalData
     }
 
@@ -254,11 +254,11 @@ private struct DumpItem {
     func written() throws -> WriteStamp? {
         guard at != nil || by != nil || device != nil else { return nil }
         guard let at = at?.stringValue, let by = by?.stringValue, let device = device?.stringValue else {
-            throw ConcordError.invalidInput("\(source): \(place) needs strings \"at\", \"by\" and \"device\" together "
+            throw ConcordError.invalidInput(.badDump, "\(source): \(place) needs strings \"at\", \"by\" and \"device\" together "
                                             + "(when, by whom and on which device the entry was written), or none of them")
         }
         guard let stamp = HLC(parsing: at) else {
-            throw ConcordError.invalidInput(
+            throw ConcordError.invalidInput(.badDump, 
                 "\(source): \(place) has \"at\": \(at.debugDescription), not a time like 2026-01-01T10:00:00.001Z-0000 (when the entry was written)")
         }
         return WriteStamp(at: stamp, member: by, device: device)
@@ -269,14 +269,14 @@ private struct DumpItem {
         guard let importedBy else { return nil }
         guard let at = importedBy["at"]?.stringValue.flatMap(HLC.init(parsing:)), let by = importedBy["by"]?.stringValue,
               let device = importedBy["device"]?.stringValue else {
-            throw ConcordError.invalidInput("\(source): \(place) has an \"importedBy\" that is not an object {\"at\", \"by\", \"device\"} "
+            throw ConcordError.invalidInput(.badDump, "\(source): \(place) has an \"importedBy\" that is not an object {\"at\", \"by\", \"device\"} "
                                             + "(who imported the entry, when and on which device)")
         }
         return WriteStamp(at: at, member: by, device: device)
     }
 
     func values() throws -> [String: JSONValue] {
-        guard let data = data?.objectValue else { throw ConcordError.invalidInput("\(source): \(place) needs an object \"data\"") }
+        guard let data = data?.objectValue else { throw ConcordError.invalidInput(.badDump, "\(source): \(place) needs an object \"data\"") }
         return data
     }
 }

@@ -25,7 +25,7 @@ extension Records {
         let from = info.formatVersion
         guard from < concordFormatVersion else { return FormatUpgrade(from: from, to: from, commit: nil) }
         let result = try write(as: identity, asOwner: true) { transaction in
-            try profile.members.authorizeAdmin(identity, action: "upgrading the data format ('concord upgrade', which an Admin must run)")
+            try profile.members.authorizeAdmin(identity, action: "upgrading the data format (which an Admin does)")
             let upgraded = ProfileInfo(id: info.id, name: info.name, formatVersion: concordFormatVersion, createdAt: info.createdAt)
             transaction.stage(ProfilePaths.profile, upgraded.json.canonicalBytes(), RecordChange(kind: "profile", id: "profile", action: .updated))
         }

@@ -32,7 +32,7 @@ extension Records {
     public func setKind(name: String, policy: MergePolicy? = nil, writers: Role? = nil, directory: String? = nil,
                         as identity: Identity) throws -> WriteResult<RecordKind> {
         guard policy != nil || writers != nil || directory != nil else {
-            throw ConcordError.invalidInput("give what to change about kind \"\(name)\": its policy, its writers, or both")
+            throw ConcordError.invalidInput(.kindDeclaration, "give what to change about kind \"\(name)\": its policy, its writers, or both")
         }
         var changed: RecordKind?
         let result = try changeKinds(as: identity, action: .updated) { table in
@@ -40,12 +40,12 @@ extension Records {
                 throw ConcordError.unknownKind(name, known: table.kinds.map(\.name))
             }
             if let directory, directory != kind.directory {
-                throw ConcordError.invalidInput("kind \"\(name)\" keeps its directory \"\(kind.directory)\": its files are there on every device "
+                throw ConcordError.invalidInput(.kindDeclaration, "kind \"\(name)\" keeps its directory \"\(kind.directory)\": its files are there on every device "
                                                 + "and in history; add a new kind with directory \"\(directory)\" instead")
             }
             let newPolicy = policy ?? kind.policy
             if (newPolicy == .append) != (kind.policy == .append) {
-                throw ConcordError.invalidInput("kind \"\(name)\" cannot change from \(kind.policy.rawValue) to \(newPolicy.rawValue): a log kind "
+                throw ConcordError.invalidInput(.kindDeclaration, "kind \"\(name)\" cannot change from \(kind.policy.rawValue) to \(newPolicy.rawValue): a log kind "
                                                 + "(append) keeps one .jsonl file per day, other kinds one .json file per record; add a new kind instead")
             }
             let updated = try RecordKind(name: kind.name, directory: kind.directory, policy: newPolicy, writers: writers ?? kind.writers)
@@ -92,19 +92,19 @@ enum KindChange {
     /// directory is taken, or its directory and another kind's lie one inside the other.
     static func adding(_ kind: RecordKind, to table: KindsTable, profile: String) throws -> KindsTable {
         if let taken = table.kind(named: kind.name) {
-            throw ConcordError.invalidInput("kind \"\(kind.name)\" already exists in \"\(profile)\" (\(describe(taken))); "
-                                            + "change it with 'concord kinds set \(kind.name)'")
+            throw ConcordError.invalidInput(.kindDeclaration, "kind \"\(kind.name)\" already exists in \"\(profile)\" (\(describe(taken)))",
+                                            remedy: .changeKind(kind.name))
         }
         if let owner = table.kinds.first(where: { $0.directory == kind.directory }) {
-            throw ConcordError.invalidInput("directory \"\(kind.directory)\" is already kind \"\(owner.name)\"'s in \"\(profile)\"; "
+            throw ConcordError.invalidInput(.kindDeclaration, "directory \"\(kind.directory)\" is already kind \"\(owner.name)\"'s in \"\(profile)\"; "
                                             + "give kind \"\(kind.name)\" another directory (--directory)")
         }
         if let other = table.kinds.first(where: { kind.directory.hasPrefix($0.directory + "/") || $0.directory.hasPrefix(kind.directory + "/") }) {
-            throw ConcordError.invalidInput("directory \"\(kind.directory)\" of kind \"\(kind.name)\" and \"\(other.directory)\" of kind "
+            throw ConcordError.invalidInput(.kindDeclaration, "directory \"\(kind.directory)\" of kind \"\(kind.name)\" and \"\(other.directory)\" of kind "
                                             + "\"\(other.name)\" lie one inside the other; give kind \"\(kind.name)\" another directory (--directory)")
         }
         do { return try table.adding(kind) } catch {
-            throw ConcordError.invalidInput(error.errorDescription ?? "kind \"\(kind.name)\" cannot be added")
+            throw ConcordError.invalidInput(.kindDeclaration, error.errorDescription ?? "kind \"\(kind.name)\" cannot be added")
         }
     }
 
@@ -117,7 +117,7 @@ enum KindChange {
     /// directory) as invalid input.
     static func recordKind(_ kind: Kind) throws -> RecordKind {
         do { return try kind.recordKind() } catch {
-            throw ConcordError.invalidInput(error.errorDescription ?? "invalid kind \"\(kind.name)\"")
+            throw ConcordError.invalidInput(.kindDeclaration, error.errorDescription ?? "invalid kind \"\(kind.name)\"")
         }
     }
 }

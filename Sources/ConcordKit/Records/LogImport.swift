@@ -35,11 +35,11 @@ enum LogImport {
     static func prepareFormat(_ profile: Profile, as identity: Identity, in transaction: Transaction) throws -> Bool {
         guard profile.info.formatVersion < firstFormat else { return false }
         let action = "importing log entries that keep who first wrote them (data format \(firstFormat)) into this format "
-            + "\(profile.info.formatVersion) profile (an Admin's 'concord upgrade' moves it to format \(concordFormatVersion))"
+            + "\(profile.info.formatVersion) profile (an Admin's upgrade of its data format moves it to format \(concordFormatVersion))"
         _ = try profile.members.authorizeAdmin(identity, action: action)
         guard identity.member == identity.owner else {
-            throw ConcordError.invalidInput("acting on \(identity.owner)'s device, \(identity.member) may write records and logs only; "
-                                            + "\(action) changes the profile itself: run it as \(identity.owner), or after 'concord upgrade'")
+            throw ConcordError.invalidInput(.memberState, "acting on \(identity.owner)'s device, \(identity.member) may write records and logs only; "
+                                            + "\(action) changes the profile itself: run it as \(identity.owner), or after an upgrade of the data format")
         }
         let info = ProfileInfo(id: profile.info.id, name: profile.info.name, formatVersion: firstFormat, createdAt: profile.info.createdAt)
         transaction.stage(ProfilePaths.profile, info.json.canonicalBytes(), RecordChange(kind: "profile", id: "profile", action: .updated))

@@ -7,7 +7,7 @@ extension Records {
     /// profile lacks and `invalidInput` for a log kind (logs are read with `logEntries`).
     public func scan(_ query: IndexQuery) throws -> [Record] {
         let kind = try profile.kind(named: query.kind)
-        guard kind.policy != .append else { throw ConcordError.invalidInput("\(kind.name) is a log kind: read its entries with logEntries, not a query") }
+        guard kind.policy != .append else { throw ConcordError.invalidInput(.badQuery, "\(kind.name) is a log kind: read its entries with logEntries, not a query") }
         var live: [String: Record] = [:]
         var rows: [(id: String, data: [String: JSONValue])] = []
         for path in profile.workingTree.recordFiles(of: kind) {

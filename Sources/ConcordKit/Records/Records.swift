@@ -161,13 +161,13 @@ extension Records {
         for (index, item) in dump.records.enumerated() {
             let kind = try profile.kind(named: item.kind)
             guard kind.policy != .append else {
-                throw ConcordError.invalidInput("records[\(index)]: kind \"\(kind.name)\" is a log; put its entries under \"logs\"")
+                throw ConcordError.invalidInput(.badDump, "records[\(index)]: kind \"\(kind.name)\" is a log; put its entries under \"logs\"")
             }
             _ = try Transaction.recordID(item.id)
         }
         for (index, item) in dump.logs.enumerated() {
             guard try profile.kind(named: item.kind).policy == .append else {
-                throw ConcordError.invalidInput("logs[\(index)]: kind \"\(item.kind)\" is not a log; put it under \"records\"")
+                throw ConcordError.invalidInput(.badDump, "logs[\(index)]: kind \"\(item.kind)\" is not a log; put it under \"records\"")
             }
             _ = try Transaction.recordID(item.id)
         }

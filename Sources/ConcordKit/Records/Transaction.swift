@@ -326,7 +326,7 @@ public final class Transaction {
     }
 
     static func recordID(_ raw: String) throws -> RecordID {
-        do { return try RecordID(raw) } catch { throw ConcordError.invalidInput(error.localizedDescription) }
+        do { return try RecordID(raw) } catch { throw ConcordError.invalidInput(.badName, error.localizedDescription) }
     }
 
     static func recordPath(_ kind: RecordKind, _ id: RecordID) -> String { kind.recordPath(id) }

@@ -54,7 +54,7 @@ struct CheckoutJournal {
             try FileIO.write(bytes, to: path, makingParents: true, durable: durable)
             if durable { try FileIO.syncDirectory((path as NSString).deletingLastPathComponent) }
         } catch {
-            throw ConcordError.io("cannot write \(path): \(error)")
+            throw ConcordError.io(.write, path: path, "cannot write \(path): \(error)")
         }
     }
 

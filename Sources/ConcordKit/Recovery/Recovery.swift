@@ -81,7 +81,7 @@ public struct Recovery {
         let path = profile.rootPath + ProfilePaths.gitattributes
         if FileManager.default.contents(atPath: path).map(Array.init) != bytes {
             try profile.locked {
-                do { try FileIO.write(bytes, to: path, makingParents: false) } catch { throw ConcordError.io("\(error)") }
+                do { try FileIO.write(bytes, to: path, makingParents: false) } catch { throw ConcordError.io(.write, path: path, "\(error)") }
             }
         }
         return nil

@@ -1,6 +1,7 @@
 import ConcordGit
 import Dispatch
 import Foundation
+import Synchronization
 
 /// The store's engine, confined: one `Profile` (its repository, caches and clock) touched only
 /// by blocks that run one at a time on a serial Dispatch queue, as GRDB's `SerializedDatabase`
@@ -80,7 +81,7 @@ final class ProfileQueue: @unchecked Sendable {
 
     /// The error for a call made inside another call's closure of the same store: waiting for the
     /// queue there would wait for itself.
-    static let nested = ConcordError.invalidInput(
+    static let nested = ConcordError.invalidInput(.wrongPlace, 
         "a ConcordStore call was made inside another call's closure on the same store: use the handle the closure was given")
 
     /// Runs `body` on the queue and waits for it (the caller's thread blocks meanwhile).
@@ -121,20 +122,18 @@ final class ProfileQueue: @unchecked Sendable {
 
 /// One `async` call waiting for the queue: its continuation is resumed exactly once, by the
 /// queue when the block ran, or at once when the task is cancelled before the block started.
-private final class PendingCall<T: Sendable>: @unchecked Sendable {
-    // Safe: `state` is read and written only while holding `lock`.
+private final class PendingCall<T: Sendable>: Sendable {
     private enum State {
         case idle, cancelledEarly, finished
         case waiting(CheckedContinuation<T, Error>)
         case running(CheckedContinuation<T, Error>)
     }
-    private let lock = NSLock()
-    private var state = State.idle
+    private let state = Mutex(State.idle)
 
     /// Keeps `continuation` for the block; false (and resumed with `CancellationError`) when the
     /// task was cancelled already.
     func wait(_ continuation: CheckedContinuation<T, Error>) -> Bool {
-        let cancelled = lock.withLock {
+        let cancelled = state.withLock { state in
             if case .cancelledEarly = state { state = .finished; return true }
             state = .waiting(continuation)
             return false
@@ -145,7 +144,7 @@ private final class PendingCall<T: Sendable>: @unchecked Sendable {
 
     /// The task was cancelled: a call still waiting for the queue ends now.
     func cancel() {
-        let waiting: CheckedContinuation<T, Error>? = lock.withLock {
+        let waiting: CheckedContinuation<T, Error>? = state.withLock { state in
             switch state {
             case .idle: state = .cancelledEarly; return nil
             case .waiting(let continuation): state = .finished; return continuation
@@ -157,7 +156,7 @@ private final class PendingCall<T: Sendable>: @unchecked Sendable {
 
     /// The queue reached the block: false when the call already ended (cancelled meanwhile).
     func start() -> Bool {
-        lock.withLock {
+        state.withLock { state in
             guard case .waiting(let continuation) = state else { return false }
             state = .running(continuation)
             return true
@@ -166,7 +165,7 @@ private final class PendingCall<T: Sendable>: @unchecked Sendable {
 
     /// The block's result; a failure after cancellation is reported as the cancellation it was.
     func finish(_ result: Result<T, Error>, cancelled: Bool) {
-        let running: CheckedContinuation<T, Error>? = lock.withLock {
+        let running: CheckedContinuation<T, Error>? = state.withLock { state in
             guard case .running(let continuation) = state else { return nil }
             state = .finished
             return continuation

@@ -38,7 +38,7 @@ extension ConcordStore {
             if let earlier = seen.updateValue(kind, forKey: kind.name) {
                 let differences = earlier.differences(from: recordKind)
                 guard differences.isEmpty else {
-                    throw ConcordError.invalidInput("kind \"\(kind.name)\" is declared twice, differently: " + differences.joined(separator: "; "))
+                    throw ConcordError.invalidInput(.kindDeclaration, "kind \"\(kind.name)\" is declared twice, differently: " + differences.joined(separator: "; "))
                 }
                 continue
             }

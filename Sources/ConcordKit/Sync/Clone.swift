@@ -101,7 +101,7 @@ extension Sync {
             let entry = try gitCall { try fetched.entry(at: ProfilePaths.profile, inTree: try fetched.commit(tip).tree) }
             guard let entry, entry.kind == .blob,
                   try gitCall({ try fetched.objectHeader(entry.id).size }) <= ProfilePathRules.maxDocumentBytes else {
-                throw ConcordError.invalidInput("\(location.transportURL) is a git repository but not a Concord profile (no \(ProfilePaths.profile))")
+                throw ConcordError.invalidInput(.wrongRemote, "\(location.transportURL) is a git repository but not a Concord profile (no \(ProfilePaths.profile))")
             }
             let found = try readDocument { try ProfileInfo.decode(try gitCall { try fetched.blob(entry.id) }) }
             guard found.formatVersion <= concordFormatVersion else {

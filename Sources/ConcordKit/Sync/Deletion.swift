@@ -46,7 +46,7 @@ extension Sync {
         var failed = [(remote: String, error: ConcordError)]()
         for remote in try remotes() where only?.contains(remote.name) ?? true {
             do { deleted.append((remote.name, try deleteRemote(remote.name, notice: notice, as: identity))) } catch {
-                failed.append((remote.name, error as? ConcordError ?? .io((error as? LocalizedError)?.errorDescription ?? "\(error)")))
+                failed.append((remote.name, error as? ConcordError ?? .io(.write, path: nil, (error as? LocalizedError)?.errorDescription ?? "\(error)")))
             }
         }
         if failed.isEmpty {
@@ -85,7 +85,7 @@ extension Sync {
         if let bytes = FileManager.default.contents(atPath: noticePath) {
             let existing = try DeletionNotice(bytes: Array(bytes), source: noticePath)
             guard existing.profileID == notice.profileID else {
-                throw ConcordError.invalidInput("\(path) holds the deletion notice of another profile (\(existing.profileName)); nothing deleted")
+                throw ConcordError.invalidInput(.wrongRemote, "\(path) holds the deletion notice of another profile (\(existing.profileName)); nothing deleted")
             }
         } else {
             guard FileManager.default.fileExists(atPath: path) else {
@@ -96,23 +96,23 @@ extension Sync {
                 return try Repository.open(path).rootCommit(of: main)
             }
             guard root == nil || root?.hex == notice.root else {
-                throw ConcordError.invalidInput("\(path) holds another profile's history; nothing deleted")
+                throw ConcordError.invalidInput(.wrongRemote, "\(path) holds another profile's history; nothing deleted")
             }
         }
         try withRemoteLock(path) {
             do {
                 try FileIO.write(notice.bytes, to: noticePath, durable: true)
             } catch {
-                throw ConcordError.io("cannot write the deletion notice to \(noticePath): \(error); nothing deleted")
+                throw ConcordError.io(.write, path: noticePath, "cannot write the deletion notice to \(noticePath): \(error); nothing deleted")
             }
             let entries: [String]
             do { entries = try FileManager.default.contentsOfDirectory(atPath: path) } catch {
-                throw ConcordError.io("cannot list \(path): \(error.localizedDescription); run destroy again")
+                throw ConcordError.io(.list, path: path, "cannot list \(path): \(error.localizedDescription); run destroy again")
             }
             // The lock's directory goes once the lock is released.
             for entry in entries where entry != DeletionNotice.fileName && entry != "concord" {
                 do { try FileManager.default.removeItem(atPath: (path as NSString).appendingPathComponent(entry)) } catch {
-                    throw ConcordError.io("cannot delete \(entry) in \(path): \(error.localizedDescription); run destroy again")
+                    throw ConcordError.io(.delete, path: path, "cannot delete \(entry) in \(path): \(error.localizedDescription); run destroy again")
                 }
             }
         }
@@ -125,8 +125,8 @@ extension Sync {
     /// remote), and is refused rather than obeyed.
     static func refuseNoticeBesideRepository(at path: String, remote: String) throws {
         guard FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent("HEAD")) else { return }
-        throw ConcordError.invalidInput("\(remote) (\(path)) holds a deletion notice beside a live repository: a 'concord destroy' that did "
-            + "not finish (the Admin runs it again) or a notice copied there; nothing here changed")
+        throw ConcordError.invalidInput(.wrongRemote, "\(remote) (\(path)) holds a deletion notice beside a live repository: a deletion of the profile that did "
+            + "not finish (the Admin deletes it again) or a notice copied there; nothing here changed")
     }
 
     /// Runs `body` holding the push lock of the bare repository at `path` (what pushers take).

@@ -32,7 +32,7 @@ public struct KnownHosts {
     /// Records `key` as trusted for `host` (replacing older keys of that host).
     public func trust(host: String, key: HostKey) throws {
         guard !key.blob.isEmpty else {
-            throw ConcordError.io("the server did not send its raw host key, so it cannot be recorded")
+            throw ConcordError.io(.read, path: nil, "the server did not send its raw host key, so it cannot be recorded")
         }
         var lines = (try? String(contentsOf: file, encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
         lines.removeAll { $0.split(separator: " ").first.map(String.init) == host }

@@ -40,8 +40,8 @@ public struct RemoteRestore {
     public func run(remote: String = "origin", as identity: Identity) throws -> RemoteRestoreReport? {
         let location = try profile.sync.remoteLocation(remote)
         guard case .path(let path) = location else {
-            throw ConcordError.invalidInput("\(remote) is an ssh remote: a concord server refuses such commits itself (its pre-receive); "
-                + "for another server, ask its administrator to set main back to the last commit 'concord sync' accepted")
+            throw ConcordError.invalidInput(.wrongRemote, "\(remote) is an ssh remote: a concord server refuses such commits itself (its pre-receive)",
+                                            remedy: .askServerAdministrator)
         }
         try authorizeRestore(identity, remote: remote)
         if let found = try profile.setAside.find(remote: remote), let first = found.refused.first {
@@ -93,10 +93,9 @@ public struct RemoteRestore {
         guard let restored = try gitCall({ try repository.resolveReference("HEAD") }) else { throw ConcordError.emptyRemote(path) }
         // Restore publishes only a main that extends what this device fetched: never this device's own rewrite of it.
         if let tracking, try !gitCall({ try repository.isOnFirstParentLine(tracking, of: restored) }) {
-            throw ConcordError.invalidInput("this device's main \(restored.short) does not hold \(tracking.short), the main it fetched from "
+            throw ConcordError.invalidInput(.historyState, "this device's main \(restored.short) does not hold \(tracking.short), the main it fetched from "
                 + "\(remote), on its first-parent line (it was moved back or rewritten here), so a restore would publish a rewrite: "
-                + "nothing was changed; put main back on that line ('git reset --keep \(tracking.short)'), merge your own commits in "
-                + "with 'concord merge <commit>', then run 'concord remote restore \(remote)' again")
+                + "nothing was changed", remedy: .restoreFromFetchedLine(remote: remote, resetTo: tracking.short))
         }
         if let problem = try self.refusal(of: restored, in: repository, known: [merged, tracking].compactMap { $0 }) {
             throw ConcordError.unpublishable(commit: restored.short, problem: problem)
@@ -108,7 +107,7 @@ public struct RemoteRestore {
             defer { withExtendedLifetime(remoteLock) {} }
             try repository.pushToLocalRepository(at: path, ref: "refs/heads/main", tip: restored, expected: damaged)
         } catch let error as GitError where [.modified, .exists, .locked].contains(error.code) {
-            throw ConcordError.invalidInput("\(remote)'s main moved while it was being restored: run 'concord remote restore \(remote)' again")
+            throw ConcordError.invalidInput(.historyState, "\(remote)'s main moved while it was being restored", remedy: .restoreAgain(remote: remote))
         } catch {
             throw try profile.sync.transportError(error, remote: remote, location: location)
         }

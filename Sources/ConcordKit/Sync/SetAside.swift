@@ -94,7 +94,7 @@ public struct SetAside {
                                   commit: done.commit, keptAside: done.keptAside)
         } catch {
             // Nothing is lost: the content is in the ref. Said so, with what to do.
-            throw ConcordError.io("the refused commits are kept under \(ref) and main is back at \(last.short), but writing their content "
+            throw ConcordError.io(.write, path: nil, "the refused commits are kept under \(ref) and main is back at \(last.short), but writing their content "
                 + "again failed (\(ConcordError.printable((error as? LocalizedError)?.errorDescription ?? "\(error)"))): "
                 + "see it with 'git show \(ref)' and write it again with concord")
         }
@@ -117,7 +117,7 @@ public struct SetAside {
                 : RefusedCommit(commit: commit.id.short, signer: nil, reason: "built on \(refusal.commit), which is refused", builtOn: refusal.commit))
         }
         guard let last = try lastPublishable(from: head, tracking: tracking) else {
-            throw ConcordError.invalidInput("no commit of this profile's history passes the rule: clone the profile again")
+            throw ConcordError.invalidInput(.historyState, "no commit of this profile's history passes the rule: clone the profile again")
         }
         return (UnpublishableCommits(remote: remote, refused: refused, lastPublishable: last.short), head, last)
     }

@@ -66,7 +66,7 @@ public struct Sync {
 
     /// Adds remote `name` at `url` (a path, or `ssh://`); refuses an existing name.
     public func addRemote(_ name: String, url: String) throws {
-        guard RecordID.isValid(name) else { throw ConcordError.invalidInput("invalid remote name \"\(name)\": use letters, digits, . _ -") }
+        guard RecordID.isValid(name) else { throw ConcordError.invalidInput(.badName, "invalid remote name \"\(name)\": use letters, digits, . _ -") }
         guard try gitCall({ try repository.remoteURL(name) }) == nil else { throw ConcordError.remoteExists(name) }
         let location = try RemoteLocation(url: url)
         try gitCall { try repository.addRemote(name, url: location.transportURL) }
@@ -86,7 +86,7 @@ public struct Sync {
     public func trustRemote(_ name: String, identity: Identity, fingerprint: String? = nil) throws -> String {
         let location = try remoteLocation(name)
         guard let hostName = location.knownHostsName else {
-            throw ConcordError.invalidInput("\(name) is a path remote: there is no host key to trust")
+            throw ConcordError.invalidInput(.wrongRemote, "\(name) is a path remote: there is no host key to trust")
         }
         var seen: HostKey?
         let options = TransportOptions(sshPrivateKey: identity.privateKeyPath.path, trustHostKey: { key in
@@ -96,7 +96,7 @@ public struct Sync {
         do { _ = try repository.remoteHeads(remote: name, options: options) } catch {
             if seen == nil { throw try transportError(error, remote: name, location: location) }
         }
-        guard let key = seen else { throw ConcordError.io("\(name) presented no host key") }
+        guard let key = seen else { throw ConcordError.io(.read, path: nil, "\(name) presented no host key") }
         if let fingerprint, fingerprint != key.fingerprint {
             throw ConcordError.hostKeyMismatch(remote: name, host: hostName, expected: fingerprint, presented: key.fingerprint)
         }

@@ -53,12 +53,12 @@ extension ConcordRecord {
     static func queryValue<Value: Encodable>(_ value: Value, field: String) throws(ConcordError) -> JSONValue {
         let encoded: JSONValue
         do { encoded = try JSONValueEncoder().encode(value) } catch {
-            throw .invalidInput("the value \(field) is compared with does not encode as JSON: \(TypedCoding.describe(error))")
+            throw .invalidInput(.notEncodable, "the value \(field) is compared with does not encode as JSON: \(TypedCoding.describe(error))")
         }
         switch encoded {
         case .string, .number, .bool: return encoded
         case .null, .array, .object:
-            throw .invalidInput("a query compares strings, numbers and booleans; \(field) is compared with \(ValueDecoder.describe(encoded))")
+            throw .invalidInput(.badQuery, "a query compares strings, numbers and booleans; \(field) is compared with \(ValueDecoder.describe(encoded))")
         }
     }
 }

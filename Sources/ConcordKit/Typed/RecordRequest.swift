@@ -53,7 +53,7 @@ public struct RecordRequest<T: ConcordRecord>: StoreRequest {
     public func limit(_ limit: Int, offset: Int = 0) -> Self {
         var request = self
         if limit < 0 || offset < 0 {
-            request.problem = request.problem ?? .invalidInput("a query's limit and offset must not be negative (\(limit), \(offset))")
+            request.problem = request.problem ?? .invalidInput(.badQuery, "a query's limit and offset must not be negative (\(limit), \(offset))")
         }
         (request.limit, request.offset) = (limit, offset)
         return request

@@ -16,10 +16,10 @@ enum TypedCoding {
     static func object<T: Encodable>(of value: T, reference: String) throws -> [String: JSONValue] {
         let encoded: JSONValue
         do { encoded = try JSONValueEncoder().encode(value) } catch {
-            throw ConcordError.invalidInput("\(reference) (\(T.self)) does not encode as JSON: \(describe(error))")
+            throw ConcordError.invalidInput(.notEncodable, "\(reference) (\(T.self)) does not encode as JSON: \(describe(error))")
         }
         guard case .object(let members) = encoded else {
-            throw ConcordError.invalidInput("\(reference) (\(T.self)) encodes as \(ValueDecoder.describe(encoded)), not as an object")
+            throw ConcordError.invalidInput(.notEncodable, "\(reference) (\(T.self)) encodes as \(ValueDecoder.describe(encoded)), not as an object")
         }
         return members
     }
