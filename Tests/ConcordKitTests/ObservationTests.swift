@@ -131,6 +131,8 @@ final class ObservationTests: KitTestCase {
         try await first.waitFor { $0 == [[]] }
         try await second.waitFor { $0 == [[]] }
         XCTAssertTrue(store.isWatching)
+        // (The thread names itself once it runs: the first values may come before.)
+        try await eventually { Self.watchingThreads() >= 1 }
         XCTAssertEqual(Self.watchingThreads(), 1, "one thread for every observer of a store")
         first.cancel()
         try await first.waitUntilFinished()

@@ -103,8 +103,8 @@ final class StoreBoundEngineTests: ConcordTestCase {
         try bob.write { try $0.put("vocabulary", "unsent", data: ["label": "only on bob's tablet"]) }
         guard case .accessRemoved? = thrownConcordError({ try bob.sync() }) else { return XCTFail("the sync did not throw accessRemoved") }
         XCTAssertTrue(bob.status.isAccessRemoved)
-        guard case .accessRemoved(let member, let by, _)? = bob.status.lastFailure else {
-            return XCTFail("the status's typed failure: \(String(describing: bob.status.lastFailure))")
+        guard case .accessRemoved(let member, let by, _)? = bob.status.lastError else {
+            return XCTFail("the status's typed failure: \(String(describing: bob.status.lastError))")
         }
         XCTAssertEqual([member, by], ["bob", "alice"])
         guard case .accessRemoved? = thrownConcordError({ try bob.read { try $0.list().items.count } }) else {

@@ -281,7 +281,7 @@ public final class ConcordStore: Sendable {
     /// After a sync (on the sync queue, with its engine): the same, for `remote`.
     func synced(_ profile: Profile, _ remote: String, _ report: SyncReport) -> SyncReport {
         watcher.moved()
-        statusMirror.update { $0.lastError = nil; $0.lastFailure = nil }
+        statusMirror.update { $0.lastError = nil; $0.lastErrorMessage = nil }
         if statusMirror.isUsed { statusMirror.refresh(from: profile.sync, remote: remote) }
         return report
     }

@@ -24,11 +24,12 @@ public final class StoreStatus: Observable, @unchecked Sendable {
         public var lastSync: String?
         /// A sync of this store is running.
         public var isSyncing = false
-        /// The last sync's failure, until a sync succeeds: its one-line message.
-        public var lastError: String?
-        /// The last sync's failure as the typed error an app switches on (nil when it was not a
-        /// `ConcordError`, a cancellation say, or until a sync fails; cleared when one succeeds).
-        public var lastFailure: ConcordError?
+        /// The last sync's failure, until a sync succeeds: the typed error an app switches on (its
+        /// `errorDescription` the one line to show).
+        public var lastError: ConcordError?
+        /// The last sync's failure as one line, also when it was not a `ConcordError` (then
+        /// `lastError` is nil); cleared when a sync succeeds.
+        public var lastErrorMessage: String?
         /// A sync learned that this device's access was removed, or the profile deleted.
         public var isAccessRemoved = false
     }
@@ -57,10 +58,10 @@ public final class StoreStatus: Observable, @unchecked Sendable {
     public var lastSync: String? { read(\.lastSync, \.lastSync) }
     /// A sync of this store is running.
     public var isSyncing: Bool { read(\.isSyncing, \.isSyncing) }
-    /// The last sync's failure, until a sync succeeds: its one-line message.
-    public var lastError: String? { read(\.lastError, \.lastError) }
-    /// The last sync's failure as a typed error (`Snapshot.lastFailure`).
-    public var lastFailure: ConcordError? { read(\.lastFailure, \.lastFailure) }
+    /// The last sync's failure, until a sync succeeds, as a typed error (`Snapshot.lastError`).
+    public var lastError: ConcordError? { read(\.lastError, \.lastError) }
+    /// The last sync's failure as one line (`Snapshot.lastErrorMessage`).
+    public var lastErrorMessage: String? { read(\.lastErrorMessage, \.lastErrorMessage) }
     /// A sync learned that this device's access was removed, or the profile deleted.
     public var isAccessRemoved: Bool { read(\.isAccessRemoved, \.isAccessRemoved) }
 
@@ -78,8 +79,8 @@ public final class StoreStatus: Observable, @unchecked Sendable {
     /// The sync failed with `error`: both forms of it.
     func failed(_ error: Error) {
         update {
-            $0.lastError = error.localizedDescription
-            $0.lastFailure = error as? ConcordError
+            $0.lastError = error as? ConcordError
+            $0.lastErrorMessage = error.localizedDescription
         }
     }
 
@@ -108,7 +109,7 @@ public final class StoreStatus: Observable, @unchecked Sendable {
         tell(\.lastSync, \.lastSync)
         tell(\.isSyncing, \.isSyncing)
         tell(\.lastError, \.lastError)
-        tell(\.lastFailure, \.lastFailure)
+        tell(\.lastErrorMessage, \.lastErrorMessage)
         tell(\.isAccessRemoved, \.isAccessRemoved)
         return true
     }
