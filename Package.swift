@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // Concord: an offline-first, file-based sync kit. Layers depend downward only:
-//   concord (CLI) → ConcordServer → ConcordKit → ConcordRules, ConcordTrust, ConcordGit, ConcordModel, ConcordKeyIndex;
+//   concord (CLI) → ConcordCommands → ConcordServer → ConcordKit → ConcordRules, ConcordTrust, ConcordGit, ConcordModel, ConcordKeyIndex;
 //   apps link ConcordKit alone: the server (ConcordServer) is the CLI's, not theirs;
 //   ConcordRules → ConcordModel, ConcordTrust (the validity rule: no libgit2, no I/O);
 //   concord-lookup → ConcordKeyIndex (the Swift standard library alone);
@@ -70,11 +70,14 @@ let package = Package(
         // ConcordServer: a concord server (`concord serve`): who may open which profile, the forced command's
         // plan, the hooks' push check, the key index, revocation views, waits, deletions. Apps do not link it.
         .target(name: "ConcordServer", dependencies: ["ConcordKit", "ConcordGit", "ConcordKeyIndex"]),
-        // concord: the command-line tool; each command parses, calls one engine function, renders.
-        .executableTarget(
-            name: "concord",
+        // ConcordCommands: the command-line tool's commands, one engine call each, parsed, run and rendered
+        // with a `CommandContext` (environment, directory, streams): the binary's own process, or a test's.
+        .target(
+            name: "ConcordCommands",
             dependencies: ["ConcordKit", "ConcordServer", "ConcordGit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        // concord: the command-line tool, ConcordCommands run with this process's environment and streams.
+        .executableTarget(name: "concord", dependencies: ["ConcordCommands"]),
         // concord-lookup: sshd's AuthorizedKeysCommand for a concord server, run once per connection.
         .executableTarget(name: "concord-lookup", dependencies: ["ConcordKeyIndex"]),
         // concord-embedding-sample: samples/embedding, a small app embedding ConcordKit end to end
@@ -86,7 +89,8 @@ let package = Package(
         // ConcordTestSupport: the fixtures every test target and the bench share: child processes, a real
         // sshd, the concord binary, sandboxes, seeded generators, hand-made object files; where XCTest is
         // (not in the bench's static build), `ConcordTestCase` and the scenes the CLI-level tests start from.
-        .target(name: "ConcordTestSupport", dependencies: ["ConcordGitFormats", "ConcordModel", "ConcordKit"], path: "Tests/ConcordTestSupport"),
+        .target(name: "ConcordTestSupport", dependencies: ["ConcordGitFormats", "ConcordModel", "ConcordKit", "ConcordCommands"],
+                path: "Tests/ConcordTestSupport"),
 
         // ConcordModelTests: canonical JSON, records, kinds, the clock and the merge policies, in process.
         .testTarget(name: "ConcordModelTests", dependencies: ["ConcordModel", "ConcordTestSupport"]),

@@ -43,6 +43,7 @@ public struct InvalidInput: Sendable, Hashable, CustomStringConvertible {
         case badDeletionNotice
     }
 
+    /// What kind of refusal it is.
     public let code: Code
     /// What was refused and why (with what to give instead where that is all there is to do).
     public let message: String
@@ -50,10 +51,12 @@ public struct InvalidInput: Sendable, Hashable, CustomStringConvertible {
     /// advice (`ConcordError.parts`), in the library's terms; a client words it its own way.
     public let remedy: Remedy?
 
+    /// A refusal of kind `code`, saying `message`, with `remedy` when there is one.
     public init(_ code: Code, _ message: String, remedy: Remedy? = nil) {
         (self.code, self.message, self.remedy) = (code, message, remedy)
     }
 
+    /// The message, with the remedy in the library's terms after it.
     public var description: String { remedy.map { "\(message): \($0)" } ?? message }
 }
 
@@ -80,6 +83,8 @@ public enum Remedy: Sendable, Hashable, CustomStringConvertible {
     case switchActing(owner: String)
     /// Invite an Admin by name (an open invitation makes no Admins).
     case inviteAdminByName
+    /// The name is taken: join with an identity of another name, in an identity home of its own.
+    case identityOfItsOwn
     /// See the member's devices with their keys' fingerprints (`Member.keys`).
     case listDevices
     /// Several keys carry the label: remove one by its fingerprint (the history shows who relabelled them).
@@ -88,6 +93,7 @@ public enum Remedy: Sendable, Hashable, CustomStringConvertible {
     /// this device's own fingerprint to remove it.
     case ownDeviceLabel
 
+    /// The remedy in the library's terms.
     public var description: String {
         switch self {
         case .remakeOwnLine(let resetTo):
@@ -107,6 +113,8 @@ public enum Remedy: Sendable, Hashable, CustomStringConvertible {
             "switch the acting member back to \(owner), or to an active member"
         case .inviteAdminByName:
             "invite an Admin by name"
+        case .identityOfItsOwn:
+            "join with an identity of another name (an identity home of its own)"
         case .listDevices:
             "the member's keys list the devices with their fingerprints"
         case .removeByFingerprint:
@@ -126,16 +134,19 @@ public struct IOFailure: Sendable, Hashable, CustomStringConvertible {
         case read, write, create, delete, list, lock, open
     }
 
+    /// What was being done.
     public let operation: Operation
     /// The file or directory (absolute, or as the profile names it).
     public let path: String?
     /// The whole sentence: what could not be done, why, and what was kept or changed.
     public let message: String
 
+    /// A failure of `operation` on `path`, saying `message`.
     public init(_ operation: Operation, path: String?, _ message: String) {
         (self.operation, self.path, self.message) = (operation, path, message)
     }
 
+    /// The message.
     public var description: String { message }
 }
 

@@ -28,6 +28,7 @@ public final class ChildProcess {
     /// Starts `path` with exactly `environment`, stdin from /dev/null, stdout and stderr appended to `output`.
     public init(path: String, arguments: [String], environment: [String: String], output: URL) throws {
         self.path = path
+        ConcordBinary.noteStart(of: path)
         #if canImport(Darwin)
         var actions: posix_spawn_file_actions_t?
         var attributes: posix_spawnattr_t?

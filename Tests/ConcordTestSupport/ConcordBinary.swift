@@ -1,7 +1,23 @@
 import Foundation
+import Synchronization
 
 /// The `concord` executable the tests run.
 public enum ConcordBinary {
+    /// The test class running now (`ConcordTestCase` sets it), for `noteStart`.
+    public static let runningClass = Mutex("")
+
+    /// With `CONCORD_TEST_SPAWN_LOG=<file>`, each start of the binary (`path`) appends the running
+    /// test class's name to that file: which classes still start concord as a process.
+    public static func noteStart(of program: String) {
+        guard program == path, let log = ProcessInfo.processInfo.environment["CONCORD_TEST_SPAWN_LOG"], !log.isEmpty else { return }
+        let line = Data((runningClass.withLock { $0 } + "\n").utf8)
+        guard let handle = FileHandle(forWritingAtPath: log) ?? (FileManager.default.createFile(atPath: log, contents: nil)
+            ? FileHandle(forWritingAtPath: log) : nil) else { return }
+        handle.seekToEndOfFile()
+        handle.write(line)
+        try? handle.close()
+    }
+
     public struct Missing: Error, CustomStringConvertible {
         let program: String
         public init(program: String = "concord") { self.program = program }

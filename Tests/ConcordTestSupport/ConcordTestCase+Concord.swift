@@ -26,11 +26,17 @@ extension ConcordTestCase {
         try concord(arguments, as: device, in: directory, clock: Self.defaultClock, input: input, file: file, line: line)
     }
 
+    /// In this process (`InProcessConcord`) unless the class runs the binary (`runsConcordInProcess`)
+    /// or the command lives as a process (`serve`, `watch`, the merge driver).
     @discardableResult
     package func concord(_ arguments: [String], as device: TestDevice?, in directory: URL? = nil, clock: String?, input: Data? = nil,
                          file: StaticString = #filePath, line: UInt = #line) throws -> RunResult {
-        try ProcessRunner.run(try ConcordBinary.required(), arguments,
-                              environment: concordEnvironment(device, clock: clock), in: directory ?? sandbox, input: input)
+        let binary = try ConcordBinary.required()
+        let environment = concordEnvironment(device, clock: clock)
+        guard Self.runsConcordInProcess, !InProcessConcord.needsProcess(arguments) else {
+            return try ProcessRunner.run(binary, arguments, environment: environment, in: directory ?? sandbox, input: input)
+        }
+        return InProcessConcord.run(arguments, environment: environment, in: directory ?? sandbox, input: input, executable: binary)
     }
 
     /// `concord`, failing the test unless it exits 0; returns its trimmed stdout.

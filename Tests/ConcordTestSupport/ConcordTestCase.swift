@@ -42,8 +42,14 @@ open class ConcordTestCase: XCTestCase {
     /// class overrides it (the CLI tests: `fixedClock`).
     open class var defaultClock: String? { nil }
 
+    /// Whether `concord(…)` runs concord's commands in this process (`InProcessConcord`), or the
+    /// binary as a process of its own, for a class that needs one (it kills concord, counts its
+    /// threads or memory, or runs several at once).
+    open class var runsConcordInProcess: Bool { true }
+
     override open func setUpWithError() throws {
         try super.setUpWithError()
+        ConcordBinary.runningClass.withLock { $0 = "\(type(of: self))" }
         sandbox = try makeSandbox(prefix: "concord-tests")
         fsckAtEnd = []
         guard FileManager.default.isExecutableFile(atPath: gitPath) else {

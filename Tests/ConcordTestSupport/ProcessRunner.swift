@@ -49,6 +49,7 @@ public enum ProcessRunner {
     /// then a failed assertion, not a stuck test run).
     public static func run(_ path: String, _ arguments: [String], environment: [String: String],
                            in directory: URL? = nil, input: Data? = nil, deadline: Double? = nil) throws -> RunResult {
+        ConcordBinary.noteStart(of: path)
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("concord-run-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
@@ -111,9 +112,10 @@ public func isolatedEnvironment(home: URL, _ extra: [String: String] = [:]) -> [
         .merging(extra) { $1 }
 }
 
-/// This process's `ASAN_OPTIONS`, `LSAN_OPTIONS` and `TSAN_OPTIONS`, when set.
+/// This process's `ASAN_OPTIONS`, `LSAN_OPTIONS`, `TSAN_OPTIONS` and `SWIFT_BACKTRACE` (how a crashing
+/// child tells where it crashed), when set.
 public let sanitizerOptions: [String: String] = ProcessInfo.processInfo.environment.filter { name, _ in
-    ["ASAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"].contains(name)
+    ["ASAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", "SWIFT_BACKTRACE"].contains(name)
 }
 
 /// Where the real git is: the judge of what Concord writes.

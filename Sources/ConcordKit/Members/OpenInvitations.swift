@@ -108,8 +108,9 @@ extension Members {
             throw refuse("all \(document.uses) of its places are taken; ask \(invitation.invitedBy) for a new one")
         }
         if let taken = members.first(where: { $0.name.lowercased() == identity.member.lowercased() }) {
-            throw refuse("\"\(profile.info.name)\" already has a member named \(taken.name)\(taken.name == identity.member ? "" : " (a name is one member whatever its case)"): join with an identity of another name "
-                         + "(an identity home of its own)")
+            throw ConcordError.invalidInput(.alreadyThere, "the open invitation cannot be accepted as \(identity.member): \"\(profile.info.name)\" already has "
+                + "a member named \(taken.name)\(taken.name == identity.member ? "" : " (a name is one member whatever its case)")",
+                                            remedy: .identityOfItsOwn)
         }
         try refuseKeyHeldByAnother(identity.key.publicKey, in: members)
         let root = try profile.history.rootCommit().hex

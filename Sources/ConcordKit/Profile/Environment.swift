@@ -46,7 +46,14 @@ public struct ConcordEnvironment: Sendable {
     /// `2026-01-01T10:00:00.001Z`) fixes the clock: a test aid for replaying "10:00 on device A".
     /// `driverExecutable` is this running program when it is the `concord` CLI.
     public static func fromProcess(driverExecutable: String? = nil) throws -> ConcordEnvironment {
-        let variables = ProcessInfo.processInfo.environment
+        try from(variables: ProcessInfo.processInfo.environment, driverExecutable: driverExecutable)
+    }
+
+    /// The environment `variables` describe (`CONCORD_HOME`, `HOME`, `CONCORD_CLOCK`,
+    /// `CONCORD_NETWORK_TIMEOUT`, `CONCORD_GIT_LOCK_TIMEOUT`), as `fromProcess` reads this process's:
+    /// for a client that runs commands for another environment than its own (the CLI's commands in
+    /// a test's process).
+    public static func from(variables: [String: String], driverExecutable: String? = nil) throws -> ConcordEnvironment {
         let home: URL
         if let path = variables["CONCORD_HOME"], !path.isEmpty {
             home = URL(fileURLWithPath: path)

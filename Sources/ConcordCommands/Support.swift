@@ -109,29 +109,29 @@ struct DataOptions: ParsableArguments {
 
 /// Writes a JSON value (canonical form) to standard output.
 func printJSON(_ value: JSONValue) {
-    FileHandle.standardOutput.write(Data(value.canonicalBytes()))
+    writeOutput(Data(value.canonicalBytes()))
 }
 
 /// Prints a line for people to standard error, leaving standard output to what a script keeps (`share`'s invitation).
 func explain(_ line: String) {
-    FileHandle.standardError.write(Data("\(line)\n".utf8))
+    writeError("\(line)\n")
 }
 
 /// Prints warnings to standard error, one line each.
 func warn(_ lines: [String]) {
-    for line in lines { FileHandle.standardError.write(Data("concord: warning: \(line)\n".utf8)) }
+    for line in lines { writeError("concord: warning: \(line)\n") }
 }
 
 /// The identity of this device, from CONCORD_HOME.
 func loadIdentity() throws -> Identity {
-    let home = try ConcordEnvironment.fromProcess().home
+    let home = try ConcordEnvironment.from(variables: CommandContext.current.environment).home
     closeToOthers(home.path)
     return try Identity.load(from: home)
 }
 
 /// This process's environment, with this binary as the merge driver plain git should run.
 func processEnvironment() throws -> ConcordEnvironment {
-    let environment = try ConcordEnvironment.fromProcess(driverExecutable: currentExecutable())
+    let environment = try ConcordEnvironment.from(variables: CommandContext.current.environment, driverExecutable: CommandContext.current.executable ?? currentExecutable())
     closeToOthers(environment.home.path)
     return environment
 }

@@ -26,7 +26,7 @@ struct ServerCommand: ParsableCommand {
         @Flag(help: "Print the result as JSON.") var json = false
 
         func run() throws {
-            guard let executable = currentExecutable() else { throw ConcordError.io(.read, path: nil, "cannot find the running concord executable's path") }
+            guard let executable = CommandContext.current.executable ?? currentExecutable() else { throw ConcordError.io(.read, path: nil, "cannot find the running concord executable's path") }
             let key = try SSHPublicKey(line: adminKey)
             let server = try ConcordServer.initialize(root: URL(fileURLWithPath: root), adminKey: key,
                                                       user: user ?? ProcessInfo.processInfo.userName, executable: executable,
@@ -125,7 +125,7 @@ struct ServeRun {
 
     func run() throws {
         let environment = ProcessInfo.processInfo.environment
-        let clock = (try? ConcordEnvironment.fromProcess())?.wallClock ?? ConcordEnvironment.systemClock
+        let clock = (try? ConcordEnvironment.from(variables: CommandContext.current.environment))?.wallClock ?? ConcordEnvironment.systemClock
         let now = clock()
         let server: ConcordServer
         do { server = try ConcordServer.open(root: URL(fileURLWithPath: root)) } catch {
@@ -140,7 +140,7 @@ struct ServeRun {
             }
         case .preReceive, .postReceive:
             let check = PushCheck(server: server, repositoryPath: environment["GIT_DIR"] ?? FileManager.default.currentDirectoryPath)
-            let input = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+            let input = String(decoding: readInput(), as: UTF8.self)
             do {
                 let updates = try PushCheck.Update.parse(input)
                 if case .preReceive = mode {
@@ -158,7 +158,7 @@ struct ServeRun {
                 case .refuse(let refusal):
                     refuse(refusal.message)
                 case .notice(let notice):
-                    FileHandle.standardOutput.write(Data(notice))
+                    writeOutput(Data(notice))
                 case .destroy(let profile):
                     let notice = FileHandle.standardInput.readData(ofLength: DeletionNotice.maxBytes + 1)
                     try server.destroy(profile, key: key, noticeBytes: Array(notice))
@@ -167,7 +167,7 @@ struct ServeRun {
                     // Held while this process waits; the kernel lets go if it is killed.
                     let places = try WaitSlots(root: server.root, key: key, member: admitted.member, profile: request.profile)
                     let answer = try server.answerWait(request, key: key, admitted: admitted, clock: clock)
-                    FileHandle.standardOutput.write(Data(answer))
+                    writeOutput(Data(answer))
                     withExtendedLifetime(places) {}
                 case .exec(let exec):
                     refuse("cannot run \(exec.program): \(execute(exec))")
@@ -182,7 +182,7 @@ struct ServeRun {
 
     /// One line on stderr, exit 1: what sshd logs, or what git shows the device.
     private func refuse(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("concord serve: \(message.replacingOccurrences(of: "\n", with: " "))\n".utf8))
+        writeError("concord serve: \(message.replacingOccurrences(of: "\n", with: " "))\n")
         Foundation.exit(ExitStatus.failure)
     }
 

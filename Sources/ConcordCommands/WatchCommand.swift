@@ -88,9 +88,9 @@ struct Watch: ParsableCommand {
             var object = fields
             object["event"] = .string(name)
             object["time"] = .string(time)
-            FileHandle.standardOutput.write(Data(JSONValue.object(object).canonicalLine() + [0x0A]))
+            writeOutput(Data(JSONValue.object(object).canonicalLine() + [0x0A]))
         } else {
-            FileHandle.standardOutput.write(Data("\(time) \(name): \(text)\n".utf8))
+            writeOutput(Data("\(time) \(name): \(text)\n".utf8))
         }
     }
 }

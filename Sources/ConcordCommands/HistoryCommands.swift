@@ -16,7 +16,7 @@ struct Import: ParsableCommand {
         PerformanceTrace.start()
         let profile = try profile.open()
         PerformanceTrace.step("profile opened")
-        let bytes = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: file)
+        let bytes = file == "-" ? readInput() : FileManager.default.contents(atPath: file)
         guard let bytes else { throw ConcordError.io(.read, path: file, "cannot read \(file): no such file or not readable") }
         PerformanceTrace.step("dump read")
         let dump = try Dump.parse(Array(bytes), source: file == "-" ? "standard input" : file)
@@ -44,7 +44,7 @@ struct Export: ParsableCommand {
     @OptionGroup var profile: ProfileOption
 
     func run() throws {
-        FileHandle.standardOutput.write(Data(try profile.open().records.exportDump().canonicalBytes()))
+        writeOutput(Data(try profile.open().records.exportDump().canonicalBytes()))
     }
 }
 

@@ -275,7 +275,7 @@ struct Accept: ParsableCommand {
     func run() throws {
         var text = invitation
         if invitation == "-" {
-            text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+            text = String(decoding: readInput(), as: UTF8.self)
         } else if !text.hasPrefix(Invitation.prefix), let file = try? String(contentsOfFile: invitation, encoding: .utf8) {
             text = file
         }

@@ -54,7 +54,7 @@ struct MergeDriverCommand: ParsableCommand {
 
     func run() throws {
         if let problem = try MergeDriverRun.run(ancestor: ancestor, ours: ours, theirs: theirs, path: path) {
-            FileHandle.standardError.write(Data("concord merge-driver: \(problem)\n".utf8))
+            writeError("concord merge-driver: \(problem)\n")
             throw ExitCode(ExitStatus.failure)
         }
     }

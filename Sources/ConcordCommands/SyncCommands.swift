@@ -162,7 +162,7 @@ struct Sync: ParsableCommand {
             printJSON(.object(["error": .string(describe(error)), "exitCode": .number(String(ExitStatus.code(for: error)))]))
             throw error
         }
-        for warning in report.warnings { FileHandle.standardError.write(Data("concord: warning: \(warning)\n".utf8)) }
+        for warning in report.warnings { writeError("concord: warning: \(warning)\n") }
         if json {
             printJSON(syncJSON(report))
         } else {
@@ -263,7 +263,7 @@ func failOnUnresolved(_ unresolved: [UnresolvedFile]) throws {
     guard !unresolved.isEmpty else { return }
     for file in unresolved {
         let saved = file.savedAs.map { "; the other version is saved in \($0)" } ?? ""
-        FileHandle.standardError.write(Data("concord: unresolved: \(file.path): \(file.reason)\(saved) — fix \(file.path), then commit it with concord put\n".utf8))
+        writeError("concord: unresolved: \(file.path): \(file.reason)\(saved) — fix \(file.path), then commit it with concord put\n")
     }
     throw ExitCode(ExitStatus.failure)
 }
@@ -283,6 +283,7 @@ final class CloneInterruption: @unchecked Sendable {   // unchecked: `finished` 
     private var finished = false
 
     init?(_ target: URL) {
+        guard CommandContext.current.handlesSignals else { return nil }   // a run in another program's process
         let manager = FileManager.default
         let existed = manager.fileExists(atPath: target.path)
         if existed, !((try? manager.contentsOfDirectory(atPath: target.path))?.isEmpty ?? false) { return nil }
@@ -299,7 +300,7 @@ final class CloneInterruption: @unchecked Sendable {   // unchecked: `finished` 
                     let left = (try? manager.contentsOfDirectory(atPath: target.path)) ?? []
                     quiet = left.isEmpty ? quiet + 1 : 0
                 }
-                FileHandle.standardError.write(Data("concord: clone interrupted; nothing was left in \(target.path)\n".utf8))
+                writeError("concord: clone interrupted; nothing was left in \(target.path)\n")
                 _exit(128 + number)
             }
             source.resume()

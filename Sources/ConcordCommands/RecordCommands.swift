@@ -70,10 +70,10 @@ struct Get: ParsableCommand {
         let (kind, id) = try profile.records.parseReference(reference)
         if kind.policy == .append {
             for entry in try profile.records.logEntries(kind, id: id) {
-                FileHandle.standardOutput.write(Data(entry.encodedLine() + [0x0A]))
+                writeOutput(Data(entry.encodedLine() + [0x0A]))
             }
         } else {
-            FileHandle.standardOutput.write(Data(try profile.records.get(kind, id).encoded()))
+            writeOutput(Data(try profile.records.get(kind, id).encoded()))
         }
     }
 }

@@ -105,6 +105,8 @@ extension ConcordError {
             "run 'concord switch \(owner)' or switch to an active member"
         case .inviteAdminByName:
             "invite an Admin by name ('concord share NAME --role admin')"
+        case .identityOfItsOwn:
+            "join with an identity of another name (a CONCORD_HOME of its own, 'concord identity new --name NAME --device DEVICE')"
         case .listDevices:
             "'concord members --json' lists the devices with their fingerprints"
         case .removeByFingerprint:
