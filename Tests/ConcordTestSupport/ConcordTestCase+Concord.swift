@@ -66,12 +66,17 @@ extension ConcordTestCase {
         return result
     }
 
-    /// Runs `concord arguments` as `device`, killing it after `seconds` (a hang is a failure, not
-    /// a stuck test run); `timedOut` says whether it had to be killed.
+    /// Runs `concord arguments` as `device`, given `seconds` (a hang is a failure, not a stuck test
+    /// run); `timedOut` says whether it ran past them. In this process, as `concord(…)` runs (a run
+    /// past its deadline is left to its thread, and later runs are the binary's), unless the class
+    /// runs the binary: then the process is killed at the deadline.
     package func concordWithDeadline(_ arguments: [String], as device: TestDevice, in directory: URL, seconds: Double = 60,
                                      environment extra: [String: String] = [:]) throws -> RunResult {
-        try ProcessRunner.run(try ConcordBinary.required(), arguments, environment: concordEnvironment(device).merging(extra) { $1 },
-                              in: directory, deadline: seconds)
+        let binary = try ConcordBinary.required(), environment = concordEnvironment(device).merging(extra) { $1 }
+        guard Self.runsConcordInProcess, !InProcessConcord.needsProcess(arguments) else {
+            return try ProcessRunner.run(binary, arguments, environment: environment, in: directory, deadline: seconds)
+        }
+        return InProcessConcord.run(arguments, environment: environment, in: directory, executable: binary, deadline: seconds)
     }
 
     /// Starts `concord watch -C copy --interval interval --json` as `device`, its output in
