@@ -14,41 +14,24 @@ enum ChangeFeedWalkBenchmark {
     static let round = 50
 
     static func run(_ context: BenchContext) throws -> ScenarioResult {
-        var rows = [ResultRow](), runs = [String](), perCommit = [(size: Int, walk: Double, git: Double)]()
-        for size in sizes {
-            let (walk, git, merges) = try measure(context, commits: size)
-            rows.append(ResultRow(label: "B14 change feed walk: \(Format.count(size)) first-parent commits since a token "
-                                      + "(\(merges) of them merges) vs git rev-list --first-parent token..head",
-                                  concord: walk, git: git))
-            runs.append("\(Format.count(size)): walk \(Format.runs(walk)); git \(Format.runs(git))")
-            perCommit.append((size, walk.median / Double(size), git.median / Double(size)))
-        }
-        let (small, large) = (perCommit[0], perCommit[perCommit.count - 1])
-        let growth = large.walk / small.walk
-        return ScenarioResult(
-            scenario: context.scenario,
-            rows: rows,
-            notes: [
-                "Set-up, not timed: an `aac` profile on a bare remote, alice (the creator) and carol (an Editor) each with a clone, "
-                    + "written through the library in this process. Each round alice writes \(round - 1) one-record commits and syncs, "
-                    + "carol writes one and syncs (a merge whose first parent is the remote's main, the mainline rule), alice syncs "
-                    + "(a fast-forward to the merge): \(round) first-parent commits a round, one of them a merge. The token is "
-                    + "alice's main before the first round.",
-                "Timed, per run: `profile.history.commitsAfter(token, upTo: head)` in alice's clone (it reads each commit on the "
-                    + "way and, at each merge, asks which parent has the token as an ancestor), which must list exactly the "
-                    + "commits of `git rev-list --first-parent token..head`; and that git command, in a process.",
-                "Per commit: " + perCommit.map { "\(Format.count($0.size)): walk \(microseconds($0.walk)), git \(microseconds($0.git))" }
-                    .joined(separator: "; ") + ". The walk's cost per commit at \(Format.count(large.size)) is "
-                    + "\(Format.ratio(growth))× its cost at \(Format.count(small.size)): "
-                    + (growth <= 1.25 ? "linear or better." : "worse than linear (each merge's ancestor question walks down to the token)."),
-                "Runs: " + runs.joined(separator: "; ") + ".",
-            ])
+        let scaling = try SizeScaling(sizes, runs: "walk") { try measure(context, commits: $0) }
+        return scaling.result(context, notes: [
+            "Set-up, not timed: an `aac` profile on a bare remote, alice (the creator) and carol (an Editor) each with a clone, "
+                + "written through the library in this process. Each round alice writes \(round - 1) one-record commits and syncs, "
+                + "carol writes one and syncs (a merge whose first parent is the remote's main, the mainline rule), alice syncs "
+                + "(a fast-forward to the merge): \(round) first-parent commits a round, one of them a merge. The token is "
+                + "alice's main before the first round.",
+            "Timed, per run: `profile.history.commitsAfter(token, upTo: head)` in alice's clone (it reads each commit on the "
+                + "way and, at each merge, asks which parent has the token as an ancestor), which must list exactly the "
+                + "commits of `git rev-list --first-parent token..head`; and that git command, in a process.",
+            scaling.costNote("Per commit: ", subject: "The walk", unit: "commit",
+                             worse: "worse than linear (each merge's ancestor question walks down to the token)."),
+            scaling.runsNote,
+        ])
     }
 
-    static func microseconds(_ seconds: Double) -> String { String(format: "%.1f µs", seconds * 1e6) }
-
-    /// The walk and git's over a history of `commits` first-parent commits since the token, and its merge count.
-    static func measure(_ context: BenchContext, commits: Int) throws -> (walk: Samples, git: Samples, merges: Int) {
+    /// The walk and git's over a history of `commits` first-parent commits since the token, and their row's label.
+    static func measure(_ context: BenchContext, commits: Int) throws -> (label: String, concord: Samples, git: Samples) {
         let devices = try LibraryDevice.make(context, in: context.path("history-\(commits)"),
                                              members: [("alice", .admin), ("carol", .editor)])
         let (alice, carol) = (devices[0], devices[1])
@@ -88,6 +71,7 @@ enum ChangeFeedWalkBenchmark {
             guard listed.output.split(separator: "\n").count == commits else { throw BenchError("B14: git rev-list listed another count") }
             if run > 0 { walk.append(walked); git.append(listed.seconds) }
         }
-        return (walk, git, merges)
+        return ("B14 change feed walk: \(Format.count(commits)) first-parent commits since a token "
+                    + "(\(merges) of them merges) vs git rev-list --first-parent token..head", walk, git)
     }
 }

@@ -69,8 +69,6 @@ enum MainlineReplayBenchmark {
             ])
     }
 
-    static func microseconds(_ seconds: Double) -> String { String(format: "%.1f µs", seconds * 1e6) }
-
     struct Measured {
         var compute = Samples(), replay = Samples(), read = Samples(), git = Samples()
         var sideMerges = 0, mainDecisions = 0

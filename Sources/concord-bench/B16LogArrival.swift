@@ -14,42 +14,26 @@ enum LogArrivalBenchmark {
     static let sharedID = "b16-shared"
 
     static func run(_ context: BenchContext) throws -> ScenarioResult {
-        var rows = [ResultRow](), runs = [String](), perCommit = [(size: Int, arrival: Double, git: Double)]()
-        for size in sizes {
-            let (arrival, git) = try measure(context, commits: size)
-            rows.append(ResultRow(label: "B16 get logs/<id> with two authors' entries \(Format.count(size)) commits apart "
-                                      + "(LogArrival) vs git log --first-parent -- <day file>", concord: arrival, git: git))
-            runs.append("\(Format.count(size)): arrival \(Format.runs(arrival)); git \(Format.runs(git))")
-            perCommit.append((size, arrival.median / Double(size), git.median / Double(size)))
-        }
-        let (small, large) = (perCommit[0], perCommit[perCommit.count - 1])
-        let growth = large.arrival / small.arrival
-        return ScenarioResult(
-            scenario: context.scenario,
-            rows: rows,
-            notes: [
-                "Set-up, not timed: an `aac` profile on a bare remote, alice (the creator) and bob (a User) each with a clone, written "
-                    + "through the library in this process. alice appends entry `\(sharedID)` to `logs`, then makes N more commits "
-                    + "(every \(appendEvery)th appends another entry to the same day file, the others put one vocabulary record) and "
-                    + "syncs; bob syncs, appends his own entry under the same id `\(sharedID)` and syncs; alice syncs (a fast-forward).",
-                "Timed, per run: in alice's clone, `profile.records.logEntries(logs, id: \(sharedID))` (the day files read, then "
-                    + "`LogArrival.ordered`: main's first-parent chain walked back from HEAD while an entry is still in the commit's "
-                    + "day file, re-reading the file each time its blob changed), which must give both entries, alice's first; and "
-                    + "`git log --first-parent --format=%H -- logs/<that day file>` in a process, which must list every commit that "
-                    + "changed it.",
-                "Per commit between the entries: " + perCommit.map {
-                    "\(Format.count($0.size)): LogArrival \(microseconds($0.arrival)), git \(microseconds($0.git))"
-                }.joined(separator: "; ") + ". LogArrival's cost per commit at \(Format.count(large.size)) is "
-                    + "\(Format.ratio(growth))× its cost at \(Format.count(small.size)): "
-                    + (growth <= 1.25 ? "linear or better." : "worse than linear (the day file grows with the history, and each of "
-                        + "its versions on the way is parsed whole)."),
-                "Runs: " + runs.joined(separator: "; ") + ".",
-            ])
+        let scaling = try SizeScaling(sizes, runs: "arrival", figures: "LogArrival") { try measure(context, commits: $0) }
+        return scaling.result(context, notes: [
+            "Set-up, not timed: an `aac` profile on a bare remote, alice (the creator) and bob (a User) each with a clone, written "
+                + "through the library in this process. alice appends entry `\(sharedID)` to `logs`, then makes N more commits "
+                + "(every \(appendEvery)th appends another entry to the same day file, the others put one vocabulary record) and "
+                + "syncs; bob syncs, appends his own entry under the same id `\(sharedID)` and syncs; alice syncs (a fast-forward).",
+            "Timed, per run: in alice's clone, `profile.records.logEntries(logs, id: \(sharedID))` (the day files read, then "
+                + "`LogArrival.ordered`: main's first-parent chain walked back from HEAD while an entry is still in the commit's "
+                + "day file, re-reading the file each time its blob changed), which must give both entries, alice's first; and "
+                + "`git log --first-parent --format=%H -- logs/<that day file>` in a process, which must list every commit that "
+                + "changed it.",
+            scaling.costNote("Per commit between the entries: ", subject: "LogArrival", unit: "commit",
+                             worse: "worse than linear (the day file grows with the history, and each of its versions on the way "
+                                 + "is parsed whole)."),
+            scaling.runsNote,
+        ])
     }
 
-    static func microseconds(_ seconds: Double) -> String { String(format: "%.1f µs", seconds * 1e6) }
-
-    static func measure(_ context: BenchContext, commits: Int) throws -> (arrival: Samples, git: Samples) {
+    /// LogArrival's and git's times with `commits` commits between the two entries, and their row's label.
+    static func measure(_ context: BenchContext, commits: Int) throws -> (label: String, concord: Samples, git: Samples) {
         let devices = try LibraryDevice.make(context, in: context.path("history-\(commits)"), members: [("alice", .admin), ("bob", .user)])
         let (alice, bob) = (devices[0], devices[1])
         context.progress("B16 preparing: \(Format.count(commits)) commits between two authors' entries under one id")
@@ -86,6 +70,7 @@ enum LogArrivalBenchmark {
             guard logged.output.split(separator: "\n").count == changes else { throw BenchError("B16: git log listed another count") }
             if run > 0 { arrival.append(ordered); git.append(logged.seconds) }
         }
-        return (arrival, git)
+        return ("B16 get logs/<id> with two authors' entries \(Format.count(commits)) commits apart "
+                    + "(LogArrival) vs git log --first-parent -- <day file>", arrival, git)
     }
 }

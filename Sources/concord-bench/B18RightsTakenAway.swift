@@ -11,38 +11,21 @@ enum RightsTakenAwayBenchmark {
     static let sizes = [100, 1_000]
 
     static func run(_ context: BenchContext) throws -> ScenarioResult {
-        var rows = [ResultRow](), runs = [String](), perCommit = [(size: Int, merge: Double, git: Double)]()
-        for size in sizes {
-            let (merge, git) = try measure(context, writes: size)
-            rows.append(ResultRow(label: "B18 a merge leaving out \(Format.count(size)) side writes of a member the main line demoted "
-                                      + "(Sync.merge) vs git merge-tree --write-tree", concord: merge, git: git))
-            runs.append("\(Format.count(size)): merge \(Format.runs(merge)); git \(Format.runs(git))")
-            perCommit.append((size, merge.median / Double(size), git.median / Double(size)))
-        }
-        let (small, large) = (perCommit[0], perCommit[perCommit.count - 1])
-        let growth = large.merge / small.merge
-        return ScenarioResult(
-            scenario: context.scenario,
-            rows: rows,
-            notes: [
-                "Set-up, not timed: an `aac` profile on a bare remote, alice (the creator) and eddie (an Editor) each with a clone, "
-                    + "written through the library in this process. eddie puts N vocabulary records, one commit each, without "
-                    + "syncing; alice demotes him to Viewer and syncs; alice's clone fetches eddie's main (`git fetch`).",
-                "Timed, per run, on a fresh `cp -a` of alice's clone: `profile.sync.merge(revision:)` of eddie's line (a side: "
-                    + "alice's main first), which must leave out exactly N writes, all lost to the demotion; and "
-                    + "`git merge-tree --write-tree` of the same two commits in a process.",
-                "Per side commit: " + perCommit.map {
-                    "\(Format.count($0.size)): merge \(microseconds($0.merge)), git \(microseconds($0.git))"
-                }.joined(separator: "; ") + ". The merge's cost per side commit at \(Format.count(large.size)) is "
-                    + "\(Format.ratio(growth))× its cost at \(Format.count(small.size)): "
-                    + (growth <= 1.25 ? "linear or better." : "worse than linear."),
-                "Runs: " + runs.joined(separator: "; ") + ".",
-            ])
+        let scaling = try SizeScaling(sizes, runs: "merge") { try measure(context, writes: $0) }
+        return scaling.result(context, notes: [
+            "Set-up, not timed: an `aac` profile on a bare remote, alice (the creator) and eddie (an Editor) each with a clone, "
+                + "written through the library in this process. eddie puts N vocabulary records, one commit each, without "
+                + "syncing; alice demotes him to Viewer and syncs; alice's clone fetches eddie's main (`git fetch`).",
+            "Timed, per run, on a fresh `cp -a` of alice's clone: `profile.sync.merge(revision:)` of eddie's line (a side: "
+                + "alice's main first), which must leave out exactly N writes, all lost to the demotion; and "
+                + "`git merge-tree --write-tree` of the same two commits in a process.",
+            scaling.costNote("Per side commit: ", subject: "The merge", unit: "side commit"),
+            scaling.runsNote,
+        ])
     }
 
-    static func microseconds(_ seconds: Double) -> String { String(format: "%.1f µs", seconds * 1e6) }
-
-    static func measure(_ context: BenchContext, writes: Int) throws -> (merge: Samples, git: Samples) {
+    /// The merge's and git's times with `writes` side writes left out, and their row's label.
+    static func measure(_ context: BenchContext, writes: Int) throws -> (label: String, concord: Samples, git: Samples) {
         let root = context.path("side-\(writes)")
         let devices = try LibraryDevice.make(context, in: root, members: [("alice", .admin), ("eddie", .editor)])
         let (alice, eddie) = (devices[0], devices[1])
@@ -70,6 +53,7 @@ enum RightsTakenAwayBenchmark {
             merge.append(merged)
             git.append(tree.seconds)
         }
-        return (merge, git)
+        return ("B18 a merge leaving out \(Format.count(writes)) side writes of a member the main line demoted "
+                    + "(Sync.merge) vs git merge-tree --write-tree", merge, git)
     }
 }

@@ -49,24 +49,20 @@ enum PackWriteRows {
             }
         }
         let sizes = (hand: packBytes(context.path("hand-1.git").path), libgit2: packBytes(context.path("libgit2-1.git").path))
-        return ScenarioResult(
-            scenario: context.scenario,
-            rows: [ResultRow(label: "G2 objects of a 10k-record import: blobs, trees, one pack (hand-written vs libgit2 mempack)",
-                             concord: write.hand, git: write.libgit2)],
+        return Pieces.oneRowResult(
+            context, label: "G2 objects of a 10k-record import: blobs, trees, one pack (hand-written vs libgit2 mempack)", samples: write,
+            hand: "`ObjectPack`: blobs hashed on every core, the trees (built by libgit2 in memory, "
+                + "`writeTree(into:)`) copied into it, `.pack` and `.idx` written directly (fsynced) with `SmallDeflater`",
+            libgit2: "`Libgit2MempackWriter`: `git_odb_write` of each blob and `git_tree_create_updated` into a "
+                + "mempack backend, then `git_packbuilder_insert_tree` + `git_packbuilder_write` (delta "
+                + "search, zlib default level, the indexer writes `.pack` and `.idx`, fsync on). "
+                + "`git_mempack_dump` was tried first: in 1.5.1 it packs only what the mempack's commits "
+                + "reach, so a tree-only write dumps an empty pack",
             notes: [
-                Pieces.columnsNote("`ObjectPack`: blobs hashed on every core, the trees (built by libgit2 in memory, "
-                                   + "`writeTree(into:)`) copied into it, `.pack` and `.idx` written directly (fsynced) with "
-                                   + "`SmallDeflater`",
-                                   "`Libgit2MempackWriter`: `git_odb_write` of each blob and `git_tree_create_updated` into a "
-                                   + "mempack backend, then `git_packbuilder_insert_tree` + `git_packbuilder_write` (delta "
-                                   + "search, zlib default level, the indexer writes `.pack` and `.idx`, fsync on). "
-                                   + "`git_mempack_dump` was tried first: in 1.5.1 it packs only what the mempack's commits "
-                                   + "reach, so a tree-only write dumps an empty pack"),
                 "Each run writes the shared 10k profile's \(Format.count(records.files.count)) record files (bytes in memory) "
                     + "and their trees into a new empty bare repository: the object-database part of `concord import`. Checks: "
                     + "both give the profile's tree id, and 200 records read back from a freshly opened repository.",
                 "Pack + index on disk: hand-written \(Format.bytes(sizes.hand)), libgit2 \(Format.bytes(sizes.libgit2)).",
-                "Runs: hand \(Format.runs(write.hand)); libgit2 \(Format.runs(write.libgit2)).",
             ])
     }
 }

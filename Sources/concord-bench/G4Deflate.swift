@@ -74,6 +74,4 @@ enum DeflateRows {
                     + "\(Format.runs(pack.hand)); zlib \(Format.runs(pack.libgit2)).",
             ])
     }
-
-    static func microseconds(_ seconds: Double) -> String { String(format: "%.1f µs", seconds * 1e6) }
 }

@@ -35,19 +35,16 @@ enum CheckoutRows {
             let status = try context.git.status(url)
             guard status.isEmpty else { throw BenchError("G6: git status in \(url.lastPathComponent) is not clean:\n\(status.prefix(500))") }
         }
-        return ScenarioResult(
-            scenario: context.scenario,
-            rows: [ResultRow(label: "G6 check out 10k records into an empty working tree, files + index (hand-written vs libgit2)",
-                             concord: samples.hand, git: samples.libgit2)],
+        return Pieces.oneRowResult(
+            context, label: "G6 check out 10k records into an empty working tree, files + index (hand-written vs libgit2)", samples: samples,
+            hand: "`applyToWorkingTree`: paths checked and directories made, then files written, "
+                + "each by one thread per core (`FileIO.writeAllInside`), then the index from their stat data",
+            libgit2: "`checkoutUsingLibgit2`: `git_checkout_tree` with `GIT_CHECKOUT_FORCE`, which reads "
+                + "each blob from the pack, writes the files one by one and writes the index",
             notes: [
-                Pieces.columnsNote("`applyToWorkingTree`: paths checked and directories made, then files written, "
-                                   + "each by one thread per core (`FileIO.writeAllInside`), then the index from their stat data",
-                                   "`checkoutUsingLibgit2`: `git_checkout_tree` with `GIT_CHECKOUT_FORCE`, which reads "
-                                   + "each blob from the pack, writes the files one by one and writes the index"),
                 "Each run: a new repository with the shared 10k profile's objects and `main` (untimed), then the checkout of "
                     + "its tree. The hand-written side gets the record bytes in memory, as a clone has them from its fetch "
                     + "(`FetchedObjects`); libgit2 reads them from the pack. Check: `git status` is clean in the last of each.",
-                "Runs: hand \(Format.runs(samples.hand)); libgit2 \(Format.runs(samples.libgit2)).",
             ])
     }
 }

@@ -83,6 +83,15 @@ enum Pieces {
             + "process (release build), on the same data in the same run, sides alternating which goes first; one untimed "
             + "warm-up run each."
     }
+
+    /// A piece's result in one row `label` of `samples`: the columns note (`hand` and `libgit2` as
+    /// `columnsNote` takes them), then `notes`, then the runs of each side.
+    static func oneRowResult(_ context: BenchContext, label: String, samples: (hand: Samples, libgit2: Samples),
+                             hand: String, libgit2: String, notes: [String]) -> ScenarioResult {
+        ScenarioResult(scenario: context.scenario, rows: [ResultRow(label: label, concord: samples.hand, git: samples.libgit2)],
+                       notes: [columnsNote(hand, libgit2)] + notes
+                           + ["Runs: hand \(Format.runs(samples.hand)); libgit2 \(Format.runs(samples.libgit2))."])
+    }
 }
 
 /// The seconds `body` takes (a side of `Pieces.alternate` returns this for its timed part).

@@ -4,16 +4,9 @@ import Foundation
 import XCTest
 
 /// Every refusal: the right exit code, one line on stderr naming the culprit, and nothing changed.
-final class BadInputTests: ConcordTestCase {
-    override class var defaultClock: String? { fixedClock }
-
-    private var alice: TestDevice!
-    private var profile: URL!
-
+final class BadInputTests: AliceProfileTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()
-        alice = try makeDevice("alice")
-        profile = try makeProfile(owner: alice)
         try concordOK(["put", "vocabulary/puzzle", "--json", #"{"word":"puzzle"}"#], as: alice, in: profile)
         try concordOK(["append", "logs", "--json", #"{"tapped":"puzzle"}"#], as: alice, in: profile)
     }

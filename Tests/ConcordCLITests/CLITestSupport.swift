@@ -2,6 +2,20 @@ import ConcordTestSupport
 import Foundation
 import XCTest
 
+/// A CLI test class whose every test starts with alice's device and a profile of hers, under the fixed clock.
+class AliceProfileTestCase: ConcordTestCase {
+    override class var defaultClock: String? { fixedClock }
+
+    private(set) var alice: TestDevice!
+    private(set) var profile: URL!
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        alice = try makeDevice("alice")
+        profile = try makeProfile(owner: alice)
+    }
+}
+
 /// What the CLI tests add to `ConcordTestCase`: profiles, refusals that change nothing, JSON output.
 extension ConcordTestCase {
     /// Creates a profile owned by `owner` in a new directory of the sandbox, and adds each of

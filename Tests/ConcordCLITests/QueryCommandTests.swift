@@ -5,16 +5,9 @@ import XCTest
 
 /// `concord query`: conditions, order, pages, counts and JSON from the record index, clear
 /// refusals; and `concord ls` listing from the index as it listed from the files.
-final class QueryCommandTests: ConcordTestCase {
-    override class var defaultClock: String? { fixedClock }
-
-    private var alice: TestDevice!
-    private var profile: URL!
-
+final class QueryCommandTests: AliceProfileTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()
-        alice = try makeDevice("alice")
-        profile = try makeProfile(owner: alice)
         let records = (0..<8).map { index in
             #"{"kind":"vocabulary","id":"w\#(index)","data":{"page":\#(index % 3),"position":\#(10 - index),"label":"word\#(index)"}}"#
         }

@@ -104,10 +104,14 @@ final class ChangeFeedTests: KitTestCase {
         let (remote, aliceStore, bobStore) = try twoStores()
         let start = ChangeToken(commit: try gitOK(["rev-parse", "HEAD"], in: aliceStore.directory))
         let feed = Collector(aliceStore.changes(since: start))
+        /// Bob syncs, then alice, and her feed has told `count` changes.
+        func syncBoth(untilTold count: Int) async throws {
+            _ = try await bobStore.sync()
+            _ = try await aliceStore.sync()
+            try await feed.waitFor { $0.count == count }
+        }
         try await bobStore.write { try $0.put("vocabulary", "fromBob", data: ["label": "b"]) }
-        _ = try await bobStore.sync()
-        _ = try await aliceStore.sync()
-        try await feed.waitFor { $0.count == 1 }
+        try await syncBoth(untilTold: 1)
         XCTAssertEqual(records(feed.values[0]), ["vocabulary/fromBob added"])
         XCTAssertEqual(feed.values[0].commit?.origin, .sync)
         XCTAssertEqual(feed.values[0].commit?.member, "bob")
@@ -115,9 +119,7 @@ final class ChangeFeedTests: KitTestCase {
         // Both write before syncing: alice's own commit, then her merge bringing bob's.
         try await aliceStore.write { try $0.put("vocabulary", "fromAlice", data: ["label": "a"]) }
         try await bobStore.write { try $0.put("vocabulary", "again", data: ["label": "b"]) }
-        _ = try await bobStore.sync()
-        _ = try await aliceStore.sync()
-        try await feed.waitFor { $0.count == 3 }
+        try await syncBoth(untilTold: 3)
         XCTAssertEqual(records(feed.values[1]), ["vocabulary/fromAlice added"])
         XCTAssertEqual(feed.values[1].commit?.origin, .thisDevice)
         XCTAssertEqual(feed.values[2].commit?.isMerge, true)
@@ -128,9 +130,7 @@ final class ChangeFeedTests: KitTestCase {
         // A member who leaves, told to the others by the sync that brings it.
         _ = try await bobStore.sync()   // up to date first: a merge he signed after leaving would be refused
         try await bobStore.leave()
-        _ = try await bobStore.sync()
-        _ = try await aliceStore.sync()
-        try await feed.waitFor { $0.count == 4 }
+        try await syncBoth(untilTold: 4)
         XCTAssertEqual(feed.values[3].commit?.membership, [MembershipEvent(member: "bob", change: .left)])
         XCTAssertEqual(feed.values[3].commit?.origin, .sync)
         feed.cancel()

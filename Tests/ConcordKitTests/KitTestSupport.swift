@@ -62,6 +62,18 @@ class KitTestCase: XCTestCase {
         return ConcordEnvironment(home: identity.home, wallClock: clock.environmentClock)
     }
 
+    /// A new aac store "P" in `<sandbox>/<name>`, `identity`'s (a new alice's when nil), under the fixed clock.
+    func makeStore(_ name: String = "p", identity: Identity? = nil) throws -> ConcordStore {
+        let identity = try identity ?? makeIdentity()
+        return try ConcordStore.create(at: sandbox.appendingPathComponent(name), name: "P", template: .aac, identity: identity,
+                                       environment: makeEnvironment(identity))
+    }
+
+    /// The ids of the live vocabulary records, sorted.
+    static let vocabularyIDs = ClosureRequest(kinds: ["vocabulary"]) { reader in
+        try reader.list(kind: "vocabulary").items.map(\.id).sorted()
+    }
+
     /// A new profile in the sandbox.
     func makeProfile(_ name: String = "profile", template: Template = .aac, identity: Identity,
                      clock: ManualClock? = nil) throws -> Profile {

@@ -11,41 +11,33 @@ import Glibc
 /// the store go, a first read waits for a writer mid-commit, an empty commit wakes a feed, and a
 /// commit's origin is decided by the key that signed it.
 final class ObservationReviewTests: KitTestCase {
-    private func makeStore(_ name: String = "p") throws -> ConcordStore {
-        let alice = try makeIdentity()
-        return try ConcordStore.create(at: sandbox.appendingPathComponent(name), name: "P", template: .aac, identity: alice,
-                                       environment: makeEnvironment(alice))
-    }
-
-    private static let ids = ClosureRequest(kinds: ["vocabulary"]) { reader in
-        try reader.list(kind: "vocabulary").items.map(\.id).sorted()
-    }
-
     private func head(_ store: ConcordStore) throws -> ChangeToken {
         ChangeToken(commit: try gitOK(["rev-parse", "HEAD"], in: store.directory).trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
     /// Once an observer ended and the store is released, its queue and watcher are released too.
     func testAnEndedObserverLetsTheStoreGo() async throws {
-        weak var engine: ProfileQueue?
-        weak var watcher: StoreWatcher?
-        do {
-            let store = try makeStore()
-            (engine, watcher) = (store.engine, store.watcher)
-            for try await value in store.observe(Self.ids) { _ = value; break }
-            try await eventually { !store.isWatching }
+        try await assertTheStoreGoes { store in
+            for try await value in store.observe(Self.vocabularyIDs) { _ = value; break }
         }
-        try await eventually { engine == nil && watcher == nil }
     }
 
     /// The same for a change feed.
     func testAnEndedFeedLetsTheStoreGo() async throws {
+        try await assertTheStoreGoes { store in
+            for try await event in store.changes(since: nil) { _ = event; break }
+        }
+    }
+
+    /// A new store, watched by `watch` until that ends and its watching stops; once the store is
+    /// released, its queue and watcher are released too.
+    private func assertTheStoreGoes(watchedBy watch: (ConcordStore) async throws -> Void) async throws {
         weak var engine: ProfileQueue?
         weak var watcher: StoreWatcher?
         do {
             let store = try makeStore()
             (engine, watcher) = (store.engine, store.watcher)
-            for try await event in store.changes(since: nil) { _ = event; break }
+            try await watch(store)
             try await eventually { !store.isWatching }
         }
         try await eventually { engine == nil && watcher == nil }
@@ -62,7 +54,7 @@ final class ObservationReviewTests: KitTestCase {
         let fd = open(store.directory.path + "/.git/concord/lock", O_RDWR | O_CREAT, 0o644)
         XCTAssertEqual(flock(fd, LOCK_EX), 0)
         _ = try gitOK(["update-ref", "HEAD", second], in: store.directory)          // main moves first, as writers do
-        let values = Collector(store.observe(Self.ids))
+        let values = Collector(store.observe(Self.vocabularyIDs))
         try await Task.sleep(nanoseconds: 200_000_000)
         XCTAssertEqual(values.values, [], "no value while a writer holds the lock")
         _ = try gitOK(["reset", "-q", "--hard", second], in: store.directory)      // then the files
@@ -77,7 +69,7 @@ final class ObservationReviewTests: KitTestCase {
     func testAnEmptyCommitWakesTheFeedNotTheObserver() async throws {
         let store = try makeStore()
         let feed = Collector(store.changes(since: nil))
-        let values = Collector(store.observe(Self.ids))
+        let values = Collector(store.observe(Self.vocabularyIDs))
         try await feed.waitFor { $0.count == 1 }
         try await values.waitFor { $0.count == 1 }
         _ = try gitOK(["-c", "user.name=x", "-c", "user.email=x@y", "-c", "commit.gpgsign=false", "commit", "-q", "--allow-empty", "-m", "empty"],

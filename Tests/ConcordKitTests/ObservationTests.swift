@@ -9,21 +9,10 @@ import XCTest
 /// reads, from this store or another process; coalescing under a burst; the end of the sequence
 /// and of the store's watching thread when the consumer goes. And `status`, the UI's mirror.
 final class ObservationTests: KitTestCase {
-    private func makeStore(_ name: String = "p") throws -> ConcordStore {
-        let alice = try makeIdentity()
-        return try ConcordStore.create(at: sandbox.appendingPathComponent(name), name: "P", template: .aac, identity: alice,
-                                       environment: makeEnvironment(alice))
-    }
-
-    /// The ids of the live vocabulary records, sorted.
-    private static let vocabulary = ClosureRequest(kinds: ["vocabulary"]) { reader in
-        try reader.list(kind: "vocabulary").items.map(\.id).sorted()
-    }
-
     func testTheCurrentValueFirstThenOneAfterEachChange() async throws {
         let store = try makeStore()
         try await store.write { try $0.put("vocabulary", "apple", data: ["label": "apple"]) }
-        let values = Collector(store.observe(Self.vocabulary))
+        let values = Collector(store.observe(Self.vocabularyIDs))
         try await values.waitFor { $0.last == ["apple"] }
         try await store.write { try $0.put("vocabulary", "pear", data: ["label": "pear"]) }
         try await values.waitFor { $0.last == ["apple", "pear"] }
@@ -75,7 +64,7 @@ final class ObservationTests: KitTestCase {
     func testACommitOfAnotherProcessIsSeen() async throws {
         let concord = try ConcordBinary.required()
         let store = try makeStore()
-        let values = Collector(store.observe(Self.vocabulary))
+        let values = Collector(store.observe(Self.vocabularyIDs))
         try await values.waitFor { $0 == [[]] }
         let environment = isolatedEnvironment(home: sandbox, ["CONCORD_HOME": store.identity.home.path])
         let put = try ProcessRunner.run(concord, ["put", "vocabulary/cli", "--json", #"{"label":"cli"}"#, "-C", store.directory.path],
@@ -127,7 +116,7 @@ final class ObservationTests: KitTestCase {
     func testCancellingTheConsumerEndsTheSequenceAndTheWatchingThread() async throws {
         let store = try makeStore()
         XCTAssertFalse(store.isWatching)
-        let first = Collector(store.observe(Self.vocabulary)), second = Collector(store.observe(Self.vocabulary))
+        let first = Collector(store.observe(Self.vocabularyIDs)), second = Collector(store.observe(Self.vocabularyIDs))
         try await first.waitFor { $0 == [[]] }
         try await second.waitFor { $0 == [[]] }
         XCTAssertTrue(store.isWatching)
@@ -145,7 +134,7 @@ final class ObservationTests: KitTestCase {
         XCTAssertEqual(first.values, [[]], "nothing reaches a consumer that went")
 
         // Observing again starts the thread again.
-        let third = Collector(store.observe(Self.vocabulary))
+        let third = Collector(store.observe(Self.vocabularyIDs))
         try await third.waitFor { $0 == [["a"]] }
         try await store.write { try $0.put("vocabulary", "b", data: [:]) }
         try await third.waitFor { $0.last == ["a", "b"] }

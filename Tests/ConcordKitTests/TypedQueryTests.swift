@@ -9,9 +9,7 @@ import XCTest
 /// `StoreRequest`; a key path with no field name is a typed error, not a crash.
 final class TypedQueryTests: KitTestCase {
     private func makeStore(symbols: [SymbolRecord]) throws -> ConcordStore {
-        let alice = try makeIdentity()
-        let store = try ConcordStore.create(at: sandbox.appendingPathComponent("p"), name: "P", template: .aac, identity: alice,
-                                            environment: makeEnvironment(alice))
+        let store = try makeStore()
         try store.write { transaction in for symbol in symbols { try transaction.save(symbol) } }
         return store
     }

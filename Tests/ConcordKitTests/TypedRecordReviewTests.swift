@@ -33,12 +33,6 @@ final class TypedRecordReviewTests: KitTestCase {
         var label: String
     }
 
-    private func makeStore() throws -> ConcordStore {
-        let alice = try makeIdentity()
-        return try ConcordStore.create(at: sandbox.appendingPathComponent("p"), name: "P", template: .aac, identity: alice,
-                                       environment: makeEnvironment(alice))
-    }
-
     private func line(_ text: String) -> LineV2 { LineV2(text: text, color: "color-" + text) }
 
     /// Saves a v2 note with `lines`, lets v1 change its lines, and returns the stored `lines`.

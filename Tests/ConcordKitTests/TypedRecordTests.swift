@@ -8,12 +8,6 @@ import XCTest
 /// delete and append, the declared kind checked against the profile's, and records that do not
 /// decode reported by file and coding path, or skipped on request.
 final class TypedRecordTests: KitTestCase {
-    private func makeStore(_ name: String = "p", identity: Identity? = nil) throws -> ConcordStore {
-        let identity = try identity ?? makeIdentity()
-        return try ConcordStore.create(at: sandbox.appendingPathComponent(name), name: "P", template: .aac, identity: identity,
-                                       environment: makeEnvironment(identity))
-    }
-
     private func fileBytes(_ store: ConcordStore, _ path: String) throws -> [UInt8] {
         Array(try Data(contentsOf: store.directory.appendingPathComponent(path)))
     }

@@ -48,12 +48,6 @@ final class TypedRecordUnknownFieldsTests: KitTestCase {
         lines: [LineV2(text: "first", color: "blue"), LineV2(text: "second", color: "green")],
         counts: ["a": 1, "b": 2], extra: "from v2")
 
-    private func makeStore() throws -> ConcordStore {
-        let alice = try makeIdentity()
-        return try ConcordStore.create(at: sandbox.appendingPathComponent("p"), name: "P", template: .aac, identity: alice,
-                                       environment: makeEnvironment(alice))
-    }
-
     /// Saves `card` as v2, then has v1 fetch it, apply `change`, and save it; returns what v2 reads then.
     private func roundTrip(_ change: @escaping @Sendable (inout CardV1) -> Void) throws -> CardV2? {
         let store = try makeStore()

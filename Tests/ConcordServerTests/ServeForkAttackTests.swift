@@ -58,9 +58,7 @@ final class ServeForkAttackTests: ConcordServeTestCase {
     /// pushes with her own key. Zed keeps his name, key and record on the server and on every device.
     func testAnOpenLinksHolderCannotSquatALaterMembersNameThroughServe() throws {
         let team = try servedTeam()
-        let link = try shareAndSync(["--open", "--role", "user", "--uses", "4", "--expires", "3h"], as: team.alice, in: team.aliceProfile)
-        let eve = try makeDevice("eve", device: "phone")
-        let eveCopy = try acceptThroughServer(link, as: eve, host: team.host, profile: "kid", into: "kid-eve")
+        let (link, eve, eveCopy) = try eveJoinsByAnOpenLink(team)
         let zed = try makeDevice("zed", device: "laptop")
         try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
         try concordOK(["members", "add", "zed", "--role", "editor", "--key", zed.publicKeyLine, "--device", "laptop"], as: team.alice, in: team.aliceProfile)
@@ -69,9 +67,7 @@ final class ServeForkAttackTests: ConcordServeTestCase {
         try concordOK(["put", "vocabulary/zeds", "--json", #"{"label":"by zed"}"#], as: zed, in: zedCopy)
         try concordOK(["sync"], as: zed, in: zedCopy)
 
-        let squat = try joinWithAnOpenLink(link, as: "zed", in: eveCopy, profileID: try profileID(of: eveCopy))
-        let eves = try gitSSHEnvironment(eve, host: team.host)
-        try mergeMainAndPushAnyway(in: eveCopy, as: eve, environment: eves)
+        let squat = try eveSquats("zed", by: link, eve: eve, in: eveCopy, team)
 
         let server = team.host.repository("kid")
         try assertMemberFile("zed", "editor", "active", at: "refs/heads/main", in: server, "the server's main")
@@ -83,7 +79,7 @@ final class ServeForkAttackTests: ConcordServeTestCase {
             guard copyIsThere(copy, of: device, after: synced) else { continue }
             try assertMember("zed", "editor", "active", as: device, in: copy)
             XCTAssertEqual(try memberKeys("zed", in: copy), [keyBlob(zed.publicKeyLine)], "\(device.member): zed's keys are his own")
-            XCTAssertFalse(try memberKeys("zed", in: copy).contains(keyBlob(squat.key)), "eve's second key is not zed's")
+            XCTAssertFalse(try memberKeys("zed", in: copy).contains(keyBlob(squat)), "eve's second key is not zed's")
             XCTAssertTrue(try holdsRecord("vocabulary", "zeds", in: copy), "\(device.member) keeps zed's record")
         }
     }
@@ -93,16 +89,12 @@ final class ServeForkAttackTests: ConcordServeTestCase {
     /// exactly dave's key, and dave's accept through the server succeeds.
     func testAnOpenLinksHolderCannotSquatAPendingNamedInvitationThroughServe() throws {
         let team = try servedTeam()
-        let link = try shareAndSync(["--open", "--role", "user", "--uses", "4", "--expires", "3h"], as: team.alice, in: team.aliceProfile)
-        let eve = try makeDevice("eve", device: "phone")
-        let eveCopy = try acceptThroughServer(link, as: eve, host: team.host, profile: "kid", into: "kid-eve")
+        let (link, eve, eveCopy) = try eveJoinsByAnOpenLink(team)
         let dave = try makeDevice("dave", device: "phone")
         try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
         let named = try shareAndSync(["dave", "--role", "editor", "--key", dave.publicKeyLine], as: team.alice, in: team.aliceProfile)
 
-        let squat = try joinWithAnOpenLink(link, as: "dave", in: eveCopy, profileID: try profileID(of: eveCopy))
-        let eves = try gitSSHEnvironment(eve, host: team.host)
-        try mergeMainAndPushAnyway(in: eveCopy, as: eve, environment: eves)
+        let squat = try eveSquats("dave", by: link, eve: eve, in: eveCopy, team)
 
         let server = team.host.repository("kid")
         try assertMemberFile("dave", "editor", "invited", at: "refs/heads/main", in: server, "the server's main")
@@ -112,11 +104,7 @@ final class ServeForkAttackTests: ConcordServeTestCase {
         XCTAssertEqual(accepted.status, 0, "dave's accept: \(accepted.summary)")
         if accepted.status == 0 { fsckAtEnd.append(daveCopy) }
         try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
-        for (device, copy) in [(team.alice, team.aliceProfile), (dave, daveCopy)] where FileManager.default.fileExists(atPath: copy.path) {
-            try assertMember("dave", "editor", "active", as: device, in: copy)
-            XCTAssertEqual(try memberKeys("dave", in: copy), [keyBlob(dave.publicKeyLine)], "\(device.member): dave's keys")
-            XCTAssertFalse(try memberKeys("dave", in: copy).contains(keyBlob(squat.key)), "eve's second key is not dave's")
-        }
+        try assertSquatFell(dave, squat: squat, on: [(team.alice, team.aliceProfile), (dave, daveCopy)])
     }
 
     /// Bob removes his tablet's key; the thief holding it adds a key X of their own to bob's file on
@@ -153,13 +141,7 @@ final class ServeForkAttackTests: ConcordServeTestCase {
     func testARemovedAdminKeysAliasNeverBecomesAMemberThroughServe() throws {
         let team = try servedTeam()
         let phone = try makeDevice("alice", device: "phone")
-        try concordOK(["devices", "add", "--name", "phone", "--key", phone.publicKeyLine, "--proof", try keyProof(of: phone, for: team.aliceProfile)],
-                      as: team.alice, in: team.aliceProfile)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
-        let phoneCopy = try clone(as: phone, team)
-        try concordOK(["devices", "remove", "phone"], as: team.alice, in: team.aliceProfile)
-        let removal = try revParse("HEAD", in: team.aliceProfile)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
+        let (phoneCopy, removal) = try deviceRemovedAfterItCopied(phone, by: team.alice, in: team.aliceProfile) { try self.clone(as: $0, team) }
 
         let alias = try makeDevice("alias", device: "laptop")
         try concordOK(["members", "add", "alias", "--role", "admin", "--key", alias.publicKeyLine, "--device", "laptop"], as: phone, in: phoneCopy)
@@ -211,6 +193,21 @@ final class ServeForkAttackTests: ConcordServeTestCase {
         return ServedTeam(alice: alice, jay: jay, bob: bob, uma: uma, kim: kim, host: host, aliceProfile: profile, jayCopy: jayCopy, bobCopy: bobCopy)
     }
 
+    /// Alice shares an open link for 4 Users; eve joins by it through the server, and keeps that copy unsynced.
+    private func eveJoinsByAnOpenLink(_ team: ServedTeam) throws -> (link: String, eve: TestDevice, copy: URL) {
+        let link = try shareAndSync(["--open", "--role", "user", "--uses", "4", "--expires", "3h"], as: team.alice, in: team.aliceProfile)
+        let eve = try makeDevice("eve", device: "phone")
+        return (link, eve, try acceptThroughServer(link, as: eve, host: team.host, profile: "kid", into: "kid-eve"))
+    }
+
+    /// Eve joins by `link` as `member` with a second key on her copy from before, merges main with
+    /// `concord merge` and pushes with her own key; returns that second key's line.
+    private func eveSquats(_ member: String, by link: String, eve: TestDevice, in copy: URL, _ team: ServedTeam) throws -> String {
+        let squat = try joinWithAnOpenLink(link, as: member, in: copy, profileID: try profileID(of: copy))
+        try mergeMainAndPushAnyway(in: copy, as: eve, environment: try gitSSHEnvironment(eve, host: team.host))
+        return squat.key
+    }
+
     /// `device` clones "kid" through the server into a directory of its own.
     private func clone(as device: TestDevice, _ team: ServedTeam) throws -> URL {
         let target = sandbox.appendingPathComponent("kid-\(device.member)-\(device.device)-\(UUID().uuidString.prefix(4))")
@@ -226,19 +223,8 @@ final class ServeForkAttackTests: ConcordServeTestCase {
     /// and writes vocabulary/thief. Returns the tablet, its copy and the thief's device (key X).
     private func bobsTabletRemovedAndStolen(_ team: ServedTeam) throws -> (tablet: TestDevice, copy: URL, thief: TestDevice) {
         let tablet = try makeDevice("bob", device: "tablet")
-        try concordOK(["devices", "add", "--name", "tablet", "--key", tablet.publicKeyLine, "--proof", try keyProof(of: tablet, for: team.bobCopy)],
-                      as: team.bob, in: team.bobCopy)
-        try concordOK(["sync"], as: team.bob, in: team.bobCopy)
-        let tabletCopy = try clone(as: tablet, team)
-        try concordOK(["devices", "remove", "tablet"], as: team.bob, in: team.bobCopy)
-        let removal = try revParse("HEAD", in: team.bobCopy)
-        try concordOK(["sync"], as: team.bob, in: team.bobCopy)
-
-        let thief = try makeDevice("bob", device: "spare")
-        try concordOK(["devices", "add", "--name", "spare", "--key", thief.publicKeyLine, "--proof", try keyProof(of: thief, for: tabletCopy)],
-                      as: tablet, in: tabletCopy)
-        try grindHead(in: tabletCopy, before: removal, signedWith: tablet.keyFile)
-        try concordOK(["put", "vocabulary/thief", "--json", #"{"label":"by the thief"}"#], as: tablet, in: tabletCopy)
+        let (tabletCopy, removal) = try deviceRemovedAfterItCopied(tablet, by: team.bob, in: team.bobCopy) { try self.clone(as: $0, team) }
+        let thief = try thiefAddsAKeyAndWrites(on: tabletCopy, as: tablet, before: removal)
         return (tablet, tabletCopy, thief)
     }
 
@@ -265,12 +251,7 @@ final class ServeForkAttackTests: ConcordServeTestCase {
     /// Jay revokes alice (or demotes her to Viewer) and syncs, adds kim and writes vocabulary/jays;
     /// bob syncs. Alice's copy is left as it was before.
     private func jayRemovesAlice(_ team: ServedTeam, demoting: Bool) throws {
-        try concordOK(demoting ? ["role", "alice", "viewer"] : ["revoke", "alice"], as: team.jay, in: team.jayCopy)
-        try concordOK(["sync"], as: team.jay, in: team.jayCopy)
-        try concordOK(["members", "add", "kim", "--role", "editor", "--key", team.kim.publicKeyLine, "--device", "tablet"], as: team.jay, in: team.jayCopy)
-        try concordOK(["put", "vocabulary/jays", "--json", #"{"label":"by jay"}"#], as: team.jay, in: team.jayCopy)
-        try concordOK(["sync"], as: team.jay, in: team.jayCopy)
-        try concordOK(["sync"], as: team.bob, in: team.bobCopy)
+        try jayRemovesAlice(demoting: demoting, jay: (team.jay, team.jayCopy), kim: team.kim, bob: (team.bob, team.bobCopy))
     }
 
     /// After alice's attempt: the server's main, and jay's and bob's devices after they sync, show

@@ -217,11 +217,7 @@ final class AccountDeletionTests: ConcordTestCase {
         let alice = try makeDevice("alice", device: "laptop")
         let phone = try makeDevice("alice", device: "phone")
         let bob = try makeDevice("bob", device: "laptop")
-        let origin = try makeRemote(.path, name: "origin.git")
-        let backup = try makeRemote(.path, name: "backup.git")
-        let laptops = try publishProfile(owner: alice, remote: origin, directory: "two-remotes-laptop", members: [(phone, "admin")])
-        try concordOK(["remote", "add", "backup", backup.url], as: alice, in: laptops)
-        try concordOK(["sync", "--remote", "backup"], as: alice, in: laptops)
+        let (origin, backup, _) = try publishedToTwoRemotes(by: alice, directory: "two-remotes-laptop", members: [(phone, "admin")])
         let phones = try cloneProfile(phone, from: backup, into: "two-remotes-phone")
         try concordOK(["members", "add", "bob", "--role", "admin", "--key", bob.publicKeyLine, "--device", bob.device], as: phone, in: phones)
         try concordOK(["sync"], as: phone, in: phones)
@@ -244,14 +240,8 @@ final class AccountDeletionTests: ConcordTestCase {
     func testIdentityDeleteLeavesTheOtherRemotesWhenOneDeletedTheProfile() throws {
         let alice = try makeDevice("alice", device: "laptop")
         let bob = try makeDevice("bob", device: "laptop")
-        let origin = try makeRemote(.path, name: "origin.git")
-        let backup = try makeRemote(.path, name: "backup.git")
-        let laptops = try publishProfile(owner: alice, remote: origin, directory: "deleted-backup-laptop", members: [(bob, "admin")])
-        try concordOK(["remote", "add", "backup", backup.url], as: alice, in: laptops)
-        try concordOK(["sync", "--remote", "backup"], as: alice, in: laptops)
-        let bobs = try cloneProfile(bob, from: backup, into: "deleted-backup-bob")
-        try concordOK(["destroy", "--yes"], as: bob, in: bobs)
-        fsckAtEnd.removeAll { $0 == backup.bare }   // it keeps only the deletion notice
+        let (origin, backup, _) = try publishedToTwoRemotes(by: alice, directory: "deleted-backup-laptop", members: [(bob, "admin")])
+        try destroy(backup, as: bob, into: "deleted-backup-bob")
 
         let deleted = try concordOK(["identity", "delete", "--yes"], as: alice)
         XCTAssertTrue(deleted.contains("departure recorded on origin") && deleted.contains("backup: the profile was deleted"), deleted)
@@ -269,14 +259,8 @@ final class AccountDeletionTests: ConcordTestCase {
     func testANoticeBesideALiveRepositoryIsRefused() throws {
         let alice = try makeDevice("alice", device: "laptop")
         let bob = try makeDevice("bob", device: "laptop")
-        let origin = try makeRemote(.path, name: "origin.git")
-        let backup = try makeRemote(.path, name: "backup.git")
-        let laptops = try publishProfile(owner: alice, remote: origin, directory: "planted-notice-laptop", members: [(bob, "admin")])
-        try concordOK(["remote", "add", "backup", backup.url], as: alice, in: laptops)
-        try concordOK(["sync", "--remote", "backup"], as: alice, in: laptops)
-        let bobs = try cloneProfile(bob, from: backup, into: "planted-notice-bob")
-        try concordOK(["destroy", "--yes"], as: bob, in: bobs)
-        fsckAtEnd.removeAll { $0 == backup.bare }
+        let (origin, backup, laptops) = try publishedToTwoRemotes(by: alice, directory: "planted-notice-laptop", members: [(bob, "admin")])
+        try destroy(backup, as: bob, into: "planted-notice-bob")
         let notice = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: backup.bare.path).first { $0 != "concord" })
         try FileManager.default.copyItem(at: backup.bare.appendingPathComponent(notice), to: origin.bare.appendingPathComponent(notice))
         let head = try gitOK(["--git-dir", origin.bare.path, "rev-parse", "main"])
@@ -292,5 +276,24 @@ final class AccountDeletionTests: ConcordTestCase {
         XCTAssertEqual(((report["profiles"] as? [[String: Any]])?.first?["result"] as? String), "NOT done", "\(report)")
         XCTAssertEqual(try gitOK(["--git-dir", origin.bare.path, "rev-parse", "main"]), head, "origin is untouched")
         XCTAssertTrue(FileManager.default.fileExists(atPath: alice.home.appendingPathComponent("identity.json").path))
+    }
+
+    /// `owner`'s copy in `<sandbox>/<directory>` of a profile published on origin with `members`,
+    /// then given backup as a second remote and synced there too.
+    private func publishedToTwoRemotes(by owner: TestDevice, directory: String, members: [(TestDevice, String)])
+        throws -> (origin: SyncRemote, backup: SyncRemote, copy: URL) {
+        let origin = try makeRemote(.path, name: "origin.git")
+        let backup = try makeRemote(.path, name: "backup.git")
+        let copy = try publishProfile(owner: owner, remote: origin, directory: directory, members: members)
+        try concordOK(["remote", "add", "backup", backup.url], as: owner, in: copy)
+        try concordOK(["sync", "--remote", "backup"], as: owner, in: copy)
+        return (origin, backup, copy)
+    }
+
+    /// `device` clones `remote` into `<sandbox>/<directory>` and destroys the profile there.
+    private func destroy(_ remote: SyncRemote, as device: TestDevice, into directory: String) throws {
+        let copy = try cloneProfile(device, from: remote, into: directory)
+        try concordOK(["destroy", "--yes"], as: device, in: copy)
+        fsckAtEnd.removeAll { $0 == remote.bare }   // it keeps only the deletion notice
     }
 }

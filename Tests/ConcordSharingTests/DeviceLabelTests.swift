@@ -32,12 +32,7 @@ final class DeviceLabelTests: ConcordTestCase {
     /// out, and the report says why: the key's removal, not a revocation or demotion (the second
     /// red-team pass's repro-B).
     func testAWriteByARemovedKeyIsReportedAsLostToTheKeysRemoval() throws {
-        let team = try makeAccessTeam()
-        let eddiesCopy = try cloneProfile(team.eddie, from: team.remote, into: "eddie")
-        let tablet = try makeDevice("eddie", device: "tablet")
-        try concordOK(["devices", "add", "--name", "tablet", "--key", tablet.publicKeyLine, "--proof", try keyProof(of: tablet, for: eddiesCopy)],
-                      as: team.eddie, in: eddiesCopy)
-        try concordOK(["sync"], as: team.eddie, in: eddiesCopy)
+        let (team, eddiesCopy, tablet) = try eddieAddsATablet()
         let tabletsCopy = try cloneProfile(tablet, from: team.remote, into: "tablet")
         let tabletsKey = try fingerprint(tablet.publicKeyLine)
         try concordOK(["devices", "remove", tabletsKey], as: team.eddie, in: eddiesCopy)
@@ -55,15 +50,20 @@ final class DeviceLabelTests: ConcordTestCase {
         XCTAssertNotEqual(try concord(["get", "vocabulary/stolen"], as: team.alice, in: team.aliceProfile).status, 0, "left out")
     }
 
-    /// Eddie adds his tablet and syncs; a thief holding the tablet's key changes the labels of eddie's
-    /// keys with `relabel` (plain git, signed by the tablet's key) and pushes it; eddie syncs.
-    private func eddieWithAStolenTablet(_ relabel: @escaping (inout [[String: Any]]) -> Void) throws -> (AccessTeam, URL, TestDevice) {
+    /// The access team; eddie, on a copy of his own, adds his tablet (with its proof) and syncs.
+    private func eddieAddsATablet() throws -> (AccessTeam, URL, TestDevice) {
         let team = try makeAccessTeam()
         let eddiesCopy = try cloneProfile(team.eddie, from: team.remote, into: "eddie")
         let tablet = try makeDevice("eddie", device: "tablet")
-        try concordOK(["devices", "add", "--name", "tablet", "--key", tablet.publicKeyLine, "--proof", try keyProof(of: tablet, for: eddiesCopy)],
-                      as: team.eddie, in: eddiesCopy)
+        try addDevice(tablet, as: team.eddie, in: eddiesCopy)
         try concordOK(["sync"], as: team.eddie, in: eddiesCopy)
+        return (team, eddiesCopy, tablet)
+    }
+
+    /// Eddie adds his tablet and syncs; a thief holding the tablet's key changes the labels of eddie's
+    /// keys with `relabel` (plain git, signed by the tablet's key) and pushes it; eddie syncs.
+    private func eddieWithAStolenTablet(_ relabel: @escaping (inout [[String: Any]]) -> Void) throws -> (AccessTeam, URL, TestDevice) {
+        let (team, eddiesCopy, tablet) = try eddieAddsATablet()
         try assertAccepted(team, commit: try pushWithGit(team, signedWith: tablet.keyFile, message: "members/eddie: devices") { clone in
             try self.editMember("eddie", in: clone) { member in
                 var keys = member["keys"] as? [[String: Any]] ?? []

@@ -97,11 +97,7 @@ final class ForkAttackTests: ConcordTestCase {
         XCTAssertEqual(try memberKeys("dave", in: scene.aliceProfile), [keyBlob(dave.publicKeyLine)], "dave's file invites exactly his key")
         let daveProfile = try accept(named, as: dave, remote: scene.remote, into: "dave")
         try concordOK(["sync"], as: scene.alice, in: scene.aliceProfile)
-        for (device, profile) in [(scene.alice, scene.aliceProfile), (dave, daveProfile)] where FileManager.default.fileExists(atPath: profile.path) {
-            try assertMember("dave", "editor", "active", as: device, in: profile)
-            XCTAssertEqual(try memberKeys("dave", in: profile), [keyBlob(dave.publicKeyLine)], "\(device.member): dave's keys")
-            XCTAssertFalse(try memberKeys("dave", in: profile).contains(keyBlob(squat.key)), "eve's second key is not dave's")
-        }
+        try assertSquatFell(dave, squat: squat.key, on: [(scene.alice, scene.aliceProfile), (dave, daveProfile)])
     }
 
     // MARK: - 3. A removed device key
@@ -111,7 +107,7 @@ final class ForkAttackTests: ConcordTestCase {
     /// removal's), writes a record there, merges main with `concord merge` as X and pushes.
     func testARemovedKeysAdditionOnAnOldCopyMergedByConcordFalls() throws {
         let scene = try bobRemovesHisTablet()
-        let thief = try thiefAddsAKeyAndWrites(scene)
+        let thief = try thiefAddsAKeyAndWrites(on: scene.tabletProfile, as: scene.tablet, before: scene.removal)
         try mergeMainAndPushAnyway(in: scene.tabletProfile, as: thief)
         try assertTheTabletStaysRemoved(scene, thief: thief)
     }
@@ -119,7 +115,7 @@ final class ForkAttackTests: ConcordTestCase {
     /// The same with plain git: the thief's fork first, main second, signed with the thief's key.
     func testARemovedKeysAdditionOnAnOldCopyMergedByPlainGitFalls() throws {
         let scene = try bobRemovesHisTablet()
-        let thief = try thiefAddsAKeyAndWrites(scene)
+        let thief = try thiefAddsAKeyAndWrites(on: scene.tabletProfile, as: scene.tablet, before: scene.removal)
         try gitOK(["fetch", "--quiet", "origin"], in: scene.tabletProfile)
         try forkFirstMergeWithGit(in: scene.tabletProfile, of: "origin/main", as: thief, signedWith: thief.keyFile)
         try pushAnyway(from: scene.tabletProfile)
@@ -131,17 +127,12 @@ final class ForkAttackTests: ConcordTestCase {
     /// merges main with `concord merge` as the alias and pushes: the alias is never an active
     /// member on an honest device.
     func testARemovedAdminKeysAliasOnAnOldCopyNeverBecomesAMember() throws {
-        let remote = try makeRemote(.path)
-        let alice = try makeDevice("alice", device: "laptop")
         let phone = try makeDevice("alice", device: "phone")
         let bob = try makeDevice("bob", device: "phone")
-        let aliceProfile = try publishProfile(owner: alice, remote: remote, directory: "alice", members: [(phone, "admin"), (bob, "editor")],
-                                              records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)])
+        let (remote, alice, aliceProfile) = try alicesProfile(with: [(phone, "admin"), (bob, "editor")])
         let phoneProfile = try cloneProfile(phone, from: remote, into: "alice-phone")
         let bobProfile = try cloneProfile(bob, from: remote, into: "bob")
-        try concordOK(["devices", "remove", "phone"], as: alice, in: aliceProfile)
-        let removal = try revParse("HEAD", in: aliceProfile)
-        try concordOK(["sync"], as: alice, in: aliceProfile)
+        let removal = try removeDevice("phone", as: alice, in: aliceProfile)
         try concordOK(["sync"], as: bob, in: bobProfile)
 
         let alias = try makeDevice("alias", device: "laptop")
@@ -329,6 +320,15 @@ final class ForkAttackTests: ConcordTestCase {
 
     // MARK: - Scenes
 
+    /// Alice's profile on a path remote with vocabulary/puzzle and `members` (device, role).
+    private func alicesProfile(with members: [(TestDevice, String)]) throws -> (remote: SyncRemote, alice: TestDevice, profile: URL) {
+        let remote = try makeRemote(.path)
+        let alice = try makeDevice("alice", device: "laptop")
+        let profile = try publishProfile(owner: alice, remote: remote, directory: "alice", members: members,
+                                         records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)])
+        return (remote, alice, profile)
+    }
+
     struct RevokerScene {
         let alice: TestDevice, jay: TestDevice, bob: TestDevice, kim: TestDevice
         let remote: SyncRemote
@@ -339,21 +339,13 @@ final class ForkAttackTests: ConcordTestCase {
     /// (or demotes her to Viewer) and syncs, then adds kim and writes vocabulary/jays; bob syncs.
     /// Alice's copy is left as it was before.
     private func jayRemovesAlice(demoting: Bool) throws -> RevokerScene {
-        let remote = try makeRemote(.path)
-        let alice = try makeDevice("alice", device: "laptop")
         let jay = try makeDevice("jay", device: "laptop")
         let bob = try makeDevice("bob", device: "phone")
         let kim = try makeDevice("kim", device: "tablet")
-        let aliceProfile = try publishProfile(owner: alice, remote: remote, directory: "alice", members: [(jay, "admin"), (bob, "editor")],
-                                              records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)])
+        let (remote, alice, aliceProfile) = try alicesProfile(with: [(jay, "admin"), (bob, "editor")])
         let jayProfile = try cloneProfile(jay, from: remote, into: "jay")
         let bobProfile = try cloneProfile(bob, from: remote, into: "bob")
-        try concordOK(demoting ? ["role", "alice", "viewer"] : ["revoke", "alice"], as: jay, in: jayProfile)
-        try concordOK(["sync"], as: jay, in: jayProfile)
-        try concordOK(["members", "add", "kim", "--role", "editor", "--key", kim.publicKeyLine, "--device", "tablet"], as: jay, in: jayProfile)
-        try concordOK(["put", "vocabulary/jays", "--json", #"{"label":"by jay"}"#], as: jay, in: jayProfile)
-        try concordOK(["sync"], as: jay, in: jayProfile)
-        try concordOK(["sync"], as: bob, in: bobProfile)
+        try jayRemovesAlice(demoting: demoting, jay: (jay, jayProfile), kim: kim, bob: (bob, bobProfile))
         return RevokerScene(alice: alice, jay: jay, bob: bob, kim: kim, remote: remote,
                             aliceProfile: aliceProfile, jayProfile: jayProfile, bobProfile: bobProfile)
     }
@@ -404,35 +396,16 @@ final class ForkAttackTests: ConcordTestCase {
     /// Bob (Editor) with a phone and a tablet; his phone removes the tablet's key and syncs, alice
     /// syncs. The tablet's copy is left as it was before the removal: the thief's.
     private func bobRemovesHisTablet() throws -> RemovedKeyScene {
-        let remote = try makeRemote(.path)
-        let alice = try makeDevice("alice", device: "laptop")
         let phone = try makeDevice("bob", device: "phone")
         let tablet = try makeDevice("bob", device: "tablet")
-        let aliceProfile = try publishProfile(owner: alice, remote: remote, directory: "alice", members: [(phone, "editor")],
-                                              records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)])
+        let (remote, alice, aliceProfile) = try alicesProfile(with: [(phone, "editor")])
         let phoneProfile = try cloneProfile(phone, from: remote, into: "bob-phone")
-        try concordOK(["devices", "add", "--name", "tablet", "--key", tablet.publicKeyLine, "--proof", try keyProof(of: tablet, for: phoneProfile)],
-                      as: phone, in: phoneProfile)
-        try concordOK(["sync"], as: phone, in: phoneProfile)
-        let tabletProfile = try cloneProfile(tablet, from: remote, into: "bob-tablet")
-        try concordOK(["devices", "remove", "tablet"], as: phone, in: phoneProfile)
-        let removal = try revParse("HEAD", in: phoneProfile)
-        try concordOK(["sync"], as: phone, in: phoneProfile)
+        let (tabletProfile, removal) = try deviceRemovedAfterItCopied(tablet, by: phone, in: phoneProfile) {
+            try self.cloneProfile($0, from: remote, into: "bob-tablet")
+        }
         try concordOK(["sync"], as: alice, in: aliceProfile)
         return RemovedKeyScene(alice: alice, phone: phone, tablet: tablet, aliceProfile: aliceProfile, phoneProfile: phoneProfile,
                                tabletProfile: tabletProfile, removal: removal)
-    }
-
-    /// On the tablet's old copy, signed by the tablet's key: a key X of the thief's added to bob's
-    /// file (with X's proof; the commit's id ground to sort before the removal's), then a record
-    /// vocabulary/thief. Returns the thief's device, whose key is X.
-    private func thiefAddsAKeyAndWrites(_ scene: RemovedKeyScene) throws -> TestDevice {
-        let thief = try makeDevice("bob", device: "spare")
-        try concordOK(["devices", "add", "--name", "spare", "--key", thief.publicKeyLine, "--proof", try keyProof(of: thief, for: scene.tabletProfile)],
-                      as: scene.tablet, in: scene.tabletProfile)
-        try grindHead(in: scene.tabletProfile, before: scene.removal, signedWith: scene.tablet.keyFile)
-        try concordOK(["put", "vocabulary/thief", "--json", #"{"label":"by the thief"}"#], as: scene.tablet, in: scene.tabletProfile)
-        return thief
     }
 
     /// After the thief's push: alice's and bob's phone's devices sync; bob's file holds only the

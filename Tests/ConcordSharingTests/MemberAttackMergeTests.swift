@@ -57,9 +57,7 @@ extension MemberAttackTests {
         try assertAccepted(team, commit: try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
             try self.editMember("eddie", in: clone) { $0["role"] = "admin" }
         })
-        let fork = sandbox.appendingPathComponent("eddie-fork")
-        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
-        fsckAtEnd.append(fork)
+        let fork = try eddiesFork(team)
         let demotion = try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
             try self.editMember("eddie", in: clone) { $0["role"] = "viewer" }
         }

@@ -311,9 +311,7 @@ final class MemberAttackTests: ConcordTestCase {
         try assertAccepted(team, commit: try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
             try editMember("eddie", in: clone) { $0["role"] = "admin" }
         })
-        let fork = sandbox.appendingPathComponent("eddie-fork")
-        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
-        fsckAtEnd.append(fork)
+        let fork = try eddiesFork(team)
         return (team, fork)
     }
 

@@ -21,12 +21,12 @@ final class OldFormatForkTests: ConcordTestCase {
         try concordOK(["members", "add", "zed", "--role", "admin", "--key", zed.publicKeyLine, "--device", "desk"], as: scene.alice, in: scene.aliceProfile)
         try concordOK(["sync"], as: scene.alice, in: scene.aliceProfile)
         let zedsCopy = try cloneProfile(zed, from: scene.remote, into: "zed")
-        try concordOK(["sync"], as: scene.mallory, in: scene.malloryCopy)
+        try concordOK(["sync"], as: scene.member, in: scene.membersCopy)
 
         let fork = try forkFromTheOldCopy(scene) { try self.addKey(zed.publicKeyLine, device: "desk2", proof: nil, to: "mallory", in: $0) }
-        let merged = try concordOK(["merge", fork], as: scene.mallory, in: scene.malloryCopy)
+        let merged = try concordOK(["merge", fork], as: scene.member, in: scene.membersCopy)
         XCTAssertTrue(merged.contains("does not count") && merged.contains("zed holds the key it gives mallory"), merged)
-        try concordOK(["sync"], as: scene.mallory, in: scene.malloryCopy)
+        try concordOK(["sync"], as: scene.member, in: scene.membersCopy)
 
         try concordOK(["sync"], as: scene.alice, in: scene.aliceProfile)
         XCTAssertFalse(try memberFileText("mallory", in: scene.aliceProfile).contains(zed.publicKeyLine.split(separator: " ")[1]),
@@ -48,19 +48,19 @@ final class OldFormatForkTests: ConcordTestCase {
         let spareFile = sandbox.appendingPathComponent("mallory_spare")
         let spare = try GitSigning.makeKey(at: spareFile, comment: "mallory@spare", environment: environment())
         let fork = try forkFromTheOldCopy(scene) { try self.addKey(spare, device: "spare", proof: nil, to: "mallory", in: $0) }
-        let merged = try concordOK(["merge", fork], as: scene.mallory, in: scene.malloryCopy)
+        let merged = try concordOK(["merge", fork], as: scene.member, in: scene.membersCopy)
         XCTAssertTrue(merged.contains("does not count") && merged.contains("requires a key's proof of possession"), merged)
-        try concordOK(["sync"], as: scene.mallory, in: scene.malloryCopy)
+        try concordOK(["sync"], as: scene.member, in: scene.membersCopy)
         try concordOK(["sync"], as: scene.alice, in: scene.aliceProfile)
         XCTAssertFalse(try memberFileText("mallory", in: scene.aliceProfile).contains(spare.split(separator: " ")[1]), "the unproven key is not hers")
 
         // A commit signed by that key is no member's.
-        try gitOK(["fetch", "--quiet", "origin"], in: scene.malloryCopy)
-        try gitOK(["checkout", "--quiet", "-B", "spare", "origin/main"], in: scene.malloryCopy)
-        try commitWithGit(in: scene.malloryCopy, signedWith: spareFile) { clone in
+        try gitOK(["fetch", "--quiet", "origin"], in: scene.membersCopy)
+        try gitOK(["checkout", "--quiet", "-B", "spare", "origin/main"], in: scene.membersCopy)
+        try commitWithGit(in: scene.membersCopy, signedWith: spareFile) { clone in
             try self.replace(#""label": "puzzle""#, with: #""label": "by the spare key""#, in: try self.recordFile("vocabulary", "puzzle", in: clone))
         }
-        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: scene.malloryCopy)
+        try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: scene.membersCopy)
         let refused = try concord(["sync"], as: scene.alice, in: scene.aliceProfile)
         XCTAssertNotEqual(refused.status, 0, refused.summary)
         XCTAssertTrue(try concordOK(["get", "vocabulary/puzzle"], as: scene.alice, in: scene.aliceProfile).contains(#""label": "puzzle""#))
@@ -114,47 +114,46 @@ final class OldFormatForkTests: ConcordTestCase {
 
     private struct Scene {
         let alice: TestDevice
-        let mallory: TestDevice
+        let member: TestDevice
         let remote: SyncRemote
         let aliceProfile: URL
-        let malloryCopy: URL
-        /// Mallory's main before the upgrade (format 4).
+        let membersCopy: URL
+        /// The member's main before the upgrade.
         let old: String
     }
 
     /// Alice's format 4 profile with mallory (Viewer); mallory clones it; alice upgrades it to this
     /// build's format and syncs; mallory syncs.
     private func upgradedAfterMalloryCopied() throws -> Scene {
+        try upgraded(fromFormat: 4, afterCopying: "mallory", device: "phone", role: "viewer")
+    }
+
+    /// Alice's format `format` profile with alice's record vocabulary/puzzle and `member` (`role`, on
+    /// `device`); the member clones it (`old`: their main then); alice upgrades it to this build's
+    /// format; both sync.
+    private func upgraded(fromFormat format: Int, afterCopying member: String, device: String, role: String) throws -> Scene {
         let alice = try makeDevice("alice", device: "laptop")
-        let mallory = try makeDevice("mallory", device: "phone")
+        let other = try makeDevice(member, device: device)
         let remote = try makeRemote(.path)
-        let profile = try publishOldFormatProfile(4, owner: alice, remote: remote, members: [(mallory, "viewer")],
+        let profile = try publishOldFormatProfile(format, owner: alice, remote: remote, members: [(other, role)],
                                                   records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)], currentFormat: concordFormatVersion)
-        let malloryCopy = try cloneProfile(mallory, from: remote, into: "mallory")
-        let old = try revParse("HEAD", in: malloryCopy)
-        try upgradeAndSync(alice, profile, then: [(mallory, malloryCopy)])
-        return Scene(alice: alice, mallory: mallory, remote: remote, aliceProfile: profile, malloryCopy: malloryCopy, old: old)
+        let copy = try cloneProfile(other, from: remote, into: member)
+        let old = try revParse("HEAD", in: copy)
+        try upgradeAndSync(alice, profile, then: [(other, copy)])
+        return Scene(alice: alice, member: other, remote: remote, aliceProfile: profile, membersCopy: copy, old: old)
     }
 
     /// A commit by mallory (plain git, her key) on a branch from her format 4 main, `edit` changing
     /// files there; her copy is back on main after it.
     private func forkFromTheOldCopy(_ scene: Scene, _ edit: (URL) throws -> Void) throws -> String {
-        XCTAssertTrue(try gitOK(["show", "\(scene.old):.concord/profile.json"], in: scene.malloryCopy).contains(#""formatVersion": 4"#))
-        return try commitOnABranch(from: scene.old, in: scene.malloryCopy, signedWith: scene.mallory.keyFile, message: "members/mallory: devices", edit)
+        XCTAssertTrue(try gitOK(["show", "\(scene.old):.concord/profile.json"], in: scene.membersCopy).contains(#""formatVersion": 4"#))
+        return try commitOnABranch(from: scene.old, in: scene.membersCopy, signedWith: scene.member.keyFile, message: "members/mallory: devices", edit)
     }
 
-    /// Alice's format 6 profile with alice's record vocabulary/puzzle and eddie (Editor); eddie
-    /// clones it (`old`: his main then); alice upgrades it to this build's format; both sync.
+    /// Alice's format 6 profile with eddie (Editor), upgraded after eddie copied it (see `upgraded`).
     private func format6UpgradedAfterEddieCopied() throws -> (alice: TestDevice, eddie: TestDevice, profile: URL, eddiesCopy: URL, old: String) {
-        let alice = try makeDevice("alice", device: "laptop")
-        let eddie = try makeDevice("eddie", device: "laptop")
-        let remote = try makeRemote(.path)
-        let profile = try publishOldFormatProfile(6, owner: alice, remote: remote, members: [(eddie, "editor")],
-                                                  records: [("vocabulary/puzzle", #"{"label":"puzzle"}"#)], currentFormat: concordFormatVersion)
-        let eddiesCopy = try cloneProfile(eddie, from: remote, into: "eddie")
-        let old = try revParse("HEAD", in: eddiesCopy)
-        try upgradeAndSync(alice, profile, then: [(eddie, eddiesCopy)])
-        return (alice, eddie, profile, eddiesCopy, old)
+        let scene = try upgraded(fromFormat: 6, afterCopying: "eddie", device: "laptop", role: "editor")
+        return (scene.alice, scene.member, scene.aliceProfile, scene.membersCopy, scene.old)
     }
 
     private func memberFileText(_ name: String, in profile: URL) throws -> String {

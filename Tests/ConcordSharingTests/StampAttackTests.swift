@@ -19,16 +19,12 @@ final class StampAttackTests: ConcordTestCase {
                                                            "in alice's name, but eddie signed it", "concord put"])
         try gitOK(["update-ref", "refs/heads/main", try revParse("HEAD", in: team.aliceProfile)], in: team.remote.bare)
         let stampedAsUma = try pushWithGit(team, signedWith: team.eddie.keyFile) { clone in
-            let file = try self.recordFile("vocabulary", "puzzle", in: clone)
-            try self.replace(#""label": "puzzle""#, with: #""label": "ball""#, in: file)
-            try self.replace(#""updatedBy": "alice""#, with: #""updatedBy": "uma""#, in: file)
+            try self.restampPuzzle(in: clone, label: "ball", by: "uma")
         }
         try assertRefused(team, commit: stampedAsUma, mentions: ["by eddie@laptop changes vocabulary/puzzle", "its updatedBy", "in uma's name"])
         try gitOK(["update-ref", "refs/heads/main", try revParse("HEAD", in: team.aliceProfile)], in: team.remote.bare)
         let own = try pushWithGit(team, signedWith: team.eddie.keyFile) { clone in
-            let file = try self.recordFile("vocabulary", "puzzle", in: clone)
-            try self.replace(#""label": "puzzle""#, with: #""label": "ball""#, in: file)
-            try self.replace(#""updatedBy": "alice""#, with: #""updatedBy": "eddie""#, in: file)
+            try self.restampPuzzle(in: clone, label: "ball", by: "eddie")
         }
         try assertAccepted(team, commit: own)
     }
@@ -37,9 +33,7 @@ final class StampAttackTests: ConcordTestCase {
     /// from the policy merge is in its signer's own name stands.
     func testAMergeWithAStampOfNeitherParentIsRefused() throws {
         let team = try makeAccessTeam()
-        let fork = sandbox.appendingPathComponent("eddie-fork")
-        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
-        fsckAtEnd.append(fork)
+        let fork = try eddiesFork(team)
         let start = try gitOK(["rev-parse", "HEAD"], in: fork)
         try concordOK(["put", "settings/theme", "--json", #"{"color":"red"}"#], as: team.alice, in: team.aliceProfile)
         try concordOK(["sync"], as: team.alice, in: team.aliceProfile)
@@ -47,9 +41,7 @@ final class StampAttackTests: ConcordTestCase {
         try gitOK(["fetch", "--quiet", "origin"], in: fork)
 
         let forged = try mergeWithGit(in: fork, "origin/main", signedWith: team.eddie.keyFile, mainFirst: true) { fork in
-            let file = try self.recordFile("vocabulary", "puzzle", in: fork)
-            try self.replace(#""label": "puzzle""#, with: #""label": "merged""#, in: file)
-            try self.replace(#""updatedBy": "alice""#, with: #""updatedBy": "uma""#, in: file)
+            try self.restampPuzzle(in: fork, label: "merged", by: "uma")
         }
         try gitOK(["push", "--quiet", "origin", "HEAD:main"], in: fork)
         try assertRefused(team, commit: forged, mentions: ["by eddie@laptop changes vocabulary/puzzle", "in uma's name, but eddie signed it"])
@@ -57,9 +49,7 @@ final class StampAttackTests: ConcordTestCase {
         try gitOK(["update-ref", "refs/heads/main", main], in: team.remote.bare)
         try gitOK(["reset", "--quiet", "--hard", start], in: fork)
         let own = try mergeWithGit(in: fork, main, signedWith: team.eddie.keyFile, mainFirst: true) { fork in
-            let file = try self.recordFile("vocabulary", "puzzle", in: fork)
-            try self.replace(#""label": "puzzle""#, with: #""label": "merged""#, in: file)
-            try self.replace(#""updatedBy": "alice""#, with: #""updatedBy": "eddie""#, in: file)
+            try self.restampPuzzle(in: fork, label: "merged", by: "eddie")
         }
         try gitOK(["push", "--quiet", "--force", "origin", "HEAD:main"], in: fork)
         try assertAccepted(team, commit: own)
@@ -73,9 +63,7 @@ final class StampAttackTests: ConcordTestCase {
     /// removes no record; the same merge written as Eddie's own stands.
     func testAMergeWithAnAncestorCannotTakeBackAnotherMembersWrites() throws {
         let team = try makeAccessTeam()
-        let fork = sandbox.appendingPathComponent("eddie-fork")
-        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
-        fsckAtEnd.append(fork)
+        let fork = try eddiesFork(team)
         let old = try gitOK(["rev-parse", "HEAD"], in: fork)
         let puzzle = try recordFile("vocabulary", "puzzle", in: fork).path.dropFirst(fork.path.count + 1)
         /// Alice's `command` synced; Eddie's fork at the remote's main, then his merge of `old` with `edit`, pushed.
@@ -155,5 +143,12 @@ final class StampAttackTests: ConcordTestCase {
         XCTAssertEqual(shown.count, 2, "\(shown)")
         XCTAssertTrue(shown.first?.contains(#""by":"alice""#) == true && shown.first?.contains("question") == true, "\(shown)")
         XCTAssertTrue(shown.last?.contains(#""by":"uma""#) == true && shown.last?.contains("forged") == true, "\(shown)")
+    }
+
+    /// Alice's vocabulary/puzzle in `clone` relabelled `label`, its updatedBy changed to `member`.
+    private func restampPuzzle(in clone: URL, label: String, by member: String) throws {
+        let file = try recordFile("vocabulary", "puzzle", in: clone)
+        try replace(#""label": "puzzle""#, with: #""label": "\#(label)""#, in: file)
+        try replace(#""updatedBy": "alice""#, with: #""updatedBy": "\#(member)""#, in: file)
     }
 }

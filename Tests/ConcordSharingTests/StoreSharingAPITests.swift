@@ -19,16 +19,8 @@ final class StoreSharingAPITests: ConcordTestCase {
     }
 
     /// Alice's store of "Care team", with a bare path remote as origin and Bob (an editor) added and pushed.
-    private func careTeam() throws -> (remote: URL, alice: ConcordStore, bob: Identity) {
-        let alice = try identity("alice", device: "laptop"), bob = try identity("bob", device: "phone")
-        let remote = sandbox.appendingPathComponent("remote.git")
-        try Sync.createBareRemote(at: remote)
-        let store = try ConcordStore.create(at: sandbox.appendingPathComponent("alice"), name: "Care team", template: .aac,
-                                            identity: alice, environment: environment(alice))
-        try store.addRemote("origin", url: remote.path)
-        try store.addMember("bob", role: .editor, device: "phone", key: bob.key.publicKey)
-        _ = try store.sync()
-        return (remote, store, bob)
+    private func careTeam() throws -> (remote: URL, alice: ConcordStore, other: Identity) {
+        try publishedCareTeam(other: "bob", otherDevice: "phone")
     }
 
     func testNamedLinkAndOpenInvitationsAreTypedValuesAnInviteeAccepts() async throws {

@@ -136,11 +136,7 @@ final class SyncAccessTests: ConcordTestCase {
     /// but the merge that would bring it in is signed by someone revoked in the merged membership.
     func testARevokedMembersMergeOfABranchForkedBeforeTheRevocationIsRefused() throws {
         let team = try makeAccessTeam()
-        let fork = sandbox.appendingPathComponent("eddie-fork")
-        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
-        try replace(#""label": "puzzle""#, with: #""label": "forked""#, in: try recordFile("vocabulary", "puzzle", in: fork))
-        try stamp(try recordFile("vocabulary", "puzzle", in: fork), as: "eddie")
-        try gitOK(GitSigning.options(keyFile: team.eddie.keyFile.path) + ["commit", "-S", "--quiet", "-am", "before the revocation"], in: fork)
+        let fork = try eddiesFork(team, relabelling: "forked", message: "before the revocation")
         let revocation = try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
             try editMember("eddie", in: clone) { $0["status"] = "revoked" }
         }
@@ -225,12 +221,8 @@ final class SyncAccessTests: ConcordTestCase {
     /// An Editor's merge that slips a settings change in (beyond what either parent had) is refused.
     func testAMergeThatAddsAChangeTheSignerMayNotMakeIsRefused() throws {
         let team = try makeAccessTeam()
-        let fork = sandbox.appendingPathComponent("eddie-fork")
-        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
-        try replace(#""label": "puzzle""#, with: #""label": "jigsaw""#, in: try recordFile("vocabulary", "puzzle", in: fork))
-        try stamp(try recordFile("vocabulary", "puzzle", in: fork), as: "eddie")
+        let fork = try eddiesFork(team, relabelling: "jigsaw", message: "eddie's edit")
         let signing = GitSigning.options(keyFile: team.eddie.keyFile.path)
-        try gitOK(signing + ["commit", "-S", "--quiet", "-am", "eddie's edit"], in: fork)
         let alices = try pushWithGit(team, signedWith: team.alice.keyFile) { clone in
             try FileManager.default.createDirectory(at: clone.appendingPathComponent("logs"), withIntermediateDirectories: true)
             try Data(#"{"at":"2026-01-01T10:00:00.000Z-0000","by":"alice","data":{},"device":"laptop","id":"a1"}"#.utf8 + [0x0A])
@@ -298,5 +290,15 @@ final class SyncAccessTests: ConcordTestCase {
         try assertAccepted(team, commit: try byEddie(for: "alice", editVocabulary))
         let log = try concordOK(["log", "--json", "--limit", "1"], as: team.alice, in: team.aliceProfile)
         XCTAssertTrue(log.contains(#""member": "alice""#) && log.contains(#""signedBy": "eddie""#), log)
+    }
+
+    /// Eddie's fork (`eddiesFork`) with vocabulary/puzzle relabelled `label` in his own name, committed
+    /// there as `message` and signed with his key; not pushed.
+    private func eddiesFork(_ team: AccessTeam, relabelling label: String, message: String) throws -> URL {
+        let fork = try eddiesFork(team)
+        try replace(#""label": "puzzle""#, with: #""label": "\#(label)""#, in: try recordFile("vocabulary", "puzzle", in: fork))
+        try stamp(try recordFile("vocabulary", "puzzle", in: fork), as: "eddie")
+        try gitOK(GitSigning.options(keyFile: team.eddie.keyFile.path) + ["commit", "-S", "--quiet", "-am", message], in: fork)
+        return fork
     }
 }

@@ -29,9 +29,7 @@ final class StoreBoundEngineTests: ConcordTestCase {
         try await bob.write { try $0.put("vocabulary", "from-bob", data: ["label": "sent by the engine"]) }
         XCTAssertEqual(bob.status.pendingCommits, 1)
         let feed = bob.changes(since: nil)
-        let engine = try SyncEngine(for: bob, interval: 0.5)
-        let recorder = EngineRecorder(engine)
-        engine.start()
+        let (engine, recorder) = try startedEngine(for: bob, interval: 0.5)
         defer { engine.stop() }
         let bobHead = try head(bob)
         XCTAssertTrue(try waitUntil(deadline) { try remoteMain(remote) == bobHead }, "\(recorder.names(of: bob.directory))")
@@ -67,9 +65,7 @@ final class StoreBoundEngineTests: ConcordTestCase {
             do { for try await event in feed { last = event } } catch { return .failure(error) }
             return .success(last)
         }
-        let engine = try SyncEngine(for: bob, interval: 0.5)
-        let recorder = EngineRecorder(engine)
-        engine.start()
+        let (engine, recorder) = try startedEngine(for: bob, interval: 0.5)
         defer { engine.stop() }
         XCTAssertTrue(waitUntil(deadline) { recorder.names(of: bob.directory).last == "accessRemoved" }, "\(recorder.names(of: bob.directory))")
         guard case .accessRemoved(let removal) = recorder.events(of: bob.directory).last else { return XCTFail("no removal") }
@@ -122,9 +118,7 @@ final class StoreBoundEngineTests: ConcordTestCase {
     /// what was written stays; the profile opens again.
     func testCloseEndsTheStoreAndItsEngineAndKeepsTheData() async throws {
         let (remote, _, bob) = try careTeam()
-        let engine = try SyncEngine(for: bob, interval: 0.5)
-        let recorder = EngineRecorder(engine)
-        engine.start()
+        let (engine, recorder) = try startedEngine(for: bob, interval: 0.5)
         defer { engine.stop() }
         try await bob.write { try $0.put("vocabulary", "kept", data: ["label": "written before closing"]) }
         let bobHead = try head(bob)
@@ -152,9 +146,7 @@ final class StoreBoundEngineTests: ConcordTestCase {
     func testSixteenTasksWriteWhileTheEngineSyncsAndTheCLIWrites() async throws {
         let (remote, _, bob) = try careTeam()
         fsckAtEnd.append(bob.directory)
-        let engine = try SyncEngine(for: bob, interval: 0.2)
-        let recorder = EngineRecorder(engine)
-        engine.start()
+        let (engine, recorder) = try startedEngine(for: bob, interval: 0.2)
         defer { engine.stop() }
         let device = TestDevice(member: "bob", device: "tablet", home: bob.identity.home, publicKeyLine: bob.identity.publicKeyLine)
         // The CLI's writes on a thread of their own (the test case is not Sendable: only this thread uses it meanwhile).

@@ -55,9 +55,7 @@ final class StoreEndTests: ConcordTestCase {
     func testDestroyEndsTheStoreAndItsEngineBeforeTheCopyGoes() async throws {
         let (remote, alice, bob) = try sharedCareTeam()
         fsckAtEnd.removeAll { [alice.directory, bob.directory, remote].map(\.standardizedFileURL).contains($0.standardizedFileURL) }
-        let engine = try SyncEngine(for: alice, interval: 0.1)
-        let recorder = EngineRecorder(engine)
-        engine.start()
+        let (engine, recorder) = try startedEngine(for: alice, interval: 0.1)
         defer { engine.stop() }
         let feed = FeedEnd(alice.changes(since: nil))
         XCTAssertTrue(waitUntil(deadline) { recorder.names(of: alice.directory).contains("started") }, "the engine did not start")
@@ -105,9 +103,7 @@ final class StoreEndTests: ConcordTestCase {
     func testCallsInsideAClosureDoNotWaitForTheOtherQueue() throws {
         let (_, _, bob) = try sharedCareTeam()
         fsckAtEnd.append(bob.directory)
-        let engine = try SyncEngine(for: bob, interval: 0.1)
-        let recorder = EngineRecorder(engine)
-        engine.start()
+        let (engine, recorder) = try startedEngine(for: bob, interval: 0.1)
         defer { engine.stop() }
         try bob.write { try $0.put("vocabulary", "busy", data: ["label": "for the engine to send"]) }
         let finished = DispatchSemaphore(value: 0)

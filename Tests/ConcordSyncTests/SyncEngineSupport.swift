@@ -4,6 +4,15 @@ import Foundation
 import Glibc
 #endif
 
+/// `store`'s bound engine, syncing every `interval` seconds, and a recorder of all it tells, started;
+/// stopping it is the caller's.
+func startedEngine(for store: ConcordStore, interval: Double) throws -> (SyncEngine, EngineRecorder) {
+    let engine = try SyncEngine(for: store, interval: interval)
+    let recorder = EngineRecorder(engine)
+    engine.start()
+    return (engine, recorder)
+}
+
 /// What a `SyncEngine`'s streams told, gathered by tasks the test starts, read with `waitUntil`.
 /// Test code: every field is read and written under `lock`.
 final class EngineRecorder: @unchecked Sendable {

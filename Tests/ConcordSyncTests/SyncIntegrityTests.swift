@@ -12,10 +12,8 @@ final class SyncIntegrityTests: ConcordTestCase {
     /// Writes refused meanwhile leave the lock too (a git command still running holds it). Once
     /// it is released, the same sync goes through.
     func testASyncWhileGitHoldsTheIndexLockWaitsThenRefusesWithNothingMoved() throws {
-        let scene = try makeTwoDevices()
-        let (alice, tablet, aliceProfile, tabletProfile) = (scene.owner, scene.other, scene.ownerProfile, scene.otherProfile)
-        try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: alice, in: aliceProfile)
-        try concordOK(["sync"], as: alice, in: aliceProfile)
+        let scene = try twoDevicesAfterTheLaptopSentACat()
+        let (tablet, tabletProfile) = (scene.other, scene.otherProfile)
 
         let lock = holdGitIndexLock(in: tabletProfile)
         let before = try indexLockScene(tabletProfile)
@@ -44,10 +42,8 @@ final class SyncIntegrityTests: ConcordTestCase {
     /// `index.lock` did it) fails saying so, and the next sync brings the working tree and index
     /// in line, so a plain `git commit -a` cannot revert the received records.
     func testASyncThatCouldNotWriteTheIndexIsFinishedByTheNextOne() throws {
-        let scene = try makeTwoDevices()
-        let (alice, tablet, aliceProfile, tabletProfile) = (scene.owner, scene.other, scene.ownerProfile, scene.otherProfile)
-        try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: alice, in: aliceProfile)
-        try concordOK(["sync"], as: alice, in: aliceProfile)
+        let scene = try twoDevicesAfterTheLaptopSentACat()
+        let (tablet, tabletProfile) = (scene.other, scene.otherProfile)
 
         let head = try revParse("HEAD", in: tabletProfile)
         let failed = try concordWithDeadline(["sync"], as: tablet, in: tabletProfile, environment: Self.failIndexAfterBranchMove)
@@ -177,10 +173,8 @@ final class SyncIntegrityTests: ConcordTestCase {
     /// Something the user put where an incoming record goes — a directory, not a file — is theirs
     /// too: the sync refuses before anything moves, instead of failing half-way with HEAD moved.
     func testADirectoryWhereAnIncomingRecordGoesIsRefusedBeforeAnythingMoves() throws {
-        let scene = try makeTwoDevices()
-        let (alice, tablet, aliceProfile, tabletProfile) = (scene.owner, scene.other, scene.ownerProfile, scene.otherProfile)
-        try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: alice, in: aliceProfile)
-        try concordOK(["sync"], as: alice, in: aliceProfile)
+        let scene = try twoDevicesAfterTheLaptopSentACat()
+        let (tablet, aliceProfile, tabletProfile) = (scene.other, scene.ownerProfile, scene.otherProfile)
         let relative = try recordFile("cat", in: aliceProfile)
         let directory = tabletProfile.appendingPathComponent(relative)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -342,5 +336,14 @@ final class SyncIntegrityTests: ConcordTestCase {
         XCTAssertFalse(trust.timedOut, "remote trust hung on a silent server")
         assertOneLineRefusal(trust, status: 3, prefix: "concord: offline: ",
                              mentions: ["no answer from the server for 2 s"])
+    }
+
+    /// Alice's laptop and tablet (`makeTwoDevices`) once the laptop put vocabulary/cat and synced;
+    /// the tablet has not synced since.
+    private func twoDevicesAfterTheLaptopSentACat() throws -> TwoDevices {
+        let scene = try makeTwoDevices()
+        try concordOK(["put", "vocabulary/cat", "--json", #"{"label":"cat"}"#], as: scene.owner, in: scene.ownerProfile)
+        try concordOK(["sync"], as: scene.owner, in: scene.ownerProfile)
+        return scene
     }
 }

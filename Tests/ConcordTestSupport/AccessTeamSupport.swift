@@ -71,6 +71,14 @@ extension ConcordTestCase {
         for (device, copy) in copies { try concordOK(["sync"], as: device, in: copy) }
     }
 
+    /// Eddie's plain git clone of the remote's main, in `<sandbox>/eddie-fork` (fsck'd at the end).
+    package func eddiesFork(_ team: AccessTeam) throws -> URL {
+        let fork = sandbox.appendingPathComponent("eddie-fork")
+        try gitOK(["clone", "--quiet", "--branch", "main", team.remote.bare.path, fork.path])
+        fsckAtEnd.append(fork)
+        return fork
+    }
+
     /// A commit made with plain git in a fresh clone of the remote: `edit` changes files there,
     /// the commit is signed with `key` (unsigned when nil) and pushed as the remote's main.
     @discardableResult

@@ -188,6 +188,68 @@ extension ConcordTestCase {
         return head
     }
 
+    /// On each of `copies` still there, `member`'s device is an active Editor and its member's keys
+    /// are exactly its own: the squatter's second key `squat` is not among them.
+    package func assertSquatFell(_ member: TestDevice, squat: String, on copies: [(TestDevice, URL)],
+                                 file: StaticString = #filePath, line: UInt = #line) throws {
+        for (device, copy) in copies where FileManager.default.fileExists(atPath: copy.path) {
+            try assertMember(member.member, "editor", "active", as: device, in: copy, file: file, line: line)
+            XCTAssertEqual(try memberKeys(member.member, in: copy), [keyBlob(member.publicKeyLine)], "\(device.member): \(member.member)'s keys",
+                           file: file, line: line)
+            XCTAssertFalse(try memberKeys(member.member, in: copy).contains(keyBlob(squat)), "eve's second key is not \(member.member)'s",
+                           file: file, line: line)
+        }
+    }
+
+    /// `owner` adds `device`, another device of its member, on `copy` with the device's proof of possession.
+    package func addDevice(_ device: TestDevice, as owner: TestDevice, in copy: URL, file: StaticString = #filePath, line: UInt = #line) throws {
+        try concordOK(["devices", "add", "--name", device.device, "--key", device.publicKeyLine, "--proof",
+                       try keyProof(of: device, for: copy, file: file, line: line)], as: owner, in: copy, file: file, line: line)
+    }
+
+    /// `owner` adds `device` on `copy` and syncs, `clone` gives the device a copy of its own, and
+    /// `owner` removes the device's key and syncs: the device's copy stays as it was before the
+    /// removal (a thief's). Returns that copy and the removal's commit.
+    package func deviceRemovedAfterItCopied(_ device: TestDevice, by owner: TestDevice, in copy: URL,
+                                            clone: (TestDevice) throws -> URL) throws -> (copy: URL, removal: String) {
+        try addDevice(device, as: owner, in: copy)
+        try concordOK(["sync"], as: owner, in: copy)
+        let devicesCopy = try clone(device)
+        let removal = try removeDevice(device.device, as: owner, in: copy)
+        return (devicesCopy, removal)
+    }
+
+    /// `owner` removes the key of its member's device `name` on `copy` and syncs; returns the removal's commit.
+    package func removeDevice(_ name: String, as owner: TestDevice, in copy: URL) throws -> String {
+        try concordOK(["devices", "remove", name], as: owner, in: copy)
+        let removal = try revParse("HEAD", in: copy)
+        try concordOK(["sync"], as: owner, in: copy)
+        return removal
+    }
+
+    /// On `copy`, the removed `device`'s copy from before `removal`, signed by that device's key: a
+    /// key X of a thief's added to its member's file (with X's proof; the commit's id ground to sort
+    /// before the removal's), then a record vocabulary/thief. Returns the thief's device, whose key is X.
+    package func thiefAddsAKeyAndWrites(on copy: URL, as device: TestDevice, before removal: String) throws -> TestDevice {
+        let thief = try makeDevice(device.member, device: "spare")
+        try addDevice(thief, as: device, in: copy)
+        _ = try grindHead(in: copy, before: removal, signedWith: device.keyFile)
+        try concordOK(["put", "vocabulary/thief", "--json", #"{"label":"by the thief"}"#], as: device, in: copy)
+        return thief
+    }
+
+    /// Jay revokes alice (or demotes her to Viewer) on his copy and syncs, adds kim (Editor, on her
+    /// tablet) and writes vocabulary/jays; bob syncs his copy.
+    package func jayRemovesAlice(demoting: Bool, jay: (device: TestDevice, copy: URL), kim: TestDevice,
+                                 bob: (device: TestDevice, copy: URL)) throws {
+        try concordOK(demoting ? ["role", "alice", "viewer"] : ["revoke", "alice"], as: jay.device, in: jay.copy)
+        try concordOK(["sync"], as: jay.device, in: jay.copy)
+        try concordOK(["members", "add", "kim", "--role", "editor", "--key", kim.publicKeyLine, "--device", "tablet"], as: jay.device, in: jay.copy)
+        try concordOK(["put", "vocabulary/jays", "--json", #"{"label":"by jay"}"#], as: jay.device, in: jay.copy)
+        try concordOK(["sync"], as: jay.device, in: jay.copy)
+        try concordOK(["sync"], as: bob.device, in: bob.copy)
+    }
+
     /// Whether `device`'s copy at `profile` is still there (a device told "access removed" deletes it);
     /// fails the test when it is gone.
     package func copyIsThere(_ profile: URL, of device: TestDevice, after result: RunResult,

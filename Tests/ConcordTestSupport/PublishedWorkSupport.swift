@@ -25,11 +25,8 @@ extension ConcordTestCase {
     /// device (nothing is left out), eddie is a Viewer from then on, and his next kinds change is refused.
     package func assertADemotionOnAnOlderCopyLeavesPublishedKindsAndWritesStanding(_ team: PublishedWorkTeam,
                                                                                 file: StaticString = #filePath, line: UInt = #line) throws {
-        try concordOK(["role", "eddie", "admin"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        let eddiesCopy = try team.clone(team.eddie, "published-eddie")
+        let eddiesCopy = try eddieAsAdminLetsViewersWriteVocabulary(on: "published-eddie", team, file: file, line: line)
         let verasCopy = try team.clone(team.vera, "published-vera")
-        try concordOK(["kinds", "set", "vocabulary", "--writers", "viewer"], as: team.eddie, in: eddiesCopy, file: file, line: line)
         try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
         try concordOK(["sync"], as: team.vera, in: verasCopy, file: file, line: line)
         try concordOK(["put", "vocabulary/veras", "--json", #"{"label":"by vera"}"#], as: team.vera, in: verasCopy, file: file, line: line)
@@ -50,7 +47,7 @@ extension ConcordTestCase {
             let members = try concordOK(["members", "list"], as: device, in: copy, file: file, line: line)
             XCTAssertTrue(members.split(separator: "\n").contains { $0.contains("eddie") && $0.contains("viewer") }, members, file: file, line: line)
         }
-        XCTAssertTrue(try concordOK(["verify"], as: team.alice, in: fresh, file: file, line: line).contains("verified"), file: file, line: line)
+        try assertVerified(fresh, as: team.alice, file: file, line: line)
         try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
         XCTAssertNotEqual(try concord(["kinds", "set", "vocabulary", "--writers", "user"], as: team.eddie, in: eddiesCopy).status, 0,
                           "a Viewer changes no kind", file: file, line: line)
@@ -73,14 +70,7 @@ extension ConcordTestCase {
         try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
 
         try gitOK(["checkout", "--quiet", "-b", "old", beforePie], in: eddiesCopy, file: file, line: line)
-        let leave = try commitWithGit(in: eddiesCopy, signedWith: team.eddie.keyFile, message: "members/eddie: left") { clone in
-            try self.editMember("eddie", in: clone) { member in
-                member["status"] = "revoked"
-                member["revokedBy"] = "eddie"
-                member["revokedAt"] = "2026-01-03T00:00:00.000Z"
-                member["keys"] = [[String: Any]]()
-            }
-        }
+        let leave = try eddiesDeparture(in: eddiesCopy, team)
         try concordOK(["sync"], as: team.vera, in: verasCopy, file: file, line: line)
         try gitOK(["fetch", "--quiet", eddiesCopy.path, "old"], in: verasCopy, file: file, line: line)
         let merged = try concordOK(["merge", leave], as: team.vera, in: verasCopy, file: file, line: line)
@@ -95,7 +85,7 @@ extension ConcordTestCase {
             let members = try concordOK(["members", "list"], as: team.alice, in: copy, file: file, line: line)
             XCTAssertTrue(members.split(separator: "\n").contains { $0.contains("eddie") && $0.contains("revoked") }, members, file: file, line: line)
         }
-        XCTAssertTrue(try concordOK(["verify"], as: team.alice, in: fresh, file: file, line: line).contains("verified"), file: file, line: line)
+        try assertVerified(fresh, as: team.alice, file: file, line: line)
     }
 
     /// The eighth red-team pass (F5): alice, offline, demotes eddie; meanwhile eddie publishes
@@ -142,7 +132,7 @@ extension ConcordTestCase {
             let members = try concordOK(["members", "list"], as: device, in: copy, file: file, line: line)
             XCTAssertTrue(members.split(separator: "\n").contains { $0.contains("eddie") && $0.contains("viewer") }, members, file: file, line: line)
         }
-        XCTAssertTrue(try concordOK(["verify"], as: team.vera, in: fresh, file: file, line: line).contains("verified"), file: file, line: line)
+        try assertVerified(fresh, as: team.vera, file: file, line: line)
     }
 
     /// The ninth red-team pass (F1): vera merges eddie's offline edit, then, after alice demoted
@@ -162,8 +152,7 @@ extension ConcordTestCase {
                       file: file, line: line)
         try gitOK(["fetch", "--quiet", eddiesCopy.path, "main:refs/peers/eddie"], in: verasCopy, file: file, line: line)
         try concordOK(["merge", "refs/peers/eddie"], as: team.vera, in: verasCopy, file: file, line: line)
-        try concordOK(["role", "eddie", "viewer"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try aliceSetsRole(of: "eddie", to: "viewer", team, file: file, line: line)
         try gitOK(["fetch", "--quiet", team.aliceProfile.path, "main:refs/peers/main"], in: verasCopy, file: file, line: line)
         try concordOK(["merge", try revParse("refs/peers/main", in: verasCopy, file: file, line: line)], as: team.vera, in: verasCopy,
                       file: file, line: line)
@@ -184,7 +173,7 @@ extension ConcordTestCase {
             XCTAssertFalse(try concordOK(["get", "vocabulary/puzzle"], as: device, in: copy, file: file, line: line).contains("offline"),
                            "eddie's edit never reached main before his demotion", file: file, line: line)
         }
-        XCTAssertTrue(try concordOK(["verify"], as: team.vera, in: fresh, file: file, line: line).contains("verified"), file: file, line: line)
+        try assertVerified(fresh, as: team.vera, file: file, line: line)
     }
 
     /// The ninth red-team pass (F4): a peer's branch is checked before it is merged. Vera (Viewer)
@@ -213,12 +202,10 @@ extension ConcordTestCase {
     /// held where its commits were made (an Admin's): his write is left out, on every device.
     package func assertASelfDemotionOnAnOldCopyDoesNotHideWhatWasWrittenBeforeIt(_ team: PublishedWorkTeam,
                                                                                 file: StaticString = #filePath, line: UInt = #line) throws {
-        try concordOK(["role", "eddie", "admin"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try aliceSetsRole(of: "eddie", to: "admin", team, file: file, line: line)
         let eddiesCopy = try team.clone(team.eddie, "self-demoted-eddie")
         let old = try revParse("HEAD", in: eddiesCopy, file: file, line: line)
-        try concordOK(["role", "eddie", "viewer"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try aliceSetsRole(of: "eddie", to: "viewer", team, file: file, line: line)
         try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
 
         try gitOK(["checkout", "--quiet", "-b", "old", old], in: eddiesCopy, file: file, line: line)
@@ -241,14 +228,7 @@ extension ConcordTestCase {
         try concordOK(["revoke", "eddie"], as: team.alice, in: team.aliceProfile, file: file, line: line)
         try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
         try concordOK(["put", "vocabulary/evil", "--json", #"{"label":"written after the revocation"}"#], as: team.eddie, in: eddiesCopy, file: file, line: line)
-        let leave = try commitWithGit(in: eddiesCopy, signedWith: team.eddie.keyFile, message: "members/eddie: left") { clone in
-            try self.editMember("eddie", in: clone) { member in
-                member["status"] = "revoked"
-                member["revokedBy"] = "eddie"
-                member["revokedAt"] = "2026-01-03T00:00:00.000Z"
-                member["keys"] = [[String: Any]]()
-            }
-        }
+        let leave = try eddiesDeparture(in: eddiesCopy, team)
         try concordOK(["sync"], as: team.vera, in: verasCopy, file: file, line: line)
         try gitOK(["fetch", "--quiet", eddiesCopy.path, "main:refs/peers/eddie"], in: verasCopy, file: file, line: line)
         let merged = try concordOK(["merge", leave], as: team.vera, in: verasCopy, file: file, line: line)
@@ -274,14 +254,7 @@ extension ConcordTestCase {
 
         try gitOK(["checkout", "--quiet", "-b", "old", old], in: tabletsCopy, file: file, line: line)
         try concordOK(["put", "vocabulary/evil", "--json", #"{"label":"under the old kinds"}"#], as: tablet, in: tabletsCopy, file: file, line: line)
-        try commitWithGit(in: tabletsCopy, signedWith: team.eddie.keyFile, message: "members/eddie: left") { clone in
-            try self.editMember("eddie", in: clone) { member in
-                member["status"] = "revoked"
-                member["revokedBy"] = "eddie"
-                member["revokedAt"] = "2026-01-03T00:00:00.000Z"
-                member["keys"] = [[String: Any]]()
-            }
-        }
+        try eddiesDeparture(in: tabletsCopy, team)
         try gitOK(["checkout", "--quiet", "main"], in: tabletsCopy, file: file, line: line)
         let merged = try concordOK(["merge", "old"], as: tablet, in: tabletsCopy, file: file, line: line)
         XCTAssertTrue(merged.contains("evil.json: eddie's change") && merged.contains("lost to the kinds where it lands"), merged, file: file, line: line)
@@ -325,8 +298,7 @@ extension ConcordTestCase {
                                                                         file: StaticString = #filePath, line: UInt = #line) throws {
         let eddiesCopy = try team.clone(team.eddie, "acting-eddie")
         let old = try revParse("HEAD", in: eddiesCopy, file: file, line: line)
-        try concordOK(["role", "eddie", "viewer"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try aliceSetsRole(of: "eddie", to: "viewer", team, file: file, line: line)
         try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
 
         try gitOK(["checkout", "--quiet", "-b", "old", old], in: eddiesCopy, file: file, line: line)
@@ -352,8 +324,7 @@ extension ConcordTestCase {
     /// nothing from her, so it stands on every device; nothing is left out.
     package func assertAWriteMadeBeforeOnesOwnHandOverStands(_ team: PublishedWorkTeam,
                                                            file: StaticString = #filePath, line: UInt = #line) throws {
-        try concordOK(["role", "eddie", "admin"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try aliceSetsRole(of: "eddie", to: "admin", team, file: file, line: line)
         let eddiesCopy = try team.clone(team.eddie, "handing-eddie")
         try concordOK(["put", "settings/budget", "--json", #"{"color":"set while an Admin"}"#], as: team.alice, in: team.aliceProfile, file: file, line: line)
         try concordOK(["role", "alice", "editor"], as: team.alice, in: team.aliceProfile, file: file, line: line)
@@ -394,11 +365,9 @@ extension ConcordTestCase {
     /// no vocabulary: it is left out, and is nowhere.
     package func assertLoosenedThenRestoredKindsKeepNoWrite(_ team: PublishedWorkTeam,
                                                             file: StaticString = #filePath, line: UInt = #line) throws {
-        try concordOK(["role", "eddie", "admin"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try aliceSetsRole(of: "eddie", to: "admin", team, file: file, line: line)
         let eddiesCopy = try team.clone(team.eddie, "loosening-eddie")
-        try concordOK(["role", "eddie", "viewer"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try aliceSetsRole(of: "eddie", to: "viewer", team, file: file, line: line)
 
         let kindsFile = eddiesCopy.appendingPathComponent(".concord/kinds.json")
         let original = try Data(contentsOf: kindsFile)
@@ -417,12 +386,10 @@ extension ConcordTestCase {
     /// out, and nowhere.
     package func assertCopyingTheMainLinesKindsKeepsNoWriteMadeUnderOlderOnes(_ team: PublishedWorkTeam,
                                                                               file: StaticString = #filePath, line: UInt = #line) throws {
-        try concordOK(["role", "eddie", "admin"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try aliceSetsRole(of: "eddie", to: "admin", team, file: file, line: line)
         let eddiesCopy = try team.clone(team.eddie, "copying-eddie")
         try concordOK(["kinds", "set", "vocabulary", "--writers", "admin"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        try concordOK(["role", "eddie", "editor"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try aliceSetsRole(of: "eddie", to: "editor", team, file: file, line: line)
         let mainLines = try Data(contentsOf: team.aliceProfile.appendingPathComponent(".concord/kinds.json"))
 
         try assertAWriteThenTheMainLinesKindsIsLeftOut("late", in: eddiesCopy, kinds: mainLines, signedWith: team.eddie.keyFile,
@@ -506,7 +473,7 @@ extension ConcordTestCase {
             let entry = try concordOK(["get", "logs/\(id)"], as: team.alice, in: copy, file: file, line: line)
             XCTAssertTrue(entry.contains("gave 5mg") && !entry.contains("50mg"), "at \(copy.lastPathComponent): \(entry)", file: file, line: line)
         }
-        XCTAssertTrue(try concordOK(["verify"], as: team.alice, in: fresh, file: file, line: line).contains("verified"), file: file, line: line)
+        try assertVerified(fresh, as: team.alice, file: file, line: line)
     }
 
     /// The seventh red-team pass (F2): eddie, an Admin, adds a kind and writes a record of it
@@ -515,13 +482,11 @@ extension ConcordTestCase {
     /// nothing to do, and a fresh clone verifies.
     package func assertAKindAddedOfflineByADemotedAdminLeavesAValidMerge(_ team: PublishedWorkTeam,
                                                                           file: StaticString = #filePath, line: UInt = #line) throws {
-        try concordOK(["role", "eddie", "admin"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try aliceSetsRole(of: "eddie", to: "admin", team, file: file, line: line)
         let eddiesCopy = try team.clone(team.eddie, "new-kind-eddie")
         try concordOK(["kinds", "add", "notes", "--policy", "lww", "--writers", "viewer"], as: team.eddie, in: eddiesCopy, file: file, line: line)
         try concordOK(["put", "notes/n1", "--json", #"{"text":"offline"}"#], as: team.eddie, in: eddiesCopy, file: file, line: line)
-        try concordOK(["role", "eddie", "editor"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try aliceSetsRole(of: "eddie", to: "editor", team, file: file, line: line)
 
         let synced = try concordOK(["sync"], as: team.eddie, in: eddiesCopy, file: file, line: line)
         XCTAssertTrue(synced.contains("left out: .concord/kinds.json") && synced.contains("n1.json: eddie's change"), synced, file: file, line: line)
@@ -529,7 +494,7 @@ extension ConcordTestCase {
         try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
         let fresh = try team.clone(team.alice, "new-kind-fresh")
         XCTAssertFalse(try concordOK(["kinds", "list"], as: team.alice, in: fresh, file: file, line: line).contains("notes"), file: file, line: line)
-        XCTAssertTrue(try concordOK(["verify"], as: team.alice, in: fresh, file: file, line: line).contains("verified"), file: file, line: line)
+        try assertVerified(fresh, as: team.alice, file: file, line: line)
     }
 
     /// The seventh red-team pass (F3): eddie, an Admin, lets Viewers write vocabulary on his copy;
@@ -538,24 +503,20 @@ extension ConcordTestCase {
     /// kinds are the main line's and `.gitattributes` with them: a valid merge, published.
     package func assertAFallenKindsChangeTakesGitattributesWithIt(_ team: PublishedWorkTeam,
                                                                   file: StaticString = #filePath, line: UInt = #line) throws {
-        try concordOK(["role", "eddie", "admin"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        let eddiesCopy = try team.clone(team.eddie, "attributes-eddie")
+        let eddiesCopy = try eddieAsAdminLetsViewersWriteVocabulary(on: "attributes-eddie", team, file: file, line: line)
         let alicesOther = try team.clone(team.alice, "attributes-alice")
-        try concordOK(["kinds", "set", "vocabulary", "--writers", "viewer"], as: team.eddie, in: eddiesCopy, file: file, line: line)
         let eddies = try revParse("HEAD", in: eddiesCopy, file: file, line: line)
         try gitOK(["fetch", "--quiet", eddiesCopy.path, "main:refs/peers/eddie"], in: alicesOther, file: file, line: line)
         try concordOK(["merge", eddies], as: team.alice, in: alicesOther, file: file, line: line)
         try concordOK(["kinds", "add", "notes", "--policy", "lww", "--writers", "editor"], as: team.alice, in: alicesOther, file: file, line: line)
-        try concordOK(["role", "eddie", "editor"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try aliceSetsRole(of: "eddie", to: "editor", team, file: file, line: line)
 
         let synced = try concordOK(["sync"], as: team.alice, in: alicesOther, file: file, line: line)
         XCTAssertTrue(synced.contains("left out: .concord/kinds.json"), synced, file: file, line: line)
         let attributes = try String(contentsOf: alicesOther.appendingPathComponent(".gitattributes"), encoding: .utf8)
         XCTAssertFalse(attributes.contains("notes"), attributes, file: file, line: line)
         let fresh = try team.clone(team.alice, "attributes-fresh")
-        XCTAssertTrue(try concordOK(["verify"], as: team.alice, in: fresh, file: file, line: line).contains("verified"), file: file, line: line)
+        try assertVerified(fresh, as: team.alice, file: file, line: line)
         XCTAssertTrue(try concordOK(["kinds", "list"], as: team.alice, in: fresh, file: file, line: line)
             .split(separator: "\n").contains { $0.hasPrefix("vocabulary") && !$0.contains("viewer") }, file: file, line: line)
     }
@@ -567,8 +528,7 @@ extension ConcordTestCase {
     package func assertALeftOutWriteStampedInTheFutureOutranksNoOne(_ team: PublishedWorkTeam,
                                                                     file: StaticString = #filePath, line: UInt = #line) throws {
         let eddiesCopy = try team.clone(team.eddie, "future-eddie")
-        try concordOK(["role", "eddie", "viewer"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try aliceSetsRole(of: "eddie", to: "viewer", team, file: file, line: line)
         try concordOK(["put", "vocabulary/apple", "--json", #"{"label":"alice's apple"}"#], as: team.alice, in: team.aliceProfile, file: file, line: line)
 
         try concordOK(["put", "vocabulary/apple", "--json", #"{"label":"from 2099"}"#], as: team.eddie, in: eddiesCopy,
@@ -595,8 +555,7 @@ extension ConcordTestCase {
         try concordOK(["put", "vocabulary/puzzle", "--json", #"{"label":"alice's relabel"}"#], as: team.alice, in: alicesOther, file: file, line: line)
         let alices = try revParse("HEAD", in: alicesOther, file: file, line: line)
         try gitOK(["fetch", "--quiet", alicesOther.path, "main:refs/peers/alice"], in: eddiesCopy, file: file, line: line)
-        try concordOK(["role", "eddie", "viewer"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try aliceSetsRole(of: "eddie", to: "viewer", team, file: file, line: line)
 
         try concordOK(["merge", alices], as: team.eddie, in: eddiesCopy, file: file, line: line)
         for record in ["vocabulary/cw", "vocabulary/puzzle"] {
@@ -613,7 +572,7 @@ extension ConcordTestCase {
                 XCTAssertTrue(read.contains(label) && !read.contains("eddie's"), "\(record) at \(copy.lastPathComponent): \(read)", file: file, line: line)
             }
         }
-        XCTAssertTrue(try concordOK(["verify"], as: team.alice, in: fresh, file: file, line: line).contains("verified"), file: file, line: line)
+        try assertVerified(fresh, as: team.alice, file: file, line: line)
     }
 
     /// The eighth red-team pass (F2, HIGH): on another copy of hers, offline, alice appends a log
@@ -630,8 +589,7 @@ extension ConcordTestCase {
                                 file: file, line: line)
         let entry = try String(contentsOf: alicesOther.appendingPathComponent("logs/\(day)"), encoding: .utf8)
         try gitOK(["fetch", "--quiet", alicesOther.path, "main:refs/peers/alice"], in: eddiesCopy, file: file, line: line)
-        try concordOK(["role", "eddie", "viewer"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try aliceSetsRole(of: "eddie", to: "viewer", team, file: file, line: line)
 
         try commitWithGit(in: eddiesCopy, signedWith: team.eddie.keyFile, message: "logs: appended\n\nConcord-Actor: alice\nConcord-Device: laptop") { clone in
             try FileManager.default.createDirectory(at: clone.appendingPathComponent("logs"), withIntermediateDirectories: true)
@@ -657,8 +615,7 @@ extension ConcordTestCase {
         try concordOK(["kinds", "add", "tasks", "--policy", "delete-wins", "--writers", "editor"], as: team.alice, in: team.aliceProfile, file: file, line: line)
         try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
         let eddiesCopy = try team.clone(team.eddie, "delete-wins-eddie")
-        try concordOK(["role", "eddie", "viewer"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try aliceSetsRole(of: "eddie", to: "viewer", team, file: file, line: line)
         try concordOK(["put", "tasks/milk", "--json", #"{"title":"alice's task"}"#], as: team.alice, in: team.aliceProfile, file: file, line: line)
 
         try concordOK(["put", "tasks/milk", "--json", #"{"title":"eddie's"}"#], as: team.eddie, in: eddiesCopy, file: file, line: line)
@@ -680,8 +637,7 @@ extension ConcordTestCase {
     /// and the next sync has nothing to do.
     package func assertARecordOfAFallenKindGoesWithItWhoeverWroteIt(_ team: PublishedWorkTeam,
                                                                     file: StaticString = #filePath, line: UInt = #line) throws {
-        try concordOK(["role", "eddie", "admin"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try aliceSetsRole(of: "eddie", to: "admin", team, file: file, line: line)
         let eddiesCopy = try team.clone(team.eddie, "fallen-kind-eddie")
         let alicesOther = try team.clone(team.alice, "fallen-kind-alice")
         try concordOK(["kinds", "add", "notes", "--policy", "lww", "--writers", "editor"], as: team.eddie, in: eddiesCopy, file: file, line: line)
@@ -690,15 +646,49 @@ extension ConcordTestCase {
         try concordOK(["merge", eddies], as: team.alice, in: alicesOther, file: file, line: line)
         try concordOK(["put", "notes/n1", "--json", #"{"text":"of the new kind"}"#], as: team.alice, in: alicesOther, file: file, line: line)
         try concordOK(["put", "vocabulary/mine", "--json", #"{"label":"alice's"}"#], as: team.alice, in: alicesOther, file: file, line: line)
-        try concordOK(["role", "eddie", "editor"], as: team.alice, in: team.aliceProfile, file: file, line: line)
-        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try aliceSetsRole(of: "eddie", to: "editor", team, file: file, line: line)
 
         let synced = try concordOK(["sync"], as: team.alice, in: alicesOther, file: file, line: line)
         XCTAssertTrue(synced.contains("left out: .concord/kinds.json") && synced.contains("n1.json: alice's change"), synced, file: file, line: line)
         XCTAssertTrue(try concordOK(["sync"], as: team.alice, in: alicesOther, file: file, line: line).contains("sent 0"), file: file, line: line)
         let fresh = try team.clone(team.alice, "fallen-kind-fresh")
         XCTAssertTrue(try concordOK(["get", "vocabulary/mine"], as: team.alice, in: fresh, file: file, line: line).contains("alice's"), file: file, line: line)
-        XCTAssertTrue(try concordOK(["verify"], as: team.alice, in: fresh, file: file, line: line).contains("verified"), file: file, line: line)
+        try assertVerified(fresh, as: team.alice, file: file, line: line)
+    }
+
+    /// Alice gives `member` the role `role` on her copy and syncs.
+    private func aliceSetsRole(of member: String, to role: String, _ team: PublishedWorkTeam, file: StaticString, line: UInt) throws {
+        try concordOK(["role", member, role], as: team.alice, in: team.aliceProfile, file: file, line: line)
+        try concordOK(["sync"], as: team.alice, in: team.aliceProfile, file: file, line: line)
+    }
+
+    /// Alice makes eddie an Admin and syncs; eddie, on a copy of his own in `directory`, lets Viewers
+    /// write vocabulary (not yet synced). Returns his copy.
+    private func eddieAsAdminLetsViewersWriteVocabulary(on directory: String, _ team: PublishedWorkTeam,
+                                                        file: StaticString, line: UInt) throws -> URL {
+        try aliceSetsRole(of: "eddie", to: "admin", team, file: file, line: line)
+        let eddiesCopy = try team.clone(team.eddie, directory)
+        try concordOK(["kinds", "set", "vocabulary", "--writers", "viewer"], as: team.eddie, in: eddiesCopy, file: file, line: line)
+        return eddiesCopy
+    }
+
+    /// `concord verify` passes on `copy`, run as `device`.
+    private func assertVerified(_ copy: URL, as device: TestDevice, file: StaticString, line: UInt) throws {
+        XCTAssertTrue(try concordOK(["verify"], as: device, in: copy, file: file, line: line).contains("verified"), file: file, line: line)
+    }
+
+    /// Eddie's departure committed on `copy` with plain git (his file marked left, as `concord leave`
+    /// writes it), signed with his key; returns the commit.
+    @discardableResult
+    private func eddiesDeparture(in copy: URL, _ team: PublishedWorkTeam) throws -> String {
+        try commitWithGit(in: copy, signedWith: team.eddie.keyFile, message: "members/eddie: left") { clone in
+            try self.editMember("eddie", in: clone) { member in
+                member["status"] = "revoked"
+                member["revokedBy"] = "eddie"
+                member["revokedAt"] = "2026-01-03T00:00:00.000Z"
+                member["keys"] = [[String: Any]]()
+            }
+        }
     }
 
     /// Eddie adds a tablet (its proof made on his copy) and syncs; the tablet's own copy.
@@ -728,7 +718,7 @@ extension ConcordTestCase {
             XCTAssertNotEqual(try concord(["get", reference], as: team.alice, in: copy).status, 0, "\(reference) at \(copy.lastPathComponent)",
                               file: file, line: line)
         }
-        XCTAssertTrue(try concordOK(["verify"], as: team.alice, in: fresh, file: file, line: line).contains("verified"), file: file, line: line)
+        try assertVerified(fresh, as: team.alice, file: file, line: line)
     }
 }
 #endif

@@ -20,6 +20,16 @@ extension ConcordTestCase {
     /// the end: tests delete it). Alice's device is `laptop`.
     package func sharedCareTeam(other: String = "bob", otherDevice: String = "tablet", role: Role = .editor)
         throws -> (remote: URL, alice: ConcordStore, other: ConcordStore) {
+        let (remote, aliceStore, invited) = try publishedCareTeam(other: other, otherDevice: otherDevice, role: role)
+        let otherStore = try ConcordStore.clone(url: remote.path, into: sandbox.appendingPathComponent(other), identity: invited,
+                                                environment: storeEnvironment(invited))
+        return (remote, aliceStore, otherStore)
+    }
+
+    /// Alice's "Care team" (aac) on a bare path remote `<sandbox>/remote.git` with `other` added as
+    /// `role` (with `otherDevice`'s key) and pushed; `other`'s identity, not yet cloned.
+    package func publishedCareTeam(other: String, otherDevice: String, role: Role = .editor)
+        throws -> (remote: URL, alice: ConcordStore, other: Identity) {
         let alice = try storeIdentity("alice", device: "laptop"), invited = try storeIdentity(other, device: otherDevice)
         let remote = sandbox.appendingPathComponent("remote.git")
         try Sync.createBareRemote(at: remote)
@@ -28,9 +38,7 @@ extension ConcordTestCase {
         try aliceStore.addRemote("origin", url: remote.path)
         try aliceStore.addMember(other, role: role, device: otherDevice, key: invited.key.publicKey)
         _ = try aliceStore.sync()
-        let otherStore = try ConcordStore.clone(url: remote.path, into: sandbox.appendingPathComponent(other), identity: invited,
-                                                environment: storeEnvironment(invited))
-        return (remote, aliceStore, otherStore)
+        return (remote, aliceStore, invited)
     }
 
     /// The `ConcordError` `body` threw; nil when it threw none, or another error.
