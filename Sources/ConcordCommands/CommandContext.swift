@@ -18,14 +18,16 @@ public struct CommandContext: Sendable {
     public var standardError: @Sendable (Data) -> Void
     /// The concord executable, for the merge driver's path (nil: this process's).
     public var executable: String?
-    /// Whether a clone stops on SIGINT and SIGTERM and removes what it wrote (a process of its own only).
-    public var handlesSignals: Bool
+    /// Whether the run has its process to itself (the binary): only then does a clone take SIGINT
+    /// and SIGTERM (to remove what it wrote) and keep the memory it frees for itself, both settings of
+    /// the whole process.
+    public var ownsProcess: Bool
 
     public init(environment: [String: String], directory: URL, standardInput: @escaping @Sendable () -> Data,
                 standardOutput: @escaping @Sendable (Data) -> Void, standardError: @escaping @Sendable (Data) -> Void,
-                executable: String?, handlesSignals: Bool) {
+                executable: String?, ownsProcess: Bool) {
         (self.environment, self.directory, self.standardInput) = (environment, directory, standardInput)
-        (self.standardOutput, self.standardError, self.executable, self.handlesSignals) = (standardOutput, standardError, executable, handlesSignals)
+        (self.standardOutput, self.standardError, self.executable, self.ownsProcess) = (standardOutput, standardError, executable, ownsProcess)
     }
 
     /// This process's own: its environment, working directory and standard streams.
@@ -34,7 +36,7 @@ public struct CommandContext: Sendable {
                        directory: URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
                        standardInput: { FileHandle.standardInput.readDataToEndOfFile() },
                        standardOutput: { FileHandle.standardOutput.write($0) }, standardError: { FileHandle.standardError.write($0) },
-                       executable: nil, handlesSignals: true)
+                       executable: nil, ownsProcess: true)
     }
 
     /// The context of the run going on: a run in a test's process holds it for every thread the
@@ -43,16 +45,17 @@ public struct CommandContext: Sendable {
     private static let running = Mutex<CommandContext?>(nil)
 
     /// Runs `body` with `context` current, one run at a time in this process, in its working directory
-    /// and with `runMask` as the umask (both process-wide), both put back after.
-    static func running<T>(_ context: CommandContext, umask runMask: mode_t, _ body: () -> T) -> T {
+    /// and with `runMask` as the umask (both process-wide), both put back after; nil (nothing run)
+    /// when its working directory cannot be entered.
+    static func running<T>(_ context: CommandContext, umask runMask: mode_t, _ body: () -> T) -> T? {
         turn.withLock {
             let directory = FileManager.default.currentDirectoryPath
+            guard FileManager.default.changeCurrentDirectoryPath(context.directory.path) else { return nil }
             let mask = umask(runMask)
-            FileManager.default.changeCurrentDirectoryPath(context.directory.path)
             running.withLock { $0 = context }
             defer {
                 running.withLock { $0 = nil }
-                FileManager.default.changeCurrentDirectoryPath(directory)
+                _ = FileManager.default.changeCurrentDirectoryPath(directory)
                 umask(mask)
             }
             return body()

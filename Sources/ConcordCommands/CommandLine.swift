@@ -6,12 +6,17 @@ import Foundation
 /// 3 offline, 4 refused, 5 invalid commit) and one line on standard error.
 public enum ConcordCommandLine {
     /// Runs `arguments` (without the program's name) as the `concord` binary does, and returns its
-    /// exit code; `context` (nil: this process's own) gives its environment, directory and streams.
-    /// Runs in one process take turns (their directory is the process's).
+    /// exit code; `context` gives its environment, directory and streams. Runs in one process take
+    /// turns (their directory and umask are the process's).
     public static func run(_ arguments: [String], in context: CommandContext) -> Int32 {
         // The binary's umask (main.swift): owner-only, but for the server's commands.
         let mask: mode_t = ["serve", "server"].contains(arguments.first ?? "") ? 0o022 : 0o077
-        return CommandContext.running(context, umask: mask) { run(arguments) }
+        guard let status = CommandContext.running(context, umask: mask, { run(arguments) }) else {
+            // As a process could not start there.
+            context.standardError(Data("concord: error: cannot work in \(context.directory.path): no such directory or not enterable\n".utf8))
+            return ExitStatus.failure
+        }
+        return status
     }
 
     /// The commands machines run once per connection or per merged file (sshd's forced command and

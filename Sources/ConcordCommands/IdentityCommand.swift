@@ -17,7 +17,7 @@ struct IdentityCommand: ParsableCommand {
         @Flag(help: "Print the result as JSON.") var json = false
 
         func run() throws {
-            let identity = try Identity.create(member: name, device: device, in: try ConcordEnvironment.from(variables: CommandContext.current.environment).home)
+            let identity = try Identity.create(member: name, device: device, in: try runEnvironment().home)
             if json {
                 printJSON(identityJSON(identity))
             } else {

@@ -26,7 +26,7 @@ struct ServerCommand: ParsableCommand {
         @Flag(help: "Print the result as JSON.") var json = false
 
         func run() throws {
-            guard let executable = CommandContext.current.executable ?? currentExecutable() else { throw ConcordError.io(.read, path: nil, "cannot find the running concord executable's path") }
+            guard let executable = currentExecutable() else { throw ConcordError.io(.read, path: nil, "cannot find the running concord executable's path") }
             let key = try SSHPublicKey(line: adminKey)
             let server = try ConcordServer.initialize(root: URL(fileURLWithPath: root), adminKey: key,
                                                       user: user ?? ProcessInfo.processInfo.userName, executable: executable,
@@ -124,8 +124,8 @@ struct ServeRun {
     }
 
     func run() throws {
-        let environment = ProcessInfo.processInfo.environment
-        let clock = (try? ConcordEnvironment.from(variables: CommandContext.current.environment))?.wallClock ?? ConcordEnvironment.systemClock
+        let environment = CommandContext.current.environment
+        let clock = (try? runEnvironment())?.wallClock ?? ConcordEnvironment.systemClock
         let now = clock()
         let server: ConcordServer
         do { server = try ConcordServer.open(root: URL(fileURLWithPath: root)) } catch {

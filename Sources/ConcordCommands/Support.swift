@@ -124,14 +124,19 @@ func warn(_ lines: [String]) {
 
 /// The identity of this device, from CONCORD_HOME.
 func loadIdentity() throws -> Identity {
-    let home = try ConcordEnvironment.from(variables: CommandContext.current.environment).home
+    let home = try runEnvironment().home
     closeToOthers(home.path)
     return try Identity.load(from: home)
 }
 
-/// This process's environment, with this binary as the merge driver plain git should run.
+/// The run's environment (`CommandContext.current`: CONCORD_HOME, CONCORD_CLOCK, …); `driverExecutable` as given.
+func runEnvironment(driverExecutable: String? = nil) throws -> ConcordEnvironment {
+    try ConcordEnvironment.from(variables: CommandContext.current.environment, driverExecutable: driverExecutable)
+}
+
+/// The run's environment, with the concord binary as the merge driver plain git should run.
 func processEnvironment() throws -> ConcordEnvironment {
-    let environment = try ConcordEnvironment.from(variables: CommandContext.current.environment, driverExecutable: CommandContext.current.executable ?? currentExecutable())
+    let environment = try runEnvironment(driverExecutable: currentExecutable())
     closeToOthers(environment.home.path)
     return environment
 }
@@ -144,9 +149,10 @@ func closeToOthers(_ path: String) {
     if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_mode & 0o077 != 0 { chmod(path, 0o700) }
 }
 
-/// The absolute path of the running concord binary (Linux's /proc/self/exe; elsewhere, and built
-/// with `-DCONCORD_PORTABLE`, Foundation's).
+/// The absolute path of the concord binary: the run's (`CommandContext.executable`), else this
+/// process's (Linux's /proc/self/exe; elsewhere, and built with `-DCONCORD_PORTABLE`, Foundation's).
 func currentExecutable() -> String? {
+    if let executable = CommandContext.current.executable { return executable }
     #if os(Linux) && !CONCORD_PORTABLE
     if let resolved = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return resolved }
     #endif

@@ -119,7 +119,8 @@ struct Clone: ParsableCommand {
     @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
-        ProcessMemory.keepFreedMemory()   // one process, one clone: no memory handed back only to be faulted in again
+        // One process, one clone: no memory handed back only to be faulted in again (never in another program's process).
+        if CommandContext.current.ownsProcess { ProcessMemory.keepFreedMemory() }
         let target = URL(fileURLWithPath: directory).standardizedFileURL
         let interruption = CloneInterruption(target)
         defer { interruption?.cancel() }
@@ -283,7 +284,7 @@ final class CloneInterruption: @unchecked Sendable {   // unchecked: `finished` 
     private var finished = false
 
     init?(_ target: URL) {
-        guard CommandContext.current.handlesSignals else { return nil }   // a run in another program's process
+        guard CommandContext.current.ownsProcess else { return nil }   // a run in another program's process
         let manager = FileManager.default
         let existed = manager.fileExists(atPath: target.path)
         if existed, !((try? manager.contentsOfDirectory(atPath: target.path))?.isEmpty ?? false) { return nil }

@@ -55,7 +55,7 @@ public enum InProcessConcord {
     private static func context(_ environment: [String: String], _ directory: URL, _ input: Data?, _ executable: String,
                                 _ output: Captured, _ errors: Captured) -> CommandContext {
         CommandContext(environment: environment, directory: directory, standardInput: { input ?? Data() },
-                       standardOutput: output.append, standardError: errors.append, executable: executable, handlesSignals: false)
+                       standardOutput: output.append, standardError: errors.append, executable: executable, ownsProcess: false)
     }
 
     /// Bytes a run writes, from any of its threads.
