@@ -81,13 +81,23 @@ test-tsan: deps
 	@set -o pipefail; TSAN_OPTIONS=halt_on_error=0 swift test --skip-build --disable-swift-testing --sanitize=thread --scratch-path .build-tsan \
 	  --filter '$(SANITIZE_TESTS)' 2>&1 | tee .build-tsan/test-output.log | grep -E 'WARNING: ThreadSanitizer|error:|Executed [0-9]+ tests' | tail -n 20
 
-# ConcordKit's documentation: the swift-docc-plugin (in Package.swift only under CONCORD_DOCS=1, so
-# other builds do not resolve it) builds the catalog and every public symbol's doc comment, in a
-# scratch path of its own; a DocC warning (a broken link, an unknown symbol) fails it.
+# ConcordKit's documentation: the catalog and every public symbol's doc comment, with the types of
+# the modules ConcordKit re-exports (ConcordEngine's values, Kind, Role, Identity...). The compiler
+# writes ConcordKit's symbol graph while building it (in a scratch path of its own): that graph has
+# the re-exported symbols, which swift-symbolgraph-extract (the DocC plugin's way) leaves out
+# (swiftlang/swift#60232). A DocC warning (a broken link, an unknown symbol) fails it.
 DOCS := .build-docs
 docs: deps
-	CONCORD_DOCS=1 swift package --scratch-path $(DOCS) --allow-writing-to-directory $(DOCS) \
-	  generate-documentation --target ConcordKit --output-path $(DOCS)/ConcordKit.doccarchive --warnings-as-errors
+	rm -rf $(DOCS)/all-symbols
+	touch Sources/ConcordKit/Exports.swift   # ConcordKit's module is emitted again, and its graph with it
+	swift build --target ConcordKit --scratch-path $(DOCS) -Xswiftc -emit-symbol-graph \
+	  -Xswiftc -emit-symbol-graph-dir -Xswiftc $(CURDIR)/$(DOCS)/all-symbols
+	rm -rf $(DOCS)/symbols $(DOCS)/ConcordKit.doccarchive && mkdir -p $(DOCS)/symbols
+	cp $(DOCS)/all-symbols/ConcordKit.symbols.json $(DOCS)/all-symbols/ConcordKit@*.symbols.json $(DOCS)/symbols/ 2>/dev/null || \
+	  cp $(DOCS)/all-symbols/ConcordKit.symbols.json $(DOCS)/symbols/
+	docc convert Sources/ConcordKit/ConcordKit.docc --additional-symbol-graph-dir $(DOCS)/symbols \
+	  --fallback-display-name ConcordKit --fallback-bundle-identifier concord.ConcordKit \
+	  --output-path $(DOCS)/ConcordKit.doccarchive --warnings-as-errors
 	@echo "documentation: $(DOCS)/ConcordKit.doccarchive"
 
 # BASELINE: a revision of this repository (e.g. ff5d3de, the build before the Integrity work),

@@ -1,12 +1,11 @@
 // swift-tools-version:6.0
 // Concord: an offline-first, file-based sync kit. Layers depend downward only:
-//   concord (CLI) → ConcordCommands → ConcordServer → ConcordKit → ConcordRules, ConcordTrust, ConcordGit, ConcordModel, ConcordKeyIndex;
+//   concord (CLI) → ConcordCommands → ConcordServer → ConcordKit → ConcordEngine → ConcordRules, ConcordTrust, ConcordGit, ConcordModel, ConcordKeyIndex;
 //   apps link ConcordKit alone: the server (ConcordServer) is the CLI's, not theirs;
 //   ConcordRules → ConcordModel, ConcordTrust (the validity rule: no libgit2, no I/O);
 //   concord-lookup → ConcordKeyIndex (the Swift standard library alone);
-//   ConcordKit → CSQLite (the read-only SQL entry; GRDB holds the index's other connection);
+//   ConcordEngine → CSQLite (the read-only SQL entry; GRDB holds the index's other connection);
 //   ConcordGit → CLibgit2, CLibgit2Startup, CLibssh2, ConcordGitFormats → CShims
-import Foundation
 import PackageDescription
 
 let package = Package(
@@ -58,23 +57,28 @@ let package = Package(
         // ConcordKeyIndex: a server's keys.index (header, lines, who is let in) and sshd's key lookup from it;
         // no Foundation, no libgit2, so concord-lookup starts fast.
         .target(name: "ConcordKeyIndex"),
-        // ConcordKit: the engine apps embed: profiles, transactions, reads, history, the record index (GRDB).
+        // ConcordEngine: the engine under the store, `package` access (not a product): profiles, records,
+        // members, history, the record index (GRDB), sync, merge, integrity; the values apps see in the
+        // store's API (errors, transactions, history entries, reports) are public, re-exported by ConcordKit.
         .target(
-            name: "ConcordKit",
+            name: "ConcordEngine",
             dependencies: [
                 "ConcordGit", "ConcordModel", "ConcordRules", "ConcordTrust", "ConcordKeyIndex", "CSQLite",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // ConcordKit: what apps embed (the product): the store, typed records, observation, the change
+        // feed, the sync engine; its machinery under Internal/.
+        .target(name: "ConcordKit", dependencies: ["ConcordEngine", "ConcordGit", "ConcordModel", "ConcordRules", "ConcordTrust"]),
         // ConcordServer: a concord server (`concord serve`): who may open which profile, the forced command's
         // plan, the hooks' push check, the key index, revocation views, waits, deletions. Apps do not link it.
-        .target(name: "ConcordServer", dependencies: ["ConcordKit", "ConcordGit", "ConcordKeyIndex"]),
+        .target(name: "ConcordServer", dependencies: ["ConcordKit", "ConcordEngine", "ConcordGit", "ConcordKeyIndex"]),
         // ConcordCommands: the command-line tool's commands, one engine call each, parsed, run and rendered
         // with a `CommandContext` (environment, directory, streams): the binary's own process, or a test's.
         .target(
             name: "ConcordCommands",
-            dependencies: ["ConcordKit", "ConcordServer", "ConcordGit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["ConcordKit", "ConcordEngine", "ConcordServer", "ConcordGit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // concord: the command-line tool, ConcordCommands run with this process's environment and streams.
         .executableTarget(name: "concord", dependencies: ["ConcordCommands"]),
@@ -84,12 +88,12 @@ let package = Package(
         // (typed records, kinds, queries, observe, the change feed, sharing, sync); `make test` runs it.
         .executableTarget(name: "concord-embedding-sample", dependencies: ["ConcordKit"], path: "samples/embedding"),
         // concord-bench: the benchmark harness behind `make bench` (concord vs the git CLI, same data).
-        .executableTarget(name: "concord-bench", dependencies: ["ConcordKit", "ConcordGit", "ConcordKeyIndex", "ConcordTestSupport"]),
+        .executableTarget(name: "concord-bench", dependencies: ["ConcordKit", "ConcordEngine", "ConcordGit", "ConcordKeyIndex", "ConcordTestSupport"]),
 
         // ConcordTestSupport: the fixtures every test target and the bench share: child processes, a real
         // sshd, the concord binary, sandboxes, seeded generators, hand-made object files; where XCTest is
         // (not in the bench's static build), `ConcordTestCase` and the scenes the CLI-level tests start from.
-        .target(name: "ConcordTestSupport", dependencies: ["ConcordGitFormats", "ConcordModel", "ConcordKit", "ConcordCommands"],
+        .target(name: "ConcordTestSupport", dependencies: ["ConcordGitFormats", "ConcordModel", "ConcordKit", "ConcordEngine", "ConcordCommands"],
                 path: "Tests/ConcordTestSupport"),
 
         // ConcordModelTests: canonical JSON, records, kinds, the clock and the merge policies, in process.
@@ -105,24 +109,18 @@ let package = Package(
                     dependencies: ["ConcordGit", "ConcordGitFormats", "ConcordTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         // ConcordKitTests: the engine in process: profiles, the validity rule on real histories, convergence, history, limits.
         .testTarget(name: "ConcordKitTests",
-                    dependencies: ["ConcordKit", "ConcordTestSupport", .product(name: "Crypto", package: "swift-crypto"),
+                    dependencies: ["ConcordKit", "ConcordEngine", "ConcordTestSupport", .product(name: "Crypto", package: "swift-crypto"),
                                    .product(name: "GRDB", package: "GRDB.swift")]),
         // ConcordCLITests: the concord binary on one device: commands, bad input, help, docs' console blocks, git interop.
         .testTarget(name: "ConcordCLITests", dependencies: ["ConcordKit", "ConcordTestSupport"]),
         // ConcordSyncTests: devices syncing through a remote: clone, convergence, races, kills, restore,
         // set-aside, hostile remotes, watch.
-        .testTarget(name: "ConcordSyncTests", dependencies: ["ConcordKit", "ConcordServer", "ConcordTestSupport"]),
+        .testTarget(name: "ConcordSyncTests", dependencies: ["ConcordKit", "ConcordEngine", "ConcordServer", "ConcordTestSupport"]),
         // ConcordSharingTests: members and access: invitations, key proofs, revocation, roles, member
         // attacks, leaving, destroying a profile.
-        .testTarget(name: "ConcordSharingTests", dependencies: ["ConcordKit", "ConcordServer", "ConcordTestSupport"]),
+        .testTarget(name: "ConcordSharingTests", dependencies: ["ConcordKit", "ConcordEngine", "ConcordServer", "ConcordTestSupport"]),
         // ConcordServerTests: `concord serve` as library code (the forced command's plan, the request, the
         // access decision) and behind a real sshd: the hook, the key lookup, revocation, waits.
-        .testTarget(name: "ConcordServerTests", dependencies: ["ConcordServer", "ConcordKit", "ConcordGit", "ConcordTestSupport"]),
+        .testTarget(name: "ConcordServerTests", dependencies: ["ConcordServer", "ConcordKit", "ConcordEngine", "ConcordGit", "ConcordTestSupport"]),
     ]
 )
-
-// The DocC plugin, for `make docs` only (it sets CONCORD_DOCS=1), added as GRDB adds it (under its
-// SPI_BUILDER): builds and tests resolve and fetch nothing more.
-if ProcessInfo.processInfo.environment["CONCORD_DOCS"] == "1" {
-    package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
-}

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ConcordEngine
 import ConcordKit
 
 /// Every command names itself (`commandName`): without one the parser derives the name from the

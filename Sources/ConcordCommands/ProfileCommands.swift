@@ -1,4 +1,5 @@
 import ArgumentParser
+import ConcordEngine
 import ConcordKit
 import Foundation
 

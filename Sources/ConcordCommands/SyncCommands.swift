@@ -1,7 +1,9 @@
 import ArgumentParser
+import ConcordEngine
 import ConcordKit
 import enum ConcordGit.ProcessMemory
 import Foundation
+import Synchronization
 
 /// Exit code for "the remote could not be reached" (documented in docs/cli.md).
 let offlineExitCode: Int32 = 3
@@ -278,43 +280,47 @@ func failOnUnresolved(_ unresolved: [UnresolvedFile]) throws {
 /// end take one lock, so a clone that finished is left whole (the signal then ends nothing), and
 /// one that did not is removed until nothing of it comes back (the clone may still be writing its
 /// files) before the process exits, without the clone ever finishing in between.
-final class CloneInterruption: @unchecked Sendable {   // unchecked: `finished` under `lock` (held to exit); `sources` set in init only
-    private var sources: [DispatchSourceSignal] = []
-    private let lock = NSLock()
-    private var finished = false
+final class CloneInterruption {
+    private let sources: [Int32: any DispatchSourceSignal]
+    /// Whether the clone is whole; a signal's handler holds it until the process exits.
+    private let finished = Finished()
+
+    private final class Finished: Sendable {
+        let flag = Mutex(false)
+    }
 
     init?(_ target: URL) {
         guard CommandContext.current.ownsProcess else { return nil }   // a run in another program's process
         let manager = FileManager.default
         let existed = manager.fileExists(atPath: target.path)
         if existed, !((try? manager.contentsOfDirectory(atPath: target.path))?.isEmpty ?? false) { return nil }
-        sources = [SIGINT, SIGTERM].map { number in
+        sources = Dictionary(uniqueKeysWithValues: [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [self] in
-                lock.lock()   // held until the process exits: the clone cannot finish meanwhile
-                guard !finished else { return lock.unlock() }
-                var quiet = 0
-                while quiet < 3 {
-                    ConcordKit.Sync.removeUnfinishedClone(at: target, madeDirectory: !existed)
-                    usleep(2_000)
-                    let left = (try? manager.contentsOfDirectory(atPath: target.path)) ?? []
-                    quiet = left.isEmpty ? quiet + 1 : 0
+            return (number, DispatchSource.makeSignalSource(signal: number, queue: .global()))
+        })
+        for (number, source) in sources {
+            source.setEventHandler { [finished] in
+                finished.flag.withLock { finished in   // held until the process exits: the clone cannot finish meanwhile
+                    guard !finished else { return }
+                    var quiet = 0
+                    while quiet < 3 {
+                        ConcordKit.Sync.removeUnfinishedClone(at: target, madeDirectory: !existed)
+                        usleep(2_000)
+                        let left = (try? manager.contentsOfDirectory(atPath: target.path)) ?? []
+                        quiet = left.isEmpty ? quiet + 1 : 0
+                    }
+                    writeError("concord: clone interrupted; nothing was left in \(target.path)\n")
+                    _exit(128 + number)
                 }
-                writeError("concord: clone interrupted; nothing was left in \(target.path)\n")
-                _exit(128 + number)
             }
             source.resume()
-            return source
         }
     }
 
     /// The clone is whole: a signal from now on ends the process as usual, and removes nothing.
     func cancel() {
-        lock.lock()
-        finished = true
-        lock.unlock()
-        for source in sources { source.cancel() }
+        finished.flag.withLock { $0 = true }
+        for source in sources.values { source.cancel() }
         signal(SIGINT, SIG_DFL)
         signal(SIGTERM, SIG_DFL)
     }

@@ -1,5 +1,5 @@
 extension JSONValue {
-    /// The deepest nesting of arrays and objects ``parse(_:)-(some Collection<UInt8>)`` accepts.
+    /// The deepest nesting of arrays and objects `parse(_:)` (of bytes) accepts.
     public static let maxNestingDepth = 512
 
     /// Parses one JSON document from UTF-8 bytes, strictly per RFC 8259.
@@ -13,7 +13,7 @@ extension JSONValue {
         return try result.get()
     }
 
-    /// Parses one JSON document from a string; see ``parse(_:)-(some Collection<UInt8>)``.
+    /// Parses one JSON document from a string; see `parse(_:)` (of bytes).
     public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
         var text = text
         return try text.withUTF8 { JSONParser.parse($0) }.get()

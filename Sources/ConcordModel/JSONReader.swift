@@ -4,7 +4,7 @@ import Foundation
 /// Reads one JSON document front to back without building it first: objects member by member,
 /// arrays element by element, and each value as a `JSONValue`, as canonical bytes, or skipped.
 /// For bulk input (a dump of thousands of records) whose values are mostly written out again.
-/// The document is checked as strictly as by ``JSONValue/parse(_:)-(some Collection<UInt8>)``,
+/// The document is checked as strictly as by `JSONValue.parse(_:)` (of bytes),
 /// and syntax errors are the same ``JSONParseError``s; a read of the wrong type throws one too.
 public struct JSONReader: ~Copyable {
     /// What the next value is.

@@ -1,6 +1,6 @@
 /// A JSON document held as values, with numbers kept as their exact lexeme.
 ///
-/// Parse with ``parse(_:)-(some Collection<UInt8>)``; write with ``canonicalBytes()`` (pretty, for record
+/// Parse with `parse(_:)` (of bytes); write with ``canonicalBytes()`` (pretty, for record
 /// files) or ``canonicalLine()`` (compact, for JSON Lines). Object keys compare as Swift strings, so two
 /// keys that differ only in Unicode normalization count as the same key (and the parser rejects them as
 /// duplicates).

@@ -22,7 +22,7 @@ public enum RecordMerge {
     ///   entries by one author with the same id, ours is kept: the main line's, which reached the remote
     ///   first, so that no side rewrites a published entry). No other entry is changed or removed, the
     ///   base is ignored, and no conflicts are reported.
-    /// - `lww`, both sides live: per-field last writer wins (``joinLive(_:_:base:)``): each field that
+    /// - `lww`, both sides live: per-field last writer wins (`joinLive(_:_:base:)`): each field that
     ///   either side has a write for (``Record/fieldStamps``; a value or a removal) takes the later write;
     ///   the envelope is the later envelope, `lastDeleted` the later one, and writes at or before it are
     ///   dropped. The base is not needed for the result; it decides what is reported: a field collided if

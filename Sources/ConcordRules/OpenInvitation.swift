@@ -15,12 +15,17 @@ public struct OpenInvitation: Sendable, Equatable {
     /// The data format open invitations came with: opening one in an older profile moves it there.
     package static let firstFormat = 4
 
+    /// The invitation's id, its file's name under `.concord/invitations/`.
     public let id: String
+    /// The role whoever joins by it gets.
     public let role: Role
+    /// How many people may join by it.
     public let uses: Int
-    /// ISO-8601 UTC.
+    /// When it lapses, ISO-8601 UTC.
     public let expiresAt: String
+    /// The Admin who opened it.
     public let invitedBy: String
+    /// When it was opened, ISO-8601 UTC.
     public let invitedAt: String
     /// The public half of the one-time key the link carries.
     public let key: SSHPublicKey

@@ -15,9 +15,13 @@ package enum ProfilePaths {
 
 /// `.concord/profile.json`: what this profile is.
 public struct ProfileInfo: Sendable, Equatable {
+    /// The profile's id, the same on every device and remote.
     public let id: String
+    /// The name it was created with.
     public let name: String
+    /// The data format it is in (`concordFormatVersion` for a profile this build wrote).
     public let formatVersion: Int
+    /// When it was created, ISO-8601 UTC.
     public let createdAt: String
 
     package init(id: String, name: String, formatVersion: Int, createdAt: String) {
@@ -48,14 +52,18 @@ public struct ProfileInfo: Sendable, Equatable {
 /// and, once revoked, who revoked them and when. The revocation fields are written only when set,
 /// so a member file that was never revoked keeps the bytes it always had.
 public struct Member: Sendable, Equatable {
+    /// One device key of the member.
     public struct Key: Sendable, Equatable {
+        /// The device's name (unique within the member).
         public let device: String
+        /// The device's Ed25519 public key, which signs its commits.
         public let publicKey: SSHPublicKey
         /// The key's proof of possession (`KeyProof`: base64 of an SSHSIG blob, namespace
         /// `concord-key`, by this key over the profile id, the member and the key). Nil for a key an
         /// Admin added for another member (their vouching) and for keys added before format 5.
         public var proof: String?
 
+        /// A key of `device`, with its proof of possession when there is one.
         public init(device: String, publicKey: SSHPublicKey, proof: String? = nil) {
             self.device = device
             self.publicKey = publicKey
@@ -69,16 +77,24 @@ public struct Member: Sendable, Equatable {
         }
     }
 
+    /// Whether the member is in (`active`), invited and not joined yet, or revoked.
     public enum Status: String, Sendable { case active, invited, revoked }
 
+    /// The member's name, their file's name under `.concord/members/`.
     public let name: String
+    /// What the member may do.
     public var role: Role
+    /// Active, invited or revoked.
     public var status: Status
+    /// The member's device keys; a commit signed by one of them is the member's.
     public var keys: [Key]
+    /// The member who added them (themselves, for the profile's creator).
     public let addedBy: String
+    /// When they were added, ISO-8601 UTC.
     public let addedAt: String
     /// The admin who revoked this member, and when (ISO-8601 UTC); nil unless revoked.
     public var revokedBy: String?
+    /// When they were revoked, ISO-8601 UTC; nil unless revoked.
     public var revokedAt: String?
     /// When a pending invitation lapses (ISO-8601 UTC); nil once accepted, or for a member added directly.
     public var expiresAt: String?

@@ -1,4 +1,5 @@
 import ConcordGit
+import ConcordEngine
 import ConcordKit
 import Foundation
 

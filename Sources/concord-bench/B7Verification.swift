@@ -1,3 +1,4 @@
+import ConcordEngine
 import ConcordKit
 import Foundation
 

@@ -1,6 +1,7 @@
 import ConcordGit
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// The audit index's text (`AuditIndex`): the tip it covers is the last complete tip line; a torn

@@ -3,6 +3,7 @@ import XCTest
 import ConcordModel
 
 @testable import ConcordGit
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// The validity rule against its reference model (`AuthorityModel`, in the test-support target): five

@@ -2,6 +2,7 @@ import ConcordTestSupport
 import Foundation
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// `ConcordStore.changes(since:)`: one event per commit of main's first-parent chain, with the

@@ -2,6 +2,7 @@ import ConcordGit
 import Foundation
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// The clock's bound on received stamps (`LocalClock.maxClockLead`): a stamp too far ahead does not

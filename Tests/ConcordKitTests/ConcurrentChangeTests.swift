@@ -2,6 +2,7 @@ import ConcordGit
 import Foundation
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// Two devices changing a profile at once, then merging: what the merge reports, what the clock

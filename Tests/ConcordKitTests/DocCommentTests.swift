@@ -1,8 +1,8 @@
 import Foundation
 import XCTest
 
-/// What apps see is documented: every `public` (or `open`) declaration in ConcordKit, ConcordModel
-/// and ConcordTrust has a `///` (or `/** … */`) doc comment directly above it, attributes such as
+/// What apps see is documented: every `public` (or `open`) declaration in ConcordKit and the modules
+/// it re-exports (ConcordEngine, ConcordModel, ConcordTrust, ConcordRules) has a `///` (or `/** … */`) doc comment directly above it, attributes such as
 /// `@discardableResult` allowed in between; DocC shows it (`make docs`). Read from the sources.
 ///
 /// The rule, as `undocumented` applies it: a declaration is a line whose first words, after any
@@ -19,7 +19,7 @@ final class DocCommentTests: XCTestCase {
     func testEveryPublicDeclarationAppsSeeHasADocComment() throws {
         var checked = 0
         var missing = [String]()
-        for target in ["ConcordKit", "ConcordModel", "ConcordTrust"] {
+        for target in ["ConcordKit", "ConcordEngine", "ConcordModel", "ConcordTrust", "ConcordRules"] {
             let root = sources.appendingPathComponent(target)
             guard let walker = FileManager.default.enumerator(atPath: root.path) else {
                 return XCTFail("no sources under \(root.path)")

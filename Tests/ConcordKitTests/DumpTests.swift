@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// Dumps: parsing, importing (once), exporting.

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// Issue 32: an export imported into an empty profile gives back the same export, byte for byte.

@@ -2,6 +2,7 @@ import ConcordModel
 import Foundation
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// Per-field last-writer-wins through real repositories (ISSUE 12 F1): four devices write one `lww`

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// Alice's profile published to a bare repository, Bob's clone of it (synced in-process), and

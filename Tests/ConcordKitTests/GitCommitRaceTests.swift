@@ -2,6 +2,7 @@ import ConcordTestSupport
 import Foundation
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// Issue 42: the user's own plain `git add NOTES.json && git commit` in a loop, in the profile's

@@ -2,6 +2,7 @@ import ConcordTestSupport
 import Foundation
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// A git `.lock` file is never removed for its age: a plain `git commit` whose editor has been open

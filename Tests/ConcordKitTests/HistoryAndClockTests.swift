@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// History, listings with warnings, and the hybrid logical clock across writes.

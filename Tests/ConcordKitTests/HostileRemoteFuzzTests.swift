@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// Seeded fuzzing of what a path remote can hold: forged trees (any name, any mode, entries out

@@ -2,6 +2,7 @@ import ConcordGit
 import ConcordTestSupport
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// The access rule through the library: `profile.sync.run` throws `ConcordError.unauthorizedCommit`

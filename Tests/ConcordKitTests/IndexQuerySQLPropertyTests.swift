@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// The record index's SQL (`IndexQuerySQL`) against the reference semantics (`IndexQuery.evaluate`,

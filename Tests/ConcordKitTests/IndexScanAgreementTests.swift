@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// The index (`RecordIndex.query`, `count`) and the full scan (`Records.scan`) give the same

@@ -1,6 +1,7 @@
 import ConcordTestSupport
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// Kinds an app declares (`ConcordStore.open(… kinds:)`) and an Admin's changes of kinds

@@ -1,6 +1,7 @@
 import ConcordTestSupport
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// An Admin's kind change travels: the other device's sync checks and admits it (the access rule

@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 @_exported import ConcordTestSupport
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// A wall clock a test can move by hand, backwards included.

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// The stated maximum sizes hold on local reads too: a huge hand-made file is refused from its

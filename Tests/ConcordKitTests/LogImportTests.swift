@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 
 import ConcordGitFormats
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// Issue 32, scenario E4: an import loses nothing. A dump's log entries keep when, by whom and on

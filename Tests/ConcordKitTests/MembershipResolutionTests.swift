@@ -2,6 +2,7 @@ import ConcordGit
 import Foundation
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// Membership resolved, not unioned (issue 31): concurrent revocations, demotions, promotions and

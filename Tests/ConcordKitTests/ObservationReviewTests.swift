@@ -5,6 +5,7 @@ import XCTest
 import Glibc
 #endif
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// Review findings on observation and the change feed (h-rev2): an ended observer or feed lets

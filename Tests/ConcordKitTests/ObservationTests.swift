@@ -3,6 +3,7 @@ import Foundation
 import Observation
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// `ConcordStore.observe`: the current value first, then one after each change of the kinds it

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// Creating, opening and writing profiles through the Swift API.

@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// The record index's read-only SQL entry (`StoreReader.sql`, `ReadOnlySQLRule`) against SQL an

@@ -2,6 +2,7 @@ import ConcordModel
 import Foundation
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// What a member's records or an app's SQL could do to the index (found by a review playing a

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// The record index answers every query exactly as a full scan does (`IndexQuery.evaluate` over

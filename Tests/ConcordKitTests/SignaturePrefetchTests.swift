@@ -3,6 +3,7 @@ import ConcordTestSupport
 import ConcordTrust
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// A path fetch verifies each copied commit's signature ahead (`SignaturePrefetch`) into a

@@ -1,6 +1,7 @@
 import ConcordTestSupport
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// One `ConcordStore` shared by 16 tasks (and, below, 16 threads) writing, reading and syncing to a

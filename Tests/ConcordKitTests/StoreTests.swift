@@ -2,6 +2,7 @@ import ConcordGit
 import ConcordTestSupport
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// `ConcordStore`: opened once with an identity, its reads, writes, sharing and sync, its errors,

@@ -71,7 +71,7 @@ final class TypedErrorTests: ConcordTestCase {
     /// updates it. `invalidInput` and `io` carry typed values (a code, an operation and a path).
     func testTheErrorCasesCarryingABareStringAreListed() throws {
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Sources/ConcordKit/ConcordError.swift")
+            .appendingPathComponent("Sources/ConcordEngine/ConcordError.swift")
         let text = try String(contentsOf: source, encoding: .utf8)
         let cases = text.matches(of: /(?m)^    case (\w+)\((.*)\)$/).map { (name: String($0.1), payload: String($0.2)) }
         XCTAssertGreaterThan(cases.count, 40, "cases read from \(source.path)")

@@ -2,6 +2,7 @@ import ConcordTestSupport
 import Foundation
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// The typed query builder: key paths and values become an `IndexQuery` whose results are the

@@ -2,6 +2,7 @@ import ConcordTestSupport
 import Foundation
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// The review findings on typed records (issue 34): a data member `id` never redirects a typed

@@ -2,6 +2,7 @@ import ConcordTestSupport
 import Foundation
 import XCTest
 
+@testable import ConcordEngine
 @testable import ConcordKit
 
 /// Typed records: Codable values as canonical JSON (the bytes the CLI writes), typed save, fetch,

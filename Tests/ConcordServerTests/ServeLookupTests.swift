@@ -1,3 +1,4 @@
+@testable import ConcordEngine
 @testable import ConcordKit
 @testable import ConcordServer
 import ConcordTestSupport

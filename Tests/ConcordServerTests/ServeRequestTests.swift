@@ -1,4 +1,5 @@
 import ConcordGit
+@testable import ConcordEngine
 @testable import ConcordKit
 @testable import ConcordServer
 import ConcordTestSupport

@@ -7,6 +7,9 @@ import Foundation
 public struct StoreReader {
     let profile: Profile
 
+    /// How long `sql` lets one statement run when not told (`sqlStopped` after it).
+    public static let sqlTimeLimit: Duration = ReadOnlySQLRule.timeLimit
+
     /// The profile's id, name and format version.
     public var info: ProfileInfo { profile.info }
     /// The profile's record kinds.
@@ -34,7 +37,7 @@ public struct StoreReader {
     /// only one SELECT over the index's tables calling the listed functions runs, on a read-only
     /// connection of its own (anything else is `sqlRefused`), and it is stopped after `timeLimit`
     /// (`sqlStopped`; `RecordIndex.sql`).
-    public func sql(_ sql: String, arguments: [JSONValue] = [], timeLimit: Duration = RecordIndex.sqlTimeLimit) throws -> [[String: JSONValue]] {
+    public func sql(_ sql: String, arguments: [JSONValue] = [], timeLimit: Duration = StoreReader.sqlTimeLimit) throws -> [[String: JSONValue]] {
         try profile.index.sql(sql, arguments: arguments, timeLimit: timeLimit)
     }
 

@@ -128,7 +128,7 @@ extension ConcordStore {
     /// `profileDeleted`, observers and feeds end with it, a bound sync engine stops), unless a
     /// remote failed (`DestroyReport.failed`): the copy and the store then stay, and calling it
     /// again finishes the job. Runs on the store's sync queue, so no sync runs meanwhile.
-    public func destroy(forget: Bool = false) throws -> Sync.DestroyReport {
+    public func destroy(forget: Bool = false) throws -> DestroyReport {
         let identity = identity
         return try onSyncQueueAsCaller { profile in
             try profile.sync.destroy(as: identity, forget: forget, beforeRemovingCopy: { self.removingHere(by: Self.deleted($0)) })
@@ -136,7 +136,7 @@ extension ConcordStore {
     }
 
     /// `destroy`, run on the store's sync queue while the caller suspends.
-    public func destroy(forget: Bool = false) async throws -> Sync.DestroyReport {
+    public func destroy(forget: Bool = false) async throws -> DestroyReport {
         let identity = identity
         return try await onSyncQueueAsCaller { profile in
             try profile.sync.destroy(as: identity, forget: forget, beforeRemovingCopy: { self.removingHere(by: Self.deleted($0)) })
