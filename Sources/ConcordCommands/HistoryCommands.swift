@@ -94,8 +94,9 @@ struct Log: ParsableCommand {
             }))
             return
         }
+        let zone = AuditTime.localZone
         for entry in entries {
-            print("\(AuditTime.format(entry.seconds, utc: utc))  \(AuditTime.who(entry))  \(AuditTime.describe(entry))  "
+            print("\(AuditTime.format(entry.seconds, utc: utc, zone: zone))  \(AuditTime.who(entry))  \(AuditTime.describe(entry))  "
                   + "\(entry.commit.prefix(7)) [signature: \(entry.signature.rawValue)]")
         }
     }
@@ -103,6 +104,15 @@ struct Log: ParsableCommand {
 
 /// How `concord log` reads and writes times and changes.
 enum AuditTime {
+    /// The zone "local time" means: the run's `TZ` (a zone name such as `America/New_York`, or
+    /// `:America/New_York`), else this process's zone. Read from the run's environment, so a run in
+    /// another program's process (a test's) gets its own.
+    static var localZone: TimeZone {
+        guard let tz = CommandContext.current.environment["TZ"] else { return .current }
+        let name = tz.hasPrefix(":") ? String(tz.dropFirst()) : tz
+        return TimeZone(identifier: name) ?? TimeZone(abbreviation: name) ?? .current
+    }
+
     /// DATE (see `concord log --help`) as seconds since 1970, or nil.
     static func parse(_ text: String, now: Int64) -> Int64? {
         if let unit = text.last, let amount = Int64(text.dropLast()), amount >= 0 {
@@ -123,7 +133,7 @@ enum AuditTime {
         for format in ["yyyy-MM-dd'T'HH:mm:ss", "yyyy-MM-dd'T'HH:mm", "yyyy-MM-dd"] {
             let formatter = DateFormatter()
             formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = utc ? TimeZone(identifier: "UTC") : TimeZone.current
+            formatter.timeZone = utc ? TimeZone(identifier: "UTC") : localZone
             formatter.dateFormat = format
             if let date = formatter.date(from: body) { return Int64(date.timeIntervalSince1970) }
         }
@@ -135,21 +145,22 @@ enum AuditTime {
     }
 
     /// `2026-11-24 14:30:05` in local time, or `2026-11-24 14:30:05Z` in UTC.
-    static func format(_ seconds: Int64, utc: Bool) -> String {
-        (utc ? utcFormatter : localFormatter).string(from: Date(timeIntervalSince1970: TimeInterval(seconds))) + (utc ? "Z" : "")
+    /// Local time is UTC's wall clock moved by the zone's offset at that instant (summer time
+    /// included), so one formatter serves every zone.
+    static func format(_ seconds: Int64, utc: Bool, zone: TimeZone = localZone) -> String {
+        let instant = Date(timeIntervalSince1970: TimeInterval(seconds))
+        if utc { return utcFormatter.string(from: instant) + "Z" }
+        return utcFormatter.string(from: instant.addingTimeInterval(TimeInterval(zone.secondsFromGMT(for: instant))))
     }
 
     /// Made once per process, not once per line: a log prints one time per commit.
-    private static let localFormatter = lineFormatter(TimeZone.current)
-    private static let utcFormatter = lineFormatter(TimeZone(identifier: "UTC")!)
-
-    private static func lineFormatter(_ zone: TimeZone) -> DateFormatter {
+    private static let utcFormatter = {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = zone
+        formatter.timeZone = TimeZone(identifier: "UTC")!
         formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
         return formatter
-    }
+    }()
 
     /// `member@device`, and whose device it was when another member acted on it: `grandma@tablet (parent's device)`.
     static func who(_ entry: HistoryEntry) -> String {
@@ -240,6 +251,7 @@ struct History: ParsableCommand {
             }))
             return
         }
+        let zone = AuditTime.localZone
         for version in versions {
             let entry = version.entry
             let changes = entry.changes.filter { $0.record == reference }
@@ -248,7 +260,7 @@ struct History: ParsableCommand {
             let lost = version.lost.isEmpty ? "" : "  — lost in merge \(version.lost[0].merge.prefix(7)): " + version.lost.map { edit in
                 "\(edit.field ?? "the delete") to \(edit.winner.member)@\(edit.winner.device)'s \(edit.winner.change.rawValue)"
             }.joined(separator: ", ")
-            print("\(AuditTime.format(entry.seconds, utc: utc))  \(AuditTime.who(entry))  \(what)  \(entry.commit.prefix(7)) "
+            print("\(AuditTime.format(entry.seconds, utc: utc, zone: zone))  \(AuditTime.who(entry))  \(what)  \(entry.commit.prefix(7)) "
                   + "[signature: \(entry.signature.rawValue)]\(lost)")
             if content, let bytes = try profile.history.recordVersion(reference, atCommit: entry.commit) {
                 print(String(decoding: bytes, as: UTF8.self).split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))

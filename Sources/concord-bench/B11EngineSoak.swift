@@ -27,7 +27,7 @@ extension WatchSoakBenchmark {
         var (failures, syncsMade, lastSync) = ([String](), 0, String?.none)
         func progress() -> SyncProgress? {
             let progress = engine.progress(of: devices.profileB)
-            if let error = progress?.lastError, failures.last != error { failures.append(error) }
+            if let error = progress?.lastErrorMessage, failures.last != error { failures.append(error) }
             if let seen = progress?.lastSync, seen != lastSync { (syncsMade, lastSync) = (syncsMade + 1, seen) }
             return progress
         }

@@ -26,9 +26,7 @@ final class AuditTests: ConcordTestCase {
         for line in utc { XCTAssertTrue(line.hasSuffix("[signature: good]"), line) }
 
         // Local time by default: the same instants in the machine's zone (TZ).
-        var environment = self.concordEnvironment(parent)
-        environment["TZ"] = "America/New_York"
-        let local = try ProcessRunner.run(try ConcordBinary.required(), ["log", "--limit", "1"], environment: environment, in: profile)
+        let local = try concordWithDeadline(["log", "--limit", "1"], as: parent, in: profile, environment: ["TZ": "America/New_York"])
         XCTAssertTrue(local.stdout.hasPrefix("2026-03-04 12:00:00  therapist@ipad  deleted vocabulary/puzzle"), local.stdout)
 
         // --member, --since, --until (UTC with Z, a day in local time).
@@ -38,9 +36,8 @@ final class AuditTests: ConcordTestCase {
         let window = try concordOKResult(["log", "--since", "2026-03-02T12:00:00Z", "--until", "2026-03-04T00:00:00Z", "--utc"],
                                    as: parent, in: profile).stdoutLines
         XCTAssertEqual(window.map { String($0.prefix(20)) }, ["2026-03-03 08:15:00Z", "2026-03-02 14:30:00Z"])
-        environment["TZ"] = "UTC"
-        let day = try ProcessRunner.run(try ConcordBinary.required(), ["log", "--since", "2026-03-03", "--until", "2026-03-04"],
-                                        environment: environment, in: profile)
+        let day = try concordWithDeadline(["log", "--since", "2026-03-03", "--until", "2026-03-04"], as: parent, in: profile,
+                                             environment: ["TZ": "UTC"])
         XCTAssertEqual(day.stdout.split(separator: "\n").count, 1, day.stdout)
 
         // --json carries the same: fields with old and new values.

@@ -76,6 +76,33 @@ final class ModellingArticleTests: KitTestCase {
         XCTAssertEqual(again, [["n": .number("4")]])
     }
 
+    /// The schema check and the statement it lets run see one snapshot of the index file: what
+    /// another process changes after the check (rows, a planted view) is not there for the
+    /// statement. Before, the statement began a read of its own, so the schema it ran under with
+    /// trust was not the one checked (the authorizer still refused a planted view by name; an
+    /// entry it does not name, such as an index's expression, ran trusted).
+    func testAViewPlantedAfterTheSchemaCheckIsNotThereForTheStatement() async throws {
+        let alice = try makeIdentity()
+        let store = try ConcordStore.create(at: sandbox.appendingPathComponent("board"), name: "Board", template: .aac, identity: alice,
+                                            environment: makeEnvironment(alice), kinds: [Symbol.kind])
+        try await store.write { try $0.save(Symbol(id: "ball", label: "ball", page: 1, position: 1)) }
+        let counted = try await store.read { try $0.sql("SELECT count(*) AS n FROM records WHERE kind = 'vocabulary'") }
+        XCTAssertEqual(counted, [["n": .number("1")]])
+        let checked = try ReadOnlySQLConnection(path: indexPath(store), trustingOwnSchema: true)
+        let other = try DatabaseQueue(path: indexPath(store))
+        try await other.write { database in
+            try database.execute(sql: "CREATE VIEW planted AS SELECT json_extract(data, '$.label') AS label FROM records")
+            try database.execute(sql: "DELETE FROM records")
+        }
+        try other.close()
+        XCTAssertEqual(try checked.rows("SELECT count(*) AS n FROM records", arguments: [], timeLimit: .seconds(2)), [["n": .number("1")]],
+                       "the statement read another snapshot than the check")
+        XCTAssertThrowsError(try checked.rows("SELECT label FROM planted", arguments: [], timeLimit: .seconds(2))) { error in
+            guard case ConcordError.invalidInput(let why) = error else { return XCTFail("\(error)") }
+            XCTAssertTrue(why.message.contains("no such table: planted"), why.message)
+        }
+    }
+
     /// The `sqlite_master` entries of `RecordIndexSchema.create` (their names do not matter to the check).
     private var ownMaster: [(type: String, name: String, sql: String?)] {
         RecordIndexSchema.create.map { sql in (sql.contains("CREATE TABLE") ? "table" : "index", "x", sql) }

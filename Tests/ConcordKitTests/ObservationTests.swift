@@ -86,6 +86,28 @@ final class ObservationTests: KitTestCase {
         other.cancel()
     }
 
+    /// An observed store that nothing writes to runs no timer: its thread sleeps until the kernel
+    /// tells it main moved (Linux's inotify; elsewhere it still polls every 20 ms, 50 looks a second).
+    /// A write through another store on the folder (as another process's would) is not a nudge
+    /// from this store: what wakes the thread is the ref's file.
+    func testAnIdleObservedStoreSleepsUntilMainMoves() async throws {
+        let store = try makeStore()
+        let values = Collector(store.observe(Self.vocabularyIDs))
+        try await values.waitFor { $0 == [[]] }
+        #if os(Linux)
+        XCTAssertTrue(store.watcher.looked.watchesDirectories, "inotify watches the refs")
+        try await Task.sleep(for: .milliseconds(300))
+        let before = store.watcher.looked.count
+        try await Task.sleep(for: .seconds(1))
+        XCTAssertLessThanOrEqual(store.watcher.looked.count - before, 1, "looks in a quiet second (a 20 ms poll makes 50)")
+        #endif
+        let other = try ConcordStore.open(at: store.directory, identity: store.identity, environment: makeEnvironment(store.identity))
+        try await other.write { try $0.put("vocabulary", "elsewhere", data: [:]) }
+        try await values.waitFor(seconds: 10) { $0.last == ["elsewhere"] }
+        other.close()
+        values.cancel()
+    }
+
     func testTheLastValueOfABurstIsItsEnd() async throws {
         // In memory where Linux has it (/dev/shm): the test is about the observer, and 1,000
         // commits' fsyncs on a busy disk took 90 s.

@@ -89,7 +89,8 @@ final class SyncEngineTests: ConcordTestCase {
         let offline = try XCTUnwrap(recorder.progress(of: profile).last { $0.phase == .offline })
         XCTAssertFalse(offline.isFullySynced)
         XCTAssertEqual(offline.pendingCommits, 1)
-        XCTAssertNotNil(offline.lastError)
+        guard case .offline? = offline.lastError else { return XCTFail("typed: \(String(describing: offline.lastError))") }
+        XCTAssertTrue(offline.lastErrorMessage?.contains("cannot reach") ?? false, "\(String(describing: offline.lastErrorMessage))")
         try FileManager.default.moveItem(at: away, to: scene.remote.bare)
         XCTAssertTrue(waitUntil(deadline) { recorder.progress(of: profile).contains { $0.isFullySynced } },
                       "never fully synced: \(recorder.names(of: profile))")
@@ -106,6 +107,7 @@ final class SyncEngineTests: ConcordTestCase {
         XCTAssertEqual(done.phase, .idle)
         XCTAssertEqual(done.pendingCommits, 0)
         XCTAssertNil(done.lastError)
+        XCTAssertNil(done.lastErrorMessage)
         XCTAssertNotNil(done.lastSync)
         XCTAssertEqual(try remoteMain(scene.remote), try revParse("HEAD", in: profile))
         XCTAssertTrue(waitUntil(5) { recorder.names(of: profile).last == "stopped" }, "\(recorder.names(of: profile))")

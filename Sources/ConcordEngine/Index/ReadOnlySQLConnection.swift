@@ -22,8 +22,17 @@ final class ReadOnlySQLConnection {
     /// `trustingOwnSchema`, its schema is trusted when this very connection reads it to be
     /// Concord's own (`RecordIndexSchema.isOwn`); when it is not, the file is opened again with
     /// an untrusted schema (SQLite then refuses whatever unsafe the schema holds).
+    ///
+    /// The check and the statement see one snapshot of the file: a read transaction begins before
+    /// the check reads the schema and lasts until the connection closes, so a schema entry
+    /// another process adds after the check (a view calling what only a trusted schema may) is
+    /// not there for the statement.
     init(path: String, trustingOwnSchema: Bool = false) throws {
         var handle = try Self.open(path, trustingSchema: trustingOwnSchema)
+        if trustingOwnSchema, sqlite3_exec(handle, "BEGIN", nil, nil, nil) != SQLITE_OK {
+            defer { sqlite3_close_v2(handle) }
+            throw ConcordError.io(.open, path: path, "the record index \(path): BEGIN: \(String(cString: sqlite3_errmsg(handle)))")
+        }
         let foreign = trustingOwnSchema && !Self.isOwnSchema(handle)
         if foreign {
             sqlite3_close_v2(handle)

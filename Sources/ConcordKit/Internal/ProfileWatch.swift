@@ -106,7 +106,7 @@ final class ProfileWatch: Sendable {
             // Checked when the profile was added: gone since (deleted by another process), or its store closed.
             hub.publish(.failed(Self.message(error)), for: target.directory)
             hub.publish(.stopped, for: target.directory)
-            publish { $0.phase = .stopped; $0.lastError = Self.message(error) }
+            publish { $0.phase = .stopped; $0.failed(error) }
             return
         }
         hub.publish(.started(remote: remote, interval: target.interval), for: target.directory)
@@ -160,7 +160,7 @@ final class ProfileWatch: Sendable {
             answeredAt = (head, known)
             publish {
                 $0.phase = .idle
-                $0.lastError = nil
+                $0.failed(nil)
                 $0.isFullySynced = head != nil && head == known
                 guard moved else { return }
                 $0.pendingCommits = (try? profile.sync.localCommits(remote)) ?? $0.pendingCommits
@@ -224,14 +224,14 @@ final class ProfileWatch: Sendable {
                     // Said once per outage, so no count of local commits: it would go stale at the next write.
                     if !offline { tell(.offline("cannot reach \(remote) (\(reason)); local commits are kept and sent once it answers")) }
                     offline = true
-                    publish { $0.phase = .offline; $0.isFullySynced = false; $0.lastError = Self.message(error) }
+                    publish { $0.phase = .offline; $0.isFullySynced = false; $0.failed(error) }
                 } else {
                     let message = Self.message(error)
                     if message != lastFailure { tell(.failed(message)) }
                     lastFailure = message
                     nextRemoteCheck = Date().addingTimeInterval(backoff)
                     backoff = min(backoff * 2, max(interval, Self.maxBackoff))
-                    publish { $0.phase = .idle; $0.isFullySynced = false; $0.lastError = message }
+                    publish { [error] in $0.phase = .idle; $0.isFullySynced = false; $0.failed(error) }
                 }
                 quietUntil = nextRemoteCheck
             }

@@ -5,12 +5,13 @@ import Foundation
 /// store (`observe`, `changes(since:)`): it runs while at least one is subscribed and ends when
 /// the last one leaves.
 ///
-/// It reads where main is every `pollInterval` (one ref read through a `Profile` of its own, ~20 µs),
-/// and at once when the store's own write, import, sharing call or sync tells it (`moved()`), so a
-/// local transaction reaches its observers without waiting for the next poll. A commit made by
-/// another process (the `concord` CLI, `concord watch`, a plain `git pull` or `git commit`) is
-/// seen by the next poll: within `pollInterval` (20 ms), plus the reads it wakes, once that
-/// process let go of the profile's lock (its working tree is then written). For each
+/// It reads where main is (one ref read through a `Profile` of its own, ~20 µs) when the store's own
+/// write, import, sharing call or sync tells it (`moved()`), so a local transaction reaches its
+/// observers at once, and when another process (the `concord` CLI, `concord watch`, a plain `git
+/// pull` or `git commit`) moved main: on Linux the kernel tells it (inotify on `.git` and
+/// `.git/refs/heads`, `WatchWake`), so an idle store's thread sleeps and runs no timer; elsewhere,
+/// or where inotify cannot watch, it looks every `pollInterval` (20 ms). Either way what it wakes
+/// reads once that process let go of the profile's lock (its working tree is then written). For each
 /// subscriber it compares the commit the subscriber last read at with main's (a tree diff that
 /// skips unchanged directories, `History.changedKinds`) and wakes only those whose kinds changed;
 /// a change feed is woken by any move (even a commit that changed no file).
@@ -31,7 +32,12 @@ final class StoreWatcher: @unchecked Sendable {
     /// The store's status, read again when main moved and an app uses it; and where main was when it last was.
     private let status: StoreStatus
     private var statusHead: ObjectID?
-    private let wake = DispatchSemaphore(value: 0)
+    /// The profile's `.git` directory, whose refs the thread watches.
+    private let gitDirectory: URL
+    /// What the running thread sleeps on (nil while none runs): nudges from this process wake it.
+    private var wake: WatchWake?
+    /// How many times the thread looked at main: for tests (an idle store's thread does not).
+    private var looks = 0
 
     /// How often the thread reads main while nothing tells it of a move.
     static let pollInterval: TimeInterval = 0.02
@@ -57,14 +63,23 @@ final class StoreWatcher: @unchecked Sendable {
         let fail: @Sendable (Error) -> Void
     }
 
-    /// A watcher whose thread opens its profile with `opening` when first needed, and keeps
-    /// `status` current while it runs.
-    init(status: StoreStatus, opening: @escaping @Sendable () throws -> Profile) {
-        (self.status, self.opening) = (status, opening)
+    /// A watcher of the profile in `directory` whose thread opens it with `opening` when first
+    /// needed, and keeps `status` current while it runs.
+    init(directory: URL, status: StoreStatus, opening: @escaping @Sendable () throws -> Profile) {
+        (self.gitDirectory, self.status, self.opening) = (directory.appendingPathComponent(".git"), status, opening)
     }
 
     /// Whether the watching thread runs (some observer or feed is subscribed): for tests.
     var isRunning: Bool { lock.withLock { running } }
+
+    /// How many times the thread looked at main so far, and whether the kernel tells it of
+    /// changes (else it polls): for tests.
+    var looked: (count: Int, watchesDirectories: Bool) { lock.withLock { (looks, wake?.watchesDirectories ?? false) } }
+
+    /// Wakes the running thread, if one runs.
+    private func nudge() {
+        lock.withLock { wake }?.signal()
+    }
 
     /// Subscribes a reader of `kinds` (nil: all): `poke` is called when main moved in a way that
     /// concerns it (`everyMove`: whenever main moved), `fail` when watching fails for good. Starts
@@ -96,18 +111,18 @@ final class StoreWatcher: @unchecked Sendable {
         lock.withLock {
             if subscribers[id]?.seen == .unknown { subscribers[id]?.seen = .at(head) }
         }
-        wake.signal()
+        nudge()
     }
 
     /// Subscriber `id` leaves; the thread ends once none is left.
     func unsubscribe(_ id: Int) {
         lock.withLock { _ = subscribers.removeValue(forKey: id) }
-        wake.signal()
+        nudge()
     }
 
     /// Main may have moved (this store wrote or synced): look now rather than at the next poll.
     func moved() {
-        wake.signal()
+        nudge()
     }
 
     /// Ends every subscriber with `error` (a sync of this store learned the copy's access was removed).
@@ -117,7 +132,7 @@ final class StoreWatcher: @unchecked Sendable {
             return subscribers.values.map(\.fail)
         }
         for fail in failing { fail(error) }
-        wake.signal()
+        nudge()
     }
 
     /// Ends the watcher for good (the store was closed, or its copy removed): every subscriber is
@@ -134,7 +149,7 @@ final class StoreWatcher: @unchecked Sendable {
             return subscribers.values.map(\.fail)
         }
         for fail in failing { fail(error) }
-        wake.signal()
+        nudge()
         // The profile the thread put back between two reads goes here in any case (the caller may
         // be about to delete the copy); one being read goes with that read.
         let dropped = lock.withLock {
@@ -155,15 +170,20 @@ final class StoreWatcher: @unchecked Sendable {
     /// no subscriber is left.
     private func watch() {
         var failures = 0
+        // Made before the first look: a nudge from then on is not lost (one before it needs none).
+        let wake = try? WatchWake(watching: [gitDirectory.path, gitDirectory.appendingPathComponent("refs/heads").path])
+        lock.withLock { self.wake = wake }
         while true {
             var profile: Profile?
             let current: [Int: Subscriber]? = lock.withLock {
                 if subscribers.isEmpty || ended != nil {
                     self.profile = nil
+                    self.wake = nil
                     running = false
                     lock.broadcast()
                     return nil
                 }
+                looks += 1
                 touching = true
                 (profile, self.profile) = (self.profile, nil)
                 return subscribers
@@ -190,7 +210,9 @@ final class StoreWatcher: @unchecked Sendable {
                     failAll(error)
                 }
             }
-            _ = wake.wait(timeout: .now() + Self.pollInterval)
+            // Asleep until told, when the kernel tells of changes and the last look went well.
+            let polling = wake?.watchesDirectories != true || failures > 0
+            if let wake { wake.wait(timeout: polling ? Self.pollInterval : nil) } else { usleep(useconds_t(Self.pollInterval * 1_000_000)) }
         }
     }
 

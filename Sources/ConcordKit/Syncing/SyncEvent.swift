@@ -59,8 +59,11 @@ public struct SyncProgress: Sendable {
     public internal(set) var pendingCommits = 0
     /// When this device last synced with the remote (an ISO-8601 UTC instant), if ever.
     public internal(set) var lastSync: String?
-    /// The last failure, until a sync or check succeeds again.
-    public internal(set) var lastError: String?
+    /// The last failure, until a sync or check succeeds again, as a typed error (nil too for a
+    /// failure that is not a `ConcordError`: `lastErrorMessage` has its line).
+    public internal(set) var lastError: ConcordError?
+    /// The last failure's one line, until a sync or check succeeds again.
+    public internal(set) var lastErrorMessage: String?
     /// True when this device's main equals the remote's, as of the last time the remote answered.
     public internal(set) var isFullySynced = false
     /// What the engine did with the copy when the remote removed it (then `phase` is `.stopped`).
@@ -70,9 +73,15 @@ public struct SyncProgress: Sendable {
         (self.profile, self.remote) = (profile, remote)
     }
 
+    /// Sets (`error`) or clears (nil) the last failure.
+    mutating func failed(_ error: Error?) {
+        lastError = error as? ConcordError
+        lastErrorMessage = error.map { (($0 as? LocalizedError)?.errorDescription) ?? "\($0)" }
+    }
+
     /// Whether `other` tells anything new (the stream skips repeats).
     func differs(from other: SyncProgress) -> Bool {
-        phase != other.phase || pendingCommits != other.pendingCommits || lastSync != other.lastSync || lastError != other.lastError
+        phase != other.phase || pendingCommits != other.pendingCommits || lastSync != other.lastSync || lastErrorMessage != other.lastErrorMessage
             || isFullySynced != other.isFullySynced || (removal == nil) != (other.removal == nil)
     }
 }
