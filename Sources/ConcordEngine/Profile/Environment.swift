@@ -26,6 +26,9 @@ public struct ConcordEnvironment: Sendable {
     /// finishes the update. It stands in for what git holding `index.lock` did before issue 42
     /// (concord now holds that lock across the whole sequence), so the recovery stays tested.
     package var failIndexAfterBranchMove = false
+    /// For the bench's comparison (B10O): a store's watcher looks every 20 ms instead of being told
+    /// of changes by the kernel (what it does where inotify cannot watch).
+    package var watchesByPolling = false
     /// A private key file ssh remotes are offered when they refuse this device's key: set by
     /// `Members.accept` to a link invitation's one-time key for its clone and acceptance push (a
     /// concord server knows that key, and not yet this device's); nil otherwise.

@@ -34,6 +34,8 @@ final class StoreWatcher: @unchecked Sendable {
     private var statusHead: ObjectID?
     /// The profile's `.git` directory, whose refs the thread watches.
     private let gitDirectory: URL
+    /// Whether the thread looks every `pollInterval` even where the kernel could tell it of changes (the bench's comparison).
+    private let polling: Bool
     /// What the running thread sleeps on (nil while none runs): nudges from this process wake it.
     private var wake: WatchWake?
     /// How many times the thread looked at main: for tests (an idle store's thread does not).
@@ -64,9 +66,9 @@ final class StoreWatcher: @unchecked Sendable {
     }
 
     /// A watcher of the profile in `directory` whose thread opens it with `opening` when first
-    /// needed, and keeps `status` current while it runs.
-    init(directory: URL, status: StoreStatus, opening: @escaping @Sendable () throws -> Profile) {
-        (self.gitDirectory, self.status, self.opening) = (directory.appendingPathComponent(".git"), status, opening)
+    /// needed, and keeps `status` current while it runs; `polling`: it looks every `pollInterval`.
+    init(directory: URL, polling: Bool = false, status: StoreStatus, opening: @escaping @Sendable () throws -> Profile) {
+        (self.gitDirectory, self.polling, self.status, self.opening) = (directory.appendingPathComponent(".git"), polling, status, opening)
     }
 
     /// Whether the watching thread runs (some observer or feed is subscribed): for tests.
@@ -171,7 +173,7 @@ final class StoreWatcher: @unchecked Sendable {
     private func watch() {
         var failures = 0
         // Made before the first look: a nudge from then on is not lost (one before it needs none).
-        let wake = try? WatchWake(watching: [gitDirectory.path, gitDirectory.appendingPathComponent("refs/heads").path])
+        let wake = try? WatchWake(watching: polling ? [] : [gitDirectory.path, gitDirectory.appendingPathComponent("refs/heads").path])
         lock.withLock { self.wake = wake }
         while true {
             var profile: Profile?

@@ -65,7 +65,7 @@ public final class ConcordStore: Sendable {
         }
         let status = StoreStatus()
         statusMirror = status
-        watcher = StoreWatcher(directory: root, status: status) { try Profile.open(at: root, environment: environment, caches: caches) }
+        watcher = StoreWatcher(directory: root, polling: environment.watchesByPolling, status: status) { try Profile.open(at: root, environment: environment, caches: caches) }
     }
 
     /// The environment given, or this process's (`ConcordEnvironment.fromProcess`).
