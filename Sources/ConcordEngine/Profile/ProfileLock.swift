@@ -21,7 +21,9 @@ final class ProfileLock {
     let previousHolderDied: Bool
     private static let unfinishedMark = "unfinished"
 
-    /// Waits up to `timeout` seconds for the lock.
+    /// Waits up to `timeout` seconds for the lock, trying again after 50 µs, then twice as long each
+    /// time up to 2 ms: a short hold (a commit's last steps, which a store's watcher wakes during,
+    /// told of the ref's move) is waited for about as long as it lasts, a long one at 500 tries a second.
     init(gitDirectory: String, timeout: TimeInterval = 60) throws {
         let directory = gitDirectory + "concord"
         mkdir(directory, 0o755)
@@ -31,12 +33,14 @@ final class ProfileLock {
             throw ConcordError.io(.open, path: path, "cannot open lock file \(path): \(String(cString: strerror(errno)))")
         }
         let deadline = Date().addingTimeInterval(timeout)
+        var pause: useconds_t = 50
         while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             guard errno == EWOULDBLOCK || errno == EINTR, Date() < deadline else {
                 close(descriptor)
                 throw ConcordError.busy(gitDirectory)
             }
-            usleep(2_000)
+            usleep(pause)
+            pause = min(pause * 2, 2_000)
         }
         let left = Self.readContent(descriptor)
         previousHolderDied = !left.isEmpty

@@ -40,6 +40,9 @@ final class StoreWatcher: @unchecked Sendable {
     private var wake: WatchWake?
     /// How many times the thread looked at main: for tests (an idle store's thread does not).
     private var looks = 0
+    /// Calls of this store that may commit, running now (`whileChanging`): the thread does not
+    /// look meanwhile, and looks when the last one ends.
+    private var localChanges = 0
 
     /// How often the thread reads main while nothing tells it of a move.
     static let pollInterval: TimeInterval = 0.02
@@ -77,6 +80,28 @@ final class StoreWatcher: @unchecked Sendable {
     /// How many times the thread looked at main so far, and whether the kernel tells it of
     /// changes (else it polls): for tests.
     var looked: (count: Int, watchesDirectories: Bool) { lock.withLock { (looks, wake?.watchesDirectories ?? false) } }
+
+    /// Runs `body`, a call of this store that may commit, and then looks. Meanwhile the thread does
+    /// not look: woken by the kernel's news of that very commit, it would wait for the profile's
+    /// lock, which the commit holds until it is done, and see it no sooner.
+    func whileChanging<T>(_ body: () throws -> T) rethrows -> T {
+        lock.withLock { localChanges += 1 }
+        defer {
+            lock.withLock { localChanges -= 1 }
+            nudge()
+        }
+        return try body()
+    }
+
+    /// `whileChanging` for a call that suspends.
+    func whileChanging<T>(_ body: () async throws -> T) async rethrows -> T {
+        lock.withLock { localChanges += 1 }
+        defer {
+            lock.withLock { localChanges -= 1 }
+            nudge()
+        }
+        return try await body()
+    }
 
     /// Wakes the running thread, if one runs.
     private func nudge() {
@@ -185,12 +210,18 @@ final class StoreWatcher: @unchecked Sendable {
                     lock.broadcast()
                     return nil
                 }
+                // A call of this store is committing: it tells when it is done.
+                if localChanges > 0 { return [:] }
                 looks += 1
                 touching = true
                 (profile, self.profile) = (self.profile, nil)
                 return subscribers
             }
             guard let current else { return }
+            guard !current.isEmpty else {
+                sleep(wake, failing: failures > 0)
+                continue
+            }
             var told = [() -> Void]()
             let looked = Result { try look(current, with: &profile, telling: &told) }
             lock.withLock {
@@ -212,10 +243,18 @@ final class StoreWatcher: @unchecked Sendable {
                     failAll(error)
                 }
             }
-            // Asleep until told, when the kernel tells of changes and the last look went well.
-            let polling = wake?.watchesDirectories != true || failures > 0
-            if let wake { wake.wait(timeout: polling ? Self.pollInterval : nil) } else { usleep(useconds_t(Self.pollInterval * 1_000_000)) }
+            sleep(wake, failing: failures > 0)
         }
+    }
+
+    /// Until the next look: until told, when the kernel tells of changes and the last look went
+    /// well (not `failing`); else for at most `pollInterval`.
+    private func sleep(_ wake: WatchWake?, failing: Bool) {
+        guard let wake else {
+            usleep(useconds_t(Self.pollInterval * 1_000_000))
+            return
+        }
+        wake.wait(timeout: wake.watchesDirectories && !failing ? nil : Self.pollInterval)
     }
 
     /// One look at main through `opened` (opened now when nil): every subscriber that read at

@@ -62,7 +62,7 @@ final class WatchWake: Sendable {
 
     /// An inotify descriptor watching every one of `directories`, or -1 where that cannot be.
     private static func watch(_ directories: [String]) -> Int32 {
-        #if os(Linux)
+        #if os(Linux) && !CONCORD_PORTABLE
         guard !directories.isEmpty else { return -1 }
         let descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard descriptor >= 0 else { return -1 }

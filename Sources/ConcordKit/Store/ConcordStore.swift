@@ -176,7 +176,7 @@ public final class ConcordStore: Sendable {
     @discardableResult
     public func write<T: Sendable>(action: ChangeAction? = nil, _ body: @Sendable (Transaction) throws -> T) throws -> WriteResult<T> {
         let identity = identity
-        return try engine.run { try changedLocally($0, $0.records.write(as: identity, action: action, body)) }
+        return try committing { try $0.records.write(as: identity, action: action, body) }
     }
 
     /// `write`, run on the store's queue while the caller suspends.
@@ -184,21 +184,21 @@ public final class ConcordStore: Sendable {
     public func write<T: Sendable>(action: ChangeAction? = nil,
                                    _ body: @escaping @Sendable (Transaction) throws -> T) async throws -> WriteResult<T> {
         let identity = identity
-        return try await engine.runAsync { try self.changedLocally($0, $0.records.write(as: identity, action: action, body)) }
+        return try await committing { try $0.records.write(as: identity, action: action, body) }
     }
 
     /// Writes every record and log entry of `dump` as one commit (`Records.importDump`).
     @discardableResult
     public func importDump(_ dump: Dump) throws -> WriteResult<DumpImport> {
         let identity = identity
-        return try engine.run { try changedLocally($0, $0.records.importDump(dump, as: identity)) }
+        return try committing { try $0.records.importDump(dump, as: identity) }
     }
 
     /// `importDump`, run on the store's queue while the caller suspends.
     @discardableResult
     public func importDump(_ dump: Dump) async throws -> WriteResult<DumpImport> {
         let identity = identity
-        return try await engine.runAsync { try self.changedLocally($0, $0.records.importDump(dump, as: identity)) }
+        return try await committing { try $0.records.importDump(dump, as: identity) }
     }
 
     // MARK: Sync
@@ -249,12 +249,24 @@ public final class ConcordStore: Sendable {
     /// Runs `body` on the store's queue with the engine itself: for the package's sync engine and
     /// tests, which need what the public calls do not give (a prefetched pack, the verification).
     package func withProfile<T>(_ body: (Profile) throws -> T) throws -> T {
-        try engine.run { try changedLocally($0, body($0)) }
+        try committing(body)
     }
 
     /// `withProfile`, run on the store's queue while the caller suspends (cancellable like `sync`).
     package func withProfile<T: Sendable>(_ body: @escaping @Sendable (Profile) throws -> T) async throws -> T {
-        try await engine.runAsync { try self.changedLocally($0, body($0)) }
+        try await committing(body)
+    }
+
+    /// Runs `body`, which may commit, on the store's queue and waits for it, then tells the
+    /// watcher and the status (`changedLocally`). Meanwhile the watcher does not look (`StoreWatcher.whileChanging`):
+    /// the kernel's news of this very commit would have it wait for the lock the commit holds.
+    private func committing<T>(_ body: (Profile) throws -> T) throws -> T {
+        try watcher.whileChanging { try engine.run { try changedLocally($0, body($0)) } }
+    }
+
+    /// `committing`, on the store's queue while the caller suspends.
+    private func committing<T: Sendable>(_ body: @escaping @Sendable (Profile) throws -> T) async throws -> T {
+        try await watcher.whileChanging { try await engine.runAsync { try self.changedLocally($0, body($0)) } }
     }
 
     // MARK: Telling the observers and the status
