@@ -24,7 +24,7 @@ extension WatchSoakBenchmark {
         engine.start()
         defer { engine.stop() }
         // Every sync records its time: a new `lastSync` is a sync made. A failure or an outage sets `lastError`.
-        var (failures, syncsMade, lastSync) = ([String](), 0, String?.none)
+        var (failures, syncsMade, lastSync) = ([String](), 0, Date?.none)
         func progress() -> SyncProgress? {
             let progress = engine.progress(of: devices.profileB)
             if let error = progress?.lastErrorMessage, failures.last != error { failures.append(error) }

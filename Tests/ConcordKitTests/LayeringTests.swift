@@ -129,11 +129,12 @@ final class LayeringTests: XCTestCase {
     }
 
     /// `@unchecked Sendable` and `nonisolated(unsafe)` in every target: each is a promise the
-    /// compiler cannot check. Issue 43 asks for fewer than 17: 14 now, in every target (15 before the clone's signal handling took a Mutex).
+    /// compiler cannot check, wherever its line declares it. Issue 43 asks for fewer than 17: 15 now,
+    /// in every target (16 before the clone's signal handling took a Mutex).
     func testUncheckedSendabilityDoesNotGrow() throws {
         let all = try ["ConcordEngine", "ConcordKit", "ConcordGit", "ConcordGitFormats", "ConcordModel", "ConcordRules", "ConcordTrust",
                        "ConcordKeyIndex", "ConcordServer", "ConcordCommands", "concord", "concord-bench", "concord-lookup"].flatMap { try files(in: $0) }
-        let unchecked = try lines(all, matching: #"^[^/]*(: @unchecked Sendable|nonisolated\(unsafe\))"#)
-        XCTAssertLessThanOrEqual(unchecked.count, 14, unchecked.joined(separator: "\n"))
+        let unchecked = try lines(all, matching: #"^[^/]*(@unchecked Sendable|nonisolated\(unsafe\))"#)
+        XCTAssertLessThanOrEqual(unchecked.count, 15, unchecked.joined(separator: "\n"))
     }
 }

@@ -92,7 +92,7 @@ final class ProfileWatch: Sendable {
                 own = try Profile.open(at: target.directory, environment: environment, caches: hub.caches)
             }
             live = try using(own) { profile in
-                progress.lastSync = profile.sync.lastSync(remote: remote)
+                progress.lastSync = Date(instant: profile.sync.lastSync(remote: remote))
                 progress.pendingCommits = (try? profile.sync.localCommits(remote)) ?? 0
                 return try liveUpdates(profile)
             }
@@ -164,7 +164,7 @@ final class ProfileWatch: Sendable {
                 $0.isFullySynced = head != nil && head == known
                 guard moved else { return }
                 $0.pendingCommits = (try? profile.sync.localCommits(remote)) ?? $0.pendingCommits
-                $0.lastSync = profile.sync.lastSync(remote: remote)
+                $0.lastSync = Date(instant: profile.sync.lastSync(remote: remote))
             }
         }
         /// One tick's work, with the profile.

@@ -20,8 +20,8 @@ public final class StoreStatus: Observable, @unchecked Sendable {
         public var pendingCommits = 0
         /// Commits the last fetch brought that main has not merged (before a sync's merge).
         public var behind = 0
-        /// When this device last synced with the remote (ISO-8601 UTC), if ever.
-        public var lastSync: String?
+        /// When this device last synced with the remote, if ever (to the millisecond).
+        public var lastSync: Date?
         /// A sync of this store is running.
         public var isSyncing = false
         /// The last sync's failure, until a sync succeeds: the typed error an app switches on (its
@@ -54,8 +54,8 @@ public final class StoreStatus: Observable, @unchecked Sendable {
     public var pendingCommits: Int { read(\.pendingCommits, \.pendingCommits) }
     /// Commits the last fetch brought that main has not merged.
     public var behind: Int { read(\.behind, \.behind) }
-    /// When this device last synced with the remote (ISO-8601 UTC), if ever.
-    public var lastSync: String? { read(\.lastSync, \.lastSync) }
+    /// When this device last synced with the remote, if ever (to the millisecond).
+    public var lastSync: Date? { read(\.lastSync, \.lastSync) }
     /// A sync of this store is running.
     public var isSyncing: Bool { read(\.isSyncing, \.isSyncing) }
     /// The last sync's failure, until a sync succeeds, as a typed error (`Snapshot.lastError`).
@@ -133,7 +133,7 @@ public final class StoreStatus: Observable, @unchecked Sendable {
                 if let pending { snapshot.pendingCommits = pending }
                 if let status {
                     snapshot.behind = status.behind
-                    snapshot.lastSync = status.lastSync
+                    snapshot.lastSync = Date(instant: status.lastSync)
                 }
             }
         }

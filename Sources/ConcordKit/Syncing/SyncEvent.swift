@@ -57,8 +57,8 @@ public struct SyncProgress: Sendable {
     public internal(set) var phase: Phase = .idle
     /// Commits this device has that the remote lacks, as far as the last fetch knows.
     public internal(set) var pendingCommits = 0
-    /// When this device last synced with the remote (an ISO-8601 UTC instant), if ever.
-    public internal(set) var lastSync: String?
+    /// When this device last synced with the remote, if ever (to the millisecond).
+    public internal(set) var lastSync: Date?
     /// The last failure, until a sync or check succeeds again, as a typed error (nil too for a
     /// failure that is not a `ConcordError`: `lastErrorMessage` has its line).
     public internal(set) var lastError: ConcordError?
