@@ -93,8 +93,7 @@ docs: deps
 	swift build --target ConcordKit --scratch-path $(DOCS) -Xswiftc -emit-symbol-graph \
 	  -Xswiftc -emit-symbol-graph-dir -Xswiftc $(CURDIR)/$(DOCS)/all-symbols
 	rm -rf $(DOCS)/symbols $(DOCS)/ConcordKit.doccarchive && mkdir -p $(DOCS)/symbols
-	cp $(DOCS)/all-symbols/ConcordKit.symbols.json $(DOCS)/all-symbols/ConcordKit@*.symbols.json $(DOCS)/symbols/ 2>/dev/null || \
-	  cp $(DOCS)/all-symbols/ConcordKit.symbols.json $(DOCS)/symbols/
+	find $(DOCS)/all-symbols -name 'ConcordKit.symbols.json' -o -name 'ConcordKit@*.symbols.json' | xargs -I{} cp {} $(DOCS)/symbols/
 	docc convert Sources/ConcordKit/ConcordKit.docc --additional-symbol-graph-dir $(DOCS)/symbols \
 	  --fallback-display-name ConcordKit --fallback-bundle-identifier concord.ConcordKit \
 	  --output-path $(DOCS)/ConcordKit.doccarchive --warnings-as-errors
