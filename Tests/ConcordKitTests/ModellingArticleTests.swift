@@ -1,38 +1,20 @@
 @testable import ConcordEngine
 @testable import ConcordKit
+import ConcordTestSupport
 import Foundation
 import GRDB
 import XCTest
 
-/// The Modelling article's `Symbol`, as the article declares it (the test reads the article and
-/// fails when its declaration is no longer this one), and every query of its "Queries" section
-/// run against it: a query the article shows cannot throw (`fieldNotNamed` did, for `\.label`).
-private struct Symbol: ConcordRecord, Equatable {
-    static let fields: FieldNames<Symbol> = [\.page: "page", \.position: "position", \.label: "label"]
-    static let kind = Kind("vocabulary", policy: .lastWriterWins, writers: .editor, indexed: fields.names)
-    var id: String
-    var label: String
-    var page: Int
-    var position: Int
-}
-
+/// The articles' `Symbol` (ConcordTestSupport's, declared as the articles declare it: the test
+/// reads the articles and fails when their declaration is no longer this one), and every query of
+/// the Modelling article's "Queries" section run against it: a query the article shows cannot throw
+/// (`fieldNotNamed` did, for `\.label`).
 final class ModellingArticleTests: KitTestCase {
-    /// The two declaration lines of `Symbol` above, as the article must show them.
-    private let declaration = [
-        #"    static let fields: FieldNames<Symbol> = [\.page: "page", \.position: "position", \.label: "label"]"#,
-        #"    static let kind = Kind("vocabulary", policy: .lastWriterWins, writers: .editor, indexed: fields.names)"#,
-    ]
-
-    private func article(_ name: String) throws -> String {
-        let docc = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Sources/ConcordKit/ConcordKit.docc")
-        return try String(contentsOf: docc.appendingPathComponent(name), encoding: .utf8)
-    }
 
     func testEveryArticleDeclaresSymbolAsThisTestRunsIt() throws {
         for name in ["Modelling.md", "GettingStarted.md", "ConcordKit.md"] {
-            let text = try article(name)
-            XCTAssertTrue(text.contains(declaration.joined(separator: "\n")), "\(name) declares Symbol otherwise than the test that runs its queries")
+            let text = try articleText(name)
+            XCTAssertTrue(text.contains(Symbol.articleDeclaration), "\(name) declares Symbol otherwise than the test that runs its queries")
         }
     }
 
@@ -43,7 +25,7 @@ final class ModellingArticleTests: KitTestCase {
         let symbols = [Symbol(id: "puzzle", label: "puzzle", page: 3, position: 2), Symbol(id: "juice", label: "juice", page: 1, position: 1),
                        Symbol(id: "push", label: "push", page: 3, position: 1), Symbol(id: "ball", label: "ball", page: 2, position: 4)]
         try await store.write { transaction in for symbol in symbols { try transaction.save(symbol) } }
-        let text = try article("Modelling.md")
+        let text = try articleText("Modelling.md")
         for query in [#"Symbol.filter(\.page == 3).order(\.position).limit(20).fetchAll($0)"#, #"Symbol.filter(\.page >= 1).fetchCount($0)"#,
                       #"Symbol.filter(.hasPrefix(\.label, "pu")).fetchOne($0)"#,
                       #"Symbol.filter(.in(\.page, [1, 2])).order(\.position, descending: true).fetchAll($0)"#] {

@@ -3,33 +3,13 @@ import ConcordTestSupport
 import Foundation
 import XCTest
 
-/// The Getting Started article's types, as the article declares them.
-private struct Symbol: ConcordRecord {
-    static let fields: FieldNames<Symbol> = [\.page: "page", \.position: "position", \.label: "label"]
-    static let kind = Kind("vocabulary", policy: .lastWriterWins, writers: .editor, indexed: fields.names)
-    var id: String
-    var label: String
-    var page: Int
-    var position: Int
-}
-
-private struct Tap: ConcordLogEntry {
-    static let kind = Kind("taps", policy: .append, writers: .user)
-    var symbol: String
-}
-
 /// The Getting Started article (Sources/ConcordKit/ConcordKit.docc/GettingStarted.md) run as it is
 /// written: each line below is read from the article (the test fails when the article no longer
 /// shows it), and the test runs the same code, against a real sshd on loopback where the article
 /// syncs with a server. Only the names the article leaves to the app (a URL, a fingerprint, a
 /// key, a messaging service) are bound here. So an article cannot throw, or fail to compile, unseen.
+/// `Symbol` and `Tap` are the article's (ConcordTestSupport).
 final class GettingStartedArticleTests: ConcordTestCase {
-    private func article() throws -> String {
-        let docc = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Sources/ConcordKit/ConcordKit.docc/GettingStarted.md")
-        return try String(contentsOf: docc, encoding: .utf8)
-    }
-
     /// The article's lines this test runs, each as the article has it (leading spaces aside).
     private let lines = [
         #"let me = try (try? Identity.load(from: home)) ?? Identity.create(member: "parent", device: "phone", in: home)"#,
@@ -67,10 +47,7 @@ final class GettingStartedArticleTests: ConcordTestCase {
     ]
 
     func testTheArticlesCodeRunsAsWritten() async throws {
-        let text = try article()
-        for line in lines {
-            XCTAssertTrue(text.contains(line), "the article no longer shows: \(line)")
-        }
+        try assertArticle("GettingStarted.md", shows: lines)
         let server = try startSSHServer()
         let bare = sandbox.appendingPathComponent("sam.git")
         try Sync.createBareRemote(at: bare)

@@ -3,35 +3,14 @@ import ConcordTestSupport
 import Foundation
 import XCTest
 
-/// The articles' `Symbol`, as they declare it.
-private struct Symbol: ConcordRecord {
-    static let fields: FieldNames<Symbol> = [\.page: "page", \.position: "position", \.label: "label"]
-    static let kind = Kind("vocabulary", policy: .lastWriterWins, writers: .editor, indexed: fields.names)
-    var id: String
-    var label: String
-    var page: Int
-    var position: Int
-}
-
 /// The Sharing Profiles and Syncing Devices articles (Sources/ConcordKit/ConcordKit.docc) run as
 /// written: each line below is read from its article (the test fails when the article no longer
 /// shows it) and run here, over a bare path remote, with the names the articles leave to the app
 /// (keys, URLs, what the app shows) bound by the test. A snippet that throws, or does not
-/// compile, fails here.
+/// compile, fails here. `Symbol` is the articles' (ConcordTestSupport).
 final class SharingArticleTests: ConcordTestCase {
-    private func article(_ name: String) throws -> String {
-        let docc = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Sources/ConcordKit/ConcordKit.docc")
-        return try String(contentsOf: docc.appendingPathComponent(name), encoding: .utf8)
-    }
-
-    private func assertShows(_ name: String, _ lines: [String], file: StaticString = #filePath, line: UInt = #line) throws {
-        let text = try article(name)
-        for shown in lines { XCTAssertTrue(text.contains(shown), "\(name) no longer shows: \(shown)", file: file, line: line) }
-    }
-
     func testTheSharingArticlesCodeRunsAsWritten() async throws {
-        try assertShows("SharingProfiles.md", [
+        try assertArticle("SharingProfiles.md", shows: [
             "let named = try await store.share(\"bob\", role: .editor, key: bobsKey, expiresIn: 7 * 86_400)",
             "let link = try await store.shareLink(\"therapist\", role: .user, expiresIn: 2 * 86_400)",
             "let open = try await store.shareOpen(role: .viewer, uses: 10, expiresIn: 86_400)",
@@ -146,7 +125,7 @@ final class SharingArticleTests: ConcordTestCase {
     }
 
     func testTheSyncingArticlesCodeRunsAsWritten() async throws {
-        try assertShows("SyncingDevices.md", [
+        try assertArticle("SyncingDevices.md", shows: [
             "let report = try await store.sync()",
             "print(report.received, report.sent, report.resolved.count, report.lost.count)",
             "let engine = try SyncEngine(for: store)",
