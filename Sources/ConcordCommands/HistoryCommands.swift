@@ -14,14 +14,14 @@ struct Import: ParsableCommand {
 
     func run() throws {
         PerformanceTrace.start()
-        let profile = try profile.open()
+        let store = try profile.open()
         PerformanceTrace.step("profile opened")
         let bytes = file == "-" ? readInput() : FileManager.default.contents(atPath: file)
         guard let bytes else { throw ConcordError.io(.read, path: file, "cannot read \(file): no such file or not readable") }
         PerformanceTrace.step("dump read")
         let dump = try Dump.parse(Array(bytes), source: file == "-" ? "standard input" : file)
         PerformanceTrace.step("dump parsed")
-        let result = try profile.records.importDump(dump, as: try loadIdentity())
+        let result = try store.importDump(dump)
         if json {
             printJSON(.object([
                 "commit": result.commit.map { .string($0) } ?? .null,
@@ -44,7 +44,7 @@ struct Export: ParsableCommand {
     @OptionGroup var profile: ProfileOption
 
     func run() throws {
-        writeOutput(Data(try profile.open().records.exportDump().canonicalBytes()))
+        writeOutput(Data(try profile.open().read { try $0.exportDump() }.canonicalBytes()))
     }
 }
 
@@ -79,7 +79,7 @@ struct Log: ParsableCommand {
         let now = Int64(Date().timeIntervalSince1970)
         let filter = HistoryFilter(record: record, member: member, since: since.flatMap { AuditTime.parse($0, now: now) },
                                    until: until.flatMap { AuditTime.parse($0, now: now) }, limit: limit)
-        let entries = try profile.open().history.entries(filter)
+        let entries = try profile.open().read { try $0.history(filter) }
         if json {
             printJSON(.array(entries.map { entry in
                 .object([
@@ -229,10 +229,14 @@ struct History: ParsableCommand {
     @Flag(help: "Also print each version's content.") var content = false
 
     func run() throws {
-        let profile = try profile.open()
-        let versions = try profile.history.versions(of: reference)
+        let store = try profile.open()
+        let (reference, withContent) = (reference, json || content)
+        let (versions, contents) = try store.read { reader in
+            let versions = try reader.versions(of: reference)
+            return (versions, try versions.map { withContent ? try reader.recordVersion(reference, atCommit: $0.entry.commit) : nil })
+        }
         if json {
-            printJSON(.array(try versions.map { version in
+            printJSON(.array(zip(versions, contents).map { version, bytes in
                 let entry = version.entry
                 var fields: [String: JSONValue] = [
                     "commit": .string(entry.commit), "member": .string(entry.member), "device": .string(entry.device),
@@ -244,7 +248,7 @@ struct History: ParsableCommand {
                                  "winnerChange": .string(lost.winner.change.rawValue)])
                     } ?? .null,
                 ]
-                if let bytes = try profile.history.recordVersion(reference, atCommit: entry.commit) {
+                if let bytes {
                     fields["content"] = (try? JSONValue.parse(bytes)) ?? .string(String(decoding: bytes, as: UTF8.self))
                 }
                 return .object(fields)
@@ -252,7 +256,7 @@ struct History: ParsableCommand {
             return
         }
         let zone = AuditTime.localZone
-        for version in versions {
+        for (version, bytes) in zip(versions, contents) {
             let entry = version.entry
             let changes = entry.changes.filter { $0.record == reference }
             let what = changes.isEmpty ? "\(entry.action) \(reference)" : changes.map(AuditTime.describe).joined(separator: "; ")
@@ -262,7 +266,7 @@ struct History: ParsableCommand {
             }.joined(separator: ", ")
             print("\(AuditTime.format(entry.seconds, utc: utc, zone: zone))  \(AuditTime.who(entry))  \(what)  \(entry.commit.prefix(7)) "
                   + "[signature: \(entry.signature.rawValue)]\(lost)")
-            if content, let bytes = try profile.history.recordVersion(reference, atCommit: entry.commit) {
+            if content, let bytes {
                 print(String(decoding: bytes, as: UTF8.self).split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
             }
         }
@@ -281,7 +285,7 @@ struct Verify: ParsableCommand {
     func run() throws {
         let report: VerificationReport
         do {
-            report = try profile.open().verification.run()
+            report = try Maintenance.verify(at: profile.url, environment: try processEnvironment())
         } catch let error as ConcordError where json {
             printJSON(.object(["error": .string(describe(error)), "exitCode": .number(String(ExitStatus.code(for: error)))]))
             throw error

@@ -49,7 +49,7 @@ struct Kinds: ParsableCommand {
 
         func run() throws {
             let kind = try RecordKind(name: name, directory: directory, policy: try Kinds.policy(policy), writers: try Kinds.role(writers))
-            let result = try profile.open().records.addKinds([kind], as: try loadIdentity())
+            let result = try profile.open().addKinds([kind])
             Kinds.report(kind, commit: result.commit, json: json, done: "added")
         }
     }
@@ -69,8 +69,8 @@ struct Kinds: ParsableCommand {
             guard policy != nil || writers != nil || directory != nil else {
                 throw ValidationError("give --policy, --writers or both: what to change about kind \"\(name)\"")
             }
-            let result = try profile.open().records.setKind(name: name, policy: try policy.map(Kinds.policy), writers: try writers.map(Kinds.role),
-                                                            directory: directory, as: try loadIdentity())
+            let result = try profile.open().setKind(name: name, policy: try policy.map(Kinds.policy), writers: try writers.map(Kinds.role),
+                                                    directory: directory)
             Kinds.report(result.value, commit: result.commit, json: json, done: "changed")
         }
     }

@@ -19,8 +19,9 @@ struct Members: ParsableCommand {
         @Flag(help: "Print the result as JSON.") var json = false
 
         func run() throws {
-            if open { return try listOpenInvitations() }
-            let members = try profile.open().members.list()
+            let store = try profile.open()
+            if open { return try listOpenInvitations(store) }
+            let members = try store.read { try $0.members() }
             if json {
                 printJSON(.array(members.map { member in
                     .object([
@@ -42,16 +43,17 @@ struct Members: ParsableCommand {
                     }
                     print("\(member.name)  \(member.role.rawValue)  \(status)  devices: \(member.keys.map(\.device).joined(separator: ", "))")
                 }
-                let open = try profile.open().members.openInvitations().filter { $0.used < $0.invitation.uses }
+                let open = try store.openInvitations().filter { $0.used < $0.invitation.uses }
                 if !open.isEmpty { print("\(open.count) open invitation\(open.count == 1 ? "" : "s"): 'concord members --open' lists them") }
             }
         }
 
-        private func listOpenInvitations() throws {
-            let invitations = try profile.open().members.openInvitations()
+        private func listOpenInvitations(_ store: ConcordStore) throws {
+            let invitations = try store.openInvitations()
             if json {
-                printJSON(.array(invitations.map { invitation, used in
-                    .object([
+                printJSON(.array(invitations.map { use in
+                    let (invitation, used) = (use.invitation, use.used)
+                    return .object([
                         "id": .string(invitation.id), "role": .string(invitation.role.rawValue), "uses": .number(String(invitation.uses)),
                         "used": .number(String(used)), "expiresAt": .string(invitation.expiresAt), "invitedBy": .string(invitation.invitedBy),
                         "invitedAt": .string(invitation.invitedAt), "withdrawn": .bool(invitation.withdrawn),
@@ -60,7 +62,7 @@ struct Members: ParsableCommand {
             } else if invitations.isEmpty {
                 print("no open invitations")
             } else {
-                for (invitation, used) in invitations {
+                for (invitation, used) in invitations.map({ ($0.invitation, $0.used) }) {
                     // A withdrawn one admits nobody more, whatever its count says.
                     let state = invitation.withdrawn ? "withdrawn, \(used) joined" : "\(used) of \(invitation.uses) joined"
                     print("\(invitation.id)  \(invitation.role.rawValue)  \(state)  "
@@ -89,8 +91,7 @@ struct Members: ParsableCommand {
             guard let device = device ?? comment.split(separator: "@").last.map(String.init), !device.isEmpty else {
                 throw ValidationError("give --device: the key line has no name@device comment")
             }
-            let result = try profile.open().members.add(
-                name, role: role, device: device, key: publicKey, proof: proof, as: try loadIdentity())
+            let result = try profile.open().addMember(name, role: role, device: device, key: publicKey, proof: proof)
             if result.commit == nil {
                 print("\(name) is already a \(result.value.role.rawValue) with that key: unchanged")
             } else {
@@ -110,7 +111,7 @@ struct Revoke: ParsableCommand {
     @Argument(help: "The member to revoke.") var member: String
 
     func run() throws {
-        let result = try profile.open().members.revoke(member, as: try loadIdentity())
+        let result = try profile.open().revoke(member)
         print("revoked \(member) (commit \(result.commit?.prefix(7) ?? "none")); run 'concord sync' to publish it")
     }
 }
@@ -124,7 +125,7 @@ struct RoleCommand: ParsableCommand {
     @Argument(help: "admin, editor, user or viewer.") var role: Role
 
     func run() throws {
-        let result = try profile.open().members.setRole(member, to: role, as: try loadIdentity())
+        let result = try profile.open().setRole(member, to: role)
         print(result.commit == nil ? "\(member) is already \(result.value.role.rawValue): unchanged" : "\(member) is now \(result.value.role.rawValue)")
     }
 }
@@ -145,7 +146,7 @@ struct Devices: ParsableCommand {
         var proof: String?
 
         func run() throws {
-            _ = try profile.open().members.addDevice(name, key: try SSHPublicKey(line: key), proof: proof, as: try loadIdentity())
+            _ = try profile.open().addOwnDevice(name, key: try SSHPublicKey(line: key), proof: proof)
             print("added device \(name); run 'concord sync', then 'concord clone' on that device")
         }
     }
@@ -163,10 +164,9 @@ struct Devices: ParsableCommand {
         @Argument(help: "The device's label, or its key's fingerprint (SHA256:...).") var name: String
 
         func run() throws {
-            let identity = try loadIdentity()
-            let members = try profile.open().members
-            let before = Set(try members.list().first { $0.name == identity.member }?.keys.map(\.publicKey.fingerprint) ?? [])
-            let after = Set(try members.removeDevice(name, as: identity).value.keys.map(\.publicKey.fingerprint))
+            let store = try profile.open()
+            let before = Set(try store.read { try $0.members() }.first { $0.name == store.identity.member }?.keys.map(\.publicKey.fingerprint) ?? [])
+            let after = Set(try store.removeDevice(name).value.keys.map(\.publicKey.fingerprint))
             // The key itself, named: a label can have been changed by whoever holds one of this member's keys.
             print("removed device \(name) (key \(before.subtracting(after).sorted().joined(separator: ", "))); run 'concord sync' to publish it")
         }
@@ -228,8 +228,7 @@ struct Share: ParsableCommand {
         let publicKey = try key.map { try SSHPublicKey(line: $0) }
         let device = key?.split(separator: " ").dropFirst(2).first?.split(separator: "@").last.map(String.init)
         let lifetime = Share.seconds(expires ?? (key == nil ? "2d" : "7d")) ?? 172_800
-        let shared = try profile.open().members.share(member, role: role, key: publicKey, device: device,
-                                                      expiresIn: lifetime, remote: remote, as: try loadIdentity())
+        let shared = try profile.open().share(member, role: role, key: publicKey, device: device, expiresIn: lifetime, remote: remote)
         if json {
             printJSON(.object(["member": .string(member), "role": .string(role.rawValue), "expiresAt": .string(shared.invitation.expiresAt),
                                "invitation": .string(shared.invitation.text)]))
@@ -241,8 +240,8 @@ struct Share: ParsableCommand {
     }
 
     private func shareOpen() throws {
-        let shared = try profile.open().members.shareOpen(role: role, uses: uses ?? 10, expiresIn: Share.seconds(expires ?? "1d") ?? 86_400,
-                                                          remote: remote, as: try loadIdentity())
+        let shared = try profile.open().shareOpen(role: role, uses: uses ?? 10, expiresIn: Share.seconds(expires ?? "1d") ?? 86_400,
+                                                  remote: remote)
         let invitation = shared.invitation
         if json {
             printJSON(.object(["id": .string(invitation.id), "role": .string(role.rawValue), "uses": .number(String(invitation.uses)),
@@ -288,15 +287,15 @@ struct Accept: ParsableCommand {
         }
         if name != nil, parsed.open == nil { throw ValidationError("--as is for open invitations; this one is for \(parsed.member)") }
         let environment = try processEnvironment()
-        let (profile, sync) = try SetUpFailure.running("concord accept <invitation> \(directory)") {
-            try ConcordKit.Members.accept(parsed, into: URL(fileURLWithPath: directory), identity: identity, environment: environment, trustHost: trustHost)
+        let (store, sync) = try SetUpFailure.running("concord accept <invitation> \(directory)") {
+            try ConcordStore.accept(parsed, into: URL(fileURLWithPath: directory), identity: identity, environment: environment, trustHost: trustHost)
         }
-        let role = try profile.members.list().first { $0.name == identity.member }?.role ?? parsed.role
+        let role = try store.read { try $0.members() }.first { $0.name == identity.member }?.role ?? parsed.role
         if json {
-            printJSON(.object(["profile": .string(profile.info.name), "member": .string(identity.member), "role": .string(role.rawValue),
-                               "path": .string(profile.root.path), "head": .string(sync.head)]))
+            printJSON(.object(["profile": .string(store.info.name), "member": .string(identity.member), "role": .string(role.rawValue),
+                               "path": .string(store.directory.path), "head": .string(sync.head)]))
         } else {
-            print("joined \"\(profile.info.name)\" as \(identity.member) (\(role.rawValue)) in \(profile.root.path)")
+            print("joined \"\(store.info.name)\" as \(identity.member) (\(role.rawValue)) in \(store.directory.path)")
         }
     }
 }

@@ -19,8 +19,9 @@ struct Merge: ParsableCommand {
     @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
-        let identity = try loadIdentity()
-        let report = try profile.open().sync.merge(revision: revision, as: identity)
+        let store = try profile.open()
+        let identity = store.identity
+        let report = try store.merge(revision: revision)
         if json {
             printJSON(.object([
                 "outcome": .string(report.outcome.rawValue), "head": .string(report.head),
@@ -32,7 +33,7 @@ struct Merge: ParsableCommand {
             ]))
         } else {
             print("\(report.outcome.rawValue): \(report.changedFiles.count) files changed, head \(report.head.prefix(7))")
-            for edit in try profile.open().history.lostEdits(LostEditFilter(merges: [report.head])) {
+            for edit in try store.read({ try $0.lostEdits(LostEditFilter(merges: [report.head])) }) {
                 print("lost: " + ConflictPhrasing.sentence(edit, utc: false))
             }
             for change in report.leftOut { print("left out: " + leftOutSentence(change)) }
@@ -79,17 +80,9 @@ struct Doctor: ParsableCommand {
     @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
-        let profile = try profile.open()
-        let identity = fix ? try? loadIdentity() : nil
-        let findings = try profile.recovery.doctor(fix: fix, as: identity)
-        // Only against a remote this profile has: without one, nothing is published.
-        let hasRemote = try profile.sync.remotes().contains { $0.name == remote }
-        var unpublishable = hasRemote ? try profile.setAside.find(remote: remote) : nil
-        var setAside: SetAsideReport?
-        if fix, unpublishable != nil {
-            setAside = try profile.setAside.perform(remote: remote, as: try identity ?? loadIdentity())
-            if setAside == nil { unpublishable = nil }
-        }
+        let outcome = try Maintenance.doctor(at: profile.url, environment: try processEnvironment(), remote: remote, fix: fix,
+                                             identity: loadIdentity)
+        let (findings, unpublishable, setAside) = (outcome.findings, outcome.unpublishable, outcome.setAside)
         if json {
             var items: [JSONValue] = findings.map {
                 .object(["problem": .string($0.problem), "fixed": .bool($0.fixed), "notFixedBecause": $0.notFixedBecause.map(JSONValue.string) ?? .null])
@@ -181,10 +174,10 @@ struct Conflicts: ParsableCommand {
     }
 
     func run() throws {
-        let opened = try profile.open()
-        let filter = LostEditFilter(record: record, member: mine ? try loadIdentity().member : nil,
+        let store = try profile.open()
+        let filter = LostEditFilter(record: record, member: mine ? store.identity.member : nil,
                                     since: since.flatMap { AuditTime.parse($0, now: Int64(Date().timeIntervalSince1970)) })
-        let lost = try opened.history.lostEdits(filter)
+        let lost = try store.read { try $0.lostEdits(filter) }
         if json {
             printJSON(.array(lost.map { ConflictPhrasing.json($0, utc: utc) }))
         } else if lost.isEmpty {

@@ -60,11 +60,11 @@ struct Leave: ParsableCommand {
     @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
-        let profile = try profile.open()
-        let identity = try loadIdentity()
-        let name = profile.info.name, path = profile.root.path
-        let mine = try profile.members.list().first { $0.name == identity.member }
-        let hasRemote = try profile.sync.remotes().contains { $0.name == remote }
+        let store = try profile.open()
+        let identity = store.identity
+        let name = store.info.name, path = store.directory.path
+        let mine = try store.read { try $0.members() }.first { $0.name == identity.member }
+        let hasRemote = try store.read { try $0.remotes() }.contains { $0.name == remote }
         var departure: String
         switch (mine?.status, mine?.role) {
         case (.active?, .admin?):
@@ -73,9 +73,9 @@ struct Leave: ParsableCommand {
             // Synced first, so that the departure goes on top of the remote's main: a merge after it would be
             // signed by a member who left, and no device accepts that.
             do {
-                _ = try profile.sync.run(remote: remote, as: identity)
-                try profile.members.leave(as: identity)
-                _ = try profile.sync.run(remote: remote, as: identity)
+                _ = try store.sync(remote: remote)
+                try store.leave()
+                _ = try store.sync(remote: remote)
                 departure = "recorded on \(remote)"
             } catch ConcordError.accessRemoved {
                 departure = "not needed: access had already been removed"
@@ -89,7 +89,7 @@ struct Leave: ParsableCommand {
         default:
             departure = "not needed: \(identity.member) is not an active member"
         }
-        let saved = try profile.removeLocalCopy(unsentTo: hasRemote ? remote : "")
+        let saved = try store.removeLocalCopy(unsentTo: hasRemote ? remote : "")
         if json {
             printJSON(.object(["profile": .string(name), "path": .string(path), "departure": .string(departure),
                                "saved": saved.map { .string($0.path) } ?? .null]))
@@ -117,11 +117,11 @@ struct Switch: ParsableCommand {
     @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
-        let profile = try profile.open()
-        let identity = try loadIdentity()
+        let store = try profile.open()
+        let identity = store.identity
         var logged: String?
-        if let member { logged = try profile.members.switchActing(to: member, as: identity) }
-        let acting = profile.members.actingMember() ?? identity.owner
+        if let member { logged = try store.switchActing(to: member, logged: true) }
+        let acting = try store.actingMember() ?? identity.owner
         if json {
             printJSON(.object(["acting": .string(acting), "owner": .string(identity.owner), "device": .string(identity.device),
                                "logged": logged.map(JSONValue.string) ?? .null]))
@@ -154,13 +154,12 @@ struct Destroy: ParsableCommand {
     @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
-        let profile = try profile.open()
-        let identity = try loadIdentity()
-        let name = profile.info.name, path = profile.root.path
+        let store = try profile.open()
+        let name = store.info.name, path = store.directory.path
         guard yes else {
             throw ValidationError("destroy deletes \"\(name)\" and its history on every remote and on this device: run it again with --yes")
         }
-        let report = try profile.sync.destroy(as: identity)
+        let report = try store.destroy()
         let (deleted, failures, copyDeleted) = (report.deleted, report.failed, report.copyDeleted)
         if json {
             printJSON(.object([
@@ -195,7 +194,7 @@ struct Upgrade: ParsableCommand {
     @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
-        let upgrade = try profile.open().records.upgradeFormat(as: try loadIdentity())
+        let upgrade = try Maintenance.upgradeFormat(at: profile.url, environment: try processEnvironment(), as: try loadIdentity())
         if json {
             printJSON(.object(["from": .number(String(upgrade.from)), "to": .number(String(upgrade.to)),
                                "commit": upgrade.commit.map(JSONValue.string) ?? .null]))

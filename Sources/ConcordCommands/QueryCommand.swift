@@ -37,13 +37,13 @@ struct Query: ParsableCommand {
     func run() throws {
         let query = IndexQuery(kind: kind, conditions: try conditions.map(Self.condition),
                                ordering: orderBy.map { IndexQuery.Ordering($0, descending: desc) }, limit: limit, offset: offset)
-        let index = try profile.open().index
+        let store = try profile.open()
         if count {
-            let total = try index.count(query)
+            let total = try store.read { try $0.count(query) }
             if json { printJSON(.object(["count": .number(String(total))])) } else { print(total) }
             return
         }
-        let records = try index.query(query)
+        let records = try store.read { try $0.query(query) }
         if json {
             printJSON(.array(records.map(\.jsonValue)))
         } else {

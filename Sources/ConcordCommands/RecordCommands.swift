@@ -22,20 +22,20 @@ struct Init: ParsableCommand {
 
     func run() throws {
         if bare {
-            try ConcordKit.Sync.createBareRemote(at: URL(fileURLWithPath: directory))
+            try Maintenance.createBareRemote(at: URL(fileURLWithPath: directory))
             if json { printJSON(.object(["path": .string(URL(fileURLWithPath: directory).standardizedFileURL.path), "bare": .bool(true)])) }
             else { print("created bare repository \(directory): add it with 'concord remote add origin \(directory)'") }
             return
         }
-        let profile = try Profile.create(
+        let store = try ConcordStore.create(
             at: URL(fileURLWithPath: directory), name: name ?? "", template: Template(rawValue: template) ?? .blank,
             identity: try loadIdentity(), environment: try processEnvironment())
         if json {
-            printJSON(.object(["path": .string(profile.root.path), "id": .string(profile.info.id), "name": .string(profile.info.name),
-                               "kinds": .array(profile.kinds.kinds.map { .string($0.name) })]))
+            printJSON(.object(["path": .string(store.directory.path), "id": .string(store.info.id), "name": .string(store.info.name),
+                               "kinds": .array(store.kinds.kinds.map { .string($0.name) })]))
         } else {
-            let kinds = profile.kinds.kinds.map(\.name).joined(separator: ", ")
-            print("created profile \"\(profile.info.name)\" in \(profile.root.path)" + (kinds.isEmpty ? "" : " (kinds: \(kinds))"))
+            let kinds = store.kinds.kinds.map(\.name).joined(separator: ", ")
+            print("created profile \"\(store.info.name)\" in \(store.directory.path)" + (kinds.isEmpty ? "" : " (kinds: \(kinds))"))
         }
     }
 }
@@ -50,11 +50,10 @@ struct Put: ParsableCommand {
 
     func run() throws {
         PerformanceTrace.start()
-        let profile = try profile.open()
+        let (store, kind, id) = try profile.open(record: reference)
         PerformanceTrace.step("profile opened")
-        let (kind, id) = try profile.records.parseReference(reference)
         let object = try data.object(for: "\(kind.name)/\(id)")
-        let result = try profile.records.write(as: try loadIdentity()) { try $0.put(kind, id, data: object) }
+        let result = try store.write { try $0.put(kind, id, data: object) }
         report(result, unchanged: "\(kind.name)/\(id): unchanged")
     }
 }
@@ -67,15 +66,13 @@ struct Get: ParsableCommand {
     @Argument(help: "The record or log entry, as <kind>/<id>.") var reference: String
 
     func run() throws {
-        let profile = try profile.open()
-        let (kind, id) = try profile.records.parseReference(reference)
-        if kind.policy == .append {
-            for entry in try profile.records.logEntries(kind, id: id) {
-                writeOutput(Data(entry.encodedLine() + [0x0A]))
-            }
-        } else {
-            writeOutput(Data(try profile.records.get(kind, id).encoded()))
+        let reference = reference
+        let bytes = try profile.open().read { reader in
+            let (kind, id) = try reader.reference(reference)
+            guard kind.policy == .append else { return try reader.get(kind.name, id.rawValue).encoded() }
+            return try reader.logEntries(kind, id: id).flatMap { $0.encodedLine() + [0x0A] }
         }
+        writeOutput(Data(bytes))
     }
 }
 
@@ -87,9 +84,8 @@ struct Remove: ParsableCommand {
     @Argument(help: "The record, as <kind>/<id>.") var reference: String
 
     func run() throws {
-        let profile = try profile.open()
-        let (kind, id) = try profile.records.parseReference(reference)
-        report(try profile.records.write(as: try loadIdentity()) { try $0.delete(kind, id) }, unchanged: "")
+        let (store, kind, id) = try profile.open(record: reference)
+        report(try store.write { try $0.delete(kind, id) }, unchanged: "")
     }
 }
 
@@ -102,10 +98,11 @@ struct Append: ParsableCommand {
     @OptionGroup var data: DataOptions
 
     func run() throws {
-        let profile = try profile.open()
-        let logKind = try profile.kind(named: kind)
+        let store = try profile.open()
+        let kind = kind
+        let logKind = try store.read { try $0.kind(named: kind) }
         let object = try data.object(for: "\(logKind.name)/")
-        let result = try profile.records.write(as: try loadIdentity()) { try $0.append(logKind, data: object) }
+        let result = try store.write { try $0.append(logKind, data: object) }
         print(result.value.rawValue)
     }
 }
@@ -119,7 +116,8 @@ struct List: ParsableCommand {
     @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
-        let listing = try profile.open().index.list(kind: kind)
+        let kind = kind
+        let listing = try profile.open().read { try $0.indexedList(kind: kind) }
         warn(listing.warnings)
         if json {
             printJSON(.array(listing.items.map { .object(["kind": .string($0.kind), "id": .string($0.id)]) }))

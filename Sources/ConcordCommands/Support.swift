@@ -64,10 +64,18 @@ struct ProfileOption: ParsableArguments {
 
     var url: URL { URL(fileURLWithPath: directory) }
 
-    func open() throws -> Profile {
-        let profile = try Profile.open(at: url, environment: try processEnvironment())
-        closeToOthers(profile.root.path)
-        return profile
+    /// The profile opened as this device's identity: a store, as an app opens it, except that
+    /// the tool reads a copy whatever its members (as it always has: a device cloned before its
+    /// key was added, an invitee before accepting); the engine refuses a non-member's writes.
+    func open() throws -> ConcordStore {
+        try ConcordStore.open(at: url, identity: try loadIdentity(), environment: try processEnvironment(), checkingMembership: false)
+    }
+
+    /// `open()`, with `reference` (`kind/id`) read as the profile's kind and the id.
+    func open(record reference: String) throws -> (store: ConcordStore, kind: RecordKind, id: RecordID) {
+        let store = try open()
+        let (kind, id) = try store.read { try $0.reference(reference) }
+        return (store, kind, id)
     }
 }
 

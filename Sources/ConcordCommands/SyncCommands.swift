@@ -21,7 +21,7 @@ struct RemoteCommand: ParsableCommand {
         @Argument(help: "A path to a bare repository, or ssh://user@host[:port]/path.git.") var url: String
 
         func run() throws {
-            try profile.open().sync.addRemote(name, url: url)
+            try profile.open().addRemote(name, url: url)
             print("added remote \(name)")
         }
     }
@@ -32,7 +32,7 @@ struct RemoteCommand: ParsableCommand {
         @Flag(help: "Print the result as JSON.") var json = false
 
         func run() throws {
-            let remotes = try profile.open().sync.remotes()
+            let remotes = try profile.open().read { try $0.remotes() }
             if json {
                 printJSON(.array(remotes.map { .object(["name": .string($0.name), "url": .string($0.url)]) }))
             } else {
@@ -47,7 +47,7 @@ struct RemoteCommand: ParsableCommand {
         @Argument(help: "The remote's name.") var name: String
 
         func run() throws {
-            try profile.open().sync.removeRemote(name)
+            try profile.open().removeRemote(name)
             print("removed remote \(name)")
         }
     }
@@ -60,7 +60,7 @@ struct RemoteCommand: ParsableCommand {
         @Argument(help: "The remote's name.") var name: String
 
         func run() throws {
-            let fingerprint = try profile.open().sync.trustRemote(name, identity: try loadIdentity())
+            let fingerprint = try profile.open().trustRemote(name)
             print("trusted the host key of \(name): \(fingerprint)")
         }
     }
@@ -86,7 +86,7 @@ extension RemoteCommand {
         func run() throws {
             let report: RemoteRestoreReport?
             do {
-                report = try profile.open().remoteRestore.run(remote: name, as: try loadIdentity())
+                report = try profile.open().restoreRemote(name)
             } catch where json {
                 printJSON(.object(["error": .string(describe(error)), "exitCode": .number(String(ExitStatus.code(for: error)))]))
                 throw error
@@ -127,16 +127,17 @@ struct Clone: ParsableCommand {
         let interruption = CloneInterruption(target)
         defer { interruption?.cancel() }
         let identity = try loadIdentity(), environment = try processEnvironment()
-        let profile = try SetUpFailure.running("concord clone \(url) \(directory)") {
-            try ConcordKit.Sync.clone(url: url, into: URL(fileURLWithPath: directory), identity: identity, environment: environment, trustHost: trustHost)
+        let store = try SetUpFailure.running("concord clone \(url) \(directory)") {
+            try ConcordStore.clone(url: url, into: URL(fileURLWithPath: directory), identity: identity, environment: environment,
+                                   trustHost: trustHost, keepingAnyCopy: true)
         }
         interruption?.cancel()   // whole from here on, whatever signal comes
-        let records = profile.clonedRecords
+        let records = store.clonedRecords
         if json {
-            printJSON(.object(["path": .string(profile.root.path), "id": .string(profile.info.id),
-                               "name": .string(profile.info.name), "records": .number(String(records))]))
+            printJSON(.object(["path": .string(store.directory.path), "id": .string(store.info.id),
+                               "name": .string(store.info.name), "records": .number(String(records))]))
         } else {
-            print("cloned \"\(profile.info.name)\" into \(profile.root.path): \(records) records")
+            print("cloned \"\(store.info.name)\" into \(store.directory.path): \(records) records")
         }
     }
 }
@@ -156,10 +157,9 @@ struct Sync: ParsableCommand {
         let report: SyncReport
         let member: String
         do {
-            let profile = try profile.open()
-            let identity = try loadIdentity()
-            member = identity.member
-            report = try CopyRemoval.applying(to: profile, remote: remote, keepCopy: keep) { try profile.sync.run(remote: remote, as: identity) }
+            let store = try profile.open()
+            member = store.identity.member
+            report = try store.sync(remote: remote, keepCopy: keep)
         } catch where json {
             // Scripts get a JSON error object on stdout as well as the line on stderr, whatever failed.
             printJSON(.object(["error": .string(describe(error)), "exitCode": .number(String(ExitStatus.code(for: error)))]))
@@ -189,7 +189,8 @@ struct Status: ParsableCommand {
     @Flag(help: "Print the result as JSON.") var json = false
 
     func run() throws {
-        let status = try profile.open().sync.status(remote: remote)
+        let remote = remote
+        let status = try profile.open().read { try $0.syncStatus(remote: remote) }
         if json {
             printJSON(.object([
                 "remote": .string(status.remote), "url": .string(status.url), "ahead": .number(String(status.ahead)),
@@ -304,7 +305,7 @@ final class CloneInterruption {
                     guard !finished else { return }
                     var quiet = 0
                     while quiet < 3 {
-                        ConcordKit.Sync.removeUnfinishedClone(at: target, madeDirectory: !existed)
+                        Maintenance.removeUnfinishedClone(at: target, madeDirectory: !existed)
                         usleep(2_000)
                         let left = (try? manager.contentsOfDirectory(atPath: target.path)) ?? []
                         quiet = left.isEmpty ? quiet + 1 : 0

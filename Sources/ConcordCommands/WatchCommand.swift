@@ -20,9 +20,9 @@ struct Watch: ParsableCommand {
     }
 
     func run() throws {
-        let profile = try profile.open()
-        let engine = SyncEngine(identity: try loadIdentity(), environment: try processEnvironment())
-        try engine.add(SyncEngine.Target(directory: profile.root, remote: remote, interval: interval, keepCopy: keep))
+        let store = try profile.open()
+        let engine = SyncEngine(identity: store.identity, environment: store.environment)
+        try engine.add(store, remote: remote, interval: interval, keepCopy: keep)
         // Signals only stop the engine: each profile's thread finishes what it is doing, then ends.
         var sources = [DispatchSourceSignal]()
         for signalNumber in [SIGINT, SIGTERM] {
@@ -56,7 +56,7 @@ struct Watch: ParsableCommand {
         ended.wait()
         engine.stop()
         // The same error `sync` throws: "access removed: … (this device's copy was deleted; …)", exit 4.
-        if let removal = engine.progress(of: profile.root)?.removal { throw removal.error }
+        if let removal = engine.progress(of: store.directory)?.removal { throw removal.error }
     }
 
     private static func emit(_ event: SyncEvent, json: Bool) {

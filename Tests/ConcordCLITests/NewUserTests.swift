@@ -87,33 +87,6 @@ final class NewUserTests: ConcordTestCase {
                                                   "writing vocabulary needs editor or above"])
     }
 
-    /// `watch` says once that the remote is away, in one `offline:` and with no count of local
-    /// commits (the count was the one at the outage's start, 0 while commits were waiting).
-    func testWatchReportsAnOutageOnce() throws {
-        let alice = try makeDevice("alice")
-        let profile = try makeProfile(owner: alice)
-        try concordOK(["remote", "add", "origin", sandbox.appendingPathComponent("away.git").path], as: alice, in: profile)
-        let output = sandbox.appendingPathComponent("watch.log")
-        var environment = concordEnvironment(alice)
-        environment["PWD"] = profile.path
-        let watch = try ChildProcess(path: try ConcordBinary.required(), arguments: ["watch", "-C", profile.path, "--interval", "0.2"],
-                                     environment: environment, output: output)
-        defer { if watch.exitStatus() == nil { watch.signal(SIGKILL); watch.wait() } }
-        try concordOK(["put", "vocabulary/juice", "--json", #"{"label":"juice"}"#], as: alice, in: profile)
-        let deadline = Date().addingTimeInterval(30)
-        func text() -> String { (try? String(contentsOf: output, encoding: .utf8)) ?? "" }
-        while !text().contains(" offline: "), Date() < deadline { usleep(50_000) }
-        usleep(500_000)
-        watch.signal(SIGTERM)
-        XCTAssertEqual(watch.wait(), 0, text())
-        let lines = text().split(separator: "\n").filter { $0.contains(" offline: ") }
-        XCTAssertEqual(lines.count, 1, text())
-        let line = String(lines.first ?? "")
-        XCTAssertFalse(line.contains("offline: offline"), line)
-        XCTAssertTrue(line.contains("offline: cannot reach origin"), line)
-        XCTAssertTrue(line.hasSuffix("local commits are kept and sent once it answers"), line)
-    }
-
     /// `share` prints the invitation alone on stdout; `accept` takes it from stdin (`-`) or a file.
     func testShareOutputFeedsAccept() throws {
         let alice = try makeDevice("alice")

@@ -81,6 +81,22 @@ final class LayeringTests: XCTestCase {
                      "ConcordEngine is no product")
     }
 
+    /// The command-line tool is a client of the store: its commands open a profile as a
+    /// `ConcordStore` (`ProfileOption.open`), the engine's maintenance verbs (doctor, verify,
+    /// upgrade) go through the engine's package `Maintenance`, and no command names `Profile` or
+    /// reaches for one of its parts.
+    func testTheCommandsAreClientsOfTheStore() throws {
+        let commands = try files(in: "ConcordCommands")
+        XCTAssertGreaterThan(commands.count, 10)
+        let code = commands.map { file in
+            (path: file.path, text: file.text.split(separator: "\n", omittingEmptySubsequences: false)
+                .filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("//") }.joined(separator: "\n"))
+        }
+        XCTAssertEqual(try lines(code, matching: #"\bProfile\.|[:<(] ?Profile\b|\.(recovery|verification|remoteRestore|setAside|sync|records|members|history)\.(?!count|map|filter|isEmpty|joined)|\bSync\.(?!self)|\bMembers\.accept|CopyRemoval\.applying"#), [],
+                       "a command reaches the engine beside the store")
+        XCTAssertGreaterThanOrEqual(try lines(code, matching: #"ConcordStore\.(open|create|clone|accept)\("#).count, 4)
+    }
+
     /// What the engine makes public is what the store's API speaks in, so each public type of
     /// the engine is in ConcordKit's documentation catalog (Sources/ConcordKit/ConcordKit.docc).
     func testEachPublicTypeOfTheEngineIsInTheCatalog() throws {

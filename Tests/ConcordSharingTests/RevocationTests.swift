@@ -123,24 +123,6 @@ final class RevocationTests: ConcordTestCase {
         XCTAssertTrue(seen.contains("bob  viewer  active  devices: tablet"), seen)
     }
 
-    /// A revoked device running `watch --interval 2` reports "access removed" and exits 4, its copy gone.
-    func testAWatchingRevokedDeviceStopsAndDeletesItsCopy() throws {
-        let scene = try makeTwoDevices(other: ("bob", "tablet"), role: "editor")
-        fsckAtEnd.removeAll { $0 == scene.otherProfile }
-        let log = sandbox.appendingPathComponent("watch-bob.log")
-        let watcher = try ChildProcess(path: try ConcordBinary.required(), arguments: ["watch", "-C", scene.otherProfile.path, "--interval", "2", "--json"],
-                                       environment: concordEnvironment(scene.other), output: log)
-        defer { if watcher.exitStatus() == nil { watcher.signal(SIGKILL) } }
-        let output = { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
-        XCTAssertTrue(wait(60) { output().contains(#""event":"started""#) }, output())
-        try concordOK(["revoke", "bob"], as: scene.owner, in: scene.ownerProfile)
-        try concordOK(["sync"], as: scene.owner, in: scene.ownerProfile)
-        XCTAssertTrue(wait(60) { watcher.exitStatus() != nil }, "watch still running 60 s after the revocation: \(output())")
-        XCTAssertEqual(watcher.exitStatus(), 4, output())
-        XCTAssertTrue(output().contains("access removed: alice revoked your access"), output())
-        XCTAssertFalse(FileManager.default.fileExists(atPath: scene.otherProfile.path), "the revoked device kept its copy")
-    }
-
     /// A remote rewound to a commit where Bob was revoked, after he was invited again and synced:
     /// his device reports the rewind and pushes its history back; it does not take the old
     /// revocation for a new one and delete its copy.

@@ -154,3 +154,55 @@ final class WatchTests: ConcordTestCase {
             """)
     }
 }
+
+/// `watch` where its process is the point: an outage told once, a revoked device's watch stopping
+/// (moved here from NewUserTests and RevocationTests, so that the classes starting the binary are
+/// the end-to-end ones).
+extension WatchTests {
+    /// `watch` says once that the remote is away, in one `offline:` and with no count of local
+    /// commits (the count was the one at the outage's start, 0 while commits were waiting).
+    func testWatchReportsAnOutageOnce() throws {
+        let alice = try makeDevice("alice")
+        let profile = sandbox.appendingPathComponent("profile")
+        try concordOK(["init", profile.path, "--name", "Test profile", "--template", "aac"], as: alice)
+        try concordOK(["remote", "add", "origin", sandbox.appendingPathComponent("away.git").path], as: alice, in: profile)
+        let output = sandbox.appendingPathComponent("watch.log")
+        var environment = concordEnvironment(alice)
+        environment["PWD"] = profile.path
+        let watch = try ChildProcess(path: try ConcordBinary.required(), arguments: ["watch", "-C", profile.path, "--interval", "0.2"],
+                                     environment: environment, output: output)
+        defer { if watch.exitStatus() == nil { watch.signal(SIGKILL); watch.wait() } }
+        try concordOK(["put", "vocabulary/juice", "--json", #"{"label":"juice"}"#], as: alice, in: profile)
+        let deadline = Date().addingTimeInterval(30)
+        func text() -> String { (try? String(contentsOf: output, encoding: .utf8)) ?? "" }
+        while !text().contains(" offline: "), Date() < deadline { usleep(50_000) }
+        usleep(500_000)
+        watch.signal(SIGTERM)
+        XCTAssertEqual(watch.wait(), 0, text())
+        let lines = text().split(separator: "\n").filter { $0.contains(" offline: ") }
+        XCTAssertEqual(lines.count, 1, text())
+        let line = String(lines.first ?? "")
+        XCTAssertFalse(line.contains("offline: offline"), line)
+        XCTAssertTrue(line.contains("offline: cannot reach origin"), line)
+        XCTAssertTrue(line.hasSuffix("local commits are kept and sent once it answers"), line)
+    }
+
+
+    /// A revoked device running `watch --interval 2` reports "access removed" and exits 4, its copy gone.
+    func testAWatchingRevokedDeviceStopsAndDeletesItsCopy() throws {
+        let scene = try makeTwoDevices(other: ("bob", "tablet"), role: "editor")
+        fsckAtEnd.removeAll { $0 == scene.otherProfile }
+        let log = sandbox.appendingPathComponent("watch-bob.log")
+        let watcher = try ChildProcess(path: try ConcordBinary.required(), arguments: ["watch", "-C", scene.otherProfile.path, "--interval", "2", "--json"],
+                                       environment: concordEnvironment(scene.other), output: log)
+        defer { if watcher.exitStatus() == nil { watcher.signal(SIGKILL) } }
+        let output = { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+        XCTAssertTrue(waitUntil(60) { output().contains(#""event":"started""#) }, output())
+        try concordOK(["revoke", "bob"], as: scene.owner, in: scene.ownerProfile)
+        try concordOK(["sync"], as: scene.owner, in: scene.ownerProfile)
+        XCTAssertTrue(waitUntil(60) { watcher.exitStatus() != nil }, "watch still running 60 s after the revocation: \(output())")
+        XCTAssertEqual(watcher.exitStatus(), 4, output())
+        XCTAssertTrue(output().contains("access removed: alice revoked your access"), output())
+        XCTAssertFalse(FileManager.default.fileExists(atPath: scene.otherProfile.path), "the revoked device kept its copy")
+    }
+}

@@ -50,6 +50,8 @@ public final class ConcordStore: Sendable {
     let statusMirror: StoreStatus
     /// How many syncs of this store run now (its own and its sync engine's).
     let syncsRunning = Mutex(0)
+    /// How many live records the clone that made this store wrote (0 when opened or created): for the tool's `clone`.
+    package let clonedRecords: Int
 
     private init(_ profile: Profile, identity: Identity, declaredKinds: [Kind] = []) {
         directory = profile.root
@@ -58,6 +60,7 @@ public final class ConcordStore: Sendable {
         environment = profile.environment
         info = profile.info
         kinds = profile.kinds
+        clonedRecords = profile.clonedRecords
         engine = ProfileQueue(profile)
         let (root, environment, caches) = (profile.root, profile.environment, profile.caches)
         syncer = ProfileQueue(label: "concord.store.sync.\(profile.info.id)") {
@@ -82,9 +85,19 @@ public final class ConcordStore: Sendable {
     /// this device's record index (`index(_:)`).
     public static func open(at directory: URL, identity: Identity, environment: ConcordEnvironment? = nil,
                             kinds: [Kind] = []) throws -> ConcordStore {
+        try open(at: directory, identity: identity, environment: environment, kinds: kinds, checkingMembership: true)
+    }
+
+    /// `open`; without `checkingMembership`, also for an identity the copy's members do not
+    /// include (yet): the command-line tool's way in, which has always let whoever can read the
+    /// folder read it (a device cloned before its key was added, an invitee before accepting,
+    /// a copy kept after a revocation), while the engine refuses such an identity's every write
+    /// and sync as it refuses an app's.
+    package static func open(at directory: URL, identity: Identity, environment: ConcordEnvironment? = nil,
+                             kinds: [Kind] = [], checkingMembership: Bool) throws -> ConcordStore {
         let profile = try Profile.open(at: directory, environment: resolved(environment))
         // Someone else's copy is not this identity's to read: refused before any record is read.
-        _ = try profile.members.active(identity.acting(as: identity.owner))
+        if checkingMembership { _ = try profile.members.active(identity.acting(as: identity.owner)) }
         closeToOthers(profile.root)
         try register(kinds, in: profile, as: identity)
         let store = ConcordStore(profile, identity: identity, declaredKinds: kinds)
@@ -113,10 +126,18 @@ public final class ConcordStore: Sendable {
     /// (`addDevice`, on a device of the same member), then cloned.
     public static func clone(url: String, into directory: URL, identity: Identity, environment: ConcordEnvironment? = nil,
                              trustHost: String? = nil) throws -> ConcordStore {
+        try clone(url: url, into: directory, identity: identity, environment: environment, trustHost: trustHost, keepingAnyCopy: false)
+    }
+
+    /// `clone`; with `keepingAnyCopy`, the copy stays whoever its members are (the command-line
+    /// tool's `clone`: a device clones, then asks an Admin to add its key; opening the copy
+    /// afterwards is refused as `open` refuses it).
+    package static func clone(url: String, into directory: URL, identity: Identity, environment: ConcordEnvironment? = nil,
+                              trustHost: String? = nil, keepingAnyCopy: Bool) throws -> ConcordStore {
         let profile = try Sync.clone(url: url, into: directory, identity: identity, environment: resolved(environment),
                                         trustHost: trustHost)
         do {
-            _ = try profile.members.active(identity.acting(as: identity.owner))
+            if !keepingAnyCopy { _ = try profile.members.active(identity.acting(as: identity.owner)) }
         } catch {
             _ = try? profile.removeLocalCopy(unsentTo: "", savingUnsent: false)
             throw error
