@@ -66,9 +66,12 @@ struct ProfileOption: ParsableArguments {
 
     /// The profile opened as this device's identity: a store, as an app opens it, except that
     /// the tool reads a copy whatever its members (as it always has: a device cloned before its
-    /// key was added, an invitee before accepting); the engine refuses a non-member's writes.
-    func open() throws -> ConcordStore {
-        try ConcordStore.open(at: url, identity: try loadIdentity(), environment: try processEnvironment(), checkingMembership: false)
+    /// key was added, an invitee before accepting); the engine refuses a non-member's writes. A
+    /// command makes one call at a time, so its syncs run on the store's one engine (`watch`,
+    /// whose sync engine runs beside the command's thread, passes `syncingOnItsQueue: false`).
+    func open(syncingOnItsQueue: Bool = true) throws -> ConcordStore {
+        try ConcordStore.open(at: url, identity: try loadIdentity(), environment: try processEnvironment(), checkingMembership: false,
+                              syncingOnItsQueue: syncingOnItsQueue)
     }
 
     /// `open()`, with `reference` (`kind/id`) read as the profile's kind and the id.

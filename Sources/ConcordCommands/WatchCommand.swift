@@ -20,7 +20,7 @@ struct Watch: ParsableCommand {
     }
 
     func run() throws {
-        let store = try profile.open()
+        let store = try profile.open(syncingOnItsQueue: false)
         let engine = SyncEngine(identity: store.identity, environment: store.environment)
         try engine.add(store, remote: remote, interval: interval, keepCopy: keep)
         // Signals only stop the engine: each profile's thread finishes what it is doing, then ends.

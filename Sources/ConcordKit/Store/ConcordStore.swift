@@ -41,7 +41,7 @@ public final class ConcordStore: Sendable {
     /// Where syncs run: their own engine on the same profile, so a sync's network phase leaves
     /// `engine` free; the profile's file lock serializes its local phases with writes. Opened by
     /// the first sync, on this queue (a store that never syncs never opens it); a failure to open
-    /// it is that sync's error.
+    /// it is that sync's error. For a store opened `syncingOnItsQueue` (the tool's), `engine` itself.
     let syncer: ProfileQueue
     /// The one thread that watches main move for every observer and change feed of the store,
     /// on a `Profile` of its own, opened when the first one subscribes (`StoreWatcher`).
@@ -53,7 +53,7 @@ public final class ConcordStore: Sendable {
     /// How many live records the clone that made this store wrote (0 when opened or created): for the tool's `clone`.
     package let clonedRecords: Int
 
-    private init(_ profile: Profile, identity: Identity, declaredKinds: [Kind] = []) {
+    private init(_ profile: Profile, identity: Identity, declaredKinds: [Kind] = [], syncingOnItsQueue: Bool = false) {
         directory = profile.root
         self.identity = identity
         self.declaredKinds = declaredKinds
@@ -63,7 +63,7 @@ public final class ConcordStore: Sendable {
         clonedRecords = profile.clonedRecords
         engine = ProfileQueue(profile)
         let (root, environment, caches) = (profile.root, profile.environment, profile.caches)
-        syncer = ProfileQueue(label: "concord.store.sync.\(profile.info.id)") {
+        syncer = syncingOnItsQueue ? engine : ProfileQueue(label: "concord.store.sync.\(profile.info.id)") {
             try Profile.open(at: root, environment: environment, caches: caches)
         }
         let status = StoreStatus()
@@ -92,15 +92,17 @@ public final class ConcordStore: Sendable {
     /// include (yet): the command-line tool's way in, which has always let whoever can read the
     /// folder read it (a device cloned before its key was added, an invitee before accepting,
     /// a copy kept after a revocation), while the engine refuses such an identity's every write
-    /// and sync as it refuses an app's.
+    /// and sync as it refuses an app's. With `syncingOnItsQueue`, the store's syncs run on its one
+    /// queue with its one engine (no second `Profile` opened for them): for a caller that makes
+    /// one call at a time and so has no reads to keep going during a sync (the tool's commands).
     package static func open(at directory: URL, identity: Identity, environment: ConcordEnvironment? = nil,
-                             kinds: [Kind] = [], checkingMembership: Bool) throws -> ConcordStore {
+                             kinds: [Kind] = [], checkingMembership: Bool, syncingOnItsQueue: Bool = false) throws -> ConcordStore {
         let profile = try Profile.open(at: directory, environment: resolved(environment))
         // Someone else's copy is not this identity's to read: refused before any record is read.
         if checkingMembership { _ = try profile.members.active(identity.acting(as: identity.owner)) }
         closeToOthers(profile.root)
         try register(kinds, in: profile, as: identity)
-        let store = ConcordStore(profile, identity: identity, declaredKinds: kinds)
+        let store = ConcordStore(profile, identity: identity, declaredKinds: kinds, syncingOnItsQueue: syncingOnItsQueue)
         try store.index(kinds)
         return store
     }
