@@ -69,7 +69,7 @@ struct Get: ParsableCommand {
         let reference = reference
         let bytes = try profile.open().read { reader in
             let (kind, id) = try reader.reference(reference)
-            guard kind.policy == .append else { return try reader.get(kind.name, id.rawValue).encoded() }
+            guard kind.policy == .append else { return try reader.get(kind, id).encoded() }
             return try reader.logEntries(kind, id: id).flatMap { $0.encodedLine() + [0x0A] }
         }
         writeOutput(Data(bytes))

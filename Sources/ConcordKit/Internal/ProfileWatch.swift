@@ -273,7 +273,10 @@ final class ProfileWatch: Sendable {
     private func removed(_ profile: Profile, by error: Error, live: LiveUpdates?, tell: (SyncEvent) -> Void) throws -> CopyRemoval? {
         guard CopyRemoval.isRemoval(error) else { return nil }
         live?.stop()
-        let policy = { try CopyRemoval.apply(for: error, to: profile, remote: self.target.remote, keepCopy: self.target.keepCopy) }
+        let remote = target.remote
+        let policy = {
+            try CopyRemoval.apply(for: error, keepCopy: self.target.keepCopy) { try profile.removeLocalCopy(unsentTo: remote, removedBecause: $0) }
+        }
         // Bound to a store: the store ends first, so nothing of it touches the copy while it goes.
         guard let removal = try store.map({ try $0.removing(by: error, policy) }) ?? policy() else { return nil }
         if case .profileDeleted = removal.cause { tell(.profileDeleted(removal)) } else { tell(.accessRemoved(removal)) }

@@ -12,10 +12,11 @@ extension ConcordStore {
     package func sync(remote: String, keepCopy: Bool) throws -> SyncReport {
         do {
             return try sync(remote: remote)
-        } catch let cause as ConcordError where CopyRemoval.reason(for: cause) != nil {
-            guard !keepCopy else { throw CopyRemoval(cause: cause, deleted: false, savedUnsentEdits: nil).error }
-            let saved = try removeLocalCopy(unsentTo: remote)
-            throw CopyRemoval(cause: cause, deleted: true, savedUnsentEdits: saved).error
+        } catch {
+            // The store's removal records why, from the removal that ended it (the same reason).
+            guard let removal = try CopyRemoval.apply(for: error, keepCopy: keepCopy, removingCopy: { _ in try removeLocalCopy(unsentTo: remote) })
+            else { throw error }
+            throw removal.error
         }
     }
 

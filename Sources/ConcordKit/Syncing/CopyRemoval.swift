@@ -5,7 +5,7 @@ import Foundation
 /// (its member was revoked: `ConcordError.accessRemoved`; an Admin deleted the profile:
 /// `.profileDeleted`): the edits it never sent are saved under `$CONCORD_HOME/saved`, then the copy
 /// is deleted and the registry says why, unless the copy is kept. A `SyncEngine` applies it to
-/// every profile it syncs; a one-shot sync applies it with `CopyRemoval.applying(to:remote:keepCopy:_:)`.
+/// every profile it syncs; the command-line tool's `sync --keep` applies it through the store (`ConcordStore.sync(remote:keepCopy:)`).
 public struct CopyRemoval: Sendable {
     /// What the remote said, as the sync threw it.
     public let cause: ConcordError
@@ -27,25 +27,14 @@ public struct CopyRemoval: Sendable {
         }
     }
 
-    /// Runs `body` (a sync of `profile` with `remote`); when it finds this device's member revoked
-    /// or the profile deleted, applies the policy (deletes the copy unless `keepCopy`, saving the
-    /// unsent edits first) and throws the removal's `error`. Any other error passes unchanged.
-    package static func applying<T>(to profile: Profile, remote: String, keepCopy: Bool, _ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch {
-            guard let removal = try apply(for: error, to: profile, remote: remote, keepCopy: keepCopy) else { throw error }
-            throw removal.error
-        }
-    }
-
-    /// The policy applied to `profile` when `error` says its copy must go; nil for any other error.
-    /// Throws when the unsent edits cannot be saved (the copy is then kept) or the copy cannot be deleted.
-    static func apply(for error: Error, to profile: Profile, remote: String, keepCopy: Bool) throws -> CopyRemoval? {
+    /// The policy applied when `error` says this device's copy must go; nil for any other error.
+    /// Unless `keepCopy`, `removingCopy` deletes the copy, given why (the registry's line), after
+    /// saving the unsent edits, and returns where they went. Throws when they cannot be saved (the
+    /// copy is then kept) or the copy cannot be deleted.
+    static func apply(for error: Error, keepCopy: Bool, removingCopy: (_ reason: String) throws -> URL?) throws -> CopyRemoval? {
         guard let cause = error as? ConcordError, let reason = reason(for: cause) else { return nil }
         guard !keepCopy else { return CopyRemoval(cause: cause, deleted: false, savedUnsentEdits: nil) }
-        let saved = try profile.removeLocalCopy(unsentTo: remote, removedBecause: reason)
-        return CopyRemoval(cause: cause, deleted: true, savedUnsentEdits: saved)
+        return CopyRemoval(cause: cause, deleted: true, savedUnsentEdits: try removingCopy(reason))
     }
 
     /// Whether `error` says this device's copy must go.
