@@ -12,6 +12,13 @@ struct Import: ParsableCommand {
     @Option(help: "The dump file, or - to read the dump from standard input.") var file: String
     @Flag(help: "Print the result as JSON.") var json = false
 
+    /// What `--json` prints.
+    struct Output: Encodable {
+        @OrNull var commit: String?
+        let records: Int, logEntries: Int
+        @OrNull var formatUpgradedTo: Int?
+    }
+
     func run() throws {
         PerformanceTrace.start()
         let store = try profile.open()
@@ -23,12 +30,8 @@ struct Import: ParsableCommand {
         PerformanceTrace.step("dump parsed")
         let result = try store.importDump(dump)
         if json {
-            printJSON(.object([
-                "commit": result.commit.map { .string($0) } ?? .null,
-                "records": .number(String(result.value.records)),
-                "logEntries": .number(String(result.value.logEntries)),
-                "formatUpgradedTo": result.value.formatUpgradedTo.map { .number(String($0)) } ?? .null,
-            ]))
+            try printJSON(Output(commit: result.commit, records: result.value.records, logEntries: result.value.logEntries,
+                                 formatUpgradedTo: result.value.formatUpgradedTo))
         } else if let commit = result.commit {
             print("imported \(result.value.items) of \(dump.records.count + dump.logs.count) items in commit \(commit.prefix(7))"
                   + (result.value.formatUpgradedTo.map { "; the profile is now data format \($0), so log entries keep who first wrote them" } ?? ""))
@@ -81,17 +84,7 @@ struct Log: ParsableCommand {
                                    until: until.flatMap { AuditTime.parse($0, now: now) }, limit: limit)
         let entries = try profile.open().read { try $0.history(filter) }
         if json {
-            printJSON(.array(entries.map { entry in
-                .object([
-                    "commit": .string(entry.commit), "summary": .string(entry.summary), "member": .string(entry.member),
-                    "device": .string(entry.device), "action": .string(entry.action), "time": .string(entry.time),
-                    "clock": entry.clock.map { .string($0) } ?? .null,
-                    "records": .array(entry.records.map { .string($0) }), "recordCount": .number(String(entry.recordCount)),
-                    "changes": .array(entry.changes.map(AuditTime.json)),
-                    "parents": .array(entry.parents.map { .string($0) }), "signature": .string(entry.signature.rawValue),
-                    "signedBy": entry.signedBy.map(JSONValue.string) ?? .null,
-                ])
-            }))
+            try printJSON(entries.map(EntryOutput.init))
             return
         }
         let zone = AuditTime.localZone
@@ -201,19 +194,6 @@ enum AuditTime {
         let text = String(decoding: json.canonicalLine(), as: UTF8.self).trimmingCharacters(in: .newlines)
         return text.count > 60 ? String(text.prefix(59)) + "…" : text
     }
-
-    static func json(_ change: AuditChange) -> JSONValue {
-        var fields: [String: JSONValue] = [
-            "record": .string(change.record), "action": .string(change.action),
-            "fields": .array(change.fields.map { field in
-                .object(["field": .string(field.field), "old": field.old ?? .null, "new": field.new ?? .null])
-            }),
-        ]
-        if let origin = change.origin {
-            fields["origin"] = .object(["at": .string(origin.at.description), "by": .string(origin.member), "device": .string(origin.device)])
-        }
-        return .object(fields)
-    }
 }
 
 struct History: ParsableCommand {
@@ -236,23 +216,7 @@ struct History: ParsableCommand {
             return (versions, try versions.map { withContent ? try reader.recordVersion(reference, atCommit: $0.entry.commit) : nil })
         }
         if json {
-            printJSON(.array(zip(versions, contents).map { version, bytes in
-                let entry = version.entry
-                var fields: [String: JSONValue] = [
-                    "commit": .string(entry.commit), "member": .string(entry.member), "device": .string(entry.device),
-                    "action": .string(entry.action), "time": .string(entry.time), "signature": .string(entry.signature.rawValue),
-                    "changes": .array(entry.changes.filter { $0.record == reference }.map(AuditTime.json)),
-                    "lost": .array(version.lost.map { ConflictPhrasing.json($0, utc: utc) }),
-                    "lostIn": version.lostIn.map { lost in
-                        .object(["merge": .string(lost.merge), "winner": .string("\(lost.winner.member)@\(lost.winner.device)"),
-                                 "winnerChange": .string(lost.winner.change.rawValue)])
-                    } ?? .null,
-                ]
-                if let bytes {
-                    fields["content"] = (try? JSONValue.parse(bytes)) ?? .string(String(decoding: bytes, as: UTF8.self))
-                }
-                return .object(fields)
-            }))
+            try printJSON(zip(versions, contents).map { VersionOutput($0, content: $1, of: reference, utc: utc) })
             return
         }
         let zone = AuditTime.localZone
@@ -282,18 +246,82 @@ struct Verify: ParsableCommand {
     @OptionGroup var profile: ProfileOption
     @Flag(help: "Print the result as JSON.") var json = false
 
+    /// What `--json` prints.
+    struct Output: Encodable {
+        let verified: Int
+        @OrNull var head: String?
+    }
+
     func run() throws {
         let report: VerificationReport
         do {
             report = try Maintenance.verify(at: profile.url, environment: try processEnvironment())
         } catch let error as ConcordError where json {
-            printJSON(.object(["error": .string(describe(error)), "exitCode": .number(String(ExitStatus.code(for: error)))]))
+            try printJSON(FailureOutput(error))
             throw error
         }
         if json {
-            printJSON(.object(["verified": .number(String(report.commits)), "head": report.head.map { .string($0) } ?? .null]))
+            try printJSON(Output(verified: report.commits, head: report.head))
         } else {
             print("\(report.commits) commits verified")
         }
+    }
+}
+
+/// A change of one record in a commit, as `log --json` and `history --json` print it.
+struct ChangeOutput: Encodable {
+    struct Field: Encodable {
+        let field: String
+        @OrNull var old: JSONValue?
+        @OrNull var new: JSONValue?
+    }
+
+    /// Where a log entry imported from a dump was first written.
+    struct Origin: Encodable { let at: String, by: String, device: String }
+
+    let record: String, action: String, fields: [Field]
+    let origin: Origin?
+
+    init(_ change: AuditChange) {
+        (record, action) = (change.record, change.action)
+        fields = change.fields.map { Field(field: $0.field, old: $0.old, new: $0.new) }
+        origin = change.origin.map { Origin(at: $0.at.description, by: $0.member, device: $0.device) }
+    }
+}
+
+/// A commit of `log --json`.
+struct EntryOutput: Encodable {
+    let commit: String, summary: String, member: String, device: String, action: String, time: String
+    @OrNull var clock: String?
+    let records: [String], recordCount: Int, changes: [ChangeOutput], parents: [String], signature: String
+    @OrNull var signedBy: String?
+
+    init(_ entry: HistoryEntry) {
+        (commit, summary, member, device, action, time) = (entry.commit, entry.summary, entry.member, entry.device, entry.action, entry.time)
+        (clock, records, recordCount, changes) = (entry.clock, entry.records, entry.recordCount, entry.changes.map(ChangeOutput.init))
+        (parents, signature, signedBy) = (entry.parents, entry.signature.rawValue, entry.signedBy)
+    }
+}
+
+/// A version of one record, as `history --json` prints it: its commit, what changed in it, the
+/// writes its merge left out, the merge it lost in, and (when read) its content.
+struct VersionOutput: Encodable {
+    /// The merge a version lost in, and the side that won.
+    struct LostIn: Encodable { let merge: String, winner: String, winnerChange: String }
+
+    let commit: String, member: String, device: String, action: String, time: String, signature: String
+    let changes: [ChangeOutput]
+    let lost: [LostEditOutput]
+    @OrNull var lostIn: LostIn?
+    /// The version's JSON (its text when it does not parse); left out when not read.
+    let content: JSONValue?
+
+    init(_ version: RecordVersion, content bytes: [UInt8]?, of reference: String, utc: Bool) {
+        let entry = version.entry
+        (commit, member, device, action, time, signature) = (entry.commit, entry.member, entry.device, entry.action, entry.time, entry.signature.rawValue)
+        changes = entry.changes.filter { $0.record == reference }.map(ChangeOutput.init)
+        lost = version.lost.map { LostEditOutput($0, utc: utc) }
+        lostIn = version.lostIn.map { LostIn(merge: $0.merge, winner: "\($0.winner.member)@\($0.winner.device)", winnerChange: $0.winner.change.rawValue) }
+        content = bytes.map { (try? JSONValue.parse($0)) ?? .string(String(decoding: $0, as: UTF8.self)) }
     }
 }

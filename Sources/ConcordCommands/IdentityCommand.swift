@@ -19,7 +19,7 @@ struct IdentityCommand: ParsableCommand {
         func run() throws {
             let identity = try Identity.create(member: name, device: device, in: try runEnvironment().home)
             if json {
-                printJSON(identityJSON(identity))
+                try printJSON(identityJSON(identity))
             } else {
                 print("created identity \(identity.principal) in \(identity.home.path)")
                 print("public key: \(identity.publicKeyLine)")
@@ -39,7 +39,7 @@ struct IdentityCommand: ParsableCommand {
             if publicKey {
                 print(identity.publicKeyLine)
             } else if json {
-                printJSON(identityJSON(identity))
+                try printJSON(identityJSON(identity))
             } else {
                 print("member: \(identity.member)")
                 print("device: \(identity.device)")
@@ -73,8 +73,8 @@ extension IdentityCommand {
             let member = member ?? identity.member
             let proof = KeyProof.sign(profileID: profileID, member: member, with: identity.key)
             if json {
-                printJSON(.object(["profile": .string(profileID), "member": .string(member), "device": .string(identity.device),
-                                   "publicKey": .string(identity.publicKeyLine), "proof": .string(proof)]))
+                try printJSON(["profile": profileID, "member": member, "device": identity.device, "publicKey": identity.publicKeyLine,
+                               "proof": proof])
             } else {
                 print(proof)
             }
@@ -98,6 +98,11 @@ extension IdentityCommand {
         @Flag(help: "Confirm: leave or delete every profile and remove this identity.") var yes = false
         @Flag(help: "Print the result as JSON.") var json = false
 
+        /// What `--json` prints: each profile's step (`profile`, `path`, `result`, `detail`) and the files removed.
+        struct Output: Encodable {
+            let member: String, identityDeleted: Bool, profiles: [[String: String]], removedFiles: [String]
+        }
+
         func run() throws {
             let environment = try processEnvironment()
             let identity = try loadIdentity()
@@ -115,15 +120,12 @@ extension IdentityCommand {
                 }
             }
             if json {
-                printJSON(.object([
-                    "member": .string(identity.member), "identityDeleted": .bool(report.identityDeleted),
-                    "profiles": .array(report.steps.map { step in
-                        let (result, detail) = text(step.outcome)
-                        return .object(["profile": .string(step.profile), "path": .string(step.path), "result": .string(result),
-                                        "detail": .string(detail)])
-                    }),
-                    "removedFiles": .array(report.removedFiles.map(JSONValue.string)),
-                ]))
+                let profiles = report.steps.map { step in
+                    let (result, detail) = text(step.outcome)
+                    return ["profile": step.profile, "path": step.path, "result": result, "detail": detail]
+                }
+                try printJSON(Output(member: identity.member, identityDeleted: report.identityDeleted, profiles: profiles,
+                                     removedFiles: report.removedFiles))
             } else {
                 for step in report.steps {
                     let (result, detail) = text(step.outcome)
@@ -138,10 +140,8 @@ extension IdentityCommand {
     }
 }
 
-private func identityJSON(_ identity: Identity) -> JSONValue {
-    .object([
-        "member": .string(identity.member), "device": .string(identity.device),
-        "publicKey": .string(identity.publicKeyLine), "fingerprint": .string(identity.key.publicKey.fingerprint),
-        "home": .string(identity.home.path),
-    ])
+/// An identity as `identity new --json` and `identity show --json` print it.
+private func identityJSON(_ identity: Identity) -> [String: String] {
+    ["member": identity.member, "device": identity.device, "publicKey": identity.publicKeyLine,
+     "fingerprint": identity.key.publicKey.fingerprint, "home": identity.home.path]
 }

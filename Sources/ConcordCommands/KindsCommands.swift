@@ -28,7 +28,7 @@ struct Kinds: ParsableCommand {
         func run() throws {
             let kinds = try profile.open().kinds.kinds
             if json {
-                printJSON(.array(kinds.map(Kinds.json)))
+                try printJSON(kinds.map { Kinds.KindOutput($0) })
             } else {
                 for kind in kinds {
                     print("\(kind.name)  directory \(kind.directory)  \(kind.policy.rawValue)  writers \(kind.writers.rawValue)")
@@ -50,7 +50,7 @@ struct Kinds: ParsableCommand {
         func run() throws {
             let kind = try RecordKind(name: name, directory: directory, policy: try Kinds.policy(policy), writers: try Kinds.role(writers))
             let result = try profile.open().addKinds([kind])
-            Kinds.report(kind, commit: result.commit, json: json, done: "added")
+            try Kinds.report(kind, commit: result.commit, json: json, done: "added")
         }
     }
 
@@ -71,22 +71,25 @@ struct Kinds: ParsableCommand {
             }
             let result = try profile.open().setKind(name: name, policy: try policy.map(Kinds.policy), writers: try writers.map(Kinds.role),
                                                     directory: directory)
-            Kinds.report(result.value, commit: result.commit, json: json, done: "changed")
+            try Kinds.report(result.value, commit: result.commit, json: json, done: "changed")
         }
     }
 
-    /// `kind` as `kinds list --json` gives it.
-    static func json(_ kind: RecordKind) -> JSONValue {
-        .object(["name": .string(kind.name), "directory": .string(kind.directory), "policy": .string(kind.policy.rawValue),
-                 "writers": .string(kind.writers.rawValue)])
+    /// `kind` as `kinds list --json` gives it, and `kinds add` or `kinds set` with the commit that did it.
+    struct KindOutput: Encodable {
+        let name: String, directory: String, policy: String, writers: String
+        /// `kinds add` and `kinds set`: the commit (null: unchanged); left out by `kinds list`.
+        let commit: OrNull<String>?
+
+        init(_ kind: RecordKind, commit: OrNull<String>? = nil) {
+            (name, directory, policy, writers, self.commit) = (kind.name, kind.directory, kind.policy.rawValue, kind.writers.rawValue, commit)
+        }
     }
 
     /// Prints what `kinds add` or `kinds set` did.
-    static func report(_ kind: RecordKind, commit: String?, json: Bool, done: String) {
+    static func report(_ kind: RecordKind, commit: String?, json: Bool, done: String) throws {
         if json {
-            guard case .object(var fields) = Kinds.json(kind) else { return }
-            fields["commit"] = commit.map(JSONValue.string) ?? .null
-            printJSON(.object(fields))
+            try printJSON(KindOutput(kind, commit: OrNull(wrappedValue: commit)))
         } else if let commit {
             print("\(done) kind \(kind.name) (directory \(kind.directory), \(kind.policy.rawValue), writers \(kind.writers.rawValue)) "
                   + "in commit \(commit.prefix(7)); run 'concord sync' to publish it")

@@ -18,22 +18,43 @@ struct Members: ParsableCommand {
         @Flag(help: "List the open invitations (made by 'concord share --open') instead of the members.") var open = false
         @Flag(help: "Print the result as JSON.") var json = false
 
+        /// A member as `--json` prints it.
+        struct MemberOutput: Encodable {
+            /// `proven`: the key carries its holder's proof; false: an Admin vouched for it (or it predates format 5).
+            struct Device: Encodable { let device: String, fingerprint: String, proven: Bool }
+
+            let name: String, role: String, status: String
+            @OrNull var revokedBy: String?
+            @OrNull var revokedAt: String?
+            @OrNull var expiresAt: String?
+            let invitedBy: String
+            @OrNull var joinedBy: String?
+            let devices: [Device]
+
+            init(_ member: Member) {
+                (name, role, status, invitedBy) = (member.name, member.role.rawValue, member.status.rawValue, member.addedBy)
+                (revokedBy, revokedAt, expiresAt, joinedBy) = (member.revokedBy, member.revokedAt, member.expiresAt, member.invitation)
+                devices = member.keys.map { Device(device: $0.device, fingerprint: $0.publicKey.fingerprint, proven: $0.proof != nil) }
+            }
+        }
+
+        /// An open invitation as `--open --json` prints it.
+        struct InvitationOutput: Encodable {
+            let id: String, role: String, uses: Int, used: Int, expiresAt: String, invitedBy: String, invitedAt: String, withdrawn: Bool
+
+            init(_ use: OpenInvitationUse) {
+                let invitation = use.invitation
+                (id, role, uses, used, expiresAt) = (invitation.id, invitation.role.rawValue, invitation.uses, use.used, invitation.expiresAt)
+                (invitedBy, invitedAt, withdrawn) = (invitation.invitedBy, invitation.invitedAt, invitation.withdrawn)
+            }
+        }
+
         func run() throws {
             let store = try profile.open()
             if open { return try listOpenInvitations(store) }
             let members = try store.read { try $0.members() }
             if json {
-                printJSON(.array(members.map { member in
-                    .object([
-                        "name": .string(member.name), "role": .string(member.role.rawValue), "status": .string(member.status.rawValue),
-                        "revokedBy": member.revokedBy.map(JSONValue.string) ?? .null, "revokedAt": member.revokedAt.map(JSONValue.string) ?? .null,
-                        "expiresAt": member.expiresAt.map(JSONValue.string) ?? .null, "invitedBy": .string(member.addedBy),
-                        "joinedBy": member.invitation.map(JSONValue.string) ?? .null,
-                        // `proven`: the key carries its holder's proof; false: an Admin vouched for it (or it predates format 5).
-                        "devices": .array(member.keys.map { .object(["device": .string($0.device), "fingerprint": .string($0.publicKey.fingerprint),
-                                                                     "proven": .bool($0.proof != nil)]) }),
-                    ])
-                }))
+                try printJSON(members.map(MemberOutput.init))
             } else {
                 for member in members {
                     let status = switch member.status {
@@ -51,14 +72,7 @@ struct Members: ParsableCommand {
         private func listOpenInvitations(_ store: ConcordStore) throws {
             let invitations = try store.openInvitations()
             if json {
-                printJSON(.array(invitations.map { use in
-                    let (invitation, used) = (use.invitation, use.used)
-                    return .object([
-                        "id": .string(invitation.id), "role": .string(invitation.role.rawValue), "uses": .number(String(invitation.uses)),
-                        "used": .number(String(used)), "expiresAt": .string(invitation.expiresAt), "invitedBy": .string(invitation.invitedBy),
-                        "invitedAt": .string(invitation.invitedAt), "withdrawn": .bool(invitation.withdrawn),
-                    ])
-                }))
+                try printJSON(invitations.map(InvitationOutput.init))
             } else if invitations.isEmpty {
                 print("no open invitations")
             } else {
@@ -230,8 +244,7 @@ struct Share: ParsableCommand {
         let lifetime = Share.seconds(expires ?? (key == nil ? "2d" : "7d")) ?? 172_800
         let shared = try profile.open().share(member, role: role, key: publicKey, device: device, expiresIn: lifetime, remote: remote)
         if json {
-            printJSON(.object(["member": .string(member), "role": .string(role.rawValue), "expiresAt": .string(shared.invitation.expiresAt),
-                               "invitation": .string(shared.invitation.text)]))
+            try printJSON(["member": member, "role": role.rawValue, "expiresAt": shared.invitation.expiresAt, "invitation": shared.invitation.text])
         } else {
             explain("invited \(member) as \(shared.member.role.rawValue) until \(shared.invitation.expiresAt); run 'concord sync', then send them "
                     + "the invitation (the line on standard output)")
@@ -239,13 +252,18 @@ struct Share: ParsableCommand {
         }
     }
 
+    /// What `share --open --json` prints.
+    struct OpenOutput: Encodable {
+        let id: String, role: String, uses: Int, expiresAt: String, invitation: String
+    }
+
     private func shareOpen() throws {
         let shared = try profile.open().shareOpen(role: role, uses: uses ?? 10, expiresIn: Share.seconds(expires ?? "1d") ?? 86_400,
                                                   remote: remote)
         let invitation = shared.invitation
         if json {
-            printJSON(.object(["id": .string(invitation.id), "role": .string(role.rawValue), "uses": .number(String(invitation.uses)),
-                               "expiresAt": .string(invitation.expiresAt), "invitation": .string(shared.text.text)]))
+            try printJSON(OpenOutput(id: invitation.id, role: role.rawValue, uses: invitation.uses, expiresAt: invitation.expiresAt,
+                                     invitation: shared.text.text))
         } else {
             explain("opened invitation \(invitation.id): up to \(invitation.uses) people may join as \(role.rawValue) until "
                     + "\(invitation.expiresAt); run 'concord sync', then share the invitation (the line on standard output)")
@@ -292,8 +310,8 @@ struct Accept: ParsableCommand {
         }
         let role = try store.read { try $0.members() }.first { $0.name == identity.member }?.role ?? parsed.role
         if json {
-            printJSON(.object(["profile": .string(store.info.name), "member": .string(identity.member), "role": .string(role.rawValue),
-                               "path": .string(store.directory.path), "head": .string(sync.head)]))
+            try printJSON(["profile": store.info.name, "member": identity.member, "role": role.rawValue, "path": store.directory.path,
+                           "head": sync.head])
         } else {
             print("joined \"\(store.info.name)\" as \(identity.member) (\(role.rawValue)) in \(store.directory.path)")
         }

@@ -18,19 +18,30 @@ struct Merge: ParsableCommand {
     @Argument(help: "What to merge: a branch, refs/remotes/<remote>/main, or a commit id.") var revision: String
     @Flag(help: "Print the result as JSON.") var json = false
 
+    /// What `--json` prints.
+    struct Output: Encodable {
+        struct Unresolved: Encodable {
+            let path: String
+            @OrNull var savedAs: String?
+            let reason: String
+        }
+
+        let outcome: String, head: String, changedFiles: [String], resolved: [String], unresolved: [Unresolved]
+        let leftOut: [LeftOutOutput], contested: [String], fallen: [FallenOutput]
+
+        init(_ report: MergeReport) {
+            (outcome, head, changedFiles, resolved) = (report.outcome.rawValue, report.head, report.changedFiles, report.resolved.map(\.trailerValue))
+            unresolved = report.unresolved.map { Unresolved(path: $0.path, savedAs: $0.savedAs, reason: $0.reason) }
+            (leftOut, contested, fallen) = (report.leftOut.map(LeftOutOutput.init), report.contested, report.fallen.map(FallenOutput.init))
+        }
+    }
+
     func run() throws {
         let store = try profile.open()
         let identity = store.identity
         let report = try store.merge(revision: revision)
         if json {
-            printJSON(.object([
-                "outcome": .string(report.outcome.rawValue), "head": .string(report.head),
-                "changedFiles": .array(report.changedFiles.map { .string($0) }),
-                "resolved": .array(report.resolved.map { .string($0.trailerValue) }),
-                "unresolved": .array(report.unresolved.map { .object(["path": .string($0.path), "savedAs": $0.savedAs.map { .string($0) } ?? .null, "reason": .string($0.reason)]) }),
-                "leftOut": leftOutJSON(report.leftOut), "contested": .array(report.contested.map { .string($0) }),
-                "fallen": fallenJSON(report.fallen),
-            ]))
+            try printJSON(Output(report))
         } else {
             print("\(report.outcome.rawValue): \(report.changedFiles.count) files changed, head \(report.head.prefix(7))")
             for edit in try store.read({ try $0.lostEdits(LostEditFilter(merges: [report.head])) }) {
@@ -84,11 +95,8 @@ struct Doctor: ParsableCommand {
                                              identity: loadIdentity)
         let (findings, unpublishable, setAside) = (outcome.findings, outcome.unpublishable, outcome.setAside)
         if json {
-            var items: [JSONValue] = findings.map {
-                .object(["problem": .string($0.problem), "fixed": .bool($0.fixed), "notFixedBecause": $0.notFixedBecause.map(JSONValue.string) ?? .null])
-            }
-            if let unpublishable { items.append(Self.json(unpublishable, setAside: setAside)) }
-            printJSON(.array(items))
+            let items = findings.map { Item(problem: $0.problem, fixed: $0.fixed, notFixedBecause: $0.notFixedBecause) }
+            try printJSON(items + (unpublishable.map { [Self.item($0, setAside: setAside)] } ?? []))
         } else if findings.isEmpty, unpublishable == nil {
             print("all good: merge driver, signing config and .gitattributes are in place, and every unsent commit passes the rule")
         } else {
@@ -129,23 +137,40 @@ struct Doctor: ParsableCommand {
         print("  run 'concord sync' to publish")
     }
 
-    private static func json(_ found: UnpublishableCommits, setAside: SetAsideReport?) -> JSONValue {
-        var object: [String: JSONValue] = [
-            "problem": .string(problem(found)), "fixed": .bool(setAside != nil), "notFixedBecause": .null,
-            "remote": .string(found.remote), "lastPublishable": .string(found.lastPublishable),
-            "commits": .array(found.refused.map {
-                .object(["commit": .string($0.commit), "signer": $0.signer.map(JSONValue.string) ?? .null, "reason": .string($0.reason),
-                         "builtOn": $0.builtOn.map(JSONValue.string) ?? .null])
-            }),
-        ]
-        if let done = setAside {
-            object["setAside"] = .object([
-                "ref": .string(done.ref), "tip": .string(done.tip), "movedBackTo": .string(done.movedBackTo),
-                "commit": done.commit.map(JSONValue.string) ?? .null, "reapplied": .array(done.reapplied.map(JSONValue.string)),
-                "keptAside": .array(done.keptAside.map { .object(["path": .string($0.path), "reason": .string($0.reason)]) }),
-            ])
+    /// One item of `--json`'s list: a finding, or the unsent commits sync would refuse (with what `--fix` set aside).
+    struct Item: Encodable {
+        struct Refused: Encodable {
+            let commit: String
+            @OrNull var signer: String?
+            let reason: String
+            @OrNull var builtOn: String?
         }
-        return .object(object)
+
+        struct SetAsideOutput: Encodable {
+            struct Kept: Encodable { let path: String, reason: String }
+
+            let ref: String, tip: String, movedBackTo: String
+            @OrNull var commit: String?
+            let reapplied: [String]
+            let keptAside: [Kept]
+        }
+
+        let problem: String
+        let fixed: Bool
+        @OrNull var notFixedBecause: String?
+        var remote: String?
+        var lastPublishable: String?
+        var commits: [Refused]?
+        var setAside: SetAsideOutput?
+    }
+
+    private static func item(_ found: UnpublishableCommits, setAside done: SetAsideReport?) -> Item {
+        Item(problem: problem(found), fixed: done != nil, notFixedBecause: nil, remote: found.remote, lastPublishable: found.lastPublishable,
+             commits: found.refused.map { Item.Refused(commit: $0.commit, signer: $0.signer, reason: $0.reason, builtOn: $0.builtOn) },
+             setAside: done.map { done in
+                 Item.SetAsideOutput(ref: done.ref, tip: done.tip, movedBackTo: done.movedBackTo, commit: done.commit, reapplied: done.reapplied,
+                                     keptAside: done.keptAside.map { Item.SetAsideOutput.Kept(path: $0.path, reason: $0.reason) })
+             })
     }
 }
 
@@ -179,7 +204,7 @@ struct Conflicts: ParsableCommand {
                                     since: since.flatMap { AuditTime.parse($0, now: Int64(Date().timeIntervalSince1970)) })
         let lost = try store.read { try $0.lostEdits(filter) }
         if json {
-            printJSON(.array(lost.map { ConflictPhrasing.json($0, utc: utc) }))
+            try printJSON(lost.map { LostEditOutput($0, utc: utc) })
         } else if lost.isEmpty {
             print(mine || since != nil || record != nil ? "no lost writes match" : "no merge in this profile's history left a write out")
         } else {
@@ -204,20 +229,6 @@ enum ConflictPhrasing {
         let what = edit.field.map { "\(edit.record) (\($0))" } ?? edit.record
         return "your \(change(edit.loser)) of \(what) lost to \(edit.winner.member)'s \(change(edit.winner)) at \(time(edit.winner, utc: utc)); "
             + "the lost version: concord history \(edit.record)"
-    }
-
-    static func json(_ edit: LostEdit, utc: Bool) -> JSONValue {
-        func side(_ side: MergeSide, commit: String?) -> JSONValue {
-            var fields: [String: JSONValue] = ["member": .string(side.member), "device": .string(side.device), "at": .string(side.stamp.description),
-                                               "change": .string(side.change.rawValue)]
-            if let commit { fields["commit"] = .string(commit) }
-            return .object(fields)
-        }
-        return .object([
-            "record": .string(edit.record), "field": edit.field.map(JSONValue.string) ?? .null, "merge": .string(edit.merge),
-            "loser": side(edit.loser, commit: edit.loserCommit), "winner": side(edit.winner, commit: nil),
-            "text": .string(sentence(edit, utc: utc)),
-        ])
     }
 
     private static func change(_ side: MergeSide) -> String { side.change == .delete ? "delete" : "edit" }

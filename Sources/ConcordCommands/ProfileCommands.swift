@@ -19,12 +19,10 @@ struct Profiles: ParsableCommand {
         let identity = try loadIdentity()
         let summaries = ProfileRegistry(home: environment.home).summaries(for: identity, environment: environment)
         if json {
-            printJSON(.array(summaries.map { summary in
-                .object(["name": .string(summary.name), "path": .string(summary.path), "id": .string(summary.id),
-                         "role": summary.role.map { .string($0.rawValue) } ?? .null, "remote": summary.remote.map(JSONValue.string) ?? .null,
-                         "lastSync": summary.lastSync.map(JSONValue.string) ?? .null, "access": .string(summary.access),
-                         "note": summary.note.map(JSONValue.string) ?? .null])
-            }))
+            try printJSON(summaries.map { summary -> [String: String?] in
+                ["name": summary.name, "path": summary.path, "id": summary.id, "role": summary.role?.rawValue, "remote": summary.remote,
+                 "lastSync": summary.lastSync, "access": summary.access, "note": summary.note]
+            })
             return
         }
         if summaries.isEmpty { print("no profiles on this device for \(identity.member): 'concord init', 'concord clone' or 'concord accept' adds one") }
@@ -91,8 +89,7 @@ struct Leave: ParsableCommand {
         }
         let saved = try store.removeLocalCopy(unsentTo: hasRemote ? remote : "")
         if json {
-            printJSON(.object(["profile": .string(name), "path": .string(path), "departure": .string(departure),
-                               "saved": saved.map { .string($0.path) } ?? .null]))
+            try printJSON(["profile": name, "path": path, "departure": departure, "saved": saved?.path] as [String: String?])
         } else {
             print("left \"\(name)\": departure \(departure); this device's copy at \(path) was deleted"
                   + (saved.map { "; unsent edits saved in \($0.path)" } ?? ""))
@@ -123,8 +120,7 @@ struct Switch: ParsableCommand {
         if let member { logged = try store.switchActing(to: member, logged: true) }
         let acting = try store.actingMember() ?? identity.owner
         if json {
-            printJSON(.object(["acting": .string(acting), "owner": .string(identity.owner), "device": .string(identity.device),
-                               "logged": logged.map(JSONValue.string) ?? .null]))
+            try printJSON(["acting": acting, "owner": identity.owner, "device": identity.device, "logged": logged] as [String: String?])
         } else if member == nil {
             print(acting == identity.owner ? "\(acting) acts on this device (its owner)"
                   : "\(acting) acts on this device (\(identity.owner)'s \(identity.device)); 'concord switch \(identity.owner)' hands it back")
@@ -153,6 +149,11 @@ struct Destroy: ParsableCommand {
     @Flag(help: "Confirm: delete the profile and its whole history everywhere.") var yes = false
     @Flag(help: "Print the result as JSON.") var json = false
 
+    /// What `--json` prints: what each remote did (`remote`, `what`) or why not (`remote`, `error`).
+    struct Output: Encodable {
+        let profile: String, path: String, copyDeleted: Bool, deleted: [[String: String]], failed: [[String: String]]
+    }
+
     func run() throws {
         let store = try profile.open()
         let name = store.info.name, path = store.directory.path
@@ -162,11 +163,9 @@ struct Destroy: ParsableCommand {
         let report = try store.destroy()
         let (deleted, failures, copyDeleted) = (report.deleted, report.failed, report.copyDeleted)
         if json {
-            printJSON(.object([
-                "profile": .string(name), "path": .string(path), "copyDeleted": .bool(copyDeleted),
-                "deleted": .array(deleted.map { .object(["remote": .string($0.remote), "what": .string($0.what)]) }),
-                "failed": .array(failures.map { .object(["remote": .string($0.remote), "error": .string(describe($0.error))]) }),
-            ]))
+            try printJSON(Output(profile: name, path: path, copyDeleted: copyDeleted,
+                                 deleted: deleted.map { ["remote": $0.remote, "what": $0.what] },
+                                 failed: failures.map { ["remote": $0.remote, "error": describe($0.error)] }))
         } else {
             for item in deleted { print("\(item.remote): \(item.what)") }
             for failure in failures { print("\(failure.remote): NOT deleted: \(describe(failure.error))") }
@@ -193,11 +192,16 @@ struct Upgrade: ParsableCommand {
     @OptionGroup var profile: ProfileOption
     @Flag(help: "Print the result as JSON.") var json = false
 
+    /// What `--json` prints.
+    struct Output: Encodable {
+        let from: Int, to: Int
+        @OrNull var commit: String?
+    }
+
     func run() throws {
         let upgrade = try Maintenance.upgradeFormat(at: profile.url, environment: try processEnvironment(), as: try loadIdentity())
         if json {
-            printJSON(.object(["from": .number(String(upgrade.from)), "to": .number(String(upgrade.to)),
-                               "commit": upgrade.commit.map(JSONValue.string) ?? .null]))
+            try printJSON(Output(from: upgrade.from, to: upgrade.to, commit: upgrade.commit))
         } else if upgrade.commit == nil {
             print("already format \(upgrade.to): nothing to do")
         } else {

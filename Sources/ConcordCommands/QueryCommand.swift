@@ -40,15 +40,15 @@ struct Query: ParsableCommand {
         let store = try profile.open()
         if count {
             let total = try store.read { try $0.count(query) }
-            if json { printJSON(.object(["count": .number(String(total))])) } else { print(total) }
+            if json { try printJSON(["count": total]) } else { print(total) }
             return
         }
         let records = try store.read { try $0.query(query) }
         if json {
-            printJSON(.array(records.map(\.jsonValue)))
+            try printJSON(records.map(\.jsonValue))
         } else {
             for record in records {
-                print("\(record.kind)/\(record.id) \(String(decoding: JSONValue.object(record.data ?? [:]).canonicalLine(), as: UTF8.self))")
+                print("\(record.kind)/\(record.id) \(String(decoding: JSONValue(record.data ?? [:]).canonicalLine(), as: UTF8.self))")
             }
         }
     }

@@ -20,10 +20,19 @@ struct Init: ParsableCommand {
         if !bare && name == nil { throw ValidationError("give the profile a name with --name NAME") }
     }
 
+    /// What `--json` prints: the new profile, or (`--bare`) the new bare repository.
+    struct Output: Encodable {
+        let path: String, id: String, name: String, kinds: [String]
+    }
+
+    struct Bare: Encodable {
+        let path: String, bare: Bool
+    }
+
     func run() throws {
         if bare {
             try Maintenance.createBareRemote(at: URL(fileURLWithPath: directory))
-            if json { printJSON(.object(["path": .string(URL(fileURLWithPath: directory).standardizedFileURL.path), "bare": .bool(true)])) }
+            if json { try printJSON(Bare(path: URL(fileURLWithPath: directory).standardizedFileURL.path, bare: true)) }
             else { print("created bare repository \(directory): add it with 'concord remote add origin \(directory)'") }
             return
         }
@@ -31,8 +40,7 @@ struct Init: ParsableCommand {
             at: URL(fileURLWithPath: directory), name: name ?? "", template: Template(rawValue: template) ?? .blank,
             identity: try loadIdentity(), environment: try processEnvironment())
         if json {
-            printJSON(.object(["path": .string(store.directory.path), "id": .string(store.info.id), "name": .string(store.info.name),
-                               "kinds": .array(store.kinds.kinds.map { .string($0.name) })]))
+            try printJSON(Output(path: store.directory.path, id: store.info.id, name: store.info.name, kinds: store.kinds.kinds.map(\.name)))
         } else {
             let kinds = store.kinds.kinds.map(\.name).joined(separator: ", ")
             print("created profile \"\(store.info.name)\" in \(store.directory.path)" + (kinds.isEmpty ? "" : " (kinds: \(kinds))"))
@@ -120,7 +128,7 @@ struct List: ParsableCommand {
         let listing = try profile.open().read { try $0.indexedList(kind: kind) }
         warn(listing.warnings)
         if json {
-            printJSON(.array(listing.items.map { .object(["kind": .string($0.kind), "id": .string($0.id)]) }))
+            try printJSON(listing.items.map { ["kind": $0.kind, "id": $0.id] })
         } else {
             for item in listing.items { print(item.reference) }
         }

@@ -38,9 +38,8 @@ struct ServerCommand: ParsableCommand {
             let command = hasLookup ? "\(lookup) \(server.root.path) %u %k" : "\(executable) serve --root \(server.root.path) --lookup %u %k"
             let file = server.configuration.authorizedKeys
             if json {
-                printJSON(.object(["root": .string(server.root.path), "user": .string(server.configuration.user),
-                                   "adminKey": .string(key.fingerprint), "authorizedKeysCommand": .string(command),
-                                   "authorizedKeys": file.map(JSONValue.string) ?? .null]))
+                try printJSON(["root": server.root.path, "user": server.configuration.user, "adminKey": key.fingerprint,
+                               "authorizedKeysCommand": command, "authorizedKeys": file] as [String: String?])
             } else {
                 print("concord server ready in \(server.root.path) for user \(server.configuration.user); admin key \(key.fingerprint)")
                 if let file {

@@ -120,8 +120,35 @@ struct DataOptions: ParsableArguments {
 }
 
 /// Writes a JSON value (canonical form) to standard output.
-func printJSON(_ value: JSONValue) {
+private func printJSON(_ value: JSONValue) {
     writeOutput(Data(value.canonicalBytes()))
+}
+
+/// Writes `value` as JSON (canonical form, as `JSONValueEncoder` encodes it) to standard output:
+/// what a command prints for `--json` is a `Codable` value of its own.
+func printJSON<Output: Encodable>(_ value: Output) throws {
+    printJSON(try JSONValueEncoder().encode(value))
+}
+
+/// A field of a command's JSON that is `null` when it has no value (an optional is otherwise left out).
+@propertyWrapper
+struct OrNull<Value: Encodable>: Encodable {
+    var wrappedValue: Value?
+
+    init(wrappedValue: Value?) { self.wrappedValue = wrappedValue }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let wrappedValue { try container.encode(wrappedValue) } else { try container.encodeNil() }
+    }
+}
+
+/// What a command whose `--json` output a script reads prints when it fails: the error's line and its exit code.
+struct FailureOutput: Encodable {
+    let error: String
+    let exitCode: Int32
+
+    init(_ error: Error) { (self.error, self.exitCode) = (describe(error), ExitStatus.code(for: error)) }
 }
 
 /// Prints a line for people to standard error, leaving standard output to what a script keeps (`share`'s invitation).

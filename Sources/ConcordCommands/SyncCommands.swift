@@ -34,7 +34,7 @@ struct RemoteCommand: ParsableCommand {
         func run() throws {
             let remotes = try profile.open().read { try $0.remotes() }
             if json {
-                printJSON(.array(remotes.map { .object(["name": .string($0.name), "url": .string($0.url)]) }))
+                try printJSON(remotes.map { ["name": $0.name, "url": $0.url] })
             } else {
                 for remote in remotes { print("\(remote.name)  \(remote.url)") }
             }
@@ -83,21 +83,27 @@ extension RemoteCommand {
         @Argument(help: "The remote's name.") var name = "origin"
         @Flag(help: "Print the result as JSON.") var json = false
 
+        /// What `--json` prints: the restore's report, every field null when there was nothing to restore.
+        struct Output: Encodable {
+            let remote: String, restored: Bool
+            @OrNull var damagedTip: String?
+            @OrNull var keptAs: String?
+            @OrNull var refusal: String?
+            @OrNull var merged: String?
+            @OrNull var main: String?
+        }
+
         func run() throws {
             let report: RemoteRestoreReport?
             do {
                 report = try profile.open().restoreRemote(name)
             } catch where json {
-                printJSON(.object(["error": .string(describe(error)), "exitCode": .number(String(ExitStatus.code(for: error)))]))
+                try printJSON(FailureOutput(error))
                 throw error
             }
             if json {
-                printJSON(.object([
-                    "remote": .string(name), "restored": .bool(report != nil),
-                    "damagedTip": report.map { .string($0.damagedTip) } ?? .null, "keptAs": report.map { .string($0.keptAs) } ?? .null,
-                    "refusal": report.map { .string($0.refusal) } ?? .null, "merged": report?.merged.map(JSONValue.string) ?? .null,
-                    "main": report.map { .string($0.restoredTo) } ?? .null,
-                ]))
+                try printJSON(Output(remote: name, restored: report != nil, damagedTip: report?.damagedTip, keptAs: report?.keptAs,
+                                     refusal: report?.refusal, merged: report?.merged, main: report?.restoredTo))
             } else if let report {
                 print("restored \(name)'s main to \(report.restoredTo) (this device's verified main"
                       + (report.merged.map { ", with \($0) from the damaged main merged in" } ?? "") + ")")
@@ -120,6 +126,11 @@ struct Clone: ParsableCommand {
     @Option(help: ArgumentHelp("Trust an ssh server presenting this host key fingerprint.", valueName: "SHA256:...")) var trustHost: String?
     @Flag(help: "Print the result as JSON.") var json = false
 
+    /// What `--json` prints.
+    struct Output: Encodable {
+        let path: String, id: String, name: String, records: Int
+    }
+
     func run() throws {
         // One process, one clone: no memory handed back only to be faulted in again (never in another program's process).
         if CommandContext.current.ownsProcess { ProcessMemory.keepFreedMemory() }
@@ -134,8 +145,7 @@ struct Clone: ParsableCommand {
         interruption?.cancel()   // whole from here on, whatever signal comes
         let records = store.clonedRecords
         if json {
-            printJSON(.object(["path": .string(store.directory.path), "id": .string(store.info.id),
-                               "name": .string(store.info.name), "records": .number(String(records))]))
+            try printJSON(Output(path: store.directory.path, id: store.info.id, name: store.info.name, records: records))
         } else {
             print("cloned \"\(store.info.name)\" into \(store.directory.path): \(records) records")
         }
@@ -162,12 +172,12 @@ struct Sync: ParsableCommand {
             report = try store.sync(remote: remote, keepCopy: keep)
         } catch where json {
             // Scripts get a JSON error object on stdout as well as the line on stderr, whatever failed.
-            printJSON(.object(["error": .string(describe(error)), "exitCode": .number(String(ExitStatus.code(for: error)))]))
+            try printJSON(FailureOutput(error))
             throw error
         }
         for warning in report.warnings { writeError("concord: warning: \(warning)\n") }
         if json {
-            printJSON(syncJSON(report))
+            try printJSON(SyncOutput(report))
         } else {
             print(syncLine(report))
             for edit in report.yours { print(ConflictPhrasing.yours(edit, utc: false)) }
@@ -188,46 +198,23 @@ struct Status: ParsableCommand {
     @Option(help: "The remote.") var remote = "origin"
     @Flag(help: "Print the result as JSON.") var json = false
 
+    /// What `--json` prints.
+    struct Output: Encodable {
+        let remote: String, url: String, ahead: Int, behind: Int
+        @OrNull var lastSync: String?
+    }
+
     func run() throws {
         let remote = remote
         let status = try profile.open().read { try $0.syncStatus(remote: remote) }
         if json {
-            printJSON(.object([
-                "remote": .string(status.remote), "url": .string(status.url), "ahead": .number(String(status.ahead)),
-                "behind": .number(String(status.behind)), "lastSync": status.lastSync.map { .string($0) } ?? .null,
-            ]))
+            try printJSON(Output(remote: status.remote, url: status.url, ahead: status.ahead, behind: status.behind, lastSync: status.lastSync))
         } else {
             print("remote \(status.remote): \(status.url)")
             print("ahead \(status.ahead), behind \(status.behind) (as of the last fetch)")
             print("last sync: \(status.lastSync ?? "never")")
         }
     }
-}
-
-func syncJSON(_ report: SyncReport) -> JSONValue {
-    .object([
-        "remote": .string(report.remote), "received": .number(String(report.received)), "sent": .number(String(report.sent)),
-        "changedFiles": .array(report.changedFiles.map { .string($0) }), "head": .string(report.head),
-        "resolved": .array(report.resolved.map { .string($0.trailerValue) }),
-        "lost": .array(report.lost.map { edit in
-            guard case .object(var fields) = ConflictPhrasing.json(edit, utc: false) else { return .null }
-            fields["yours"] = .bool(report.yours.contains(edit))
-            if report.yours.contains(edit) { fields["told"] = .string(ConflictPhrasing.yours(edit, utc: false)) }
-            return .object(fields)
-        }),
-        "unresolved": .array(report.unresolved.map { .string($0.path) }), "attempts": .number(String(report.attempts)),
-        "warnings": .array(report.warnings.map { .string($0) }),
-        "leftOut": leftOutJSON(report.leftOut), "contested": .array(report.contested.map { .string($0) }),
-        "fallen": fallenJSON(report.fallen),
-    ])
-}
-
-/// Membership decisions a merge left out (made on a copy older than the main line's).
-func fallenJSON(_ decisions: [FallenDecision]) -> JSONValue {
-    .array(decisions.map { decision in
-        .object(["commit": .string(decision.commit), "member": decision.member.map { .string($0) } ?? .null,
-                 "what": .string(decision.what), "reason": .string(decision.reason)])
-    })
 }
 
 /// A change a merge left out because its author lost the rights to make it concurrently.
@@ -245,17 +232,6 @@ func leftOutSentence(_ change: LeftOutChange) -> String {
 func contestedSentence(_ name: String) -> String {
     "\(name) was added on two devices at once with different keys; neither is admitted (\(name) is left revoked) — an Admin "
         + "adds or invites \(name) again"
-}
-
-func leftOutJSON(_ changes: [LeftOutChange]) -> JSONValue {
-    .array(changes.map { change in
-        let cause: JSONValue = switch change.cause {
-        case .rightsLowered: .string("revoked or demoted")
-        case .keyRemoved(let fingerprint): .string("key removed: \(fingerprint)")
-        case .kindsChanged: .string("kinds")
-        }
-        return .object(["path": .string(change.path), "member": .string(change.member), "commit": .string(change.commit), "cause": cause])
-    })
 }
 
 func syncLine(_ report: SyncReport) -> String {

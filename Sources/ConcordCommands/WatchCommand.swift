@@ -61,36 +61,61 @@ struct Watch: ParsableCommand {
 
     private static func emit(_ event: SyncEvent, json: Bool) {
         let time = HLClock.formatInstant(ConcordEnvironment.systemClock())
-        let line: (name: String, text: String, fields: [String: JSONValue])? = {
+        let line: (name: String, text: String, fields: EventOutput.Fields)? = {
             switch event {
             case .started(let remote, let interval):
-                return ("started", "watching \(remote) every \(interval) s", ["remote": .string(remote)])
+                return ("started", "watching \(remote) every \(interval) s", .remote(remote))
             case .synced(let report):
-                var fields: [String: JSONValue] = syncJSON(report).objectValue ?? [:]
-                fields["remote"] = .string(report.remote)
                 // The member's own writes that merges left out are told here too, as by `sync`.
                 let told = report.yours.map { "; " + ConflictPhrasing.yours($0, utc: false) }.joined()
-                return ("synced", syncLine(report) + told, fields)
-            case .offline(let message): return ("offline", message, ["message": .string(message)])
-            case .online: return ("online", "the remote is reachable again", [:])
-            case .failed(let message): return ("error", message, ["message": .string(message)])
+                return ("synced", syncLine(report) + told, .synced(SyncOutput(report)))
+            case .offline(let message): return ("offline", message, .message(message))
+            case .online: return ("online", "the remote is reachable again", .none)
+            case .failed(let message): return ("error", message, .message(message))
             // The copy's removal is the command's error (stderr, exit 4); the event says what the remote said.
             case .accessRemoved(let removal), .profileDeleted(let removal):
                 let message = removal.cause.localizedDescription
-                return ("error", message, ["message": .string(message)])
-            case .stopped: return ("stopped", "stopped", [:])
+                return ("error", message, .message(message))
+            case .stopped: return ("stopped", "stopped", .none)
             // Told on the `synced` line already.
             case .lostWrites: return nil
             }
         }()
         guard let (name, text, fields) = line else { return }
         if json {
-            var object = fields
-            object["event"] = .string(name)
-            object["time"] = .string(time)
-            writeOutput(Data(JSONValue.object(object).canonicalLine() + [0x0A]))
+            guard let object = try? JSONValueEncoder().encode(EventOutput(event: name, time: time, fields: fields)) else { return }
+            writeOutput(Data(object.canonicalLine() + [0x0A]))
         } else {
             writeOutput(Data("\(time) \(name): \(text)\n".utf8))
+        }
+    }
+}
+
+/// One line of `concord watch --json`: the event, its time, and the event's fields beside them (a
+/// `synced` event's are those of `concord sync --json`).
+struct EventOutput: Encodable {
+    enum Fields {
+        case none
+        case remote(String)
+        case message(String)
+        case synced(SyncOutput)
+    }
+
+    private enum Key: String, CodingKey { case event, time, remote, message }
+
+    let event: String
+    let time: String
+    let fields: Fields
+
+    func encode(to encoder: any Encoder) throws {
+        if case .synced(let report) = fields { try report.encode(to: encoder) }
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encode(event, forKey: .event)
+        try container.encode(time, forKey: .time)
+        switch fields {
+        case .remote(let remote): try container.encode(remote, forKey: .remote)
+        case .message(let message): try container.encode(message, forKey: .message)
+        case .none, .synced: break
         }
     }
 }

@@ -22,29 +22,6 @@ final class HelpTests: ConcordTestCase {
         }
     }
 
-    /// `serve` and `merge-driver` are parsed without the command tree (a faster start for sshd and
-    /// git); their mistakes are still one line and the usage, exit 2.
-    func testTheCommandsMachinesRunAreParsedAlone() throws {
-        let fingerprint = "SHA256:" + String(repeating: "A", count: 43)
-        for (arguments, expected) in [(["serve", "--root", "/nowhere"], "give exactly one of --key"),
-                                      (["serve", "--root", "/nowhere", "--key", "SHA256:short"], "--key takes a key fingerprint"),
-                                      (["serve", "--root", "/nowhere", "--key", fingerprint, "extra"], "unexpected arguments"),
-                                      (["serve", "--root", "/nowhere", "--pre-receive", "--post-receive"], "give exactly one of --key"),
-                                      (["merge-driver", "a"], "Missing expected argument")] {
-            let result = try concord(arguments, as: nil)
-            XCTAssertEqual(result.status, 2, result.summary)
-            XCTAssertTrue(result.stderr.contains(expected), result.summary)
-        }
-        // The exact forms sshd and the hooks run skip the parser (`ServeRun.direct`) and fail as the parsed command
-        // does: one line naming the server directory, exit 1.
-        for mode in [["--key", fingerprint], ["--pre-receive"], ["--post-receive"]] {
-            let result = try concord(["serve", "--root", "/nowhere"] + mode, as: nil)
-            XCTAssertEqual(result.status, 1, result.summary)
-            XCTAssertTrue(result.stderr.hasPrefix("concord serve: ") && result.stderr.contains("/nowhere"), result.summary)
-            XCTAssertEqual(result.stderr.split(separator: "\n").count, 1, result.summary)
-        }
-    }
-
     func testVersion() throws {
         let result = try concord(["--version"], as: nil)
         XCTAssertEqual(result.status, 0)

@@ -49,6 +49,7 @@ class KitTestCase: XCTestCase {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
+        ConcordBinary.runningClass.withLock { $0 = "\(type(of: self))" }
         sandbox = try makeSandbox(prefix: "concord-kit-tests", removedBy: addTeardownBlock)
     }
 

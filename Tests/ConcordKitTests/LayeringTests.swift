@@ -97,6 +97,17 @@ final class LayeringTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(try lines(code, matching: #"ConcordStore\.(open|create|clone|accept)\("#).count, 4)
     }
 
+    /// What a command prints for `--json` is a `Codable` value encoded by `JSONValueEncoder`
+    /// (`printJSON` takes an `Encodable`), never a `JSONValue` object or array built by hand.
+    func testTheCommandsJSONIsEncodedFromCodableValues() throws {
+        let commands = try files(in: "ConcordCommands")
+        XCTAssertGreaterThan(commands.count, 10)
+        XCTAssertEqual(try lines(commands, matching: #"[ (\[]\.(object|array)\(|JSONValue\.(string|object|array|number|bool)\b(?!\))"#), [],
+                       "JSON built by hand in a command")
+        XCTAssertEqual(try lines(commands, matching: #"(?<!try |func )printJSON\((?!try JSONValueEncoder\(\)\.encode\(value\)\))"#), [], "printJSON of something not encoded")
+        XCTAssertGreaterThan(try lines(commands, matching: #"try printJSON\("#).count, 30)
+    }
+
     /// What the engine makes public is what the store's API speaks in, so each public type of
     /// the engine is in ConcordKit's documentation catalog (Sources/ConcordKit/ConcordKit.docc).
     func testEachPublicTypeOfTheEngineIsInTheCatalog() throws {

@@ -65,30 +65,6 @@ final class ObservationTests: KitTestCase {
         all.cancel()
     }
 
-    func testACommitOfAnotherProcessIsSeen() async throws {
-        let concord = try ConcordBinary.required()
-        let store = try makeStore()
-        let values = Collector(store.observe(Self.vocabularyIDs))
-        try await values.waitFor { $0 == [[]] }
-        let environment = isolatedEnvironment(home: sandbox, ["CONCORD_HOME": store.identity.home.path])
-        let put = try ProcessRunner.run(concord, ["put", "vocabulary/cli", "--json", #"{"label":"cli"}"#, "-C", store.directory.path],
-                                        environment: environment, deadline: 60)
-        XCTAssertEqual(put.status, 0, put.stderr)
-        try await values.waitFor { $0.last == ["cli"] }
-
-        // A plain git commit (unsigned, by hand) moving main is seen the same way.
-        let other = Collector(store.observe(ClosureRequest(kinds: ["settings"]) { try $0.list(kind: "settings").items.map(\.id) }))
-        try await other.waitFor { $0 == [[]] }
-        try await store.write { try $0.put("settings", "theme", data: ["dark": true]) }
-        try await other.waitFor { $0.last == ["theme"] }
-        try gitOK(["-c", "user.name=x", "-c", "user.email=x@y", "-c", "commit.gpgsign=false", "revert", "--no-edit", "HEAD"],
-                  in: store.directory)
-        try await other.waitFor { $0.last == [] }
-        XCTAssertEqual(values.values.last, ["cli"], "the revert touched settings only")
-        values.cancel()
-        other.cancel()
-    }
-
     /// An observed store that nothing writes to runs no timer: its thread sleeps until the kernel
     /// tells it main moved (Linux's inotify; elsewhere it still polls every 20 ms, 50 looks a second).
     /// A write through another store on the folder (as another process's would) is not a nudge
@@ -202,17 +178,7 @@ final class ObservationTests: KitTestCase {
         XCTAssertNil(status.lastError)
         XCTAssertFalse(status.isAccessRemoved)
 
-        // Another process's commit, seen while something observes the store.
-        let values = Collector(aliceStore.observe(ClosureRequest(kinds: nil) { try $0.list().items.count }))
-        try await values.waitFor { $0.count == 1 }
-        let concord = try ConcordBinary.required()
-        let environment = isolatedEnvironment(home: sandbox, ["CONCORD_HOME": aliceStore.identity.home.path])
-        let put = try ProcessRunner.run(concord, ["put", "vocabulary/cli", "--json", "{}", "-C", aliceStore.directory.path],
-                                        environment: environment, deadline: 60)
-        XCTAssertEqual(put.status, 0, put.stderr)
-        try await eventually { status.pendingCommits == 1 }
-        values.cancel()
-
+        // Another process's commit moves the status too: OtherProcessTests.testTheStatusSeesAnotherProcesssCommit.
         try await aliceStore.addRemote("broken", url: sandbox.appendingPathComponent("nowhere.git").path)
         do {
             _ = try await aliceStore.sync(remote: "broken")

@@ -209,34 +209,6 @@ final class StoreTests: KitTestCase {
         XCTAssertEqual(status.ahead, 0)
         fsckAtEnd(remote, aliceStore.directory, bobStore.directory)
     }
-
-    /// The store writing in this process while the `concord` CLI writes in another: every write of both is kept.
-    func testTheStoreAndTheCLIWritingOneProfileAtOnce() throws {
-        let concord = try ConcordBinary.required()
-        let alice = try makeIdentity()
-        let store = try ConcordStore.create(at: sandbox.appendingPathComponent("p"), name: "P", template: .aac, identity: alice,
-                                            environment: makeEnvironment(alice))
-        let environment = isolatedEnvironment(home: sandbox, ["CONCORD_HOME": alice.home.path])
-        let cli = Thread.detachNewThreadWithResult {
-            (0..<15).map { index in
-                (try? ProcessRunner.run(concord, ["put", "vocabulary/cli\(index)", "--json", #"{"n":\#(index)}"#,
-                                                  "-C", store.directory.path], environment: environment, deadline: 120))
-                    .map { $0.status == 0 ? "" : $0.stderr } ?? "did not run"
-            }
-        }
-        for index in 0..<30 {
-            try store.write { try $0.put("vocabulary", "app\(index)", data: ["n": JSONValue(index)]) }
-        }
-        let failures = cli.wait().filter { !$0.isEmpty }
-        XCTAssertEqual(failures, [])
-        let ids = Set(try store.read { try $0.list(kind: "vocabulary").items.map(\.id) })
-        XCTAssertEqual(ids, Set((0..<30).map { "app\($0)" } + (0..<15).map { "cli\($0)" }))
-        XCTAssertNoThrow(try store.withProfile { try $0.verification.run() })
-        let verified = try ProcessRunner.run(concord, ["verify", "-C", store.directory.path], environment: environment)
-        XCTAssertEqual(verified.status, 0, verified.stderr)
-        XCTAssertEqual(try gitOK(["status", "--porcelain"], in: store.directory), "")
-        fsckAtEnd(store.directory)
-    }
 }
 
 extension KitTestCase {

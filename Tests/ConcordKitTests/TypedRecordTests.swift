@@ -41,6 +41,16 @@ final class TypedRecordTests: KitTestCase {
         XCTAssertEqual(fraction, .recordDoesNotDecode(path: "p", reason: "at page: expected an integer, found the number 3.5"))
     }
 
+    /// A `JSONValue` inside an `Encodable` value encodes as itself: exactly (a number's lexeme, an
+    /// explicit null) through `JSONValueEncoder`, and as plain JSON through Foundation's encoder.
+    func testAJSONValueFieldEncodesAsItself() throws {
+        struct Holder: Encodable { let free: JSONValue; let absent: JSONValue? }
+        let free: JSONValue = ["price": .number("1.50"), "tags": ["a", .null], "ok": true, "n": .number("-0")]
+        XCTAssertEqual(try JSONValueEncoder().encode(Holder(free: free, absent: nil)), .object(["free": free]))
+        let foundation = try JSONSerialization.jsonObject(with: JSONEncoder().encode(Holder(free: free, absent: .null))) as? NSDictionary
+        XCTAssertEqual(foundation, ["free": ["price": 1.5, "tags": ["a", NSNull()], "ok": true, "n": 0], "absent": NSNull()] as NSDictionary)
+    }
+
     func testNumbersSurviveCanonicalJSONExactly() throws {
         var random = SeededGenerator(seed: 3434)
         for _ in 0..<500 {

@@ -8,25 +8,6 @@ import XCTest
 /// too; the loser is told at their next sync, even one that only fast-forwards. The reports are
 /// worked out from the merges' parents and trees, never from their commit messages.
 final class LostWriteTests: ConcordTestCase {
-    private struct Team {
-        let alice: TestDevice, bob: TestDevice, carol: TestDevice
-        var all: [TestDevice] { [alice, bob, carol] }
-    }
-
-    private func makeTeam() throws -> Team {
-        Team(alice: try makeDevice("alice", device: "laptop"), bob: try makeDevice("bob", device: "phone"),
-             carol: try makeDevice("carol", device: "tablet"))
-    }
-
-    /// A screenplay profile on a path remote with bob and carol as Editors and `records`; each
-    /// member's copy, in the order of `team.all`.
-    private func share(_ team: Team, tag: String, records: [(String, String)]) throws -> [URL] {
-        let remote = try makeRemote(.path, name: "remote-\(tag).git")
-        let profile = try publishProfile(owner: team.alice, remote: remote, directory: "alice-\(tag)", template: "screenplay",
-                                         members: [(team.bob, "editor"), (team.carol, "editor")], records: records)
-        return [profile, try cloneProfile(team.bob, from: remote, into: "bob-\(tag)"), try cloneProfile(team.carol, from: remote, into: "carol-\(tag)")]
-    }
-
     private func lost(_ device: TestDevice, in copy: URL, _ extra: [String] = []) throws -> [[String: Any]] {
         let text = try concordOK(["conflicts", "--json"] + extra, as: device, in: copy)
         return try XCTUnwrap(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]], text)
@@ -38,10 +19,10 @@ final class LostWriteTests: ConcordTestCase {
     /// sync order, every device lists exactly one lost write: alice's a, in her own commit, lost to
     /// carol's; bob's b survived and is reported nowhere.
     func testTheRightLoserIsNamedWhateverTheSyncOrder() throws {
-        let team = try makeTeam()
+        let team = try makeLostWriteTeam()
         for order in [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]] {
             let tag = order.map(String.init).joined()
-            let copies = try share(team, tag: tag, records: [("scenes/y", #"{"a":"base","b":"base"}"#)])
+            let copies = try shareScreenplay(team, tag: tag, records: [("scenes/y", #"{"a":"base","b":"base"}"#)])
             try concordOK(["put", "scenes/y", "--json", #"{"a":"alice","b":"base"}"#], as: team.alice, in: copies[0])
             let alicesCommit = try head(copies[0])
             try concordOK(["put", "scenes/y", "--json", #"{"a":"base","b":"bob"}"#], as: team.bob, in: copies[1])
@@ -73,8 +54,8 @@ final class LostWriteTests: ConcordTestCase {
     /// alice deletes `scenes/x`; bob edits a and carol edits b; they sync bob, carol, alice: both
     /// edits are reported lost to the delete, each with its author (only carol's was before).
     func testEveryEditLostToADeleteIsReported() throws {
-        let team = try makeTeam()
-        let copies = try share(team, tag: "delete", records: [("scenes/x", #"{"a":"base","b":"base"}"#)])
+        let team = try makeLostWriteTeam()
+        let copies = try shareScreenplay(team, tag: "delete", records: [("scenes/x", #"{"a":"base","b":"base"}"#)])
         try concordOK(["rm", "scenes/x"], as: team.alice, in: copies[0])
         try concordOK(["put", "scenes/x", "--json", #"{"a":"bob","b":"base"}"#], as: team.bob, in: copies[1])
         try concordOK(["put", "scenes/x", "--json", #"{"a":"base","b":"carol"}"#], as: team.carol, in: copies[2])
@@ -92,37 +73,10 @@ final class LostWriteTests: ConcordTestCase {
         }
     }
 
-    /// `watch` tells the loser too: alice's watch, started after carol's merge left her write out,
-    /// reports it in its first sync, in the text and in `--json` (`lost`, with `yours`).
-    func testAWatchTellsTheLoser() throws {
-        let team = try makeTeam()
-        let (copies, _) = try carolsMergeLeavesOutAlicesEdit(team, tag: "watch")
-        for json in [true, false] {
-            let log = sandbox.appendingPathComponent("watch-alice-\(json).log")
-            try concordOK(["put", "scenes/z\(json)", "--json", #"{"a":"x"}"#], as: team.alice, in: copies[0])   // something to sync
-            let watcher = try ChildProcess(path: try ConcordBinary.required(),
-                                           arguments: ["watch", "-C", copies[0].path, "--interval", "1"] + (json ? ["--json"] : []),
-                                           environment: concordEnvironment(team.alice), output: log)
-            defer { if watcher.exitStatus() == nil { watcher.signal(SIGKILL) } }
-            let output = { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
-            let told = json ? #""yours":true"# : "your edit of scenes/y (a) lost to carol's edit at "
-            if json {
-                XCTAssertTrue(waitUntil(60) { output().contains(told) }, output())
-                XCTAssertTrue(output().contains(#""told":"your edit of scenes/y (a) lost to carol's edit at "#), output())
-            } else {
-                // The second watch's sync brings nothing new: nothing to tell again.
-                XCTAssertTrue(waitUntil(60) { output().contains("synced") }, output())
-                XCTAssertFalse(output().contains(told), output())
-            }
-            watcher.signal(SIGTERM)
-            XCTAssertTrue(waitUntil(30) { watcher.exitStatus() != nil }, output())
-        }
-    }
-
     /// Carol's sync makes the merge that leaves alice's write out; alice's next sync only
     /// fast-forwards, and tells her (text and --json); `conflicts --mine` and `--since` filter.
     func testTheLoserIsToldAtTheirNextSync() throws {
-        let team = try makeTeam()
+        let team = try makeLostWriteTeam()
         let (copies, carols) = try carolsMergeLeavesOutAlicesEdit(team, tag: "told")
         XCTAssertTrue(carols.contains("lost: scenes/y (a): alice's edit ("), carols)
         XCTAssertFalse(carols.contains("your edit"), "carol lost nothing: \(carols)")
@@ -152,12 +106,35 @@ final class LostWriteTests: ConcordTestCase {
         XCTAssertEqual(refused.status, 2)
         XCTAssertTrue(refused.stderr.contains(#"--since "yesterday" is not a date: give 2026-11-24"#), refused.stderr)
     }
+}
+
+/// The team and the lost write of these tests (and of WatchTests' `testAWatchTellsTheLoser`).
+extension ConcordTestCase {
+    /// Alice, bob and carol, each on a device of their own.
+    struct LostWriteTeam {
+        let alice: TestDevice, bob: TestDevice, carol: TestDevice
+        var all: [TestDevice] { [alice, bob, carol] }
+    }
+
+    func makeLostWriteTeam() throws -> LostWriteTeam {
+        LostWriteTeam(alice: try makeDevice("alice", device: "laptop"), bob: try makeDevice("bob", device: "phone"),
+             carol: try makeDevice("carol", device: "tablet"))
+    }
+
+    /// A screenplay profile on a path remote with bob and carol as Editors and `records`; each
+    /// member's copy, in the order of `team.all`.
+    func shareScreenplay(_ team: LostWriteTeam, tag: String, records: [(String, String)]) throws -> [URL] {
+        let remote = try makeRemote(.path, name: "remote-\(tag).git")
+        let profile = try publishProfile(owner: team.alice, remote: remote, directory: "alice-\(tag)", template: "screenplay",
+                                         members: [(team.bob, "editor"), (team.carol, "editor")], records: records)
+        return [profile, try cloneProfile(team.bob, from: remote, into: "bob-\(tag)"), try cloneProfile(team.carol, from: remote, into: "carol-\(tag)")]
+    }
 
     /// The lost write both tests start from: scenes/y shared, alice changes its field a and syncs,
     /// then carol changes a too and her sync merges, leaving alice's write out. Returns the copies
     /// (alice, bob, carol) and what carol's sync printed.
-    private func carolsMergeLeavesOutAlicesEdit(_ team: Team, tag: String) throws -> (copies: [URL], carolsSync: String) {
-        let copies = try share(team, tag: tag, records: [("scenes/y", #"{"a":"base","b":"base"}"#)])
+    func carolsMergeLeavesOutAlicesEdit(_ team: LostWriteTeam, tag: String) throws -> (copies: [URL], carolsSync: String) {
+        let copies = try shareScreenplay(team, tag: tag, records: [("scenes/y", #"{"a":"base","b":"base"}"#)])
         try concordOK(["put", "scenes/y", "--json", #"{"a":"alice","b":"base"}"#], as: team.alice, in: copies[0])
         try concordOK(["sync"], as: team.alice, in: copies[0])
         try concordOK(["put", "scenes/y", "--json", #"{"a":"carol","b":"base"}"#], as: team.carol, in: copies[2])

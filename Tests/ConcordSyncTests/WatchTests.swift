@@ -153,6 +153,34 @@ final class WatchTests: ConcordTestCase {
             \(stopTimes.map { String(format: "%.2f s", $0) }.joined(separator: ", ")) after SIGTERM
             """)
     }
+
+    /// `watch` tells the loser too: alice's watch, started after carol's merge left her write out,
+    /// reports it in its first sync, in the text and in `--json` (`lost`, with `yours`).
+    func testAWatchTellsTheLoser() throws {
+        let team = try makeLostWriteTeam()
+        let (copies, _) = try carolsMergeLeavesOutAlicesEdit(team, tag: "watch")
+        for json in [true, false] {
+            let log = sandbox.appendingPathComponent("watch-alice-\(json).log")
+            try concordOK(["put", "scenes/z\(json)", "--json", #"{"a":"x"}"#], as: team.alice, in: copies[0])   // something to sync
+            let watcher = try ChildProcess(path: try ConcordBinary.required(),
+                                           arguments: ["watch", "-C", copies[0].path, "--interval", "1"] + (json ? ["--json"] : []),
+                                           environment: concordEnvironment(team.alice), output: log)
+            defer { if watcher.exitStatus() == nil { watcher.signal(SIGKILL) } }
+            let output = { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+            let told = json ? #""yours":true"# : "your edit of scenes/y (a) lost to carol's edit at "
+            if json {
+                XCTAssertTrue(waitUntil(60) { output().contains(told) }, output())
+                XCTAssertTrue(output().contains(#""told":"your edit of scenes/y (a) lost to carol's edit at "#), output())
+            } else {
+                // The second watch's sync brings nothing new: nothing to tell again.
+                XCTAssertTrue(waitUntil(60) { output().contains("synced") }, output())
+                XCTAssertFalse(output().contains(told), output())
+            }
+            watcher.signal(SIGTERM)
+            XCTAssertTrue(waitUntil(30) { watcher.exitStatus() != nil }, output())
+        }
+    }
+
 }
 
 /// `watch` where its process is the point: an outage told once, a revoked device's watch stopping

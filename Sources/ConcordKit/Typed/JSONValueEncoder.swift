@@ -103,6 +103,7 @@ final class ValueEncoder: Encoder {
 
     private static func specialValue<T: Encodable>(_ value: T, codingPath: [any CodingKey]) throws -> JSONValue? {
         switch value {
+        case let json as JSONValue: return json
         case let date as Date: return .string(JSONValueEncoder.dateStyle.format(date))
         case let data as Data: return .string(data.base64EncodedString())
         case let url as URL: return .string(url.absoluteString)
