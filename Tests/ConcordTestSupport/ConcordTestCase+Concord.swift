@@ -31,12 +31,18 @@ extension ConcordTestCase {
     @discardableResult
     package func concord(_ arguments: [String], as device: TestDevice?, in directory: URL? = nil, clock: String?, input: Data? = nil,
                          file: StaticString = #filePath, line: UInt = #line) throws -> RunResult {
+        try runConcord(arguments, environment: concordEnvironment(device, clock: clock), in: directory ?? sandbox, input: input, deadline: nil)
+    }
+
+    /// `arguments` in this process or as the binary (see `concord(…)`), given `deadline` seconds when not nil.
+    private func runConcord(_ arguments: [String], environment: [String: String], in directory: URL, input: Data?,
+                            deadline: Double?) throws -> RunResult {
         let binary = try ConcordBinary.required()
-        let environment = concordEnvironment(device, clock: clock)
         guard Self.runsConcordInProcess, !InProcessConcord.needsProcess(arguments) else {
-            return try ProcessRunner.run(binary, arguments, environment: environment, in: directory ?? sandbox, input: input)
+            return try ProcessRunner.run(binary, arguments, environment: environment, in: directory, input: input, deadline: deadline)
         }
-        return InProcessConcord.run(arguments, environment: environment, in: directory ?? sandbox, input: input, executable: binary)
+        guard let deadline else { return InProcessConcord.run(arguments, environment: environment, in: directory, input: input, executable: binary) }
+        return InProcessConcord.run(arguments, environment: environment, in: directory, input: input, executable: binary, deadline: deadline)
     }
 
     /// `concord`, failing the test unless it exits 0; returns its trimmed stdout.
@@ -72,11 +78,7 @@ extension ConcordTestCase {
     /// runs the binary: then the process is killed at the deadline.
     package func concordWithDeadline(_ arguments: [String], as device: TestDevice, in directory: URL, seconds: Double = 60,
                                      environment extra: [String: String] = [:]) throws -> RunResult {
-        let binary = try ConcordBinary.required(), environment = concordEnvironment(device).merging(extra) { $1 }
-        guard Self.runsConcordInProcess, !InProcessConcord.needsProcess(arguments) else {
-            return try ProcessRunner.run(binary, arguments, environment: environment, in: directory, deadline: seconds)
-        }
-        return InProcessConcord.run(arguments, environment: environment, in: directory, executable: binary, deadline: seconds)
+        try runConcord(arguments, environment: concordEnvironment(device).merging(extra) { $1 }, in: directory, input: nil, deadline: seconds)
     }
 
     /// Starts `concord watch -C copy --interval interval --json` as `device`, its output in

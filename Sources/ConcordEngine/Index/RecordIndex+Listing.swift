@@ -9,10 +9,8 @@ extension RecordIndex {
     /// (`files`); a file that is not committed as it is there (added, or changed in size by hand)
     /// is read as `Records.list` reads it. Log kinds are read from their files.
     public func list(kind kindName: String? = nil) throws -> Listing {
-        let selected = try kindName.map { [try profile.kind(named: $0)] } ?? profile.kinds.kinds
-        var items = [ListedItem]()
-        var warnings = [String]()
-        for kind in selected {
+        var (items, warnings) = ([ListedItem](), [String]())
+        for kind in try profile.kinds(selecting: kindName) {
             if kind.policy == .append {
                 let listing = try profile.records.list(kind: kind.name)
                 items += listing.items

@@ -191,6 +191,11 @@ package final class Profile {
         }
         return kind
     }
+
+    /// The kind named `name` (`unknownKind` otherwise), or every kind when `name` is nil.
+    public func kinds(selecting name: String?) throws -> [RecordKind] {
+        try name.map { [try kind(named: $0)] } ?? kinds.kinds
+    }
 }
 
 /// `text` as a path git's rules allow (the only kind the git layer writes), or an error naming it.

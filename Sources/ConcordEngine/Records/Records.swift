@@ -49,7 +49,7 @@ package struct Records {
 
     /// Every live record (and log entry) of `kind`, or of all kinds; unreadable files become warnings.
     public func list(kind kindName: String? = nil) throws -> Listing {
-        let selected = try kindName.map { [try profile.kind(named: $0)] } ?? profile.kinds.kinds
+        let selected = try profile.kinds(selecting: kindName)
         var items = [ListedItem]()
         var warnings = [String]()
         for kind in selected {
