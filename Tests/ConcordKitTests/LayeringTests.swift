@@ -97,6 +97,19 @@ final class LayeringTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(try lines(code, matching: #"ConcordStore\.(open|create|clone|accept)\("#).count, 4)
     }
 
+    /// Where the app layer opens an engine (a `Profile`) on a directory: the store's queue (open,
+    /// create) and its sync queue, a copy's removal after the store ended, and a sync engine's
+    /// target with no store of this process on it. The store's watcher has none of its own: it
+    /// looks through the store's queue. A new line here is a new engine on a folder.
+    func testTheAppLayerOpensEnginesOnlyWhereListed() throws {
+        let kit = try files(in: "ConcordKit")
+        let opened = try lines(kit, matching: #"Profile\.(open|create)\("#).filter { !$0.contains("///") }.map { $0.prefix { $0 != ":" } }
+        XCTAssertEqual(opened.sorted(), ["ConcordKit/Internal/ProfileWatch.swift", "ConcordKit/Store/ConcordStore.swift",
+                                         "ConcordKit/Store/ConcordStore.swift", "ConcordKit/Store/ConcordStore.swift",
+                                         "ConcordKit/Store/StoreEnd.swift", "ConcordKit/Syncing/SyncEngine.swift"])
+        XCTAssertEqual(try lines(kit.filter { $0.path.hasSuffix("StoreWatcher.swift") }, matching: #"\bProfile\.|: Profile\?"#), [])
+    }
+
     /// What a command prints for `--json` is a `Codable` value encoded by `JSONValueEncoder`
     /// (`printJSON` takes an `Encodable`), never a `JSONValue` object or array built by hand.
     func testTheCommandsJSONIsEncodedFromCodableValues() throws {

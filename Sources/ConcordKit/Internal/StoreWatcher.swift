@@ -5,7 +5,8 @@ import Foundation
 /// store (`observe`, `changes(since:)`): it runs while at least one is subscribed and ends when
 /// the last one leaves.
 ///
-/// It reads where main is (one ref read through a `Profile` of its own, ~20 µs) when the store's own
+/// It reads where main is (one ref read, ~20 µs, in a block on the store's queue: the store's one
+/// engine, no `Profile` of the watcher's own) when the store's own
 /// write, import, sharing call or sync tells it (`moved()`), so a local transaction reaches its
 /// observers at once, and when another process (the `concord` CLI, `concord watch`, a plain `git
 /// pull` or `git commit`) moved main: on Linux the kernel tells it (inotify on `.git` and
@@ -16,19 +17,20 @@ import Foundation
 /// skips unchanged directories, `History.changedKinds`) and wakes only those whose kinds changed;
 /// a change feed is woken by any move (even a commit that changed no file).
 final class StoreWatcher: @unchecked Sendable {
-    // Safe: `subscribers`, `nextID`, `running`, `touching`, `ended` and `profile` are read and written only while
-    // holding `lock` (the thread takes `profile` out while it touches the directory, and puts it back after);
-    // `statusHead` only by the watching thread, of which at most one runs (`running`).
+    // Safe: `subscribers`, `nextID`, `running`, `touching` and `ended` are read and written only while holding
+    // `lock`; `statusHead` only by the watching thread, of which at most one runs (`running`); the store's
+    // `Profile` only inside the thread's blocks on the store's queue (`engine`).
     private let lock = NSCondition()
     private var subscribers = [Int: Subscriber]()
     private var nextID = 0
     private var running = false
-    /// The thread reads the profile now (`end` waits for this, not for the pokes and status news after it).
+    /// The thread's block on the store's queue reads the profile now (`end` waits for this, not for
+    /// a block still waiting for the queue, nor for the pokes and status news after it).
     private var touching = false
     /// Why the watcher ended for good (`end(_:)`): no thread starts again, and a subscriber is failed with it.
     private var ended: Error?
-    private var profile: Profile?
-    private let opening: @Sendable () throws -> Profile
+    /// The store's queue, whose engine the thread's looks run on.
+    private let engine: ProfileQueue
     /// The store's status, read again when main moved and an app uses it; and where main was when it last was.
     private let status: StoreStatus
     private var statusHead: ObjectID?
@@ -68,10 +70,10 @@ final class StoreWatcher: @unchecked Sendable {
         let fail: @Sendable (Error) -> Void
     }
 
-    /// A watcher of the profile in `directory` whose thread opens it with `opening` when first
-    /// needed, and keeps `status` current while it runs; `polling`: it looks every `pollInterval`.
-    init(directory: URL, polling: Bool = false, status: StoreStatus, opening: @escaping @Sendable () throws -> Profile) {
-        (self.gitDirectory, self.polling, self.status, self.opening) = (directory.appendingPathComponent(".git"), polling, status, opening)
+    /// A watcher of the profile in `directory` whose thread looks through `engine`, the store's
+    /// queue, and keeps `status` current while it runs; `polling`: it looks every `pollInterval`.
+    init(directory: URL, polling: Bool = false, status: StoreStatus, engine: ProfileQueue) {
+        (self.gitDirectory, self.polling, self.status, self.engine) = (directory.appendingPathComponent(".git"), polling, status, engine)
     }
 
     /// Whether the watching thread runs (some observer or feed is subscribed): for tests.
@@ -163,12 +165,12 @@ final class StoreWatcher: @unchecked Sendable {
     }
 
     /// Ends the watcher for good (the store was closed, or its copy removed): every subscriber is
-    /// failed with `error`, so is any later one, and once this returns the thread has let go of its
-    /// `Profile` and touches the directory no more. It waits only for the thread's read of the
-    /// profile, never for what the thread tells after it (pokes, the status's `onChange` handlers,
-    /// which may call the store); and not at all when called on that thread, or when not
-    /// `waiting` (closed inside a write, whose lock the read waits for): the thread then lets go
-    /// once its read ends.
+    /// failed with `error`, so is any later one, and once this returns the thread touches the
+    /// directory no more. It waits only for the thread's read of the profile running on the store's
+    /// queue (a block still waiting for the queue reads nothing once it runs), never for what the
+    /// thread tells after it (pokes, the status's `onChange` handlers, which may call the store);
+    /// and not at all when called on that thread, or when not `waiting` (closed inside a write,
+    /// whose lock the read waits for): the read then ends on its own.
     func end(_ error: Error, waiting: Bool = true) {
         let failing = lock.withLock {
             if ended == nil { ended = error }
@@ -177,14 +179,9 @@ final class StoreWatcher: @unchecked Sendable {
         }
         for fail in failing { fail(error) }
         nudge()
-        // The profile the thread put back between two reads goes here in any case (the caller may
-        // be about to delete the copy); one being read goes with that read.
-        let dropped = lock.withLock {
+        lock.withLock {
             if waiting, !isWatchingThread { while touching { lock.wait() } }
-            defer { profile = nil }
-            return profile
         }
-        withExtendedLifetime(dropped) {}
     }
 
     /// True on the watching thread.
@@ -201,10 +198,8 @@ final class StoreWatcher: @unchecked Sendable {
         let wake = try? WatchWake(watching: polling ? [] : [gitDirectory.path, gitDirectory.appendingPathComponent("refs/heads").path])
         lock.withLock { self.wake = wake }
         while true {
-            var profile: Profile?
             let current: [Int: Subscriber]? = lock.withLock {
                 if subscribers.isEmpty || ended != nil {
-                    self.profile = nil
                     self.wake = nil
                     running = false
                     lock.broadcast()
@@ -213,8 +208,6 @@ final class StoreWatcher: @unchecked Sendable {
                 // A call of this store is committing: it tells when it is done.
                 if localChanges > 0 { return [:] }
                 looks += 1
-                touching = true
-                (profile, self.profile) = (self.profile, nil)
                 return subscribers
             }
             guard let current else { return }
@@ -223,15 +216,7 @@ final class StoreWatcher: @unchecked Sendable {
                 continue
             }
             var told = [() -> Void]()
-            let looked = Result { try look(current, with: &profile, telling: &told) }
-            lock.withLock {
-                // Put back while the watcher lives on (`end` then lets go of it); once ended, it goes
-                // here, before the read is over, so it is gone when `end` returns.
-                if ended == nil { self.profile = profile }
-                profile = nil
-                touching = false
-                lock.broadcast()
-            }
+            let looked = Result { try engine.run { profile in try lookUnlessEnded(current, in: profile, telling: &told) } }
             for tell in told { tell() }
             do {
                 try looked.get()
@@ -257,12 +242,28 @@ final class StoreWatcher: @unchecked Sendable {
         wake.wait(timeout: wake.watchesDirectories && !failing ? nil : Self.pollInterval)
     }
 
-    /// One look at main through `opened` (opened now when nil): every subscriber that read at
-    /// another commit gets the kinds changed since, is marked as having seen main, and its wake-up
-    /// is added to `told` when they concern it; so is the status's news.
-    private func look(_ current: [Int: Subscriber], with opened: inout Profile?, telling told: inout [() -> Void]) throws {
-        let profile = try opened ?? opening()
-        opened = profile
+    /// `look`, in a block on the store's queue, unless the watcher ended while the block waited for
+    /// the queue; `end` waits for it meanwhile (`touching`).
+    private func lookUnlessEnded(_ current: [Int: Subscriber], in profile: Profile, telling told: inout [() -> Void]) throws {
+        let live = lock.withLock { () -> Bool in
+            guard ended == nil else { return false }
+            touching = true
+            return true
+        }
+        guard live else { return }
+        defer {
+            lock.withLock {
+                touching = false
+                lock.broadcast()
+            }
+        }
+        try look(current, in: profile, telling: &told)
+    }
+
+    /// One look at main through the store's `profile`: every subscriber that read at another
+    /// commit gets the kinds changed since, is marked as having seen main, and its wake-up is
+    /// added to `told` when they concern it; so is the status's news.
+    private func look(_ current: [Int: Subscriber], in profile: Profile, telling told: inout [() -> Void]) throws {
         let history = profile.history
         guard var head = try history.head() else { return }
         // The status is read last, once the lock was free and the diffs made (a sync meanwhile

@@ -44,7 +44,7 @@ public final class ConcordStore: Sendable {
     /// it is that sync's error. For a store opened `syncingOnItsQueue` (the tool's), `engine` itself.
     let syncer: ProfileQueue
     /// The one thread that watches main move for every observer and change feed of the store,
-    /// on a `Profile` of its own, opened when the first one subscribes (`StoreWatcher`).
+    /// started when the first one subscribes (`StoreWatcher`); it looks through `engine`'s queue.
     let watcher: StoreWatcher
     /// What `status` returns, kept up to date once an app asked for it.
     let statusMirror: StoreStatus
@@ -68,7 +68,7 @@ public final class ConcordStore: Sendable {
         }
         let status = StoreStatus()
         statusMirror = status
-        watcher = StoreWatcher(directory: root, polling: environment.watchesByPolling, status: status) { try Profile.open(at: root, environment: environment, caches: caches) }
+        watcher = StoreWatcher(directory: root, polling: environment.watchesByPolling, status: status, engine: engine)
     }
 
     /// The environment given, or this process's (`ConcordEnvironment.fromProcess`).
