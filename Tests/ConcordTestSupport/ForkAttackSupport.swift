@@ -175,16 +175,22 @@ extension ConcordTestCase {
     /// dates until its id sorts before `other`'s, as an attacker grinds an id; returns the new id.
     package func grindHead(in copy: URL, before other: String, signedWith key: URL,
                            file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let head = try grindHead(in: copy, signedWith: key) { $0 < other }
+        XCTAssertLessThan(head, other, "ground an id below \(other)", file: file, line: line)
+        return head
+    }
+
+    /// Amends HEAD of `copy` as `grindHead(in:before:)` does until `done` holds for its id (at most 4,096 tries).
+    private func grindHead(in copy: URL, signedWith key: URL, until done: (String) -> Bool) throws -> String {
         var head = try revParse("HEAD", in: copy)
         // Each attempt a date of its own (an ssh signature is deterministic, so a date tried twice
         // gives the same id): 4,096 tries find an id below one starting "00" with near certainty.
-        for attempt in 0..<4096 where head >= other {
+        for attempt in 0..<4096 where !done(head) {
             let seconds = 1_767_261_600 + attempt
             try gitOK(GitSigning.options(keyFile: key.path) + ["commit", "--amend", "--quiet", "--no-edit", "-S"], in: copy,
                       environment: ["GIT_COMMITTER_DATE": "\(seconds) +0000", "GIT_AUTHOR_DATE": "\(seconds - 3600) +0000"])
             head = try revParse("HEAD", in: copy)
         }
-        XCTAssertLessThan(head, other, "ground an id below \(other)", file: file, line: line)
         return head
     }
 
@@ -220,9 +226,14 @@ extension ConcordTestCase {
     }
 
     /// `owner` removes the key of its member's device `name` on `copy` and syncs; returns the removal's commit.
+    /// A removal whose id starts `0` is ground (re-signed with `owner`'s key, message and tree
+    /// unchanged) to one starting at `1` or above before it is synced, so a thief's 4,096 tries
+    /// (`grindHead(in:before:)`) find an id below it with near certainty; below `0005…` one try in
+    /// about 15,000 would.
     package func removeDevice(_ name: String, as owner: TestDevice, in copy: URL) throws -> String {
         try concordOK(["devices", "remove", name], as: owner, in: copy)
-        let removal = try revParse("HEAD", in: copy)
+        var removal = try revParse("HEAD", in: copy)
+        if removal < "1" { removal = try grindHead(in: copy, signedWith: owner.keyFile) { $0 >= "1" } }
         try concordOK(["sync"], as: owner, in: copy)
         return removal
     }
